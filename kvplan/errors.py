@@ -1,0 +1,57 @@
+"""The exceptions kvplan raises and the exit code each maps to (DESIGN.md "Exit codes").
+
+Commands raise; only the CLI edge (cli.main) turns these into one line on stderr and an exit code.
+"""
+
+from __future__ import annotations
+
+EXIT_OK = 0
+EXIT_NO = 1  # a definite "no": does not fit, a check failed, a probe did not match
+EXIT_INPUT = 2  # bad input or usage
+EXIT_UNSUPPORTED = 3  # an architecture or option kvplan does not model
+
+
+class KvplanError(Exception):
+    """Base class: a message for a person, where it happened, and how to fix it."""
+
+    exit_code = EXIT_INPUT
+
+    def __init__(self, what: str, *, where: str | None = None, hint: str | None = None):
+        super().__init__(what)
+        self.what = what
+        self.where = where
+        self.hint = hint
+
+    def located(self, where: str) -> "KvplanError":
+        """The same error with `where` prefixed by an outer location (a file around a key)."""
+        self.where = f"{where}: {self.where}" if self.where else where
+        return self
+
+    def one_line(self) -> str:
+        text = f"{self.where} — {self.what}" if self.where else self.what
+        if self.hint:
+            text += f" ({self.hint})"
+        return " ".join(text.split())
+
+
+class InputError(KvplanError):
+    """Bad input: unreadable or invalid file, unknown name, impossible option. Exit 2."""
+
+    exit_code = EXIT_INPUT
+
+
+class UnsupportedError(KvplanError):
+    """Something kvplan does not model; it refuses rather than guesses. Exit 3."""
+
+    exit_code = EXIT_UNSUPPORTED
+
+
+def did_you_mean(word: str, choices, *, n: int = 3) -> str | None:
+    """A hint naming the closest known choices, or None when nothing is close."""
+    import difflib
+
+    lowered = {c.lower(): c for c in choices}
+    close = difflib.get_close_matches(word.lower(), list(lowered), n=n, cutoff=0.6)
+    if not close:
+        return None
+    return "did you mean " + " or ".join(repr(lowered[c]) for c in close) + "?"
