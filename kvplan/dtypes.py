@@ -91,5 +91,5 @@ def weight_format(name: str) -> WeightFormat:
 
 def weight_bytes(params: int, fmt: WeightFormat) -> int:
     """Bytes to store `params` parameters in `fmt`, rounded up to a whole byte."""
-    total = params * fmt.bits_per_param
+    total = params * fmt.bits_per_param / 8
     return -(-total.numerator // total.denominator)

@@ -31,8 +31,11 @@ def _json_default(value: Any):
 def console(stderr: bool = False):
     from rich.console import Console
 
+    stream = sys.stderr if stderr else sys.stdout
     width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    return Console(file=sys.stderr if stderr else sys.stdout, width=width, highlight=False, soft_wrap=False)
+    if width is None and not stream.isatty():
+        width = 120  # rich assumes 80 columns off a terminal, which truncates exact byte counts in pipes and CI logs
+    return Console(file=stream, width=width, highlight=False, soft_wrap=stderr)
 
 
 def size(n: int | None) -> str:
@@ -43,40 +46,43 @@ def size(n: int | None) -> str:
 
 
 def estimate_table(est) -> list:
-    """The human view of an Estimate: the cache, the weights, then the GPU verdict."""
+    """The human view of an Estimate: one header line, then cache, weights and the GPU verdict in one table."""
     from rich.table import Table
     from rich.text import Text
 
-    header = f"{est.model} · seq {format_tokens(est.seq)} tokens × batch {est.batch} · KV {est.kv_dtype} · engine {est.engine}"
+    header = f"{est.model} · {format_tokens(est.seq)} tokens × {est.batch} sequence{'s' if est.batch > 1 else ''} · KV {est.kv_dtype} · engine {est.engine}"
     if est.tp > 1 or est.pp > 1:
         header += f" · TP {est.tp} × PP {est.pp}"
-    cache = Table(title=header, title_justify="left", show_header=True, header_style="bold")
-    cache.add_column("quantity")
-    cache.add_column("value", justify="right")
-    cache.add_row("KV cache per token", size(est.kv_bytes_per_token))
-    cache.add_row("KV cache per sequence", size(est.kv_bytes_per_sequence))
+    table = Table(show_header=True, header_style="bold", box=None if os.environ.get("KVPLAN_PLAIN") else _box())
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    table.add_row("KV cache per token", size(est.kv_bytes_per_token))
+    table.add_row("KV cache per sequence", size(est.kv_bytes_per_sequence))
     if est.state_bytes:
-        cache.add_row("recurrent state per sequence", size(est.state_bytes_per_sequence))
-    cache.add_row(f"cache for {est.batch} sequence{'s' if est.batch > 1 else ''}", size(est.cache_bytes))
-    cache.add_row("parameters", f"{est.params:,}")
-    cache.add_row(f"weights ({est.dtype})", size(est.weights_bytes))
-    parts: list = [cache]
+        table.add_row("recurrent state per sequence", size(est.state_bytes_per_sequence))
+    table.add_row(f"cache, {est.batch} sequence{'s' if est.batch > 1 else ''}", size(est.cache_bytes))
+    table.add_row("parameters", f"{est.params:,}")
+    table.add_row(f"weights ({est.dtype})", size(est.weights_bytes))
     if est.per_gpu is not None:
         g = est.per_gpu
-        gpu = Table(title=f"per GPU ({est.gpu or 'custom'}, {est.gpus} GPU{'s' if est.gpus > 1 else ''}, most loaded shown)",
-                    title_justify="left", header_style="bold")
-        gpu.add_column("quantity")
-        gpu.add_column("value", justify="right")
-        gpu.add_row("capacity", size(g.capacity_bytes))
-        gpu.add_row("reserve (runtime overhead)", size(g.reserved_bytes))
-        gpu.add_row("weights", size(g.weights_bytes))
-        gpu.add_row("cache", size(g.cache_bytes))
-        gpu.add_row("left", size(g.free_bytes), style=None if g.free_bytes >= 0 else "red")
-        verdict = Text("fits" if est.fits else "does NOT fit", style="bold green" if est.fits else "bold red")
-        gpu.add_row("verdict", verdict)
-        gpu.add_row(f"most sequences of {format_tokens(est.seq)} tokens", f"{est.max_batch:,}" if est.max_batch is not None else "—")
-        limit = f" (limited by {est.max_seq_limited_by})" if est.max_seq_limited_by and est.max_seq else ""
-        gpu.add_row(f"longest context for {est.batch} sequence{'s' if est.batch > 1 else ''}",
-                    (format_tokens(est.max_seq) + " tokens" + limit) if est.max_seq else "none fits")
-        parts.append(gpu)
-    return parts
+        table.add_section()
+        where = f"{est.gpu or 'custom GPU'}" + (f", most loaded of {est.gpus}" if est.gpus > 1 else "")
+        table.add_row(Text(f"per GPU ({where})", style="bold"), "")
+        table.add_row("  capacity", size(g.capacity_bytes))
+        table.add_row("  reserve (runtime overhead)", size(g.reserved_bytes))
+        table.add_row("  weights", size(g.weights_bytes))
+        table.add_row("  cache", size(g.cache_bytes))
+        table.add_row("  left", Text(size(g.free_bytes), style="" if g.free_bytes >= 0 else "red"))
+        table.add_section()
+        table.add_row("verdict", Text("fits" if est.fits else "does NOT fit", style="bold green" if est.fits else "bold red"))
+        table.add_row(f"most sequences of {format_tokens(est.seq)} tokens", f"{est.max_batch:,}" if est.max_batch is not None else "—")
+        limit = f" (limit: {est.max_seq_limited_by})" if est.max_seq_limited_by and est.max_seq else ""
+        table.add_row(f"longest context for {est.batch} sequence{'s' if est.batch > 1 else ''}",
+                      (format_tokens(est.max_seq) + " tokens" + limit) if est.max_seq else "none fits")
+    return [Text(header, style="bold"), table]
+
+
+def _box():
+    from rich import box
+
+    return box.SIMPLE_HEAD
