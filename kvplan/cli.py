@@ -277,8 +277,18 @@ def _register_optional_commands() -> None:
         module.register(app, _guarded)
 
 
+_registered = False
+
+
+def _register_optional_commands_once() -> None:
+    global _registered
+    if not _registered:
+        _register_optional_commands()
+        _registered = True
+
+
 def main() -> None:
-    _register_optional_commands()
+    _register_optional_commands_once()
     app()
 
 

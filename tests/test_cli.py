@@ -1,0 +1,142 @@
+"""The CLI contract: JSON keys, exit codes, one-line errors, exact capacity figures."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from kvplan import catalog
+
+CONTRACT_KEYS = {"model", "engine", "seq", "batch", "kv_dtype", "dtype", "kv_bytes_per_token", "kv_bytes", "state_bytes",
+                 "cache_bytes", "params", "weights_bytes", "per_gpu", "fits", "max_batch", "max_seq"}
+
+
+def estimate_json(cli, *args):
+    code, out, err = cli("estimate", *args, "--json")
+    return code, (json.loads(out) if out.strip() else None), err
+
+
+def test_json_carries_the_contract(cli, configs):
+    code, d, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "8K", "--batch", "4", "--gpu-mem", "80GiB")
+    assert code == 0 and CONTRACT_KEYS <= set(d)
+    assert d["kv_bytes_per_token"] == 131072 and d["kv_bytes"] == 4 * 8192 * 131072
+    assert d["cache_bytes"] == d["kv_bytes"] + d["state_bytes"]
+    assert set(d["per_gpu"]) >= {"capacity_bytes", "usable_bytes", "weights_bytes", "cache_bytes", "reserved_bytes", "free_bytes"}
+    assert d["fits"] is True
+
+
+def test_without_a_gpu_the_capacity_keys_are_null(cli, configs):
+    code, d, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "1K")
+    assert code == 0 and d["per_gpu"] is None and d["fits"] is None and d["max_batch"] is None and d["max_seq"] is None
+
+
+def test_capacity_figures_are_exact(cli, configs):
+    # 80 GiB x 0.9 usable; weights 8,030,261,248 x 2 B; 1 GiB per 8K sequence (128 KiB/token)
+    code, d, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "8K", "--batch", "1", "--gpu-mem", "80GiB")
+    capacity = 80 * 2**30
+    usable = capacity * 9 // 10
+    weights = 8030261248 * 2
+    per_seq = 8192 * 131072
+    assert d["per_gpu"]["usable_bytes"] == usable and d["per_gpu"]["weights_bytes"] == weights
+    assert d["max_batch"] == (usable - weights) // per_seq
+    assert d["max_seq"] == min((usable - weights) // 131072, 131072)  # capped at the model's 128K context
+    # and the boundary really is the boundary: one sequence more does not fit
+    code, d2, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "8K", "--batch", str(d["max_batch"] + 1), "--gpu-mem", "80GiB")
+    assert code == 1 and d2["fits"] is False
+    code, d3, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "8K", "--batch", str(d["max_batch"]), "--gpu-mem", "80GiB")
+    assert code == 0 and d3["fits"] is True
+
+
+def test_longest_context_is_the_boundary(cli, configs):
+    code, d, _ = estimate_json(cli, configs / "llama-3.1-70b.json", "--seq", "32K", "--batch", "8", "--gpu", "h100", "--tp", "4")
+    assert d["max_seq_limited_by"] == "memory"
+    ok = estimate_json(cli, configs / "llama-3.1-70b.json", "--seq", str(d["max_seq"]), "--batch", "8", "--gpu", "h100", "--tp", "4")
+    over = estimate_json(cli, configs / "llama-3.1-70b.json", "--seq", str(d["max_seq"] + 1), "--batch", "8", "--gpu", "h100", "--tp", "4")
+    assert ok[0] == 0 and over[0] == 1
+
+
+def test_does_not_fit_exits_1(cli, configs):
+    code, out, _ = cli("estimate", configs / "llama-3.1-70b.json", "--seq", "128K", "--batch", "8", "--gpu-mem", "24GiB")
+    assert code == 1 and "does NOT fit" in out
+
+
+def test_tp_replicates_kv_heads_beyond_their_count(cli, configs):
+    _, d8, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "1K", "--tp", "8")
+    _, d16, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "1K", "--tp", "16")
+    assert d8["kv_bytes"] == 32 * 8 * 256 * 2 * 1024  # 8 ranks x 1 head: no copies
+    assert d16["kv_bytes"] == 2 * d8["kv_bytes"]  # 16 ranks x 1 head: every head held twice
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["estimate", "no-such-model"], "unknown model"),
+    (["estimate", "llama-3.1-8b.json", "--seq", "-5"], "--seq"),
+    (["estimate", "llama-3.1-8b.json", "--seq", "0"], "--seq"),
+    (["estimate", "llama-3.1-8b.json", "--seq", "99999999999999999"], "--seq"),
+    (["estimate", "llama-3.1-8b.json", "--kv-dtype", "fp7"], "unknown KV dtype"),
+    (["estimate", "llama-3.1-8b.json", "--gpu", "not-a-gpu"], "unknown GPU"),
+    (["estimate", "llama-3.1-8b.json", "--gpu", "h10"], "--gpu"),
+    (["estimate", "llama-3.1-8b.json", "--tp", "3"], "--tp"),
+    (["estimate", "llama-3.1-8b.json", "--tp", "0"], "--tp"),
+    (["estimate", "llama-3.1-8b.json", "--pp", "64"], "--pp"),
+    (["estimate", "llama-3.1-8b.json", "--batch", "0"], "--batch"),
+    (["estimate", "llama-3.1-8b.json", "--gpu-mem", "80G"], "ambiguous"),
+    (["estimate", "llama-3.1-8b.json", "--gpu", "h100", "--gpu-mem", "80GiB"], "not both"),
+    (["estimate", "llama-3.1-8b.json", "--gpu", "h100", "--gpu-util", "1.5"], "--gpu-util"),
+    (["estimate", "llama-3.1-8b.json", "--gpus", "4", "--tp", "2"], "--gpus"),
+    (["estimate", "llama-3.1-8b.json", "--engine", "vlm"], "did you mean 'vllm'"),
+    (["estimate", "llama-3.1-8b.json", "--kv-heads", "3"], "--kv-heads"),
+    (["estimate", "llama-3.1-8b.json", "--dtype", "int3"], "weight dtype"),
+    (["estimate", "./missing/spec.yaml"], "no such file"),
+])
+def test_bad_input_is_exit_2_with_one_line(cli, configs, args, fragment):
+    args = [str(configs / a) if a.endswith(".json") else a for a in args]
+    code, out, err = cli(*args)
+    assert code == 2, (code, out, err)
+    assert err.count("\n") == 1 and err.startswith("error: ") and fragment in err, err
+    assert out == ""
+
+
+def test_gpu_names_match_leniently():
+    assert catalog.find_gpu("H100-SXM5-80GB").name == catalog.find_gpu("h100").name == "h100-sxm-80gb"
+    assert catalog.find_gpu("h100-sxm-80gb").capacity_bytes == 85029158912  # 79.19 GiB, as torch reports it
+
+
+def test_gpu_catalog_is_complete_and_sourced():
+    entries = catalog.gpus()
+    assert len(entries) >= 15 and len({g.name for g in entries}) == len(entries)
+    for g in entries:
+        assert g.capacity_bytes > 2**30 and g.capacity_source and g.source and g.hbm_bandwidth_bytes_per_s
+
+
+def test_kv_heads_what_if(cli, configs):
+    # Qwen2.5-72B: the article's 64 KV heads vs the real 8 (REFERENCE.md §1)
+    _, real, _ = estimate_json(cli, configs / "qwen2.5-72b-instruct.json", "--seq", "4K")
+    _, what_if, _ = estimate_json(cli, configs / "qwen2.5-72b-instruct.json", "--seq", "4K", "--kv-heads", "64")
+    assert real["kv_bytes_per_token"] == 320 * 1024 and what_if["kv_bytes_per_token"] == 2560 * 1024
+
+
+def test_human_output_states_units(cli, configs):
+    code, out, _ = cli("estimate", configs / "llama-2-7b.json", "--seq", "4K", "--kv-dtype", "fp16", "--gpu", "a100-80gb")
+    assert code == 0
+    assert "512.00 KiB (524,288 B)" in out and "2.00 GiB (2,147,483,648 B)" in out and "fits" in out
+
+
+def test_estimate_and_help_do_not_import_torch(configs):
+    code = (
+        "import sys; from kvplan import cli; cli._register_optional_commands_once();"
+        "from typer.testing import CliRunner; r = CliRunner().invoke(cli.app, ['estimate', sys.argv[1], '--json']);"
+        "assert r.exit_code == 0, r.output; r = CliRunner().invoke(cli.app, ['--help']); assert r.exit_code == 0;"
+        "print('torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code, str(configs / "llama-3.1-8b.json")], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
+
+
+def test_models_and_show(cli):
+    code, out, _ = cli("models", "--json")
+    rows = json.loads(out)["models"]
+    assert code == 0 and len(rows) >= 20
+    code, out, _ = cli("show", rows[0]["name"])
+    assert code == 0 and f"name: {rows[0]['name']}" in out
