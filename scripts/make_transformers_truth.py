@@ -68,6 +68,9 @@ def _entry(peer, path: Path, n_tokens: int, batch: int, dtype: str) -> tuple[dic
             "state_bytes": r.state_bytes,
             "cache_bytes": r.cache_bytes,
             "at_transformers_default_dtype": {
+                "built": default.built,
+                "cannot_build_reason": default.reason,
+                "notes": list(default.notes),
                 "dtype": default.build_dtype,
                 "kv_bytes": default.kv_bytes,
                 "state_bytes": default.state_bytes,

@@ -118,6 +118,16 @@ def test_multimodal_gemma3_vision_params(peer):
     assert dict(r.layer_classes) == {"StaticSlidingWindowLayer": 52, "StaticLayer": 10}
 
 
+def test_gpt_oss_without_dtype_builds_in_float32(peer):
+    # no torch_dtype in the file: from_config falls back to torch's float32; grouped_mm refuses float32 on
+    # CPU/meta, so the peer retries the forward with batched_mm experts (the cache does not depend on it)
+    r = _run(peer, "gpt-oss-20b.json", 8192)
+    assert r.config_dtype is None and r.build_dtype == "float32"
+    assert any("batched_mm" in n for n in r.notes)
+    # 12 sliding (128) + 12 full layers, 8 KV heads x head_dim 64 (not 2880/64), fp32
+    assert r.cache_bytes == 12 * 2 * 8 * 64 * 4 * (128 + 8192)
+
+
 def test_remote_code_only_config_is_reported_not_built(peer):
     r = peer.run_peer(CONFIGS / "llama-3.3-nemotron-super-49b-v1.json", 1024)
     assert not r.built

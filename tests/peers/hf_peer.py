@@ -307,7 +307,6 @@ def _run_peer(
     d = load_config_dict(config_path)
     file_dtype = _file_dtype(d)
     notes: list[str] = []
-    t0 = time.perf_counter()
     try:
         cfg = _make_config(d)
         cls = _model_class(cfg, d)
@@ -323,19 +322,41 @@ def _run_peer(
     kwargs: dict[str, Any] = {}
     if dtype is not None:
         kwargs["dtype"] = getattr(torch, dtype)
-    try:
-        # `_from_config` is what AutoModelForCausalLM.from_config calls once it has picked the class; calling it
-        # on the class named by `architectures` keeps multimodal configs on their own class (Gemma-3)
-        with torch.device("meta"):
-            model = cls._from_config(cfg, **kwargs)
-    except Exception as e:
-        reason = f"transformers cannot build {cls.__name__}: {_one_line(e)}"
+    from transformers import StaticCache
+
+    # The expert kernel does not change the cache, but the default `grouped_mm` refuses float32 inputs on
+    # CPU/meta (gpt-oss built in its default float32), so a failed forward is retried once with `batched_mm`.
+    for attempt in ({}, {"experts_implementation": "batched_mm"}):
+        t0 = time.perf_counter()
+        try:
+            # `_from_config` is what AutoModelForCausalLM.from_config calls once it has picked the class; calling
+            # it on the class named by `architectures` keeps multimodal configs on their own class (Gemma-3). It
+            # writes the dtype into the config, hence a fresh config per attempt.
+            with torch.device("meta"):
+                model = cls._from_config(cfg if not attempt else _make_config(d), **kwargs, **attempt)
+        except Exception as e:
+            reason = f"transformers cannot build {cls.__name__}: {_one_line(e)}"
+            return PeerResult(
+                **base, built=False, reason=reason, model_type=d.get("model_type"), model_class=cls.__name__,
+                config_dtype=file_dtype,
+            )
+        model.eval()
+        t1 = time.perf_counter()
+        cache = StaticCache(config=model.config, max_cache_len=int(n_tokens))
+        ids = torch.zeros((int(batch), 1), dtype=torch.long, device="meta")
+        try:
+            with torch.no_grad():
+                model(input_ids=ids, cache=cache, use_cache=True)
+            break
+        except Exception as e:
+            reason = f"one-token forward on meta failed: {_one_line(e)}"
+    else:
         return PeerResult(
             **base, built=False, reason=reason, model_type=d.get("model_type"), model_class=cls.__name__,
             config_dtype=file_dtype,
         )
-    model.eval()
-    t1 = time.perf_counter()
+    if attempt:
+        notes.append(f"forward needed {attempt} (first try: {reason})")
     by_dtype: Counter[str] = Counter()
     for p in model.parameters():
         by_dtype[_dtype_name(p.dtype)] += p.numel()
@@ -343,20 +364,6 @@ def _run_peer(
     if len(by_dtype) > 1:
         # e.g. the MoE router `gate.weight` of DeepSeek-V3 and Nemotron-3-Nano is kept in float32
         notes.append("parameter dtypes (numel): " + ", ".join(f"{k} {v}" for k, v in sorted(by_dtype.items())))
-
-    from transformers import StaticCache
-
-    cache = StaticCache(config=model.config, max_cache_len=int(n_tokens))
-    ids = torch.zeros((int(batch), 1), dtype=torch.long, device="meta")
-    try:
-        with torch.no_grad():
-            model(input_ids=ids, cache=cache, use_cache=True)
-    except Exception as e:
-        reason = f"one-token forward on meta failed: {_one_line(e)}"
-        return PeerResult(
-            **base, built=False, reason=reason, model_type=d.get("model_type"), model_class=cls.__name__,
-            config_dtype=file_dtype,
-        )
     t2 = time.perf_counter()
     text_cfg = model.config.get_text_config(decoder=True)
     tensors = _walk_cache(cache, _mla_dims(text_cfg))
