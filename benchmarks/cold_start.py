@@ -1,0 +1,52 @@
+"""Cold-start time of `kvplan estimate` as a ratio to importing what any typer+rich+yaml CLI imports.
+
+Both are measured in this run, on this machine, as fresh interpreter processes (best of N, to keep
+scheduler noise out). Target: ratio <= 1.5. Prints the figures; asserts nothing.
+
+    python benchmarks/cold_start.py [--runs 15]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+CONFIG = HERE / "tests" / "data" / "hf_configs" / "llama-3.1-8b.json"
+
+
+def timed(cmd: list[str], runs: int) -> list[float]:
+    times = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=False, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=15)
+    args = parser.parse_args()
+    baseline_cmd = [sys.executable, "-c", "import typer, rich.table, yaml"]
+    cases = {
+        "estimate (bundled spec)": [sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100", "--json"],
+        "estimate (config.json)": [sys.executable, "-m", "kvplan", "estimate", str(CONFIG), "--seq", "32K", "--json"],
+        "estimate (table)": [sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100"],
+        "--help": [sys.executable, "-m", "kvplan", "--help"],
+    }
+    timed(baseline_cmd, 2)  # warm the file cache
+    base = timed(baseline_cmd, args.runs)
+    print(f"baseline  python -c 'import typer, rich.table, yaml': best {min(base) * 1000:.0f} ms, median {statistics.median(base) * 1000:.0f} ms")
+    for name, cmd in cases.items():
+        t = timed(cmd, args.runs)
+        print(f"{name:26s} best {min(t) * 1000:.0f} ms, median {statistics.median(t) * 1000:.0f} ms, "
+              f"ratio (best) {min(t) / min(base):.2f}x, ratio (median) {statistics.median(t) / statistics.median(base):.2f}x")
+
+
+if __name__ == "__main__":
+    main()
