@@ -29,44 +29,41 @@ from kvplan.vllm_log import gib_bounds, parse_vllm_log_file  # noqa: E402
 
 LOGS = ROOT / "tests" / "data" / "vllm_logs"
 
-# Architecture facts per model (config.json of the Hugging Face repo): layers, KV heads, head_dim,
-# vocab. "mla" is the latent width kv_lora_rank + qk_rope_head_dim. Only these are needed to size a
-# block; values for llama-3.1-8b, qwen2.5-7b, qwen3-8b, llama-3.x-70b, qwen2.5-72b and the gemma
-# families match tests/data/hf_configs (or /work/shared/hf_configs); the others are the published
-# configs of those repositories.
+# Architecture facts per model (config.json of the Hugging Face repo; text_config for Gemma-3):
+# layers, KV heads, head_dim; "mla" is the latent width kv_lora_rank + qk_rope_head_dim; sliding /
+# full layer counts and the window for the interleaved models. Every entry is cross-checked by this
+# script: num_gpu_blocks must equal available // bytes_per_block within the printed rounding.
 ARCH = {
-    "codellama/CodeLlama-7b-hf": dict(layers=32, kv=32, hd=128, vocab=32016, hidden=4096),
-    "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic": dict(layers=80, kv=8, hd=128, vocab=128256, hidden=8192),
-    "RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic": dict(layers=28, kv=4, hd=128, vocab=152064, hidden=3584),
-    "google/gemma-2-27b-it": dict(layers=46, kv=16, hd=128, vocab=256000, hidden=4608,
+    "codellama/CodeLlama-7b-hf": dict(layers=32, kv=32, hd=128),
+    "RedHatAI/Llama-3.3-70B-Instruct-fp8-dynamic": dict(layers=80, kv=8, hd=128),
+    "RedHatAI/Qwen2.5-7B-Instruct-fp8-dynamic": dict(layers=28, kv=4, hd=128),
+    "google/gemma-2-27b-it": dict(layers=46, kv=16, hd=128,
                                   sliding=23, full=23, window=4096),
-    "google/gemma-2-2b-it": dict(layers=26, kv=4, hd=256, vocab=256000, hidden=2304,
+    "google/gemma-2-2b-it": dict(layers=26, kv=4, hd=256,
                                  sliding=13, full=13, window=4096),
-    "google/gemma-3-12b-it": dict(layers=48, kv=8, hd=256, vocab=262208, hidden=3840,
+    "google/gemma-3-12b-it": dict(layers=48, kv=8, hd=256,
                                   sliding=40, full=8, window=1024),
-    "google/gemma-3-4b-it": dict(layers=34, kv=4, hd=256, vocab=262208, hidden=2560,
+    "google/gemma-3-4b-it": dict(layers=34, kv=4, hd=256,
                                  sliding=29, full=5, window=1024),
-    "google/gemma-7b": dict(layers=28, kv=16, hd=256, vocab=256000, hidden=3072),
-    "ibm-granite/granite-3.1-2b-instruct": dict(layers=40, kv=8, hd=64, vocab=49155, hidden=2048),
-    "ibm-granite/granite-3.1-8b-instruct": dict(layers=40, kv=8, hd=128, vocab=49155, hidden=4096),
-    "ibm-granite/granite-3.3-8b-instruct": dict(layers=40, kv=8, hd=128, vocab=49159, hidden=4096),
-    "ibm-granite/granite-vision-3.3-2b": dict(layers=40, kv=8, hd=64, vocab=49156, hidden=2048),
-    "meta-llama/Llama-3.1-8B-Instruct": dict(layers=32, kv=8, hd=128, vocab=128256, hidden=4096),
-    "microsoft/phi-2": dict(layers=32, kv=32, hd=80, vocab=51200, hidden=2560),
-    "microsoft/phi-4": dict(layers=40, kv=10, hd=128, vocab=100352, hidden=5120),
-    "moonshotai/Kimi-Dev-72B": dict(layers=80, kv=8, hd=128, vocab=152064, hidden=8192),
-    "moonshotai/Kimi-VL-A3B-Instruct": dict(layers=27, mla=512 + 64, vocab=163840, hidden=2048),
-    "Qwen/Qwen1.5-MoE-A2.7B": dict(layers=24, kv=16, hd=128, vocab=151936, hidden=2048),
-    "Qwen/Qwen2.5-7B-Instruct": dict(layers=28, kv=4, hd=128, vocab=152064, hidden=3584),
-    "Qwen/Qwen3-8B": dict(layers=36, kv=8, hd=128, vocab=151936, hidden=4096),
-    "redhatai/Llama-3.3-70B-Instruct-quantized.w8a8": dict(layers=80, kv=8, hd=128, vocab=128256, hidden=8192),
-    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": dict(layers=32, kv=8, hd=128, vocab=128256,
-                                                               hidden=4096),
+    "google/gemma-7b": dict(layers=28, kv=16, hd=256),
+    "ibm-granite/granite-3.1-2b-instruct": dict(layers=40, kv=8, hd=64),
+    "ibm-granite/granite-3.1-8b-instruct": dict(layers=40, kv=8, hd=128),
+    "ibm-granite/granite-3.3-8b-instruct": dict(layers=40, kv=8, hd=128),
+    "ibm-granite/granite-vision-3.3-2b": dict(layers=40, kv=8, hd=64),
+    "meta-llama/Llama-3.1-8B-Instruct": dict(layers=32, kv=8, hd=128),
+    "microsoft/phi-2": dict(layers=32, kv=32, hd=80),
+    "microsoft/phi-4": dict(layers=40, kv=10, hd=128),
+    "moonshotai/Kimi-Dev-72B": dict(layers=80, kv=8, hd=128),
+    "moonshotai/Kimi-VL-A3B-Instruct": dict(layers=27, mla=512 + 64),
+    "Qwen/Qwen1.5-MoE-A2.7B": dict(layers=24, kv=16, hd=128),
+    "Qwen/Qwen2.5-7B-Instruct": dict(layers=28, kv=4, hd=128),
+    "Qwen/Qwen3-8B": dict(layers=36, kv=8, hd=128),
+    "redhatai/Llama-3.3-70B-Instruct-quantized.w8a8": dict(layers=80, kv=8, hd=128),
+    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w4a16": dict(layers=32, kv=8, hd=128),
     "RedHatAI/Mistral-Small-3.1-24B-Instruct-2503-quantized.w8a8": dict(layers=40, kv=8, hd=128,
-                                                                       vocab=131072, hidden=5120),
-    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8": dict(layers=32, kv=8, hd=128, vocab=128256,
-                                                              hidden=4096),
-    "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": dict(layers=28, kv=4, hd=128, vocab=152064, hidden=3584),
+                                                                       vocab=131072),
+    "RedHatAI/Meta-Llama-3.1-8B-Instruct-quantized.w8a8": dict(layers=32, kv=8, hd=128),
+    "RedHatAI/Qwen2.5-7B-Instruct-quantized.w8a8": dict(layers=28, kv=4, hd=128),
 }
 
 DTYPE_BYTES = {"torch.bfloat16": 2, "torch.float16": 2, "torch.float32": 4}
@@ -122,8 +119,8 @@ def rows():
 
 
 def main() -> None:
-    head = ("| log | model | tp | pp | max_len | mnbt | weights | peak | non-torch | CG est/actual "
-            "| avail KV | total x util | residual | bytes/block | blocks ok |")
+    head = ("| log (H100 80GB) | model | tp | pp | max_len | mnbt | weights | peak | non-torch | CG est/actual "
+            "| avail KV | total x util | residual | bytes/block | blocks, tokens, concurrency |")
     print(head)
     print("|" + "---|" * (head.count("|") - 1))
     residuals = []
@@ -146,7 +143,8 @@ def main() -> None:
         conc = f.num_gpu_blocks / blocks_per_request(arch, f.max_model_len, f.max_num_batched_tokens)
         conc_ok = f"{conc:.2f}" == f"{f.max_concurrency:.2f}"
         print(
-            f"| {name.removesuffix('.log')} | {rec['model_id'].split('/')[-1]} | {f.tensor_parallel_size} "
+            f"| {name.removesuffix('.log').replace('--h100-80gb--', ' ')} | {rec['model_id'].split('/')[-1][:34]} "
+            f"| {f.tensor_parallel_size} "
             f"| {f.pipeline_parallel_size} | {f.max_model_len} | {f.max_num_batched_tokens} | {weights} "
             f"| {peak} | {non_torch} | {w.cuda_graph_estimate_gib}/{w.cuda_graph_actual_gib} | {avail} "
             f"| {requested} | {residual:+.2f} | {bpb} | "

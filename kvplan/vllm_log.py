@@ -18,8 +18,8 @@ Where each figure comes from (vLLM 0.19.0 file:function; 0.33.0 prints the same 
                                                                   v1/core/kv_cache_utils.py:_report_kv_cache_config
    (0.33 prints both on one line: v1/core/kv_cache_utils.py:update_kv_cache_capacity)
 - "Graph capturing finished in N secs, took X GiB"                v1/worker/gpu_model_runner.py:capture_model
-- "Free memory on device (F/T GiB) on startup. ... `--kv-cache-memory=B` ..."
-                                                                  v1/worker/gpu_worker.py:compile_or_warm_up_model (DEBUG)
+- "Free memory on device (F/T GiB) on startup. ... `--kv-cache-memory=B` ..." (DEBUG)
+                                                                  v1/worker/gpu_worker.py:compile_or_warm_up_model
 - "vllm cache_config_info with initialization after num_gpu_blocks is: N"
                                                                   v1/metrics/loggers.py (DEBUG)
 
@@ -198,9 +198,12 @@ class _Record:
     msg: str
 
 
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # vLLM colours its level names when writing to a terminal
+
+
 def _records(text: str) -> list[_Record]:
     out: list[_Record] = []
-    for raw in text.splitlines():
+    for raw in _ANSI.sub("", text).splitlines():
         for piece in raw.split("\r"):
             labels = list(_PROC.finditer(piece))
             if not labels:

@@ -277,11 +277,18 @@ def test_a_vllm_0_33_style_log():
     ])
     f = parse_vllm_log(text)
     assert f.vllm_version == "0.33.0"
-    assert (f.model, f.max_model_len, f.kv_cache_dtype, f.enable_prefix_caching) == ("Qwen/Qwen3-8B", 40960, "fp8", True)
+    assert (f.model, f.max_model_len) == ("Qwen/Qwen3-8B", 40960)
+    assert (f.kv_cache_dtype, f.enable_prefix_caching) == ("fp8", True)
     assert f.quantization is None and f.non_default_args is None and f.gpu_memory_utilization is None
     assert f.total_consumed_gib == Decimal("16.1") and f.non_torch_gib is None
     assert f.activation_peak_gib == Decimal("2.2") and f.cuda_graph_gib == Decimal("0.85")
     assert (f.kv_cache_tokens, f.max_concurrency_tokens, f.max_concurrency) == (1592770, 40960, 38.89)
+
+
+def test_coloured_output_is_read():
+    text = ("\x1b[1;36m(EngineCore pid=9)\x1b[0;0m \x1b[32mINFO\x1b[0m 05-01 10:00:20 [v1/worker/gpu_worker.py:436] "
+            "Available KV cache memory: 61.66 GiB\n")
+    assert parse_vllm_log(text).available_kv_gib == Decimal("61.66")
 
 
 def test_the_does_not_fit_error_is_read():
