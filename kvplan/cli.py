@@ -288,8 +288,27 @@ def _register_optional_commands_once() -> None:
 
 
 def main() -> None:
+    """Entry point: runs the app and turns usage errors (unknown option, bad int...) into the contract's one line."""
     _register_optional_commands_once()
-    app()
+    try:
+        code = app(standalone_mode=False)
+    except KeyboardInterrupt:
+        print("error: interrupted", file=sys.stderr)
+        sys.exit(130)
+    except Exception as exc:  # typer's own (vendored click) usage errors carry exit_code and format_message
+        if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
+            raise
+        if type(exc).__name__ == "NoArgsIsHelpError":
+            print(exc.format_message(), file=sys.stderr)
+            sys.exit(exc.exit_code)
+        ctx = getattr(exc, "ctx", None)
+        command = ctx.command_path if ctx is not None else "kvplan"
+        message = " ".join(str(exc.format_message()).split())
+        print(f"error: {command} — {message} (see '{command} --help')", file=sys.stderr)
+        sys.exit(exc.exit_code)
+    if type(code).__name__ == "Abort" or code is None:
+        sys.exit(0 if code is None else 1)
+    sys.exit(code if isinstance(code, int) else 0)
 
 
 if __name__ == "__main__":  # pragma: no cover

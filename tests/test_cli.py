@@ -140,3 +140,15 @@ def test_models_and_show(cli):
     assert code == 0 and len(rows) >= 20
     code, out, _ = cli("show", rows[0]["name"])
     assert code == 0 and f"name: {rows[0]['name']}" in out
+
+
+@pytest.mark.parametrize("args,fragment", [
+    (["estimate"], "Missing argument"),
+    (["estimate", "gpt2", "--batch", "x"], "--batch"),
+    (["estimate", "gpt2", "--bach", "2"], "--batch"),
+    (["estimat"], "Did you mean 'estimate'"),
+])
+def test_usage_errors_are_one_line_too(args, fragment):
+    out = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True)
+    assert out.returncode == 2
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and fragment in out.stderr, out.stderr
