@@ -420,7 +420,7 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
     if spec.layout.per_layer is not None:
         layout["per_layer"] = _compress(spec.layout.per_layer)
     if spec.layout.kv_heads is not None:
-        layout["kv_heads"] = [v if isinstance(v, int) else v for v in _compress(spec.layout.kv_heads)]
+        layout["kv_heads"] = _compress(spec.layout.kv_heads)
     if layout:
         out["layout"] = layout
     if spec.mla:
