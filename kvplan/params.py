@@ -1,28 +1,79 @@
-"""Parameter counts from a config.json's architecture fields. Pure arithmetic on a mapping.
+"""Parameters from a config.json's architecture fields, as an inventory of weight tensors. Pure arithmetic.
 
-The count follows how transformers builds the model (what `sum(p.numel())` returns on the `meta`
-device), which is what the parity suite checks: embeddings, each decoder layer (attention or mixer,
-MLP or MoE, norms) and the output head unless it is tied to the embeddings.
+The inventory lists the weight tensors transformers builds for the model (names follow its modules,
+shapes are per copy, `count` is how many copies the model holds), so that
+
+- the parameter count is what `sum(p.numel() for p in model.parameters())` returns on the `meta`
+  device (tied tensors once), which the parity suite checks for every shared config;
+- the weight bytes of a quantized checkpoint can be counted per tensor class (weights.py): fp8, MXFP4,
+  AWQ/GPTQ formats quantize the linear layers and keep embeddings, norms, biases and routers in 16 bits.
+
+What is not a parameter in transformers is left out: rotary tables, DeepSeek-V3's
+`e_score_correction_bias` (a buffer), and the multi-token-prediction layer of DeepSeek-V3
+(`num_nextn_predict_layers`: its weights ship in the checkpoint, 685B on the Hub, but transformers and
+plain serving load the 61 decoder layers only, 671B; REFERENCE.md section 3).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 from typing import Any, Mapping
 
+from kvplan.errors import UnsupportedError
 from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE
 
-# families whose configs leave tie_word_embeddings out and mean True (their config classes' defaults)
-_TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "mamba", "falcon_mamba", "mamba2", "phi"}
-# families whose MLP has no gate projection (up/down only)
-_UNGATED_MLP = {"gpt2", "phi", "falcon", "gpt_neox", "starcoder2", "gpt_bigcode", "nemotron", "nemotron_h"}
+# Tensor classes. `linear` weights are what quantization formats quantize; `expert` weights too (MoE
+# experts, one [out, in] matrix per expert and layer); everything else stays in the model dtype.
+EMBEDDING, LM_HEAD, LINEAR, EXPERT, ROUTER, NORM, BIAS, OTHER, VISION = (
+    "embedding", "lm_head", "linear", "expert", "router", "norm", "bias", "other", "vision")
+
+
+@dataclass(frozen=True)
+class Tensor:
+    """One weight tensor of the model, `count` times (once per layer, or per layer and expert)."""
+
+    name: str  # the module path with the layer index left out, e.g. "self_attn.q_proj.weight"
+    shape: tuple[int, ...]  # per copy; [out, in] for linear and expert weights
+    count: int
+    kind: str  # one of the classes above
+    active: int | None = None  # copies used per token when fewer than count (routed experts)
+
+    @property
+    def numel(self) -> int:
+        return prod(self.shape) * self.count
+
+    @property
+    def active_numel(self) -> int:
+        return prod(self.shape) * (self.count if self.active is None else self.active)
 
 
 @dataclass(frozen=True)
 class ParamCount:
     total: int
-    active: int  # per token: MoE models route to a few experts
-    vision: int  # multimodal: the vision tower and projector (part of total)
+    active: int  # per token: a MoE model routes each token to a few experts
+    vision: int  # multimodal: vision tower and projector (part of total)
+    tensors: tuple[Tensor, ...] = ()
+    notes: tuple[str, ...] = ()
+
+
+# Config classes' defaults for tie_word_embeddings when a file leaves it out (transformers
+# models/<family>/configuration_<family>.py, 5.x): these families tie the output head to the embeddings.
+_TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon", "mamba", "mamba2", "phi",
+                    "mistral3", "starcoder2", "gpt_bigcode", "gpt_neox_japanese", "olmo"}
+_UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+                      "phi3", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss", "jamba", "nemotron_h",
+                      "falcon_mamba", "nemotron-nas", "llama4_text", "olmo2", "internlm2", "exaone"}
+# LayerNorm with a bias (weight + bias per norm) rather than RMSNorm (weight only)
+_LAYER_NORM = {"gpt2", "falcon", "phi", "gpt_neox", "starcoder2", "gpt_bigcode"}
+# per-head RMSNorm on queries and keys (Qwen3, Gemma-3: q_norm / k_norm of head_dim each)
+_QK_NORM = {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text"}
+# sandwich norms: input, post_attention, pre_feedforward, post_feedforward (Gemma-2/3)
+_FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+# one norm per layer: the layer is a single mixer (Mamba, Nemotron-H) or attention and MLP run in parallel
+_ONE_NORM = {"mamba", "falcon_mamba", "mamba2", "nemotron_h", "phi"}
+_PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
+_MODELLED_VISION = {"siglip_vision_model"}
 
 
 def _get(cfg: Mapping, *keys: str, default: Any = None) -> Any:
@@ -32,38 +83,72 @@ def _get(cfg: Mapping, *keys: str, default: Any = None) -> Any:
     return default
 
 
+class _Builder:
+    def __init__(self) -> None:
+        self.tensors: list[Tensor] = []
+
+    def add(self, name: str, shape: tuple[int, ...], kind: str, count: int = 1, active: int | None = None) -> None:
+        if count > 0 and all(d > 0 for d in shape):
+            self.tensors.append(Tensor(name, tuple(int(d) for d in shape), int(count), kind, active))
+
+    def linear(self, name: str, out: int, inp: int, *, bias: bool = False, count: int = 1, kind: str = LINEAR) -> None:
+        self.add(f"{name}.weight", (out, inp), kind, count)
+        if bias:
+            self.add(f"{name}.bias", (out,), BIAS, count)
+
+    def norm(self, name: str, width: int, *, bias: bool = False, count: int = 1) -> None:
+        self.add(f"{name}.weight", (width,), NORM, count)
+        if bias:
+            self.add(f"{name}.bias", (width,), NORM, count)
+
+
 def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
-    """Parameters of the model described by config `raw` (text part already merged into `cfg`)."""
+    """Parameters of the model described by config `raw` (its text part merged into `cfg`, see
+    hf_config.text_config), with `spec` the spec mapping hf_config derived (layers, kinds, KV heads)."""
     model_type = str(cfg.get("model_type") or "")
-    hidden = spec["hidden_size"]
+    hidden = int(spec["hidden_size"])
     vocab = int(cfg.get("vocab_size") or 0)
-    layers = spec["layers"]
+    layers = int(spec["layers"])
     kinds = _layer_kinds(spec, layers)
+    notes: list[str] = []
+    b = _Builder()
+    layer_norm = model_type in _LAYER_NORM
 
     tied = cfg.get("tie_word_embeddings", raw.get("tie_word_embeddings"))
     if tied is None:
         tied = model_type in _TIED_BY_DEFAULT
-    embed = vocab * hidden
-    total = embed + (0 if tied else vocab * hidden)
-    active = total
-    norm = hidden * (2 if model_type in _UNGATED_MLP and model_type != "nemotron_h" else 1)
-    total += norm  # final norm
-    active += norm
-    if model_type == "gpt2":
-        positions = int(_get(cfg, "n_positions", default=1024))
-        total += positions * hidden
-        active += positions * hidden
+        if model_type not in _TIED_BY_DEFAULT | _UNTIED_BY_DEFAULT:
+            notes.append("config.json does not say whether the output head is tied to the embeddings; counted untied")
+    b.add("embed_tokens.weight", (vocab, hidden), EMBEDDING)
+    if not tied:
+        b.add("lm_head.weight", (vocab, hidden), LM_HEAD)
+    if model_type == "gpt2":  # learned absolute positions
+        b.add("wpe.weight", (int(_get(cfg, "n_positions", default=1024)), hidden), EMBEDDING)
+    b.norm("norm", hidden, bias=layer_norm)
 
     kv_list = (spec.get("layout") or {}).get("kv_heads")
     for i, kind in enumerate(kinds):
-        kv_heads = kv_list[i] if kv_list else spec["kv_heads"]
-        mixer = _mixer_params(cfg, spec, kind, kv_heads, hidden)
-        mlp_total, mlp_active = _mlp_params(cfg, model_type, i, hidden, kind)
-        norms = 2 * norm if kind != NONE or mlp_total else 0
-        total += mixer + mlp_total + norms
-        active += mixer + mlp_active + norms
-    vision = _vision_params(raw)
-    return ParamCount(total=total + vision, active=active + vision, vision=vision)
+        kv_heads = int(kv_list[i] if kv_list else spec["kv_heads"])
+        if isinstance(cfg.get("block_configs"), list):
+            _decilm_layer(b, cfg, i, hidden, spec, kv_heads)
+            continue
+        if model_type == "nemotron_h":
+            _nemotron_h_layer(b, cfg, i, hidden, spec, kv_heads)
+            continue
+        norms = 4 if model_type in _FOUR_NORMS else 1 if model_type in _ONE_NORM else 2
+        if model_type == "falcon":
+            norms = _falcon_norms(cfg)
+        b.norm("layer_norms", hidden, bias=layer_norm, count=norms)
+        _mixer(b, cfg, model_type, kind, hidden, spec, kv_heads)
+        if model_type not in _PURE_MAMBA:
+            _ffn(b, cfg, model_type, i, hidden)
+
+    vision_tensors = _vision(b, raw, cfg, hidden)
+    tensors = tuple(b.tensors)
+    total = sum(t.numel for t in tensors)
+    active = sum(t.active_numel for t in tensors)
+    vision = sum(t.numel for t in vision_tensors)
+    return ParamCount(total=total, active=active, vision=vision, tensors=tensors, notes=tuple(notes))
 
 
 def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
@@ -76,123 +161,274 @@ def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
     return [layout.get("default", FULL)] * layers
 
 
-def _mixer_params(cfg: Mapping, spec: Mapping, kind: str, kv_heads: int, hidden: int) -> int:
-    heads, head_dim = spec["attention_heads"], spec["head_dim"]
+# ------------------------------------------------------------------ mixers: attention, MLA, state
+
+def _mixer(b: _Builder, cfg: Mapping, model_type: str, kind: str, hidden: int, spec: Mapping, kv_heads: int) -> None:
     if kind in (FULL, SLIDING):
-        q = hidden * heads * head_dim
-        kv = 2 * hidden * kv_heads * head_dim
-        o = heads * head_dim * hidden
-        bias = 0
-        if cfg.get("attention_bias") or cfg.get("qkv_bias") or cfg.get("model_type") in ("qwen2", "qwen2_moe"):
-            bias = heads * head_dim + 2 * kv_heads * head_dim
-            if cfg.get("attention_bias"):
-                bias += hidden
-        qk_norm = 2 * head_dim if cfg.get("model_type") in ("qwen3", "qwen3_moe", "gemma3", "gemma3_text", "qwen3_next") else 0
-        return q + kv + o + bias + qk_norm
-    if kind == MLA:
-        rope, nope = int(cfg.get("qk_rope_head_dim") or 0), int(cfg.get("qk_nope_head_dim") or 0)
-        v_dim, rank = int(cfg.get("v_head_dim") or nope), int(cfg["kv_lora_rank"])
-        q_rank = cfg.get("q_lora_rank")
-        q = hidden * heads * (nope + rope) if not q_rank else hidden * q_rank + q_rank + q_rank * heads * (nope + rope)
-        return q + hidden * (rank + rope) + rank + rank * heads * (nope + v_dim) + heads * v_dim * hidden
-    if kind == STATE:
-        return _state_mixer_params(cfg, spec, hidden)
-    return 0
+        _attention(b, cfg, model_type, hidden, spec, kv_heads)
+    elif kind == MLA:
+        _mla(b, cfg, hidden, int(spec["attention_heads"]))
+    elif kind == STATE:
+        if "linear_num_value_heads" in cfg:
+            _gated_deltanet(b, cfg, hidden)
+        elif len((spec.get("state") or {}).get("recurrent_shape", ())) == 3:
+            _mamba2(b, cfg, hidden, spec["state"])
+        else:
+            _mamba1(b, cfg, model_type, hidden, spec["state"])
 
 
-def _state_mixer_params(cfg: Mapping, spec: Mapping, hidden: int) -> int:
-    state = spec.get("state") or {}
-    if "linear_num_value_heads" in cfg:  # Gated DeltaNet (Qwen3-Next)
-        k_heads, k_dim = cfg["linear_num_key_heads"], cfg["linear_key_head_dim"]
-        v_heads, v_dim = cfg["linear_num_value_heads"], cfg["linear_value_head_dim"]
-        key_dim, value_dim = k_heads * k_dim, v_heads * v_dim
-        conv_dim = 2 * key_dim + value_dim
-        kernel = int(cfg.get("linear_conv_kernel_dim", 4))
-        in_qkvz = hidden * (2 * key_dim + 2 * value_dim)
-        in_ba = hidden * 2 * v_heads
-        return in_qkvz + in_ba + conv_dim * kernel + 2 * v_heads + v_dim + value_dim * hidden
-    conv_channels, kernel_minus_one = state["conv_shape"][0], state["conv_shape"][1]
-    kernel = kernel_minus_one + 1
-    rec = state["recurrent_shape"]
-    conv_bias = conv_channels if cfg.get("use_conv_bias", cfg.get("mamba_conv_bias", True)) else 0
-    if len(rec) == 3:  # Mamba2: in_proj -> [z, xBC, dt], conv over xBC, A/D/dt_bias per head, gated norm, out_proj
-        n_heads, head_dim, _ = rec
-        inner = n_heads * head_dim
-        in_proj = hidden * (inner + conv_channels + n_heads)
-        return in_proj + conv_channels * kernel + conv_bias + 3 * n_heads + inner + inner * hidden
-    inner, d_state = rec  # Mamba1: in_proj -> [x, z], conv, x_proj -> [dt, B, C], dt_proj, A, D, out_proj
-    dt_rank = cfg.get("mamba_dt_rank") or cfg.get("time_step_rank") or -(-hidden // 16)
-    x_proj = inner * (int(dt_rank) + 2 * d_state)
-    dt_proj = int(dt_rank) * inner + inner
-    extra = 0
-    if cfg.get("model_type") == "jamba":
-        extra = int(dt_rank) + 2 * d_state  # dt/B/C layernorms
-    return hidden * 2 * inner + inner * kernel + conv_bias + x_proj + dt_proj + inner * d_state + inner + inner * hidden + extra
+def _attention(b: _Builder, cfg: Mapping, model_type: str, hidden: int, spec: Mapping, kv_heads: int) -> None:
+    heads, head_dim = int(spec["attention_heads"]), int(spec["head_dim"])
+    q_out, kv_out = heads * head_dim, kv_heads * head_dim
+    if model_type == "falcon":
+        # one fused query_key_value projection; multi_query keeps a single K and V head
+        b.linear("self_attention.query_key_value", q_out + 2 * kv_out, hidden, bias=bool(cfg.get("bias")))
+        b.linear("self_attention.dense", hidden, q_out, bias=bool(cfg.get("bias")))
+        return
+    if model_type == "gpt2":  # Conv1D c_attn / c_proj, always with biases
+        b.linear("attn.c_attn", q_out + 2 * kv_out, hidden, bias=True)
+        b.linear("attn.c_proj", hidden, q_out, bias=True)
+        return
+    all_bias = bool(cfg.get("attention_bias"))
+    qkv_bias = all_bias or model_type in ("qwen2", "qwen2_moe")  # Qwen2 keeps q/k/v biases, not o
+    # Qwen3-Next gates the attention output with a second query-sized projection (q_proj is 2x wide)
+    q_width = 2 * q_out if model_type == "qwen3_next" else q_out
+    b.linear("self_attn.q_proj", q_width, hidden, bias=qkv_bias)
+    b.linear("self_attn.k_proj", kv_out, hidden, bias=qkv_bias)
+    b.linear("self_attn.v_proj", kv_out, hidden, bias=qkv_bias)
+    b.linear("self_attn.o_proj", hidden, q_out, bias=all_bias)
+    if model_type in _QK_NORM:
+        b.norm("self_attn.q_norm", head_dim)
+        b.norm("self_attn.k_norm", head_dim)
+    if model_type == "gpt_oss":  # learned attention sinks, one logit per head
+        b.add("self_attn.sinks", (heads,), OTHER)
 
 
-def _mlp_params(cfg: Mapping, model_type: str, index: int, hidden: int, kind: str) -> tuple[int, int]:
-    """(total, active) MLP/MoE parameters of layer `index`."""
-    if model_type in ("mamba", "falcon_mamba", "mamba2"):
-        return 0, 0
-    if model_type == "nemotron_h":
-        pattern = cfg.get("hybrid_override_pattern", "")
-        if pattern[index] != "-":
-            return 0, 0
-        return 2 * hidden * int(cfg["intermediate_size"]), 2 * hidden * int(cfg["intermediate_size"])
-    if isinstance(cfg.get("block_configs"), list):
-        ffn = cfg["block_configs"][index].get("ffn") or {}
-        if ffn.get("no_op"):
-            return 0, 0
-        inter = _decilm_intermediate(hidden, float(ffn.get("ffn_mult", 1)))
-        return 3 * hidden * inter, 3 * hidden * inter
-    gated = 2 if model_type in _UNGATED_MLP else 3
+def _mla(b: _Builder, cfg: Mapping, hidden: int, heads: int) -> None:
+    """DeepSeek-V2/V3 multi-head latent attention (transformers DeepseekV3Attention)."""
+    rope, nope = int(cfg.get("qk_rope_head_dim") or 0), int(cfg.get("qk_nope_head_dim") or 0)
+    v_dim, rank = int(cfg.get("v_head_dim") or nope), int(cfg["kv_lora_rank"])
+    q_rank = cfg.get("q_lora_rank")
+    bias = bool(cfg.get("attention_bias"))
+    if q_rank:
+        b.linear("self_attn.q_a_proj", int(q_rank), hidden, bias=bias)
+        b.norm("self_attn.q_a_layernorm", int(q_rank))
+        b.linear("self_attn.q_b_proj", heads * (nope + rope), int(q_rank))
+    else:
+        b.linear("self_attn.q_proj", heads * (nope + rope), hidden)
+    b.linear("self_attn.kv_a_proj_with_mqa", rank + rope, hidden, bias=bias)
+    b.norm("self_attn.kv_a_layernorm", rank)
+    b.linear("self_attn.kv_b_proj", heads * (nope + v_dim), rank)
+    b.linear("self_attn.o_proj", hidden, heads * v_dim, bias=bias)
+
+
+def _mamba1(b: _Builder, cfg: Mapping, model_type: str, hidden: int, state: Mapping) -> None:
+    """Mamba (Falcon-Mamba, Jamba): in_proj -> [x, z], depthwise conv, x_proj -> [dt, B, C], dt_proj, A, D."""
+    inner, d_state = state["recurrent_shape"]
+    kernel = state["conv_shape"][1] + 1  # the spec keeps d_conv - 1 columns (vLLM); the conv has d_conv taps
+    dt_rank = int(_get(cfg, "mamba_dt_rank", "time_step_rank", default=-(-hidden // 16)))
+    proj_bias = bool(_get(cfg, "use_bias", "mamba_proj_bias", default=False))
+    conv_bias = bool(_get(cfg, "use_conv_bias", "mamba_conv_bias", default=True))
+    b.linear("mamba.in_proj", 2 * inner, hidden, bias=proj_bias)
+    b.add("mamba.conv1d.weight", (inner, 1, kernel), OTHER)
+    if conv_bias:
+        b.add("mamba.conv1d.bias", (inner,), BIAS)
+    b.linear("mamba.x_proj", dt_rank + 2 * d_state, inner)
+    b.linear("mamba.dt_proj", inner, dt_rank, bias=True)
+    b.add("mamba.A_log", (inner, d_state), OTHER)
+    b.add("mamba.D", (inner,), OTHER)
+    b.linear("mamba.out_proj", hidden, inner, bias=proj_bias)
+    if model_type == "jamba":  # RMSNorms on dt, B and C inside the mixer
+        b.norm("mamba.dt_layernorm", dt_rank)
+        b.norm("mamba.b_layernorm", d_state)
+        b.norm("mamba.c_layernorm", d_state)
+
+
+def _mamba2(b: _Builder, cfg: Mapping, hidden: int, state: Mapping) -> None:
+    """Mamba2 (Nemotron-H): in_proj -> [z, xBC, dt], conv over xBC, per-head A/D/dt_bias, gated RMSNorm."""
+    n_heads, head_dim, _ = state["recurrent_shape"]
+    conv_dim, kernel = state["conv_shape"][0], state["conv_shape"][1] + 1
+    inner = n_heads * head_dim
+    proj_bias = bool(_get(cfg, "use_bias", "mamba_proj_bias", default=False))
+    b.linear("mixer.in_proj", inner + conv_dim + n_heads, hidden, bias=proj_bias)
+    b.add("mixer.conv1d.weight", (conv_dim, 1, kernel), OTHER)
+    if _get(cfg, "use_conv_bias", "mamba_conv_bias", default=True):
+        b.add("mixer.conv1d.bias", (conv_dim,), BIAS)
+    b.add("mixer.A_log", (n_heads,), OTHER)
+    b.add("mixer.D", (n_heads,), OTHER)
+    b.add("mixer.dt_bias", (n_heads,), OTHER)
+    b.norm("mixer.norm", inner)
+    b.linear("mixer.out_proj", hidden, inner, bias=proj_bias)
+
+
+def _gated_deltanet(b: _Builder, cfg: Mapping, hidden: int) -> None:
+    """Gated DeltaNet (Qwen3-Next linear attention, transformers Qwen3NextGatedDeltaNet)."""
+    k_heads, k_dim = int(cfg["linear_num_key_heads"]), int(cfg["linear_key_head_dim"])
+    v_heads, v_dim = int(cfg["linear_num_value_heads"]), int(cfg["linear_value_head_dim"])
+    key_dim, value_dim = k_heads * k_dim, v_heads * v_dim
+    kernel = int(cfg.get("linear_conv_kernel_dim", 4))
+    b.linear("linear_attn.in_proj_qkvz", 2 * key_dim + 2 * value_dim, hidden)
+    b.linear("linear_attn.in_proj_ba", 2 * v_heads, hidden)
+    b.add("linear_attn.conv1d.weight", (2 * key_dim + value_dim, 1, kernel), OTHER)
+    b.add("linear_attn.dt_bias", (v_heads,), OTHER)
+    b.add("linear_attn.A_log", (v_heads,), OTHER)
+    b.norm("linear_attn.norm", v_dim)
+    b.linear("linear_attn.out_proj", hidden, value_dim)
+
+
+# ------------------------------------------------------------------ feed-forward: dense MLP and MoE
+
+def _dense_mlp(b: _Builder, name: str, hidden: int, inter: int, *, gated: bool, bias: bool, count: int = 1) -> None:
+    if gated:
+        b.linear(f"{name}.gate_proj", inter, hidden, bias=bias, count=count)
+    b.linear(f"{name}.up_proj", inter, hidden, bias=bias, count=count)
+    b.linear(f"{name}.down_proj", hidden, inter, bias=bias, count=count)
+
+
+def _is_moe_layer(cfg: Mapping, model_type: str, i: int) -> bool:
     experts = _get(cfg, "num_local_experts", "num_experts", "n_routed_experts")
-    dense_first = int(cfg.get("first_k_dense_replace") or 0)
-    is_moe_layer = bool(experts) and index >= dense_first
-    if experts and model_type == "jamba":
-        period, offset = int(cfg.get("expert_layer_period", 1)), int(cfg.get("expert_layer_offset", 0))
-        is_moe_layer = index % period == offset
-    if experts and "decoder_sparse_step" in cfg and model_type != "qwen3_next":
+    if not experts:
+        return False
+    if model_type in ("deepseek_v2", "deepseek_v3", "kimi_k2"):
+        return i >= int(cfg.get("first_k_dense_replace") or 0) and i % int(cfg.get("moe_layer_freq") or 1) == 0
+    if model_type == "jamba":
+        return i % int(cfg.get("expert_layer_period", 1)) == int(cfg.get("expert_layer_offset", 0))
+    if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         step = int(cfg.get("decoder_sparse_step") or 1)
-        is_moe_layer = (index + 1) % step == 0 and index not in (cfg.get("mlp_only_layers") or [])
-    if not is_moe_layer:
-        inter = int(_get(cfg, "intermediate_size", "n_inner", default=4 * hidden))
-        return gated * hidden * inter, gated * hidden * inter
-    experts = int(experts)
+        return i not in (cfg.get("mlp_only_layers") or []) and (i + 1) % step == 0
+    return True  # Mixtral, gpt-oss, PhiMoE, OLMoE: every layer
+
+
+def _ffn(b: _Builder, cfg: Mapping, model_type: str, i: int, hidden: int) -> None:
+    ungated = model_type in ("gpt2", "falcon", "phi", "gpt_neox", "starcoder2", "gpt_bigcode")
+    mlp_bias = bool(cfg.get("mlp_bias")) or model_type == "gpt2" or (model_type == "falcon" and bool(cfg.get("bias")))
+    if not _is_moe_layer(cfg, model_type, i):
+        inter = int(_get(cfg, "intermediate_size", "n_inner", "ffn_hidden_size", default=4 * hidden))
+        if model_type == "falcon":
+            inter = int(_get(cfg, "ffn_hidden_size", default=4 * hidden))
+        _dense_mlp(b, "mlp", hidden, inter, gated=not ungated, bias=mlp_bias)
+        return
+    experts = int(_get(cfg, "num_local_experts", "num_experts", "n_routed_experts"))
     top_k = int(_get(cfg, "num_experts_per_tok", "experts_per_token", default=1))
     inter = int(_get(cfg, "moe_intermediate_size", "intermediate_size"))
-    per_expert = gated * hidden * inter
-    if model_type == "gpt_oss":
-        per_expert += 2 * inter + hidden  # gate_up and down biases
-    router = hidden * experts + (experts if model_type == "gpt_oss" else 0)
-    shared = 0
-    if cfg.get("n_shared_experts"):
-        shared = int(cfg["n_shared_experts"]) * gated * hidden * inter
-    if cfg.get("shared_expert_intermediate_size"):
-        shared = gated * hidden * int(cfg["shared_expert_intermediate_size"]) + hidden  # plus its sigmoid gate
-    if model_type == "deepseek_v3":
-        router += experts  # e_score_correction_bias
-    return experts * per_expert + router + shared, top_k * per_expert + router + shared
+    # experts: transformers 5 fuses them ([E, 2 x inter, hidden] gate_up, [E, hidden, inter] down);
+    # per expert that is the gate, up and down matrices of a gated MLP
+    b.add("mlp.experts.gate_proj", (inter, hidden), EXPERT, experts, top_k)
+    b.add("mlp.experts.up_proj", (inter, hidden), EXPERT, experts, top_k)
+    b.add("mlp.experts.down_proj", (hidden, inter), EXPERT, experts, top_k)
+    if model_type == "gpt_oss":  # expert biases and a router bias
+        b.add("mlp.experts.gate_up_proj_bias", (2 * inter,), BIAS, experts, top_k)
+        b.add("mlp.experts.down_proj_bias", (hidden,), BIAS, experts, top_k)
+        b.add("mlp.router.bias", (experts,), BIAS)
+    b.add("mlp.gate.weight", (experts, hidden), ROUTER)
+    if cfg.get("n_shared_experts"):  # DeepSeek: the shared experts form one MLP of n x moe_intermediate_size
+        _dense_mlp(b, "mlp.shared_experts", hidden, int(cfg["n_shared_experts"]) * inter, gated=True, bias=False)
+    if cfg.get("shared_expert_intermediate_size"):  # Qwen2-MoE / Qwen3-Next: one shared expert and its sigmoid gate
+        _dense_mlp(b, "mlp.shared_expert", hidden, int(cfg["shared_expert_intermediate_size"]), gated=True, bias=False)
+        b.add("mlp.shared_expert_gate.weight", (1, hidden), ROUTER)
+
+
+def _falcon_norms(cfg: Mapping) -> int:
+    """Falcon (transformers FalconDecoderLayer): the new decoder architecture has ln_attn and ln_mlp;
+    the old one one input_layernorm, plus post_attention_layernorm when attention and MLP run in sequence."""
+    if cfg.get("new_decoder_architecture"):
+        return int(cfg.get("num_ln_in_parallel_attn") or 2)
+    return 1 if cfg.get("parallel_attn", True) else 2
+
+
+# ------------------------------------------------------------------ families with per-layer blocks
+
+def _nemotron_h_layer(b: _Builder, cfg: Mapping, i: int, hidden: int, spec: Mapping, kv_heads: int) -> None:
+    """Nemotron-H: each layer is one block of hybrid_override_pattern with one RMSNorm:
+    M = Mamba2 mixer, * = attention, - = MLP (up/down, squared ReLU), E = MoE (routed + shared experts)."""
+    char = cfg["hybrid_override_pattern"][i]
+    b.norm("norm", hidden)
+    mlp_bias = bool(cfg.get("mlp_bias"))
+    if char == "M":
+        _mamba2(b, cfg, hidden, spec["state"])
+    elif char == "*":
+        _attention(b, cfg, "nemotron_h", hidden, spec, kv_heads)
+    elif char == "-":
+        _dense_mlp(b, "mixer", hidden, int(cfg["intermediate_size"]), gated=False, bias=mlp_bias)
+    elif char == "E":
+        experts, top_k = int(cfg["n_routed_experts"]), int(cfg.get("num_experts_per_tok") or 1)
+        inter = int(cfg["moe_intermediate_size"])
+        b.add("mixer.experts.up_proj", (inter, hidden), EXPERT, experts, top_k)
+        b.add("mixer.experts.down_proj", (hidden, inter), EXPERT, experts, top_k)
+        b.add("mixer.gate.weight", (experts, hidden), ROUTER)  # kept in float32 by transformers
+        shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) * int(cfg.get("n_shared_experts") or 1)
+        if shared:
+            _dense_mlp(b, "mixer.shared_experts", hidden, shared, gated=False, bias=mlp_bias)
 
 
 def _decilm_intermediate(hidden: int, ffn_mult: float) -> int:
-    """DeciLM's ffn_mult -> intermediate size: 2/3 of mult x hidden, rounded up to a multiple of 256."""
+    """DeciLM's ffn_mult -> intermediate size: int(2 x mult x hidden / 3), rounded up to a multiple of 256
+    (modeling_decilm.py _ffn_mult_to_intermediate_size; the same in vLLM's nemotron_nas.py)."""
     inter = int(2 * ffn_mult * hidden / 3)
     return -(-inter // 256) * 256
 
 
-def _vision_params(raw: Mapping) -> int:
-    """Vision towers are counted only roughly here; parameters of a SigLIP/ViT encoder from its config."""
+def _decilm_layer(b: _Builder, cfg: Mapping, i: int, hidden: int, spec: Mapping, kv_heads: int) -> None:
+    """Nemotron-Super (DeciLM, remote code): per block, attention and FFN may each be a no-op (no module, no
+    norm) or a single hidden x hidden linear; input_layernorm exists only with attention, post_attention_layernorm
+    only with an FFN (modeling_decilm.py DeciLMDecoderLayer)."""
+    block = cfg["block_configs"][i] or {}
+    attn, ffn = block.get("attention") or {}, block.get("ffn") or {}
+    if not attn.get("no_op"):
+        b.norm("input_layernorm", hidden)
+        if attn.get("replace_with_linear"):
+            b.linear("self_attn.linear_attn", hidden, hidden, bias=bool(cfg.get("attention_bias")))
+        else:
+            _attention(b, cfg, "nemotron-nas", hidden, spec, kv_heads)
+    if not ffn.get("no_op"):
+        b.norm("post_attention_layernorm", hidden)
+        if ffn.get("replace_with_linear"):
+            b.linear("mlp.linear_mlp", hidden, hidden, bias=bool(cfg.get("mlp_bias")))
+        else:
+            inter = _decilm_intermediate(hidden, float(ffn.get("ffn_mult", 1)))
+            _dense_mlp(b, "mlp", hidden, inter, gated=True, bias=bool(cfg.get("mlp_bias")))
+
+
+# ------------------------------------------------------------------ vision towers
+
+def _vision(b: _Builder, raw: Mapping, cfg: Mapping, text_hidden: int) -> list[Tensor]:
+    """Vision tower and projector of a multimodal config; counted exactly for the towers kvplan knows,
+    refused (exit 3) for the others rather than guessed."""
     vision = raw.get("vision_config")
     if not isinstance(vision, Mapping):
-        return 0
-    hidden = int(vision.get("hidden_size") or 0)
-    inter = int(vision.get("intermediate_size") or 0)
-    layers = int(vision.get("num_hidden_layers") or 0)
-    patch = int(vision.get("patch_size") or 14)
-    channels = int(vision.get("num_channels") or 3)
+        return []
+    vtype = str(vision.get("model_type") or "")
+    if vtype not in _MODELLED_VISION:
+        raise UnsupportedError(f"vision tower {vtype or '(no model_type)'!r} is not modelled, so its parameters are unknown",
+                               where="vision_config.model_type",
+                               hint="kvplan counts SigLIP towers (Gemma-3); write a spec YAML with `params` and `vision_params`")
+    start = len(b.tensors)
+    # SigLIP (transformers SiglipVisionModel): patch conv with bias, learned positions, pre-LN encoder
+    # layers with biased q/k/v/out and fc1/fc2, a final post_layernorm; no pooling head when vision_use_head is false
+    hidden = int(vision["hidden_size"])
+    inter = int(vision["intermediate_size"])
+    layers = int(vision["num_hidden_layers"])
+    patch, channels = int(vision.get("patch_size") or 14), int(vision.get("num_channels") or 3)
     image = int(vision.get("image_size") or 224)
-    per_layer = 4 * hidden * hidden + 4 * hidden + 2 * hidden * inter + inter + hidden + 4 * hidden
-    patches = (image // patch) ** 2
-    embed = channels * patch * patch * hidden + hidden + patches * hidden
-    return layers * per_layer + embed + 2 * hidden
+    b.add("vision_tower.embeddings.patch_embedding.weight", (hidden, channels, patch, patch), VISION)
+    b.add("vision_tower.embeddings.patch_embedding.bias", (hidden,), VISION)
+    b.add("vision_tower.embeddings.position_embedding.weight", ((image // patch) ** 2, hidden), VISION)
+    for name, shape in (("self_attn.q_proj", (hidden, hidden)), ("self_attn.k_proj", (hidden, hidden)),
+                        ("self_attn.v_proj", (hidden, hidden)), ("self_attn.out_proj", (hidden, hidden)),
+                        ("mlp.fc1", (inter, hidden)), ("mlp.fc2", (hidden, inter))):
+        b.add(f"vision_tower.layers.{name}.weight", shape, VISION, layers)
+        b.add(f"vision_tower.layers.{name}.bias", (shape[0],), VISION, layers)
+    for name in ("layer_norm1", "layer_norm2"):
+        b.add(f"vision_tower.layers.{name}.weight", (hidden,), VISION, layers)
+        b.add(f"vision_tower.layers.{name}.bias", (hidden,), VISION, layers)
+    b.add("vision_tower.post_layernorm.weight", (hidden,), VISION)
+    b.add("vision_tower.post_layernorm.bias", (hidden,), VISION)
+    if vision.get("vision_use_head"):
+        raise UnsupportedError("a SigLIP pooling head is not modelled", where="vision_config.vision_use_head")
+    if str(raw.get("model_type")) == "gemma3":  # Gemma3MultiModalProjector: soft-embedding norm and a projection
+        b.add("multi_modal_projector.mm_input_projection_weight", (hidden, text_hidden), VISION)
+        b.add("multi_modal_projector.mm_soft_emb_norm.weight", (hidden,), VISION)
+    else:
+        raise UnsupportedError(f"the projector of {raw.get('model_type')!r} is not modelled", where="model_type",
+                               hint="write a spec YAML with `params` and `vision_params`")
+    return b.tensors[start:]
