@@ -13,15 +13,18 @@ from kvplan.errors import InputError, UnsupportedError
 from kvplan.params import count_params
 from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping
 
-# vLLM serves float32 checkpoints in 16 bits: bf16 for these families, fp16 otherwise
-# (vllm/config/model.py _get_and_verify_dtype, _FLOAT16_NOT_SUPPORTED_MODELS).
-_BF16_WHEN_FP32 = {"gemma2", "gemma3", "gemma3_text", "plamo2", "glm4"}
+# vLLM downcasts a float32 (or dtype-less) config to the platform's preferred 16-bit dtype: bf16 on every GPU
+# from Ampere on (vllm/config/model.py _resolve_auto_dtype: supported_dtypes[0]; CudaPlatform lists bf16
+# first where compute capability >= 8.0). kvplan does the same; on T4/V100 pass --kv-dtype fp16.
 # model types with no attention at all: a fixed recurrent state per sequence
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
 # families kvplan does not model; refusing beats a wrong number
 _REFUSED_MODEL_TYPES = {"rwkv", "rwkv5", "rwkv6", "rwkv7", "retnet", "xlstm", "mllama", "whisper", "t5", "bart", "encoder-decoder"}
 # fields whose presence changes the cache in ways kvplan does not (yet) model
 _REFUSED_FIELDS = {
+    # transformers' StaticCache keeps attention_chunk_size tokens per chunked layer (cache_utils.py maps
+    # chunked_attention to StaticSlidingWindowLayer) but vLLM sizes chunked layers by its own rule, or charges them
+    # in full when it turns its hybrid allocator off for them: a layout kind of their own is needed first
     "attention_chunk_size": "chunked local attention (Llama 4)",
     "cross_attention_layers": "cross-attention layers over image tokens (Llama 3.2 Vision)",
     "kv_sharing_fraction": "KV sharing across layers",
@@ -49,11 +52,10 @@ def text_config(cfg: Mapping) -> dict:
 def _serving_dtype(cfg: Mapping, model_type: str) -> tuple[str, str | None]:
     raw = _first(cfg, "torch_dtype", "dtype")
     if raw is None:
-        return "bf16", "config.json names no dtype; assumed bf16"
+        return "bf16", "config.json names no dtype; served in bf16 as vLLM does for a float32 default on Ampere or newer"
     raw = str(raw).replace("torch.", "")
     if raw == "float32":
-        served = "bf16" if model_type in _BF16_WHEN_FP32 else "fp16"
-        return served, f"config.json says float32; engines serve it in {served} (vLLM's rule), so kvplan does too"
+        return "bf16", "config.json says float32; served in bf16 as vLLM does on Ampere or newer (--kv-dtype fp32 for the file's dtype)"
     return raw, None
 
 
@@ -177,9 +179,18 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         _attention_fields(cfg, model_type, layers, hidden, spec, where)
 
     if spec.get("state"):
+        # vLLM's state dtypes (model_executor/layers/mamba/mamba_utils.py MambaStateDtypeCalculator): the conv state
+        # in the model dtype, the recurrent (SSM) state in mamba_ssm_cache_dtype, which `auto` makes the model
+        # dtype too -- except Nemotron-H, whose config hook (model_executor/models/config.py
+        # NemotronHForCausalLMConfig) takes config.json's mamba_ssm_cache_dtype, float32 when absent
+        recurrent, why = dtype, "the model dtype (vLLM mamba_ssm_cache_dtype=auto)"
+        if model_type == "nemotron_h":
+            recurrent = str(cfg.get("mamba_ssm_cache_dtype") or "float32")
+            why = (f"{recurrent}, config.json's mamba_ssm_cache_dtype" if cfg.get("mamba_ssm_cache_dtype")
+                   else "float32, vLLM's Nemotron-H default")
         spec["state"].setdefault("conv_dtype", dtype)
-        spec["state"].setdefault("recurrent_dtype", dtype)
-        notes.append("state kept in the model dtype, as vLLM does by default (mamba_ssm_cache_dtype=auto)")
+        spec["state"].setdefault("recurrent_dtype", recurrent)
+        notes.append(f"state as vLLM keeps it: conv state of d_conv - 1 columns in {dtype}, recurrent state in {why}")
 
     counted = count_params(raw, cfg, spec)
     spec["params"] = counted.total
@@ -187,12 +198,33 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         spec["active_params"] = counted.active
     if counted.vision:
         spec["vision_params"] = counted.vision
+    notes.extend(counted.notes)
+    mtp = int(cfg.get("num_nextn_predict_layers") or 0)
+    if mtp:
+        notes.append(f"the checkpoint also holds {mtp} multi-token-prediction layer(s) (num_nextn_predict_layers), "
+                     "loaded only for speculative decoding and not counted")
     quant = raw.get("quantization_config") or cfg.get("quantization_config")
     if isinstance(quant, Mapping):
-        notes.append(f"checkpoint quantization_config: {quant.get('quant_method', 'unknown')}")
+        from kvplan.dtypes import dtype as lookup_dtype
+        from kvplan.weights import NotModelled, quantized_weight_bytes
+
+        try:
+            counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits)
+        except NotModelled as err:
+            notes.append(f"{err}; weight bytes are params x {dtype}, more than the quantized checkpoint holds (try --dtype)")
+        else:
+            spec["weights_bytes"] = counted_bytes.bytes
+            spec["weights_source"] = counted_bytes.source
+            fmt = _QUANT_WEIGHT_DTYPE.get(str(quant.get("quant_method") or "").lower())
+            if fmt:
+                spec["weight_dtype"] = fmt
     if notes:
         spec["notes"] = "; ".join(notes)
     return spec
+
+
+# the weight dtype a quantized checkpoint's linear layers are stored in, where kvplan has a name for it
+_QUANT_WEIGHT_DTYPE = {"fp8": "fp8_e4m3", "awq": "int4", "gptq": "int4"}
 
 
 def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, spec: dict, where: str) -> None:
@@ -229,17 +261,28 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
         layout["kv_heads"] = kv_list
     else:
         spec["kv_heads"] = _kv_heads(cfg, heads)
+        if spec["kv_heads"] < 1 or heads % spec["kv_heads"]:
+            key = next((k for k in ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
+                                    "num_attention_groups") if cfg.get(k) is not None), "num_key_value_heads")
+            raise InputError(f"{heads} attention heads are not a multiple of {spec['kv_heads']} KV heads",
+                             where=f"{where}: {key}", hint="each KV head serves a whole group of query heads; the file is inconsistent")
 
     if isinstance(cfg.get("hybrid_override_pattern"), str):  # Nemotron-H: M = Mamba2, * = attention, -/E = MLP/MoE
         pattern = cfg["hybrid_override_pattern"]
         table = {"M": STATE, "*": FULL, "-": NONE, "E": NONE}
-        if len(pattern) != layers or set(pattern) - set(table):
-            raise UnsupportedError(f"hybrid_override_pattern {pattern!r} does not match {layers} layers of M/*/-/E",
-                                   where=f"{where}: hybrid_override_pattern")
+        if len(pattern) != layers:
+            raise InputError(f"hybrid_override_pattern has {len(pattern)} entries for {layers} layers",
+                             where=f"{where}: hybrid_override_pattern", hint="one character per layer; check num_hidden_layers")
+        if set(pattern) - set(table):
+            raise UnsupportedError(f"hybrid_override_pattern uses {''.join(sorted(set(pattern) - set(table)))!r}, not modelled",
+                                   where=f"{where}: hybrid_override_pattern", hint="kvplan knows M (Mamba2), * (attention), - (MLP), E (MoE)")
         kinds = [table[c] for c in pattern]
         spec["state"] = _mamba_state(cfg, hidden, model_type)
     elif isinstance(cfg.get("attn_layer_period"), int):  # Jamba: attention every period-th layer at offset
         period, offset = cfg["attn_layer_period"], int(cfg.get("attn_layer_offset", 0))
+        if period < 1 or not 0 <= offset < period:
+            raise InputError(f"attn_layer_offset {offset} does not lie in attn_layer_period {period}",
+                             where=f"{where}: attn_layer_offset")
         kinds = [FULL if i % period == offset else STATE for i in range(layers)]
         spec["state"] = _mamba_state(cfg, hidden, model_type)
     elif isinstance(cfg.get("layer_types"), list) or isinstance(cfg.get("layers_block_type"), list):
@@ -249,6 +292,8 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
         kinds = _layer_types(values, f"{where}: layer_types")
     elif isinstance(cfg.get("full_attention_interval"), int):  # Qwen3-Next: every interval-th layer is full
         interval = cfg["full_attention_interval"]
+        if interval < 1:
+            raise InputError(f"must be at least 1, got {interval}", where=f"{where}: full_attention_interval")
         kinds = [FULL if (i + 1) % interval == 0 else STATE for i in range(layers)]
 
     if kinds is not None and STATE in kinds and "state" not in spec:
@@ -308,9 +353,13 @@ def find_config_json(path: Path) -> Path | None:
 
 
 def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None) -> ModelSpec:
+    """The spec of a config.json; weight bytes from the checkpoint beside it when its metadata is there."""
+    from kvplan.weights import checkpoint_weight_bytes
+
     default_name = name or (path.parent.name if path.name == "config.json" else path.stem)
     mapping = spec_mapping_from_config(raw, name=default_name, where=str(path))
+    found = checkpoint_weight_bytes(path.parent)
+    if found is not None:
+        mapping["weights_bytes"] = found.bytes
+        mapping["weights_source"] = found.source
     return spec_from_mapping(mapping, source=str(path))
-
-
-
