@@ -1,0 +1,321 @@
+"""Which tensors hold one rank's cache, and what kvplan estimates for them. Pure: no torch here.
+
+Shapes come from the layer specs (KV heads per rank, head dims, window, latent, state shapes); the
+estimate comes from kvplan.cache's per-token and per-sequence byte math. The probe then allocates the
+shapes with torch and compares the two, so a mistake in either shows up as a mismatch.
+
+Static layout (contiguous, preallocated; transformers' StaticCache, cache_utils.py StaticLayer and
+StaticSlidingWindowLayer):
+    full / sliding   K [batch, kv_heads_per_rank, len, head_dim], V [..., v_head_dim], len = min(seq, window)
+    mla              latent [batch, len, kv_lora_rank + qk_rope_head_dim] (every TP rank holds it whole)
+    state            conv [batch, ceil(c0 / tp), ...] and recurrent [batch, ceil(r0 / tp), ...], own dtypes
+Paged layout (vLLM's per-layer block pools, vllm/v1/worker/gpu_model_runner.py reshapes each layer's
+KV tensor to [num_blocks, block_size, kv_heads, head_size] for K and for V):
+    full / sliding   K, V [num_blocks, block_size, kv_heads_per_rank, head_dim]
+    mla              latent [num_blocks, block_size, latent_dim]
+    state            one slot per sequence, as in the static layout
+Sub-byte dtypes (int4) are stored two to a byte: uint8 with the last dimension ceil(d x bits / 8).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from math import prod
+from typing import Mapping
+
+from kvplan.cache import CacheModel, cached_tokens, kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
+from kvplan.dtypes import DType, dtype as lookup_dtype
+from kvplan.errors import InputError, UnsupportedError
+from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE, LayerSpec
+
+STATIC, PAGED = "static", "paged"
+LAYOUTS = (STATIC, PAGED)
+# vLLM's default block size (vllm/config/cache.py BlockSize default 16)
+DEFAULT_BLOCK_SIZE = 16
+
+
+@dataclass(frozen=True)
+class StorageDType:
+    """How torch stores a kvplan dtype: the torch dtype name, bytes per stored element, and for
+    sub-byte formats the bits per logical element (packed along the last dimension)."""
+
+    torch_name: str
+    itemsize: int
+    packed_bits: int | None = None
+
+    def last_dim(self, d: int) -> int:
+        if self.packed_bits is None:
+            return d
+        return -(-d * self.packed_bits // 8)
+
+
+def storage_dtype(dt: DType) -> StorageDType:
+    if dt.bits < 8:
+        # torch has no 4-bit dtype: int4 KV is two values per uint8 (as vLLM/TRT-LLM pack int4)
+        return StorageDType("uint8", 1, dt.bits)
+    if dt.torch_name is None or dt.bits % 8:
+        raise UnsupportedError(f"no torch storage for dtype {dt.name}", where="--kv-dtype")
+    return StorageDType(dt.torch_name, dt.bits // 8)
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    layer: int  # global layer index
+    role: str  # k, v, latent, conv, recurrent
+    shape: tuple[int, ...]
+    dtype: str  # torch dtype name
+    itemsize: int
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * self.itemsize
+
+    def describe(self) -> str:
+        return f"{self.role} [{', '.join(str(d) for d in self.shape)}] {self.dtype}"
+
+
+@dataclass(frozen=True)
+class GroupPlan:
+    """Layers of one rank that share a tensor layout, their tensors and kvplan's estimate for them."""
+
+    label: str
+    kind: str
+    layers: tuple[int, ...]
+    tensors: tuple[TensorSpec, ...]
+    estimated_bytes: int
+
+    @property
+    def planned_bytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+
+@dataclass(frozen=True)
+class BlockPlan:
+    """Blocks of every attention layer's pool on one rank, and where the counts came from.
+
+    `blocks` maps a global layer index to its pool's block count. The default (`static_need`) gives
+    each layer what `batch` sequences of `seq` tokens need, cdiv(tokens kept, block_size) each; an
+    engine result (vLLM's num_gpu_blocks, once kvplan/engines/vllm.py lands) can fill it instead with
+    `uniform`, which is how vLLM sizes attention-only models (every layer's tensor holds num_blocks
+    pages; vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups).
+    """
+
+    block_size: int
+    blocks: Mapping[int, int] = field(hash=False)
+    source: str
+
+    @classmethod
+    def static_need(cls, layers: Mapping[int, LayerSpec], seq: int, batch: int, block_size: int) -> "BlockPlan":
+        blocks = {i: batch * -(-cached_tokens(layer, seq) // block_size)
+                  for i, layer in layers.items() if layer.kind in (FULL, SLIDING, MLA)}
+        return cls(block_size, blocks, f"what {batch} x {seq} tokens need: cdiv(tokens kept, {block_size}) per sequence")
+
+    @classmethod
+    def uniform(cls, layers: Mapping[int, LayerSpec], num_blocks: int, block_size: int, source: str) -> "BlockPlan":
+        blocks = {i: num_blocks for i, layer in layers.items() if layer.kind in (FULL, SLIDING, MLA)}
+        return cls(block_size, blocks, source)
+
+
+@dataclass(frozen=True)
+class RankPlan:
+    """One rank's cache: its stage and layers, the tensors per group, and the estimates."""
+
+    layout: str
+    rank: int
+    stage: int
+    tp_rank: int
+    tp: int
+    pp: int
+    seq: int
+    batch: int
+    kv_dtype: str
+    first_layer: int
+    last_layer: int  # inclusive; first > last when the stage holds no layer
+    groups: tuple[GroupPlan, ...]
+    estimated_bytes: int  # sum of the groups' estimates
+    footprint_bytes: int  # CacheModel.rank_footprint(stage, seq, batch).cache_bytes: the static estimate
+    block_size: int | None = None
+    block_source: str | None = None
+
+    @property
+    def tensors(self) -> tuple[TensorSpec, ...]:
+        return tuple(t for g in self.groups for t in g.tensors)
+
+    @property
+    def planned_bytes(self) -> int:
+        return sum(g.planned_bytes for g in self.groups)
+
+
+def stage_layers(cache: CacheModel, stage: int) -> dict[int, LayerSpec]:
+    """Global index -> layer spec for the layers of one pipeline stage (vLLM's split)."""
+    counts = pp_layer_counts(cache.spec.layers, cache.pp)
+    if not 0 <= stage < cache.pp:
+        raise InputError(f"stage {stage} does not exist with --pp {cache.pp}", where="--stage", hint=f"0 to {cache.pp - 1}")
+    start = sum(counts[:stage])
+    return {i: cache.spec.layer_specs[i] for i in range(start, start + counts[stage])}
+
+
+def most_loaded_stage(cache: CacheModel, seq: int, batch: int) -> int:
+    """The stage whose rank holds the most cache (the one that decides whether a plan fits)."""
+    sizes = [cache.rank_footprint(s, seq, batch).cache_bytes for s in range(cache.pp)]
+    return sizes.index(max(sizes))
+
+
+def _group_key(layer: LayerSpec, kv: DType, tp: int) -> tuple:
+    heads = kv_heads_per_rank(layer.kv_heads, tp) if layer.kind in (FULL, SLIDING) else 0
+    if layer.kind in (FULL, SLIDING):
+        return (layer.kind, layer.window, heads, layer.head_dim, layer.v_head_dim)
+    if layer.kind == MLA:
+        return (MLA, layer.mla.latent_dim)
+    if layer.kind == STATE:
+        s = layer.state
+        return (STATE, s.conv_shape, s.recurrent_shape, s.conv_dtype, s.recurrent_dtype)
+    return (NONE,)
+
+
+def _label(key: tuple) -> str:
+    kind = key[0]
+    if kind == SLIDING:
+        return f"sliding({key[1]})"
+    return kind
+
+
+def _attention_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, lead: tuple[int, ...], token_axis: str) -> list[TensorSpec]:
+    """K and V (or the MLA latent) of one layer. `lead` is (batch, len) for the static layout or
+    (num_blocks, block_size) for the paged one; `token_axis` says where the heads go."""
+    st = storage_dtype(kv)
+    if layer.kind == MLA:
+        return [TensorSpec(i, "latent", (*lead, st.last_dim(layer.mla.latent_dim)), st.torch_name, st.itemsize)]
+    heads = kv_heads_per_rank(layer.kv_heads, tp)
+    out = []
+    for role, dim in (("k", layer.head_dim), ("v", layer.v_head_dim)):
+        if token_axis == "static":  # [batch, heads, len, dim]
+            shape = (lead[0], heads, lead[1], st.last_dim(dim))
+        else:  # [num_blocks, block_size, heads, dim]
+            shape = (lead[0], lead[1], heads, st.last_dim(dim))
+        out.append(TensorSpec(i, role, shape, st.torch_name, st.itemsize))
+    return out
+
+
+def _state_tensors(i: int, layer: LayerSpec, tp: int, batch: int) -> list[TensorSpec]:
+    """Conv and recurrent state for `batch` sequences; TP splits the first dimension (cache.py)."""
+    out = []
+    for role, shape, name in (("conv", layer.state.conv_shape, layer.state.conv_dtype),
+                              ("recurrent", layer.state.recurrent_shape, layer.state.recurrent_dtype)):
+        st = storage_dtype(lookup_dtype(name))
+        rows = -(-shape[0] // tp)
+        rest = shape[1:]
+        if st.packed_bits is not None:  # a packed state is one byte run per sequence, as cache.py rounds it
+            full = (batch, st.last_dim(rows * prod(rest)))
+        else:
+            full = (batch, rows, *rest)
+        out.append(TensorSpec(i, role, full, st.torch_name, st.itemsize))
+    return out
+
+
+def static_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, seq: int, batch: int) -> list[TensorSpec]:
+    if layer.kind in (FULL, SLIDING, MLA):
+        return _attention_tensors(i, layer, kv, tp, (batch, cached_tokens(layer, seq)), "static")
+    if layer.kind == STATE:
+        return _state_tensors(i, layer, tp, batch)
+    return []
+
+
+def paged_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, num_blocks: int, block_size: int) -> list[TensorSpec]:
+    """One layer's block pool (attention layers only)."""
+    if layer.kind in (FULL, SLIDING, MLA):
+        return _attention_tensors(i, layer, kv, tp, (num_blocks, block_size), "paged")
+    return []
+
+
+def _static_estimate(layer: LayerSpec, kv: DType, tp: int, seq: int, batch: int) -> int:
+    return batch * (layer_token_bytes(layer, kv, tp) * cached_tokens(layer, seq) + layer_state_bytes(layer, tp))
+
+
+def rank_plan(cache: CacheModel, *, seq: int, batch: int, layout: str = STATIC, stage: int = 0, tp_rank: int = 0,
+              blocks: BlockPlan | None = None, block_size: int | None = None) -> RankPlan:
+    """The tensors and estimates of the rank (stage, tp_rank) of a TP x PP deployment."""
+    if layout not in LAYOUTS:
+        raise InputError(f"unknown layout {layout!r}", where="--layout", hint="static or paged")
+    if batch < 1:
+        raise InputError(f"must be at least 1, got {batch}", where="--batch")
+    layers = stage_layers(cache, stage)
+    kv, tp = cache.kv_dtype, cache.tp
+    if layout == PAGED and blocks is None:
+        blocks = BlockPlan.static_need(layers, seq, batch, block_size or DEFAULT_BLOCK_SIZE)
+    grouped: dict[tuple, list[int]] = {}
+    for i, layer in layers.items():
+        grouped.setdefault(_group_key(layer, kv, tp), []).append(i)
+    groups, labels = [], [_label(k) for k in grouped]
+    for key, idx in grouped.items():
+        if key[0] == NONE:
+            continue
+        label = _label(key)
+        if labels.count(label) > 1:  # per-layer KV heads (Nemotron-Super): say which heads
+            if key[0] in (FULL, SLIDING):
+                label += f" kv_heads={key[2]} head_dim={key[3]}" + (f"/{key[4]}" if key[4] != key[3] else "")
+            else:
+                label += f" #{list(grouped).index(key)}"
+        tensors, estimate = [], 0
+        for i in idx:
+            layer = layers[i]
+            if layout == STATIC or layer.kind == STATE:
+                tensors += static_tensors(i, layer, kv, tp, seq, batch)
+                estimate += _static_estimate(layer, kv, tp, seq, batch) if layout == STATIC else batch * layer_state_bytes(layer, tp)
+            else:
+                n = blocks.blocks.get(i, 0)
+                tensors += paged_tensors(i, layer, kv, tp, n, blocks.block_size)
+                estimate += n * blocks.block_size * layer_token_bytes(layer, kv, tp)
+        groups.append(GroupPlan(label=label, kind=key[0], layers=tuple(idx), tensors=tuple(tensors), estimated_bytes=estimate))
+    first = min(layers) if layers else 0
+    last = max(layers) if layers else -1
+    return RankPlan(
+        layout=layout, rank=stage * tp + tp_rank, stage=stage, tp_rank=tp_rank, tp=tp, pp=cache.pp, seq=seq, batch=batch,
+        kv_dtype=kv.name, first_layer=first, last_layer=last, groups=tuple(groups),
+        estimated_bytes=sum(g.estimated_bytes for g in groups),
+        footprint_bytes=cache.rank_footprint(stage, seq, batch).cache_bytes,
+        block_size=blocks.block_size if blocks else None, block_source=blocks.source if blocks else None,
+    )
+
+
+# ------------------------------------------------------------------ growth units for --find-max
+
+@dataclass(frozen=True)
+class GrowthUnit:
+    """What --find-max adds one of at a time: a sequence (static) or a block in every pool (paged)."""
+
+    name: str  # "sequences" or "blocks"
+    estimated_bytes: int  # kvplan's bytes for one unit on this rank
+    layers: Mapping[int, LayerSpec] = field(hash=False)
+    kv: DType
+    tp: int
+    seq: int
+    block_size: int | None
+
+    def tensors(self, n: int) -> list[TensorSpec]:
+        """The tensors that hold n more units."""
+        out: list[TensorSpec] = []
+        for i, layer in self.layers.items():
+            if self.name == "sequences":
+                out += static_tensors(i, layer, self.kv, self.tp, self.seq, n)
+            else:
+                out += paged_tensors(i, layer, self.kv, self.tp, n, self.block_size)
+        return out
+
+
+def growth_unit(cache: CacheModel, *, layout: str, stage: int, seq: int, block_size: int | None) -> GrowthUnit:
+    layers = stage_layers(cache, stage)
+    if layout == STATIC:
+        # one more sequence of seq tokens: the per-sequence cache of this stage (plan.py's max_batch divisor)
+        per_seq = cache.rank_footprint(stage, seq, 1).cache_bytes
+        if per_seq == 0:
+            raise UnsupportedError("this stage holds no cache to grow", where="--find-max")
+        return GrowthUnit("sequences", per_seq, layers, cache.kv_dtype, cache.tp, seq, None)
+    bs = block_size or DEFAULT_BLOCK_SIZE
+    attention = {i: layer for i, layer in layers.items() if layer.kind in (FULL, SLIDING, MLA)}
+    if not attention:
+        raise UnsupportedError("paged --find-max grows attention block pools, and this stage has no attention layer",
+                               where="--find-max", hint="use --layout static to grow whole sequences")
+    # one more block in every attention layer's pool: vLLM's bytes per block (num_gpu_blocks divisor)
+    per_block = sum(bs * layer_token_bytes(layer, cache.kv_dtype, cache.tp) for layer in attention.values())
+    return GrowthUnit("blocks", per_block, attention, cache.kv_dtype, cache.tp, seq, bs)

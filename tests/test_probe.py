@@ -1,0 +1,387 @@
+"""kvplan probe on the CPU (and torch's meta device): layouts, byte-for-byte matches, find-max, the CLI.
+
+The layout tests need no torch; the rest skip when torch is missing.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import weakref
+from fractions import Fraction
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from kvplan import catalog
+from kvplan.cache import CacheModel, layer_token_bytes
+from kvplan.dtypes import dtype as lookup_dtype
+from kvplan.errors import UnsupportedError
+from kvplan.probe.layout import PAGED, STATIC, BlockPlan, growth_unit, rank_plan, stage_layers
+
+CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+
+
+def _spec(name: str):
+    return catalog.resolve_model(str(CONFIGS / f"{name}.json"))
+
+
+def _all_specs():
+    """Every bundled spec (model_specs/*.yaml) and every config.json fixture, by a readable id."""
+    out = {}
+    try:
+        for spec in catalog.bundled_specs():
+            out[f"bundled:{spec.name}"] = spec
+    except (ModuleNotFoundError, FileNotFoundError):  # no bundled specs in this checkout yet
+        pass
+    for path in sorted(CONFIGS.glob("*.json")):
+        out[f"config:{path.stem}"] = catalog.resolve_model(str(path))
+    return out
+
+
+ALL_SPECS = _all_specs()
+
+
+def _valid_tps(spec):
+    heads = {layer.kv_heads for layer in spec.layer_specs if layer.kind in ("full", "sliding")}
+    return [tp for tp in (1, 2, 4, 8) if all(h % tp == 0 or tp % h == 0 for h in heads)]
+
+
+# ------------------------------------------------------------------ layouts (no torch)
+
+def test_static_shapes_gqa_sliding_mla_state():
+    llama = CacheModel(_spec("llama-3.1-8b"), lookup_dtype("bf16"))
+    plan = rank_plan(llama, seq=1000, batch=3)
+    (full,) = plan.groups
+    assert full.label == "full" and len(full.layers) == 32
+    k, v = full.tensors[:2]
+    assert (k.role, k.shape, k.dtype, v.shape) == ("k", (3, 8, 1000, 128), "bfloat16", (3, 8, 1000, 128))
+
+    gemma = CacheModel(_spec("gemma-2-9b"), lookup_dtype("fp8"))
+    plan = rank_plan(gemma, seq=8192, batch=2)
+    sliding = next(g for g in plan.groups if g.kind == "sliding")
+    assert sliding.label == "sliding(4096)"
+    assert sliding.tensors[0].shape == (2, 8, 4096, 256) and sliding.tensors[0].dtype == "float8_e4m3fn"
+
+    ds = CacheModel(_spec("deepseek-v3"), lookup_dtype("bf16"), tp=8)
+    (mla,) = rank_plan(ds, seq=64, batch=2).groups
+    assert mla.tensors[0].role == "latent" and mla.tensors[0].shape == (2, 64, 576)  # whole on every TP rank
+
+    jamba = CacheModel(_spec("jamba-1.5-mini"), lookup_dtype("bf16"), tp=2)
+    state = next(g for g in rank_plan(jamba, seq=64, batch=3).groups if g.kind == "state")
+    conv, rec = state.tensors[:2]
+    assert conv.shape == (3, 4096, 3) and rec.shape == (3, 4096, 16)  # TP splits the channels
+
+
+def test_int4_is_packed_two_to_a_byte():
+    cache = CacheModel(_spec("llama-3.1-8b"), lookup_dtype("int4"))
+    plan = rank_plan(cache, seq=10, batch=1)
+    k = plan.groups[0].tensors[0]
+    assert (k.dtype, k.shape) == ("uint8", (1, 8, 10, 64))
+    assert plan.estimated_bytes == plan.planned_bytes == cache.footprint(10, 1).cache_bytes
+
+
+@pytest.mark.parametrize("key", sorted(ALL_SPECS))
+def test_static_plan_equals_cache_model_for_every_rank(key):
+    spec = ALL_SPECS[key]
+    for tp in _valid_tps(spec):
+        for pp in (1, 3):
+            cache = CacheModel(spec, lookup_dtype(spec.dtype), tp=tp, pp=pp)
+            total = 0
+            for stage in range(pp):
+                plan = rank_plan(cache, seq=777, batch=2, stage=stage)
+                assert plan.planned_bytes == plan.estimated_bytes == plan.footprint_bytes
+                total += plan.estimated_bytes * tp
+            assert total == cache.footprint(777, 2).cache_bytes
+
+
+def test_paged_pools_hold_whole_blocks():
+    cache = CacheModel(_spec("gemma-2-9b"), lookup_dtype("bf16"))
+    exact = rank_plan(cache, seq=8192, batch=2, layout=PAGED, block_size=16)
+    assert exact.estimated_bytes == exact.planned_bytes == exact.footprint_bytes  # seq is a multiple of 16
+    sliding = next(g for g in exact.groups if g.kind == "sliding")
+    assert sliding.tensors[0].shape == (2 * 4096 // 16, 16, 8, 256)
+    ragged = rank_plan(cache, seq=8190, batch=2, layout=PAGED, block_size=16)
+    assert ragged.estimated_bytes == ragged.planned_bytes == exact.estimated_bytes  # cdiv(8190, 16) = 512 blocks
+
+
+def test_block_plan_from_an_engine_result():
+    from kvplan.probe.runner import _blocks_from_engine
+
+    cache = CacheModel(_spec("llama-3.1-8b"), lookup_dtype("bf16"))
+    layers = stage_layers(cache, 0)
+    blocks = _blocks_from_engine(SimpleNamespace(num_gpu_blocks=100, block_size=32), layers, "vllm")
+    plan = rank_plan(cache, seq=4096, batch=1, layout=PAGED, blocks=blocks)
+    assert plan.groups[0].tensors[0].shape == (100, 32, 8, 128)
+    assert plan.estimated_bytes == 100 * 32 * cache.kv_bytes_per_token
+    assert _blocks_from_engine(SimpleNamespace(), layers, "vllm") is None
+    with pytest.raises(UnsupportedError):  # mixed layer kinds need the engine's group layout
+        gemma = CacheModel(_spec("gemma-2-9b"), lookup_dtype("bf16"))
+        _blocks_from_engine(SimpleNamespace(num_gpu_blocks=10, block_size=16), stage_layers(gemma, 0), "vllm")
+    assert BlockPlan.uniform(layers, 5, 16, "x").blocks[0] == 5
+
+
+def test_growth_units():
+    cache = CacheModel(_spec("jamba-1.5-mini"), lookup_dtype("bf16"))
+    seqs = growth_unit(cache, layout=STATIC, stage=0, seq=256, block_size=None)
+    assert seqs.estimated_bytes == cache.footprint(256, 1).cache_bytes == sum(t.nbytes for t in seqs.tensors(1))
+    blocks = growth_unit(cache, layout=PAGED, stage=0, seq=256, block_size=16)
+    assert blocks.estimated_bytes == 16 * cache.kv_bytes_per_token == sum(t.nbytes for t in blocks.tensors(1))
+    with pytest.raises(UnsupportedError):
+        growth_unit(CacheModel(_spec("falcon-mamba-7b"), lookup_dtype("bf16")), layout=PAGED, stage=0, seq=8, block_size=16)
+
+
+# ------------------------------------------------------------------ torch on the CPU
+
+torch = pytest.importorskip("torch")
+
+from kvplan.probe.device import CpuDevice, MetaDevice  # noqa: E402
+from kvplan.probe.runner import ProbeOptions, run_probe  # noqa: E402
+
+
+def _request(spec, *, seq, batch=1, kv="auto", tp=1, pp=1):
+    from kvplan.dtypes import resolve_kv_dtype
+    from kvplan.engines import EngineRequest
+
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=resolve_kv_dtype(kv, lookup_dtype(spec.dtype)), kv_dtype_name=kv,
+                         weight_fmt=None, tp=tp, pp=pp)
+
+
+class TrackingCpu(CpuDevice):
+    """The CPU device, keeping a weak reference to every tensor it hands out."""
+
+    def __init__(self, torch, fail_at: int | None = None, exc: BaseException | None = None):
+        super().__init__(torch)
+        self.refs: list = []
+        self.fail_at, self.exc = fail_at, exc
+
+    def empty(self, shape, dtype_name):
+        if self.fail_at is not None and len(self.refs) == self.fail_at:
+            raise self.exc
+        t = super().empty(shape, dtype_name)
+        self.refs.append(weakref.ref(t))
+        return t
+
+    def alive(self) -> int:
+        gc.collect()
+        return sum(r() is not None for r in self.refs)
+
+
+@pytest.mark.parametrize("key", sorted(ALL_SPECS))
+def test_every_spec_matches_on_cpu_in_both_layouts(key):
+    """Acceptance: measured tensor bytes == `kvplan estimate`'s cache_bytes, static and paged."""
+    from kvplan.engines import static
+
+    spec = ALL_SPECS[key]
+    req = _request(spec, seq=64, batch=2)
+    expected = static.estimate(req).cache_bytes
+    for layout in (STATIC, PAGED):
+        res = run_probe(req, ProbeOptions(layout=layout, device="cpu", touch=False), torch=torch, dist_env=False)
+        assert res.match, (layout, res.notes)
+        assert res.measured_bytes == res.estimated_bytes == expected  # 64 tokens = 4 whole blocks of 16
+        assert all(g.match for g in res.groups)
+
+
+@pytest.mark.parametrize("key", sorted(ALL_SPECS))
+def test_every_spec_matches_on_meta_at_full_size(key):
+    """The meta device checks real sizes (32K tokens x 8, fp8 too) without memory."""
+    spec = ALL_SPECS[key]
+    for kv in ("auto", "fp8"):
+        req = _request(spec, seq=32768, batch=8, kv=kv)
+        whole = CacheModel(spec, req.kv_dtype).footprint(32768, 8).cache_bytes
+        for layout in (STATIC, PAGED):
+            res = run_probe(req, ProbeOptions(layout=layout, device="meta"), torch=torch, dist_env=False)
+            assert res.match and res.measured_bytes == res.estimated_bytes, (kv, layout)
+            if layout == STATIC:
+                assert res.measured_bytes == whole
+            else:  # whole blocks of 16: a window like Phi-3's 2047 tokens rounds up to 128 blocks
+                slack = 8 * 16 * sum(layer_token_bytes(layer, req.kv_dtype) for layer in spec.layer_specs)
+                assert whole <= res.measured_bytes <= whole + slack
+
+
+def test_cpu_counters_and_release():
+    dev = TrackingCpu(torch)
+    req = _request(_spec("llama-3.1-8b"), seq=128, batch=2)
+    res = run_probe(req, ProbeOptions(device="cpu"), torch=torch, device=dev, dist_env=False)
+    assert res.device == "cpu" and res.match and res.measured_bytes == 2 * 128 * 131072
+    assert res.rss_delta_bytes is not None and res.rss_delta_bytes > res.measured_bytes // 2  # pages were written
+    assert res.requested_delta_bytes is None and res.driver_delta_bytes is None
+    assert dev.refs and dev.alive() == 0
+
+
+@pytest.mark.parametrize("layout", [STATIC, PAGED])
+@pytest.mark.parametrize("name,seq,kv", [("llama-3.1-8b", 256, "bf16"), ("gemma-2-9b", 5000, "fp8"), ("jamba-1.5-mini", 100, "bf16"),
+                                         ("deepseek-v3", 64, "fp8")])
+def test_find_max_equals_the_prediction_exactly(name, seq, kv, layout):
+    from kvplan.engines import static
+
+    spec = _spec(name)
+    req = _request(spec, seq=seq, kv=kv)
+    unit = growth_unit(CacheModel(spec, req.kv_dtype), layout=layout, stage=0, seq=seq, block_size=16)
+    for budget in (unit.estimated_bytes * 5, unit.estimated_bytes * 5 - 1, unit.estimated_bytes * 3 + unit.estimated_bytes // 2):
+        dev = TrackingCpu(torch)
+        # touch=False: page faults are slow in sandboxes, and the budget logic does not need the pages
+        res = run_probe(req, ProbeOptions(layout=layout, device="cpu", find_max=True, max_bytes=budget, touch=False), torch=torch,
+                        device=dev, dist_env=False)
+        fm = res.find_max
+        assert fm.measured_max == fm.predicted_max == budget // unit.estimated_bytes
+        assert fm.match and fm.limited_by == "budget" and fm.measured_bytes <= budget
+        assert dev.alive() == 0
+        if layout == STATIC:  # the planner's own answer for the same cache budget
+            planned = static.estimate(dataclasses.replace(req, kv_cache_memory=budget))
+            assert planned.max_batch == fm.measured_max
+
+
+def test_memory_is_released_on_every_path():
+    req = _request(_spec("llama-3.1-8b"), seq=64, batch=1)
+    # an error in the middle of the allocation
+    dev = TrackingCpu(torch, fail_at=10, exc=RuntimeError("boom"))
+    with pytest.raises(RuntimeError):
+        run_probe(req, ProbeOptions(device="cpu"), torch=torch, device=dev, dist_env=False)
+    assert len(dev.refs) == 10 and dev.alive() == 0
+    # Ctrl-C
+    dev = TrackingCpu(torch, fail_at=7, exc=KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        run_probe(req, ProbeOptions(device="cpu"), torch=torch, device=dev, dist_env=False)
+    assert dev.alive() == 0
+    # Ctrl-C while growing
+    dev = TrackingCpu(torch, fail_at=100, exc=KeyboardInterrupt())
+    with pytest.raises(KeyboardInterrupt):
+        run_probe(req, ProbeOptions(device="cpu", find_max=True, max_bytes=1 << 30), torch=torch, device=dev, dist_env=False)
+    assert dev.alive() == 0
+    # an out-of-memory error from the allocator
+    dev = TrackingCpu(torch, fail_at=5, exc=RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate"))
+    from kvplan.probe import ProbeOutOfMemory
+
+    with pytest.raises(ProbeOutOfMemory):
+        run_probe(req, ProbeOptions(device="cpu"), torch=torch, device=dev, dist_env=False)
+    assert dev.alive() == 0
+    # the benchmark holds views of the cache while it runs
+    dev = TrackingCpu(torch)
+    res = run_probe(req, ProbeOptions(device="cpu", bench=True), torch=torch, device=dev, dist_env=False)
+    assert res.bench is not None and dev.alive() == 0
+
+
+def test_cpu_refuses_more_than_the_host_has():
+    from kvplan.probe import ProbeOutOfMemory
+
+    dev = TrackingCpu(torch)
+    dev._read_available = lambda: 1 << 20
+    with pytest.raises(ProbeOutOfMemory, match="available"):
+        run_probe(_request(_spec("llama-3.1-8b"), seq=64, batch=1), ProbeOptions(device="cpu"), torch=torch, device=dev,
+                  dist_env=False)
+    assert dev.refs == []
+
+
+def test_bench_on_cpu_reports_bandwidth_and_time_per_token():
+    req = _request(_spec("deepseek-v3"), seq=32, batch=1, pp=8)  # MLA; a stage of ~8 layers
+    res = run_probe(req, ProbeOptions(device="cpu", bench=True), torch=torch, dist_env=False)
+    b = res.bench
+    (g,) = b.groups
+    assert g.label == "mla" and g.bytes_per_layer == 32 * 576 * 2
+    assert b.kv_bytes_per_step == g.layers * g.bytes_per_layer == res.measured_bytes
+    assert b.seconds_per_token > 0 and b.achieved_bytes_per_s > 0 and b.gpu is None  # no catalog entry for a CPU
+
+
+# ------------------------------------------------------------------ the command line
+
+def test_cli_probe_json_contract(cli):
+    code, out, _ = cli("probe", CONFIGS / "gemma-2-9b.json", "--seq", "300", "--batch", "2", "--device", "cpu", "--json")
+    assert code == 0
+    data = json.loads(out)
+    for key in ("device", "estimated_bytes", "measured_bytes", "match", "groups", "ranks", "rss_delta_bytes",
+                "reserved_delta_bytes", "driver_delta_bytes", "allocated_delta_bytes", "requested_delta_bytes"):
+        assert key in data
+    assert data["device"] == "cpu" and data["match"] is True
+    assert data["estimated_bytes"] == data["measured_bytes"] == data["whole_model_estimated_bytes"]
+    assert {g["label"] for g in data["groups"]} == {"full", "sliding(4096)"}
+
+
+def test_cli_probe_text_and_find_max(cli):
+    code, out, _ = cli("probe", CONFIGS / "qwen2.5-7b.json", "--seq", "64", "--device", "cpu")
+    assert code == 0 and "total" in out and "yes" in out
+    code, out, _ = cli("probe", CONFIGS / "qwen2.5-7b.json", "--seq", "64", "--device", "cpu", "--find-max", "--max-bytes", "10MiB",
+                       "--layout", "paged", "--json")
+    fm = json.loads(out)["find_max"]
+    assert code == 0 and fm["unit"] == "blocks" and fm["measured_max"] == fm["predicted_max"] == (10 << 20) // fm["unit_bytes"]
+
+
+def test_cli_mismatch_exits_1(cli, monkeypatch):
+    from kvplan.probe import layout
+
+    real = layout._static_estimate
+    monkeypatch.setattr(layout, "_static_estimate", lambda *a: real(*a) + 1)
+    code, out, _ = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "16", "--device", "cpu", "--json")
+    assert code == 1 and json.loads(out)["match"] is False
+
+
+@pytest.mark.parametrize("args,code,text", [
+    (["--device", "cuda"], 2, "--device"),  # this torch is a CPU build (or sees no GPU)
+    (["--device", "tpu"], 2, "unknown device"),
+    (["--find-max"], 2, "--max-bytes"),  # the OS would kill, not refuse
+    (["--max-bytes", "1GiB"], 2, "--find-max"),
+    (["--num-blocks", "4"], 2, "--layout paged"),
+    (["--bench", "--kv-dtype", "fp8"], 3, "--bench"),
+    (["--bench", "--layout", "paged"], 2, "--bench"),
+    (["--layout", "ring"], 2, "--layout"),
+    (["--stage", "3"], 2, "--stage"),
+])
+def test_cli_refusals(cli, args, code, text):
+    if args == ["--device", "cuda"] and torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    got, out, err = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "16", "--device", "cpu", *args)
+    assert got == code, err
+    assert err.startswith("error: ") and text in err and "Traceback" not in err and out == ""
+
+
+def test_cli_missing_torch(cli, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "torch", None)  # `import torch` now raises ImportError
+    code, out, err = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "16")
+    assert code == 2 and "pip install 'kvplan[probe]'" in err and "Traceback" not in err
+
+
+def test_cli_ctrl_c_frees_and_exits_130(cli, monkeypatch):
+    refs = []
+    real = CpuDevice.empty
+
+    def empty(self, shape, dtype_name):
+        if len(refs) == 20:
+            raise KeyboardInterrupt
+        t = real(self, shape, dtype_name)
+        refs.append(weakref.ref(t))
+        return t
+
+    monkeypatch.setattr(CpuDevice, "empty", empty)
+    code, _, err = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "16", "--device", "cpu")
+    assert code == 130 and "interrupted" in err
+    gc.collect()
+    assert all(r() is None for r in refs)
+
+
+def test_cli_engine_without_budget_is_refused(cli):
+    code, _, err = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "16", "--device", "meta", "--engine", "vllm")
+    assert code in (2, 3) and err.startswith("error: ")
+
+
+def test_cli_engine_vllm_pool_when_the_engine_exists(cli):
+    pytest.importorskip("kvplan.engines.vllm")
+    code, out, err = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "4096", "--device", "meta", "--engine", "vllm",
+                         "--kv-cache-memory", "1GiB", "--json")
+    data = json.loads(out)
+    assert code == 0, err
+    assert data["layout"] == "paged" and data["match"] and data["measured_bytes"] <= 1 << 30
+
+
+def test_default_max_fraction_is_exact():
+    from kvplan.probe.runner import DEFAULT_MAX_FRACTION
+
+    assert DEFAULT_MAX_FRACTION == Fraction(95, 100)
+
+
+def test_meta_device_has_no_counters():
+    dev = MetaDevice(torch)
+    assert dev.counters().rss is None and dev.free_bytes() is None
