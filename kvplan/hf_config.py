@@ -150,8 +150,11 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
                                hint="kvplan models decoder-only transformers, MLA, sliding windows and Mamba/linear-attention hybrids")
     for key, what in _REFUSED_FIELDS.items():
         if cfg.get(key):
-            raise UnsupportedError(f"{what} is not modelled yet", where=f"{where}: {key}",
-                                   hint="kvplan refuses rather than guesses; describe the model in a spec YAML if you know its cache")
+            hint = "kvplan refuses rather than guesses; describe the model in a spec YAML if you know its cache"
+            if key == "attention_chunk_size":
+                hint = (f"transformers' StaticCache keeps {cfg[key]} tokens per chunked layer: a spec YAML with those layers "
+                        f"`sliding` and `sliding_window: {cfg[key]}` gives that figure; engines differ")
+            raise UnsupportedError(f"{what} is not modelled yet", where=f"{where}: {key}", hint=hint)
 
     layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
     hidden = _first(cfg, "hidden_size", "n_embd", "d_model")

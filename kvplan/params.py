@@ -73,7 +73,7 @@ _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 # one norm per layer: the layer is a single mixer (Mamba, Nemotron-H) or attention and MLP run in parallel
 _ONE_NORM = {"mamba", "falcon_mamba", "mamba2", "nemotron_h", "phi"}
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
-_MODELLED_VISION = {"siglip_vision_model"}
+_MODELLED_VISION = {"siglip_vision_model", "pixtral"}
 
 
 def _get(cfg: Mapping, *keys: str, default: Any = None) -> Any:
@@ -403,13 +403,23 @@ def _vision(b: _Builder, raw: Mapping, cfg: Mapping, text_hidden: int) -> list[T
                                where="vision_config.model_type",
                                hint="kvplan counts SigLIP towers (Gemma-3); write a spec YAML with `params` and `vision_params`")
     start = len(b.tensors)
-    # SigLIP (transformers SiglipVisionModel): patch conv with bias, learned positions, pre-LN encoder
-    # layers with biased q/k/v/out and fc1/fc2, a final post_layernorm; no pooling head when vision_use_head is false
+    if vtype == "pixtral":
+        _pixtral(b, raw, vision, text_hidden)
+    else:
+        _siglip(b, raw, vision, text_hidden)
+    return b.tensors[start:]
+
+
+def _siglip(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> None:
+    """SigLIP (transformers SiglipVisionModel): patch conv with bias, learned positions, pre-LN encoder layers
+    with biased q/k/v/out and fc1/fc2, a final post_layernorm; Gemma-3's projector after it."""
     hidden = int(vision["hidden_size"])
     inter = int(vision["intermediate_size"])
     layers = int(vision["num_hidden_layers"])
     patch, channels = int(vision.get("patch_size") or 14), int(vision.get("num_channels") or 3)
     image = int(vision.get("image_size") or 224)
+    if vision.get("vision_use_head"):
+        raise UnsupportedError("a SigLIP pooling head is not modelled", where="vision_config.vision_use_head")
     b.add("vision_tower.embeddings.patch_embedding.weight", (hidden, channels, patch, patch), VISION)
     b.add("vision_tower.embeddings.patch_embedding.bias", (hidden,), VISION)
     b.add("vision_tower.embeddings.position_embedding.weight", ((image // patch) ** 2, hidden), VISION)
@@ -423,12 +433,44 @@ def _vision(b: _Builder, raw: Mapping, cfg: Mapping, text_hidden: int) -> list[T
         b.add(f"vision_tower.layers.{name}.bias", (hidden,), VISION, layers)
     b.add("vision_tower.post_layernorm.weight", (hidden,), VISION)
     b.add("vision_tower.post_layernorm.bias", (hidden,), VISION)
-    if vision.get("vision_use_head"):
-        raise UnsupportedError("a SigLIP pooling head is not modelled", where="vision_config.vision_use_head")
-    if str(raw.get("model_type")) == "gemma3":  # Gemma3MultiModalProjector: soft-embedding norm and a projection
-        b.add("multi_modal_projector.mm_input_projection_weight", (hidden, text_hidden), VISION)
-        b.add("multi_modal_projector.mm_soft_emb_norm.weight", (hidden,), VISION)
-    else:
+    if str(raw.get("model_type")) != "gemma3":
         raise UnsupportedError(f"the projector of {raw.get('model_type')!r} is not modelled", where="model_type",
                                hint="write a spec YAML with `params` and `vision_params`")
-    return b.tensors[start:]
+    # Gemma3MultiModalProjector: a soft-embedding RMSNorm and one projection matrix
+    b.add("multi_modal_projector.mm_input_projection_weight", (hidden, text_hidden), VISION)
+    b.add("multi_modal_projector.mm_soft_emb_norm.weight", (hidden,), VISION)
+
+
+def _pixtral(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> None:
+    """Pixtral (transformers PixtralVisionModel): bias-free patch conv, RMSNorm ln_pre, RoPE (no learned
+    positions), layers of RMSNorm + q/k/v/o + RMSNorm + gated MLP; Mistral3MultiModalProjector after it:
+    RMSNorm, a patch merger over spatial_merge_size^2 patches, and two linears into the text width."""
+    hidden = int(vision["hidden_size"])
+    inter = int(vision["intermediate_size"])
+    layers = int(vision["num_hidden_layers"])
+    heads = int(vision["num_attention_heads"])
+    head_dim = int(vision.get("head_dim") or hidden // heads)
+    patch, channels = int(vision.get("patch_size") or 16), int(vision.get("num_channels") or 3)
+    b.add("vision_tower.patch_conv.weight", (hidden, channels, patch, patch), VISION)
+    b.add("vision_tower.ln_pre.weight", (hidden,), VISION)
+    for name, shape in (("attention.q_proj", (heads * head_dim, hidden)), ("attention.k_proj", (heads * head_dim, hidden)),
+                        ("attention.v_proj", (heads * head_dim, hidden)), ("attention.o_proj", (hidden, heads * head_dim)),
+                        ("feed_forward.gate_proj", (inter, hidden)), ("feed_forward.up_proj", (inter, hidden)),
+                        ("feed_forward.down_proj", (hidden, inter))):
+        b.add(f"vision_tower.layers.{name}.weight", shape, VISION, layers)
+    b.add("vision_tower.layers.attention_norm.weight", (hidden,), VISION, layers)
+    b.add("vision_tower.layers.ffn_norm.weight", (hidden,), VISION, layers)
+    if str(raw.get("model_type")) != "mistral3":
+        raise UnsupportedError(f"the projector of {raw.get('model_type')!r} is not modelled", where="model_type",
+                               hint="write a spec YAML with `params` and `vision_params`")
+    merge = int(raw.get("spatial_merge_size") or 2)
+    feature_layers = raw.get("vision_feature_layer", -1)
+    n_features = len(feature_layers) if isinstance(feature_layers, list) else 1
+    bias = bool(raw.get("multimodal_projector_bias"))
+    b.add("multi_modal_projector.norm.weight", (hidden,), VISION)
+    b.add("multi_modal_projector.patch_merger.merging_layer.weight", (hidden, hidden * merge * merge), VISION)
+    b.add("multi_modal_projector.linear_1.weight", (text_hidden, hidden * n_features), VISION)
+    b.add("multi_modal_projector.linear_2.weight", (text_hidden, text_hidden), VISION)
+    if bias:
+        b.add("multi_modal_projector.linear_1.bias", (text_hidden,), VISION)
+        b.add("multi_modal_projector.linear_2.bias", (text_hidden,), VISION)
