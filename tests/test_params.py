@@ -1,0 +1,114 @@
+"""Parameter counts from config.json (kvplan/params.py): exact against transformers' own count for every
+shared config (tests/data/transformers_truth.json, no torch needed), and the conventions behind them."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from kvplan import hf_config
+from kvplan.catalog import resolve_model
+from kvplan.errors import UnsupportedError
+from kvplan.params import EMBEDDING, EXPERT, LM_HEAD, count_params
+
+DATA = Path(__file__).parent / "data"
+SHARED = sorted((DATA / "hf_configs").glob("*.json"))
+TRUTH = json.loads((DATA / "transformers_truth.json").read_text())["configs"]
+BUILT = [p for p in SHARED if TRUTH[p.name]["built"]]
+
+
+def _count(raw: dict):
+    mapping = hf_config.spec_mapping_from_config(raw, name="m", where="config.json")
+    return count_params(raw, hf_config.text_config(raw), mapping)
+
+
+def _raw(name: str, folder: str = "hf_configs") -> dict:
+    return json.loads((DATA / folder / name).read_text())
+
+
+@pytest.mark.parametrize("path", BUILT, ids=[p.name for p in BUILT])
+def test_params_equal_transformers(path):
+    expected = TRUTH[path.name]["params_total"]
+    spec = resolve_model(str(path))
+    # the issue asks for 0.5%; every shared config transformers builds is in fact exact
+    assert spec.params == expected, f"{spec.params:,} vs {expected:,} ({(spec.params - expected) / expected:+.4%})"
+
+
+@pytest.mark.parametrize("path", SHARED, ids=[p.name for p in SHARED])
+def test_inventory_sums_to_the_totals(path):
+    raw = _raw(path.name)
+    counted = _count(raw)
+    assert sum(t.numel for t in counted.tensors) == counted.total
+    assert sum(t.active_numel for t in counted.tensors) == counted.active <= counted.total
+    assert all(isinstance(t.count, int) and t.count > 0 for t in counted.tensors)
+
+
+def test_tied_embeddings_are_counted_once():
+    # Gemma-2 and GPT-2 tie the output head (their config classes' default); Llama does not
+    for name in ("gemma-2-9b.json", "gpt2.json"):
+        counted = _count(_raw(name))
+        assert not [t for t in counted.tensors if t.kind == LM_HEAD]
+        assert TRUTH[name]["tied_embeddings"] is True
+    llama = _count(_raw("llama-3.1-8b.json"))
+    assert [t.shape for t in llama.tensors if t.kind == LM_HEAD] == [(128256, 4096)]
+    # GPT-2: 50257 x 768 token embeddings + 1024 x 768 positions, once each
+    gpt2 = _count(_raw("gpt2.json"))
+    assert sum(t.numel for t in gpt2.tensors if t.kind == EMBEDDING) == 50257 * 768 + 1024 * 768
+
+
+def test_moe_active_parameters():
+    # DeepSeek-V3: "671B total, 37B activated" (the paper); Qwen3-235B-A22B and Qwen3-30B-A3B by their names
+    ds = resolve_model(str(DATA / "hf_configs" / "deepseek-v3.json"))
+    assert ds.params == 671_026_404_352 and abs(ds.active_params - 37.5e9) < 0.5e9
+    qwen = resolve_model(str(DATA / "hf_configs" / "qwen3-235b-a22b.json"))
+    assert abs(qwen.active_params - 22e9) < 0.5e9
+    qwen_small = resolve_model(str(DATA / "extra_configs" / "qwen3-30b-a3b-instruct-2507.json"))
+    assert abs(qwen_small.active_params - 3.3e9) < 0.1e9
+    # Mixtral 8x7B, by hand: each token uses 2 of 8 experts, so 6 x (3 x 4096 x 14336) per layer sit idle
+    mixtral = resolve_model(str(DATA / "hf_configs" / "mixtral-8x7b-v0.1.json"))
+    assert mixtral.active_params == mixtral.params - 32 * 6 * 3 * 4096 * 14336 == 12_879_925_248
+
+
+def test_deepseek_mtp_layer_is_not_counted():
+    raw = _raw("deepseek-v3.json")
+    assert raw["num_nextn_predict_layers"] == 1
+    spec = resolve_model(str(DATA / "hf_configs" / "deepseek-v3.json"))
+    assert spec.params == 671_026_404_352  # what transformers builds; the Hub's 685B includes the MTP layer
+    assert "multi-token-prediction" in spec.notes
+
+
+def test_nemotron_h_moe_layers_are_counted():
+    """Nemotron-3-Nano: the 23 'E' layers of hybrid_override_pattern are MoE blocks (128 routed experts of
+    up/down 2688 x 1856, a router, a shared expert of width 3712); leaving them out gave 1.7B, not 31.6B."""
+    counted = _count(_raw("nemotron-3-nano-30b-a3b.json"))
+    experts = [t for t in counted.tensors if t.kind == EXPERT]
+    assert sum(t.numel for t in experts) == 23 * 128 * 2 * 2688 * 1856
+    assert counted.total == TRUTH["nemotron-3-nano-30b-a3b.json"]["params_total"] == 31_577_937_344
+
+
+def test_multimodal_parts_are_separate_and_in_the_total():
+    spec = resolve_model(str(DATA / "hf_configs" / "gemma-3-27b.json"))
+    entry = TRUTH["gemma-3-27b.json"]
+    assert spec.vision_params == entry["params_vision"] + entry["params_projector"] == 423_060_336
+    assert spec.params == entry["params_total"]  # text and vision together
+    text_only = dict(_raw("gemma-3-27b.json"))
+    del text_only["vision_config"]
+    assert _count(text_only).total == spec.params - spec.vision_params
+
+
+def test_unknown_vision_tower_is_refused():
+    raw = _raw("gemma-3-27b.json")
+    raw["vision_config"] = dict(raw["vision_config"], model_type="clip_vision_model")
+    with pytest.raises(UnsupportedError) as err:
+        _count(raw)
+    assert err.value.where == "vision_config.model_type"
+
+
+def test_untied_default_is_said_when_unknown():
+    raw = {"model_type": "somenewlm", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+           "intermediate_size": 128, "vocab_size": 100}
+    counted = _count(raw)
+    assert any("tied" in n for n in counted.notes)
+    assert counted.total == 2 * 100 * 64 + 64 + 2 * (2 * 64 + 4 * 64 * 64 + 3 * 64 * 128)
