@@ -575,7 +575,7 @@ def render_tables(result: VllmEstimate) -> list:
     if r.num_gpu_blocks is not None:
         t.add_section()
         if r.available_kv_bytes is not None and r.available_kv_bytes > 0:
-            t.add_row(Text("what vLLM logs", style="bold"), "")
+            t.add_row(Text("what vLLM logs" if r.fits else "the pool (vLLM stops before building it)", style="bold"), "")
             t.add_row("  num_gpu_blocks", f"{r.num_gpu_blocks:,}")
             t.add_row("  GPU KV cache size", f"{r.kv_cache_tokens:,} tokens")
             t.add_row(f"  maximum concurrency for {r.seq:,} tokens", f"{r.max_concurrency:.2f}x")
