@@ -6,10 +6,12 @@ UnsupportedError (exit 3) naming the fields, never guessed.
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
 
-from kvplan.errors import InputError, UnsupportedError
+from kvplan.dtypes import dtype as lookup_dtype
+from kvplan.errors import InputError, KvplanError, UnsupportedError
 from kvplan.params import count_params
 from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping
 
@@ -49,14 +51,18 @@ def text_config(cfg: Mapping) -> dict:
     return dict(cfg)
 
 
-def _serving_dtype(cfg: Mapping, model_type: str) -> tuple[str, str | None]:
+def _serving_dtype(cfg: Mapping, model_type: str, where: str) -> tuple[str, str | None]:
     raw = _first(cfg, "torch_dtype", "dtype")
     if raw is None:
         return "bf16", "config.json names no dtype; served in bf16 as vLLM does for a float32 default on Ampere or newer"
-    raw = str(raw).replace("torch.", "")
-    if raw == "float32":
+    try:
+        name = lookup_dtype(str(raw), what="dtype").name
+    except InputError as err:
+        key = "torch_dtype" if cfg.get("torch_dtype") is not None else "dtype"
+        raise err.located(f"{where}: {key}") from None
+    if name == "fp32":
         return "bf16", "config.json says float32; served in bf16 as vLLM does on Ampere or newer (--kv-dtype fp32 for the file's dtype)"
-    return raw, None
+    return name, None
 
 
 def _kv_heads(cfg: Mapping, heads: int) -> int:
@@ -163,7 +169,7 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
                                hint="looked for num_hidden_layers, n_layer, num_layers")
     if not isinstance(hidden, int) or hidden < 1:
         raise UnsupportedError("cannot find the hidden size", where=f"{where}: hidden_size", hint="looked for hidden_size, n_embd, d_model")
-    dtype, dtype_note = _serving_dtype(cfg, model_type)
+    dtype, dtype_note = _serving_dtype(cfg, model_type, where)
     notes = [n for n in [dtype_note] if n]
 
     spec: dict[str, Any] = {"name": name, "architecture": (raw.get("architectures") or [model_type])[0], "layers": layers,
@@ -195,7 +201,10 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         spec["state"].setdefault("recurrent_dtype", recurrent)
         notes.append(f"state as vLLM keeps it: conv state of d_conv - 1 columns in {dtype}, recurrent state in {why}")
 
-    counted = count_params(raw, cfg, spec)
+    try:
+        counted = count_params(raw, cfg, spec)
+    except KvplanError as err:
+        raise err.located(where) from None
     spec["params"] = counted.total
     if counted.active != counted.total:
         spec["active_params"] = counted.active
@@ -208,7 +217,6 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
                      "loaded only for speculative decoding and not counted")
     quant = raw.get("quantization_config") or cfg.get("quantization_config")
     if isinstance(quant, Mapping):
-        from kvplan.dtypes import dtype as lookup_dtype
         from kvplan.weights import NotModelled, quantized_weight_bytes
 
         try:
@@ -365,4 +373,4 @@ def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None) 
     if found is not None:
         mapping["weights_bytes"] = found.bytes
         mapping["weights_source"] = found.source
-    return spec_from_mapping(mapping, source=str(path))
+    return dataclasses.replace(spec_from_mapping(mapping, source=str(path)), source=str(path))
