@@ -23,9 +23,10 @@ The simulation (docs/workloads.md has the full rules):
 - figures are averaged over the saturated steps (while requests are still waiting), so the drain at
   the end does not dilute them: sustained concurrency = mean running requests; utilisation = bytes
   holding K/V / pool; waste = (allocated - holding K/V) / allocated.
-- prefix sharing (--shared-prefix N): every prompt starts with the same N tokens. paged stores the
-  prefix's full blocks once (vLLM's automatic prefix caching shares whole blocks only); exact stores
-  the N tokens once (a radix tree, SGLang); contiguous policies cannot share.
+- prefix sharing (--shared-prefix N): the same N-token system prompt is put before every request's
+  prompt. paged stores the prefix's whole blocks once (vLLM's automatic prefix caching shares full
+  blocks only); exact stores the N tokens once (a radix tree, SGLang's RadixAttention); contiguous
+  policies hold a copy per request.
 
 The cost of one request's tokens on the pool's GPU is the cache layout of the most loaded pipeline stage:
 state + sum over layer groups of count x token_bytes x min(tokens, window). The paged policy rounds
@@ -321,6 +322,7 @@ class PolicyResult:
     waste_reserved: float | None  # share of allocated memory held for tokens not yet generated
     waste_never_used: float | None  # share of allocated memory no token will ever use
     preemptions: int
+    recomputed_tokens: int  # prompt + emitted tokens preempted requests computed again (their prefill is repeated)
     steps: int  # until the last request finished
     tokens_per_step: float  # output tokens / steps: the throughput if every step took the same time
     relative_throughput: float | None  # tokens_per_step / the contiguous policy's
@@ -340,7 +342,7 @@ class SimulationResult:
     model: str
     workload: str
     requests: int
-    rejected: int  # prompts of max_model_len tokens or more (an engine refuses them)
+    rejected: int  # prompts (with any shared prefix) of max_model_len tokens or more (an engine refuses them)
     truncated: int  # outputs cut so that prompt + output fits max_model_len
     prompt_tokens: LengthStats
     output_tokens: LengthStats
@@ -419,7 +421,7 @@ class _Run:
         below = dict.fromkeys(self.windows, 0)  # running requests with fewer own tokens than each window
         sums = [0, 0, 0, 0, 0, 0]  # saturated steps: running, stored, allocated, final, tokens, steps
         early = [0, 0, 0, 0, 0, 0]  # the same before the first request finishes (for unsaturated runs)
-        peak = preemptions = generated = 0
+        peak = preemptions = generated = recomputed = 0
         finished_any = False
         t = 0
 
@@ -460,6 +462,7 @@ class _Run:
                 emitted = t - victim.t0
                 queue.appendleft((victim.rid, victim.prompt + emitted, victim.output - emitted))
                 preemptions += 1
+                recomputed += victim.prompt + emitted
             stored += delta
             tokens += len(running)
             if policy == "exact":
@@ -512,7 +515,7 @@ class _Run:
                     target[i] += v
             t += 1
         return {"sums": sums if sums[5] else early, "saturated": sums[5] > 0, "peak": peak, "preemptions": preemptions,
-                "steps": t, "generated": generated}
+                "recomputed": recomputed, "steps": t, "generated": generated}
 
 
 class _Rec:
@@ -550,12 +553,13 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
     notes = []
     admitted, rejected, truncated = [], 0, 0
     for r in requests:
-        if r.prompt >= max_model_len:
+        prompt = shared_prefix + r.prompt  # the system prompt goes first
+        if prompt >= max_model_len:
             rejected += 1
             continue
-        output = min(r.output, max_model_len - r.prompt)
+        output = min(r.output, max_model_len - prompt)
         truncated += output < r.output
-        admitted.append(Request(r.prompt, output))
+        admitted.append(Request(prompt, output))
     if not admitted:
         raise InputError(f"every prompt has {max_model_len:,} tokens or more", where="--seq", hint="raise --seq (max_model_len)")
     # each policy must be able to hold any one request at its longest alone, or it could never run it (and a
@@ -596,12 +600,12 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
             waste=(alloc - stored) / alloc if alloc else 0.0,
             waste_reserved=(final - stored) / alloc if reserving and alloc else None,
             waste_never_used=(alloc - final) / alloc if reserving and alloc else None,
-            preemptions=r["preemptions"], steps=r["steps"], tokens_per_step=rate,
+            preemptions=r["preemptions"], recomputed_tokens=r["recomputed"], steps=r["steps"], tokens_per_step=rate,
             relative_throughput=rate / base_rate if base_rate else None,
         ))
     if shared_prefix:
-        notes.append(f"a {shared_prefix:,}-token prefix is stored once by paged (its full blocks) and exact; "
-                     "contiguous policies hold a copy per request")
+        notes.append(f"a {shared_prefix:,}-token system prompt precedes every prompt; paged stores its whole blocks once, exact "
+                     "all of it once; contiguous policies hold a copy per request")
     if any(not p.saturated for p in results):
         notes.append("some policies fit every request at once (not saturated): figures are for the steps before the first finished")
     return SimulationResult(

@@ -60,6 +60,7 @@ def test_growth_preempts_the_last_admitted(tiny):
     # tokens emitted, waits (its recomputed prompt of 6 does not fit beside the first) and finishes at step 5
     r = run(tiny, [(4, 4), (4, 4)], "exact", pool_tokens=10)
     assert (r.preemptions, r.steps, r.measured_steps, r.sustained_concurrency) == (1, 6, 2, 1.0)
+    assert r.recomputed_tokens == 4 + 2  # its prompt and the 2 tokens it had emitted
     assert r.tokens_per_step == pytest.approx(8 / 6)
 
 
@@ -73,14 +74,14 @@ def test_every_policy_conserves_tokens(tiny):
 
 
 def test_prefix_sharing(tiny):
-    # 48-token prompts sharing a 40-token system prompt, 16-token blocks, a 100-token pool:
+    # 8-token prompts after a shared 40-token system prompt (48 tokens each), 16-token blocks, a 100-token pool:
     #   paged stores the prefix's 2 whole blocks (32 tokens) once, then 1 block each: (100 - 32) // 16 = 4 at once
     #   exact stores 40 tokens once, then 8 each: (100 - 40) // 8 = 7; contiguous (64 each) holds 1
-    requests = [(48, 1)] * 10
+    requests = [(8, 1)] * 10
     paged = run(tiny, requests, "paged", pool_tokens=100, max_len=64, shared=40)
     exact = run(tiny, requests, "exact", pool_tokens=100, max_len=64, shared=40)
     contiguous = run(tiny, requests, "contiguous", pool_tokens=100, max_len=64, shared=40)
-    alone = run(tiny, requests, "paged", pool_tokens=100, max_len=64)
+    alone = run(tiny, [(48, 1)] * 10, "paged", pool_tokens=100, max_len=64)
     assert (paged.sustained_concurrency, exact.sustained_concurrency, contiguous.sustained_concurrency) == (4.0, 7.0, 1.0)
     assert alone.sustained_concurrency == 2.0  # 3 blocks each without sharing
     assert paged.mean_tokens == 4 * 48  # logical tokens: the shared prefix counts for every request

@@ -27,7 +27,7 @@ def simulate(
     reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back for runtime overhead; overrides --gpu-util.", show_default=False)] = None,
     kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV pool; skips the budget model (no GPU needed).", show_default=False)] = None,
     block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).")] = 16,
-    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt every request starts with; stored once by paged (whole blocks) and exact.")] = 0,
+    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).")] = 0,
     policies: Annotated[str, typer.Option("--policies", help="Comma list of: contiguous, pow2, oracle, paged, exact.")] = "contiguous,pow2,oracle,paged,exact",
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
@@ -93,16 +93,17 @@ def _print(r) -> None:
     table = Table(title="admission under each allocation policy (all requests queued at once; averages over the saturated steps)",
                   title_justify="left", header_style="bold")
     for col in ("policy", "running (mean)", "peak", "K/V in pool", "allocated", "waste", "of which reserved", "never used",
-                "preempted", "throughput"):
+                "preempted", "recomputed tokens", "throughput"):
         table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=col == "policy")
     for p in r.policies:
         name = p.policy + (f" ({p.block_size})" if p.block_size else "") + ("" if p.saturated else " *")
         table.add_row(name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", _pct(p.utilisation), _pct(p.allocation),
-                      _pct(p.waste), _pct(p.waste_reserved), _pct(p.waste_never_used), f"{p.preemptions:,}",
+                      _pct(p.waste), _pct(p.waste_reserved), _pct(p.waste_never_used), f"{p.preemptions:,}", f"{p.recomputed_tokens:,}",
                       f"{p.relative_throughput:.2f}x" if p.relative_throughput is not None else f"{p.tokens_per_step:,.1f} tok/step")
     out.print(table)
     err = render.console(stderr=True)
-    err.print("waste = allocated bytes not holding K/V, of the allocated; throughput = output tokens per step relative to contiguous"
+    err.print("waste = allocated bytes not holding K/V, of the allocated; throughput = output tokens per step relative to contiguous "
+              "(recomputation after preemption not charged)"
               + ("; * = never saturated (every request fit at once)" if any(not p.saturated for p in r.policies) else ""))
     for p in r.policies:
         err.print(f"  {p.policy}: {p.description}")
