@@ -18,7 +18,7 @@ import pytest
 from kvplan import catalog
 from kvplan.cache import CacheModel, layer_token_bytes
 from kvplan.dtypes import dtype as lookup_dtype
-from kvplan.errors import UnsupportedError
+from kvplan.errors import InputError, UnsupportedError
 from kvplan.probe.layout import PAGED, STATIC, BlockPlan, growth_unit, rank_plan, stage_layers
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -107,20 +107,69 @@ def test_paged_pools_hold_whole_blocks():
     assert ragged.estimated_bytes == ragged.planned_bytes == exact.estimated_bytes  # cdiv(8190, 16) = 512 blocks
 
 
-def test_block_plan_from_an_engine_result():
-    from kvplan.probe.runner import _blocks_from_engine
+def _engine_like(groups, *, num_blocks, group_size, bytes_per_block, stage=0):
+    g = [SimpleNamespace(kind=k, window=w, block_size=bs, page_bytes=page) for k, w, bs, page in groups]
+    return SimpleNamespace(kv_cache_groups=g, num_gpu_blocks=num_blocks, seq=4096, batch=1,
+                           workers=[SimpleNamespace(stage=stage, group_size=group_size, bytes_per_block=bytes_per_block)])
+
+
+def test_engine_plan_one_group_is_typed_per_layer():
+    from kvplan.probe.layout import engine_rank_plan
 
     cache = CacheModel(_spec("llama-3.1-8b"), lookup_dtype("bf16"))
-    layers = stage_layers(cache, 0)
-    blocks = _blocks_from_engine(SimpleNamespace(num_gpu_blocks=100, block_size=32), layers, "vllm")
-    plan = rank_plan(cache, seq=4096, batch=1, layout=PAGED, blocks=blocks)
-    assert plan.groups[0].tensors[0].shape == (100, 32, 8, 128)
-    assert plan.estimated_bytes == 100 * 32 * cache.kv_bytes_per_token
-    assert _blocks_from_engine(SimpleNamespace(), layers, "vllm") is None
-    with pytest.raises(UnsupportedError):  # mixed layer kinds need the engine's group layout
-        gemma = CacheModel(_spec("gemma-2-9b"), lookup_dtype("bf16"))
-        _blocks_from_engine(SimpleNamespace(num_gpu_blocks=10, block_size=16), stage_layers(gemma, 0), "vllm")
-    assert BlockPlan.uniform(layers, 5, 16, "x").blocks[0] == 5
+    page = 16 * 8 * 256 * 2
+    plan = engine_rank_plan(cache, _engine_like([("full", None, 16, page)], num_blocks=100, group_size=32, bytes_per_block=32 * page),
+                            stage=0)
+    assert plan.groups[0].tensors[0].shape == (100, 16, 8, 128) and plan.block_size == 16
+    assert plan.estimated_bytes == plan.planned_bytes == plan.footprint_bytes == 100 * 16 * cache.kv_bytes_per_token
+    assert plan.reference == "vllm" and not plan.checks
+
+
+def test_engine_plan_hybrid_uses_shared_slots_and_checks_pages():
+    from kvplan.probe.layout import engine_rank_plan
+
+    cache = CacheModel(_spec("jamba-1.5-mini"), lookup_dtype("bf16"))
+    groups = [("mamba", None, 80, 327680)] * 7 + [("full", None, 80, 327680)]
+    plan = engine_rank_plan(cache, _engine_like(groups, num_blocks=10, group_size=4, bytes_per_block=4 * 327680), stage=0)
+    (pool,) = plan.groups
+    assert pool.kind == "pool" and len(pool.tensors) == 4 and pool.tensors[0].shape == (10, 327680)
+    assert plan.estimated_bytes == plan.footprint_bytes == 10 * 4 * 327680 and not plan.checks
+    small = [("mamba", None, 16, 65536)] * 7 + [("full", None, 16, 65536)]  # a state of 311,296 B cannot fit a 64 KiB page
+    bad = engine_rank_plan(cache, _engine_like(small, num_blocks=10, group_size=4, bytes_per_block=4 * 65536), stage=0)
+    assert bad.checks and "does not fit" in bad.checks[0]
+    with pytest.raises(InputError):
+        engine_rank_plan(cache, SimpleNamespace(kv_cache_groups=(), workers=(), num_gpu_blocks=None), stage=0)
+
+
+def test_engine_plan_equals_the_vllm_engine_for_every_spec():
+    vllm = pytest.importorskip("kvplan.engines.vllm")
+    from kvplan.errors import KvplanError
+    from kvplan.probe.layout import engine_rank_plan
+
+    checked = 0
+    for key, spec in ALL_SPECS.items():
+        for pp in (1, 2):
+            req = _request_plain(spec, seq=8192, pp=pp, kv_cache_memory=1 << 30)
+            try:
+                est = vllm.estimate(req)
+            except KvplanError:
+                continue  # what vLLM refuses, the probe cannot lay out
+            if est.num_gpu_blocks is None:
+                continue
+            cache = CacheModel(spec, lookup_dtype(est.kv_dtype), pp=pp)
+            for stage in range(pp):
+                plan = engine_rank_plan(cache, est, stage=stage)
+                assert plan.planned_bytes == plan.estimated_bytes == est.num_gpu_blocks * est.workers[stage].bytes_per_block, key
+                assert not plan.checks, (key, plan.checks)
+                checked += 1
+    assert checked >= 20
+
+
+def _request_plain(spec, *, seq, batch=1, tp=1, pp=1, kv_cache_memory=None):
+    from kvplan.engines import EngineRequest
+
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=lookup_dtype(spec.dtype), kv_dtype_name="auto", weight_fmt=None,
+                         tp=tp, pp=pp, kv_cache_memory=kv_cache_memory)
 
 
 def test_growth_units():
@@ -365,15 +414,19 @@ def test_cli_ctrl_c_frees_and_exits_130(cli, monkeypatch):
 def test_cli_engine_without_budget_is_refused(cli):
     code, _, err = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "16", "--device", "meta", "--engine", "vllm")
     assert code in (2, 3) and err.startswith("error: ")
+    code, _, err = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "16", "--device", "meta", "--engine", "vllm", "--layout", "static")
+    assert code == 2 and "--layout" in err
 
 
 def test_cli_engine_vllm_pool_when_the_engine_exists(cli):
     pytest.importorskip("kvplan.engines.vllm")
-    code, out, err = cli("probe", CONFIGS / "llama-3.1-8b.json", "--seq", "4096", "--device", "meta", "--engine", "vllm",
-                         "--kv-cache-memory", "1GiB", "--json")
-    data = json.loads(out)
-    assert code == 0, err
-    assert data["layout"] == "paged" and data["match"] and data["measured_bytes"] <= 1 << 30
+    for model in ("llama-3.1-8b", "gemma-2-9b", "jamba-1.5-mini", "deepseek-v3"):
+        code, out, err = cli("probe", CONFIGS / f"{model}.json", "--seq", "4096", "--device", "cpu", "--no-touch", "--engine", "vllm",
+                             "--kv-cache-memory", "64MiB", "--json")
+        assert code == 0, err
+        data = json.loads(out)
+        assert data["layout"] == "paged" and data["match"] and 0 < data["measured_bytes"] <= 64 << 20
+        assert data["blocks_source"].startswith("vllm: num_gpu_blocks")
 
 
 def test_default_max_fraction_is_exact():

@@ -77,15 +77,13 @@ def probe(
     request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=None, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
                             tp=tp, pp=pp, kv_cache_memory=kv_cache_memory, block_size=block_size, kv_heads=kv_heads,
                             head_dim=head_dim)
-    engine_result = None
+    engine_estimate = None
     if engine_name != "static":
         from kvplan.engines import engine_module
 
-        module = engine_module(engine_name)
-        if request.hardware is None and request.kv_cache_memory is None:
-            raise InputError(f"--engine {engine_name} sizes its pool from a GPU budget", where="--engine",
-                             hint="add --gpu NAME, --gpu-mem SIZE or --kv-cache-memory SIZE")
-        engine_result = module.estimate(request)
+        if layout_name != PAGED:
+            raise InputError(f"--engine {engine_name} lays the cache out in block pools", where="--layout", hint="drop --layout static")
+        engine_estimate = engine_module(engine_name).estimate
     options = ProbeOptions(
         layout=layout_name, device=device, stage=stage, find_max=find_max,
         max_bytes=units.parse_size(max_bytes, what="--max-bytes") if max_bytes is not None else None,
@@ -93,7 +91,7 @@ def probe(
         block_size=block_size, num_blocks=num_blocks, engine=engine_name,
     )
     try:
-        result = run_probe(request, options, engine_result=engine_result)
+        result = run_probe(request, options, engine_estimate=engine_estimate)
     except KeyboardInterrupt:
         # measure/findmax free their tensors in `finally`; say so and leave like a shell does on SIGINT
         print("error: interrupted — the probe freed the memory it held", file=sys.stderr)

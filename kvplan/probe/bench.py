@@ -127,5 +127,5 @@ def summarize(groups, kv_bytes: int, per_token: float, device: Device, iters: in
     achieved = int(kv_bytes / per_token) if per_token > 0 else 0
     return BenchResult(groups=groups, kv_bytes_per_step=kv_bytes, seconds_per_token=per_token, achieved_bytes_per_s=achieved,
                        gpu=gpu.name if gpu else None, catalog_bytes_per_s=bw,
-                       catalog_fraction=round(achieved / bw, 4) if bw else None,
+                       catalog_fraction=achieved / bw if bw else None,
                        catalog_seconds_per_token=kv_bytes / bw if bw else None, iterations=iters, notes=tuple(notes))

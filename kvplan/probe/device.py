@@ -77,6 +77,10 @@ class Device:
         """Memory this process could still allocate, as the device reports it (None: unknown)."""
         return None
 
+    def total_bytes(self) -> int | None:
+        """The device's whole memory as its runtime reports it (None: not a budget to plan against)."""
+        return None
+
     def synchronize(self) -> None:
         pass
 
@@ -126,6 +130,9 @@ class CpuDevice(Device):
     def counters(self) -> Counters:
         return Counters(rss=self._read_rss())
 
+    def release(self, *, collect: bool = True) -> None:
+        pass  # tensors are freed by reference counting as their lists are cleared; host memory needs no cache flush
+
     def free_bytes(self) -> int | None:
         return self._read_available()
 
@@ -170,6 +177,9 @@ class CudaDevice(Device):
         free, _ = self.cuda.mem_get_info(self.index)
         # memory the allocator holds but no tensor uses is ours to hand out too
         return free + self.cuda.memory_reserved(self.index) - self.cuda.memory_allocated(self.index)
+
+    def total_bytes(self) -> int | None:
+        return self.cuda.mem_get_info(self.index)[1]
 
     def synchronize(self) -> None:
         self.cuda.synchronize(self.index)

@@ -136,6 +136,10 @@ class RankPlan:
     footprint_bytes: int  # CacheModel.rank_footprint(stage, seq, batch).cache_bytes: the static estimate
     block_size: int | None = None
     block_source: str | None = None
+    # what footprint_bytes is, when the plan must add up to it: "cache model" (static layout), the engine
+    # (its num_gpu_blocks x bytes_per_block), or None (paged pools sized here: block-rounded, may exceed it)
+    reference: str | None = None
+    checks: tuple[str, ...] = ()  # layout problems found while planning (each one fails the match)
 
     @property
     def tensors(self) -> tuple[TensorSpec, ...]:
@@ -275,6 +279,81 @@ def rank_plan(cache: CacheModel, *, seq: int, batch: int, layout: str = STATIC, 
         estimated_bytes=sum(g.estimated_bytes for g in groups),
         footprint_bytes=cache.rank_footprint(stage, seq, batch).cache_bytes,
         block_size=blocks.block_size if blocks else None, block_source=blocks.source if blocks else None,
+        reference="cache model" if layout == STATIC else None,
+    )
+
+
+def engine_rank_plan(cache: CacheModel, result, *, stage: int, tp_rank: int = 0, engine: str = "vllm") -> RankPlan:
+    """The pool a paged engine allocates on one worker, from its estimate (kvplan/engines/vllm.py fields:
+    kv_cache_groups, workers, num_gpu_blocks), as vLLM lays it out (v1/core/kv_cache_utils.py
+    get_kv_cache_config_from_groups; v1/worker/gpu_model_runner.py allocates each KVCacheTensor as one
+    int8 buffer and views it per layer):
+      one group (every layer alike, or one kind with per-layer pages): a tensor per layer of num_blocks
+        pages, here typed as that layer's K/V (or latent, or state) blocks;
+      several groups (hybrids, sliding + full): group_size tensors of num_blocks x page bytes, each shared
+        by one layer of every group (`shared_by`); here raw uint8 slots, and every layer's typed page is
+        checked to fit in the slot's page.
+    The estimate is the engine's own figure, num_gpu_blocks x bytes_per_block of this worker."""
+    groups_e = tuple(getattr(result, "kv_cache_groups", None) or ())
+    workers = tuple(getattr(result, "workers", None) or ())
+    num_blocks = getattr(result, "num_gpu_blocks", None)
+    if not groups_e or not workers or num_blocks is None:
+        raise InputError(f"the {engine} estimate sized no block pool", where="--engine",
+                         hint="give --gpu NAME, --gpu-mem SIZE or --kv-cache-memory SIZE")
+    worker = next((w for w in workers if w.stage == stage), None)
+    if worker is None:
+        raise InputError(f"the {engine} estimate has no worker for stage {stage}", where="--stage")
+    layers = stage_layers(cache, stage)
+    kv, tp = cache.kv_dtype, cache.tp
+    engine_bytes = num_blocks * worker.bytes_per_block
+    checks: list[str] = []
+    plans: list[GroupPlan] = []
+    if len(groups_e) == 1:
+        bs = groups_e[0].block_size
+        grouped: dict[tuple, list[int]] = {}
+        for i, layer in layers.items():
+            if layer.kind != NONE:
+                grouped.setdefault(_group_key(layer, kv, tp), []).append(i)
+        for key, idx in grouped.items():
+            tensors, estimate = [], 0
+            for i in idx:
+                layer = layers[i]
+                if layer.kind == STATE:  # pure state models: one state per block (vLLM's mamba block = max_model_len)
+                    tensors += _state_tensors(i, layer, tp, num_blocks)
+                    estimate += num_blocks * layer_state_bytes(layer, tp)
+                else:
+                    tensors += paged_tensors(i, layer, kv, tp, num_blocks, bs)
+                    estimate += num_blocks * bs * layer_token_bytes(layer, kv, tp)
+            plans.append(GroupPlan(label=_label(key), kind=key[0], layers=tuple(idx), tensors=tuple(tensors), estimated_bytes=estimate))
+        size = groups_e[0].block_size
+    else:
+        page = groups_e[0].page_bytes
+        if any(g.page_bytes != page for g in groups_e):
+            checks.append(f"{engine} groups with different page sizes: {sorted({g.page_bytes for g in groups_e})}")
+        for i, layer in layers.items():
+            if layer.kind == NONE:
+                continue
+            kind = "mamba" if layer.kind == STATE else layer.kind
+            group = next((g for g in groups_e if g.kind == kind and (g.window == layer.window or kind != SLIDING)), None)
+            if group is None:
+                checks.append(f"layer {i} ({layer.kind}) belongs to no {engine} KV cache group")
+                continue
+            typed = layer_state_bytes(layer, tp) if layer.kind == STATE else group.block_size * layer_token_bytes(layer, kv, tp)
+            if typed > page:
+                checks.append(f"layer {i}: a {layer.kind} block of {typed:,} B does not fit the shared page of {page:,} B")
+        slots = tuple(TensorSpec(-1 - k, "slot", (num_blocks, page), "uint8", 1) for k in range(worker.group_size))
+        plans.append(GroupPlan(label=f"shared slots ({len(groups_e)} groups)", kind="pool",
+                               layers=tuple(i for i, layer in layers.items() if layer.kind != NONE), tensors=slots,
+                               estimated_bytes=num_blocks * worker.group_size * page))
+        size = min(g.block_size for g in groups_e)
+    first = min(layers) if layers else 0
+    last = max(layers) if layers else -1
+    return RankPlan(
+        layout=PAGED, rank=stage * tp + tp_rank, stage=stage, tp_rank=tp_rank, tp=tp, pp=cache.pp, seq=getattr(result, "seq", 0),
+        batch=getattr(result, "batch", 1), kv_dtype=kv.name, first_layer=first, last_layer=last, groups=tuple(plans),
+        estimated_bytes=sum(g.estimated_bytes for g in plans), footprint_bytes=engine_bytes, block_size=size,
+        block_source=f"{engine}: num_gpu_blocks {num_blocks:,} x {worker.bytes_per_block:,} B per block on stage {stage}",
+        reference=engine, checks=tuple(checks),
     )
 
 

@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from kvplan.probe import ProbeOutOfMemory
 from kvplan.probe.device import Device, deltas
-from kvplan.probe.layout import STATIC, RankPlan, TensorSpec
+from kvplan.probe.layout import RankPlan, TensorSpec
 from kvplan.probe.result import Deltas, GroupResult
 from kvplan.units import format_bytes
 
@@ -96,8 +96,11 @@ def rank_match(plan: RankPlan, groups: tuple[GroupResult, ...], d: Deltas, tenso
     if d.requested_bytes is not None and d.requested_bytes != tensor_bytes:
         notes.append(f"rank {plan.rank}: allocator requested {d.requested_bytes} B for {tensor_bytes} B of tensors "
                      "(another thread allocated meanwhile?)")
-    if plan.layout == STATIC and plan.estimated_bytes != plan.footprint_bytes:
+    if plan.reference is not None and plan.estimated_bytes != plan.footprint_bytes:
         ok = False
-        notes.append(f"rank {plan.rank}: per-layer estimate {plan.estimated_bytes} B differs from CacheModel.rank_footprint "
-                     f"{plan.footprint_bytes} B (a kvplan inconsistency)")
+        notes.append(f"rank {plan.rank}: the layout's {plan.estimated_bytes:,} B differ from the {plan.reference}'s "
+                     f"{plan.footprint_bytes:,} B (a kvplan inconsistency)")
+    if plan.checks:
+        ok = False
+        notes += [f"rank {plan.rank}: {c}" for c in plan.checks]
     return ok, measured, notes

@@ -13,7 +13,8 @@ from kvplan.errors import InputError, KvplanError, UnsupportedError
 from kvplan.probe import load_torch
 from kvplan.probe.device import Device, select_device
 from kvplan.probe.dist import DistEnv, Group, Outcome, from_env
-from kvplan.probe.layout import PAGED, STATIC, BlockPlan, growth_unit, most_loaded_stage, rank_plan, stage_layers
+from kvplan.probe.layout import (DEFAULT_BLOCK_SIZE, PAGED, STATIC, BlockPlan, engine_rank_plan, growth_unit, most_loaded_stage,
+                                 rank_plan, stage_layers)
 from kvplan.probe.result import BenchGroup, BenchResult, Deltas, FindMaxResult, GroupResult, ProbeResult, RankResult
 from kvplan.spec import STATE
 from kvplan.units import format_bytes
@@ -34,21 +35,6 @@ class ProbeOptions:
     block_size: int | None = None
     num_blocks: int | None = None  # paged: blocks in every attention pool (else what the request needs)
     engine: str = "static"
-
-
-def _blocks_from_engine(result: Any, layers, engine: str) -> BlockPlan | None:
-    """vLLM-like results carry block_size and num_gpu_blocks (DESIGN.md --engine vllm keys)."""
-    blocks = getattr(result, "num_gpu_blocks", None)
-    size = getattr(result, "block_size", None)
-    if blocks is None or size is None:
-        return None
-    kinds = {layer.kind for layer in layers.values() if layer.kind != "none"}
-    if len(kinds) > 1 or STATE in kinds:
-        # vLLM shares one tensor per layer slot across its KV cache groups in mixed models; the probe
-        # would need the engine's group layout to size those tensors, which the result does not carry yet
-        raise UnsupportedError(f"probing {engine}'s pools of a mixed-layer model needs its KV cache group layout",
-                               where="--engine", hint="use --layout paged without --engine, or --engine static")
-    return BlockPlan.uniform(layers, int(blocks), int(size), f"{engine} num_gpu_blocks = {blocks}")
 
 
 def _budget(device: Device, opts: ProbeOptions) -> tuple[int, str]:
@@ -88,15 +74,14 @@ def _probe_rank(request, cache: CacheModel, opts: ProbeOptions, device: Device, 
                           groups=(), deltas=Deltas(), seconds=round(time.perf_counter() - start, 6), find_max=fm), notes, \
             (unit.block_size, None if unit.block_size is None else f"grown in blocks of {unit.block_size} tokens")
     blocks = None
-    if opts.layout == PAGED:
-        bs = opts.block_size or getattr(engine_result, "block_size", None)
-        if opts.num_blocks is not None:
-            blocks = BlockPlan.uniform(layers, opts.num_blocks, bs or 16, f"--num-blocks {opts.num_blocks}")
-        elif engine_result is not None:
-            blocks = _blocks_from_engine(engine_result, layers, opts.engine)
-        opts = replace(opts, block_size=bs)
-    plan = rank_plan(cache, seq=request.seq, batch=request.batch, layout=opts.layout, stage=stage, tp_rank=tp_rank,
-                     blocks=blocks, block_size=opts.block_size)
+    if opts.layout == PAGED and opts.num_blocks is not None:
+        bs = opts.block_size or DEFAULT_BLOCK_SIZE
+        blocks = BlockPlan.uniform(layers, opts.num_blocks, bs, f"--num-blocks {opts.num_blocks} of {bs} tokens in every pool")
+    if opts.layout == PAGED and blocks is None and engine_result is not None:
+        plan = engine_rank_plan(cache, engine_result, stage=stage, tp_rank=tp_rank, engine=opts.engine)
+    else:
+        plan = rank_plan(cache, seq=request.seq, batch=request.batch, layout=opts.layout, stage=stage, tp_rank=tp_rank,
+                         blocks=blocks, block_size=opts.block_size)
     hook = None
     if opts.bench:
         from kvplan.probe.bench import bench
@@ -127,9 +112,25 @@ def _check_bench(cache: CacheModel, opts: ProbeOptions) -> None:
                                hint="add --kv-dtype bf16 (torch's attention has no fp8/int KV path)")
 
 
-def run_probe(request, opts: ProbeOptions, *, engine_result: Any = None, torch=None, device: Device | None = None,
-              dist_env: DistEnv | None | bool = None) -> ProbeResult:
-    """Probe the request's cache. dist_env: None reads torchrun's environment; False forces one process."""
+def _engine_result(request, device: Device, engine_estimate, engine: str):
+    """Run the engine's estimate; without a GPU budget from the user, the probed device's own memory is it."""
+    if request.hardware is None and request.kv_cache_memory is None:
+        total = device.total_bytes()
+        if total is None:
+            raise InputError(f"--engine {engine} sizes its pool from a GPU budget", where="--engine",
+                             hint="add --gpu NAME, --gpu-mem SIZE or --kv-cache-memory SIZE (or probe on a GPU)")
+        from kvplan.plan import Hardware
+        from kvplan.probe.bench import catalog_gpu
+
+        gpu = catalog_gpu(device)
+        request = replace(request, hardware=Hardware(gpu.name if gpu else None, total))
+    return engine_estimate(request)
+
+
+def run_probe(request, opts: ProbeOptions, *, engine_estimate=None, engine_result: Any = None, torch=None,
+              device: Device | None = None, dist_env: DistEnv | None | bool = None) -> ProbeResult:
+    """Probe the request's cache. engine_estimate: the engine's estimate(request) (paged pools as that engine
+    sizes them); dist_env: None reads torchrun's environment, False forces one process."""
     start = time.perf_counter()
     torch = torch or load_torch()
     if opts.layout not in (STATIC, PAGED):
@@ -142,6 +143,9 @@ def run_probe(request, opts: ProbeOptions, *, engine_result: Any = None, torch=N
                          where="--tp", hint="make --nproc-per-node (x nodes) equal tp x pp")
     device = device or select_device(torch, opts.device, local_rank=env.local_rank if env else None)
     notes: list[str] = []
+    if engine_estimate is not None and engine_result is None and opts.layout == PAGED and opts.num_blocks is None \
+            and not opts.find_max:
+        engine_result = _engine_result(request, device, engine_estimate, opts.engine)
     if env is not None:
         stage, tp_rank = env.rank // cache.tp, env.rank % cache.tp
     else:
@@ -238,7 +242,7 @@ def _merge_bench(ranks: tuple[RankResult, ...], cache: CacheModel) -> BenchResul
                      iterations=sum(r.bench.iterations for r in results))
     if first.catalog_bytes_per_s:
         bw = first.catalog_bytes_per_s * len(results)  # every rank has its own HBM
-        merged = replace(merged, catalog_fraction=round(merged.achieved_bytes_per_s / bw, 4),
+        merged = replace(merged, catalog_fraction=merged.achieved_bytes_per_s / bw,
                          catalog_seconds_per_token=sum(_stage_max(results, lambda r: r.bench.kv_bytes_per_step).values())
                          / first.catalog_bytes_per_s)
     return merged

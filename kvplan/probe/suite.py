@@ -62,6 +62,10 @@ CASES = (
          {"seq": 256}, {"find_max": True}),
     Case("find-max-paged-fp8", "most fp8 blocks that fit, under a 16 GiB cap", "qwen2.5-7b", {"seq": "32K", "kv_dtype": "fp8"},
          {"seq": 256, "kv_dtype": "fp8"}, {"find_max": True, "layout": "paged", "max_bytes": "16GiB"}),
+    Case("vllm-pool-gqa", "vLLM's own pool for this GPU (num_gpu_blocks from its budget model), per-layer tensors",
+         "llama-3.1-8b", {"seq": "32K"}, {"seq": 4096, "kv_cache_memory": "64MiB"}, {"engine": "vllm", "layout": "paged"}),
+    Case("vllm-pool-sliding", "vLLM's pool for sliding + full groups: shared slots", "gemma-2-9b", {"seq": "8K"},
+         {"seq": 4096, "kv_cache_memory": "64MiB"}, {"engine": "vllm", "layout": "paged"}),
     Case("oom-refused", "a 1 TiB cache: refused cleanly, memory given back", "llama-3.1-8b", {"seq": "128K", "batch": 64},
          {"seq": "128K", "batch": 64}, expect="oom"),
 )
@@ -93,7 +97,7 @@ def _request(case: Case, shape: dict):
 
     return build_request(model_ref(case.model), seq=str(shape["seq"]), batch=shape.get("batch", 1),
                          kv_dtype=shape.get("kv_dtype", "auto"), dtype=None, gpu=None, gpu_mem=None, gpus=None,
-                         tp=shape.get("tp"), pp=shape.get("pp", 1))
+                         tp=shape.get("tp"), pp=shape.get("pp", 1), kv_cache_memory=shape.get("kv_cache_memory"))
 
 
 def run_case(case: Case, device, torch, *, small: bool) -> dict:
@@ -117,7 +121,13 @@ def run_case(case: Case, device, torch, *, small: bool) -> dict:
     start = time.perf_counter()
     try:
         req = _request(case, shape)
-        result = run_probe(req, ProbeOptions(device=device.label, **opts), torch=torch, device=device, dist_env=False)
+        engine_estimate = None
+        if opts.get("engine", "static") != "static":
+            from kvplan.engines import engine_module
+
+            engine_estimate = engine_module(opts["engine"]).estimate
+        result = run_probe(req, ProbeOptions(device=device.label, **opts), engine_estimate=engine_estimate, torch=torch,
+                           device=device, dist_env=False)
         entry["result"] = asdict(result)
         ok = result.match and (result.find_max is None or result.find_max.match)
         entry["ok"] = ok if case.expect == "match" else False
