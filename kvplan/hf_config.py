@@ -179,6 +179,11 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
     max_pos = _first(cfg, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
     if isinstance(max_pos, int) and max_pos > 0:
         spec["max_context"] = max_pos
+    elif model_type not in _PURE_MAMBA:
+        # vLLM assumes 2048 when no key gives the length (vllm/config/model.py _get_and_verify_max_len);
+        # Falcon-7B's file has none (FalconConfig's own default is 2048 too)
+        spec["max_context"] = 2048
+        notes.append("config.json gives no maximum length; 2048 assumed, as vLLM does")
 
     if model_type in _PURE_MAMBA:
         # no attention: nominal heads keep the spec well-formed; every layer is a state layer

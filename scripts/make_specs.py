@@ -1,0 +1,142 @@
+"""Write model_specs/<name>.yaml for the bundled models, each derived from a real config.json by hf_config.
+
+    python scripts/make_specs.py            # rewrite model_specs/*.yaml
+    python scripts/make_specs.py --check    # exit 1 if a file differs from what the configs give
+
+Every spec is exactly what `kvplan show <config.json>` prints for its source config, plus a name, the Hugging
+Face ids it answers to (aliases) and its provenance (the repository, path and commit the config was read
+from, per tests/data/*/SOURCES.md). tests/test_bundled_specs.py re-derives each one and compares, so a spec
+cannot drift from its config: change hf_config.py or the config, then run this script.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+from kvplan import hf_config, yamlio  # noqa: E402
+from kvplan.spec import spec_from_mapping, spec_to_mapping  # noqa: E402
+
+OUT = REPO / "model_specs"
+SHARED = "tests/data/hf_configs"
+EXTRA = "tests/data/extra_configs"
+
+# name -> (config file, Hugging Face ids). Aliases name only checkpoints that share the config's architecture
+# and context length (base and instruct/chat variants of one release).
+MODELS: dict[str, tuple[str, list[str]]] = {
+    # dense MHA / GQA
+    "gpt2": (f"{SHARED}/gpt2.json", ["openai-community/gpt2", "gpt2"]),
+    "llama-2-7b": (f"{SHARED}/llama-2-7b.json", ["meta-llama/Llama-2-7b-hf", "meta-llama/Llama-2-7b-chat-hf"]),
+    "llama-2-70b": (f"{SHARED}/llama-2-70b.json", ["meta-llama/Llama-2-70b-hf", "meta-llama/Llama-2-70b-chat-hf"]),
+    "llama-3-8b": (f"{SHARED}/meta-llama-3-8b.json", ["meta-llama/Meta-Llama-3-8B", "meta-llama/Meta-Llama-3-8B-Instruct"]),
+    "llama-3.1-8b": (f"{SHARED}/llama-3.1-8b.json", ["meta-llama/Llama-3.1-8B", "meta-llama/Llama-3.1-8B-Instruct",
+                                                     "meta-llama/Meta-Llama-3.1-8B", "meta-llama/Meta-Llama-3.1-8B-Instruct"]),
+    "llama-3.1-70b": (f"{SHARED}/llama-3.1-70b.json", ["meta-llama/Llama-3.1-70B", "meta-llama/Llama-3.1-70B-Instruct",
+                                                       "meta-llama/Meta-Llama-3.1-70B", "meta-llama/Meta-Llama-3.1-70B-Instruct"]),
+    "llama-3.1-405b": (f"{SHARED}/llama-3.1-405b.json", ["meta-llama/Llama-3.1-405B", "meta-llama/Llama-3.1-405B-Instruct",
+                                                         "meta-llama/Meta-Llama-3.1-405B", "meta-llama/Meta-Llama-3.1-405B-Instruct"]),
+    "qwen2-72b": (f"{SHARED}/qwen2-72b.json", ["Qwen/Qwen2-72B", "Qwen/Qwen2-72B-Instruct"]),
+    "qwen2.5-7b": (f"{SHARED}/qwen2.5-7b.json", ["Qwen/Qwen2.5-7B"]),
+    "qwen2.5-72b": (f"{SHARED}/qwen2.5-72b-instruct.json", ["Qwen/Qwen2.5-72B-Instruct"]),
+    "qwen3-8b": (f"{SHARED}/qwen3-8b.json", ["Qwen/Qwen3-8B"]),
+    "phi-3.5-mini": (f"{SHARED}/phi-3.5-mini-instruct.json", ["microsoft/Phi-3.5-mini-instruct"]),
+    # MQA
+    "falcon-7b": (f"{EXTRA}/falcon-7b-instruct.json", ["tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b"]),
+    # sliding window, interleaved local/global
+    "mistral-7b-v0.1": (f"{SHARED}/mistral-7b-v0.1.json", ["mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-Instruct-v0.1"]),
+    "phi-3-mini-4k": (f"{SHARED}/phi-3-mini-4k-instruct.json", ["microsoft/Phi-3-mini-4k-instruct"]),
+    "gemma-2-9b": (f"{SHARED}/gemma-2-9b.json", ["google/gemma-2-9b", "google/gemma-2-9b-it"]),
+    "gemma-3-27b": (f"{SHARED}/gemma-3-27b.json", ["google/gemma-3-27b-it", "google/gemma-3-27b-pt"]),
+    "gpt-oss-20b": (f"{SHARED}/gpt-oss-20b.json", ["openai/gpt-oss-20b"]),
+    "gpt-oss-120b": (f"{SHARED}/gpt-oss-120b.json", ["openai/gpt-oss-120b"]),
+    # MoE
+    "mixtral-8x7b": (f"{SHARED}/mixtral-8x7b-v0.1.json", ["mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x7B-Instruct-v0.1"]),
+    "qwen3-30b-a3b-2507": (f"{EXTRA}/qwen3-30b-a3b-instruct-2507.json", ["Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B-Thinking-2507"]),
+    "qwen3-235b-a22b": (f"{SHARED}/qwen3-235b-a22b.json", ["Qwen/Qwen3-235B-A22B"]),
+    # MLA (+ MoE)
+    "deepseek-v3": (f"{SHARED}/deepseek-v3.json", ["deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3-Base"]),
+    "kimi-k2": (f"{EXTRA}/kimi-k2-instruct.json", ["moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-K2-Base"]),
+    # per-layer blocks, no-op attention
+    "llama-3.3-nemotron-super-49b": (f"{SHARED}/llama-3.3-nemotron-super-49b-v1.json", ["nvidia/Llama-3_3-Nemotron-Super-49B-v1"]),
+    # hybrid attention + state, pure state
+    "jamba-1.5-mini": (f"{SHARED}/jamba-1.5-mini.json", ["ai21labs/AI21-Jamba-1.5-Mini"]),
+    "nemotron-h-56b": (f"{SHARED}/nemotron-h-56b-base-8k.json", ["nvidia/Nemotron-H-56B-Base-8K"]),
+    "nemotron-3-nano-30b-a3b": (f"{SHARED}/nemotron-3-nano-30b-a3b.json", ["nvidia/NVIDIA-Nemotron-3-Nano-30B-A3B-BF16"]),
+    "qwen3-next-80b-a3b": (f"{SHARED}/qwen3-next-80b-a3b-thinking.json", ["Qwen/Qwen3-Next-80B-A3B-Thinking"]),
+    "falcon-mamba-7b": (f"{SHARED}/falcon-mamba-7b.json", ["tiiuae/falcon-mamba-7b"]),
+    # multimodal (vision tower counted separately)
+    "mistral-small-3.1-24b": (f"{EXTRA}/mistral-small-3.1-24b-instruct-2503.json", ["mistralai/Mistral-Small-3.1-24B-Instruct-2503"]),
+}
+
+
+def sources(folder: Path) -> dict[str, dict[str, str]]:
+    """The rows of a SOURCES.md table, by file name."""
+    rows: dict[str, dict[str, str]] = {}
+    header: list[str] | None = None
+    for line in (folder / "SOURCES.md").read_text(encoding="utf-8").splitlines():
+        if not line.startswith("|"):
+            continue
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if header is None:
+            header = cells
+        elif not set(line) <= set("|-: "):
+            rows[cells[0]] = dict(zip(header, cells))
+    return rows
+
+
+def provenance(config: str) -> str:
+    path = REPO / config
+    row = sources(path.parent)[path.name]
+    if row.get("repo") == "this repository":
+        origin = f"a synthetic variant ({row.get('notes', '')[:80]})"
+    else:
+        origin = f"github.com/{row['repo']} {row['path'].split(' (')[0]} @ {row['commit'][:12]} (tier {row['tier']})"
+    return f"config.json of {row['model']}, read from {origin}; derived by hf_config.py from {config}"
+
+
+def derive(name: str) -> dict:
+    """The spec mapping of one bundled model, as the YAML file holds it."""
+    config, aliases = MODELS[name]
+    path = REPO / config
+    spec = hf_config.spec_from_config_file(path, yamlio.load_json(path), name=name)
+    mapping = spec_to_mapping(spec)
+    out = {"name": name, "aliases": aliases, "provenance": provenance(config)}
+    out.update({k: v for k, v in mapping.items() if k not in ("name", "aliases", "provenance")})
+    spec_from_mapping(out, source=f"model_specs/{name}.yaml")  # must validate
+    return out
+
+
+def render(name: str) -> str:
+    config = MODELS[name][0]
+    return (f"# Generated by scripts/make_specs.py from {config}; edit that script or hf_config.py, not this file.\n"
+            + yamlio.dump_yaml(derive(name)))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare instead of writing")
+    args = ap.parse_args()
+    stale = []
+    for name in sorted(MODELS):
+        path = OUT / f"{name}.yaml"
+        text = render(name)
+        if args.check:
+            if not path.is_file() or path.read_text(encoding="utf-8") != text:
+                stale.append(path.name)
+        else:
+            path.write_text(text, encoding="utf-8")
+    extra = sorted(p.name for p in OUT.glob("*.yaml") if p.stem not in MODELS)
+    if args.check:
+        for name in stale:
+            print(f"stale: model_specs/{name}", file=sys.stderr)
+        return 1 if stale else 0
+    print(f"wrote {len(MODELS)} specs to {OUT.relative_to(REPO)}" + (f"; not generated here: {', '.join(extra)}" if extra else ""))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
