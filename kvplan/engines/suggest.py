@@ -30,15 +30,19 @@ class EngineFlags:
     kv_fp8: str  # the whole flag with its value
     util: str | None  # the memory-fraction flag, None when the engine has no such knob
     kv_memory: str | None  # an explicit cache-size flag
+    kv_fp8_name: str = "fp8"  # the engine's spelling of an fp8 (e4m3) KV cache
     util_limit: Fraction = Fraction(99, 100)
+
+    def util_flag(self, value: str) -> str:
+        return self.util.replace("{F}", value) if "{F}" in self.util else f"{self.util} {value}"
 
 
 VLLM = EngineFlags("vLLM", "--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8",
                    "--gpu-memory-utilization", "--kv-cache-memory-bytes")
 SGLANG = EngineFlags("SGLang", "--context-length", "--tp-size", "--kv-cache-dtype fp8_e4m3", "--mem-fraction-static",
-                     "--max-total-tokens")
+                     None, kv_fp8_name="fp8_e4m3")
 TRTLLM = EngineFlags("TensorRT-LLM", "--max_seq_len", "--tp_size", "kv_cache_config: {dtype: fp8} (extra LLM API options)",
-                     "kv_cache_config: {free_gpu_memory_fraction: F} (extra LLM API options)", None)
+                     "kv_cache_config: {free_gpu_memory_fraction: {F}} (extra LLM API options)", None)
 
 
 def _ok(result) -> bool:
@@ -58,7 +62,6 @@ def suggestions(req: EngineRequest, result, run: Callable[[EngineRequest], objec
                 needed_kv_bytes: int | None = None) -> list[str]:
     """Concrete flags that would make `req` fit on this engine; `run` re-estimates without suggestions."""
     out: list[str] = []
-    fmt_flag = lambda flag, value: flag.replace("F", str(value)) if " F" in flag or "F}" in flag else f"{flag} {value}"
     # 1. the longest context that fits as deployed
     if result.max_seq:
         if result.max_seq < req.seq:
@@ -77,7 +80,7 @@ def suggestions(req: EngineRequest, result, run: Callable[[EngineRequest], objec
             break
     # 3. an fp8 KV cache
     if req.kv_dtype.bits > 8:
-        r = _try(run, dataclasses.replace(req, kv_dtype=dtype("fp8_e4m3"), kv_dtype_name="fp8"))
+        r = _try(run, dataclasses.replace(req, kv_dtype=dtype("fp8_e4m3"), kv_dtype_name=flags.kv_fp8_name))
         if r is not None and _ok(r):
             out.append(f"{flags.kv_fp8}: half the KV bytes per token" + _held(r))
     # 4. a higher memory fraction
@@ -94,7 +97,7 @@ def suggestions(req: EngineRequest, result, run: Callable[[EngineRequest], objec
                 break
             u += step
         if found is not None:
-            out.append(f"{fmt_flag(flags.util, f'{float(found):.2f}')}: the smallest fraction that fits")
+            out.append(f"{flags.util_flag(f'{float(found):.2f}')}: the smallest fraction that fits")
     # 5. an explicit cache size, when the user gave one
     if req.kv_cache_memory is not None and needed_kv_bytes and flags.kv_memory:
         out.append(f"{flags.kv_memory} {needed_kv_bytes}: the cache one request of {format_tokens(req.seq)} needs "
@@ -142,3 +145,23 @@ def suggest_vllm(req: EngineRequest, result, version: str) -> list[str]:
     if req.kv_cache_memory is not None and result.workers:
         need = max(w.needed_kv_bytes + (w.bytes_per_block if version != "0.19" else 0) for w in result.workers)
     return suggestions(req, result, run, VLLM, util_of=util_of, util_max=util_max, needed_kv_bytes=need)
+
+
+def suggest_sglang(req: EngineRequest, result) -> list[str]:
+    from kvplan.engines import sglang
+
+    def util_of(res):
+        return None if res.mem_fraction_static is None else Fraction(res.mem_fraction_static)
+
+    return suggestions(req, result, lambda r: sglang.estimate(r, suggest=False), SGLANG, util_of=util_of,
+                       util_max=Fraction(95, 100))
+
+
+def suggest_trtllm(req: EngineRequest, result) -> list[str]:
+    from kvplan.engines import trtllm
+
+    def util_of(res):
+        return None if res.free_gpu_memory_fraction is None else Fraction(res.free_gpu_memory_fraction)
+
+    return suggestions(req, result, lambda r: trtllm.estimate(r, suggest=False), TRTLLM, util_of=util_of,
+                       util_max=Fraction(95, 100))

@@ -1,0 +1,113 @@
+"""kvplan's SGLang engine against the rules and worked example of docs/engines/sglang.md (SGLang 0.5.23)."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvplan import dtypes
+from kvplan.catalog import find_gpu, resolve_model
+from kvplan.engines import EngineRequest, sglang
+from kvplan.errors import InputError, UnsupportedError
+from kvplan.plan import Hardware
+
+CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+GIB = 2**30
+
+
+def _req(name, seq=131072, *, kv="auto", tp=1, pp=1, mem=None, gpu=None, batch=1, **kw):
+    spec = resolve_model(str(CONFIGS / f"{name}.json"))
+    hw = None
+    if gpu:
+        g = find_gpu(gpu)
+        hw = Hardware(g.name, g.capacity_bytes)
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=dtypes.resolve_kv_dtype(kv, dtypes.dtype(spec.dtype)),
+                         kv_dtype_name=kv, weight_fmt=None, tp=tp, pp=pp, hardware=hw, kv_cache_memory=mem, **kw)
+
+
+@pytest.mark.parametrize("gpu_mib, tp, want", [
+    (81559, 1, "0.83"), (81559, 8, "0.812"), (143771, 1, "0.903"), (143771, 8, "0.893"), (15360, 1, "0.735"),
+    (23028, 1, "0.684"), (40960, 1, "0.823"), (46068, 1, "0.843"), (81920, 1, "0.83"), (95830, 1, "0.855"),
+    (183359, 1, "0.854"), (183359, 8, "0.849"), (24564, 8, "0.658"),
+])
+def test_default_mem_fraction_static(gpu_mib, tp, want):
+    """The table of docs/engines/sglang.md S4 (text-only, CUDA, default flags)."""
+    frac, _, _ = sglang.default_mem_fraction(gpu_mib, tp, 1, mla=False)
+    assert frac == Fraction(want)
+
+
+def test_worked_example_tokens_and_requests():
+    """Llama-3.1-8B, one H100: rest 54,033,158,189 B (from the measured P and A) -> 412,240 tokens, 2048 requests."""
+    est = sglang.estimate(_req("llama-3.1-8b", mem=54_033_158_189))
+    assert est.cell_size == 131_072
+    assert est.max_total_num_tokens == 412_240
+    assert est.max_running_requests == 2048
+    assert est.fits and est.max_batch == 3  # 412,240 // 131,072
+
+
+def test_modelled_budget_close_to_worked_example():
+    est = sglang.estimate(_req("llama-3.1-8b", gpu="h100"))
+    assert est.mem_fraction_static == "0.83" and est.gpu_mem_mib == 81559
+    assert abs(est.max_total_num_tokens - 412_240) / 412_240 < 0.005
+
+
+def test_sliding_window_sized_as_full_outside_the_whitelist():
+    gemma = sglang.estimate(_req("gemma-2-9b", seq=8192, mem=10 * GIB))
+    assert gemma.swa_tokens is None
+    assert gemma.cell_size == 42 * 8 * 512 * 2  # every layer at full length
+    assert any("sized as full attention" in n for n in gemma.notes)
+    oss = sglang.estimate(_req("gpt-oss-20b", seq=8192, mem=10 * GIB))
+    assert oss.swa_tokens == int(oss.max_total_num_tokens * Fraction(4, 5))
+    per = 8 * 128 * 2  # 8 KV heads x (64 + 64) x 2 B
+    assert oss.max_total_num_tokens == int(10 * GIB // (12 * per + Fraction(4, 5) * 12 * per))
+
+
+def test_page_size_rounds_down():
+    est = sglang.estimate(_req("llama-3.1-8b", mem=54_033_158_189, block_size=64))
+    assert est.max_total_num_tokens == 412_240 // 64 * 64
+
+
+def test_mla_not_split_by_tp_and_replicated_heads():
+    ds = [sglang.estimate(_req("deepseek-v3", seq=8192, tp=tp, mem=10 * GIB)) for tp in (1, 8)]
+    assert ds[0].cell_size == ds[1].cell_size == 576 * 61 * 2
+    qwen = sglang.estimate(_req("qwen2.5-7b", seq=8192, tp=8, mem=10 * GIB))  # 4 KV heads: one per rank
+    assert qwen.cell_size == 1 * 256 * 28 * 2
+
+
+def test_pp_split_gives_extra_layers_to_the_last_stages():
+    assert sglang._pp_counts(10, 4) == [2, 2, 3, 3]
+
+
+def test_mamba_hybrid_state_pool():
+    est = sglang.estimate(_req("qwen3-next-80b-a3b-thinking", seq=8192, mem=40 * GIB))
+    assert est.max_mamba_cache_size and est.max_mamba_cache_size > 0
+    # SSM state in float32: 32 heads x 128 x 128 x 4 B + conv 8192 x 3 x 2 B, per GDN layer, 36 layers
+    assert est.mamba_state_per_request_bytes == 36 * (32 * 128 * 128 * 4 + 8192 * 3 * 2)
+    assert est.cell_size == 12 * 2 * 512 * 2  # attention layers only
+
+
+def test_refusals():
+    with pytest.raises(UnsupportedError, match="Jamba"):
+        sglang.estimate(_req("jamba-1.5-mini", seq=8192, mem=GIB))
+    with pytest.raises(InputError, match="SGLang has no KV-cache dtype 'fp8'"):
+        sglang.estimate(_req("llama-3.1-8b", kv="fp8", mem=GIB))
+
+
+def test_too_small_pool_starts_but_caps_requests():
+    est = sglang.estimate(_req("llama-3.1-8b", seq=131072, mem=8 * GIB))
+    assert est.fits is False and est.estimated_max_model_len == est.max_total_num_tokens - 1
+    assert any("--context-length" in s for s in est.suggestions)
+    assert any(s.startswith("--kv-cache-dtype fp8_e4m3") or s.startswith("--context-length") for s in est.suggestions)
+
+
+def test_cli_sglang(cli):
+    code, out, _ = cli("estimate", CONFIGS / "llama-3.1-8b.json", "--engine", "sglang", "--gpu", "h100", "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["engine"] == "sglang" and d["max_total_num_tokens"] > 400_000 and d["fits"] is True
+    code, _, err = cli("estimate", CONFIGS / "jamba-1.5-mini.json", "--engine", "sglang", "--gpu", "h100")
+    assert code == 3 and err.startswith("error:")

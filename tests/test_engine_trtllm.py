@@ -1,0 +1,87 @@
+"""kvplan's TensorRT-LLM engine against the rules and worked example of docs/engines/trtllm.md."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvplan import dtypes
+from kvplan.catalog import find_gpu, resolve_model
+from kvplan.engines import EngineRequest, trtllm
+from kvplan.errors import UnsupportedError
+from kvplan.plan import Hardware
+
+CONFIGS = Path(__file__).parent / "data" / "hf_configs"
+GIB = 2**30
+
+
+def _req(name, seq=131072, *, kv="auto", tp=1, mem=None, gpu=None, batch=1, **kw):
+    spec = resolve_model(str(CONFIGS / f"{name}.json"))
+    hw = None
+    if gpu:
+        g = find_gpu(gpu)
+        hw = Hardware(g.name, g.capacity_bytes)
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=dtypes.resolve_kv_dtype(kv, dtypes.dtype(spec.dtype)),
+                         kv_dtype_name=kv, weight_fmt=None, tp=tp, hardware=hw, kv_cache_memory=mem, **kw)
+
+
+def test_worked_example_budget_arithmetic():
+    """docs/engines/trtllm.md: H100, Llama-3.1-8B, the example's assumed weights/activations/non-torch."""
+    temp, budget, tokens = trtllm.pool_tokens(85_029_158_912, weights=16_060_522_496, peak=1_610_612_736,
+                                              non_torch=1_073_741_824, temp_blocks=4224, bytes_per_token=131_072,
+                                              estimator_bytes_per_token=131_072, tokens_per_block=32,
+                                              fraction=Fraction(9, 10))
+    assert temp == 17_716_740_096 and budget == 59_655_853_670 and tokens == 455_138
+    assert tokens // 32 == 14_223
+
+
+def test_blocks_and_concurrency_from_a_given_pool():
+    est = trtllm.estimate(_req("llama-3.1-8b", seq=8192, mem=59_655_853_670))
+    assert est.bytes_per_token == 131_072 and est.max_tokens == 455_138
+    assert est.num_blocks == 14_223 and est.kv_cache_tokens == 14_223 * 32
+    assert est.max_concurrency == 14_223 // 256 == 55 and est.fits
+
+
+def test_t2_t3_when_tp_exceeds_kv_heads():
+    est = trtllm.estimate(_req("qwen2.5-7b", seq=8192, tp=8, gpu="h100"))
+    assert est.bytes_per_token == 2 * 28 * 1 * 128 * 2  # ceil(4 / 8) = 1 head per rank
+    assert est.estimator_bytes_per_token == 2 * 28 * (128 * 4 // 8) * 2  # half a head
+    assert any("(T3)" in n for n in est.notes)
+
+
+def test_mla_latent_not_split():
+    est = trtllm.estimate(_req("deepseek-v3", seq=8192, tp=8, mem=10 * GIB))
+    assert est.bytes_per_token == 61 * 576 * 2
+
+
+def test_short_pool_lowers_max_seq_len():
+    est = trtllm.estimate(_req("llama-3.1-8b", seq=131072, mem=8 * GIB))
+    assert est.fits is False and est.estimated_max_model_len == est.kv_cache_tokens < 131072
+    assert any(s.startswith("--max_seq_len") for s in est.suggestions)
+
+
+def test_vswa_splits_the_pool_per_window():
+    est = trtllm.estimate(_req("gpt-oss-20b", seq=8192, mem=10 * GIB))
+    windows = dict(est.window_blocks)
+    assert set(windows) == {128, 8192}
+    per = 12 * 8 * 128 * 2  # 12 layers of each kind, 8 heads x (64 + 64) x 2 B
+    assert windows[8192] == int(Fraction(10 * GIB, 2) / per) // 32
+
+
+def test_mamba_refused(cli):
+    with pytest.raises(UnsupportedError):
+        trtllm.estimate(_req("nemotron-h-56b-base-8k", seq=8192, mem=GIB))
+    code, _, err = cli("estimate", CONFIGS / "qwen3-next-80b-a3b-thinking.json", "--engine", "trtllm", "--gpu", "h100")
+    assert code == 3 and "not modelled" in err
+
+
+def test_cli_trtllm_json(cli):
+    code, out, _ = cli("estimate", CONFIGS / "llama-3.1-8b.json", "--engine", "trtllm", "--gpu", "h100", "--seq", "8K",
+                       "--json")
+    assert code == 0
+    d = json.loads(out)
+    assert d["engine"] == "trtllm" and d["tokens_per_block"] == 32 and d["num_blocks"] > 10_000
+    assert d["kv_cache_tokens"] == d["num_blocks"] * 32
