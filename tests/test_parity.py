@@ -251,3 +251,28 @@ def test_llama4_is_refused_naming_the_field():
     with pytest.raises(UnsupportedError) as err:
         _spec(DATA / "extra_configs" / "llama-4-scout-17b-16e-instruct.json")
     assert "attention_chunk_size" in err.value.one_line()
+
+
+EXTRA_TRUTH = json.loads((DATA / "extra_configs" / "truth" / "transformers_truth.json").read_text())["configs"]
+
+
+@pytest.mark.parametrize("path", EXTRA, ids=_ids(EXTRA))
+def test_extra_configs_match_their_truth_file(path):
+    """The extra configs against the figures scripts/make_config_table.py --refresh-extra recorded."""
+    entry = EXTRA_TRUTH[path.name]
+    if not entry["built"]:
+        assert path.name in CANNOT_BUILD
+        return
+    spec = _spec(path)
+    foot = CacheModel(spec, BF16).footprint(N, 1)
+    assert foot.kv_bytes == entry["kv_bytes"]
+    assert foot.state_bytes + state_convention_gap(spec) == entry["state_bytes"]
+    assert spec.params == entry["params_total"] + PARAM_DIVERGENCE.get(path.name, 0)
+
+
+def test_config_table_is_current():
+    spec = importlib.util.spec_from_file_location("kvplan_make_config_table",
+                                                  Path(__file__).resolve().parent.parent / "scripts" / "make_config_table.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    assert mod.OUT.read_text(encoding="utf-8") == mod.render(), "run: python scripts/make_config_table.py"
