@@ -195,15 +195,16 @@ def _refused(grid: Grid, combo: Combo, model: str, err: KvplanError) -> Iterator
 
 
 def row_from_result(result, combo: Combo) -> SweepRow:
-    """A row from any engine's estimate result (the DESIGN.md contract fields)."""
-    per_gpu = result.per_gpu
+    """A row from any engine's estimate result (the DESIGN.md contract fields; optional ones read defensively)."""
+    per_gpu = getattr(result, "per_gpu", None)
     concurrency = getattr(result, "max_concurrency", None)
     return SweepRow(
         model=result.model, engine=combo.engine, gpu=combo.gpu, tp=combo.tp, pp=combo.pp, kv_dtype=result.kv_dtype,
         seq=result.seq, batch=result.batch, kv_bytes_per_token=result.kv_bytes_per_token, cache_bytes=result.cache_bytes,
-        gpu_weights_bytes=per_gpu.weights_bytes if per_gpu else None, gpu_cache_bytes=per_gpu.cache_bytes if per_gpu else None,
-        gpu_free_bytes=per_gpu.free_bytes if per_gpu else None, fits=result.fits, max_batch=result.max_batch,
-        max_seq=result.max_seq, max_concurrency=float(concurrency) if concurrency is not None else None,
+        gpu_weights_bytes=getattr(per_gpu, "weights_bytes", None), gpu_cache_bytes=getattr(per_gpu, "cache_bytes", None),
+        gpu_free_bytes=getattr(per_gpu, "free_bytes", None), fits=getattr(result, "fits", None),
+        max_batch=getattr(result, "max_batch", None), max_seq=getattr(result, "max_seq", None),
+        max_concurrency=float(concurrency) if concurrency is not None else None,
     )
 
 

@@ -40,7 +40,7 @@ import io
 import json
 import math
 import random
-from collections import deque
+from collections import defaultdict, deque
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
@@ -406,8 +406,6 @@ class _Run:
         return self.cost.stored(own)
 
     def run(self, requests: list[Request]) -> dict:
-        from collections import defaultdict
-
         cost, pool, block, policy = self.cost, self.pool, self.block, self.policy
         queue = deque((i, r.prompt, r.output) for i, r in enumerate(requests))  # (id, prompt, tokens still to emit)
         running: dict[int, _Rec] = {}

@@ -214,3 +214,22 @@ def test_ten_thousand_rows_in_well_under_a_second():
     n = sum(1 for _ in sw.iter_csv(sw.rows(grid, _factory(model), engine_module, model="m")))
     elapsed = time.perf_counter() - start
     assert n == 10241 and elapsed < 1.0, f"{elapsed:.3f} s"
+
+
+def test_other_engines_are_asked_row_by_row():
+    """An engine other than static goes through its own estimate for every row (here: static under another name)."""
+    import types
+
+    calls = []
+
+    def estimate(req):
+        calls.append((req.seq, req.batch))
+        return static.estimate(req)
+
+    other = types.SimpleNamespace(__name__="kvplan.engines.other", estimate=estimate)
+    grid = sw.Grid(seq=(2048, 8192), batch=(1, 5), gpu=("h100-sxm-80gb",), engine=("other",))
+    make = _factory(CONFIGS / "gemma-2-9b.json")
+    rows = list(sw.rows(grid, make, lambda name: other if name == "other" else engine_module(name), model="m"))
+    fast = list(sw.rows(dataclasses.replace(grid, engine=("static",)), make, engine_module, model="m"))
+    assert [dataclasses.replace(r, engine="static") for r in rows] == fast
+    assert (8192, 5) in calls and len(calls) >= 4

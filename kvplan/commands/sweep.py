@@ -212,7 +212,7 @@ def _write_text(stream, grid, model: str, kv_names: dict) -> None:
     if console.width < needed:
         console.width = needed
     console.print(_title(grid, model, kv_names), style="bold", highlight=False)
-    first, chunk, widest_error = True, [], 0
+    first, chunk = True, []
 
     def flush(chunk, first):
         table = Table(box=box.SIMPLE_HEAD, show_header=first, show_edge=False, pad_edge=False, header_style="bold")
