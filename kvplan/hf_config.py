@@ -343,8 +343,12 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
         if len(distinct) == 1:
             layout["default"] = kinds[0]
         else:
+            # a pattern only when it really repeats (at least twice); else the explicit per-layer list reads better
             period = _smallest_period(kinds)
-            layout["pattern" if period < layers else "per_layer"] = kinds[:period] if period < layers else kinds
+            if 2 * period <= layers:
+                layout["pattern"] = kinds[:period]
+            else:
+                layout["per_layer"] = kinds
     if layout:
         spec["layout"] = layout
 
