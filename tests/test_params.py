@@ -103,7 +103,7 @@ def test_unknown_vision_tower_is_refused():
     raw["vision_config"] = dict(raw["vision_config"], model_type="clip_vision_model")
     with pytest.raises(UnsupportedError) as err:
         _count(raw)
-    assert err.value.where == "vision_config.model_type"
+    assert err.value.where.endswith("vision_config.model_type")
 
 
 def test_untied_default_is_said_when_unknown():
