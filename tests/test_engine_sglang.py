@@ -47,6 +47,8 @@ def test_worked_example_tokens_and_requests():
     assert est.max_total_num_tokens == 412_240
     assert est.max_running_requests == 2048
     assert est.fits and est.max_batch == 3  # 412,240 // 131,072
+    four = sglang.estimate(_req("llama-3.1-8b", mem=54_033_158_189, batch=4), suggest=False)
+    assert four.starts is True and four.fits is False and four.serves_batch is False
 
 
 def test_modelled_budget_close_to_worked_example():

@@ -225,10 +225,10 @@ def test_fp8_suggestion_when_it_is_the_fix():
     h100 = find_gpu("h100")
     hw = Hardware(h100.name, h100.capacity_bytes)
     est = vllm.estimate(_req(CONFIGS / "llama-3.1-8b.json", seq=131072, batch=6, hw=hw))
-    assert est.fits is True and est.serves_batch is False
+    assert est.starts is True and est.serves_batch is False and est.fits is False
     assert any(s.startswith("--kv-cache-dtype fp8") for s in est.suggestions)
     fixed = vllm.estimate(_req(CONFIGS / "llama-3.1-8b.json", seq=131072, batch=6, kv="fp8", hw=hw), suggest=False)
-    assert fixed.serves_batch is True
+    assert fixed.serves_batch is True and fixed.fits is True
 
 
 def test_default_batch_limits():
@@ -296,3 +296,12 @@ def test_cli_estimate_vllm_text_shows_every_budget_term(cli):
     for term in ("requested", "weights", "activation peak", "non-torch", "CUDA graphs", "available KV cache memory",
                  "num_gpu_blocks", "padding"):
         assert term in out
+
+
+def test_cli_batch_that_does_not_fit_exits_1(cli):
+    """vLLM starts, but the pool holds 3 sequences of 128K: 16 do not fit (exit 1), with the fix."""
+    code, out, err = cli("estimate", CONFIGS / "llama-3.1-8b.json", "--engine", "vllm", "--gpu", "h100", "--seq", "128K",
+                         "--batch", "16", "--json")
+    assert code == 1
+    d = json.loads(out)
+    assert d["starts"] is True and d["fits"] is False and d["max_batch"] == 3 and d["suggestions"]

@@ -16,9 +16,10 @@ Mirrors SGLang 0.5.23 as read in docs/engines/sglang.md (rules S1-S13, each with
 
 SGLang measures P and A at start-up; kvplan models them as total minus the CUDA context (and NCCL at
 TP >= 2) and P minus the weights: those two inputs are measured, not derived, and the notes say so.
-`fits`: SGLang starts and its pool holds one request of `seq` tokens (it starts with a smaller pool, capping
-requests at max_total_num_tokens - 1, which `estimated_max_model_len` reports); `max_batch`: requests of
-`seq` the pool holds at once (tokens // seq), capped at max_running_requests.
+`starts`: SGLang starts and its pool holds one request of `seq` tokens (it starts with a smaller pool too,
+capping requests at max_total_num_tokens - 1, which `estimated_max_model_len` reports); `max_batch`: requests
+of `seq` the pool holds at once (tokens // seq), capped at max_running_requests; `fits` = `starts` and
+`batch` <= `max_batch`.
 """
 
 from __future__ import annotations
@@ -107,6 +108,7 @@ class SglangEstimate:
     budget_source: str
     suggestions: tuple[str, ...]
     serves_batch: bool | None
+    starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
 
 
 def _pp_counts(layers: int, pp: int) -> list[int]:
@@ -299,14 +301,14 @@ def estimate(req: EngineRequest, *, suggest: bool = True) -> SglangEstimate:
         dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
         kv_bytes_per_token=c.kv_bytes_per_token, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
         cache_bytes=(kv_one + state_one) * req.batch, params=c.params, weights_bytes=weights_total,
-        gpu=hw.name if hw else None, per_gpu=per_gpu, fits=fits, max_batch=max_batch, max_seq=max_seq,
+        gpu=hw.name if hw else None, per_gpu=per_gpu, fits=None if fits is None else bool(fits and serves), max_batch=max_batch, max_seq=max_seq,
         notes=tuple(notes), engine_version=ENGINE_VERSION, tp=req.tp, pp=req.pp, gpus=req.tp * req.pp, page_size=page,
         cell_size=max(f for f, _, _ in per_stage), mem_fraction_static=None if mfs is None else str(float(mfs)),
         gpu_mem_mib=gpu_mib, chunked_prefill_size=chunk, reserved_mib=reserved, free_before_load_bytes=P,
         free_after_load_bytes=A, weights_per_gpu_bytes=w_gpu, available_kv_bytes=available,
         mamba_state_per_request_bytes=mamba_per_req, max_mamba_cache_size=max_mamba, max_total_num_tokens=tokens,
         swa_tokens=swa_tokens, max_running_requests=running, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(), serves_batch=serves,
+        suggestions=(), serves_batch=serves, starts=fits,
     )
     if suggest and (fits is False or serves is False):
         from kvplan.engines import suggest as fix
@@ -353,8 +355,9 @@ def render_tables(result: SglangEstimate) -> list:
             t.add_row("max_mamba_cache_size", f"{r.max_mamba_cache_size:,}")
         t.add_row("max_running_requests", f"{r.max_running_requests:,}" if r.max_running_requests else "—")
         t.add_section()
-        t.add_row("verdict", Text("holds one full-length request" if r.fits else "does NOT fit",
-                                  style="bold green" if r.fits else "bold red"))
+        verdict = (f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of {format_tokens(r.seq)}" if r.fits else
+                   f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once" if r.starts else "does NOT fit")
+        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
         if r.estimated_max_model_len is not None:
             t.add_row("  longest request SGLang admits", format_tokens(r.estimated_max_model_len))
         t.add_row(f"requests of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")

@@ -16,6 +16,9 @@ T1-T11 with their source files):
   (T7): `estimated_max_model_len` reports that bound;
 - layers mixing sliding and full attention (Gemma-3, gpt-oss) get one pool share per distinct window (T10).
 
+`starts`: the pool holds one request of `seq` (max_seq_len); `max_batch`: requests of `seq` held at once;
+`fits` = `starts` and `batch` <= `max_batch`.
+
 TensorRT-LLM measures the peak at start-up; kvplan models the activation peak like vLLM's forward and takes
 the non-torch memory (CUDA context, cuBLAS workspace, CUDA graphs; NCCL at TP >= 2) as an assumed constant:
 no TensorRT-LLM log was available to calibrate against, and the notes say so. Mamba hybrids use a separate
@@ -95,6 +98,7 @@ class TrtllmEstimate:
     budget_source: str
     suggestions: tuple[str, ...]
     serves_batch: bool | None
+    starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
 
 
 def _pp_counts(layers: int, pp: int) -> list[int]:
@@ -258,14 +262,14 @@ def estimate(req: EngineRequest, *, suggest: bool = True) -> TrtllmEstimate:
         dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
         kv_bytes_per_token=c.kv_bytes_per_token, kv_bytes=kv_one * req.batch, state_bytes=0,
         cache_bytes=kv_one * req.batch, params=c.params, weights_bytes=weights_total, gpu=hw.name if hw else None,
-        per_gpu=per_gpu, fits=fits, max_batch=max_batch, max_seq=max_seq, notes=tuple(notes),
+        per_gpu=per_gpu, fits=None if fits is None else bool(fits and serves), max_batch=max_batch, max_seq=max_seq, notes=tuple(notes),
         engine_version=ENGINE_VERSION, tp=req.tp, pp=req.pp, gpus=req.tp * req.pp, tokens_per_block=tpb,
         bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
         free_gpu_memory_fraction=None if source == "none" else str(float(frac)), weights_per_gpu_bytes=weights,
         activation_peak_bytes=peak, non_torch_bytes=non_torch, temporary_pool_bytes=temp, kv_budget_bytes=budget_b,
         available_kv_bytes=pool_bytes, max_tokens=max_tokens, num_blocks=num_blocks, kv_cache_tokens=tokens,
         window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(), serves_batch=serves,
+        suggestions=(), serves_batch=serves, starts=fits,
     )
     if suggest and (fits is False or serves is False):
         from kvplan.engines import suggest as fix
@@ -309,7 +313,9 @@ def render_tables(result: TrtllmEstimate) -> list:
             t.add_row(f"  window {w:,}: blocks", f"{n:,}")
         t.add_row(f"requests of {format_tokens(r.seq)} at once", f"{r.max_concurrency:,}")
         t.add_section()
-        t.add_row("verdict", Text("holds max_seq_len" if r.fits else "does NOT fit", style="bold green" if r.fits else "bold red"))
+        verdict = (f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of max_seq_len" if r.fits else
+                   f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once" if r.starts else "does NOT fit")
+        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
         if r.estimated_max_model_len is not None:
             t.add_row("  max_seq_len TensorRT-LLM lowers to", format_tokens(r.estimated_max_model_len))
     out = [Text(head, style="bold"), t]

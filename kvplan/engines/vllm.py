@@ -21,10 +21,12 @@ from, and section 9 there lists what differs between the two. In short:
 
 The budget (`available`) is modelled in budget.py unless --kv-cache-memory gives it.
 
-Result fields beyond DESIGN.md's contract: `fits` says whether vLLM would start and serve one request of
+What the contract's fields mean here: `starts` says whether vLLM would start and serve one request of
 max_model_len (`seq`); `max_batch` is how many sequences of `seq` tokens the pool holds at once, the null
-block left out ((num_gpu_blocks - 1) // blocks per request), capped at max_num_seqs; `max_seq` is the
-longest max_model_len at which vLLM starts and holds `batch` such sequences, capped at the model's context.
+block left out ((num_gpu_blocks - 1) // blocks per request), capped at max_num_seqs; `fits` = `starts` and
+`batch` <= `max_batch` (DESIGN.md: "whether the request shape fits"; the same as `starts` at --batch 1, the
+default); `max_seq` is the longest max_model_len at which vLLM starts and holds `batch` such sequences,
+capped at the model's context.
 """
 
 from __future__ import annotations
@@ -138,6 +140,7 @@ class VllmEstimate:
     log_lines: tuple[str, ...]  # what vLLM would log about the cache
     suggestions: tuple[str, ...]
     serves_batch: bool | None  # the pool holds `batch` sequences of `seq` at once
+    starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
 
 
 # --------------------------------------------------------------------------------------------- layers
@@ -448,7 +451,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
         kv_bytes_per_token=c.kv_bytes_per_token, kv_bytes=kv_per_request * req.batch,
         state_bytes=state_per_request * req.batch, cache_bytes=per_request * req.batch, params=c.params,
-        weights_bytes=weights_total, gpu=hw.name if hw else None, per_gpu=per_gpu, fits=fits, max_batch=max_batch,
+        weights_bytes=weights_total, gpu=hw.name if hw else None, per_gpu=per_gpu, fits=None if fits is None else bool(fits and serves), max_batch=max_batch,
         max_seq=max_seq, notes=tuple(notes), engine_version=ENGINE_VERSION, vllm_version=version, tp=req.tp, pp=req.pp,
         gpus=req.tp * req.pp, block_size=layout.block_size, max_num_batched_tokens=mnbt, max_num_seqs=max_seqs,
         gpu_memory_utilization=budget_model._fraction_text(util) if source == "model" else None,
@@ -461,7 +464,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         activation_peak_bytes=b0.activation_peak_bytes if b0 else None,
         non_torch_bytes=b0.non_torch_bytes if b0 else None, cuda_graph_bytes=b0.cuda_graph_bytes if b0 else None,
         cuda_graph_subtracted=b0.cuda_graph_subtracted if b0 else None, workers=tuple(workers),
-        log_lines=tuple(log_lines), suggestions=(), serves_batch=serves,
+        log_lines=tuple(log_lines), suggestions=(), serves_batch=serves, starts=fits,
     )
     if suggest and (fits is False or serves is False):
         from kvplan.engines import suggest as fix
@@ -575,14 +578,19 @@ def render_tables(result: VllmEstimate) -> list:
     if r.num_gpu_blocks is not None:
         t.add_section()
         if r.available_kv_bytes is not None and r.available_kv_bytes > 0:
-            t.add_row(Text("what vLLM logs" if r.fits else "the pool (vLLM stops before building it)", style="bold"), "")
+            t.add_row(Text("what vLLM logs" if r.starts else "the pool (vLLM stops before building it)", style="bold"), "")
             t.add_row("  num_gpu_blocks", f"{r.num_gpu_blocks:,}")
             t.add_row("  GPU KV cache size", f"{r.kv_cache_tokens:,} tokens")
             t.add_row(f"  maximum concurrency for {r.seq:,} tokens", f"{r.max_concurrency:.2f}x")
         else:
             t.add_row(Text("vLLM fails: no available memory for the cache blocks", style="bold red"), "")
         t.add_section()
-        verdict = "starts and serves max_model_len" if r.fits else "does NOT start"
+        if r.fits:
+            verdict = f"fits: starts and holds {r.batch} sequence{'s' if r.batch > 1 else ''} of max_model_len"
+        elif r.starts:
+            verdict = f"does NOT fit: starts, but holds {r.max_batch} of the {r.batch} sequences at once"
+        else:
+            verdict = "does NOT start"
         t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
         if r.estimated_max_model_len is not None:
             t.add_row("  estimated maximum model length", format_tokens(r.estimated_max_model_len))
