@@ -80,3 +80,25 @@ def test_layout_coverage():
 def test_generator_check_mode_agrees(monkeypatch, capsys):
     monkeypatch.setattr(sys, "argv", ["make_specs.py", "--check"])
     assert MAKE.main() == 0
+
+
+def test_schema_doc_examples_match_the_bundled_specs():
+    """Every complete example in docs/spec-schema.md loads, and its values are those of the bundled spec."""
+    import yaml
+
+    text = (REPO / "docs" / "spec-schema.md").read_text(encoding="utf-8")
+    blocks = [yaml.safe_load(b) for b in re.findall(r"```yaml\n(.*?)```", text, flags=re.S)]
+    complete = [b for b in blocks if isinstance(b, dict) and "name" in b]
+    assert len(complete) >= 4
+    for block in complete:
+        spec_from_mapping(block)
+        bundled = MAKE.derive(block["name"])
+        for key, value in block.items():
+            if key != "weights_source":
+                assert bundled[key] == value or (key == "aliases" and set(value) <= set(bundled[key])), (block["name"], key)
+    # every key the schema accepts is documented
+    from kvplan import spec as spec_module
+
+    for key in spec_module._TOP_KEYS | {f"layout.{k}" for k in spec_module._LAYOUT_KEYS} | \
+            {f"mla.{k}" for k in spec_module._MLA_KEYS} | {f"state.{k}" for k in spec_module._STATE_KEYS}:
+        assert f"`{key}`" in text, key
