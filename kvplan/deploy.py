@@ -384,7 +384,7 @@ def kvplan_deployment(doc: Mapping, *, source: str, document: int | None, where:
                              hint="engine: static | vllm | sglang | trtllm" if key == "engine" else "a bundled model name, a model folder or a config.json")
     name = _text(data["name"], where=at("name")) if "name" in data else (
         f"{Path(source).stem}#{document}" if document else Path(source).stem)
-    engine = _text(data["engine"], where=at("engine")).lower()
+    engine = _text(data["engine"], where=at("engine"))
     if engine not in ENGINE_NAMES:
         raise InputError(f"unknown engine {data['engine']!r}", where=at("engine"),
                          hint=did_you_mean(engine, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
@@ -621,7 +621,7 @@ def _check_vllm_max_len(seq: int, spec, raw_config, *, where: str) -> None:
         limit = spec.max_context
     if limit is not None and seq > limit:
         raise InputError(f"max_model_len {seq:,} is above the model's limit of {int(limit):,} tokens: vLLM refuses to start",
-                         where=where, hint="lower it (vLLM allows more only with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1)")
+                         where=where, hint="lower it; vLLM allows more only with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
 
 
 def _request(spec, *, seq, kv, kv_name, weight_fmt, tp, pp, gpu: _Gpu, util, reserve, kv_mem, where, key,
@@ -860,9 +860,10 @@ def _fixes(module, dep: Deployment) -> list[str]:
             if _passes(module, dep, replace(req, gpu_util=target, hardware=higher)):
                 out.append(setting(dep, "gpu_memory_utilization", 0.95))
     if hw.name is not None:
+        vendor = next((g.vendor for g in catalog.gpus() if g.name == hw.name), None)
         for gpu in sorted(catalog.gpus(), key=lambda g: (g.capacity_bytes, g.name)):
-            if gpu.capacity_bytes <= hw.capacity_bytes:
-                continue
+            if gpu.capacity_bytes <= hw.capacity_bytes or gpu.vendor != vendor:
+                continue  # a larger card of the same vendor: the software stack stays the same
             bigger = plan.Hardware(gpu.name, gpu.capacity_bytes, gpu_util=hw.gpu_util, reserve_bytes=hw.reserve_bytes)
             if _passes(module, dep, replace(req, hardware=bigger)):
                 out.append(f"gpu: {gpu.name}" if dep.format == FORMAT_KVPLAN else f"--gpu {gpu.name}")

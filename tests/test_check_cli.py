@@ -1,0 +1,293 @@
+"""`kvplan check` end to end: every example's verdict and exit code, every output format, the schema, the hook."""
+
+import json
+import re
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+import pytest
+import yaml
+
+from kvplan import deploy, report_formats
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+DEPLOY = EXAMPLES / "deploy"
+BAD = EXAMPLES / "bad"
+GPU = ("--gpu", "h100-sxm-80gb")  # the GPU vLLM serve configs are judged on (they cannot name one)
+EXIT = {"pass": 0, "fail": 1, "invalid": 2, "cannot_judge": 3}
+
+
+def expectations(path: Path) -> list[tuple[str, str]]:
+    """Each YAML document's `# expect: STATUS [text the reason must contain]` comment, in order."""
+    docs = re.split(r"(?m)^---\s*$", path.read_text(encoding="utf-8"))
+    out = []
+    for doc in docs:
+        found = re.search(r"(?m)^# expect: (\w+)(?: (.*))?$", doc)
+        if found:
+            out.append((found.group(1), (found.group(2) or "").strip()))
+    return out
+
+
+def example_files():
+    return sorted(p for folder in (DEPLOY, BAD) for p in folder.rglob("*.yaml") if p.is_file())
+
+
+def run_json(cli, *args):
+    code, out, err = cli("check", *args, "--format", "json")
+    return code, json.loads(out), err
+
+
+def worst(statuses) -> int:
+    return deploy.exit_code([deploy.Verdict(source="x", document=None, name="x", format=None, status=s, reason="")
+                             for s in statuses])
+
+
+@pytest.mark.parametrize("path", example_files(), ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_every_example_gets_its_commented_verdict_and_exit_code(cli, path):
+    expected = expectations(path)
+    assert expected, f"{path} has no '# expect:' comment"
+    code, report, err = run_json(cli, path, *GPU)
+    got = [(v["status"], v["reason"]) for v in report["verdicts"]]
+    assert [s for s, _ in got] == [s for s, _ in expected], got
+    for (status, reason), (_, needle) in zip(got, expected):
+        if status in ("invalid", "cannot_judge"):
+            # the message names the file and the key
+            assert str(path.relative_to(ROOT)) in reason or str(path) in reason
+            assert needle in reason, (needle, reason)
+            assert f"error: {reason}" in err
+        elif status == "fail":
+            assert report["verdicts"][got.index((status, reason))]["suggestions"], "a failing deployment names a fix"
+    assert code == worst(s for s, _ in expected) == report["exit_code"]
+
+
+def test_the_deployment_repo_as_a_whole(cli):
+    code, report, _ = run_json(cli, DEPLOY, *GPU)
+    expected = [s for p in sorted(DEPLOY.rglob("*.yaml"), key=lambda p: p.relative_to(DEPLOY).as_posix())
+                for s, _ in expectations(p)]
+    assert [v["status"] for v in report["verdicts"]] == expected
+    assert code == 1 and report["exit_code"] == 1  # fails outrank the one it cannot judge
+    assert report["passed"] + report["failed"] + report["invalid"] + report["cannot_judge"] == report["total"] == len(expected)
+    # the folder is walked in sorted order, each file named below the folder as given
+    sources = [v["source"] for v in report["verdicts"]]
+    assert all(s.startswith(DEPLOY.as_posix() + "/") for s in sources) and sources == sorted(sources)
+
+
+def test_bad_files_exit_2_and_the_valid_documents_beside_them_are_still_judged(cli):
+    code, report, err = run_json(cli, BAD, *GPU)
+    assert code == 2
+    mixed = [v for v in report["verdicts"] if v["source"].endswith("mixed.yaml")]
+    assert [v["status"] for v in mixed] == ["pass", "invalid", "fail"]
+    assert mixed[2]["figures"]["max_concurrency"] > 0 and mixed[2]["suggestions"]
+    # one error line per bad document on stderr; stdout stays parseable JSON
+    assert len([line for line in err.splitlines() if line.startswith("error: ")]) == report["invalid"] == 9
+
+
+def test_good_and_bad_together_exit_2(cli):
+    code, report, _ = run_json(cli, DEPLOY / "prod", BAD / "unknown-key.yaml", *GPU)
+    assert code == 2 and report["passed"] >= 3 and report["invalid"] == 1
+
+
+# ------------------------------------------------------------------ output formats
+
+@pytest.fixture(scope="module")
+def report():
+    return deploy.run_check([str(DEPLOY), str(BAD)], deploy.CheckOptions(gpu="h100-sxm-80gb"))
+
+
+@pytest.mark.parametrize("fmt", list(report_formats.Format))
+def test_every_format_renders_and_is_deterministic(report, fmt):
+    text = report_formats.render(report, fmt)
+    again = report_formats.render(deploy.run_check([str(DEPLOY), str(BAD)], deploy.CheckOptions(gpu="h100-sxm-80gb")), fmt)
+    assert text == again and text.endswith("\n")
+    assert "/tmp" not in text and "time=\"0\"" in text if fmt is report_formats.Format.JUNIT else True
+
+
+def test_every_format_has_a_renderer_and_the_cli_offers_exactly_them():
+    from kvplan.commands.check import OutputFormat
+
+    assert set(report_formats.RENDERERS) == set(report_formats.Format)
+    assert [f.value for f in OutputFormat] == [f.value for f in report_formats.Format]
+
+
+def test_json_is_the_report_dataclass(report):
+    data = json.loads(report_formats.render(report, "json"))
+    assert set(data) == {f for f in deploy.CheckReport.__dataclass_fields__}
+    verdict = data["verdicts"][0]
+    assert set(verdict) == set(deploy.Verdict.__dataclass_fields__)
+    assert data["vllm_version"] == "0.33.0"
+
+
+def test_markdown_is_a_well_formed_table(report):
+    md = report_formats.render(report, "markdown")
+    lines = md.splitlines()
+    assert lines[0] == "## kvplan check"
+    table = [line for line in lines if line.startswith("|")]
+    header, separator, rows = table[0], table[1], table[2:]
+    columns = header.count(" | ") + 1
+    assert re.fullmatch(r"\|(---:?\|)+", separator) and separator.count("|") == header.count("|")
+    assert len(rows) == report.total
+    for row in rows:  # escaped pipes do not split cells
+        assert len(re.split(r"(?<!\\)\|", row)) - 2 == columns
+    assert "### Fixes" in md and "`max_model_len:" in md
+
+
+def test_junit_parses_and_counts_match(report):
+    root = ET.fromstring(report_formats.render(report, "junit").split("\n", 1)[1])
+    assert root.tag == "testsuites"
+    suite = root.find("testsuite")
+    cases = suite.findall("testcase")
+    assert len(cases) == report.total == int(suite.get("tests")) == int(root.get("tests"))
+    assert len([c for c in cases if c.find("failure") is not None]) == report.failed == int(suite.get("failures"))
+    errors = [c for c in cases if c.find("error") is not None]
+    assert len(errors) == report.invalid + report.cannot_judge == int(suite.get("errors"))
+    assert {e.find("error").get("type") for e in errors} == {"invalid", "cannot_judge"}
+    props = {p.get("name"): p.get("value") for p in suite.find("properties")}
+    assert props["exit_code"] == str(report.exit_code)
+
+
+def test_text_has_one_row_per_deployment_and_the_summary(report):
+    text = report_formats.render(report, "text")
+    for v in report.verdicts:
+        assert v.label in text
+    assert text.rstrip().endswith(f"(exit {report.exit_code})")
+
+
+def test_output_file_gets_the_format_and_stdout_the_table(cli, tmp_path):
+    out = tmp_path / "report.xml"
+    code, stdout, _ = cli("check", DEPLOY / "prod", *GPU, "--format", "junit", "-o", out)
+    assert code == 1
+    ET.fromstring(out.read_text(encoding="utf-8").split("\n", 1)[1])
+    assert stdout.startswith("kvplan check") and "<testsuites" not in stdout
+
+
+def test_json_flag_is_format_json(cli):
+    a = cli("check", DEPLOY / "prod" / "chat-8b.yaml", "--json")
+    b = cli("check", DEPLOY / "prod" / "chat-8b.yaml", "--format", "json")
+    assert a == b and a[0] == 0
+    code, _, err = cli("check", DEPLOY / "prod" / "chat-8b.yaml", "--json", "--format", "junit")
+    assert code == 2 and err.startswith("error: --json")
+
+
+# ------------------------------------------------------------------ command-line details
+
+def test_vllm_args_command_line(cli):
+    code, report, _ = run_json(cli, "--vllm-args", "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32K -tp 1", *GPU)
+    assert code == 0 and report["verdicts"][0]["format"] == "vllm-args" and report["verdicts"][0]["max_model_len"] == 32768
+    code, report, _ = run_json(cli, "--vllm-args", "serve meta-llama/Llama-3.1-70B-Instruct -tp 2 --max-model-len 128K", *GPU)
+    assert code == 1 and report["verdicts"][0]["suggestions"][0].startswith("--max-model-len ")
+
+
+def test_cli_requirements_apply_to_vllm_configs(cli):
+    path = DEPLOY / "vllm" / "llama-8b.serve.yaml"
+    code, report, _ = run_json(cli, path, *GPU, "--require-concurrency", "4", "--require-headroom", "20%")
+    checks = {c["name"]: c for c in report["verdicts"][0]["checks"]}
+    assert code == 0 and checks["concurrency"]["required"] == 4 and checks["headroom"]["required"] == 20.0
+    code, report, _ = run_json(cli, path, *GPU, "--require-concurrency", "64")
+    assert code == 1 and "64 required" in report["verdicts"][0]["reason"]
+
+
+def test_usage_errors_stop_the_run(cli):
+    assert cli("check")[0] == 2
+    code, _, err = cli("check", DEPLOY, "--gpu", "h1000")
+    assert code == 2 and err.startswith("error: --gpu — unknown GPU")
+    code, _, err = cli("check", DEPLOY, *GPU, "--require-headroom", "150%")
+    assert code == 2 and "--require-headroom" in err
+    code, _, err = cli("check", DEPLOY, *GPU, "--vllm-version", "0.5")
+    assert code == 2 and "--vllm-version" in err
+
+
+def test_vllm_version_switch(cli):
+    path = DEPLOY / "vllm" / "llama-8b.serve.yaml"
+    _, new, _ = run_json(cli, path, *GPU)
+    _, old, _ = run_json(cli, path, *GPU, "--vllm-version", "0.19.0")
+    assert new["vllm_version"] == "0.33.0" and old["vllm_version"] == "0.19.0"
+    assert "judged by vLLM 0.19.0 rules" in old["verdicts"][0]["notes"]
+    # --disable-prefix-caching exists only from 0.33 on
+    assert run_json(cli, "--vllm-args", "serve llama-3.1-8b --disable-prefix-caching", *GPU)[0] == 0
+    code, report, _ = run_json(cli, "--vllm-args", "serve llama-3.1-8b --disable-prefix-caching", *GPU, "--vllm-version", "0.19")
+    assert code == 2 and "vLLM 0.19.0 has no serve option" in report["verdicts"][0]["reason"]
+
+
+def test_every_example_judges_the_same_under_vllm_0_19(cli):
+    _, new, _ = run_json(cli, DEPLOY, *GPU)
+    _, old, _ = run_json(cli, DEPLOY, *GPU, "--vllm-version", "0.19")
+    assert [v["status"] for v in new["verdicts"]] == [v["status"] for v in old["verdicts"]]
+
+
+# ------------------------------------------------------------------ schema, hook, docs
+
+def kvplan_documents(paths):
+    for path in paths:
+        try:
+            docs = [d for d in yaml.safe_load_all(path.read_text(encoding="utf-8")) if d is not None]
+        except yaml.YAMLError:
+            continue
+        for doc, (status, needle) in zip(docs, expectations(path)):
+            if isinstance(doc, dict) and deploy.document_format(doc, where=str(path)) == deploy.FORMAT_KVPLAN:
+                yield path, doc, status, needle
+
+
+@pytest.fixture(scope="module")
+def schema():
+    import jsonschema
+
+    data = json.loads((ROOT / "kvplan" / "data" / "deployment.schema.json").read_text(encoding="utf-8"))
+    jsonschema.Draft202012Validator.check_schema(data)
+    return jsonschema.Draft202012Validator(data)
+
+
+def test_the_schema_validates_every_kvplan_example(schema):
+    docs = list(kvplan_documents(sorted(DEPLOY.rglob("*.yaml"))))
+    assert len(docs) >= 7
+    for path, doc, _, _ in docs:
+        errors = list(schema.iter_errors(doc))
+        assert not errors, (path, [e.message for e in errors])
+
+
+def test_the_schema_rejects_the_bad_examples_it_can_see(schema):
+    seen = {}
+    for path, doc, status, needle in kvplan_documents(sorted(BAD.rglob("*.yaml"))):
+        seen[(path.name, doc.get("name"))] = bool(list(schema.iter_errors(doc)))
+    # type, key and value-range mistakes are schema-visible; unknown names and impossible TP are not
+    assert seen[("wrong-type.yaml", "wrong-type")] and seen[("unknown-key.yaml", "unknown-key")]
+    assert seen[("mixed.yaml", "bad-headroom")]
+    assert not seen[("unknown-model.yaml", "unknown-model")] and not seen[("impossible-tp.yaml", "impossible-tp")]
+
+
+def test_the_schema_and_the_reader_know_the_same_keys(schema):
+    props = schema.schema["properties"]
+    assert {k for k in props if "-" not in k} == set(deploy.KVPLAN_KEYS)
+    assert {k.replace("-", "_") for k in props} == set(deploy.KVPLAN_KEYS)
+    assert set(props["require"]["properties"]) == set(deploy.REQUIRE_KEYS)
+    assert set(schema.schema["required"]) == {"model", "engine"}
+
+
+def test_the_schema_ships_in_the_package():
+    from importlib import resources
+
+    assert json.loads(resources.files("kvplan.data").joinpath("deployment.schema.json").read_text(encoding="utf-8"))["title"]
+
+
+def test_pre_commit_hook_runs_kvplan_check():
+    hooks = yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
+    hook = next(h for h in hooks if h["id"] == "kvplan-check")
+    assert hook["entry"] == "kvplan check" and hook["language"] == "python" and hook["pass_filenames"] is True
+    assert re.search(hook["files"], "deploy/prod/chat.yaml") and not re.search(hook["files"], ".github/workflows/ci.yml")
+
+
+def test_docs_cover_every_option_and_the_github_actions_step():
+    from kvplan.commands.check import check
+
+    import inspect
+    import typing
+
+    doc = (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
+    for param in inspect.signature(check).parameters.values():
+        info = typing.get_args(param.annotation)[1]
+        flags = [f for f in getattr(info, "param_decls", ()) if f.startswith("--")]
+        for flag in flags:
+            assert flag in doc, f"docs/check.md does not mention {flag}"
+    assert "GITHUB_STEP_SUMMARY" in doc and "uses: actions/" in doc
+    for key in deploy.KVPLAN_KEYS:
+        assert f"`{key}`" in doc, key
