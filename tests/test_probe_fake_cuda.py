@@ -41,6 +41,7 @@ class FakeCuda:
         self.requested = self.allocated = self.live_segments = self.cached_segments = 0
         self.alive = 0
         self.empty_cache_calls = 0
+        self.ever_allocated = False
 
     # the parts of torch.cuda the probe calls
     def is_available(self):
@@ -59,6 +60,8 @@ class FakeCuda:
         pass
 
     def memory_stats(self, index=0):
+        if not self.ever_allocated:
+            return {}  # what a fresh CUDA caching allocator reports
         return {"requested_bytes.all.current": self.requested}
 
     def memory_allocated(self, index=0):
@@ -84,6 +87,7 @@ class FakeCuda:
             self.cached_segments = 0  # like the real one: free the cache and retry once
             if self.live_segments + segment > self.capacity - self.context:
                 raise torch.OutOfMemoryError(f"CUDA out of memory. Tried to allocate {size} bytes (fake)")
+        self.ever_allocated = True
         self.requested += n
         self.allocated += size
         self.live_segments += segment

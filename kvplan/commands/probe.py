@@ -14,7 +14,7 @@ from kvplan.cli import (BatchOpt, BlockOpt, GpuMemOpt, GpuOpt, HeadDimOpt, JsonO
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when torch sees a GPU, else the CPU), cuda, cuda:N, cpu, or meta (shapes only, no memory).")]
 LayoutOpt = Annotated[Optional[str], typer.Option("--layout", help="static (contiguous [batch, heads, len, dim] per layer) or paged (vLLM-style block pools). Default: static, or paged with --engine vllm.", show_default=False)]
-ProbeEngineOpt = Annotated[str, typer.Option("--engine", help="static, or an engine whose result gives the paged pool (num_gpu_blocks, block_size).")]
+ProbeEngineOpt = Annotated[str, typer.Option("--engine", help="static, or vllm: the paged pool vLLM would allocate (num_gpu_blocks from --gpu/--gpu-mem/--kv-cache-memory, else from the probed GPU's memory).")]
 NumBlocksOpt = Annotated[Optional[int], typer.Option("--num-blocks", help="Paged: blocks in every attention layer's pool (default: what --seq x --batch needs).", show_default=False)]
 StageOpt = Annotated[Optional[int], typer.Option("--stage", help="One process with --pp: which pipeline stage to allocate (default: the most loaded).", show_default=False)]
 FindMaxOpt = Annotated[bool, typer.Option("--find-max", help="Grow the cache (sequences, or blocks when paged) until the budget or the device refuses; compare with kvplan's maximum.")]

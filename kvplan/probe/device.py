@@ -59,8 +59,13 @@ class Device:
         return self.torch.empty(shape, dtype=self.torch_dtype(dtype_name), device=self.label)
 
     def touch(self, tensor) -> None:
-        """Write every byte, so the pages are really there (CPU memory is committed lazily)."""
-        tensor.zero_()
+        """Write every byte, so the pages are really there (CPU memory is committed lazily). Through a
+        uint8 view: a plain memset that every dtype supports (fill_ of float8 is not on every backend)."""
+        try:
+            view = tensor.view(self.torch.uint8)
+        except (RuntimeError, TypeError):
+            view = tensor
+        view.zero_()
 
     def is_oom(self, exc: BaseException) -> bool:
         oom = getattr(self.torch, "OutOfMemoryError", None) or getattr(getattr(self.torch, "cuda", None), "OutOfMemoryError", None)
@@ -170,7 +175,10 @@ class CudaDevice(Device):
         free, total = self.cuda.mem_get_info(self.index)
         # requested_bytes: the sizes asked for, before the allocator rounds them (c10/cuda/
         # CUDACachingAllocator.cpp malloc() adds block->requested_size to it, block->size to allocated)
-        return Counters(requested=stats.get("requested_bytes.all.current"), allocated=self.cuda.memory_allocated(self.index),
+        # an allocator that has never allocated reports no stats at all: nothing requested yet. A torch
+        # without the requested_bytes stat (< 2.1) gives None, and the tensors' own bytes are used instead.
+        requested = stats.get("requested_bytes.all.current") if stats else 0
+        return Counters(requested=requested, allocated=self.cuda.memory_allocated(self.index),
                         reserved=self.cuda.memory_reserved(self.index), driver_used=total - free)
 
     def free_bytes(self) -> int | None:

@@ -52,9 +52,9 @@ CASES = (
          {"seq": 256, "batch": 1, "kv_dtype": "fp8"}, {"layout": "paged"}),
     Case("hybrid-jamba-static", "Mamba state + attention (1 in 8)", "jamba-1.5-mini", {"seq": "32K", "batch": 8},
          {"seq": 128, "batch": 1}),
-    Case("hybrid-qwen3next-paged", "gated delta-net state + attention (1 in 4), paged", "qwen3-next-80b-a3b-thinking",
+    Case("hybrid-qwen3next-paged", "gated delta-net state + attention (1 in 4), paged", "qwen3-next-80b-a3b",
          {"seq": "32K", "batch": 8}, {"seq": 128, "batch": 1}, {"layout": "paged"}),
-    Case("hybrid-nemotronh-static", "Mamba2 + attention + MLP-only layers", "nemotron-h-56b-base-8k", {"seq": "8K", "batch": 4},
+    Case("hybrid-nemotronh-static", "Mamba2 + attention + MLP-only layers", "nemotron-h-56b", {"seq": "8K", "batch": 4},
          {"seq": 64, "batch": 1}),
     Case("bench-gqa-bf16", "decode attention bandwidth, time per output token", "llama-3.1-8b", {"seq": "8K", "batch": 16},
          {"seq": 128, "batch": 1}, {"bench": True}),
@@ -76,9 +76,13 @@ def _repo_root() -> Path:
     return Path(__file__).resolve().parents[2]
 
 
+# bundled spec name -> its config.json copy in tests/data/hf_configs, where the file name differs
+CONFIG_FILES = {"qwen3-next-80b-a3b": "qwen3-next-80b-a3b-thinking", "nemotron-h-56b": "nemotron-h-56b-base-8k"}
+
+
 def model_ref(name: str) -> str:
     """The bundled spec's name when kvplan has it, else the copy of its config.json in a checkout's
-    tests/data/hf_configs (the suite runs from a clone, before or without bundled specs)."""
+    tests/data/hf_configs (a wheel without the spec, or a checkout from before it was bundled)."""
     from kvplan import catalog
     from kvplan.errors import InputError
 
@@ -86,7 +90,7 @@ def model_ref(name: str) -> str:
         catalog.resolve_model(name)
         return name
     except (InputError, ModuleNotFoundError, FileNotFoundError):
-        path = _repo_root() / "tests" / "data" / "hf_configs" / f"{name}.json"
+        path = _repo_root() / "tests" / "data" / "hf_configs" / f"{CONFIG_FILES.get(name, name)}.json"
         if path.exists():
             return str(path)
         raise
