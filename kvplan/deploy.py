@@ -483,16 +483,21 @@ def vllm_deployment(args: vllm_args.ServeArgs, *, source: str, document: int | N
 
     at = lambda dest: f"{where}: {args.written.get(dest, dest)}"  # noqa: E731
     key = _vllm_key(fmt)
-    blocked = vllm_args.unmodelled(args)
-    if blocked:
-        written, why = blocked[0]
-        raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
-                               hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
     model_ref = args.get("hf_config_path") or args.model
     if not model_ref:
         raise InputError("no model", where=where, hint="vLLM needs `model: NAME_OR_PATH` (or the positional model on a command line)")
     spec, raw_config = _resolve_model(model_ref, base_dir=base_dir,
                                       where=at("hf_config_path" if args.get("hf_config_path") else "model"))
+    blocked = vllm_args.unmodelled(args)
+    if raw_config is not None and args.get("quantization"):
+        # naming the checkpoint's own method changes nothing: vLLM reads it from config.json anyway
+        quant = raw_config[0].get("quantization_config") or {}
+        if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == str(args.get("quantization")).lower():
+            blocked = [b for b in blocked if b[0] != args.written.get("quantization")]
+    if blocked:
+        written, why = blocked[0]
+        raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
+                               hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
     if defaults.gpu is None:
         raise InputError("no GPU for a vLLM config", where=where, hint="pass --gpu NAME (kvplan gpus) or --gpu-mem SIZE")
     tp = args.get("tensor_parallel_size") if args.given("tensor_parallel_size") else None

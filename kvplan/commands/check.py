@@ -51,6 +51,8 @@ def check(
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     output: Annotated[Optional[str], typer.Option(
         "--output", "-o", help="Write the report to FILE (the text table still goes to stdout).", show_default=False)] = None,
+    print_schema: Annotated[bool, typer.Option(
+        "--print-schema", help="Print the JSON Schema of kvplan deployment files (for editors) and exit.")] = False,
 ):
     """Judge deployment configs: would each start, how many max_model_len requests fit at once, how much
     headroom is left. Exit 0 all pass, 1 any fail, 2 any invalid file (the others are still judged), 3 any that
@@ -61,6 +63,11 @@ def check(
     from kvplan import deploy, report_formats
     from kvplan.errors import InputError
 
+    if print_schema:
+        from importlib import resources
+
+        sys.stdout.write(resources.files("kvplan.data").joinpath("deployment.schema.json").read_text(encoding="utf-8"))
+        return
     if json_out and fmt not in (OutputFormat.text, OutputFormat.json):
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
