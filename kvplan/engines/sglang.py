@@ -142,9 +142,11 @@ def _prefill_sizes(limit: int) -> int:
     return len([s for s in sizes if s <= limit])
 
 
-def default_mem_fraction(gpu_mib: int, tp: int, pp: int, mla: bool) -> tuple[Fraction, int, float]:
+def default_mem_fraction(gpu_mib: int, tp: int, pp: int, mla: bool, *, chunked_prefill_size: int | None = None,
+                         max_running_requests: int | None = None) -> tuple[Fraction, int, float]:
     """(mem_fraction_static, chunked_prefill_size, reserved MiB): arg_groups/memory_hook.py
-    handle_gpu_memory_settings for a text-only model on CUDA with default flags (S4)."""
+    handle_gpu_memory_settings for a text-only model on CUDA (S4); the two flags replace the GPU-size defaults
+    (--max-running-requests lowers the decode CUDA-graph batch size when smaller)."""
     bins = [(20480, 2048, 8, 8), (35840, 4096, 48, 160), (61440, 4096, 32, 160), (92160, 8192, 256, 512),
             (163840, 8192, 256, 512)]
     chunk, bs_small, bs_big = 16384, 512, 512
@@ -153,6 +155,10 @@ def default_mem_fraction(gpu_mib: int, tp: int, pp: int, mla: bool) -> tuple[Fra
             chunk, bs_small, bs_big = c, b1, b2
             break
     max_bs = bs_big if tp >= 4 else bs_small
+    if chunked_prefill_size is not None:
+        chunk = chunked_prefill_size
+    if max_running_requests is not None:
+        max_bs = min(max_bs, max_running_requests)
     graph = 2 * max_bs
     if mla:
         graph += 1536
@@ -170,7 +176,10 @@ def _state_fp32(state: StateSpec) -> StateSpec:
     return dataclasses.replace(state, recurrent_dtype="fp32")
 
 
-def estimate(req: EngineRequest, *, suggest: bool = True) -> SglangEstimate:
+def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True) -> SglangEstimate:
+    if version is not None and version.strip().lstrip("v") not in ("0.5.23", "0.5"):
+        raise InputError(f"SGLang version {version!r} is not modelled", where="--engine-version",
+                         hint="kvplan mirrors SGLang 0.5.23")
     spec = req.spec
     if spec.architecture in UNSERVED:
         raise UnsupportedError(UNSERVED[spec.architecture], where="--engine sglang",
@@ -181,6 +190,8 @@ def estimate(req: EngineRequest, *, suggest: bool = True) -> SglangEstimate:
     act = model_dtype(req)
     page = req.block_size or 1
     notes: list[str] = []
+    if req.hardware is not None and req.hardware.reserve_bytes is not None:
+        notes.append("--reserve applies to the static engine; SGLang's budget is its own (mem_fraction_static)")
     attn_kinds = {layer.kind for layer in spec.layer_specs}
     has_state = STATE in attn_kinds
     if has_state and not attn_kinds & {FULL, SLIDING, MLA}:
@@ -220,7 +231,10 @@ def estimate(req: EngineRequest, *, suggest: bool = True) -> SglangEstimate:
     elif hw is not None:
         gpu_mib, gnotes = _gpu_mib(hw)
         notes += gnotes
-        mfs, chunk, reserved = default_mem_fraction(gpu_mib, req.tp, req.pp, mla)
+        # --max-num-batched-tokens / --max-num-seqs stand for SGLang's --chunked-prefill-size / --max-running-requests
+        mfs, chunk, reserved = default_mem_fraction(gpu_mib, req.tp, req.pp, mla,
+                                                    chunked_prefill_size=req.max_num_batched_tokens,
+                                                    max_running_requests=req.max_num_seqs)
         if req.gpu_util is not None:
             mfs = req.gpu_util
         if spec.vision_params:
@@ -268,6 +282,8 @@ def estimate(req: EngineRequest, *, suggest: bool = True) -> SglangEstimate:
         context_len = req.seq
         if tokens > 0:
             running = min(max(int(tokens / context_len * 512), 2048), 4096)
+            if req.max_num_seqs is not None:  # --max-running-requests
+                running = req.max_num_seqs
             running = min(running, tokens // 2)
             if has_state and max_mamba is not None:
                 running = min(running, max_mamba // MAMBA_SLOTS_PER_REQUEST)

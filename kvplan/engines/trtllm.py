@@ -128,7 +128,10 @@ def pool_tokens(total: int, *, weights: int, peak: int, non_torch: int, temp_blo
     return temp, budget_b, max(min(est_tokens, cap), 0)
 
 
-def estimate(req: EngineRequest, *, suggest: bool = True) -> TrtllmEstimate:
+def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True) -> TrtllmEstimate:
+    if version is not None and not version.strip().lstrip("v").startswith("1"):
+        raise InputError(f"TensorRT-LLM version {version!r} is not modelled", where="--engine-version",
+                         hint="kvplan mirrors TensorRT-LLM 1.x (PyTorch backend)")
     spec = req.spec
     if any(layer.kind == STATE for layer in spec.layer_specs):
         raise UnsupportedError("TensorRT-LLM's Mamba hybrid cache (MambaHybridCacheManager) is not modelled",
@@ -140,6 +143,11 @@ def estimate(req: EngineRequest, *, suggest: bool = True) -> TrtllmEstimate:
     tpb = req.block_size or TOKENS_PER_BLOCK
     b = kv.bits // 8 or 1
     notes: list[str] = []
+    if req.hardware is not None and req.hardware.reserve_bytes is not None:
+        notes.append("--reserve applies to the static engine; TensorRT-LLM's budget is its own")
+    # --max-num-seqs / --max-num-batched-tokens stand for max_batch_size / max_num_tokens
+    max_batch_size = req.max_num_seqs or MAX_BATCH_SIZE
+    max_num_tokens = req.max_num_batched_tokens or MAX_NUM_TOKENS
     counts = _pp_counts(spec.layers, req.pp)
     stages, start = [], 0
     for n in counts:
@@ -192,15 +200,15 @@ def estimate(req: EngineRequest, *, suggest: bool = True) -> TrtllmEstimate:
         notes.append("--kv-cache-memory is taken as kv_cache_config.max_gpu_total_bytes: the estimate is skipped")
     elif hw is not None:
         weights = max(vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp))
-        peak = vbudget.activation_peak_bytes(spec, act, stage=0, pp=1, tp=req.tp, max_num_batched_tokens=MAX_NUM_TOKENS,
+        peak = vbudget.activation_peak_bytes(spec, act, stage=0, pp=1, tp=req.tp, max_num_batched_tokens=max_num_tokens,
                                              max_num_seqs=1) - vbudget.PROFILE_BASE_BYTES
         non_torch = NON_TORCH_ONE_GPU + (NCCL_EXTRA if req.tp > 1 else 0)
         # T5.1: the warm-up pool: the CUDA-graph warm-up or the dummy prompts, at least max_batch_size blocks
-        dummy_len = min(MAX_NUM_TOKENS, req.seq - 1)
-        n_full, rest = divmod(MAX_NUM_TOKENS, dummy_len) if dummy_len > 0 else (0, 0)
+        dummy_len = min(max_num_tokens, req.seq - 1)
+        n_full, rest = divmod(max_num_tokens, dummy_len) if dummy_len > 0 else (0, 0)
         dummy_blocks = n_full * cdiv(dummy_len + 1, tpb) + (cdiv(rest + 1, tpb) if rest else 0)
         graph_blocks = cdiv(req.seq + 1, tpb) + CUDA_GRAPH_MAX_BS - 1
-        temp_blocks = max(dummy_blocks, graph_blocks, MAX_BATCH_SIZE)
+        temp_blocks = max(dummy_blocks, graph_blocks, max_batch_size)
         temp, budget_b, max_tokens = pool_tokens(hw.capacity_bytes, weights=weights, peak=peak, non_torch=non_torch,
                                                  temp_blocks=temp_blocks, bytes_per_token=bpt,
                                                  estimator_bytes_per_token=bpt3, tokens_per_block=tpb, fraction=frac)
@@ -234,7 +242,7 @@ def estimate(req: EngineRequest, *, suggest: bool = True) -> TrtllmEstimate:
             conc = num_blocks // cdiv(req.seq, tpb)
             bound = num_blocks * tpb
         tokens = num_blocks * tpb
-        conc = min(conc, MAX_BATCH_SIZE)
+        conc = min(conc, max_batch_size)
         starts = num_blocks > 0
         fits = starts and bound >= req.seq
         if starts and not fits:

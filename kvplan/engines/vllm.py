@@ -324,6 +324,8 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     in_flight = _in_flight(version, mnbt, req.pp)
     blocks_req = _blocks_per_request(layout, req.seq, in_flight)
     notes = list(layout.notes)
+    if hw is not None and hw.reserve_bytes is not None:
+        notes.append("--reserve applies to the static engine; vLLM's budget is its own (gpu_memory_utilization)")
     util = req.gpu_util if req.gpu_util is not None else budget_model.DEFAULT_GPU_UTIL[version]
 
     budgets: tuple[VllmBudget, ...] | None = None
