@@ -382,4 +382,7 @@ def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None) 
     if found is not None:
         mapping["weights_bytes"] = found.bytes
         mapping["weights_source"] = found.source
+        mtp = int(text_config(raw).get("num_nextn_predict_layers") or 0)
+        if mtp:  # the files hold the MTP layer(s) that plain serving does not load (DeepSeek-V3: 685B vs 671B)
+            mapping["weights_source"] += f"; includes the {mtp} multi-token-prediction layer(s) in the files"
     return dataclasses.replace(spec_from_mapping(mapping, source=str(path)), source=str(path))
