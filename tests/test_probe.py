@@ -19,7 +19,7 @@ from kvplan import catalog
 from kvplan.cache import CacheModel, layer_token_bytes
 from kvplan.dtypes import dtype as lookup_dtype
 from kvplan.errors import InputError, KvplanError, UnsupportedError
-from kvplan.probe.layout import PAGED, STATIC, BlockPlan, growth_unit, rank_plan, stage_layers
+from kvplan.probe.layout import PAGED, STATIC, growth_unit, rank_plan
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 

@@ -118,3 +118,15 @@ def test_gpu_verify_script_cpu_dry_run(tmp_path):
             assert r["match"] and r["measured_bytes"] == r["estimated_bytes"]
     assert {c["result"]["kv_dtype"] for c in report["cases"] if "result" in c} >= {"bf16", "fp8_e4m3", "int4"}
     assert {c["result"]["layout"] for c in report["cases"] if "result" in c} == {"static", "paged"}
+
+
+@pytest.mark.skipif(torchrun is None, reason="torchrun is not installed")
+def test_a_rank_error_is_gathered_and_reported_once():
+    pytest.importorskip("torch")
+    run = subprocess.run([torchrun, "--nproc-per-node", "2", "-m", "kvplan", "probe", str(CONFIGS / "llama-3.1-8b.json"),
+                          "--seq", "16", "--tp", "2", "--device", "cpu", "--find-max"],  # no --max-bytes: refused on every rank
+                         capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=180)
+    errors = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
+    assert run.returncode != 0 and run.stdout == ""
+    assert errors == ["error: kvplan probe — every rank: --find-max — --find-max on cpu needs --max-bytes (the OS does not "
+                      "refuse host memory, it kills processes; e.g. --max-bytes 1GiB)"]

@@ -10,7 +10,6 @@ import json
 import weakref
 from math import prod
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -20,7 +19,6 @@ from kvplan import catalog  # noqa: E402
 from kvplan.dtypes import dtype as lookup_dtype  # noqa: E402
 from kvplan.engines import EngineRequest  # noqa: E402
 from kvplan.errors import InputError  # noqa: E402
-from kvplan.probe import ProbeOutOfMemory  # noqa: E402
 from kvplan.probe.device import CpuDevice, CudaDevice, select_device  # noqa: E402
 from kvplan.probe.runner import ProbeOptions, run_probe  # noqa: E402
 

@@ -57,7 +57,7 @@ def probe(
 
     from kvplan import render, units
     from kvplan.cli import build_request
-    from kvplan.errors import EXIT_NO, InputError
+    from kvplan.errors import EXIT_NO, InputError, KvplanError
     from kvplan.probe.dist import from_env
     from kvplan.probe.layout import PAGED, STATIC
     from kvplan.probe.runner import ProbeOptions, run_probe
@@ -90,13 +90,17 @@ def probe(
         max_fraction=units.parse_fraction(max_fraction, what="--max-fraction"), bench=bench, touch=not no_touch,
         block_size=block_size, num_blocks=num_blocks, engine=engine_name,
     )
+    env = from_env()
     try:
         result = run_probe(request, options, engine_estimate=engine_estimate)
     except KeyboardInterrupt:
         # measure/findmax free their tensors in `finally`; say so and leave like a shell does on SIGINT
         print("error: interrupted — the probe freed the memory it held", file=sys.stderr)
         raise typer.Exit(130) from None
-    env = from_env()
+    except KvplanError as err:
+        if env is not None and env.rank != 0:
+            raise typer.Exit(err.exit_code) from None  # rank 0 reports every rank's error once
+        raise
     if env is None or env.rank == 0:
         if json_out:
             print(render.to_json(result))

@@ -86,8 +86,7 @@ def _probe_rank(request, cache: CacheModel, opts: ProbeOptions, device: Device, 
     if opts.bench:
         from kvplan.probe.bench import bench
 
-        def hook(held):
-            return bench(held, plan, cache.spec, device)
+        hook = lambda held: bench(held, plan, cache.spec, device)  # noqa: E731 - runs while the cache is held
     groups, deltas, tensor_bytes, count, seconds, bench_result = measure_rank(plan, device, touch=opts.touch, while_held=hook)
     ok, measured, why = rank_match(plan, groups, deltas, tensor_bytes)
     notes += why
@@ -147,6 +146,8 @@ def run_probe(request, opts: ProbeOptions, *, engine_estimate=None, engine_resul
             and not opts.find_max:
         engine_result = _engine_result(request, device, engine_estimate, opts.engine)
     if env is not None:
+        if opts.stage is not None:
+            raise InputError("under torchrun every rank holds its own stage", where="--stage", hint="drop --stage")
         stage, tp_rank = env.rank // cache.tp, env.rank % cache.tp
     else:
         stage = opts.stage if opts.stage is not None else most_loaded_stage(cache, request.seq, request.batch)
@@ -169,7 +170,12 @@ def run_probe(request, opts: ProbeOptions, *, engine_estimate=None, engine_resul
     failed = [o for o in outcomes if o.error]
     if failed:
         worst = max(failed, key=lambda o: o.exit_code)
-        err = KvplanError("; ".join(f"rank {o.rank}: {o.error}" for o in failed), where="kvplan probe")
+        texts = list(dict.fromkeys(o.error for o in failed))
+        if len(texts) == 1 and len(failed) == len(outcomes):
+            what = f"every rank: {texts[0]}"
+        else:
+            what = "; ".join(f"rank {o.rank}: {o.error}" for o in failed)
+        err = KvplanError(what, where="kvplan probe")
         err.exit_code = worst.exit_code
         raise err
     ranks = tuple(o.result[0] for o in outcomes)
@@ -224,8 +230,6 @@ def _merge_bench(ranks: tuple[RankResult, ...], cache: CacheModel) -> BenchResul
         return None
     if len(results) == 1:
         return results[0].bench
-    from kvplan.probe.bench import summarize
-
     # TP ranks of a stage run side by side (the slowest decides); stages run one after another
     per_stage = _stage_max(results, lambda r: r.bench.seconds_per_token)
     kv_bytes = sum(r.bench.kv_bytes_per_step for r in results)
