@@ -656,7 +656,7 @@ def human_readable_int(value: str) -> int:
     """vLLM's human_readable_int (vllm/engine/arg_utils.py): '1k' = 1000, '1K' = 1024, '25.6k' = 25600.
 
     Decimal suffixes go through float as in vLLM, so the rare value that float rounds down
-    ('4.1k' -> 4099) comes out as vLLM itself reads it.
+    ('1.001k' -> 1000) comes out as vLLM itself reads it.
     """
     value = value.strip()
     match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value)
@@ -1023,6 +1023,8 @@ CUDA_GRAPH_OPTIONS = ("enforce_eager", "compilation_config", "cudagraph_capture_
 
 
 def _is_default(value: Any, default: Any) -> bool:
+    if default is None and value is False:
+        return True  # a switch whose default is "unset" (None) turned off explicitly: still off
     if isinstance(default, list):
         return not value
     if isinstance(default, str) and default.startswith("{"):

@@ -1,0 +1,305 @@
+"""Deployment files -> engine requests -> verdicts (kvplan/deploy.py), checked against the engines themselves."""
+
+import dataclasses
+import json
+import re
+import shutil
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvplan import catalog, deploy, plan
+from kvplan.engines import vllm
+
+H100 = deploy.CheckOptions(gpu="h100-sxm-80gb")
+
+
+def write(folder: Path, name: str, text: str) -> Path:
+    path = folder / name
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def check(paths, options=H100, lines=()):
+    return deploy.run_check([str(p) for p in paths], options, lines)
+
+
+def one(folder, text, options=H100, name="d.yaml"):
+    report = check([write(folder, name, text)], options)
+    assert report.total == 1
+    return report.verdicts[0]
+
+
+# ------------------------------------------------------------------ exit codes
+
+@pytest.mark.parametrize("statuses, code", [
+    ([], 0), (["pass"], 0), (["pass", "fail"], 1), (["cannot_judge"], 3), (["fail", "cannot_judge"], 1),
+    (["pass", "invalid"], 2), (["invalid", "fail", "cannot_judge"], 2),
+])
+def test_exit_code_precedence_invalid_then_fail_then_cannot_judge(statuses, code):
+    verdicts = [deploy.Verdict(source="x", document=None, name="x", format=None, status=s, reason="") for s in statuses]
+    assert deploy.exit_code(verdicts) == code
+
+
+# ------------------------------------------------------------------ reading kvplan's format
+
+def test_a_minimal_kvplan_deployment_takes_the_defaults(tmp_path):
+    v = one(tmp_path, "model: llama-3.1-8b\nengine: static\ngpu: h100\n")
+    assert v.status == "pass" and v.format == "kvplan" and v.name == "d"
+    assert (v.max_model_len, v.tensor_parallel_size, v.pipeline_parallel_size, v.kv_cache_dtype) == (131072, 1, 1, "bf16")
+    assert v.gpu == "h100-sxm-80gb" and v.gpus == 1
+
+
+def test_the_command_line_gpu_fills_in_and_the_file_wins(tmp_path):
+    assert one(tmp_path, "model: llama-3.1-8b\nengine: static\n", deploy.CheckOptions(gpu="a100-80gb")).gpu == "a100-sxm-80gb"
+    assert one(tmp_path, "model: llama-3.1-8b\nengine: static\ngpu: h200\n", deploy.CheckOptions(gpu="a100")).gpu == "h200-141gb"
+    v = one(tmp_path, "model: llama-3.1-8b\nengine: static\n", deploy.CheckOptions())
+    assert v.status == "invalid" and "no GPU" in v.reason
+
+
+def test_relative_model_paths_resolve_from_the_file(tmp_path, configs):
+    folder = tmp_path / "models" / "ft"
+    folder.mkdir(parents=True)
+    shutil.copy(configs / "llama-3.1-8b.json", folder / "config.json")
+    v = one(tmp_path / "deploy" / "prod", "model: ../../models/ft\nengine: static\ngpu: h100\nmax_model_len: 8K\n")
+    assert v.status == "pass" and v.model == "ft"
+    v = one(tmp_path / "deploy", "model: ./nowhere\nengine: static\ngpu: h100\n")
+    assert v.status == "invalid" and "deploy/nowhere" in v.reason and ": model" in v.reason
+
+
+def test_hugging_face_ids_find_bundled_specs(tmp_path):
+    assert one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\nengine: static\ngpu: h100\n").model == "llama-3.1-8b"
+
+
+@pytest.mark.parametrize("text, key, words", [
+    ("model: llama-3.1-8b\ngpu: h100\n", "", "missing key 'engine'"),
+    ("engine: vllm\ngpu: h100\n", "", "missing key 'model'"),
+    ("model: llama-3.1-8b\nengine: VLLM\ngpu: h100\n", "engine", "did you mean 'vllm'"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ntensor_paralel_size: 2\n", "tensor_paralel_size", "did you mean"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ngpu_memory: 80GiB\n", "gpu_memory", "not both"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu_memory: 80G\n", "gpu_memory", "ambiguous"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 1.7K\n", "max_model_len", "whole number"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 2.0\n", "tensor_parallel_size", "whole number"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\npipeline_parallel_size: 64\n", "pipeline_parallel_size", "layers"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 12\n", "tensor_parallel_size", "32 attention heads"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nkv_cache_dtype: int8\n", "kv_cache_dtype", "vLLM has no KV-cache dtype"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 256K\n", "max_model_len", "vLLM refuses"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ngpu_memory_utilization: 1.5\n", "gpu_memory_utilization", "(0, 1]"),
+    ("model: llama-3.1-8b\nengine: static\ngpu: h100\nvllm_version: 0.19\n", "vllm_version", "engine vllm"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nrequire: {concurrency: 0}\n", "require.concurrency", "at least 1"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nrequire: {headroom: 100%}\n", "require.headroom", "below 100%"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nrequire: {concurency: 2}\n", "require.concurency", "did you mean"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nrequire: 4\n", "require", "mapping"),
+    ("- model: llama-3.1-8b\n", "", "YAML mapping"),
+])
+def test_invalid_deployments_name_the_file_and_key(tmp_path, text, key, words):
+    v = one(tmp_path, text)
+    assert v.status == "invalid", v
+    where = v.reason.split(" — ")[0]
+    assert where == (f"{tmp_path}/d.yaml: {key}" if key else f"{tmp_path}/d.yaml"), v.reason
+    assert words in v.reason
+
+
+def test_an_engine_kvplan_does_not_model_cannot_judge(tmp_path, monkeypatch):
+    from kvplan import engines
+    from kvplan.errors import UnsupportedError
+
+    real = engines.engine_module
+
+    def without_sglang(name):
+        if name == "sglang":
+            raise UnsupportedError("engine 'sglang' is not modelled in this version", where="--engine")
+        return real(name)
+
+    monkeypatch.setattr(engines, "engine_module", without_sglang)
+    v = one(tmp_path, "model: llama-3.1-8b\nengine: sglang\ngpu: h100\n")
+    assert v.status == "cannot_judge" and v.reason.startswith(f"{tmp_path}/d.yaml: engine")
+
+
+@pytest.mark.parametrize("text, fraction", [("10%", Fraction(1, 10)), ("0.1", Fraction(1, 10)), ("0%", 0), ("12.5 %", Fraction(1, 8))])
+def test_headroom_spellings(text, fraction):
+    assert deploy.parse_headroom(text, where="x") == fraction
+
+
+@pytest.mark.parametrize("text", ["10", "1", "-5%", "100%", "lots", True])
+def test_headroom_refusals(text):
+    with pytest.raises(deploy.InputError):
+        deploy.parse_headroom(text, where="x")
+
+
+def test_several_documents_are_several_deployments_and_one_bad_one_hides_none(tmp_path):
+    path = write(tmp_path, "many.yaml", "name: a\nmodel: llama-3.1-8b\nengine: static\ngpu: h100\nmax_model_len: 8K\n---\n"
+                                        "name: b\nmodel: llama-3.1-8b\nengine: static\ngpu: h100\ntensor_parallel_size: 3\n---\n"
+                                        "name: c\nmodel: llama-3.1-8b\nengine: static\ngpu: h100\nmax_model_len: 8K\n")
+    report = check([path])
+    assert [(v.name, v.document, v.status) for v in report.verdicts] == [("a", 1, "pass"), ("b", 2, "invalid"), ("c", 3, "pass")]
+    assert report.verdicts[1].reason.startswith(f"{path}#2: tensor_parallel_size")
+
+
+def test_folders_sorted_hidden_skipped_missing_and_empty_reported(tmp_path):
+    good = "model: llama-3.1-8b\nengine: static\ngpu: h100\nmax_model_len: 8K\n"
+    write(tmp_path, "b/z.yml", good)
+    write(tmp_path, "a.yaml", good)
+    write(tmp_path, ".github/workflows/ci.yml", "on: push\n")
+    write(tmp_path, "notes.txt", "not yaml")
+    (tmp_path / "empty").mkdir()
+    report = check([tmp_path, tmp_path / "missing.yaml", tmp_path / "empty"])
+    sources = [v.source for v in report.verdicts]
+    assert sources[:2] == [f"{tmp_path}/a.yaml", f"{tmp_path}/b/z.yml"]
+    assert [v.status for v in report.verdicts] == ["pass", "pass", "invalid", "invalid"]
+    assert "no such file" in report.verdicts[2].reason and "no *.yaml" in report.verdicts[3].reason
+
+
+def test_nothing_to_check_is_a_usage_error():
+    with pytest.raises(deploy.InputError):
+        deploy.run_check([], H100)
+
+
+# ------------------------------------------------------------------ figures agree with the engines
+
+def static_request(seq, batch, gpu="h100-sxm-80gb", tp=1, name="llama-3.1-70b"):
+    spec = catalog.resolve_model(name)
+    from kvplan.dtypes import dtype
+
+    g = catalog.find_gpu(gpu)
+    return plan.estimate(spec, seq=seq, batch=batch, kv_dtype=dtype("bf16"), tp=tp,
+                         hardware=plan.Hardware(g.name, g.capacity_bytes))
+
+
+def test_static_figures_are_the_static_engines(tmp_path):
+    v = one(tmp_path, "model: llama-3.1-70b\nengine: static\ngpu: h100\ntensor_parallel_size: 4\nmax_model_len: 32K\n"
+                      "require: {concurrency: 8, headroom: 10%}\n")
+    single, eight = static_request(32768, 1, tp=4), static_request(32768, 8, tp=4)
+    assert v.figures.max_batch == single.max_batch and v.figures.usable_bytes == single.per_gpu.usable_bytes
+    assert v.figures.headroom_bytes == eight.per_gpu.free_bytes
+    assert v.figures.headroom_percent == float(round(Fraction(eight.per_gpu.free_bytes, eight.per_gpu.usable_bytes) * 100, 2))
+    checks = {c.name: c for c in v.checks}
+    assert checks["concurrency"].actual == single.max_batch and checks["concurrency"].passed == (single.max_batch >= 8)
+
+
+def test_vllm_figures_are_the_vllm_engines(tmp_path, configs):
+    v = one(tmp_path, "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 32K\nrequire: {concurrency: 4, headroom: 5%}\n")
+    req = deploy.kvplan_deployment({"model": "llama-3.1-8b", "engine": "vllm", "gpu": "h100", "max_model_len": "32K"},
+                                   source="x", document=None, where="x", base_dir=tmp_path,
+                                   defaults=deploy._defaults(H100)).request
+    result = vllm.estimate(req, suggest=False)
+    assert v.figures.max_concurrency == result.max_concurrency and v.figures.num_gpu_blocks == result.num_gpu_blocks
+    # the pool is preallocated: headroom is the part 4 requests leave unused, over what vLLM may use
+    unused = (result.num_gpu_blocks - 4 * result.blocks_per_request) * result.bytes_per_block + result.per_gpu.free_bytes
+    assert v.figures.headroom_bytes == unused
+    assert v.status == "pass"
+
+
+def test_a_vllm_start_failure_reads_like_vllms_error(tmp_path):
+    v = one(tmp_path, "model: llama-3.1-70b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 2\nmax_model_len: 128K\n")
+    assert v.status == "fail"
+    assert re.fullmatch(r"one request of 128K tokens needs [\d.]+ GiB of KV cache per GPU, [\d.]+ GiB available; "
+                        r"longest that fits: [\d,]+ tokens", v.reason), v.reason
+
+
+def test_max_num_seqs_caps_concurrency(tmp_path):
+    v = one(tmp_path, "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 4K\nmax_num_seqs: 16\n"
+                      "require: {concurrency: 32}\n")
+    assert v.status == "fail" and "max_num_seqs 16" in v.reason
+
+
+# ------------------------------------------------------------------ every fix is a fix
+
+def apply(text: str, suggestion: str) -> str | None:
+    """The deployment with one suggested change applied (kvplan format)."""
+    key, _, value = suggestion.partition(": ")
+    value = value.split(" (")[0]
+    lines = [line for line in text.splitlines() if not line.startswith(key + ":")]
+    return "\n".join(lines + [f"{key}: {value}"]) + "\n"
+
+
+@pytest.mark.parametrize("text", [
+    "model: llama-3.1-70b\nengine: static\ngpu: h100\ntensor_parallel_size: 4\nmax_model_len: 32K\nrequire: {concurrency: 32}\n",
+    "model: llama-3.1-8b\nengine: vllm\ngpu: l40s\nmax_model_len: 128K\nrequire: {concurrency: 4, headroom: 10%}\n",
+    "model: qwen2.5-72b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 2\nmax_model_len: 32K\n",
+])
+def test_each_suggested_fix_alone_makes_it_pass(tmp_path, text):
+    v = one(tmp_path, text)
+    assert v.status == "fail" and v.suggestions
+    for i, suggestion in enumerate(v.suggestions):
+        fixed = one(tmp_path, apply(text, suggestion), name=f"fix{i}.yaml")
+        assert fixed.status == "pass", (suggestion, fixed.reason)
+
+
+# ------------------------------------------------------------------ vLLM configs
+
+def test_vllm_configs_take_vllms_names_and_defaults(tmp_path):
+    v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: 16K\ntensor_parallel_size: 1\nport: 8000\n",
+            name="serve.yaml")
+    assert v.format == "vllm-config" and v.engine == "vllm" and v.max_model_len == 16384 and v.status == "pass"
+    v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\n", name="serve.yaml")
+    assert v.max_model_len == 131072  # vLLM's default: the model's length
+
+
+def test_vllm_dtype_and_kv_dtype(tmp_path):
+    base = "model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: 16K\n"
+    assert one(tmp_path, base + "kv-cache-dtype: fp8\n", name="s.yaml").kv_cache_dtype == "fp8_e4m3"
+    assert one(tmp_path, base + "dtype: float16\n", name="s.yaml").kv_cache_dtype == "fp16"
+    assert one(tmp_path, base + "dtype: float32\n", name="s.yaml").kv_cache_dtype == "fp32"
+    v = one(tmp_path, base + "kv-cache-dtype: fp8_inc\n", name="s.yaml")
+    assert v.status == "cannot_judge" and ": kv-cache-dtype" in v.reason
+
+
+@pytest.mark.parametrize("extra, status, key", [
+    ("quantization: fp8\n", "cannot_judge", "quantization"),
+    ("cpu-offload-gb: 8\n", "cannot_judge", "cpu-offload-gb"),
+    ("max-model-len: auto\n", "cannot_judge", "max-model-len"),
+    ("max-model-len: 1M\n", "invalid", "max-model-len"),
+    ("tensor-parallel-size: 3\n", "invalid", "tensor-parallel-size"),
+    ("gpu-memory-utilization: 0\n", "invalid", "gpu-memory-utilization"),
+    ("block-size: 0\n", "invalid", "block-size"),
+])
+def test_vllm_config_refusals(tmp_path, extra, status, key):
+    v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\n" + extra, name="s.yaml")
+    assert v.status == status and v.reason.startswith(f"{tmp_path}/s.yaml: {key} —"), v.reason
+
+
+def test_a_vllm_config_needs_a_gpu_and_one_document(tmp_path):
+    v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\n", deploy.CheckOptions(), name="s.yaml")
+    assert v.status == "invalid" and "--gpu" in v.reason
+    report = check([write(tmp_path, "two.yaml", "model: llama-3.1-8b\n---\nmodel: llama-3.1-8b\n")])
+    assert [v.status for v in report.verdicts] == ["invalid", "invalid"] and "one YAML document" in report.verdicts[0].reason
+
+
+def test_the_checkpoints_own_quantization_is_accepted(tmp_path, configs):
+    folder = tmp_path / "q"
+    folder.mkdir()
+    cfg = json.loads((configs / "llama-3.1-8b.json").read_text())
+    cfg["quantization_config"] = {"quant_method": "fp8"}
+    (folder / "config.json").write_text(json.dumps(cfg))
+    v = one(tmp_path, "model: ./q\nquantization: fp8\nmax-model-len: 8K\n", name="s.yaml")
+    assert v.status != "cannot_judge", v.reason
+
+
+def test_gpus_sets_the_tensor_parallel_size(tmp_path):
+    text = "model: meta-llama/Llama-3.1-70B-Instruct\nmax-model-len: 8K\n"
+    assert one(tmp_path, text, deploy.CheckOptions(gpu="h100", gpus=4), name="s.yaml").tensor_parallel_size == 4
+    v = one(tmp_path, text + "tensor-parallel-size: 2\n", deploy.CheckOptions(gpu="h100", gpus=4), name="s.yaml")
+    assert v.status == "invalid" and "--gpus 4" in v.reason
+
+
+def test_data_parallel_replicas_are_judged_per_replica(tmp_path):
+    v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: 8K\ndata-parallel-size: 4\n", name="s.yaml")
+    assert v.status == "pass" and v.gpus == 4 and any("judged per replica" in n for n in v.notes)
+
+
+def test_vllm_command_lines(tmp_path):
+    report = check([], lines=("serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8K", "serve nope/nope"))
+    assert [v.status for v in report.verdicts] == ["pass", "invalid"] and report.verdicts[1].source == "--vllm-args#2"
+
+
+# ------------------------------------------------------------------ determinism
+
+def test_same_input_same_report(tmp_path):
+    examples = Path(__file__).resolve().parent.parent / "examples"
+    a = check([examples / "deploy", examples / "bad"])
+    b = check([examples / "deploy", examples / "bad"])
+    assert a == b
+    assert json.dumps(dataclasses.asdict(a)) == json.dumps(dataclasses.asdict(b))
