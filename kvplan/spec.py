@@ -8,6 +8,7 @@ kept too, so `kvplan show` can write the spec back in the form a person edits.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
@@ -243,9 +244,10 @@ def _shape(value: Any, where: str) -> tuple[int, ...]:
 def spec_from_mapping(data: Any, *, source: str | None = None) -> ModelSpec:
     """Validate a spec mapping and resolve every layer. Raises InputError naming source and key."""
     try:
-        return _build(data)
+        spec = _build(data)
     except InputError as err:
         raise err.located(source) if source else err
+    return dataclasses.replace(spec, source=source) if source else spec
 
 
 def _build(data: Any) -> ModelSpec:
