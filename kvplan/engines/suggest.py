@@ -100,8 +100,8 @@ def suggestions(req: EngineRequest, result, run: Callable[[EngineRequest], objec
             out.append(f"{flags.util_flag(f'{float(found):.2f}')}: the smallest fraction that fits")
     # 5. an explicit cache size, when the user gave one
     if req.kv_cache_memory is not None and needed_kv_bytes and flags.kv_memory:
-        out.append(f"{flags.kv_memory} {needed_kv_bytes}: the cache one request of {format_tokens(req.seq)} needs "
-                   f"({format_bytes(needed_kv_bytes)})")
+        out.append(f"{flags.kv_memory} {needed_kv_bytes}: the cache {req.batch} request{'s' if req.batch > 1 else ''} "
+                   f"of {format_tokens(req.seq)} need ({format_bytes(needed_kv_bytes)} per GPU)")
     # 6. another GPU from the catalog
     if req.hardware is not None:
         from kvplan.catalog import gpus
@@ -143,7 +143,8 @@ def suggest_vllm(req: EngineRequest, result, version: str) -> list[str]:
 
     need = None
     if req.kv_cache_memory is not None and result.workers:
-        need = max(w.needed_kv_bytes + (w.bytes_per_block if version != "0.19" else 0) for w in result.workers)
+        # batch requests of max_model_len beside the null block (v1/core/block_pool.py)
+        need = max(w.bytes_per_block * (req.batch * result.blocks_per_request + 1) for w in result.workers)
     return suggestions(req, result, run, VLLM, util_of=util_of, util_max=util_max, needed_kv_bytes=need)
 
 
