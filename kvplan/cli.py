@@ -211,13 +211,16 @@ def models(json_out: JsonOpt = False):
 
     from kvplan.units import format_bytes
 
-    table = Table(title=f"{len(rows)} bundled model specs (KV per token in the model dtype)", title_justify="left", header_style="bold")
-    for col, justify in (("name", "left"), ("layers", "right"), ("heads", "right"), ("KV heads", "right"), ("head dim", "right"),
+    from rich import box
+
+    table = Table(title=f"{len(rows)} bundled model specs (KV per token in the model dtype)", title_justify="left",
+                  header_style="bold", box=box.SIMPLE_HEAD)
+    for col, justify in (("name", "left"), ("layers", "right"), ("heads", "right"), ("kv", "right"), ("hd", "right"),
                          ("layout", "left"), ("params", "right"), ("KV/token", "right"), ("max ctx", "right")):
-        table.add_column(col, justify=justify)
+        table.add_column(col, justify=justify, no_wrap=col != "layout", min_width=18 if col == "layout" else None)
     for r in rows:
         table.add_row(r["name"], str(r["layers"]), str(r["attention_heads"]), str(r["kv_heads"]), str(r["head_dim"]), r["layout"],
-                      f"{r['params'] / 1e9:.2f} B", format_bytes(r["kv_bytes_per_token"]),
+                      f"{r['params'] / 1e9:,.2f} bn", format_bytes(r["kv_bytes_per_token"]),
                       f"{r['max_context']:,}" if r["max_context"] else "—")
     render.console().print(table)
 
