@@ -687,7 +687,7 @@ def _exact_float(value: str) -> Fraction | float:
     number = float(value)
     try:
         return Fraction(Decimal(value.strip()))
-    except (InvalidOperation, ValueError):
+    except (InvalidOperation, ValueError, OverflowError):  # inf / nan: kept as vLLM has them, refused later
         return number
 
 

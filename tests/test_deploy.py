@@ -8,6 +8,8 @@ from fractions import Fraction
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from kvplan import catalog, deploy, plan
 from kvplan.engines import vllm
@@ -303,3 +305,26 @@ def test_same_input_same_report(tmp_path):
     b = check([examples / "deploy", examples / "bad"])
     assert a == b
     assert json.dumps(dataclasses.asdict(a)) == json.dumps(dataclasses.asdict(b))
+
+
+# ------------------------------------------------------------------ robustness
+
+_VALUES = st.sampled_from([None, True, False, 0, -1, 1, 4, 10**20, 1.5, 0.9, float("nan"), float("inf"), "", "x", "32K",
+                           "1T", "auto", "fp8", "10%", [], [1], {}, {"a": 1}, "llama-3.1-8b", "h100", "vllm", "static"])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(kvplan_format=st.booleans(), data=st.data())
+def test_any_mapping_gets_a_verdict_never_a_crash(tmp_path, kvplan_format, data):
+    import yaml
+
+    keys = list(deploy.KVPLAN_KEYS) if kvplan_format else ["model", "max-model-len", "tensor-parallel-size",
+                                                           "gpu-memory-utilization", "kv-cache-dtype", "block-size",
+                                                           "max-num-seqs", "dtype", "data-parallel-size", "enforce-eager"]
+    doc = data.draw(st.dictionaries(st.sampled_from(keys), _VALUES, min_size=1, max_size=6))
+    if kvplan_format:
+        doc.setdefault("engine", "vllm")
+    doc.setdefault("model", "llama-3.1-8b")
+    path = write(tmp_path, "fuzz.yaml", yaml.safe_dump(doc))
+    report = check([path])
+    assert report.total == 1 and report.verdicts[0].status in deploy.STATUSES
