@@ -361,6 +361,8 @@ def _at(where: str, fn, *args, **kwargs):
     except KvplanError as err:
         err.where = where
         raise
+    except (ValueError, OverflowError, TypeError):  # e.g. YAML's .inf reaching an exact-number parser
+        raise InputError(f"invalid value {args[0]!r}", where=where) from None
 
 
 def kvplan_deployment(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path,
