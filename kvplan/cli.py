@@ -60,6 +60,7 @@ GpusOpt = Annotated[Optional[int], typer.Option("--gpus", help="Number of GPUs (
 TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor parallel size.", show_default=False)]
 PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline parallel size.")]
 EngineOpt = Annotated[str, typer.Option("--engine", help="static (contiguous, like transformers' StaticCache), vllm, sglang, trtllm.")]
+EngineVersionOpt = Annotated[Optional[str], typer.Option("--engine-version", help="Engine release whose rules to mirror: vllm 0.33 (default) or 0.19; sglang 0.5.23; trtllm 1.x.", show_default=False)]
 GpuUtilOpt = Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory the engine may use (vLLM gpu_memory_utilization). static default 0.9.", show_default=False)]
 ReserveOpt = Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back for runtime overhead (static engine); overrides --gpu-util.", show_default=False)]
 KvMemOpt = Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV cache (vLLM kv_cache_memory_bytes); skips the budget model.", show_default=False)]
@@ -155,6 +156,7 @@ def estimate(
     tp: TpOpt = None,
     pp: PpOpt = 1,
     engine: EngineOpt = "static",
+    engine_version: EngineVersionOpt = None,
     gpu_util: GpuUtilOpt = None,
     reserve: ReserveOpt = None,
     kv_cache_memory: KvMemOpt = None,
@@ -174,7 +176,9 @@ def estimate(
                             gpus=gpus, tp=tp, pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
                             block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                             kv_heads=kv_heads, head_dim=head_dim)
-    result = module.estimate(request)
+    if engine_version and engine.strip().lower() == "static":
+        raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
+    result = module.estimate(request, version=engine_version) if engine_version else module.estimate(request)
     if json_out:
         print(render.to_json(result))
     else:

@@ -152,3 +152,14 @@ def test_usage_errors_are_one_line_too(args, fragment):
     out = subprocess.run([sys.executable, "-m", "kvplan", *args], capture_output=True, text=True)
     assert out.returncode == 2
     assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and fragment in out.stderr, out.stderr
+
+
+def test_engine_version_switches_vllm_logging_rules(cli):
+    # 0.19 logs "GPU KV cache size" as blocks x block_size; 0.33 as int(concurrency x max_model_len)
+    code19, d19, _ = estimate_json(cli, "llama-3.1-8b", "--seq", "8K", "--gpu", "h100", "--engine", "vllm", "--engine-version", "0.19")
+    code33, d33, _ = estimate_json(cli, "llama-3.1-8b", "--seq", "8K", "--gpu", "h100", "--engine", "vllm")
+    assert code19 == code33 == 0
+    assert d19["kv_cache_tokens"] == d19["num_gpu_blocks"] * d19["block_size"]
+    assert d33["kv_cache_tokens"] == int(d33["num_gpu_blocks"] / (8192 // d33["block_size"]) * 8192)
+    code, _, err = cli("estimate", "llama-3.1-8b", "--engine-version", "0.19")
+    assert code == 2 and "--engine-version" in err
