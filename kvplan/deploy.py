@@ -805,10 +805,11 @@ def _evaluate(module, dep: Deployment, request):
         passed = actual >= need
         detail = f"{shown} requests of {tokens} at once, {need:,} required"
         # the engine's limit on running requests (vLLM: max_num_seqs, its default resolved by the engine)
-        cap = getattr(base, "max_num_seqs", None) or request.max_num_seqs
+        cap = request.max_num_seqs or getattr(base, "max_num_seqs", None)
         if passed and cap is not None and cap < need:
             passed = False
-            detail = f"{dep.key('max_num_seqs')} {cap} runs fewer than the {need:,} requests required at once"
+            default = " (the engine's default)" if request.max_num_seqs is None else ""
+            detail = f"{dep.key('max_num_seqs')} {cap}{default} runs fewer than the {need:,} requests required at once"
         checks.append(Check("concurrency", passed, need, actual, detail))
 
     headroom = None
