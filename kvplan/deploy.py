@@ -770,18 +770,41 @@ def _start_detail(result, request) -> str:
     return "does not fit"
 
 
+def _pool_unused(base, seq: int, n: int) -> int | None:
+    """Bytes of a preallocated KV pool that n requests of seq tokens leave unused, per GPU; None if the
+    result describes no pool. Read from the engine's own figures:
+      vLLM (blocks): (num_gpu_blocks - n x blocks_per_request) x bytes_per_block;
+      SGLang (token slots) and TensorRT-LLM (blocks of tokens), without sliding-window or state pools:
+        pool - n x (seq rounded up to the page / block) x bytes per token slot;
+      with those extra pools: the pool less n shares of it, a share being pool / (requests it holds)."""
+    if _paged(base):
+        return (base.num_gpu_blocks - n * base.blocks_per_request) * base.bytes_per_block
+    pool = base.per_gpu.cache_bytes
+    slots = getattr(base, "max_total_num_tokens", None)  # SGLang
+    unit = getattr(base, "page_size", None)
+    if slots is None:
+        slots, unit = getattr(base, "kv_cache_tokens", None), getattr(base, "tokens_per_block", None)  # TensorRT-LLM
+    simple = not getattr(base, "swa_tokens", None) and not getattr(base, "mamba_state_per_request_bytes", 0) \
+        and not getattr(base, "window_blocks", ())
+    if slots and unit and simple and pool % slots == 0:
+        per_request = -(-seq // unit) * unit * (pool // slots)
+        return pool - n * per_request
+    held = base.max_batch
+    return pool - n * -(-pool // held) if held else None
+
+
 def _headroom(module, dep: Deployment, request, base, n: int) -> tuple[int, Fraction]:
     """Bytes of usable GPU memory still free with n requests of max_model_len resident, and the fraction.
 
-    A paged engine preallocates its whole pool at start-up, so its memory is never "free" in the
-    allocator's sense; what is left is the part of the pool n requests do not take:
-    (num_gpu_blocks - n x blocks_per_request) x bytes_per_block, plus what the engine left unallocated.
-    A contiguous engine (static) allocates per sequence: its free bytes with n sequences resident."""
-    if _paged(base):
-        g = base.per_gpu
-        unused_blocks = base.num_gpu_blocks - n * base.blocks_per_request
-        free = unused_blocks * base.bytes_per_block + g.free_bytes
-        return free, Fraction(free, g.usable_bytes)
+    Paged engines (vLLM, SGLang, TensorRT-LLM) preallocate their whole KV pool at start-up, so it is
+    never "free" to the allocator; what is left for more load is the part of the pool n requests do not
+    take, plus whatever the engine left outside the pool (per_gpu.free_bytes). A contiguous engine
+    (static) allocates per sequence: its free bytes with n sequences allocated."""
+    if getattr(base, "available_kv_bytes", None) is not None:
+        unused = _pool_unused(base, request.seq, n)
+        if unused is not None:
+            free = unused + base.per_gpu.free_bytes
+            return free, Fraction(free, base.per_gpu.usable_bytes)
     at = base if n == 1 else _run(module, dep, replace(request, batch=n))
     g = at.per_gpu
     return g.free_bytes, Fraction(g.free_bytes, g.usable_bytes)

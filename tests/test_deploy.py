@@ -328,3 +328,19 @@ def test_any_mapping_gets_a_verdict_never_a_crash(tmp_path, kvplan_format, data)
     path = write(tmp_path, "fuzz.yaml", yaml.safe_dump(doc))
     report = check([path])
     assert report.total == 1 and report.verdicts[0].status in deploy.STATUSES
+
+
+@pytest.mark.parametrize("engine, slots_field, unit_field", [("sglang", "max_total_num_tokens", "page_size"),
+                                                           ("trtllm", "kv_cache_tokens", "tokens_per_block")])
+def test_pool_engines_headroom_is_the_unused_part_of_their_pool(tmp_path, engine, slots_field, unit_field):
+    from kvplan.engines import engine_module
+
+    doc = {"model": "llama-3.1-8b", "engine": engine, "gpu": "h100", "max_model_len": "32K"}
+    v = one(tmp_path, "".join(f"{k}: {val}\n" for k, val in doc.items()) + "require: {concurrency: 4, headroom: 10%}\n")
+    req = deploy.kvplan_deployment(doc, source="x", document=None, where="x", base_dir=tmp_path,
+                                   defaults=deploy._defaults(H100)).request
+    r = engine_module(engine).estimate(req)
+    slots, unit, pool = getattr(r, slots_field), getattr(r, unit_field), r.per_gpu.cache_bytes
+    per_request = -(-32768 // unit) * unit * (pool // slots)
+    assert v.figures.headroom_bytes == pool - 4 * per_request + r.per_gpu.free_bytes
+    assert v.status == "pass" and 0 < v.figures.headroom_percent < 100
