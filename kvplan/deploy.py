@@ -762,6 +762,15 @@ def _start_detail(result, request) -> str:
     refusal = next((n for n in result.notes if "refuse" in n), None)
     if refusal is not None:
         return refusal
+    available = getattr(result, "available_kv_bytes", None)
+    if available is not None:  # a pool engine without per-worker figures (SGLang, TensorRT-LLM)
+        if available <= 0:
+            return (f"no memory is left for the KV cache: weights ({format_bytes(g.weights_bytes)}) and runtime buffers "
+                    f"take all {format_bytes(g.usable_bytes)} the engine may use per GPU")
+        estimated = getattr(result, "estimated_max_model_len", None)
+        if estimated:
+            return (f"the KV cache ({format_bytes(available)} per GPU) holds at most {estimated:,} tokens per request, "
+                    f"max_model_len is {tokens}")
     if g is not None and g.weights_bytes > g.usable_bytes:
         return f"weights alone need {format_bytes(g.weights_bytes)} per GPU, has {format_bytes(g.usable_bytes)}"
     if g is not None:
