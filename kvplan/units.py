@@ -80,7 +80,7 @@ def parse_fraction(text: str | float, *, what: str, low: Fraction = Fraction(0),
     percent = raw.endswith("%")
     try:
         value = Fraction(Decimal(raw.rstrip("%").strip()))
-    except (InvalidOperation, ValueError):
+    except (InvalidOperation, ValueError, OverflowError):  # 'nan' and 'inf' parse as Decimals but are no fractions
         raise InputError(f"{what} {text!r} is not a number", hint="e.g. 0.9 or 90%") from None
     if percent:
         value /= 100
