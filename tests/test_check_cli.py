@@ -100,7 +100,9 @@ def test_every_format_renders_and_is_deterministic(report, fmt):
     text = report_formats.render(report, fmt)
     again = report_formats.render(deploy.run_check([str(DEPLOY), str(BAD)], deploy.CheckOptions(gpu="h100-sxm-80gb")), fmt)
     assert text == again and text.endswith("\n")
-    assert "/tmp" not in text and "time=\"0\"" in text if fmt is report_formats.Format.JUNIT else True
+    if fmt is report_formats.Format.JUNIT:
+        # no wall-clock times: the same input gives the same bytes (the checkout may live anywhere, /tmp included)
+        assert 'time="0"' in text
 
 
 def test_every_format_has_a_renderer_and_the_cli_offers_exactly_them():
