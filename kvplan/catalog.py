@@ -66,13 +66,13 @@ def _find_bundled(ref: str) -> ModelSpec | None:
 
 def resolve_model(ref: str) -> ModelSpec:
     """A ModelSpec from any of the ways DESIGN.md lets a user name a model."""
-    from kvplan import hf_config, yamlio
-
     if not ref or not ref.strip():
         raise InputError("no model given", hint="name a bundled model (kvplan models), a spec YAML or a config.json")
     path = Path(ref).expanduser()
     looks_like_path = path.exists() or ref.endswith((".yaml", ".yml", ".json")) or "/" in ref and (ref.startswith((".", "/", "~")))
     if path.exists():
+        from kvplan import hf_config, yamlio  # only for files: a bundled name needs neither (start-up time)
+
         config = hf_config.find_config_json(path)
         if path.is_dir() and config is None:
             raise InputError("folder holds no config.json", where=str(path), hint="point at a model folder or a config.json")
