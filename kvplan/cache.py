@@ -1,11 +1,15 @@
 """KV-cache and recurrent-state arithmetic. Pure: ModelSpec + dtype + parallelism in, integers out.
 
 Per layer and rank, one token costs
-    full / sliding:  kv_heads_per_rank x (head_dim + v_head_dim) x bits / 8
+    full / sliding / chunked:  kv_heads_per_rank x (head_dim + v_head_dim) x bits / 8
     mla:             (kv_lora_rank + qk_rope_head_dim) x bits / 8   (one latent, no factor 2, not split by TP)
     state / none:    0   (state layers hold a fixed amount per sequence instead)
-and a sequence of N tokens keeps min(N, window) tokens in a sliding layer (transformers' StaticCache
-convention; engines differ slightly and model that themselves).
+and a sequence of N tokens keeps min(N, window) tokens in a sliding layer, and min(N, attention_chunk_size)
+in a chunked-local layer (Llama 4): transformers' StaticCache convention, which gives both kinds a
+StaticSlidingWindowLayer of [B, H_kv, min(window, N), d] (cache_utils.py STATIC_LAYER_TYPE_MAPPING;
+measured for Llama-4-Scout on `meta`: 36 chunked layers [1, 8, 8192, 128] at N = 8192 and at N = 100000,
+12 full layers [1, 8, N, 128]). Engines differ (slightly for sliding, more for chunked) and model that
+themselves.
 
 Whole-model figures count every rank: KV heads replicated because tp > kv_heads, and MLA latents that
 every TP rank holds in full, are counted once per copy (DESIGN.md `kv_bytes`).
@@ -18,7 +22,7 @@ from functools import cached_property
 
 from kvplan.dtypes import DType, dtype
 from kvplan.errors import InputError
-from kvplan.spec import FULL, MLA, SLIDING, STATE, LayerSpec, ModelSpec
+from kvplan.spec import FULL, HEADED_KINDS, MLA, STATE, WINDOWED_KINDS, LayerSpec, ModelSpec
 
 MAX_PARALLEL = 4096
 
@@ -57,7 +61,7 @@ def _bytes(elements: int, bits: int) -> int:
 
 def layer_token_bytes(layer: LayerSpec, kv: DType, tp: int = 1) -> int:
     """Bytes one token adds to one layer on one TP rank."""
-    if layer.kind in (FULL, SLIDING):
+    if layer.kind in HEADED_KINDS:
         heads = kv_heads_per_rank(layer.kv_heads, tp)
         return _bytes(heads * (layer.head_dim + layer.v_head_dim), kv.bits)
     if layer.kind == MLA:
@@ -82,8 +86,10 @@ def layer_state_bytes(layer: LayerSpec, tp: int = 1) -> int:
 
 
 def cached_tokens(layer: LayerSpec, seq: int) -> int:
-    """Tokens of a sequence of `seq` that a layer keeps: capped at the window for sliding layers."""
-    if layer.kind == SLIDING:
+    """Tokens of a sequence of `seq` that a layer keeps: capped at the window for sliding layers and at the
+    chunk length for chunked-local layers (a chunked layer attends within its current chunk only, but
+    transformers' StaticCache allocates, and keeps filled, a rolling buffer of min(seq, chunk) tokens)."""
+    if layer.kind in WINDOWED_KINDS:
         return min(seq, layer.window)
     if layer.kind in (FULL, MLA):
         return seq
@@ -147,7 +153,7 @@ class CacheModel:
     def _groups(self, layers: tuple[LayerSpec, ...]) -> tuple[LayerGroup, ...]:
         groups: dict[tuple, int] = {}
         for layer in layers:
-            heads = kv_heads_per_rank(layer.kv_heads, self.tp) if layer.kind in (FULL, SLIDING) else 0
+            heads = kv_heads_per_rank(layer.kv_heads, self.tp) if layer.kind in HEADED_KINDS else 0
             key = (layer.kind, layer_token_bytes(layer, self.kv_dtype, self.tp), layer.window,
                    layer_state_bytes(layer, self.tp), heads, layer.head_dim, layer.v_head_dim,
                    layer.mla.latent_dim if layer.mla else 0)

@@ -16,12 +16,18 @@ from typing import Any, Mapping
 from kvplan.dtypes import dtype as lookup_dtype
 from kvplan.errors import InputError, did_you_mean
 
-FULL, SLIDING, MLA, STATE, NONE = "full", "sliding", "mla", "state", "none"
-LAYER_KINDS = (FULL, SLIDING, MLA, STATE, NONE)
+FULL, SLIDING, CHUNKED, MLA, STATE, NONE = "full", "sliding", "chunked", "mla", "state", "none"
+LAYER_KINDS = (FULL, SLIDING, CHUNKED, MLA, STATE, NONE)
+# kinds that keep per-head K and V (kv_heads x (head_dim + v_head_dim) per token); a consumer that switches on
+# kinds should test membership here rather than list FULL and SLIDING, so a new windowed kind is not dropped
+HEADED_KINDS = (FULL, SLIDING, CHUNKED)
+# kinds whose layers keep a bounded number of tokens (LayerSpec.window): sliding windows and local chunks
+WINDOWED_KINDS = (SLIDING, CHUNKED)
 # other spellings seen in configs and papers, accepted in spec files
 _KIND_ALIASES = {
     "full_attention": FULL, "global": FULL, "attention": FULL, "attn": FULL,
     "sliding_attention": SLIDING, "local": SLIDING, "swa": SLIDING, "sliding_window": SLIDING,
+    "chunked_attention": CHUNKED, "chunked_local": CHUNKED, "chunk": CHUNKED,
     "latent": MLA,
     "mamba": STATE, "mamba2": STATE, "ssm": STATE, "linear": STATE, "linear_attention": STATE,
     "no_op": NONE, "skip": NONE, "mlp": NONE,
@@ -68,7 +74,10 @@ class LayerSpec:
     kv_heads: int = 0
     head_dim: int = 0
     v_head_dim: int = 0
-    window: int | None = None  # sliding layers only
+    # sliding layers: the window; chunked layers: the chunk length (attention_chunk_size). Either way the most
+    # tokens transformers' StaticCache keeps for the layer (cache_utils.py maps both "sliding_attention" and
+    # "chunked_attention" to StaticSlidingWindowLayer); engines differ for chunked layers and say so themselves
+    window: int | None = None
     mla: MlaSpec | None = None  # mla layers only
     state: StateSpec | None = None  # state layers only
 
@@ -104,6 +113,8 @@ class ModelSpec:
     vision_params: int | None = None
     max_context: int | None = None
     sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    tie_word_embeddings: bool | None = None  # None: the source does not say
     mla: MlaSpec | None = None
     state: StateSpec | None = None
     aliases: tuple[str, ...] = ()
@@ -122,7 +133,8 @@ class ModelSpec:
             n = self.count(kind)
             if not n:
                 continue
-            label = {SLIDING: f"sliding({self.sliding_window})", STATE: "state"}.get(kind, kind)
+            label = {SLIDING: f"sliding({self.sliding_window})", CHUNKED: f"chunked({self.attention_chunk_size})",
+                     STATE: "state"}.get(kind, kind)
             parts.append(f"{n} {label}")
         return " + ".join(parts)
 
@@ -133,7 +145,7 @@ _TOP_KEYS = {
     "name", "aliases", "provenance", "architecture", "notes", "layers", "attention_heads", "kv_heads",
     "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
     "active_params", "vision_params", "weights_bytes", "weights_source", "max_context", "layout",
-    "sliding_window", "mla", "state",
+    "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state",
 }
 _REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
 _LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads"}
@@ -172,6 +184,12 @@ class _Reader:
         if value > maximum:
             raise InputError(f"{value} is implausibly large (limit {maximum})", where=self._where(key))
         return value
+
+    def bool(self, key: str) -> bool | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, bool):
+            return value
+        raise InputError(f"must be true or false, got {value!r}", where=self._where(key))
 
     def str(self, key: str, *, default: str | None = None) -> str | None:
         value = self.data.get(key)
@@ -266,6 +284,7 @@ def _build(data: Any) -> ModelSpec:
                          hint="each KV head serves a whole group of query heads; check both values")
     model_dtype = r.dtype("dtype")
     sliding_window = r.int("sliding_window", maximum=1 << 40)
+    chunk = r.int("attention_chunk_size", maximum=1 << 40)
 
     mla = None
     if (m := r.sub("mla", _MLA_KEYS)) is not None:
@@ -293,7 +312,7 @@ def _build(data: Any) -> ModelSpec:
     resolved = []
     for index, (kind, layer_kv) in enumerate(zip(kinds, per_layer_kv)):
         where = f"layout (layer {index})"
-        if kind in (FULL, SLIDING):
+        if kind in HEADED_KINDS:
             if layer_kv < 1:
                 raise InputError(f"an attention layer needs at least 1 KV head, got {layer_kv}", where="layout.kv_heads")
             if heads % layer_kv:
@@ -301,8 +320,11 @@ def _build(data: Any) -> ModelSpec:
                                  where="layout.kv_heads")
             if kind == SLIDING and sliding_window is None:
                 raise InputError("a sliding layer needs `sliding_window`", where=where, hint="add e.g. `sliding_window: 4096`")
-            resolved.append(LayerSpec(kind, layer_kv, head_dim, v_head_dim or head_dim,
-                                      window=sliding_window if kind == SLIDING else None))
+            if kind == CHUNKED and chunk is None:
+                raise InputError("a chunked layer needs `attention_chunk_size`", where=where,
+                                 hint="add e.g. `attention_chunk_size: 8192` (Llama 4)")
+            window = sliding_window if kind == SLIDING else chunk if kind == CHUNKED else None
+            resolved.append(LayerSpec(kind, layer_kv, head_dim, v_head_dim or head_dim, window=window))
         elif kind == MLA:
             if mla is None:
                 raise InputError("an mla layer needs the `mla` section", where=where,
@@ -330,7 +352,8 @@ def _build(data: Any) -> ModelSpec:
         hidden_size=r.int("hidden_size", maximum=MAX_DIM), vocab_size=r.int("vocab_size", maximum=1 << 30),
         weight_dtype=r.dtype("weight_dtype"), weights_bytes=r.int("weights_bytes", maximum=1 << 60),
         weights_source=r.str("weights_source"), active_params=active, vision_params=r.int("vision_params", minimum=0),
-        max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, mla=mla, state=state,
+        max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
+        tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
         aliases=tuple(a.strip() for a in aliases), architecture=r.str("architecture"),
         provenance=r.str("provenance"), notes=r.str("notes"),
     )
@@ -411,7 +434,7 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
             out[key] = getattr(spec, key)
     out["dtype"] = spec.dtype
     for key in ("weight_dtype", "params", "active_params", "vision_params", "weights_bytes", "weights_source",
-                "max_context", "sliding_window"):
+                "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings"):
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)
     layout: dict[str, Any] = {}

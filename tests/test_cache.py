@@ -5,7 +5,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kvplan import catalog
-from kvplan.cache import CacheModel, kv_heads_per_rank, pp_layer_counts
+from kvplan.cache import CacheModel, cached_tokens, kv_heads_per_rank, pp_layer_counts
 from kvplan.dtypes import dtype
 from kvplan.errors import InputError
 from kvplan.spec import spec_from_mapping
@@ -111,7 +111,7 @@ def _spec(layers, heads_per_group, kv_heads, head_dim, kinds, window):
     kinds = [kinds[i % len(kinds)] for i in range(layers)]
     return spec_from_mapping({
         "name": "prop", "layers": layers, "attention_heads": kv_heads * heads_per_group, "kv_heads": kv_heads,
-        "head_dim": head_dim, "dtype": "bf16", "params": 1000, "sliding_window": window,
+        "head_dim": head_dim, "dtype": "bf16", "params": 1000, "sliding_window": window, "attention_chunk_size": 2 * window,
         "layout": {"per_layer": kinds}, "mla": {"kv_lora_rank": 64, "qk_rope_head_dim": 16},
         "state": {"conv_shape": [32, 3], "recurrent_shape": [8, 16]},
     })
@@ -121,7 +121,7 @@ specs = st.builds(
     lambda layers, g, kv, hd, seed, window: _spec(layers, g, kv, hd, seed, window),
     layers=st.integers(1, 12), g=st.sampled_from([1, 2, 4]), kv=st.sampled_from([1, 2, 4, 8]),
     hd=st.sampled_from([32, 64, 128]),
-    seed=st.lists(st.sampled_from(["full", "sliding", "mla", "state", "none"]), min_size=1, max_size=4),
+    seed=st.lists(st.sampled_from(["full", "sliding", "chunked", "mla", "state", "none"]), min_size=1, max_size=4),
     window=st.integers(1, 512),
 )
 seqs = st.integers(1, 4096)
@@ -174,3 +174,26 @@ def test_rank_shards_add_up_to_the_whole(layers, kv, tp, pp, seq):
     expected_kv = (full_layers * kv * 128 * 2 * seq) * replicas + mla_layers * 80 * 2 * seq * tp
     assert whole.kv_bytes == expected_kv
     assert single.footprint(seq).kv_bytes == full_layers * kv * 128 * 2 * seq + mla_layers * 80 * 2 * seq
+
+
+@given(st.integers(1, 8), st.integers(1, 256), st.integers(0, 4096))
+def test_chunked_layers_are_constant_past_the_chunk(layers, window, extra):
+    # the _spec helper gives chunked layers a chunk of 2 x window
+    spec = _spec(layers, 2, 4, 64, ["chunked"], window)
+    cache = CacheModel(spec, dtype("bf16"))
+    chunk = 2 * window
+    assert cache.footprint(chunk + extra).kv_bytes == cache.footprint(chunk).kv_bytes == layers * 4 * 128 * 2 * chunk
+
+
+def test_llama4_scout_layout_as_transformers_allocates_it():
+    """transformers 5.24 StaticCache for Llama-4-Scout (measured on `meta`, tests/test_parity.py): 36 chunked layers
+    are StaticSlidingWindowLayer of [1, 8, min(8192, N), 128], 12 full (NoPE) layers StaticLayer of [1, 8, N, 128]."""
+    spec = spec_from_mapping({"name": "scout", "layers": 48, "attention_heads": 40, "kv_heads": 8, "head_dim": 128,
+                              "dtype": "bf16", "params": 1, "attention_chunk_size": 8192,
+                              "layout": {"pattern": ["chunked*3", "full"]}})
+    per_token_layer = 8 * 256 * 2  # K and V, 8 heads x 128, bf16
+    for n in (1, 4096, 8192, 100_000):
+        kv = CacheModel(spec, dtype("bf16")).footprint(n).kv_bytes
+        assert kv == 36 * per_token_layer * min(n, 8192) + 12 * per_token_layer * n
+    chunked = spec.layer_specs[0]
+    assert chunked.kind == "chunked" and cached_tokens(chunked, 100_000) == 8192 and cached_tokens(chunked, 10) == 10

@@ -33,6 +33,9 @@ def with_(**changes):
     ({"layout": {"default": "slidng"}}, "layout.default", "did you mean"),
     ({"layout": {"default": "sliding"}}, "layout", "sliding_window"),
     ({"layout": {"default": "mla"}}, "layout", "mla"),
+    ({"layout": {"default": "chunked"}}, "layout", "attention_chunk_size"),
+    ({"attention_chunk_size": 0}, "attention_chunk_size", "at least 1"),
+    ({"tie_word_embeddings": "yes"}, "tie_word_embeddings", "true or false"),
     ({"layout": {"default": "state"}}, "layout", "state"),
     ({"layout": {"kv_heads": [2, 2, 3, 2]}}, "layout.kv_heads", "not a multiple"),
     ({"mla": {"kv_lora_rank": 512}}, "mla.qk_rope_head_dim", "required"),
@@ -101,3 +104,25 @@ def test_unknown_key_suggests_the_right_one(cli, tmp_path):
     path.write_text("name: x\nlayers: 2\nattention_heads: 4\nhead_dim: 8\ndtype: bf16\nparams: 10\nkv_head: 2\n")
     code, _, err = cli("estimate", path)
     assert code == 2 and "kv_head" in err and "did you mean 'kv_heads'" in err
+
+
+def test_chunked_layers_resolve_with_the_chunk_as_their_window():
+    spec = spec_from_mapping(with_(layers=8, attention_chunk_size=8192, sliding_window=512,
+                                   layout={"pattern": ["chunked*3", "full"]}))
+    assert [l.kind for l in spec.layer_specs] == ["chunked"] * 3 + ["full"] + ["chunked"] * 3 + ["full"]
+    assert {l.window for l in spec.layer_specs if l.kind == "chunked"} == {8192}
+    assert spec.layer_specs[3].window is None
+    assert spec.layout_summary() == "2 full + 6 chunked(8192)"
+    # a distinct kind, never folded into sliding, and `chunked_attention` (transformers' layer_types) is accepted
+    alias = spec_from_mapping(with_(layers=2, attention_chunk_size=16, layout={"per_layer": ["chunked_attention", "full"]}))
+    assert alias.layer_specs[0].kind == "chunked"
+    assert spec_from_mapping(spec_to_mapping(spec)) == spec
+
+
+@pytest.mark.parametrize("value", [True, False, None])
+def test_tie_word_embeddings_round_trips(value):
+    spec = spec_from_mapping(with_(tie_word_embeddings=value))
+    assert spec.tie_word_embeddings is value
+    mapping = spec_to_mapping(spec)
+    assert ("tie_word_embeddings" in mapping) is (value is not None)
+    assert spec_from_mapping(mapping) == spec
