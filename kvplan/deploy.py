@@ -636,7 +636,7 @@ def _request(spec, *, seq, kv, kv_name, weight_fmt, tp, pp, gpu: _Gpu, util, res
     from kvplan import cache, plan
     from kvplan.engines import EngineRequest
 
-    if spec.attention_heads % tp and any(layer.kind in ("full", "sliding", "mla") for layer in spec.layer_specs):
+    if spec.attention_heads % tp and any(layer.kind in ("full", "sliding", "chunked", "mla") for layer in spec.layer_specs):
         # vLLM: "Total number of attention heads must be divisible by tensor parallel size"
         # (vllm/config/model.py verify_with_parallel_config); every engine splits heads this way
         raise InputError(f"tensor parallel size {tp} does not divide the model's {spec.attention_heads} attention heads",

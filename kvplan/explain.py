@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from kvplan.cache import CacheModel, LayerGroup
 from kvplan.dtypes import DType, dtype
 from kvplan.errors import KvplanError
-from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE, LayerSpec, MlaSpec, ModelSpec
+from kvplan.spec import CHUNKED, FULL, HEADED_KINDS, MLA, NONE, SLIDING, STATE, LayerSpec, MlaSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -87,7 +87,7 @@ def _elem_bytes(kv: DType) -> str:
 
 def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> str:
     width = f"{_elem_bytes(kv)} ({kv.name})"
-    if group.kind in (FULL, SLIDING):
+    if group.kind in HEADED_KINDS:
         heads = _heads_text(group, spec, tp)
         if group.head_dim == group.v_head_dim:
             text = f"2 (K and V) x {heads} x {group.head_dim} head_dim x {width}"
@@ -105,7 +105,7 @@ def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> st
 def _heads_text(group: LayerGroup, spec: ModelSpec, tp: int) -> str:
     if tp == 1:
         return f"{group.kv_heads_per_rank} KV heads"
-    kv = next((l.kv_heads for l in spec.layer_specs if l.kind in (FULL, SLIDING)), group.kv_heads_per_rank)
+    kv = next((l.kv_heads for l in spec.layer_specs if l.kind in HEADED_KINDS), group.kv_heads_per_rank)
     if kv >= tp:
         return f"({kv} KV heads / TP {tp} = {group.kv_heads_per_rank} per GPU)"
     return f"(1 KV head per GPU: {kv} heads replicated over TP {tp})"
@@ -127,8 +127,9 @@ def derivation(spec: ModelSpec, cache: CacheModel, seq: int, batch: int) -> tupl
             tokens = 0 if g.kind in (STATE, NONE) else (min(seq, g.window) if g.window is not None else seq)
             per_seq = g.count * (g.token_bytes * tokens + g.state_bytes)
             total = per_seq * batch * cache.tp
-            if g.kind in (FULL, SLIDING, MLA):
-                kept = f"min({_num(seq)}, window {_num(g.window)}) = {_num(tokens)}" if g.window is not None else _num(seq)
+            if g.kind in HEADED_KINDS or g.kind == MLA:
+                what = "chunk" if g.kind == CHUNKED else "window"
+                kept = f"min({_num(seq)}, {what} {_num(g.window)}) = {_num(tokens)}" if g.window is not None else _num(seq)
                 formula = f"{_num(g.token_bytes)} B x {g.count} layers x {kept} tokens"
             elif g.kind == STATE:
                 formula = f"{_num(g.state_bytes)} B x {g.count} layers"
@@ -149,14 +150,14 @@ def _with_layers(spec: ModelSpec, name: str, layers: list[LayerSpec], **changes)
 
 def variant_mha(spec: ModelSpec) -> ModelSpec:
     heads, hd, vd = spec.attention_heads, spec.head_dim, spec.v_head_dim or spec.head_dim
-    layers = [dataclasses.replace(l, kv_heads=heads) if l.kind in (FULL, SLIDING)
+    layers = [dataclasses.replace(l, kv_heads=heads) if l.kind in HEADED_KINDS
               else LayerSpec(FULL, heads, hd, vd) if l.kind == MLA else l for l in spec.layer_specs]
     return _with_layers(spec, "MHA", layers, kv_heads=heads)
 
 
 def variant_mqa(spec: ModelSpec) -> ModelSpec:
     hd, vd = spec.head_dim, spec.v_head_dim or spec.head_dim
-    layers = [dataclasses.replace(l, kv_heads=1) if l.kind in (FULL, SLIDING)
+    layers = [dataclasses.replace(l, kv_heads=1) if l.kind in HEADED_KINDS
               else LayerSpec(FULL, 1, hd, vd) if l.kind == MLA else l for l in spec.layer_specs]
     return _with_layers(spec, "MQA", layers, kv_heads=1)
 
@@ -199,8 +200,8 @@ def what_ifs(spec: ModelSpec, kv: DType, *, tp: int, pp: int, seq: int, batch: i
              room: int | None) -> tuple[WhatIf, ...]:
     """The model as it is first, then each variant; `room` (bytes per GPU for the cache) gives max_batch."""
     has_sliding = any(l.kind == SLIDING for l in spec.layer_specs)
-    has_attention = any(l.kind in (FULL, SLIDING, MLA) for l in spec.layer_specs)
-    kv_heads = {l.kv_heads for l in spec.layer_specs if l.kind in (FULL, SLIDING)}
+    has_attention = any(l.kind in HEADED_KINDS or l.kind == MLA for l in spec.layer_specs)
+    kv_heads = {l.kv_heads for l in spec.layer_specs if l.kind in HEADED_KINDS}
     own = ("MLA" if spec.count(MLA) else "MHA" if kv_heads == {spec.attention_heads}
            else "MQA" if kv_heads == {1} else "GQA")
     cases: list[tuple[str, str, ModelSpec, DType]] = [

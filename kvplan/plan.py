@@ -107,6 +107,9 @@ def estimate(spec: ModelSpec, *, seq: int, batch: int, kv_dtype: DType, weight_f
         notes.append(f"--seq {seq} exceeds the model's max_context {spec.max_context}")
     if any(layer.kind == "sliding" for layer in spec.layer_specs) and seq > (spec.sliding_window or 0):
         notes.append(f"sliding layers keep only the last {spec.sliding_window} tokens")
+    if any(layer.kind == "chunked" for layer in spec.layer_specs) and seq > (spec.attention_chunk_size or 0):
+        # transformers' StaticCache gives a chunked layer the sliding-window buffer (cache.py cached_tokens)
+        notes.append(f"chunked-attention layers keep {spec.attention_chunk_size} tokens, as transformers' StaticCache does")
 
     per_gpu = fits = max_batch = max_seq = limited_by = None
     if hardware is not None:

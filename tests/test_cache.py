@@ -197,3 +197,27 @@ def test_llama4_scout_layout_as_transformers_allocates_it():
         assert kv == 36 * per_token_layer * min(n, 8192) + 12 * per_token_layer * n
     chunked = spec.layer_specs[0]
     assert chunked.kind == "chunked" and cached_tokens(chunked, 100_000) == 8192 and cached_tokens(chunked, 10) == 10
+
+
+def test_consumers_of_layer_kinds_handle_chunked_or_refuse():
+    """A chunked layer is never silently dropped or charged in full: the static estimate, explain's derivation and the
+    probe's static tensors keep min(seq, chunk) tokens; the latency model, which has no chunk-local term, refuses."""
+    from kvplan import explain, latency, plan
+    from kvplan.errors import UnsupportedError
+    from kvplan.probe.layout import rank_plan
+
+    spec = spec_from_mapping({"name": "chunky", "layers": 8, "attention_heads": 8, "kv_heads": 2, "head_dim": 64,
+                              "dtype": "bf16", "params": 10**9, "attention_chunk_size": 100,
+                              "layout": {"pattern": ["chunked*3", "full"]}})
+    bf16 = dtype("bf16")
+    cache = CacheModel(spec, bf16)
+    per_token_layer = 2 * 2 * 64 * 2
+    want = 6 * per_token_layer * 100 + 2 * per_token_layer * 1000
+    assert cache.footprint(1000).kv_bytes == want
+    assert plan.estimate(spec, seq=1000, batch=1, kv_dtype=bf16).kv_bytes == want
+    terms = explain.derivation(spec, cache, 1000, 1)
+    assert sum(t.total_bytes for t in terms) == want and {t.kind for t in terms} == {"chunked", "full"}
+    assert "chunk 100" in next(t.total_formula for t in terms if t.kind == "chunked")
+    assert sum(g.estimated_bytes for g in rank_plan(cache, seq=1000, batch=1).groups) == want
+    with pytest.raises(UnsupportedError, match="chunked"):
+        latency.attention_terms(spec)

@@ -97,7 +97,8 @@ def _print(result, est) -> None:
                          ("bytes", "right")):
         table.add_column(col, justify=justify)
     for g in result.groups:
-        label = f"{g.layers} {g.kind}" + (f" ({g.tokens:,}-token window)" if g.kind == "sliding" else "")
+        label = f"{g.layers} {g.kind}" + (f" ({g.tokens:,}-token window)" if g.kind == "sliding" else
+                                          f" ({g.tokens:,}-token chunk)" if g.kind == "chunked" else "")
         per = g.state_formula if g.state_formula else g.per_token_formula
         cells = [label, per, g.total_formula.rsplit(" = ", 1)[0], f"{format_bytes(g.total_bytes)}"]
         table.add_row(*([str(g.stage)] if stages else []) + cells)

@@ -20,7 +20,7 @@ from kvplan.errors import InputError, UnsupportedError
 from kvplan.probe.device import Device
 from kvplan.probe.layout import RankPlan, TensorSpec
 from kvplan.probe.result import BenchGroup, BenchResult
-from kvplan.spec import FULL, MLA, SLIDING, ModelSpec
+from kvplan.spec import HEADED_KINDS, MLA, ModelSpec
 
 MIN_SECONDS = 0.2
 MAX_ITERS = 50
@@ -69,7 +69,7 @@ def bench(held: list[tuple[TensorSpec, Any]], plan: RankPlan, spec: ModelSpec, d
     try:
         with torch.inference_mode():
             for g in plan.groups:
-                if g.kind not in (FULL, SLIDING, MLA) or not g.layers:
+                if (g.kind not in HEADED_KINDS and g.kind != MLA) or not g.layers:
                     continue
                 layer = spec.layer_specs[g.layers[0]]
                 parts = by_layer[g.layers[0]]

@@ -26,12 +26,14 @@ from typing import Mapping
 from kvplan.cache import CacheModel, cached_tokens, kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.dtypes import DType, dtype as lookup_dtype
 from kvplan.errors import InputError, UnsupportedError
-from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE, LayerSpec
+from kvplan.spec import CHUNKED, HEADED_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec
 
 STATIC, PAGED = "static", "paged"
 LAYOUTS = (STATIC, PAGED)
 # vLLM's default block size (vllm/config/cache.py BlockSize default 16)
 DEFAULT_BLOCK_SIZE = 16
+# kinds with a per-token cache (K/V of full, sliding and chunked layers; the MLA latent)
+_ATTENTION = (*HEADED_KINDS, MLA)
 
 
 @dataclass(frozen=True)
@@ -107,12 +109,12 @@ class BlockPlan:
     @classmethod
     def static_need(cls, layers: Mapping[int, LayerSpec], seq: int, batch: int, block_size: int) -> "BlockPlan":
         blocks = {i: batch * -(-cached_tokens(layer, seq) // block_size)
-                  for i, layer in layers.items() if layer.kind in (FULL, SLIDING, MLA)}
+                  for i, layer in layers.items() if layer.kind in _ATTENTION}
         return cls(block_size, blocks, f"what {batch} x {seq} tokens need: cdiv(tokens kept, {block_size}) per sequence")
 
     @classmethod
     def uniform(cls, layers: Mapping[int, LayerSpec], num_blocks: int, block_size: int, source: str) -> "BlockPlan":
-        blocks = {i: num_blocks for i, layer in layers.items() if layer.kind in (FULL, SLIDING, MLA)}
+        blocks = {i: num_blocks for i, layer in layers.items() if layer.kind in _ATTENTION}
         return cls(block_size, blocks, source)
 
 
@@ -166,8 +168,8 @@ def most_loaded_stage(cache: CacheModel, seq: int, batch: int) -> int:
 
 
 def _group_key(layer: LayerSpec, kv: DType, tp: int) -> tuple:
-    heads = kv_heads_per_rank(layer.kv_heads, tp) if layer.kind in (FULL, SLIDING) else 0
-    if layer.kind in (FULL, SLIDING):
+    heads = kv_heads_per_rank(layer.kv_heads, tp) if layer.kind in HEADED_KINDS else 0
+    if layer.kind in HEADED_KINDS:
         return (layer.kind, layer.window, heads, layer.head_dim, layer.v_head_dim)
     if layer.kind == MLA:
         return (MLA, layer.mla.latent_dim)
@@ -179,8 +181,8 @@ def _group_key(layer: LayerSpec, kv: DType, tp: int) -> tuple:
 
 def _label(key: tuple) -> str:
     kind = key[0]
-    if kind == SLIDING:
-        return f"sliding({key[1]})"
+    if kind in (SLIDING, CHUNKED):
+        return f"{kind}({key[1]})"
     return kind
 
 
@@ -218,7 +220,7 @@ def _state_tensors(i: int, layer: LayerSpec, tp: int, batch: int) -> list[Tensor
 
 
 def static_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, seq: int, batch: int) -> list[TensorSpec]:
-    if layer.kind in (FULL, SLIDING, MLA):
+    if layer.kind in _ATTENTION:
         return _attention_tensors(i, layer, kv, tp, (batch, cached_tokens(layer, seq)), "static")
     if layer.kind == STATE:
         return _state_tensors(i, layer, tp, batch)
@@ -227,7 +229,7 @@ def static_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, seq: int, batch
 
 def paged_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, num_blocks: int, block_size: int) -> list[TensorSpec]:
     """One layer's block pool (attention layers only)."""
-    if layer.kind in (FULL, SLIDING, MLA):
+    if layer.kind in _ATTENTION:
         return _attention_tensors(i, layer, kv, tp, (num_blocks, block_size), "paged")
     return []
 
@@ -256,7 +258,7 @@ def rank_plan(cache: CacheModel, *, seq: int, batch: int, layout: str = STATIC, 
             continue
         label = _label(key)
         if labels.count(label) > 1:  # per-layer KV heads (Nemotron-Super): say which heads
-            if key[0] in (FULL, SLIDING):
+            if key[0] in HEADED_KINDS:
                 label += f" kv_heads={key[2]} head_dim={key[3]}" + (f"/{key[4]}" if key[4] != key[3] else "")
             else:
                 label += f" #{list(grouped).index(key)}"
@@ -334,7 +336,7 @@ def engine_rank_plan(cache: CacheModel, result, *, stage: int, tp_rank: int = 0,
             if layer.kind == NONE:
                 continue
             kind = "mamba" if layer.kind == STATE else layer.kind
-            group = next((g for g in groups_e if g.kind == kind and (g.window == layer.window or kind != SLIDING)), None)
+            group = next((g for g in groups_e if g.kind == kind and (g.window == layer.window or kind not in WINDOWED_KINDS)), None)
             if group is None:
                 checks.append(f"layer {i} ({layer.kind}) belongs to no {engine} KV cache group")
                 continue
@@ -391,7 +393,7 @@ def growth_unit(cache: CacheModel, *, layout: str, stage: int, seq: int, block_s
             raise UnsupportedError("this stage holds no cache to grow", where="--find-max")
         return GrowthUnit("sequences", per_seq, layers, cache.kv_dtype, cache.tp, seq, None)
     bs = block_size or DEFAULT_BLOCK_SIZE
-    attention = {i: layer for i, layer in layers.items() if layer.kind in (FULL, SLIDING, MLA)}
+    attention = {i: layer for i, layer in layers.items() if layer.kind in _ATTENTION}
     if not attention:
         raise UnsupportedError("paged --find-max grows attention block pools, and this stage has no attention layer",
                                where="--find-max", hint="use --layout static to grow whole sequences")
