@@ -1,15 +1,13 @@
 """Arithmetic shared by the paged engines (vLLM, SGLang, TensorRT-LLM). Pure.
 
-Blocks (pages) of a fixed number of tokens, pipeline stages, the whole-model contract figures that every
-engine result carries, and a binary search for the longest length that passes a monotone test.
+Blocks (pages) of a fixed number of tokens, pipeline stages, the dtypes an engine runs in, and a binary search
+for the longest length that passes a monotone test. (The result fields every engine shares: result.py.)
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
-from kvplan.cache import CacheModel
 from kvplan.dtypes import DType, dtype
 from kvplan.engines import EngineRequest
 from kvplan.errors import InputError
@@ -50,19 +48,6 @@ def kv_dtype(req: EngineRequest, accepted: dict[str, str], *, engine: str, flag:
                          hint=f"{engine} takes {flag} " + ", ".join(sorted(accepted)))
     target = accepted[name]
     return model_dtype(req) if not target else dtype(target)
-
-
-@dataclass(frozen=True)
-class Contract:
-    """The engine-neutral figures of DESIGN.md's JSON contract, for a request on this engine."""
-
-    kv_bytes_per_token: int
-    params: int
-
-
-def contract(req: EngineRequest, kv: DType) -> Contract:
-    cache = CacheModel(req.spec, kv, req.tp, req.pp)
-    return Contract(kv_bytes_per_token=cache.kv_bytes_per_token, params=req.spec.params)
 
 
 def longest(fits: Callable[[int], bool], low: int, high: int) -> int:

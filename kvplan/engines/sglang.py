@@ -34,7 +34,8 @@ from kvplan.cache import layer_state_bytes, layer_token_bytes
 from kvplan.dtypes import DType
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
-from kvplan.engines.paged import contract, kv_dtype, model_dtype
+from kvplan.engines.paged import kv_dtype, model_dtype
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE, StateSpec
 
@@ -66,29 +67,9 @@ LOAD_OVERHEAD = 133 * MIB
 
 
 @dataclass(frozen=True)
-class SglangEstimate:
-    model: str
-    engine: str
-    seq: int
-    batch: int
-    kv_dtype: str
-    dtype: str
-    kv_bytes_per_token: int
-    kv_bytes: int
-    state_bytes: int
-    cache_bytes: int
-    params: int
-    weights_bytes: int
-    gpu: str | None
-    per_gpu: plan.PerGpu | None
-    fits: bool | None
-    max_batch: int | None
-    max_seq: int | None
-    notes: tuple[str, ...]
-    engine_version: str
-    tp: int
-    pp: int
-    gpus: int
+class SglangEstimate(EngineEstimate):
+    """available_kv_bytes: the rest after the Mamba pool; budget_source "model": P and A modelled."""
+
     page_size: int
     cell_size: int  # bytes per token on the most loaded rank (S2)
     mem_fraction_static: str | None
@@ -98,17 +79,11 @@ class SglangEstimate:
     free_before_load_bytes: int | None  # P (measured by SGLang; modelled)
     free_after_load_bytes: int | None  # A
     weights_per_gpu_bytes: int | None
-    available_kv_bytes: int | None  # rest (after the Mamba pool)
     mamba_state_per_request_bytes: int
     max_mamba_cache_size: int | None
     max_total_num_tokens: int | None
     swa_tokens: int | None  # the sliding-window pool (hybrid SWA architectures)
     max_running_requests: int | None
-    estimated_max_model_len: int | None
-    budget_source: str
-    suggestions: tuple[str, ...]
-    serves_batch: bool | None
-    starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
 
 
 def _pp_counts(layers: int, pp: int) -> list[int]:
@@ -218,7 +193,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     per_stage = [cells(layers) for layers in stages]
     mla = MLA in attn_kinds
     hw = req.hardware
-    c = contract(req, kv)
+    common = request_terms(req, kv, engine="sglang", engine_version=ENGINE_VERSION)
     weights_total, _ = plan.model_weights(spec, req.weight_fmt)
     mfs = gpu_mib = chunk = reserved = None
     P = A = w_gpu = None
@@ -313,18 +288,15 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     kv_one = full_all * req.seq + swa_all * seq_swa
     state_one = sum(s for _, _, s in per_stage) * req.tp
     result = SglangEstimate(
-        model=spec.name, engine="sglang", seq=req.seq, batch=req.batch, kv_dtype=kv.name,
-        dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
-        kv_bytes_per_token=c.kv_bytes_per_token, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
-        cache_bytes=(kv_one + state_one) * req.batch, params=c.params, weights_bytes=weights_total,
-        gpu=hw.name if hw else None, per_gpu=per_gpu, fits=None if fits is None else bool(fits and serves), max_batch=max_batch, max_seq=max_seq,
-        notes=tuple(notes), engine_version=ENGINE_VERSION, tp=req.tp, pp=req.pp, gpus=req.tp * req.pp, page_size=page,
+        **common, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
+        cache_bytes=(kv_one + state_one) * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
+        max_seq=max_seq, notes=tuple(notes), **verdict_terms(fits, serves), page_size=page,
         cell_size=max(f for f, _, _ in per_stage), mem_fraction_static=None if mfs is None else str(float(mfs)),
         gpu_mem_mib=gpu_mib, chunked_prefill_size=chunk, reserved_mib=reserved, free_before_load_bytes=P,
         free_after_load_bytes=A, weights_per_gpu_bytes=w_gpu, available_kv_bytes=available,
         mamba_state_per_request_bytes=mamba_per_req, max_mamba_cache_size=max_mamba, max_total_num_tokens=tokens,
         swa_tokens=swa_tokens, max_running_requests=running, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(), serves_batch=serves, starts=fits,
+        suggestions=(),
     )
     if suggest and (fits is False or serves is False):
         from kvplan.engines import suggest as fix

@@ -34,7 +34,8 @@ from fractions import Fraction
 from kvplan import plan
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
-from kvplan.engines.paged import cdiv, contract, kv_dtype, model_dtype
+from kvplan.engines.paged import cdiv, kv_dtype, model_dtype
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE
 
@@ -56,29 +57,9 @@ NCCL_EXTRA = vbudget.NON_TORCH_TP2 - vbudget.NON_TORCH_ONE_GPU
 
 
 @dataclass(frozen=True)
-class TrtllmEstimate:
-    model: str
-    engine: str
-    seq: int
-    batch: int
-    kv_dtype: str
-    dtype: str
-    kv_bytes_per_token: int
-    kv_bytes: int
-    state_bytes: int
-    cache_bytes: int
-    params: int
-    weights_bytes: int
-    gpu: str | None
-    per_gpu: plan.PerGpu | None
-    fits: bool | None
-    max_batch: int | None
-    max_seq: int | None
-    notes: tuple[str, ...]
-    engine_version: str
-    tp: int
-    pp: int
-    gpus: int
+class TrtllmEstimate(EngineEstimate):
+    """available_kv_bytes: the pool's bytes."""
+
     tokens_per_block: int
     bytes_per_token: int  # T2, one GPU
     estimator_bytes_per_token: int  # T3, one GPU
@@ -88,17 +69,11 @@ class TrtllmEstimate:
     non_torch_bytes: int | None
     temporary_pool_bytes: int | None
     kv_budget_bytes: int | None  # "available KV cache memory when calculating max tokens"
-    available_kv_bytes: int | None  # the pool's bytes
     max_tokens: int | None
     num_blocks: int | None  # primary blocks
     kv_cache_tokens: int | None  # blocks x tokens_per_block
     window_blocks: tuple[tuple[int, int], ...]  # VSWA: (window, blocks) per distinct window
     max_concurrency: int | None  # requests of seq tokens: blocks // ceil(seq / 32), capped at max_batch_size
-    estimated_max_model_len: int | None
-    budget_source: str
-    suggestions: tuple[str, ...]
-    serves_batch: bool | None
-    starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
 
 
 def _pp_counts(layers: int, pp: int) -> list[int]:
@@ -189,7 +164,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         notes.append("sliding and full layers: TensorRT-LLM gives each window an equal share of the pool (VSWA, T10); "
                      "whether a model fills its windows in automatically depends on its model code")
     hw = req.hardware
-    c = contract(req, kv)
+    common = request_terms(req, kv, engine="trtllm", engine_version=ENGINE_VERSION)
     weights_total, _ = plan.model_weights(spec, req.weight_fmt)
     frac = req.gpu_util if req.gpu_util is not None else FREE_FRACTION
     weights = peak = non_torch = temp = budget_b = None
@@ -266,18 +241,14 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     all_windows = [t2(layers) for layers in stages]
     kv_one = req.tp * sum(per * cdiv(min(req.seq, w or req.seq), tpb) * tpb for st in all_windows for w, per in st.items())
     result = TrtllmEstimate(
-        model=spec.name, engine="trtllm", seq=req.seq, batch=req.batch, kv_dtype=kv.name,
-        dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
-        kv_bytes_per_token=c.kv_bytes_per_token, kv_bytes=kv_one * req.batch, state_bytes=0,
-        cache_bytes=kv_one * req.batch, params=c.params, weights_bytes=weights_total, gpu=hw.name if hw else None,
-        per_gpu=per_gpu, fits=None if fits is None else bool(fits and serves), max_batch=max_batch, max_seq=max_seq, notes=tuple(notes),
-        engine_version=ENGINE_VERSION, tp=req.tp, pp=req.pp, gpus=req.tp * req.pp, tokens_per_block=tpb,
-        bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
+        **common, kv_bytes=kv_one * req.batch, state_bytes=0, cache_bytes=kv_one * req.batch,
+        weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch, max_seq=max_seq, notes=tuple(notes),
+        **verdict_terms(fits, serves), tokens_per_block=tpb, bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
         free_gpu_memory_fraction=None if source == "none" else str(float(frac)), weights_per_gpu_bytes=weights,
         activation_peak_bytes=peak, non_torch_bytes=non_torch, temporary_pool_bytes=temp, kv_budget_bytes=budget_b,
         available_kv_bytes=pool_bytes, max_tokens=max_tokens, num_blocks=num_blocks, kv_cache_tokens=tokens,
         window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(), serves_batch=serves, starts=fits,
+        suggestions=(),
     )
     if suggest and (fits is False or serves is False):
         from kvplan.engines import suggest as fix

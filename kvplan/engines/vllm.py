@@ -41,7 +41,8 @@ from kvplan.dtypes import DType
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as budget_model
 from kvplan.engines.budget import VllmBudget
-from kvplan.engines.paged import cdiv, contract, kv_dtype, longest, model_dtype
+from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE
 from kvplan.units import MAX_TOKENS
@@ -88,32 +89,12 @@ class VllmWorker:
 
 
 @dataclass(frozen=True)
-class VllmEstimate:
-    # DESIGN.md contract
-    model: str
-    engine: str
-    seq: int
-    batch: int
-    kv_dtype: str
-    dtype: str
-    kv_bytes_per_token: int
-    kv_bytes: int  # what vLLM reserves for `batch` requests of `seq`: whole blocks, padding slots, every GPU
-    state_bytes: int
-    cache_bytes: int
-    params: int
-    weights_bytes: int  # whole model
-    gpu: str | None
-    per_gpu: plan.PerGpu | None
-    fits: bool | None
-    max_batch: int | None
-    max_seq: int | None
-    notes: tuple[str, ...]
-    # vLLM's own terms
-    engine_version: str
+class VllmEstimate(EngineEstimate):
+    """kv_bytes: what vLLM reserves for `batch` requests of `seq`: whole blocks, padding slots, every GPU;
+    available_kv_bytes and bytes_per_block: of the worker that sizes the pool; budget_source "model" is
+    budget.py."""
+
     vllm_version: str
-    tp: int
-    pp: int
-    gpus: int
     block_size: int
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -122,14 +103,11 @@ class VllmEstimate:
     padding_layers: int
     padding_warnings: tuple[str, ...]
     group_size: int
-    bytes_per_block: int | None  # of the worker that sizes the pool
+    bytes_per_block: int | None
     blocks_per_request: int
-    available_kv_bytes: int | None  # of that worker
     num_gpu_blocks: int | None
     kv_cache_tokens: int | None
     max_concurrency: float | None  # num_gpu_blocks / blocks_per_request (vLLM prints it "%.2f")
-    estimated_max_model_len: int | None  # only when seq does not fit
-    budget_source: str  # "model" (budget.py), "--kv-cache-memory", or "none" (no GPU given)
     requested_bytes: int | None
     weights_per_gpu_bytes: int | None
     activation_peak_bytes: int | None
@@ -138,9 +116,6 @@ class VllmEstimate:
     cuda_graph_subtracted: bool | None
     workers: tuple[VllmWorker, ...]
     log_lines: tuple[str, ...]  # what vLLM would log about the cache
-    suggestions: tuple[str, ...]
-    serves_batch: bool | None  # the pool holds `batch` sequences of `seq` at once
-    starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
 
 
 # --------------------------------------------------------------------------------------------- layers
@@ -360,7 +335,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
                                       budget=budgets[shape.stage] if budgets else None))
 
     groups = _public_groups(layout, req.seq, in_flight)
-    c = contract(req, kv)
+    common = request_terms(req, kv, engine="vllm", engine_version=ENGINE_VERSION)
     weights_total, _ = plan.model_weights(spec, req.weight_fmt)
     if budgets is not None:
         weights_total = sum(b.weights_bytes for b in budgets) * req.tp
@@ -449,13 +424,10 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
                      f"logs from H100 80GB (docs/engines/calibration.md)")
 
     result = VllmEstimate(
-        model=spec.name, engine="vllm", seq=req.seq, batch=req.batch, kv_dtype=kv.name,
-        dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
-        kv_bytes_per_token=c.kv_bytes_per_token, kv_bytes=kv_per_request * req.batch,
-        state_bytes=state_per_request * req.batch, cache_bytes=per_request * req.batch, params=c.params,
-        weights_bytes=weights_total, gpu=hw.name if hw else None, per_gpu=per_gpu, fits=None if fits is None else bool(fits and serves), max_batch=max_batch,
-        max_seq=max_seq, notes=tuple(notes), engine_version=ENGINE_VERSION, vllm_version=version, tp=req.tp, pp=req.pp,
-        gpus=req.tp * req.pp, block_size=layout.block_size, max_num_batched_tokens=mnbt, max_num_seqs=max_seqs,
+        **common, kv_bytes=kv_per_request * req.batch, state_bytes=state_per_request * req.batch,
+        cache_bytes=per_request * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
+        max_seq=max_seq, notes=tuple(notes), **verdict_terms(fits, serves), vllm_version=version,
+        block_size=layout.block_size, max_num_batched_tokens=mnbt, max_num_seqs=max_seqs,
         gpu_memory_utilization=budget_model._fraction_text(util) if source == "model" else None,
         kv_cache_groups=groups, padding_layers=layout.padding_layers, padding_warnings=tuple(layout.padding_warnings),
         group_size=binding.group_size if binding else shapes[0].group_size,
@@ -466,7 +438,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         activation_peak_bytes=b0.activation_peak_bytes if b0 else None,
         non_torch_bytes=b0.non_torch_bytes if b0 else None, cuda_graph_bytes=b0.cuda_graph_bytes if b0 else None,
         cuda_graph_subtracted=b0.cuda_graph_subtracted if b0 else None, workers=tuple(workers),
-        log_lines=tuple(log_lines), suggestions=(), serves_batch=serves, starts=fits,
+        log_lines=tuple(log_lines), suggestions=(),
     )
     if suggest and (fits is False or serves is False):
         from kvplan.engines import suggest as fix

@@ -1,0 +1,65 @@
+"""What every paged engine (vLLM, SGLang, TensorRT-LLM) returns: DESIGN.md's contract fields first, then the
+terms the three share, then each engine's own. Pure.
+
+Each engine's result is a frozen dataclass extending EngineEstimate, so the contract's keys are declared once
+and the JSON (dataclasses.asdict) carries all of them for every engine. The static engine's plan.Estimate
+carries the same contract keys in plan.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from kvplan.cache import CacheModel
+from kvplan.dtypes import DType
+from kvplan.engines import EngineRequest
+from kvplan.plan import PerGpu
+
+
+@dataclass(frozen=True)
+class EngineEstimate:
+    # DESIGN.md contract
+    model: str
+    engine: str
+    seq: int
+    batch: int
+    kv_dtype: str
+    dtype: str
+    kv_bytes_per_token: int
+    kv_bytes: int
+    state_bytes: int
+    cache_bytes: int
+    params: int
+    weights_bytes: int  # whole model
+    gpu: str | None
+    per_gpu: PerGpu | None
+    fits: bool | None
+    max_batch: int | None
+    max_seq: int | None
+    notes: tuple[str, ...]
+    # shared by the paged engines
+    engine_version: str
+    tp: int
+    pp: int
+    gpus: int
+    available_kv_bytes: int | None
+    estimated_max_model_len: int | None  # only when seq does not fit
+    budget_source: str  # "model" (modelled budget), "--kv-cache-memory", or "none" (no GPU given)
+    suggestions: tuple[str, ...]
+    serves_batch: bool | None  # the pool holds `batch` sequences of `seq` at once
+    starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
+
+
+def request_terms(req: EngineRequest, kv: DType, *, engine: str, engine_version: str) -> dict[str, Any]:
+    """The EngineEstimate fields that follow from the request alone (keyword arguments for the result)."""
+    spec, hw = req.spec, req.hardware
+    return dict(model=spec.name, engine=engine, seq=req.seq, batch=req.batch, kv_dtype=kv.name,
+                dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
+                kv_bytes_per_token=CacheModel(spec, kv, req.tp, req.pp).kv_bytes_per_token, params=spec.params,
+                gpu=hw.name if hw else None, engine_version=engine_version, tp=req.tp, pp=req.pp, gpus=req.tp * req.pp)
+
+
+def verdict_terms(starts: bool | None, serves: bool | None) -> dict[str, Any]:
+    """`fits` (DESIGN.md: the request shape fits) = the engine starts with `seq` and holds `batch` of them."""
+    return dict(fits=None if starts is None else bool(starts and serves), starts=starts, serves_batch=serves)
