@@ -1,5 +1,5 @@
 """What every paged engine (vLLM, SGLang, TensorRT-LLM) returns: DESIGN.md's contract fields first, then the
-terms the three share, then each engine's own. Pure.
+terms the three share, then each engine's own. Pure (rich only inside the rendering helpers).
 
 Each engine's result is a frozen dataclass extending EngineEstimate, so the contract's keys are declared once
 and the JSON (dataclasses.asdict) carries all of them for every engine. The static engine's plan.Estimate
@@ -63,3 +63,30 @@ def request_terms(req: EngineRequest, kv: DType, *, engine: str, engine_version:
 def verdict_terms(starts: bool | None, serves: bool | None) -> dict[str, Any]:
     """`fits` (DESIGN.md: the request shape fits) = the engine starts with `seq` and holds `batch` of them."""
     return dict(fits=None if starts is None else bool(starts and serves), starts=starts, serves_batch=serves)
+
+
+# --------------------------------------------------------------------------------------------- rendering
+
+def view_start(result: EngineEstimate, head: str) -> list:
+    """The header line (TP x PP added when either is > 1) and the quantity/value table every engine view fills."""
+    from rich.table import Table
+    from rich.text import Text
+
+    from kvplan.render import _box
+
+    if result.tp > 1 or result.pp > 1:
+        head += f" · TP {result.tp} × PP {result.pp}"
+    table = Table(show_header=True, header_style="bold", box=_box())
+    table.add_column("quantity")
+    table.add_column("value", justify="right")
+    return [Text(head, style="bold"), table]
+
+
+def view_end(result: EngineEstimate, out: list) -> list:
+    """The view with the fix appended, when there is one."""
+    from rich.text import Text
+
+    if result.suggestions:
+        out.append(Text("what would fit:", style="bold"))
+        out += [Text(f"  {s}") for s in result.suggestions]
+    return out

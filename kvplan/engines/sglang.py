@@ -35,7 +35,7 @@ from kvplan.dtypes import DType
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
 from kvplan.engines.paged import kv_dtype, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE, StateSpec
 
@@ -306,19 +306,15 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
 
 
 def render_tables(result: SglangEstimate) -> list:
-    from rich.table import Table
     from rich.text import Text
 
-    from kvplan.render import _box, size
+    from kvplan.render import size
     from kvplan.units import format_tokens
 
     r = result
-    head = f"{r.model} · {r.engine_version} · context {format_tokens(r.seq)} · batch {r.batch} · KV {r.kv_dtype} · page {r.page_size}"
-    if r.tp > 1 or r.pp > 1:
-        head += f" · TP {r.tp} × PP {r.pp}"
-    t = Table(show_header=True, header_style="bold", box=_box())
-    t.add_column("quantity")
-    t.add_column("value", justify="right")
+    out = view_start(r, f"{r.model} · {r.engine_version} · context {format_tokens(r.seq)} · batch {r.batch} · "
+                        f"KV {r.kv_dtype} · page {r.page_size}")
+    t = out[1]
     t.add_row("cell size (bytes per token, one GPU)", size(r.cell_size))
     if r.mamba_state_per_request_bytes:
         t.add_row("Mamba state per request (SSM in float32)", size(r.mamba_state_per_request_bytes))
@@ -349,8 +345,4 @@ def render_tables(result: SglangEstimate) -> list:
         if r.estimated_max_model_len is not None:
             t.add_row("  longest request SGLang admits", format_tokens(r.estimated_max_model_len))
         t.add_row(f"requests of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")
-    out = [Text(head, style="bold"), t]
-    if r.suggestions:
-        out.append(Text("what would fit:", style="bold"))
-        out += [Text(f"  {s}") for s in r.suggestions]
-    return out
+    return view_end(r, out)

@@ -35,7 +35,7 @@ from kvplan import plan
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
 from kvplan.engines.paged import cdiv, kv_dtype, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE
 
@@ -258,20 +258,15 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
 
 
 def render_tables(result: TrtllmEstimate) -> list:
-    from rich.table import Table
     from rich.text import Text
 
-    from kvplan.render import _box, size
+    from kvplan.render import size
     from kvplan.units import format_tokens
 
     r = result
-    head = (f"{r.model} · {r.engine_version} · max_seq_len {format_tokens(r.seq)} · batch {r.batch} · KV {r.kv_dtype} · "
-            f"{r.tokens_per_block} tokens/block")
-    if r.tp > 1 or r.pp > 1:
-        head += f" · TP {r.tp} × PP {r.pp}"
-    t = Table(show_header=True, header_style="bold", box=_box())
-    t.add_column("quantity")
-    t.add_column("value", justify="right")
+    out = view_start(r, f"{r.model} · {r.engine_version} · max_seq_len {format_tokens(r.seq)} · batch {r.batch} · "
+                        f"KV {r.kv_dtype} · {r.tokens_per_block} tokens/block")
+    t = out[1]
     t.add_row("bytes per token (one GPU; pool)", size(r.bytes_per_token))
     if r.estimator_bytes_per_token != r.bytes_per_token:
         t.add_row("bytes per token (estimator, T3)", size(r.estimator_bytes_per_token))
@@ -297,8 +292,4 @@ def render_tables(result: TrtllmEstimate) -> list:
         t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
         if r.estimated_max_model_len is not None:
             t.add_row("  max_seq_len TensorRT-LLM lowers to", format_tokens(r.estimated_max_model_len))
-    out = [Text(head, style="bold"), t]
-    if r.suggestions:
-        out.append(Text("what would fit:", style="bold"))
-        out += [Text(f"  {s}") for s in r.suggestions]
-    return out
+    return view_end(r, out)

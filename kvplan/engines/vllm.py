@@ -42,7 +42,7 @@ from kvplan.engines import EngineRequest
 from kvplan.engines import budget as budget_model
 from kvplan.engines.budget import VllmBudget
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE
 from kvplan.units import MAX_TOKENS
@@ -506,20 +506,15 @@ def _not_fit_line(version: str, seq: int, need: int, avail: int, est: int | None
 
 def render_tables(result: VllmEstimate) -> list:
     """The human view: layout, budget (every term), pool, verdict, the fix."""
-    from rich.table import Table
     from rich.text import Text
 
-    from kvplan.render import _box, size
+    from kvplan.render import size
     from kvplan.units import format_tokens
 
     r = result
-    head = (f"{r.model} · vLLM {r.vllm_version} · max_model_len {format_tokens(r.seq)} · batch {r.batch} · "
-            f"KV {r.kv_dtype} · block {r.block_size}")
-    if r.tp > 1 or r.pp > 1:
-        head += f" · TP {r.tp} × PP {r.pp}"
-    t = Table(show_header=True, header_style="bold", box=_box())
-    t.add_column("quantity")
-    t.add_column("value", justify="right")
+    out = view_start(r, f"{r.model} · vLLM {r.vllm_version} · max_model_len {format_tokens(r.seq)} · batch {r.batch} · "
+                        f"KV {r.kv_dtype} · block {r.block_size}")
+    t = out[1]
     t.add_row(Text("KV cache layout (one GPU of the pool-sizing stage)", style="bold"), "")
     for g in r.kv_cache_groups[:8]:
         kind = f"{g.kind}" + (f" (window {g.window:,})" if g.window else "")
@@ -571,9 +566,4 @@ def render_tables(result: VllmEstimate) -> list:
         t.add_row(f"sequences of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")
         t.add_row(f"longest max_model_len for {r.batch} sequence{'s' if r.batch > 1 else ''}",
                   format_tokens(r.max_seq) if r.max_seq else "none")
-    out = [Text(head, style="bold"), t]
-    if r.suggestions:
-        out.append(Text("what would fit:", style="bold"))
-        for s in r.suggestions:
-            out.append(Text(f"  {s}"))
-    return out
+    return view_end(r, out)
