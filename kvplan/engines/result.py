@@ -8,8 +8,9 @@ carries the same contract keys in plan.py.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, TypeVar
 
 from kvplan.cache import CacheModel
 from kvplan.dtypes import DType
@@ -63,6 +64,17 @@ def request_terms(req: EngineRequest, kv: DType, *, engine: str, engine_version:
 def verdict_terms(starts: bool | None, serves: bool | None) -> dict[str, Any]:
     """`fits` (DESIGN.md: the request shape fits) = the engine starts with `seq` and holds `batch` of them."""
     return dict(fits=None if starts is None else bool(starts and serves), starts=starts, serves_batch=serves)
+
+
+R = TypeVar("R", bound=EngineEstimate)
+
+
+def with_fix(result: R, suggest: bool, fix: Callable[[R], list[str]]) -> R:
+    """The result with suggest.py's fix attached when it does not start or does not hold `batch` (the fix re-runs
+    the engine with suggest=False, one thing changed)."""
+    if suggest and (result.starts is False or result.serves_batch is False):
+        return dataclasses.replace(result, suggestions=tuple(fix(result)))
+    return result
 
 
 # --------------------------------------------------------------------------------------------- rendering

@@ -34,8 +34,9 @@ from kvplan.cache import layer_state_bytes, layer_token_bytes
 from kvplan.dtypes import DType
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
+from kvplan.engines import suggest as fix
 from kvplan.engines.paged import kv_dtype, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE, StateSpec
 
@@ -298,11 +299,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         swa_tokens=swa_tokens, max_running_requests=running, estimated_max_model_len=est_len, budget_source=source,
         suggestions=(),
     )
-    if suggest and (fits is False or serves is False):
-        from kvplan.engines import suggest as fix
-
-        result = dataclasses.replace(result, suggestions=tuple(fix.suggest_sglang(req, result)))
-    return result
+    return with_fix(result, suggest, lambda r: fix.suggest_sglang(req, r))
 
 
 def render_tables(result: SglangEstimate) -> list:

@@ -27,15 +27,15 @@ state manager that kvplan does not model (exit 3).
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
 from kvplan import plan
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
+from kvplan.engines import suggest as fix
 from kvplan.engines.paged import cdiv, kv_dtype, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE
 
@@ -250,11 +250,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len, budget_source=source,
         suggestions=(),
     )
-    if suggest and (fits is False or serves is False):
-        from kvplan.engines import suggest as fix
-
-        result = dataclasses.replace(result, suggestions=tuple(fix.suggest_trtllm(req, result)))
-    return result
+    return with_fix(result, suggest, lambda r: fix.suggest_trtllm(req, r))
 
 
 def render_tables(result: TrtllmEstimate) -> list:

@@ -40,9 +40,10 @@ from kvplan.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes
 from kvplan.dtypes import DType
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as budget_model
+from kvplan.engines import suggest as fix
 from kvplan.engines.budget import VllmBudget
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import FULL, MLA, SLIDING, STATE
 from kvplan.units import MAX_TOKENS
@@ -440,11 +441,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         cuda_graph_subtracted=b0.cuda_graph_subtracted if b0 else None, workers=tuple(workers),
         log_lines=tuple(log_lines), suggestions=(),
     )
-    if suggest and (fits is False or serves is False):
-        from kvplan.engines import suggest as fix
-
-        result = dataclasses.replace(result, suggestions=tuple(fix.suggest_vllm(req, result, version)))
-    return result
+    return with_fix(result, suggest, lambda r: fix.suggest_vllm(req, r, version))
 
 
 def _state_bytes_per_request(layout: _Layout, shapes: list[_WorkerShape], tp: int) -> int:
