@@ -38,43 +38,64 @@ from kvplan.errors import InputError, did_you_mean
 VERSIONS = {"0.19": "0.19.0", "0.33": "0.33.0"}
 DEFAULT_VERSION = "0.33"
 
-# Each version's table: `kind  flags...  [choices=a|b|...]`; the first flag is the long name, a flag
-# written !--x sets a switch off.
+# One table for both releases: `kind  flags...  [choices=a|b|...]  [only=RELEASE]`; the first flag is the long
+# name, a flag written !--x sets a switch off, and a line marked only=0.19 or only=0.33 is an option of (or the
+# spelling in) that release alone; every other line is in both.
 #   flag: an on/off switch     true: store_true        int, float, str: one value
 #   hint: vLLM's human_readable_int                    hint_auto: that, or -1 / auto (max-model-len)
 #   opt_*: also "None" or "" for None                  json: a JSON object (a mapping in YAML)
 #   list_*: one or more values                         optarg: zero or one value    append: repeatable
 #   config: another config file
-_TABLES = {
-    # vLLM 0.19.0: BooleanOptionalAction switches (--x / --no-x)
-    "0.19": """
+# 0.19 switches are argparse's BooleanOptionalAction (--x / --no-x). 0.33 registers EnableDisableAction in its
+# place (vllm/utils/argparse_utils.py FlexibleArgumentParser.__init__), which also takes --disable-x for
+# --enable-x and --enable-x for --disable-x: _ENABLE_DISABLE releases derive that inverse; the table leaves it out.
+_ENABLE_DISABLE = frozenset({"0.33"})
+_INVERSE_PREFIXES = {"--enable-": "--disable-", "--disable-": "--enable-"}
+_TABLE = """
     true       --headless
     int        --api-server-count -asc
     config     --config
+    true       --grpc  only=0.33
     list_str   --lora-modules
     str        --chat-template
     str        --chat-template-content-format  choices=auto|openai|string
     flag       --trust-request-chat-template !--no-trust-request-chat-template
+    flag       --trust-request-mm-kwargs !--no-trust-request-mm-kwargs  only=0.33
     json       --default-chat-template-kwargs
+    json       --reasoning-effort-map  only=0.33
     str        --response-role
     flag       --return-tokens-as-token-ids !--no-return-tokens-as-token-ids
     flag       --enable-auto-tool-choice !--no-enable-auto-tool-choice
     flag       --exclude-tools-when-tool-choice-none !--no-exclude-tools-when-tool-choice-none
     str        --tool-call-parser
     str        --tool-parser-plugin
+    str        --tool-strict-level  choices=auto|function|parameter  only=0.33
     str        --tool-server
-    str        --log-config-file
+    str        --log-config-file  only=0.19
     opt_int    --max-log-len
     flag       --enable-prompt-tokens-details !--no-enable-prompt-tokens-details
+    flag       --enable-per-request-metrics !--no-enable-per-request-metrics  only=0.33
     flag       --enable-server-load-tracking !--no-enable-server-load-tracking
     flag       --enable-force-include-usage !--no-enable-force-include-usage
+    int        --sse-keep-alive-interval  only=0.33
     flag       --enable-tokenizer-info-endpoint !--no-enable-tokenizer-info-endpoint
     flag       --enable-log-outputs !--no-enable-log-outputs
     flag       --enable-log-deltas !--no-enable-log-deltas
+    flag       --cohere-is-reasoning-model !--no-cohere-is-reasoning-model  only=0.33
+    str        --cohere-format  only=0.33
+    str        --anthropic-disabled-thinking-effort  choices=auto|high|low|max|medium|none|xhigh  only=0.33
     flag       --log-error-stack !--no-log-error-stack
     flag       --tokens-only !--no-tokens-only
+    flag       --enable-scale-out !--no-enable-scale-out  only=0.33
+    str        --fingerprint-mode  choices=custom|full|hash|none  only=0.33
+    str        --fingerprint-value  only=0.33
     str        --host
     int        --port
+    opt_int    --grpc-port  only=0.33
+    int        --data-parallel-supervisor-port  only=0.33
+    float      --dp-supervisor-probe-interval-s  only=0.33
+    float      --dp-supervisor-probe-timeout-s  only=0.33
+    int        --dp-supervisor-probe-failure-threshold  only=0.33
     str        --uds
     str        --uvicorn-log-level  choices=critical|debug|error|info|trace|warning
     flag       --disable-uvicorn-access-log !--no-disable-uvicorn-access-log
@@ -97,6 +118,7 @@ _TABLES = {
     int        --h11-max-incomplete-event-size
     int        --h11-max-header-count
     flag       --enable-offline-docs !--no-enable-offline-docs
+    flag       --enable-flash-late-interaction !--no-enable-flash-late-interaction  only=0.33
     str        --model
     str        --runner  choices=auto|draft|generate|pooling
     str        --convert  choices=auto|classify|embed|none
@@ -113,11 +135,15 @@ _TABLES = {
     str        --tokenizer-revision
     hint_auto  --max-model-len
     str        --quantization -q
+    json       --quantization-config  only=0.33
     flag       --allow-deprecated-quantization !--no-allow-deprecated-quantization
     flag       --enforce-eager !--no-enforce-eager
     flag       --enable-return-routed-experts !--no-enable-return-routed-experts
+    flag       --return-sampling-mask !--no-return-sampling-mask  only=0.33
     int        --max-logprobs
     str        --logprobs-mode  choices=processed_logits|processed_logprobs|raw_logits|raw_logprobs
+    flag       --use-fp64-gumbel !--no-use-fp64-gumbel  only=0.33
+    flag       --enable-trace-replay !--no-enable-trace-replay  only=0.33
     flag       --disable-sliding-window !--no-disable-sliding-window
     flag       --disable-cascade-attn !--no-disable-cascade-attn
     flag       --skip-tokenizer-init !--no-skip-tokenizer-init
@@ -126,23 +152,36 @@ _TABLES = {
     str        --config-format
     optarg     --hf-token
     json       --hf-overrides
+    json       --model-class-overrides  only=0.33
     json       --pooler-config
     str        --generation-config
     json       --override-generation-config
     flag       --enable-sleep-mode !--no-enable-sleep-mode
+    str        --sleep-mode-backend  only=0.33
+    flag       --sleep-mode-offload-cudagraph !--no-sleep-mode-offload-cudagraph  only=0.33
+    list_str   --sleep-preserve-parameter-names  only=0.33
+    flag       --enable-cumem-allocator !--no-enable-cumem-allocator  only=0.33
+    flag       --enable-nccl-comm-suspend !--no-enable-nccl-comm-suspend  only=0.33
     str        --model-impl
-    str        --override-attention-dtype
+    str        --override-attention-dtype  only=0.19
     list_str   --logits-processors
     str        --io-processor-plugin
     int        --renderer-num-workers
     str        --load-format
     str        --download-dir
-    str        --safetensors-load-strategy
+    str        --safetensors-load-strategy  only=0.19
+    str        --safetensors-load-strategy  choices=eager|lazy|prefetch|torchao  only=0.33
+    int        --safetensors-prefetch-num-threads  only=0.33
+    hint       --safetensors-prefetch-block-size  only=0.33
     json       --model-loader-extra-config
     list_str   --ignore-patterns
     flag       --use-tqdm-on-load !--no-use-tqdm-on-load
     json       --pt-load-map-location
     str        --attention-backend
+    str        --mamba-backend  only=0.33
+    str        --mamba-ssu-algorithm  choices=auto|horizontal|simple|vertical  only=0.33
+    flag       --enable-mamba-cache-stochastic-rounding !--no-enable-mamba-cache-stochastic-rounding  only=0.33
+    int        --mamba-cache-philox-rounds  only=0.33
     str        --reasoning-parser
     str        --reasoning-parser-plugin
     str        --distributed-executor-backend
@@ -152,9 +191,15 @@ _TABLES = {
     int        --nnodes -n
     int        --node-rank -r
     opt_int    --distributed-timeout-seconds
+    opt_int    --cpu-distributed-timeout-seconds  only=0.33
+    flag       --numa-bind !--no-numa-bind  only=0.33
+    list_int   --numa-bind-nodes  only=0.33
+    list_str   --numa-bind-cpus  only=0.33
+    str        --device-ids  only=0.33
     int        --tensor-parallel-size -tp
     int        --decode-context-parallel-size -dcp
     str        --dcp-comm-backend  choices=a2a|ag_rs
+    flag       --dcp-q-replicate !--no-dcp-q-replicate  only=0.33
     int        --dcp-kv-cache-interleave-size
     int        --cp-kv-cache-interleave-size
     int        --prefill-context-parallel-size -pcp
@@ -167,13 +212,20 @@ _TABLES = {
     str        --data-parallel-backend -dpb
     flag       --data-parallel-hybrid-lb -dph !--no-data-parallel-hybrid-lb
     flag       --data-parallel-external-lb -dpe !--no-data-parallel-external-lb
+    true       --data-parallel-multi-port-external-lb -dpm  only=0.33
+    flag       --enable-hc-sp !--no-enable-hc-sp  only=0.33
     flag       --enable-expert-parallel -ep !--no-enable-expert-parallel
+    flag       --enable-batch-sharded-sampling !--no-enable-batch-sharded-sampling  only=0.33
     flag       --enable-ep-weight-filter !--no-enable-ep-weight-filter
-    str        --all2all-backend  choices=allgather_reducescatter|deepep_high_throughput|deepep_low_latency|flashinfer_all2allv|flashinfer_nvlink_one_sided|flashinfer_nvlink_two_sided|mori|naive|nixl_ep|pplx
+    str        --all2all-backend  choices=allgather_reducescatter|deepep_high_throughput|deepep_low_latency|flashinfer_all2allv|flashinfer_nvlink_one_sided|flashinfer_nvlink_two_sided|mori|naive|nixl_ep|pplx  only=0.19
+    str        --all2all-backend  choices=allgather_reducescatter|deepep_high_throughput|deepep_low_latency|deepep_v2|flashinfer_all2allv|flashinfer_nvlink_one_sided|flashinfer_nvlink_two_sided|moonep|mori_high_throughput|mori_low_latency|naive|nixl_ep|pplx  only=0.33
     flag       --enable-dbo !--no-enable-dbo
+    flag       --enable-shm-tensor-arena !--no-enable-shm-tensor-arena  only=0.33
     int        --ubatch-size
     flag       --enable-elastic-ep !--no-enable-elastic-ep
+    int        --elastic-ep-max-dp-size  only=0.33
     int        --dbo-decode-token-threshold
+    int        --dp-sync-interval  only=0.33
     int        --dbo-prefill-token-threshold
     flag       --disable-nccl-for-dp-synchronization !--no-disable-nccl-for-dp-synchronization
     flag       --enable-eplb !--no-enable-eplb
@@ -184,20 +236,33 @@ _TABLES = {
     flag       --disable-custom-all-reduce !--no-disable-custom-all-reduce
     str        --worker-cls
     str        --worker-extension-cls
+    flag       --enable-fault-tolerance !--no-enable-fault-tolerance  only=0.33
+    json       --fault-tolerance-config  only=0.33
     int        --block-size
-    float      --gpu-memory-utilization
+    float      --gpu-memory-utilization  only=0.19
+    float      --gpu-memory-utilization --device-memory-utilization  only=0.33
     opt_hint   --kv-cache-memory-bytes
-    str        --kv-cache-dtype  choices=auto|bfloat16|float16|fp8|fp8_ds_mla|fp8_e4m3|fp8_e5m2|fp8_inc
+    str        --kv-cache-dtype  choices=auto|bfloat16|float16|fp8|fp8_ds_mla|fp8_e4m3|fp8_e5m2|fp8_inc  only=0.19
+    str        --kv-cache-dtype  choices=auto|float16|bfloat16|fp8|fp8_e4m3|fp8_e5m2|fp8_inc|fp8_ds_mla|nvfp4_ds_mla|turboquant_k8v4|turboquant_4bit_nc|turboquant_k3v4_nc|turboquant_3bit_nc|octave_k3v4|octave_k3v3|octave_k3v3_compact|ultraquant_4bit|int4_per_token_head|int8_per_token_head|fp8_per_token_head|nvfp4|nvfp4_4over6  only=0.33
     opt_int    --num-gpu-blocks-override
     flag       --enable-prefix-caching !--no-enable-prefix-caching
     str        --prefix-caching-hash-algo  choices=sha256|sha256_cbor|xxhash|xxhash_cbor
-    flag       --calculate-kv-scales !--no-calculate-kv-scales
+    flag       --calculate-kv-scales !--no-calculate-kv-scales  only=0.19
+    opt_int    --prefix-cache-retention-interval  only=0.33
     list_str   --kv-cache-dtype-skip-layers
     flag       --kv-sharing-fast-prefill !--no-kv-sharing-fast-prefill
-    str        --mamba-cache-dtype  choices=auto|float16|float32
-    str        --mamba-ssm-cache-dtype  choices=auto|float16|float32
+    str        --mamba-cache-dtype  choices=auto|float16|float32  only=0.19
+    str        --mamba-ssm-cache-dtype  choices=auto|float16|float32  only=0.19
+    flag       --swa-bounded-replay !--no-swa-bounded-replay  only=0.33
+    str        --mamba-cache-dtype  choices=auto|bfloat16|float16|float32  only=0.33
+    str        --mamba-ssm-cache-dtype  choices=auto|bfloat16|float16|float32  only=0.33
     opt_int    --mamba-block-size
-    str        --mamba-cache-mode  choices=align|all|none
+    str        --mamba-cache-mode  choices=align|all|none  only=0.19
+    opt_int    --prefix-match-unit  only=0.33
+    str        --mamba-cache-mode  choices=align|none  only=0.33
+    flag       --enable-mamba-shared-prefix-checkpoint !--no-enable-mamba-shared-prefix-checkpoint  only=0.33
+    int        --replayssm-buffer-len  only=0.33
+    flag       --use-replayssm !--no-use-replayssm  only=0.33
     opt_float  --kv-offloading-size
     str        --kv-offloading-backend  choices=lmcache|native
     str        --offload-backend  choices=auto|prefetch|uva
@@ -214,14 +279,23 @@ _TABLES = {
     json       --mm-processor-kwargs
     float      --mm-processor-cache-gb
     str        --mm-processor-cache-type  choices=lru|shm
+    str        --mm-hasher-algorithm  choices=blake3|sha256|sha512  only=0.33
     int        --mm-shm-cache-max-object-size-mb
     flag       --mm-encoder-only !--no-mm-encoder-only
     str        --mm-encoder-tp-mode  choices=data|weights
     str        --mm-encoder-attn-backend
+    str        --mm-encoder-attn-dtype  choices=fp8  only=0.33
+    str        --mm-encoder-fp8-scale-path  only=0.33
+    str        --mm-encoder-fp8-scale-save-path  only=0.33
+    float      --mm-encoder-fp8-scale-save-margin  only=0.33
     flag       --interleave-mm-strings !--no-interleave-mm-strings
     flag       --skip-mm-profiling !--no-skip-mm-profiling
     opt_float  --video-pruning-rate
+    str        --video-pruning-method  choices=evs|vidcom2  only=0.33
     str        --mm-tensor-ipc  choices=direct_rpc|torch_shm
+    str        --mm-processor-device  choices=auto|cpu  only=0.33
+    float      --mm-ipc-gpu-memory-gb  only=0.33
+    flag       --mm-device-do-normalize !--no-mm-device-do-normalize  only=0.33
     flag       --enable-lora !--no-enable-lora
     int        --max-loras
     int        --max-lora-rank  choices=1|8|16|32|64|128|256|320|512
@@ -232,43 +306,75 @@ _TABLES = {
     list_str   --lora-target-modules
     json       --default-mm-loras
     flag       --specialize-active-lora !--no-specialize-active-lora
+    flag       --enable-mixed-moe-lora-format !--no-enable-mixed-moe-lora-format  only=0.33
+    flag       --enable-moe-shared-loras !--no-enable-moe-shared-loras  only=0.33
+    opt_int    --max-lora-cls-labels  only=0.33
+    json       --logging-config  only=0.33
+    str        --log-level  choices=CRITICAL|ERROR|WARNING|INFO|DEBUG|NOTSET  only=0.33
+    str        --log-config-file  only=0.33
     str        --show-hidden-metrics-for-version
     str        --otlp-traces-endpoint
-    list_str   --collect-detailed-traces  choices=all|model|worker|None|model,worker|model,all|worker,model|worker,all|all,model|all,worker
+    list_str   --collect-detailed-traces  choices=all|model|worker|None|model,worker|model,all|worker,model|worker,all|all,model|all,worker  only=0.19
+    list_str   --collect-detailed-traces  choices=all|model|worker  only=0.33
+    str        --per-request-spec-decode-metrics  choices=detailed|none|summary  only=0.33
     flag       --kv-cache-metrics !--no-kv-cache-metrics
     float      --kv-cache-metrics-sample
+    json       --custom-histogram-buckets  only=0.33
     flag       --cudagraph-metrics !--no-cudagraph-metrics
     flag       --enable-layerwise-nvtx-tracing !--no-enable-layerwise-nvtx-tracing
     flag       --enable-mfu-metrics !--no-enable-mfu-metrics
     flag       --enable-logging-iteration-details !--no-enable-logging-iteration-details
+    str        --jit-monitor-mode  choices=error|warn  only=0.33
+    flag       --jit-monitor-verbose !--no-jit-monitor-verbose  only=0.33
     hint       --max-num-batched-tokens
+    opt_hint   --max-num-scheduled-tokens  only=0.33
     int        --max-num-seqs
-    int        --max-num-partial-prefills
-    int        --max-long-partial-prefills
+    int        --max-num-partial-prefills  only=0.19
+    int        --max-long-partial-prefills  only=0.19
+    opt_int    --max-num-active-seqs  only=0.33
+    opt_int    --max-num-queued-reqs  only=0.33
+    opt_hint   --max-num-queued-tokens  only=0.33
     int        --long-prefill-token-threshold
+    flag       --long-prefill-token-threshold-adaptive !--no-long-prefill-token-threshold-adaptive  only=0.33
     str        --scheduling-policy  choices=fcfs|priority
     flag       --enable-chunked-prefill !--no-enable-chunked-prefill
     flag       --disable-chunked-mm-input !--no-disable-chunked-mm-input
     str        --scheduler-cls
     flag       --scheduler-reserve-full-isl !--no-scheduler-reserve-full-isl
+    float      --watermark  only=0.33
+    int        --prefill-schedule-interval  only=0.33
     flag       --disable-hybrid-kv-cache-manager !--no-disable-hybrid-kv-cache-manager
     flag       --async-scheduling !--no-async-scheduling
     int        --stream-interval
     list_int   --cudagraph-capture-sizes
     int        --max-cudagraph-capture-size
+    json       --ir-op-priority  only=0.33
     flag       --enable-flashinfer-autotune !--no-enable-flashinfer-autotune
-    str        --moe-backend  choices=aiter|auto|cutlass|deep_gemm|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_trtllm|marlin|triton
+    str        --moe-backend  choices=aiter|auto|cutlass|deep_gemm|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_trtllm|marlin|triton  only=0.19
+    flag       --monokernel !--no-monokernel  only=0.33
+    str        --moe-backend  choices=aiter|aiter_mega_moe|aiter_triton_mxfp4_bf16|aiter_triton_mxfp4_mxfp4|auto|b12x|batched_triton|cutlass|deep_gemm|deep_gemm_mega_moe|emulation|flashinfer_b12x|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_moe_ep_cutedsl|flashinfer_moe_ep_mega_deep_gemm|flashinfer_trtllm|flydsl|hpc|humming|marlin|rdna3|triton|triton_unfused  only=0.33
+    str        --linear-backend  choices=aiter|auto|b12x|conch|cutlass|deep_gemm|emulation|exllama|fbgemm|flashinfer_b12x|flashinfer_cudnn|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_trtllm|humming|machete|marlin|torch|triton|xpu|xpu_woq  only=0.33
+    str        --sparse-indexer-topk-backend  choices=aiter|auto|cooperative|deep_select|flashinfer|per_row|persistent|torch  only=0.33
     json       --speculative-config -sc
+    str        --spec-method  choices=bailing_hybrid_mtp|bailing_hybrid_v3_mtp|custom_class|deepseek_mtp|dflash|dots3_note_mtp|draft_model|dspark|eagle|eagle3|ernie_mtp|exaone4_5_mtp|exaone_moe_mtp|extract_hidden_states|gemma4_mtp|glm4_moe_lite_mtp|glm4_moe_mtp|glm5_next_mtp|glm_ocr_mtp|hy_v3_mtp|hy_v4_mtp|inkling_mtp|kimi_k3_mtp|longcat_flash_mtp|mimo_mtp|mimo_v2_mtp|minimax_m3_mtp|mtp|nemotron_h_mtp|ngram|ngram_gpu|pangu_ultra_moe_mtp|qwen3_5_mtp|qwen3_next_mtp|qwen4_exp_mtp|step3p5_mtp|step5_mtp|suffix  only=0.33
+    str        --spec-model  only=0.33
+    int        --spec-tokens  only=0.33
+    json       --watermark-config  only=0.33
+    json       --diffusion-config -dc  only=0.33
     json       --kv-transfer-config
     json       --kv-events-config
     json       --ec-transfer-config
+    json       --ec-manager-config  only=0.33
     json       --compilation-config -cc
     json       --attention-config -ac
+    json       --engram-config  only=0.33
     json       --reasoning-config
     json       --kernel-config
     json       --additional-config
     json       --structured-outputs-config
+    json       --aux-output-config  only=0.33
     json       --profiler-config
+    json       --watchdog-config  only=0.33
     str        --optimization-level
     str        --performance-mode  choices=balanced|interactivity|throughput
     json       --weight-transfer-config
@@ -276,334 +382,13 @@ _TABLES = {
     true       --aggregate-engine-logging
     flag       --fail-on-environ-validation !--no-fail-on-environ-validation
     int        --shutdown-timeout
-    str        --gdn-prefill-backend  choices=flashinfer|triton
+    str        --gdn-prefill-backend  choices=flashinfer|triton  only=0.19
+    str        --gdn-prefill-backend  choices=flashinfer|triton|cutedsl|aiter_flydsl|sycl  only=0.33
+    str        --kda-prefill-backend  choices=auto|triton|flashkda|flashinfer|fused  only=0.33
+    str        --kda-decode-backend  choices=auto|native|flashinfer|triton  only=0.33
     flag       --enable-log-requests !--no-enable-log-requests
-    true       --grpc
-""",
-    # vLLM 0.33.0: EnableDisableAction switches (--enable-x / --disable-x; --no-x still accepted)
-    "0.33": """
-    true       --headless
-    int        --api-server-count -asc
-    config     --config
-    true       --grpc
-    list_str   --lora-modules
-    str        --chat-template
-    str        --chat-template-content-format  choices=auto|openai|string
-    flag       --trust-request-chat-template !--no-trust-request-chat-template
-    flag       --trust-request-mm-kwargs !--no-trust-request-mm-kwargs
-    json       --default-chat-template-kwargs
-    json       --reasoning-effort-map
-    str        --response-role
-    flag       --return-tokens-as-token-ids !--no-return-tokens-as-token-ids
-    flag       --enable-auto-tool-choice !--disable-auto-tool-choice !--no-enable-auto-tool-choice
-    flag       --exclude-tools-when-tool-choice-none !--no-exclude-tools-when-tool-choice-none
-    str        --tool-call-parser
-    str        --tool-parser-plugin
-    str        --tool-strict-level  choices=auto|function|parameter
-    str        --tool-server
-    opt_int    --max-log-len
-    flag       --enable-prompt-tokens-details !--disable-prompt-tokens-details !--no-enable-prompt-tokens-details
-    flag       --enable-per-request-metrics !--disable-per-request-metrics !--no-enable-per-request-metrics
-    flag       --enable-server-load-tracking !--disable-server-load-tracking !--no-enable-server-load-tracking
-    flag       --enable-force-include-usage !--disable-force-include-usage !--no-enable-force-include-usage
-    int        --sse-keep-alive-interval
-    flag       --enable-tokenizer-info-endpoint !--disable-tokenizer-info-endpoint !--no-enable-tokenizer-info-endpoint
-    flag       --enable-log-outputs !--disable-log-outputs !--no-enable-log-outputs
-    flag       --enable-log-deltas !--disable-log-deltas !--no-enable-log-deltas
-    flag       --cohere-is-reasoning-model !--no-cohere-is-reasoning-model
-    str        --cohere-format
-    str        --anthropic-disabled-thinking-effort  choices=auto|high|low|max|medium|none|xhigh
-    flag       --log-error-stack !--no-log-error-stack
-    flag       --tokens-only !--no-tokens-only
-    flag       --enable-scale-out !--disable-scale-out !--no-enable-scale-out
-    str        --fingerprint-mode  choices=custom|full|hash|none
-    str        --fingerprint-value
-    str        --host
-    int        --port
-    opt_int    --grpc-port
-    int        --data-parallel-supervisor-port
-    float      --dp-supervisor-probe-interval-s
-    float      --dp-supervisor-probe-timeout-s
-    int        --dp-supervisor-probe-failure-threshold
-    str        --uds
-    str        --uvicorn-log-level  choices=critical|debug|error|info|trace|warning
-    flag       --disable-uvicorn-access-log !--enable-uvicorn-access-log !--no-disable-uvicorn-access-log
-    str        --disable-access-log-for-endpoints
-    flag       --allow-credentials !--no-allow-credentials
-    json       --allowed-origins
-    json       --allowed-methods
-    json       --allowed-headers
-    list_str   --api-key
-    str        --ssl-keyfile
-    str        --ssl-certfile
-    str        --ssl-ca-certs
-    flag       --enable-ssl-refresh !--disable-ssl-refresh !--no-enable-ssl-refresh
-    int        --ssl-cert-reqs
-    str        --ssl-ciphers
-    str        --root-path
-    append     --middleware
-    flag       --enable-request-id-headers !--disable-request-id-headers !--no-enable-request-id-headers
-    flag       --disable-fastapi-docs !--enable-fastapi-docs !--no-disable-fastapi-docs
-    int        --h11-max-incomplete-event-size
-    int        --h11-max-header-count
-    flag       --enable-offline-docs !--disable-offline-docs !--no-enable-offline-docs
-    flag       --enable-flash-late-interaction !--disable-flash-late-interaction !--no-enable-flash-late-interaction
-    str        --model
-    str        --runner  choices=auto|draft|generate|pooling
-    str        --convert  choices=auto|classify|embed|none
-    str        --tokenizer
-    str        --tokenizer-mode
-    flag       --trust-remote-code !--no-trust-remote-code
-    str        --dtype  choices=auto|bfloat16|float|float16|float32|half
-    int        --seed
-    str        --hf-config-path
-    str        --allowed-local-media-path
-    list_str   --allowed-media-domains
-    str        --revision
-    str        --code-revision
-    str        --tokenizer-revision
-    hint_auto  --max-model-len
-    str        --quantization -q
-    json       --quantization-config
-    flag       --allow-deprecated-quantization !--no-allow-deprecated-quantization
-    flag       --enforce-eager !--no-enforce-eager
-    flag       --enable-return-routed-experts !--disable-return-routed-experts !--no-enable-return-routed-experts
-    flag       --return-sampling-mask !--no-return-sampling-mask
-    int        --max-logprobs
-    str        --logprobs-mode  choices=processed_logits|processed_logprobs|raw_logits|raw_logprobs
-    flag       --use-fp64-gumbel !--no-use-fp64-gumbel
-    flag       --enable-trace-replay !--disable-trace-replay !--no-enable-trace-replay
-    flag       --disable-sliding-window !--enable-sliding-window !--no-disable-sliding-window
-    flag       --disable-cascade-attn !--enable-cascade-attn !--no-disable-cascade-attn
-    flag       --skip-tokenizer-init !--no-skip-tokenizer-init
-    flag       --enable-prompt-embeds !--disable-prompt-embeds !--no-enable-prompt-embeds
-    list_str   --served-model-name
-    str        --config-format
-    optarg     --hf-token
-    json       --hf-overrides
-    json       --model-class-overrides
-    json       --pooler-config
-    str        --generation-config
-    json       --override-generation-config
-    flag       --enable-sleep-mode !--disable-sleep-mode !--no-enable-sleep-mode
-    str        --sleep-mode-backend
-    flag       --sleep-mode-offload-cudagraph !--no-sleep-mode-offload-cudagraph
-    list_str   --sleep-preserve-parameter-names
-    flag       --enable-cumem-allocator !--disable-cumem-allocator !--no-enable-cumem-allocator
-    flag       --enable-nccl-comm-suspend !--disable-nccl-comm-suspend !--no-enable-nccl-comm-suspend
-    str        --model-impl
-    list_str   --logits-processors
-    str        --io-processor-plugin
-    int        --renderer-num-workers
-    str        --load-format
-    str        --download-dir
-    str        --safetensors-load-strategy  choices=eager|lazy|prefetch|torchao
-    int        --safetensors-prefetch-num-threads
-    hint       --safetensors-prefetch-block-size
-    json       --model-loader-extra-config
-    list_str   --ignore-patterns
-    flag       --use-tqdm-on-load !--no-use-tqdm-on-load
-    json       --pt-load-map-location
-    str        --attention-backend
-    str        --mamba-backend
-    str        --mamba-ssu-algorithm  choices=auto|horizontal|simple|vertical
-    flag       --enable-mamba-cache-stochastic-rounding !--disable-mamba-cache-stochastic-rounding !--no-enable-mamba-cache-stochastic-rounding
-    int        --mamba-cache-philox-rounds
-    str        --reasoning-parser
-    str        --reasoning-parser-plugin
-    str        --distributed-executor-backend
-    int        --pipeline-parallel-size -pp
-    str        --master-addr
-    int        --master-port
-    int        --nnodes -n
-    int        --node-rank -r
-    opt_int    --distributed-timeout-seconds
-    opt_int    --cpu-distributed-timeout-seconds
-    flag       --numa-bind !--no-numa-bind
-    list_int   --numa-bind-nodes
-    list_str   --numa-bind-cpus
-    str        --device-ids
-    int        --tensor-parallel-size -tp
-    int        --decode-context-parallel-size -dcp
-    str        --dcp-comm-backend  choices=a2a|ag_rs
-    flag       --dcp-q-replicate !--no-dcp-q-replicate
-    int        --dcp-kv-cache-interleave-size
-    int        --cp-kv-cache-interleave-size
-    int        --prefill-context-parallel-size -pcp
-    int        --data-parallel-size -dp
-    int        --data-parallel-rank -dpn
-    int        --data-parallel-start-rank -dpr
-    int        --data-parallel-size-local -dpl
-    str        --data-parallel-address -dpa
-    int        --data-parallel-rpc-port -dpp
-    str        --data-parallel-backend -dpb
-    flag       --data-parallel-hybrid-lb -dph !--no-data-parallel-hybrid-lb
-    flag       --data-parallel-external-lb -dpe !--no-data-parallel-external-lb
-    true       --data-parallel-multi-port-external-lb -dpm
-    flag       --enable-hc-sp !--disable-hc-sp !--no-enable-hc-sp
-    flag       --enable-expert-parallel -ep !--disable-expert-parallel !--no-enable-expert-parallel
-    flag       --enable-batch-sharded-sampling !--disable-batch-sharded-sampling !--no-enable-batch-sharded-sampling
-    flag       --enable-ep-weight-filter !--disable-ep-weight-filter !--no-enable-ep-weight-filter
-    str        --all2all-backend  choices=allgather_reducescatter|deepep_high_throughput|deepep_low_latency|deepep_v2|flashinfer_all2allv|flashinfer_nvlink_one_sided|flashinfer_nvlink_two_sided|moonep|mori_high_throughput|mori_low_latency|naive|nixl_ep|pplx
-    flag       --enable-dbo !--disable-dbo !--no-enable-dbo
-    flag       --enable-shm-tensor-arena !--disable-shm-tensor-arena !--no-enable-shm-tensor-arena
-    int        --ubatch-size
-    flag       --enable-elastic-ep !--disable-elastic-ep !--no-enable-elastic-ep
-    int        --elastic-ep-max-dp-size
-    int        --dbo-decode-token-threshold
-    int        --dp-sync-interval
-    int        --dbo-prefill-token-threshold
-    flag       --disable-nccl-for-dp-synchronization !--enable-nccl-for-dp-synchronization !--no-disable-nccl-for-dp-synchronization
-    flag       --enable-eplb !--disable-eplb !--no-enable-eplb
-    json       --eplb-config
-    str        --expert-placement-strategy  choices=linear|round_robin
-    opt_int    --max-parallel-loading-workers
-    flag       --ray-workers-use-nsight !--no-ray-workers-use-nsight
-    flag       --disable-custom-all-reduce !--enable-custom-all-reduce !--no-disable-custom-all-reduce
-    str        --worker-cls
-    str        --worker-extension-cls
-    flag       --enable-fault-tolerance !--disable-fault-tolerance !--no-enable-fault-tolerance
-    json       --fault-tolerance-config
-    int        --block-size
-    float      --gpu-memory-utilization --device-memory-utilization
-    opt_hint   --kv-cache-memory-bytes
-    str        --kv-cache-dtype  choices=auto|float16|bfloat16|fp8|fp8_e4m3|fp8_e5m2|fp8_inc|fp8_ds_mla|nvfp4_ds_mla|turboquant_k8v4|turboquant_4bit_nc|turboquant_k3v4_nc|turboquant_3bit_nc|octave_k3v4|octave_k3v3|octave_k3v3_compact|ultraquant_4bit|int4_per_token_head|int8_per_token_head|fp8_per_token_head|nvfp4|nvfp4_4over6
-    opt_int    --num-gpu-blocks-override
-    flag       --enable-prefix-caching !--disable-prefix-caching !--no-enable-prefix-caching
-    str        --prefix-caching-hash-algo  choices=sha256|sha256_cbor|xxhash|xxhash_cbor
-    opt_int    --prefix-cache-retention-interval
-    list_str   --kv-cache-dtype-skip-layers
-    flag       --kv-sharing-fast-prefill !--no-kv-sharing-fast-prefill
-    flag       --swa-bounded-replay !--no-swa-bounded-replay
-    str        --mamba-cache-dtype  choices=auto|bfloat16|float16|float32
-    str        --mamba-ssm-cache-dtype  choices=auto|bfloat16|float16|float32
-    opt_int    --mamba-block-size
-    opt_int    --prefix-match-unit
-    str        --mamba-cache-mode  choices=align|none
-    flag       --enable-mamba-shared-prefix-checkpoint !--disable-mamba-shared-prefix-checkpoint !--no-enable-mamba-shared-prefix-checkpoint
-    int        --replayssm-buffer-len
-    flag       --use-replayssm !--no-use-replayssm
-    opt_float  --kv-offloading-size
-    str        --kv-offloading-backend  choices=lmcache|native
-    str        --offload-backend  choices=auto|prefetch|uva
-    float      --cpu-offload-gb
-    list_str   --cpu-offload-params
-    int        --offload-group-size
-    int        --offload-num-in-group
-    int        --offload-prefetch-step
-    list_str   --offload-params
-    flag       --language-model-only !--no-language-model-only
-    json       --limit-mm-per-prompt
-    flag       --enable-mm-embeds !--disable-mm-embeds !--no-enable-mm-embeds
-    json       --media-io-kwargs
-    json       --mm-processor-kwargs
-    float      --mm-processor-cache-gb
-    str        --mm-processor-cache-type  choices=lru|shm
-    str        --mm-hasher-algorithm  choices=blake3|sha256|sha512
-    int        --mm-shm-cache-max-object-size-mb
-    flag       --mm-encoder-only !--no-mm-encoder-only
-    str        --mm-encoder-tp-mode  choices=data|weights
-    str        --mm-encoder-attn-backend
-    str        --mm-encoder-attn-dtype  choices=fp8
-    str        --mm-encoder-fp8-scale-path
-    str        --mm-encoder-fp8-scale-save-path
-    float      --mm-encoder-fp8-scale-save-margin
-    flag       --interleave-mm-strings !--no-interleave-mm-strings
-    flag       --skip-mm-profiling !--no-skip-mm-profiling
-    opt_float  --video-pruning-rate
-    str        --video-pruning-method  choices=evs|vidcom2
-    str        --mm-tensor-ipc  choices=direct_rpc|torch_shm
-    str        --mm-processor-device  choices=auto|cpu
-    float      --mm-ipc-gpu-memory-gb
-    flag       --mm-device-do-normalize !--no-mm-device-do-normalize
-    flag       --enable-lora !--disable-lora !--no-enable-lora
-    int        --max-loras
-    int        --max-lora-rank  choices=1|8|16|32|64|128|256|320|512
-    str        --lora-dtype  choices=auto|bfloat16|float16
-    flag       --enable-tower-connector-lora !--disable-tower-connector-lora !--no-enable-tower-connector-lora
-    opt_int    --max-cpu-loras
-    flag       --fully-sharded-loras !--no-fully-sharded-loras
-    list_str   --lora-target-modules
-    json       --default-mm-loras
-    flag       --specialize-active-lora !--no-specialize-active-lora
-    flag       --enable-mixed-moe-lora-format !--disable-mixed-moe-lora-format !--no-enable-mixed-moe-lora-format
-    flag       --enable-moe-shared-loras !--disable-moe-shared-loras !--no-enable-moe-shared-loras
-    opt_int    --max-lora-cls-labels
-    json       --logging-config
-    str        --log-level  choices=CRITICAL|ERROR|WARNING|INFO|DEBUG|NOTSET
-    str        --log-config-file
-    str        --show-hidden-metrics-for-version
-    str        --otlp-traces-endpoint
-    list_str   --collect-detailed-traces  choices=all|model|worker
-    str        --per-request-spec-decode-metrics  choices=detailed|none|summary
-    flag       --kv-cache-metrics !--no-kv-cache-metrics
-    float      --kv-cache-metrics-sample
-    json       --custom-histogram-buckets
-    flag       --cudagraph-metrics !--no-cudagraph-metrics
-    flag       --enable-layerwise-nvtx-tracing !--disable-layerwise-nvtx-tracing !--no-enable-layerwise-nvtx-tracing
-    flag       --enable-mfu-metrics !--disable-mfu-metrics !--no-enable-mfu-metrics
-    flag       --enable-logging-iteration-details !--disable-logging-iteration-details !--no-enable-logging-iteration-details
-    str        --jit-monitor-mode  choices=error|warn
-    flag       --jit-monitor-verbose !--no-jit-monitor-verbose
-    hint       --max-num-batched-tokens
-    opt_hint   --max-num-scheduled-tokens
-    int        --max-num-seqs
-    opt_int    --max-num-active-seqs
-    opt_int    --max-num-queued-reqs
-    opt_hint   --max-num-queued-tokens
-    int        --long-prefill-token-threshold
-    flag       --long-prefill-token-threshold-adaptive !--no-long-prefill-token-threshold-adaptive
-    str        --scheduling-policy  choices=fcfs|priority
-    flag       --enable-chunked-prefill !--disable-chunked-prefill !--no-enable-chunked-prefill
-    flag       --disable-chunked-mm-input !--enable-chunked-mm-input !--no-disable-chunked-mm-input
-    str        --scheduler-cls
-    flag       --scheduler-reserve-full-isl !--no-scheduler-reserve-full-isl
-    float      --watermark
-    int        --prefill-schedule-interval
-    flag       --disable-hybrid-kv-cache-manager !--enable-hybrid-kv-cache-manager !--no-disable-hybrid-kv-cache-manager
-    flag       --async-scheduling !--no-async-scheduling
-    int        --stream-interval
-    list_int   --cudagraph-capture-sizes
-    int        --max-cudagraph-capture-size
-    json       --ir-op-priority
-    flag       --enable-flashinfer-autotune !--disable-flashinfer-autotune !--no-enable-flashinfer-autotune
-    flag       --monokernel !--no-monokernel
-    str        --moe-backend  choices=aiter|aiter_mega_moe|aiter_triton_mxfp4_bf16|aiter_triton_mxfp4_mxfp4|auto|b12x|batched_triton|cutlass|deep_gemm|deep_gemm_mega_moe|emulation|flashinfer_b12x|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_moe_ep_cutedsl|flashinfer_moe_ep_mega_deep_gemm|flashinfer_trtllm|flydsl|hpc|humming|marlin|rdna3|triton|triton_unfused
-    str        --linear-backend  choices=aiter|auto|b12x|conch|cutlass|deep_gemm|emulation|exllama|fbgemm|flashinfer_b12x|flashinfer_cudnn|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_trtllm|humming|machete|marlin|torch|triton|xpu|xpu_woq
-    str        --sparse-indexer-topk-backend  choices=aiter|auto|cooperative|deep_select|flashinfer|per_row|persistent|torch
-    json       --speculative-config -sc
-    str        --spec-method  choices=bailing_hybrid_mtp|bailing_hybrid_v3_mtp|custom_class|deepseek_mtp|dflash|dots3_note_mtp|draft_model|dspark|eagle|eagle3|ernie_mtp|exaone4_5_mtp|exaone_moe_mtp|extract_hidden_states|gemma4_mtp|glm4_moe_lite_mtp|glm4_moe_mtp|glm5_next_mtp|glm_ocr_mtp|hy_v3_mtp|hy_v4_mtp|inkling_mtp|kimi_k3_mtp|longcat_flash_mtp|mimo_mtp|mimo_v2_mtp|minimax_m3_mtp|mtp|nemotron_h_mtp|ngram|ngram_gpu|pangu_ultra_moe_mtp|qwen3_5_mtp|qwen3_next_mtp|qwen4_exp_mtp|step3p5_mtp|step5_mtp|suffix
-    str        --spec-model
-    int        --spec-tokens
-    json       --watermark-config
-    json       --diffusion-config -dc
-    json       --kv-transfer-config
-    json       --kv-events-config
-    json       --ec-transfer-config
-    json       --ec-manager-config
-    json       --compilation-config -cc
-    json       --attention-config -ac
-    json       --engram-config
-    json       --reasoning-config
-    json       --kernel-config
-    json       --additional-config
-    json       --structured-outputs-config
-    json       --aux-output-config
-    json       --profiler-config
-    json       --watchdog-config
-    str        --optimization-level
-    str        --performance-mode  choices=balanced|interactivity|throughput
-    json       --weight-transfer-config
-    true       --disable-log-stats
-    true       --aggregate-engine-logging
-    flag       --fail-on-environ-validation !--no-fail-on-environ-validation
-    int        --shutdown-timeout
-    str        --gdn-prefill-backend  choices=flashinfer|triton|cutedsl|aiter_flydsl|sycl
-    str        --kda-prefill-backend  choices=auto|triton|flashkda|flashinfer|fused
-    str        --kda-decode-backend  choices=auto|native|flashinfer|triton
-    flag       --enable-log-requests !--disable-log-requests !--no-enable-log-requests
-""",
-}
+    true       --grpc  only=0.19
+"""
 
 
 @dataclass(frozen=True)
@@ -635,11 +420,19 @@ def check_version(version: str | None) -> str:
 def options(version: str = DEFAULT_VERSION) -> dict[str, Option]:
     """Every `vllm serve` option of that vLLM release, by dest ('max_model_len')."""
     out = {}
-    for line in _TABLES[version].strip().splitlines():
+    for line in _TABLE.strip().splitlines():
         parts = line.split()
         kind, rest = parts[0], parts[1:]
+        only = next((p.split("=", 1)[1] for p in rest if p.startswith("only=")), None)
+        if only is not None and only != version:
+            continue
         choices = next((tuple(p.split("=", 1)[1].split("|")) for p in rest if p.startswith("choices=")), None)
-        flags = tuple(p for p in rest if not p.startswith("choices="))
+        flags = tuple(p for p in rest if not p.startswith(("choices=", "only=")))
+        if kind == "flag" and version in _ENABLE_DISABLE:
+            on = tuple(f for f in flags if not f.startswith("!"))
+            inverses = tuple("!" + inverse + f.removeprefix(prefix) for f in on
+                             for prefix, inverse in _INVERSE_PREFIXES.items() if f.startswith(prefix))
+            flags = on + inverses + flags[len(on):]
         dest = flags[0][2:].replace("-", "_")
         out[dest] = Option(dest, kind, flags, choices)
     return out
