@@ -13,7 +13,7 @@ from typing import Any, Mapping
 from kvplan.dtypes import dtype as lookup_dtype
 from kvplan.errors import InputError, KvplanError, UnsupportedError
 from kvplan.params import count_params
-from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping
+from kvplan.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping
 
 # vLLM downcasts a float32 (or dtype-less) config to the platform's preferred 16-bit dtype: bf16 on every GPU
 # from Ampere on (vllm/config/model.py _resolve_auto_dtype: supported_dtypes[0]; CudaPlatform lists bf16
@@ -24,10 +24,6 @@ _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
 _REFUSED_MODEL_TYPES = {"rwkv", "rwkv5", "rwkv6", "rwkv7", "retnet", "xlstm", "mllama", "whisper", "t5", "bart", "encoder-decoder"}
 # fields whose presence changes the cache in ways kvplan does not (yet) model
 _REFUSED_FIELDS = {
-    # transformers' StaticCache keeps attention_chunk_size tokens per chunked layer (cache_utils.py maps
-    # chunked_attention to StaticSlidingWindowLayer) but vLLM sizes chunked layers by its own rule, or charges them
-    # in full when it turns its hybrid allocator off for them: a layout kind of their own is needed first
-    "attention_chunk_size": "chunked local attention (Llama 4)",
     "cross_attention_layers": "cross-attention layers over image tokens (Llama 3.2 Vision)",
     "kv_sharing_fraction": "KV sharing across layers",
     "num_kv_shared_layers": "KV sharing across layers (Gemma 3n)",
@@ -103,7 +99,7 @@ def _sliding_kinds(cfg: Mapping, model_type: str, layers: int) -> list[str] | No
 
 _LAYER_TYPE_KINDS = {
     "full_attention": FULL, "attention": FULL, "global": FULL,
-    "sliding_attention": SLIDING, "local": SLIDING, "chunked_attention": None,
+    "sliding_attention": SLIDING, "local": SLIDING, "chunked_attention": CHUNKED,
     "linear_attention": STATE, "mamba": STATE, "mamba2": STATE,
 }
 
@@ -157,9 +153,6 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
     for key, what in _REFUSED_FIELDS.items():
         if cfg.get(key):
             hint = "kvplan refuses rather than guesses; describe the model in a spec YAML if you know its cache"
-            if key == "attention_chunk_size":
-                hint = (f"transformers' StaticCache keeps {cfg[key]} tokens per chunked layer: a spec YAML with those layers "
-                        f"`sliding` and `sliding_window: {cfg[key]}` gives that figure; engines differ")
             raise UnsupportedError(f"{what} is not modelled yet", where=f"{where}: {key}", hint=hint)
 
     layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -211,6 +204,8 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
     except KvplanError as err:
         raise err.located(where) from None
     spec["params"] = counted.total
+    if counted.tied is not None:
+        spec["tie_word_embeddings"] = counted.tied
     if counted.active != counted.total:
         spec["active_params"] = counted.active
     if counted.vision:
@@ -321,6 +316,8 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
             raise UnsupportedError("linear-attention/SSM layers without state sizes kvplan can read", where=f"{where}: layer_types",
                                    hint="expected linear_num_value_heads/... or mamba_d_state/...")
 
+    if kinds is None and cfg.get("attention_chunk_size"):
+        kinds = _chunked_kinds(cfg, model_type, layers, where)
     sliding = _sliding_kinds(cfg, model_type, layers)
     if kinds is None:
         kinds = sliding
@@ -330,6 +327,10 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
         if not cfg.get("sliding_window"):
             raise InputError("layers are sliding but sliding_window is not set", where=f"{where}: sliding_window")
         spec["sliding_window"] = int(cfg["sliding_window"])
+    if kinds is not None and CHUNKED in kinds:
+        if not cfg.get("attention_chunk_size"):
+            raise InputError("layers are chunked but attention_chunk_size is not set", where=f"{where}: attention_chunk_size")
+        spec["attention_chunk_size"] = int(cfg["attention_chunk_size"])
 
     if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi-K2): every attention layer keeps the latent
         spec["mla"] = {"kv_lora_rank": int(cfg["kv_lora_rank"]), "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim") or 0)}
@@ -351,6 +352,32 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
                 layout["per_layer"] = kinds
     if layout:
         spec["layout"] = layout
+
+
+def _chunked_kinds(cfg: Mapping, model_type: str, layers: int, where: str) -> list[str]:
+    """Llama 4's chunked local attention without an explicit layer_types: the layers that use RoPE attend within
+    chunks of attention_chunk_size tokens, the NoPE layers (every no_rope_layer_interval-th, 4 by default) see
+    everything. transformers Llama4TextConfig.__post_init__: no_rope_layers[i] = int((i + 1) % interval != 0)
+    unless the file lists them (an empty list counts as absent), and layer i is "chunked_attention" when
+    no_rope_layers[i] is 1; vLLM's Llama4Attention picks ChunkedLocalAttention by the same test
+    (model_executor/models/llama4.py: `use_chunked_local_attn = not self.nope and config.attention_chunk_size`)."""
+    if model_type not in ("llama4_text", "llama4"):
+        # transformers' generic fallback (cache_utils.get_layer_types_and_kwargs) would make every layer chunked, but
+        # whether a model's attention honours the field is its modelling code's business: refuse rather than guess
+        raise UnsupportedError(f"attention_chunk_size in a {model_type or 'model'!r} config without layer_types",
+                               where=f"{where}: attention_chunk_size",
+                               hint="kvplan reads Llama 4's rule; write a spec YAML with `chunked` layers if you know which")
+    rope = cfg.get("no_rope_layers")
+    if rope:
+        if not isinstance(rope, list) or len(rope) < layers or any(v not in (0, 1) for v in rope[:layers]):
+            raise InputError(f"must list 0 or 1 for each of the {layers} layers", where=f"{where}: no_rope_layers")
+        uses_rope = [bool(v) for v in rope[:layers]]
+    else:
+        interval = cfg.get("no_rope_layer_interval") or 4
+        if not isinstance(interval, int) or interval < 1:
+            raise InputError(f"must be a whole number of at least 1, got {interval!r}", where=f"{where}: no_rope_layer_interval")
+        uses_rope = [(i + 1) % interval != 0 for i in range(layers)]
+    return [CHUNKED if r else FULL for r in uses_rope]
 
 
 def _smallest_period(items: list) -> int:

@@ -21,7 +21,7 @@ from math import prod
 from typing import Any, Mapping
 
 from kvplan.errors import UnsupportedError
-from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE
+from kvplan.spec import FULL, HEADED_KINDS, MLA, NONE, STATE
 
 # Tensor classes. `linear` weights are what quantization formats quantize; `expert` weights too (MoE
 # experts, one [out, in] matrix per expert and layer); everything else stays in the model dtype.
@@ -55,6 +55,7 @@ class ParamCount:
     vision: int  # multimodal: vision tower and projector (part of total)
     tensors: tuple[Tensor, ...] = ()
     notes: tuple[str, ...] = ()
+    tied: bool | None = None  # output head shared with the embeddings; None when neither file nor class default says
 
 
 # Config classes' defaults for tie_word_embeddings when a file leaves it out (transformers
@@ -73,7 +74,7 @@ _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
 # one norm per layer: the layer is a single mixer (Mamba, Nemotron-H) or attention and MLP run in parallel
 _ONE_NORM = {"mamba", "falcon_mamba", "mamba2", "nemotron_h", "phi"}
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
-_MODELLED_VISION = {"siglip_vision_model", "pixtral"}
+_MODELLED_VISION = {"siglip_vision_model", "pixtral", "llama4_vision_model", "moonvit"}
 
 
 def _get(cfg: Mapping, *keys: str, default: Any = None) -> Any:
@@ -115,9 +116,10 @@ def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
     layer_norm = model_type in _LAYER_NORM
 
     tied = cfg.get("tie_word_embeddings", raw.get("tie_word_embeddings"))
+    known = tied is not None or model_type in _TIED_BY_DEFAULT | _UNTIED_BY_DEFAULT
     if tied is None:
         tied = model_type in _TIED_BY_DEFAULT
-        if model_type not in _TIED_BY_DEFAULT | _UNTIED_BY_DEFAULT:
+        if not known:
             notes.append("config.json does not say whether the output head is tied to the embeddings; counted untied")
     b.add("embed_tokens.weight", (vocab, hidden), EMBEDDING)
     if not tied:
@@ -148,7 +150,8 @@ def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
     total = sum(t.numel for t in tensors)
     active = sum(t.active_numel for t in tensors)
     vision = sum(t.numel for t in vision_tensors)
-    return ParamCount(total=total, active=active, vision=vision, tensors=tensors, notes=tuple(notes))
+    return ParamCount(total=total, active=active, vision=vision, tensors=tensors, notes=tuple(notes),
+                      tied=bool(tied) if known else None)
 
 
 def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
@@ -164,7 +167,7 @@ def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
 # ------------------------------------------------------------------ mixers: attention, MLA, state
 
 def _mixer(b: _Builder, cfg: Mapping, model_type: str, kind: str, hidden: int, spec: Mapping, kv_heads: int) -> None:
-    if kind in (FULL, SLIDING):
+    if kind in HEADED_KINDS:
         _attention(b, cfg, model_type, hidden, spec, kv_heads)
     elif kind == MLA:
         _mla(b, cfg, hidden, int(spec["attention_heads"]))
@@ -293,6 +296,11 @@ def _is_moe_layer(cfg: Mapping, model_type: str, i: int) -> bool:
         return i >= int(cfg.get("first_k_dense_replace") or 0) and i % int(cfg.get("moe_layer_freq") or 1) == 0
     if model_type == "jamba":
         return i % int(cfg.get("expert_layer_period", 1)) == int(cfg.get("expert_layer_offset", 0))
+    if model_type == "llama4_text":  # Llama4TextConfig: moe_layers, else every interleave_moe_layer_step-th from step - 1
+        if isinstance(cfg.get("moe_layers"), list):
+            return i in cfg["moe_layers"]
+        step = int(cfg.get("interleave_moe_layer_step") or 1)
+        return step > 0 and i % step == step - 1
     if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
         step = int(cfg.get("decoder_sparse_step") or 1)
         return i not in (cfg.get("mlp_only_layers") or []) and (i + 1) % step == 0
@@ -302,20 +310,29 @@ def _is_moe_layer(cfg: Mapping, model_type: str, i: int) -> bool:
 def _ffn(b: _Builder, cfg: Mapping, model_type: str, i: int, hidden: int) -> None:
     ungated = model_type in ("gpt2", "falcon", "phi", "gpt_neox", "starcoder2", "gpt_bigcode")
     mlp_bias = bool(cfg.get("mlp_bias")) or model_type == "gpt2" or (model_type == "falcon" and bool(cfg.get("bias")))
+    llama4 = model_type == "llama4_text"
+    ff = "feed_forward" if llama4 else "mlp"  # Llama 4's module name, which quantization ignore lists use
     if not _is_moe_layer(cfg, model_type, i):
         inter = int(_get(cfg, "intermediate_size", "n_inner", "ffn_hidden_size", default=4 * hidden))
         if model_type == "falcon":
             inter = int(_get(cfg, "ffn_hidden_size", default=4 * hidden))
-        _dense_mlp(b, "mlp", hidden, inter, gated=not ungated, bias=mlp_bias)
+        if llama4:  # Llama4TextDecoderLayer: dense layers are Llama4TextMLP(intermediate_size=intermediate_size_mlp)
+            inter = int(_get(cfg, "intermediate_size_mlp", default=16384))
+        _dense_mlp(b, ff, hidden, inter, gated=not ungated, bias=mlp_bias)
         return
     experts = int(_get(cfg, "num_local_experts", "num_experts", "n_routed_experts"))
     top_k = int(_get(cfg, "num_experts_per_tok", "experts_per_token", default=1))
     inter = int(_get(cfg, "moe_intermediate_size", "intermediate_size"))
     # experts: transformers 5 fuses them ([E, 2 x inter, hidden] gate_up, [E, hidden, inter] down);
     # per expert that is the gate, up and down matrices of a gated MLP
-    b.add("mlp.experts.gate_proj", (inter, hidden), EXPERT, experts, top_k)
-    b.add("mlp.experts.up_proj", (inter, hidden), EXPERT, experts, top_k)
-    b.add("mlp.experts.down_proj", (hidden, inter), EXPERT, experts, top_k)
+    b.add(f"{ff}.experts.gate_proj", (inter, hidden), EXPERT, experts, top_k)
+    b.add(f"{ff}.experts.up_proj", (inter, hidden), EXPERT, experts, top_k)
+    b.add(f"{ff}.experts.down_proj", (hidden, inter), EXPERT, experts, top_k)
+    if llama4:
+        # Llama4TextMoe: a bias-free router (Llama4Router) and one shared expert, a Llama4TextMLP of intermediate_size
+        b.add("feed_forward.router.weight", (experts, hidden), ROUTER)
+        _dense_mlp(b, "feed_forward.shared_expert", hidden, int(cfg["intermediate_size"]), gated=True, bias=False)
+        return
     if model_type == "gpt_oss":  # expert biases and a router bias
         b.add("mlp.experts.gate_up_proj_bias", (2 * inter,), BIAS, experts, top_k)
         b.add("mlp.experts.down_proj_bias", (hidden,), BIAS, experts, top_k)
@@ -401,10 +418,15 @@ def _vision(b: _Builder, raw: Mapping, cfg: Mapping, text_hidden: int) -> list[T
     if vtype not in _MODELLED_VISION:
         raise UnsupportedError(f"vision tower {vtype or '(no model_type)'!r} is not modelled, so its parameters are unknown",
                                where="vision_config.model_type",
-                               hint="kvplan counts SigLIP towers (Gemma-3); write a spec YAML with `params` and `vision_params`")
+                               hint="kvplan counts SigLIP (Gemma-3, LLaVA-NeXT), Pixtral, Llama 4 and MoonViT towers; "
+                                    "write a spec YAML with `params` and `vision_params`")
     start = len(b.tensors)
     if vtype == "pixtral":
         _pixtral(b, raw, vision, text_hidden)
+    elif vtype == "llama4_vision_model":
+        _llama4_vision(b, vision, text_hidden)
+    elif vtype == "moonvit":
+        _moonvit(b, raw, vision, text_hidden)
     else:
         _siglip(b, raw, vision, text_hidden)
     return b.tensors[start:]
@@ -418,8 +440,6 @@ def _siglip(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> Non
     layers = int(vision["num_hidden_layers"])
     patch, channels = int(vision.get("patch_size") or 14), int(vision.get("num_channels") or 3)
     image = int(vision.get("image_size") or 224)
-    if vision.get("vision_use_head"):
-        raise UnsupportedError("a SigLIP pooling head is not modelled", where="vision_config.vision_use_head")
     b.add("vision_tower.embeddings.patch_embedding.weight", (hidden, channels, patch, patch), VISION)
     b.add("vision_tower.embeddings.patch_embedding.bias", (hidden,), VISION)
     b.add("vision_tower.embeddings.position_embedding.weight", ((image // patch) ** 2, hidden), VISION)
@@ -433,12 +453,116 @@ def _siglip(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> Non
         b.add(f"vision_tower.layers.{name}.bias", (hidden,), VISION, layers)
     b.add("vision_tower.post_layernorm.weight", (hidden,), VISION)
     b.add("vision_tower.post_layernorm.bias", (hidden,), VISION)
-    if str(raw.get("model_type")) != "gemma3":
+    if vision.get("vision_use_head", True):
+        # SiglipMultiheadAttentionPoolingHead, built whenever vision_use_head is true, which is SiglipVisionConfig's
+        # default (transformers; vLLM's siglip.py reads the same attribute): a probe token, an nn.MultiheadAttention
+        # (packed in_proj and out_proj, with biases), a LayerNorm and an MLP. Gemma-3 turns it off in its file
+        b.add("vision_tower.head.probe", (1, 1, hidden), VISION)
+        b.add("vision_tower.head.attention.in_proj_weight", (3 * hidden, hidden), VISION)
+        b.add("vision_tower.head.attention.in_proj_bias", (3 * hidden,), VISION)
+        b.add("vision_tower.head.attention.out_proj.weight", (hidden, hidden), VISION)
+        b.add("vision_tower.head.attention.out_proj.bias", (hidden,), VISION)
+        b.add("vision_tower.head.layernorm.weight", (hidden,), VISION)
+        b.add("vision_tower.head.layernorm.bias", (hidden,), VISION)
+        b.add("vision_tower.head.mlp.fc1.weight", (inter, hidden), VISION)
+        b.add("vision_tower.head.mlp.fc1.bias", (inter,), VISION)
+        b.add("vision_tower.head.mlp.fc2.weight", (hidden, inter), VISION)
+        b.add("vision_tower.head.mlp.fc2.bias", (hidden,), VISION)
+    model_type = str(raw.get("model_type"))
+    if model_type == "gemma3":
+        # Gemma3MultiModalProjector: a soft-embedding RMSNorm and one projection matrix
+        b.add("multi_modal_projector.mm_input_projection_weight", (hidden, text_hidden), VISION)
+        b.add("multi_modal_projector.mm_soft_emb_norm.weight", (hidden,), VISION)
+    elif model_type in ("llava", "llava_next"):
+        _llava_projector(b, raw, hidden, text_hidden)
+    else:
+        raise UnsupportedError(f"the projector of {model_type!r} is not modelled", where="model_type",
+                               hint="write a spec YAML with `params` and `vision_params`")
+
+
+def _llava_projector(b: _Builder, raw: Mapping, vision_hidden: int, text_hidden: int) -> None:
+    """LlavaMultiModalProjector / LlavaNextMultiModalProjector (transformers): linear_1 from the vision features
+    (one vision width per entry of vision_feature_layer, concatenated) to the text width, then linear_2, both
+    biased unless multimodal_projector_bias is false; LLaVA-NeXT's model adds `image_newline`, one text-width
+    vector put after each row of image features (LlavaNextModel.image_newline)."""
+    layers = raw.get("vision_feature_layer", -2)
+    n_features = len(layers) if isinstance(layers, list) else 1
+    bias = raw.get("multimodal_projector_bias", True) is not False
+    b.add("multi_modal_projector.linear_1.weight", (text_hidden, vision_hidden * n_features), VISION)
+    b.add("multi_modal_projector.linear_2.weight", (text_hidden, text_hidden), VISION)
+    if bias:
+        b.add("multi_modal_projector.linear_1.bias", (text_hidden,), VISION)
+        b.add("multi_modal_projector.linear_2.bias", (text_hidden,), VISION)
+    if str(raw.get("model_type")) == "llava_next":
+        b.add("image_newline", (text_hidden,), VISION)
+
+
+def _llama4_vision(b: _Builder, vision: Mapping, text_hidden: int) -> None:
+    """Llama 4's vision encoder (transformers Llama4VisionModel) and Llama4MultiModalProjector: an unfold-and-linear
+    patch embedding without bias, a class embedding and learned positions for (image/patch)^2 + 1 tokens, LayerNorms
+    (with biases) before and after, encoder layers of biased q/k/v/o and fc1/fc2 with two LayerNorms, then the pixel-
+    shuffle adapter (two bias-free linears: intermediate_size -> projector_input_dim -> projector_output_dim) and
+    one bias-free projection from vision_output_dim to the text width."""
+    hidden = int(vision["hidden_size"])
+    inter = int(vision["intermediate_size"])
+    layers = int(vision["num_hidden_layers"])
+    patch, channels = int(vision.get("patch_size") or 14), int(vision.get("num_channels") or 3)
+    image = int(vision.get("image_size") or 448)
+    proj_in, proj_out = int(vision.get("projector_input_dim") or 4096), int(vision.get("projector_output_dim") or 4096)
+    b.add("vision_model.patch_embedding.linear.weight", (hidden, channels * patch * patch), VISION)
+    b.add("vision_model.class_embedding", (hidden,), VISION)
+    b.add("vision_model.positional_embedding_vlm", ((image // patch) ** 2 + 1, hidden), VISION)
+    for norm in ("layernorm_pre", "layernorm_post"):
+        b.add(f"vision_model.{norm}.weight", (hidden,), VISION)
+        b.add(f"vision_model.{norm}.bias", (hidden,), VISION)
+    for name, shape in (("self_attn.q_proj", (hidden, hidden)), ("self_attn.k_proj", (hidden, hidden)),
+                        ("self_attn.v_proj", (hidden, hidden)), ("self_attn.o_proj", (hidden, hidden)),
+                        ("mlp.fc1", (inter, hidden)), ("mlp.fc2", (hidden, inter))):
+        b.add(f"vision_model.model.layers.{name}.weight", shape, VISION, layers)
+        b.add(f"vision_model.model.layers.{name}.bias", (shape[0],), VISION, layers)
+    for norm in ("input_layernorm", "post_attention_layernorm"):
+        b.add(f"vision_model.model.layers.{norm}.weight", (hidden,), VISION, layers)
+        b.add(f"vision_model.model.layers.{norm}.bias", (hidden,), VISION, layers)
+    b.add("vision_model.vision_adapter.mlp.fc1.weight", (proj_in, inter), VISION)
+    b.add("vision_model.vision_adapter.mlp.fc2.weight", (proj_out, proj_out), VISION)
+    b.add("multi_modal_projector.linear_1.weight", (text_hidden, int(vision.get("vision_output_dim") or 7680)), VISION)
+
+
+def _moonvit(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> None:
+    """MoonViT and Kimi-VL's projector (remote code; vLLM model_executor/models/moonvit.py and kimi_vl.py). The
+    tensors are those vLLM 0.19.0 logged as loaded for moonshotai/Kimi-VL-A3B-Instruct ("Loaded weight ... with
+    shape", tests/data/vllm_logs/raw/moonshotai-kimi-vl-a3b-i--*.log): a biased patch conv, a learned 2-D position
+    table of init_pos_emb_height x init_pos_emb_width, blocks of a fused biased wqkv, wo, two LayerNorms and a
+    biased fc0/fc1 MLP, a final LayerNorm; then KimiVLMultiModalProjector: a LayerNorm over the vision width and
+    two biased linears on merge_kernel_size patches concatenated (1152 x 2 x 2 = 4608 -> 4608 -> text width)."""
+    if str(raw.get("model_type")) != "kimi_vl":
         raise UnsupportedError(f"the projector of {raw.get('model_type')!r} is not modelled", where="model_type",
                                hint="write a spec YAML with `params` and `vision_params`")
-    # Gemma3MultiModalProjector: a soft-embedding RMSNorm and one projection matrix
-    b.add("multi_modal_projector.mm_input_projection_weight", (hidden, text_hidden), VISION)
-    b.add("multi_modal_projector.mm_soft_emb_norm.weight", (hidden,), VISION)
+    hidden = int(vision["hidden_size"])
+    inter = int(vision["intermediate_size"])
+    layers = int(vision["num_hidden_layers"])
+    patch, channels = int(vision.get("patch_size") or 14), int(vision.get("num_channels") or 3)
+    pos_h, pos_w = int(vision.get("init_pos_emb_height") or 64), int(vision.get("init_pos_emb_width") or 64)
+    merge = vision.get("merge_kernel_size") or [2, 2]
+    merged = hidden * prod(int(m) for m in merge)
+    b.add("vision_tower.patch_embed.proj.weight", (hidden, channels, patch, patch), VISION)
+    b.add("vision_tower.patch_embed.proj.bias", (hidden,), VISION)
+    b.add("vision_tower.patch_embed.pos_emb.weight", (pos_h, pos_w, hidden), VISION)
+    for name, shape in (("wqkv", (3 * hidden, hidden)), ("wo", (hidden, hidden)),
+                        ("mlp.fc0", (inter, hidden)), ("mlp.fc1", (hidden, inter))):
+        b.add(f"vision_tower.encoder.blocks.{name}.weight", shape, VISION, layers)
+        b.add(f"vision_tower.encoder.blocks.{name}.bias", (shape[0],), VISION, layers)
+    for norm in ("norm0", "norm1"):
+        b.add(f"vision_tower.encoder.blocks.{norm}.weight", (hidden,), VISION, layers)
+        b.add(f"vision_tower.encoder.blocks.{norm}.bias", (hidden,), VISION, layers)
+    b.add("vision_tower.encoder.final_layernorm.weight", (hidden,), VISION)
+    b.add("vision_tower.encoder.final_layernorm.bias", (hidden,), VISION)
+    b.add("multi_modal_projector.pre_norm.weight", (hidden,), VISION)
+    b.add("multi_modal_projector.pre_norm.bias", (hidden,), VISION)
+    b.add("multi_modal_projector.linear_1.weight", (merged, merged), VISION)
+    b.add("multi_modal_projector.linear_1.bias", (merged,), VISION)
+    b.add("multi_modal_projector.linear_2.weight", (text_hidden, merged), VISION)
+    b.add("multi_modal_projector.linear_2.bias", (text_hidden,), VISION)
 
 
 def _pixtral(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> None:

@@ -11,7 +11,7 @@ import pytest
 from kvplan.cache import CacheModel
 from kvplan.catalog import resolve_model
 from kvplan.dtypes import dtype
-from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE
+from kvplan.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE
 
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "hf_configs"
@@ -143,6 +143,11 @@ def _mutations():
     rwkv = {"model_type": "rwkv", "num_hidden_layers": 24, "hidden_size": 2048}
     layer_type = _base("gpt-oss-20b.json")
     layer_type["layer_types"] = ["chunked_attention"] * 24
+    unknown_type = _base("gpt-oss-20b.json")
+    unknown_type["layer_types"] = ["compressed_sparse_attention"] * 24
+    chunk_elsewhere = _base("llama-3.1-8b.json") | {"attention_chunk_size": 4096}
+    no_rope = json.loads((EXTRA / "llama-4-scout-17b-16e-instruct.json").read_text())
+    no_rope["text_config"]["no_rope_layers"] = [1, 0, 1]
     vision = _base("gemma-3-27b.json")
     vision["vision_config"]["model_type"] = "clip_vision_model"
     no_layers = {"model_type": "llama", "hidden_size": 64}
@@ -157,7 +162,10 @@ def _mutations():
         ("unknown dtype", bad_dtype, 2, "torch_dtype"),
         ("unknown hybrid char", unknown_char, 3, "hybrid_override_pattern"),
         ("rwkv", rwkv, 3, "model_type"),
-        ("chunked layer type", layer_type, 3, "layer_types"),
+        ("chunked layers without a chunk size", layer_type, 2, "attention_chunk_size"),
+        ("unknown layer type", unknown_type, 3, "layer_types"),
+        ("attention_chunk_size outside Llama 4", chunk_elsewhere, 3, "attention_chunk_size"),
+        ("no_rope_layers too short", no_rope, 2, "no_rope_layers"),
         ("unknown vision tower", vision, 3, "vision_config.model_type"),
         ("no layer count", no_layers, 3, "num_hidden_layers"),
     ]
@@ -174,10 +182,47 @@ def test_bad_configs_exit_with_a_message_naming_the_field(cli, tmp_path, what, r
     assert f"{path}: {field}" in line
 
 
-def test_llama4_chunked_attention_exits_3(cli):
-    code, out, err = cli("estimate", EXTRA / "llama-4-scout-17b-16e-instruct.json", "--json")
-    assert code == 3 and out == ""
-    assert "attention_chunk_size" in err and "8192" in err
+@pytest.mark.parametrize("name", ["llama-4-scout-17b-16e-instruct.json", "llama-4-maverick-17b-128e-instruct.json"])
+def test_llama4_chunked_layers_follow_transformers(name):
+    """Llama4TextConfig.__post_init__: without no_rope_layers every 4th layer (3, 7, ..., 47) is a NoPE layer with
+    full attention and the other 36 attend within chunks of attention_chunk_size (8192)."""
+    spec = spec_of(name, EXTRA)
+    kinds = [layer.kind for layer in spec.layer_specs]
+    assert [i for i, k in enumerate(kinds) if k == FULL] == list(range(3, 48, 4))
+    assert kinds.count(CHUNKED) == 36 and spec.attention_chunk_size == 8192
+    assert {layer.window for layer in spec.layer_specs if layer.kind == CHUNKED} == {8192}
+    assert spec.layout.pattern == (CHUNKED, CHUNKED, CHUNKED, FULL)
+    per_layer_token = 8 * 128 * 2 * 2  # 8 KV heads x 128 x (K, V) x bf16
+    cache = CacheModel(spec, dtype("bf16"))
+    assert cache.footprint(8192).kv_bytes == 48 * per_layer_token * 8192
+    assert cache.footprint(131072).kv_bytes == (36 * 8192 + 12 * 131072) * per_layer_token
+    assert spec.tie_word_embeddings is False
+
+
+def test_llama4_explicit_no_rope_layers_and_interval(tmp_path):
+    raw = json.loads((EXTRA / "llama-4-scout-17b-16e-instruct.json").read_text())
+    raw["text_config"]["no_rope_layers"] = [1] * 40 + [0] * 8  # 1 = uses RoPE = chunked
+    spec = resolve_model(str(_write(tmp_path, raw)))
+    assert [layer.kind for layer in spec.layer_specs] == [CHUNKED] * 40 + [FULL] * 8
+    raw["text_config"]["no_rope_layers"] = []  # empty counts as absent (transformers: `if self.no_rope_layers`)
+    raw["text_config"]["no_rope_layer_interval"] = 2
+    spec = resolve_model(str(_write(tmp_path, raw)))
+    assert [layer.kind for layer in spec.layer_specs] == [CHUNKED, FULL] * 24
+    raw["text_config"]["layer_types"] = ["full_attention"] * 47 + ["chunked_attention"]  # explicit types win
+    spec = resolve_model(str(_write(tmp_path, raw)))
+    assert spec.count(CHUNKED) == 1 and spec.layer_specs[-1].window == 8192
+
+
+def test_tie_word_embeddings_is_carried_into_the_spec():
+    assert spec_of("gemma-2-9b.json").tie_word_embeddings is True  # Gemma2Config's default: the file leaves it out
+    assert spec_of("llama-3.1-8b.json").tie_word_embeddings is False
+    granite = resolve_model(str(DATA / "vllm_models" / "ibm-granite--granite-3.1-2b-instruct"))
+    assert granite.tie_word_embeddings is True
+    unknown = {"model_type": "somenewlm", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
+               "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 128}
+    from kvplan.hf_config import spec_mapping_from_config
+
+    assert "tie_word_embeddings" not in spec_mapping_from_config(unknown, name="x", where="x")
 
 
 def test_folder_with_config_json(cli, tmp_path):

@@ -112,3 +112,59 @@ def test_untied_default_is_said_when_unknown():
     counted = _count(raw)
     assert any("tied" in n for n in counted.notes)
     assert counted.total == 2 * 100 * 64 + 64 + 2 * (2 * 64 + 4 * 64 * 64 + 3 * 64 * 128)
+
+
+# ------------------------------------------------------------------ Llama 4 and the vision towers of the vLLM logs
+
+EXTRA_TRUTH = json.loads((DATA / "extra_configs" / "truth" / "transformers_truth.json").read_text())["configs"]
+
+
+@pytest.mark.parametrize("name,active", [
+    # per token: attention and norms of all 48 layers, the shared expert and 1 of the routed experts of each MoE
+    # layer (top-1), every dense MLP, embeddings, head, and the vision tower
+    ("llama-4-scout-17b-16e-instruct.json", 18_044_827_136),
+    ("llama-4-maverick-17b-128e-instruct.json", 18_056_623_616),
+])
+def test_llama4_params_equal_transformers(name, active):
+    """Scout: MoE on every layer (16 experts of 8192, a shared expert, a router); Maverick: interleave_moe_layer_step
+    2, so MoE (128 experts) on the odd layers and a dense MLP of intermediate_size_mlp (16384) on the even ones."""
+    spec = resolve_model(str(DATA / "extra_configs" / name))
+    entry = EXTRA_TRUTH[name]
+    assert spec.params == entry["params_total"]  # transformers 5.24 on meta: 108,641,793,536 and 401,583,781,376
+    assert spec.vision_params == entry["params_vision"] + entry["params_projector"] == 871_932_416
+    assert spec.active_params == active
+    counted = _count(_raw(name, "extra_configs"))
+    moe_layers = sum(t.count for t in counted.tensors if t.name == "feed_forward.router.weight")
+    assert moe_layers == (48 if "scout" in name else 24)
+
+
+def test_llava_next_projector_and_siglip_head():
+    """granite-vision-3.3-2b: SigLIP (27 layers, 1152) with its pooling head (vision_use_head is SiglipVisionConfig's
+    default, true, and vLLM builds it too), LLaVA-NeXT's projector over 4 feature layers and image_newline.
+    transformers 5.24 on meta counts 3,076,068,416: vision tower 428,225,600 + projector 13,635,584, and an untied
+    lm_head of 49156 x 2048 because LlavaNextConfig's own tie_word_embeddings is false. The text config ties it
+    (GraniteForCausalLM, tie_word_embeddings true), vLLM ties it, and vLLM's 'Model loading took 5.54 GiB' is the
+    tied count in bf16 (2,975,396,928 x 2 B = 5.542 GiB; untied would be 5.730)."""
+    spec = resolve_model(str(DATA / "vllm_models" / "ibm-granite--granite-vision-3.3-2b"))
+    assert spec.params == 3_076_068_416 - 49156 * 2048 == 2_975_396_928
+    assert spec.vision_params == 428_225_600 + 13_635_584 + 2048  # + image_newline, which the peer files as text
+    assert spec.tie_word_embeddings is True
+    assert round(spec.params * 2 / 2**30, 2) == 5.54
+
+
+def test_moonvit_tensors_are_those_vllm_loaded():
+    """Kimi-VL-A3B (MoonViT, remote code): vLLM 0.19.0 logs every vision weight it loads with its shape; their sum
+    is kvplan's vision_params, tensor for tensor."""
+    import math
+    import re
+
+    log = next((DATA / "vllm_logs" / "raw").glob("moonshotai-kimi-vl-a3b-i--*.log")).read_text()
+    loaded = {m.group(1): tuple(int(x) for x in m.group(2).split(","))
+              for m in re.finditer(r"Loaded weight (\S+) with shape torch\.Size\(\[([0-9, ]*)\]\)", log)}
+    assert len(loaded) == 27 * 12 + 11
+    counted = _count(_raw("moonshotai--Kimi-VL-A3B-Instruct/config.json", "vllm_models"))
+    vision = {t.name: t for t in counted.tensors if t.kind == "vision"}
+    for name, shape in loaded.items():
+        key = re.sub(r"\.blocks\.\d+\.", ".blocks.", name)
+        assert vision[key].shape == shape, name
+    assert sum(math.prod(s) for s in loaded.values()) == counted.vision == 447_545_840
