@@ -294,6 +294,56 @@ def test_more_memory_never_fewer_blocks(mem):
     assert b.num_gpu_blocks >= a.num_gpu_blocks
 
 
+def _scout_like(pattern=("chunked*3", "full"), architecture="Llama4ForConditionalGeneration"):
+    """Llama-4-Scout's attention: 48 layers, 8 KV heads of 128, bf16, chunked-local layers of 8192 tokens with
+    every 4th layer full (no RoPE)."""
+    from kvplan.spec import spec_from_mapping
+
+    return spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
+                                  dtype="bf16", params=108_000_000_000, attention_chunk_size=8192,
+                                  layout={"pattern": list(pattern)}, architecture=architecture))
+
+
+def test_chunked_local_layers_hold_the_chunk_and_the_tokens_in_flight():
+    """ChunkedLocalAttentionSpec (v1/kv_cache_interface.py): page as full attention, cdiv(min(chunk + in flight,
+    max_model_len), B) blocks a request; a group of its own beside the full layers (hybrid manager on by default:
+    VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 in both releases)."""
+    page = 16 * 8 * (128 + 128) * 2  # 65,536 B: one layer, one block
+    r = _req(_scout_like(), seq=131072, mem=40 * GIB)
+    old = vllm.estimate(r, version="0.19")
+    # 36 chunked + 12 full: group size 12 (36 >= 1.5 x 12), chunked split in 3 groups, no padding
+    assert [(g.kind, g.window, g.layers, g.padding_layers) for g in old.kv_cache_groups] == \
+        [("chunked", 8192, 12, 0)] * 3 + [("full", None, 12, 0)]
+    assert old.bytes_per_block == 12 * page == 786_432
+    # 0.19: in flight = max_num_batched_tokens 8192 -> cdiv(min(8192 + 8192, 131072), 16) = 1024; full: 131072 / 16
+    assert [g.blocks_per_request for g in old.kv_cache_groups] == [1024, 1024, 1024, 8192]
+    assert old.blocks_per_request == 3 * 1024 + 8192 == 11_264
+    assert old.num_gpu_blocks == 40 * GIB // 786_432 == 54_613
+    assert old.kv_cache_tokens == 54_613 // 4 * 16 == 218_448
+    assert f"{old.max_concurrency:.2f}" == "4.85" and old.max_batch == (54_613 - 1) // 11_264 == 4
+    assert old.kv_bytes == 11_264 * 786_432
+    # 0.33: two batches in flight -> cdiv(8192 + 16384, 16) = 1536
+    new = vllm.estimate(r, version="0.33")
+    assert [g.blocks_per_request for g in new.kv_cache_groups] == [1536, 1536, 1536, 8192]
+    assert new.blocks_per_request == 12_800 and new.kv_cache_tokens == int(54_613 / 12_800 * 131072)
+    assert any("current chunk plus the tokens in flight" in n for n in new.notes)
+    # at 8K the chunk and the tokens in flight reach past max_model_len: every layer is charged 8192 / 16
+    short = vllm.estimate(_req(_scout_like(), seq=8192, mem=40 * GIB), version="0.19")
+    assert {g.blocks_per_request for g in short.kv_cache_groups} == {512}
+    assert any("charged the whole max_model_len" in n for n in short.notes)
+
+
+def test_chunked_only_model_is_one_group():
+    est = vllm.estimate(_req(_scout_like(pattern=("chunked",)), seq=131072, mem=40 * GIB), version="0.19")
+    (g,) = est.kv_cache_groups
+    assert (g.kind, g.layers, g.blocks_per_request) == ("chunked", 48, 1024)
+    assert est.bytes_per_block == 48 * 65_536 and est.num_gpu_blocks == 40 * GIB // (48 * 65_536)
+    # the chunk caps the blocks of every length: no length runs out of memory, kvplan's token limit caps it
+    from kvplan.units import MAX_TOKENS
+
+    assert est.max_seq == MAX_TOKENS
+
+
 # ------------------------------------------------------------------------------------------ CLI
 
 def test_cli_estimate_vllm_json(cli):

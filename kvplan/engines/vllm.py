@@ -5,7 +5,7 @@ tests/data/vllm_logs); docs/engines/vllm.md gives every rule with the vLLM file 
 from, and section 9 there lists what differs between the two. In short:
 
 - per-layer page (one block of B tokens): B x KV heads per TP rank x (head_dim + v_head_dim) x dtype bytes
-  for full and sliding attention; B x (kv_lora_rank + qk_rope_head_dim) x dtype bytes for MLA (not split by
+  for full, sliding and chunked-local attention; B x (kv_lora_rank + qk_rope_head_dim) x dtype bytes for MLA (not split by
   TP); the recurrent state for Mamba / linear attention, padded to the attention page in hybrids, whose
   attention block grows until one page holds a state (model_executor/models/config.py
   HybridAttentionMambaModelConfig);
@@ -14,7 +14,8 @@ from, and section 9 there lists what differs between the two. In short:
   smallest), buckets split into groups of that size and padded ("Add N padding layers");
 - one pool: num_gpu_blocks = available // (group size x page), the minimum over workers (PP stages);
 - a request of max_model_len M needs, per group, cdiv(M, B) blocks (full, MLA), cdiv(min(W - 1 +
-  tokens in flight, M), B) + 1 (sliding window W), 1 (Mamba);
+  tokens in flight, M), B) + 1 (sliding window W), cdiv(min(C + tokens in flight, M), B) (chunked-local
+  attention of chunk C, Llama 4), 1 (Mamba);
 - logged: "GPU KV cache size: N tokens" (0.19: num_gpu_blocks // groups x B; 0.33: int(concurrency x M)),
   "Maximum concurrency for M tokens per request: X.XXx" (num_gpu_blocks / blocks per request), or the
   does-not-fit error with the estimated maximum model length (binary search; 0.33 keeps one block back).
@@ -45,7 +46,7 @@ from kvplan.engines.budget import VllmBudget
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.errors import InputError, UnsupportedError
-from kvplan.spec import FULL, MLA, SLIDING, STATE
+from kvplan.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS
 from kvplan.units import MAX_TOKENS
 
 ENGINE_VERSION = "vLLM 0.33.0, v1 engine (0.19.0 rules with the version switch)"
@@ -64,8 +65,8 @@ MAMBA = "mamba"
 class KvCacheGroup:
     """One of vLLM's KV-cache groups (layers sharing a block table), sized for one GPU of stage 0."""
 
-    kind: str  # full | sliding | mla | mamba
-    window: int | None
+    kind: str  # full | sliding | chunked | mla | mamba
+    window: int | None  # sliding window, or the chunk of chunked-local attention
     layers: int  # real layers in this group (whole model)
     padding_layers: int  # empty slots: group size - layers
     block_size: int  # tokens per block for this group's layers
@@ -139,6 +140,10 @@ class _Spec:
         """max_memory_usage_bytes / page: blocks one request of max_model_len takes in this layer."""
         if self.kind == SLIDING:
             return cdiv(min(self.window - 1 + in_flight, max_model_len), self.block_size) + 1
+        if self.kind == CHUNKED:
+            # ChunkedLocalAttentionSpec: the current chunk plus the tokens in flight, no extra block (a chunk
+            # starts where the previous one ended, so the blocks before it are freed whole)
+            return cdiv(min(self.window + in_flight, max_model_len), self.block_size)
         if self.kind == MAMBA:
             return 1  # mamba_cache_mode "none": prefix caching is off for hybrid models by default
         return cdiv(max_model_len, self.block_size)
@@ -158,10 +163,10 @@ class _Layout:
 def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -> tuple[int, dict[int, _Spec], list[str]]:
     spec, tp = req.spec, req.tp
     notes: list[str] = []
-    attn = [(i, layer) for i, layer in enumerate(spec.layer_specs) if layer.kind in (FULL, SLIDING, MLA)]
+    attn = [(i, layer) for i, layer in enumerate(spec.layer_specs) if layer.kind in HEADED_KINDS or layer.kind == MLA]
     state = [(i, layer) for i, layer in enumerate(spec.layer_specs) if layer.kind == STATE]
     for i, layer in attn:
-        if layer.kind in (FULL, SLIDING):
+        if layer.kind in HEADED_KINDS:
             kv_heads_per_rank(layer.kv_heads, tp)  # vLLM's divisibility rule, raises InputError
     mamba_page = max((layer_state_bytes(layer, tp) for _, layer in state), default=0)
     if state and attn:
@@ -180,7 +185,7 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -
         mamba_page = block_size * per_token  # "Padding mamba page size by X%"
     specs: dict[int, _Spec] = {}
     for i, layer in attn:
-        window = layer.window if layer.kind == SLIDING else None
+        window = layer.window if layer.kind in WINDOWED_KINDS else None
         specs[i] = _Spec(layer.kind, window, block_size, block_size * layer_token_bytes(layer, kv, tp))
     if state:
         if any(layer_state_bytes(layer, tp) != layer_state_bytes(state[0][1], tp) for _, layer in state) and attn:
@@ -417,6 +422,16 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     if sliding and min(s.window - 1 + in_flight for s in sliding) >= req.seq:
         notes.append(f"sliding-window layers are charged the whole max_model_len: window - 1 + {in_flight:,} tokens in "
                      "flight (max_num_batched_tokens) reach past it")
+    chunked = [s for s in layout.specs.values() if s.kind == CHUNKED]
+    if chunked:
+        c = min(s.window for s in chunked)
+        if c + in_flight >= req.seq:
+            notes.append(f"chunked-local layers are charged the whole max_model_len: the chunk ({c:,}) + {in_flight:,} "
+                         "tokens in flight reach past it")
+        else:
+            notes.append(f"chunked-local layers hold the current chunk plus the tokens in flight ({c:,} + {in_flight:,} "
+                         "tokens a request), not the whole max_model_len; with EAGLE or VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_"
+                         "HYBRID_KV_CACHE=0 vLLM turns its hybrid KV cache manager off and charges them the whole length")
     if any(s.kind == MLA for s in layout.specs.values()):
         notes.append("MLA with FlashMLA (block size 64) or CUTLASS MLA (128) changes the block size; pass --block-size "
                      "if your backend is one of them")
