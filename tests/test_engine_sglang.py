@@ -113,3 +113,52 @@ def test_cli_sglang(cli):
     assert d["engine"] == "sglang" and d["max_total_num_tokens"] > 400_000 and d["fits"] is True
     code, _, err = cli("estimate", CONFIGS / "jamba-1.5-mini.json", "--engine", "sglang", "--gpu", "h100")
     assert code == 3 and err.startswith("error:")
+
+
+# ------------------------------------------------------------------ chunked-local attention (Llama 4)
+
+def _scout_like(pattern=("chunked*3", "full"), architecture="Llama4ForConditionalGeneration", **extra):
+    from kvplan.spec import spec_from_mapping
+
+    return spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
+                                  dtype="bf16", params=108_000_000_000, attention_chunk_size=8192,
+                                  layout={"pattern": list(pattern)}, architecture=architecture, **extra))
+
+
+def _spec_req(spec, seq=131072, mem=40 * GIB):
+    return EngineRequest(spec=spec, seq=seq, batch=1, kv_dtype=dtypes.dtype("bf16"), kv_dtype_name="auto",
+                         weight_fmt=None, kv_cache_memory=mem)
+
+
+def test_llama4_chunked_layers_are_the_swa_pool():
+    """S12: Llama4ForConditionalGeneration is a hybrid-SWA architecture; its SWA window is attention_chunk_size
+    (resolve_sliding_window_size), its SWA layers (i + 1) % 4 != 0, i.e. the chunked ones."""
+    est = sglang.estimate(_spec_req(_scout_like()))
+    per_layer = 8 * (128 + 128) * 2  # 4,096 B a token
+    assert est.cell_size == 12 * per_layer == 49_152  # the full layers only
+    # cell = 49,152 + 0.8 x 36 x 4,096 = 167,116.8 B; 40 GiB / that = 257,003.6
+    assert est.max_total_num_tokens == 257_003 and est.swa_tokens == int(257_003 * 0.8) == 205_602
+    assert est.fits is True and est.max_batch == 1  # 257,003 // 131,072
+    assert est.kv_bytes == 12 * per_layer * 131072 + 36 * per_layer * 8192
+    # the SWA pool must exceed the window (the chunk) plus a page, or SGLang refuses to start:
+    # 10,240 tokens (10,240 x 167,116.8 B) leave 8,192 SWA slots; 10,243 leave 8,194
+    tight = sglang.estimate(_spec_req(_scout_like(), seq=4096, mem=1_711_276_032 + 1000))
+    assert (tight.max_total_num_tokens, tight.swa_tokens, tight.starts) == (10_240, 8_192, False)
+    enough = sglang.estimate(_spec_req(_scout_like(), seq=4096, mem=1_711_777_382 + 1000))
+    assert (enough.max_total_num_tokens, enough.swa_tokens, enough.starts) == (10_243, 8_194, True)
+
+
+def test_chunked_layers_outside_the_whitelist_are_sized_as_full():
+    est = sglang.estimate(_spec_req(_scout_like(architecture="Llama4ForCausalLM")))
+    assert est.cell_size == 48 * 4096 and est.swa_tokens is None
+    assert est.max_total_num_tokens == 40 * GIB // (48 * 4096) == 218_453
+    assert any("chunked-local layers are sized as full attention" in n for n in est.notes)
+
+
+def test_chunked_layers_sglang_cannot_place_are_refused():
+    with pytest.raises(UnsupportedError, match="others"):  # SGLang fixes Llama 4's SWA layers by index
+        sglang.estimate(_spec_req(_scout_like(pattern=("full", "chunked*3"))))
+    with pytest.raises(UnsupportedError, match="one window"):
+        sglang.estimate(_spec_req(_scout_like(pattern=("chunked", "sliding", "full", "full"), sliding_window=4096)))
+    with pytest.raises(UnsupportedError, match="only Llama 4"):
+        sglang.estimate(_spec_req(_scout_like(architecture="GptOssForCausalLM")))

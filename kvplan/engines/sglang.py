@@ -10,7 +10,8 @@ Mirrors SGLang 0.5.23 as read in docs/engines/sglang.md (rules S1-S13, each with
   prefill size and the CUDA-graph batch sizes;
 - tokens (S7, S8): max_total_num_tokens = rest // cell size, rounded down to the page size (1 on Hopper);
 - sliding windows (S12): a separate SWA pool only for whitelisted architectures (gpt-oss, Llama 4, Gemma 4,
-  ...); Gemma-2/3, Mistral and Phi-3 are sized as full attention;
+  ...); Gemma-2/3, Mistral and Phi-3 are sized as full attention; Llama 4's chunked-local layers are its SWA
+  layers, the window being attention_chunk_size;
 - Mamba / linear-attention hybrids (S13): a state pool of max_mamba_cache_size requests takes m / (1 + m) of
   the rest (m = 0.9), the SSM state in float32 by default; the cell counts attention layers only.
 
@@ -31,14 +32,13 @@ from fractions import Fraction
 
 from kvplan import plan
 from kvplan.cache import layer_state_bytes, layer_token_bytes
-from kvplan.dtypes import DType
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
 from kvplan.engines import suggest as fix
 from kvplan.engines.paged import kv_dtype, model_dtype
 from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.errors import InputError, UnsupportedError
-from kvplan.spec import FULL, MLA, SLIDING, STATE, StateSpec
+from kvplan.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
 
 ENGINE_VERSION = "SGLang 0.5.23"
 GIB = 2**30
@@ -50,6 +50,7 @@ KV_DTYPES = {"auto": "", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16":
 # configs/model_config.py is_hybrid_swa_model: architectures with a separate sliding-window pool
 HYBRID_SWA_ARCHITECTURES = {"GptOssForCausalLM", "Llama4ForConditionalGeneration", "Gemma4ForCausalLM",
                             "Gemma4ForConditionalGeneration", "MiMoV2FlashForCausalLM", "MellumForCausalLM"}
+LLAMA4 = "Llama4ForConditionalGeneration"
 SWA_FULL_TOKENS_RATIO = Fraction(4, 5)  # --swa-full-tokens-ratio default 0.8
 MAMBA_FULL_MEMORY_RATIO = Fraction(9, 10)  # --mamba-full-memory-ratio default 0.9
 MAMBA_SLOTS_PER_REQUEST = 3  # radix cache on, no extra buffer: r_m = 3
@@ -170,12 +171,31 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         notes.append("--reserve applies to the static engine; SGLang's budget is its own (mem_fraction_static)")
     attn_kinds = {layer.kind for layer in spec.layer_specs}
     has_state = STATE in attn_kinds
-    if has_state and not attn_kinds & {FULL, SLIDING, MLA}:
+    if has_state and not attn_kinds & {*HEADED_KINDS, MLA}:
         raise UnsupportedError("pure Mamba models on SGLang are not modelled", where="--engine sglang",
                                hint="try --engine vllm")
-    swa = spec.architecture in HYBRID_SWA_ARCHITECTURES and SLIDING in attn_kinds
-    if SLIDING in attn_kinds and not swa:
-        notes.append(f"SGLang has no sliding-window pool for {spec.architecture or 'this architecture'}: sliding layers "
+    windowed = attn_kinds & set(WINDOWED_KINDS)
+    if len(windowed) > 1:
+        raise UnsupportedError("sliding and chunked-local layers in one model: SGLang's SWA pool has one window "
+                               "(sliding_window, else attention_chunk_size); not modelled", where="--engine sglang",
+                               hint="try --engine vllm")
+    swa = spec.architecture in HYBRID_SWA_ARCHITECTURES and bool(windowed)
+    # SGLang's one SWA window (model_runner_components/load_model_utils.py resolve_sliding_window_size): the
+    # config's sliding_window, else attention_chunk_size, so Llama 4's chunked-local layers live in the SWA pool
+    swa_window = spec.attention_chunk_size if CHUNKED in windowed else spec.sliding_window
+    if CHUNKED in windowed and swa:
+        # configs/model_config.py get_hybrid_layer_ids: Llama 4's SWA layers are (i + 1) % 4 != 0, whatever the spec
+        if spec.architecture != LLAMA4:
+            raise UnsupportedError(f"chunked-local layers in {spec.architecture}: SGLang puts only Llama 4's into its SWA "
+                                   "pool; not modelled", where="--engine sglang", hint="try --engine vllm")
+        ours = {i for i, layer in enumerate(spec.layer_specs) if layer.kind == CHUNKED}
+        if ours != {i for i in range(spec.layers) if (i + 1) % 4}:
+            raise UnsupportedError("SGLang puts layers with (i + 1) % 4 != 0 of Llama 4 into its SWA pool, and this "
+                                   "spec's chunked layers are others; not modelled", where="--engine sglang",
+                                   hint="try --engine vllm")
+    if windowed and not swa:
+        what = "sliding" if SLIDING in windowed else "chunked-local"
+        notes.append(f"SGLang has no sliding-window pool for {spec.architecture or 'this architecture'}: {what} layers "
                      "are sized as full attention (S12)")
     counts = _pp_counts(spec.layers, req.pp)
     stages, start = [], 0
@@ -185,8 +205,8 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
 
     def cells(layers) -> tuple[int, int, int]:
         full = sum(layer_token_bytes(layer, kv, req.tp) for layer in layers
-                   if layer.kind in (FULL, MLA) or (layer.kind == SLIDING and not swa))
-        slide = sum(layer_token_bytes(layer, kv, req.tp) for layer in layers if layer.kind == SLIDING and swa)
+                   if layer.kind in (FULL, MLA) or (layer.kind in WINDOWED_KINDS and not swa))
+        slide = sum(layer_token_bytes(layer, kv, req.tp) for layer in layers if layer.kind in WINDOWED_KINDS and swa)
         state = sum(layer_state_bytes(dataclasses.replace(layer, state=_state_fp32(layer.state)), req.tp)
                     for layer in layers if layer.kind == STATE)
         return full, slide, state
@@ -254,7 +274,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
             swa_tokens = math.floor(tokens * SWA_FULL_TOKENS_RATIO) // page * page
         else:
             tokens = rest // full_cell // page * page
-        starts = tokens > 0 and (not swa or swa_tokens > (spec.sliding_window or 0) + page)
+        starts = tokens > 0 and (not swa or swa_tokens > (swa_window or 0) + page)
         context_len = req.seq
         if tokens > 0:
             running = min(max(int(tokens / context_len * 512), 2048), 4096)
@@ -285,7 +305,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
                               free_bytes=static - w_gpu - pool)
     full_all = sum(f for f, _, _ in per_stage) * req.tp
     swa_all = sum(s for _, s, _ in per_stage) * req.tp
-    seq_swa = min(req.seq, spec.sliding_window or req.seq)
+    seq_swa = min(req.seq, swa_window or req.seq)
     kv_one = full_all * req.seq + swa_all * seq_swa
     state_one = sum(s for _, _, s in per_stage) * req.tp
     result = SglangEstimate(
