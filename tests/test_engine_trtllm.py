@@ -85,3 +85,17 @@ def test_cli_trtllm_json(cli):
     d = json.loads(out)
     assert d["engine"] == "trtllm" and d["tokens_per_block"] == 32 and d["num_blocks"] > 10_000
     assert d["kv_cache_tokens"] == d["num_blocks"] * 32
+
+
+def test_chunked_local_layers_are_refused():
+    """TensorRT-LLM applies attention_chunk_size in its attention kernel; its pool for those layers is not modelled."""
+    from kvplan.spec import spec_from_mapping
+
+    spec = spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
+                                  dtype="bf16", params=108_000_000_000, attention_chunk_size=8192,
+                                  layout={"pattern": ["chunked*3", "full"]}, architecture="Llama4ForConditionalGeneration"))
+    req = EngineRequest(spec=spec, seq=8192, batch=1, kv_dtype=dtypes.dtype("bf16"), kv_dtype_name="auto",
+                        weight_fmt=None, kv_cache_memory=GIB)
+    with pytest.raises(UnsupportedError, match="chunked-local") as info:
+        trtllm.estimate(req)
+    assert info.value.exit_code == 3 and "--engine vllm" in info.value.hint

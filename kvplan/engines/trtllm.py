@@ -22,7 +22,7 @@ T1-T11 with their source files):
 TensorRT-LLM measures the peak at start-up; kvplan models the activation peak like vLLM's forward and takes
 the non-torch memory (CUDA context, cuBLAS workspace, CUDA graphs; NCCL at TP >= 2) as an assumed constant:
 no TensorRT-LLM log was available to calibrate against, and the notes say so. Mamba hybrids use a separate
-state manager that kvplan does not model (exit 3).
+state manager that kvplan does not model, and Llama 4's chunked-local layers are not modelled either (exit 3).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from kvplan.engines import suggest as fix
 from kvplan.engines.paged import cdiv, kv_dtype, model_dtype
 from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.errors import InputError, UnsupportedError
-from kvplan.spec import FULL, MLA, SLIDING, STATE
+from kvplan.spec import CHUNKED, FULL, MLA, SLIDING, STATE
 
 ENGINE_VERSION = "TensorRT-LLM 1.x PyTorch backend, KVCacheManager (V1)"
 GIB = 2**30
@@ -110,6 +110,12 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     spec = req.spec
     if any(layer.kind == STATE for layer in spec.layer_specs):
         raise UnsupportedError("TensorRT-LLM's Mamba hybrid cache (MambaHybridCacheManager) is not modelled",
+                               where="--engine trtllm", hint="try --engine vllm or --engine sglang")
+    if any(layer.kind == CHUNKED for layer in spec.layer_specs):
+        # TensorRT-LLM applies attention_chunk_size in its attention kernel (docs/source/features/long-sequence.md:
+        # Llama 4, TRTLLM backend, context requests only); whether its KV pool keeps the chunk or the whole sequence
+        # for those layers is not settled from the source kvplan read: no guess
+        raise UnsupportedError("TensorRT-LLM's KV pool for chunked-local attention layers (Llama 4) is not modelled",
                                where="--engine trtllm", hint="try --engine vllm or --engine sglang")
     if req.batch < 1:
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
