@@ -110,6 +110,68 @@ def test_paged_pools_hold_whole_blocks():
     assert ragged.estimated_bytes == ragged.planned_bytes == exact.estimated_bytes  # cdiv(8190, 16) = 512 blocks
 
 
+def _scout_like(pattern=("chunked*3", "full"), chunk=8192):
+    """Llama-4-Scout's attention: 48 layers, 8 KV heads of 128, chunked-local layers, every 4th full."""
+    from kvplan.spec import spec_from_mapping
+
+    return spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
+                                  dtype="bf16", params=108_000_000_000, attention_chunk_size=chunk,
+                                  layout={"pattern": list(pattern)}, architecture="Llama4ForConditionalGeneration"))
+
+
+def test_chunked_layers_static_layout_keeps_the_chunk():
+    """transformers' StaticCache gives a chunked layer a rolling buffer of min(seq, chunk) tokens."""
+    cache = CacheModel(_scout_like(), lookup_dtype("bf16"))
+    plan = rank_plan(cache, seq=100_000, batch=2)
+    chunked = next(g for g in plan.groups if g.kind == "chunked")
+    full = next(g for g in plan.groups if g.kind == "full")
+    assert chunked.label == "chunked(8192)" and len(chunked.layers) == 36 and len(full.layers) == 12
+    assert chunked.tensors[0].shape == (2, 8, 8192, 128) and full.tensors[0].shape == (2, 8, 100_000, 128)
+    # 2 sequences x 4,096 B a token x (36 x 8,192 + 12 x 100,000)
+    assert plan.estimated_bytes == plan.planned_bytes == plan.footprint_bytes == 2 * 4096 * (36 * 8192 + 12 * 100_000)
+
+
+def test_chunk_blocks_by_hand():
+    from kvplan.probe.layout import chunk_blocks
+
+    assert chunk_blocks(131072, 8192, 16) == 512  # B divides the chunk: cdiv(chunk, B)
+    assert chunk_blocks(5000, 8192, 16) == 313  # one partial chunk: cdiv(5000, 16)
+    # chunk 7, B 4: chunks start at 0, 7, 14, 21 (offsets 0, 3, 2, 1); [7, 13] spans blocks 1..3
+    assert chunk_blocks(7, 7, 4) == 2 and chunk_blocks(14, 7, 4) == 3 and chunk_blocks(30, 7, 4) == 3
+    assert chunk_blocks(10, 7, 4) == 2  # [7, 9]: blocks 1..2
+    # chunk 6, B 4: offsets 0 and 2, (2 + 5) // 4 + 1 = 2 = cdiv(6, 4): never more
+    assert chunk_blocks(600, 6, 4) == 2
+
+
+def test_chunked_layers_paged_layout_holds_a_chunk_of_blocks():
+    cache = CacheModel(_scout_like(), lookup_dtype("bf16"))
+    plan = rank_plan(cache, seq=100_000, batch=2, layout=PAGED, block_size=16)
+    chunked = next(g for g in plan.groups if g.kind == "chunked")
+    full = next(g for g in plan.groups if g.kind == "full")
+    assert chunked.tensors[0].shape == (2 * 512, 16, 8, 128)  # 2 sequences x 8,192 / 16
+    assert full.tensors[0].shape == (2 * 6250, 16, 8, 128)  # 2 x cdiv(100,000, 16)
+    assert plan.estimated_bytes == plan.planned_bytes == 2 * 16 * 4096 * (36 * 512 + 12 * 6250)
+    assert "chunked layers" in plan.block_source
+    # a chunk B does not divide can span one block more than cdiv(chunk, B): 7-token chunks in 4-token blocks
+    odd = rank_plan(CacheModel(_scout_like(chunk=7), lookup_dtype("bf16")), seq=30, batch=1, layout=PAGED, block_size=4)
+    assert next(g for g in odd.groups if g.kind == "chunked").tensors[0].shape == (3, 4, 8, 128)
+
+
+def test_engine_plan_of_the_vllm_chunked_pool():
+    from kvplan.engines import EngineRequest, vllm
+    from kvplan.probe.layout import engine_rank_plan
+
+    spec = _scout_like()
+    req = EngineRequest(spec=spec, seq=131072, batch=1, kv_dtype=lookup_dtype("bf16"), kv_dtype_name="auto",
+                        weight_fmt=None, kv_cache_memory=40 * 2**30)
+    est = vllm.estimate(req, version="0.19")
+    plan = engine_rank_plan(CacheModel(spec, lookup_dtype("bf16")), est, stage=0)
+    (pool,) = plan.groups
+    # 4 groups (3 chunked, 1 full) of 12 layers share 12 slots of 54,613 pages of 65,536 B
+    assert pool.kind == "pool" and len(pool.tensors) == 12 and pool.tensors[0].shape == (54_613, 65_536)
+    assert plan.planned_bytes == plan.estimated_bytes == 54_613 * 12 * 65_536 and not plan.checks
+
+
 def _engine_like(groups, *, num_blocks, group_size, bytes_per_block, stage=0):
     g = [SimpleNamespace(kind=k, window=w, block_size=bs, page_bytes=page) for k, w, bs, page in groups]
     return SimpleNamespace(kv_cache_groups=g, num_gpu_blocks=num_blocks, seq=4096, batch=1,

@@ -6,21 +6,24 @@ shapes with torch and compares the two, so a mistake in either shows up as a mis
 
 Static layout (contiguous, preallocated; transformers' StaticCache, cache_utils.py StaticLayer and
 StaticSlidingWindowLayer):
-    full / sliding   K [batch, kv_heads_per_rank, len, head_dim], V [..., v_head_dim], len = min(seq, window)
+    full / sliding / chunked   K [batch, kv_heads_per_rank, len, head_dim], V [..., v_head_dim],
+                     len = min(seq, window or attention_chunk_size)
     mla              latent [batch, len, kv_lora_rank + qk_rope_head_dim] (every TP rank holds it whole)
     state            conv [batch, ceil(c0 / tp), ...] and recurrent [batch, ceil(r0 / tp), ...], own dtypes
 Paged layout (vLLM's per-layer block pools, vllm/v1/worker/gpu_model_runner.py reshapes each layer's
 KV tensor to [num_blocks, block_size, kv_heads, head_size] for K and for V):
-    full / sliding   K, V [num_blocks, block_size, kv_heads_per_rank, head_dim]
+    full / sliding / chunked   K, V [num_blocks, block_size, kv_heads_per_rank, head_dim]
     mla              latent [num_blocks, block_size, latent_dim]
     state            one slot per sequence, as in the static layout
+Without an engine's block count, each layer's pool holds what the sequences keep: cdiv(tokens kept, block_size)
+blocks each; a chunked-local layer holds the most blocks one of its chunks spans (chunk_blocks).
 Sub-byte dtypes (int4) are stored two to a byte: uint8 with the last dimension ceil(d x bits / 8).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import prod
+from math import gcd, prod
 from typing import Mapping
 
 from kvplan.cache import CacheModel, cached_tokens, kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
@@ -108,14 +111,36 @@ class BlockPlan:
 
     @classmethod
     def static_need(cls, layers: Mapping[int, LayerSpec], seq: int, batch: int, block_size: int) -> "BlockPlan":
-        blocks = {i: batch * -(-cached_tokens(layer, seq) // block_size)
+        blocks = {i: batch * (chunk_blocks(seq, layer.window, block_size) if layer.kind == CHUNKED
+                              else -(-cached_tokens(layer, seq) // block_size))
                   for i, layer in layers.items() if layer.kind in _ATTENTION}
-        return cls(block_size, blocks, f"what {batch} x {seq} tokens need: cdiv(tokens kept, {block_size}) per sequence")
+        return cls(block_size, blocks, f"what {batch} x {seq} tokens need: cdiv(tokens kept, {block_size}) per sequence"
+                   + ("; chunked layers: the most blocks a chunk spans" if CHUNKED in {layer.kind for layer in layers.values()}
+                      else ""))
 
     @classmethod
     def uniform(cls, layers: Mapping[int, LayerSpec], num_blocks: int, block_size: int, source: str) -> "BlockPlan":
         blocks = {i: num_blocks for i, layer in layers.items() if layer.kind in _ATTENTION}
         return cls(block_size, blocks, source)
+
+
+def chunk_blocks(seq: int, chunk: int, block_size: int) -> int:
+    """The most blocks a chunked-local layer holds at once for one sequence growing to `seq` tokens.
+
+    A token attends to its own chunk only (positions [k x chunk, (k + 1) x chunk)), so once a chunk begins the
+    blocks wholly before it are free (vLLM's ChunkedLocalAttentionManager hands them back): what is held is the
+    blocks the current chunk spans. A chunk starting at offset o inside a block spans (o + chunk - 1) // B + 1
+    blocks: cdiv(chunk, B) when B divides the chunk (Llama 4: 8192), one more at some offsets otherwise.
+    The offsets k x chunk mod B repeat every B // gcd(chunk, B) chunks."""
+    if seq <= chunk:
+        return -(-seq // block_size)
+    whole = seq // chunk  # chunks that fill up
+    best = max((k * chunk % block_size + chunk - 1) // block_size + 1
+               for k in range(min(whole, block_size // gcd(chunk, block_size))))
+    rest = seq - whole * chunk  # the last, partial chunk
+    if rest:
+        best = max(best, (whole * chunk % block_size + rest - 1) // block_size + 1)
+    return best
 
 
 @dataclass(frozen=True)
