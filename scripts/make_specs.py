@@ -12,6 +12,7 @@ cannot drift from its config: change hf_config.py or the config, then run this s
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ from kvplan.spec import spec_from_mapping, spec_to_mapping  # noqa: E402
 OUT = REPO / "model_specs"
 SHARED = "tests/data/hf_configs"
 EXTRA = "tests/data/extra_configs"
+VLLM = "tests/data/vllm_models"  # the configs of the 42 vLLM calibration logs (tier C, checked against the logs)
 
 # name -> (config file, Hugging Face ids). Aliases name only checkpoints that share the config's architecture
 # and context length (base and instruct/chat variants of one release).
@@ -44,6 +46,15 @@ MODELS: dict[str, tuple[str, list[str]]] = {
     "qwen2.5-72b": (f"{SHARED}/qwen2.5-72b-instruct.json", ["Qwen/Qwen2.5-72B-Instruct"]),
     "qwen3-8b": (f"{SHARED}/qwen3-8b.json", ["Qwen/Qwen3-8B"]),
     "phi-3.5-mini": (f"{SHARED}/phi-3.5-mini-instruct.json", ["microsoft/Phi-3.5-mini-instruct"]),
+    "qwen2.5-7b-instruct": (f"{VLLM}/Qwen--Qwen2.5-7B-Instruct/config.json", ["Qwen/Qwen2.5-7B-Instruct"]),
+    "kimi-dev-72b": (f"{VLLM}/moonshotai--Kimi-Dev-72B/config.json", ["moonshotai/Kimi-Dev-72B"]),
+    "llama-3.3-70b": (f"{VLLM}/meta-llama--Llama-3.3-70B-Instruct/config.json", ["meta-llama/Llama-3.3-70B-Instruct"]),
+    "codellama-7b": (f"{VLLM}/codellama--CodeLlama-7b-hf/config.json", ["codellama/CodeLlama-7b-hf"]),
+    "gemma-7b": (f"{VLLM}/google--gemma-7b/config.json", ["google/gemma-7b"]),
+    "granite-3.1-2b": (f"{VLLM}/ibm-granite--granite-3.1-2b-instruct/config.json", ["ibm-granite/granite-3.1-2b-instruct"]),
+    "granite-3.1-8b": (f"{VLLM}/ibm-granite--granite-3.1-8b-instruct/config.json", ["ibm-granite/granite-3.1-8b-instruct"]),
+    "granite-3.3-8b": (f"{VLLM}/ibm-granite--granite-3.3-8b-instruct/config.json", ["ibm-granite/granite-3.3-8b-instruct"]),
+    "phi-4": (f"{VLLM}/microsoft--phi-4/config.json", ["microsoft/phi-4"]),
     # MQA
     "falcon-7b": (f"{EXTRA}/falcon-7b-instruct.json", ["tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b"]),
     # sliding window, interleaved local/global
@@ -51,15 +62,24 @@ MODELS: dict[str, tuple[str, list[str]]] = {
     "phi-3-mini-4k": (f"{SHARED}/phi-3-mini-4k-instruct.json", ["microsoft/Phi-3-mini-4k-instruct"]),
     "gemma-2-9b": (f"{SHARED}/gemma-2-9b.json", ["google/gemma-2-9b", "google/gemma-2-9b-it"]),
     "gemma-3-27b": (f"{SHARED}/gemma-3-27b.json", ["google/gemma-3-27b-it", "google/gemma-3-27b-pt"]),
+    "gemma-2-2b": (f"{VLLM}/google--gemma-2-2b-it/config.json", ["google/gemma-2-2b-it"]),
+    "gemma-2-27b": (f"{VLLM}/google--gemma-2-27b-it/config.json", ["google/gemma-2-27b-it"]),
+    "gemma-3-4b": (f"{VLLM}/google--gemma-3-4b-it/config.json", ["google/gemma-3-4b-it"]),
+    "gemma-3-12b": (f"{VLLM}/google--gemma-3-12b-it/config.json", ["google/gemma-3-12b-it"]),
     "gpt-oss-20b": (f"{SHARED}/gpt-oss-20b.json", ["openai/gpt-oss-20b"]),
     "gpt-oss-120b": (f"{SHARED}/gpt-oss-120b.json", ["openai/gpt-oss-120b"]),
     # MoE
     "mixtral-8x7b": (f"{SHARED}/mixtral-8x7b-v0.1.json", ["mistralai/Mixtral-8x7B-v0.1", "mistralai/Mixtral-8x7B-Instruct-v0.1"]),
     "qwen3-30b-a3b-2507": (f"{EXTRA}/qwen3-30b-a3b-instruct-2507.json", ["Qwen/Qwen3-30B-A3B-Instruct-2507", "Qwen/Qwen3-30B-A3B-Thinking-2507"]),
     "qwen3-235b-a22b": (f"{SHARED}/qwen3-235b-a22b.json", ["Qwen/Qwen3-235B-A22B"]),
+    "qwen1.5-moe-a2.7b": (f"{VLLM}/Qwen--Qwen1.5-MoE-A2.7B/config.json", ["Qwen/Qwen1.5-MoE-A2.7B"]),
+    # chunked local attention (+ MoE, vision)
+    "llama-4-scout": (f"{EXTRA}/llama-4-scout-17b-16e-instruct.json", ["meta-llama/Llama-4-Scout-17B-16E-Instruct"]),
+    "llama-4-maverick": (f"{EXTRA}/llama-4-maverick-17b-128e-instruct.json", ["meta-llama/Llama-4-Maverick-17B-128E-Instruct"]),
     # MLA (+ MoE)
     "deepseek-v3": (f"{SHARED}/deepseek-v3.json", ["deepseek-ai/DeepSeek-V3", "deepseek-ai/DeepSeek-V3-Base"]),
     "kimi-k2": (f"{EXTRA}/kimi-k2-instruct.json", ["moonshotai/Kimi-K2-Instruct", "moonshotai/Kimi-K2-Base"]),
+    "kimi-vl-a3b": (f"{VLLM}/moonshotai--Kimi-VL-A3B-Instruct/config.json", ["moonshotai/Kimi-VL-A3B-Instruct"]),
     # per-layer blocks, no-op attention
     "llama-3.3-nemotron-super-49b": (f"{SHARED}/llama-3.3-nemotron-super-49b-v1.json", ["nvidia/Llama-3_3-Nemotron-Super-49B-v1"]),
     # hybrid attention + state, pure state
@@ -70,6 +90,7 @@ MODELS: dict[str, tuple[str, list[str]]] = {
     "falcon-mamba-7b": (f"{SHARED}/falcon-mamba-7b.json", ["tiiuae/falcon-mamba-7b"]),
     # multimodal (vision tower counted separately)
     "mistral-small-3.1-24b": (f"{EXTRA}/mistral-small-3.1-24b-instruct-2503.json", ["mistralai/Mistral-Small-3.1-24B-Instruct-2503"]),
+    "granite-vision-3.3-2b": (f"{VLLM}/ibm-granite--granite-vision-3.3-2b/config.json", ["ibm-granite/granite-vision-3.3-2b"]),
 }
 
 
@@ -88,7 +109,33 @@ def sources(folder: Path) -> dict[str, dict[str, str]]:
     return rows
 
 
+def _logged_ids() -> list[str]:
+    index = REPO / "tests" / "data" / "vllm_logs" / "index.jsonl"
+    return [json.loads(line)["model_id"] for line in index.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def _vllm_model_provenance(config: str) -> str:
+    """tests/data/vllm_models/<org>--<name>/config.json: typed from the Hub file (tier C, that folder's SOURCES.md)
+    and tied to real runs: its KV layout reproduces the logged blocks, tokens and concurrency exactly
+    (tests/test_engine_vllm.py), its parameters the logged weight memory (docs/engines/calibration.md)."""
+    folder = (REPO / config).parent.name
+    if folder not in sources(REPO / VLLM):
+        raise SystemExit(f"{config}: no row in {VLLM}/SOURCES.md")
+    model = folder.replace("--", "/", 1)
+    logged = _logged_ids()
+    same = [m for m in logged if m.lower() == model.lower()]
+    if same:
+        check = f"checked against its vLLM 0.19.0 start-up log{'s' if len(same) > 1 else ''} (tests/data/vllm_logs)"
+    else:
+        variants = sorted({m for m in logged if model.split("/")[1].lower() in m.lower()})
+        check = "checked against the vLLM 0.19.0 start-up logs of " + ", ".join(variants) + " (tests/data/vllm_logs)"
+    return (f"config.json of {model}, typed from huggingface.co/{model}/blob/main/config.json (tier C, "
+            f"{VLLM}/SOURCES.md), {check}; derived by hf_config.py from {config}")
+
+
 def provenance(config: str) -> str:
+    if config.startswith(VLLM + "/"):
+        return _vllm_model_provenance(config)
     path = REPO / config
     row = sources(path.parent)[path.name]
     if row.get("repo") == "this repository":

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kvplan import catalog
-from kvplan.spec import FULL, MLA, NONE, SLIDING, STATE, spec_from_mapping
+from kvplan.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, spec_from_mapping
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_FILES = sorted((REPO / "model_specs").glob("*.yaml"))
@@ -41,9 +41,12 @@ def test_bundled_spec_equals_its_config(path):
     assert path.read_text(encoding="utf-8") == MAKE.render(path.stem), "run: python scripts/make_specs.py"
     assert bundled == spec_from_mapping(MAKE.derive(path.stem))
     # and its provenance names the config copy in the repository and where that copy came from
-    config = re.search(r"tests/data/(?:hf|extra)_configs/\S+\.json", bundled.provenance).group(0)
+    config = re.search(r"tests/data/(?:(?:hf|extra)_configs/\S+\.json|vllm_models/\S+/config\.json)", bundled.provenance).group(0)
     assert (REPO / config).is_file() and config == MAKE.MODELS[path.stem][0]
-    assert "github.com/" in bundled.provenance or "synthetic" in bundled.provenance
+    if "/vllm_models/" in config:  # typed from the Hub file, and tied to a real vLLM run of that model or its variants
+        assert "huggingface.co/" in bundled.provenance and "start-up log" in bundled.provenance
+    else:
+        assert "github.com/" in bundled.provenance or "synthetic" in bundled.provenance
 
 
 def test_aliases_are_unique_and_resolve():
@@ -75,6 +78,8 @@ def test_layout_coverage():
     assert has(lambda s: s.count(NONE) and s.count(FULL) and not s.count(STATE))  # no-op attention blocks
     assert has(lambda s: s.active_params and s.active_params < s.params)  # MoE
     assert has(lambda s: s.vision_params)  # multimodal
+    assert has(lambda s: s.count(CHUNKED) and s.count(FULL))  # chunked local + global (Llama 4)
+    assert has(lambda s: s.tie_word_embeddings) and has(lambda s: s.tie_word_embeddings is False)
 
 
 def test_generator_check_mode_agrees(monkeypatch, capsys):
