@@ -21,7 +21,7 @@ from math import prod
 from typing import Any, Mapping
 
 from kvplan.errors import UnsupportedError
-from kvplan.spec import FULL, HEADED_KINDS, MLA, NONE, STATE
+from kvplan.spec import FULL, HEADED_KINDS, MLA, STATE
 
 # Tensor classes. `linear` weights are what quantization formats quantize; `expert` weights too (MoE
 # experts, one [out, in] matrix per expert and layer); everything else stays in the model dtype.
