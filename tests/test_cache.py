@@ -69,7 +69,23 @@ HAND = {
     "gpt2": 12 * 12 * 128 * 2 * 8192,
     # Falcon-Mamba: no attention at all
     "falcon-mamba-7b": 0,
+    # MHA: 32 layers x 32 KV heads x 128
+    "llama-2-7b": 32 * 32 * 256 * 2 * 8192,
+    "llama-2-70b": 80 * 8 * 256 * 2 * 8192,
+    "meta-llama-3-8b": 32 * 8 * 256 * 2 * 8192,
+    # Mixtral: sliding_window null, so every layer is full despite Mistral's heritage
+    "mixtral-8x7b-v0.1": 32 * 8 * 256 * 2 * 8192,
+    # Phi-3.5: window 262144 exceeds max_position_embeddings 131072, so nothing slides; head_dim 3072/32 = 96
+    "phi-3.5-mini-instruct": 32 * 32 * 192 * 2 * 8192,
+    # Qwen2-72B: sliding_window 131072 set, but use_sliding_window false
+    "qwen2-72b": 80 * 8 * 256 * 2 * 8192,
+    # Nemotron-3-Nano: 6 attention layers ('*' in hybrid_override_pattern) of 52, 2 KV heads x 128
+    "nemotron-3-nano-30b-a3b": 6 * 2 * 256 * 2 * 8192,
 }
+
+
+def test_every_shared_config_has_a_hand_checked_figure(configs):
+    assert {p.stem for p in configs.glob("*.json")} == set(HAND)
 
 
 @pytest.mark.parametrize("name", sorted(HAND))
