@@ -551,8 +551,10 @@ def vllm_deployment(args: vllm_args.ServeArgs, *, source: str, document: int | N
     dp = args.get("data_parallel_size", 1)
     if dp > 1:
         notes.append(f"data-parallel-size {dp}: {dp} replicas of {tp * pp} GPUs each; judged per replica")
+    # prefix caching decides how many Mamba state blocks a hybrid's request holds (kvplan/engines/vllm.py)
+    prefix_caching = args.get("enable_prefix_caching") if args.given("enable_prefix_caching") else None
     request = _request(spec, seq=seq, kv=kv, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=defaults.gpu,
-                       util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, **ints)
+                       util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, prefix_caching=prefix_caching, **ints)
     served = args.get("served_model_name")
     name = served[0] if served else default_name
     return Deployment(source=source, document=document, name=str(name), format=fmt, engine="vllm", request=request,
@@ -632,7 +634,7 @@ def _check_vllm_max_len(seq: int, spec, raw_config, *, where: str) -> None:
 
 
 def _request(spec, *, seq, kv, kv_name, weight_fmt, tp, pp, gpu: _Gpu, util, reserve, kv_mem, where, key,
-             block_size=None, max_num_seqs=None, max_num_batched_tokens=None):
+             block_size=None, max_num_seqs=None, max_num_batched_tokens=None, prefix_caching=None):
     from kvplan import cache, plan
     from kvplan.engines import EngineRequest
 
@@ -651,7 +653,8 @@ def _request(spec, *, seq, kv, kv_name, weight_fmt, tp, pp, gpu: _Gpu, util, res
         raise InputError(f"reserve {hardware.reserved_bytes} B leaves nothing of {gpu.capacity_bytes} B", where=f"{where}: reserve")
     return EngineRequest(spec=spec, seq=seq, batch=1, kv_dtype=kv, kv_dtype_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp,
                          hardware=hardware, gpu_util=util, kv_cache_memory=kv_mem, block_size=block_size,
-                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens)
+                         max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                         prefix_caching=prefix_caching)
 
 
 # ------------------------------------------------------------------ judging
@@ -659,7 +662,8 @@ def _request(spec, *, seq, kv, kv_name, weight_fmt, tp, pp, gpu: _Gpu, util, res
 _ENGINE_WHERE = {"--tp": "tensor_parallel_size", "--pp": "pipeline_parallel_size", "--seq": "max_model_len",
                  "--kv-dtype": "kv_cache_dtype", "--block-size": "block_size", "--gpu-util": "gpu_memory_utilization",
                  "--kv-cache-memory": "kv_cache_memory_bytes", "--max-num-seqs": "max_num_seqs",
-                 "--max-num-batched-tokens": "max_num_batched_tokens", "--dtype": "dtype", "--engine": "engine"}
+                 "--max-num-batched-tokens": "max_num_batched_tokens", "--dtype": "dtype", "--engine": "engine",
+                 "--enable-prefix-caching": "enable_prefix_caching"}
 
 
 def _place(dep: Deployment) -> str:

@@ -762,7 +762,7 @@ def parse_command_line(text: str, *, where: str = "--vllm-args", load_config: Ca
 MODELLED = frozenset({
     "model", "hf_config_path", "served_model_name", "dtype", "max_model_len", "tensor_parallel_size",
     "pipeline_parallel_size", "data_parallel_size", "gpu_memory_utilization", "kv_cache_memory_bytes",
-    "kv_cache_dtype", "block_size", "max_num_seqs", "max_num_batched_tokens",
+    "kv_cache_dtype", "block_size", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching",
 })
 
 # Options that change what vLLM puts in GPU memory in ways kvplan does not model, with vLLM 0.19.0's

@@ -344,3 +344,17 @@ def test_pool_engines_headroom_is_the_unused_part_of_their_pool(tmp_path, engine
     per_request = -(-32768 // unit) * unit * (pool // slots)
     assert v.figures.headroom_bytes == pool - 4 * per_request + r.per_gpu.free_bytes
     assert v.status == "pass" and 0 < v.figures.headroom_percent < 100
+
+
+def test_vllm_prefix_caching_reaches_the_engine(tmp_path, configs):
+    """A hybrid on vLLM 0.33 holds 3 GDN state blocks a request with prefix caching (its default) and 1 without
+    (kvplan/engines/vllm.py _mamba_cache_mode): the flag changes the figures; on 0.19 turning it on cannot be judged."""
+    model = configs / "qwen3-next-80b-a3b-thinking.json"
+    base = f"model: {model}\nmax-model-len: 32K\ntensor-parallel-size: 4\n"
+    on = one(tmp_path, base, name="on.yaml")
+    off = one(tmp_path, base + "enable-prefix-caching: false\n", name="off.yaml")
+    assert on.figures.num_gpu_blocks != off.figures.num_gpu_blocks
+    assert off.figures.max_concurrency > on.figures.max_concurrency
+    old = one(tmp_path, base + "enable-prefix-caching: true\n", deploy.CheckOptions(gpu="h100-sxm-80gb", vllm_version="0.19"),
+              name="old.yaml")
+    assert old.status == "cannot_judge" and "prefix caching" in old.reason and ": enable-prefix-caching" in old.reason

@@ -344,6 +344,53 @@ def test_chunked_only_model_is_one_group():
     assert est.max_seq == MAX_TOKENS
 
 
+def _gpu_req(spec, gpu, **kw):
+    g = find_gpu(gpu)
+    return _req(spec, hw=Hardware(g.name, g.capacity_bytes), **kw)
+
+
+def test_qwen3_next_attention_block_by_version_and_gpu():
+    """docs/engines/vllm.md 2.5: one Mamba (GDN) state of Qwen3-Next at TP 1 in bf16 is conv 8192 x 3 + recurrent
+    32 x 128 x 128, x 2 B = 1,097,728 B; an attention token 2 heads x (256 + 256) x 2 B = 2,048 B: 536 tokens.
+    0.19 aligns to 16 -> 544. 0.33 turns prefix caching on for hybrids (mamba_cache_mode align) and on Hopper
+    FlashInfer's GDN prefill puts checkpoints on 64-token boundaries -> 64 x cdiv(536, 64) = 576, and a request
+    holds 2 + 1 state blocks; with Triton's GDN prefill (A100) 544 and 2 blocks; without prefix caching 544, 1."""
+    spec = resolve_model(str(CONFIGS / "qwen3-next-80b-a3b-thinking.json"))
+    mem = 20 * GIB
+
+    def run(gpu, version, **kw):
+        est = vllm.estimate(_gpu_req(spec, gpu, seq=32768, mem=mem, **kw), version=version)
+        mamba = [g for g in est.kv_cache_groups if g.kind == "mamba"]
+        return est.block_size, {g.blocks_per_request for g in mamba}, est
+
+    assert run("h100-sxm-80gb", "0.19")[:2] == (544, {1})
+    assert run("a100-sxm-80gb", "0.19")[:2] == (544, {1})
+    b, held, est = run("h100-sxm-80gb", "0.33")
+    assert (b, held) == (576, {3})
+    # 12 full layers, 36 GDN layers in 3 groups of 12: cdiv(32768, 576) + 3 x 3 blocks a request; page 576 x 2,048 B
+    assert est.blocks_per_request == 57 + 9 and est.bytes_per_block == 12 * 576 * 2048
+    assert est.num_gpu_blocks == mem // (12 * 576 * 2048)
+    assert est.state_bytes == 3 * 3 * 12 * 576 * 2048  # 3 blocks in each of the 3 Mamba groups, padded pages
+    assert run("a100-sxm-80gb", "0.33")[:2] == (544, {2})
+    assert run("h100-sxm-80gb", "0.33", prefix_caching=False)[:2] == (544, {1})
+    with pytest.raises(UnsupportedError, match="prefix caching"):
+        run("h100-sxm-80gb", "0.19", prefix_caching=True)
+    # a GPU kvplan cannot place: FlashInfer assumed, and said
+    unknown = vllm.estimate(_req(spec, seq=32768, mem=mem), version="0.33")
+    assert unknown.block_size == 576 and any("assumed FlashInfer" in n for n in unknown.notes)
+
+
+def test_mamba_hybrid_without_gdn_holds_two_state_blocks_on_0_33():
+    """Jamba's Mamba layers export no prefill checkpoints: align mode holds 2 state blocks, the block is unchanged."""
+    spec = resolve_model(str(CONFIGS / "jamba-1.5-mini.json"))
+    old = vllm.estimate(_gpu_req(spec, "h100-sxm-80gb", seq=32768, mem=20 * GIB), version="0.19")
+    new = vllm.estimate(_gpu_req(spec, "h100-sxm-80gb", seq=32768, mem=20 * GIB), version="0.33")
+    assert old.block_size == new.block_size
+    assert {g.blocks_per_request for g in old.kv_cache_groups if g.kind == "mamba"} == {1}
+    assert {g.blocks_per_request for g in new.kv_cache_groups if g.kind == "mamba"} == {2}
+    assert new.state_bytes == 2 * old.state_bytes
+
+
 # ------------------------------------------------------------------------------------------ CLI
 
 def test_cli_estimate_vllm_json(cli):

@@ -36,6 +36,7 @@ class EngineRequest:
     block_size: int | None = None
     max_num_seqs: int | None = None
     max_num_batched_tokens: int | None = None
+    prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
 
 
 def engine_module(name: str):

@@ -5,17 +5,19 @@ tests/data/vllm_logs); docs/engines/vllm.md gives every rule with the vLLM file 
 from, and section 9 there lists what differs between the two. In short:
 
 - per-layer page (one block of B tokens): B x KV heads per TP rank x (head_dim + v_head_dim) x dtype bytes
-  for full, sliding and chunked-local attention; B x (kv_lora_rank + qk_rope_head_dim) x dtype bytes for MLA (not split by
-  TP); the recurrent state for Mamba / linear attention, padded to the attention page in hybrids, whose
-  attention block grows until one page holds a state (model_executor/models/config.py
-  HybridAttentionMambaModelConfig);
+  for full, sliding and chunked-local attention; B x (kv_lora_rank + qk_rope_head_dim) x dtype bytes for MLA
+  (not split by TP); the recurrent state for Mamba / linear attention, padded to the attention page in hybrids,
+  whose attention block grows until one page holds a state (0.19: model_executor/models/config.py
+  HybridAttentionMambaModelConfig, 16-token steps; 0.33: platforms/interface.py _align_hybrid_block_size,
+  64-token steps for Qwen3-Next / Qwen3.5 GDN layers under FlashInfer's GDN prefill with prefix caching);
 - layers are grouped (v1/core/kv_cache_utils.py get_kv_cache_groups): one group when every layer is alike;
   otherwise one bucket per layer spec, a group size of the smallest bucket (the largest when it is < 1.5x the
   smallest), buckets split into groups of that size and padded ("Add N padding layers");
 - one pool: num_gpu_blocks = available // (group size x page), the minimum over workers (PP stages);
 - a request of max_model_len M needs, per group, cdiv(M, B) blocks (full, MLA), cdiv(min(W - 1 +
   tokens in flight, M), B) + 1 (sliding window W), cdiv(min(C + tokens in flight, M), B) (chunked-local
-  attention of chunk C, Llama 4), 1 (Mamba);
+  attention of chunk C, Llama 4), 1 (Mamba; with prefix caching, on by default for 0.33 hybrids, 2, and 3
+  for GDN layers that export prefill checkpoints);
 - logged: "GPU KV cache size: N tokens" (0.19: num_gpu_blocks // groups x B; 0.33: int(concurrency x M)),
   "Maximum concurrency for M tokens per request: X.XXx" (num_gpu_blocks / blocks per request), or the
   does-not-fit error with the estimated maximum model length (binary search; 0.33 keeps one block back).
@@ -33,6 +35,7 @@ capped at the model's context.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -59,6 +62,21 @@ DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (both 
 KV_DTYPES = {"auto": "", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
              "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16"}
 MAMBA = "mamba"
+# Architectures whose linear-attention layers are vLLM 0.33's QwenGatedDeltaNetAttention
+# (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py), the one Mamba layer that exports prefill
+# checkpoints; with FlashInfer's GDN prefill their offsets are multiples of 64 tokens
+# (v1/attention/backends/gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT).
+GDN_CHECKPOINT_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+                                          "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                                          "InternS2MobiusForConditionalGeneration"})
+GDN_CHECKPOINT_ALIGNMENT = 64
+# qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend: FlashInfer's GDN prefill on Hopper (SM90) always, on
+# Blackwell (SM100/SM120) only with head_k_dim 128 and a CUDA runtime >= 13; Triton elsewhere (Ampere, Ada,
+# Turing, Volta; ROCm picks Triton or AITER FlyDSL, neither exports checkpoints).
+GDN_FLASHINFER_GPUS = frozenset({"h100-pcie-80gb", "h100-sxm-80gb", "h100-nvl-94gb", "h200-141gb"})
+GDN_TRITON_GPUS = frozenset({"a10g-24gb", "l4-24gb", "l40s-48gb", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-80gb",
+                             "rtx-4090-24gb", "rtx-6000-ada-48gb", "t4-16gb", "v100-sxm2-16gb", "v100-sxm2-32gb",
+                             "mi250x-gcd-64gb", "mi300x-192gb", "mi325x-256gb"})
 
 
 @dataclass(frozen=True)
@@ -130,6 +148,7 @@ class _Spec:
     window: int | None
     block_size: int
     page: int  # bytes of one block in this layer
+    held: int = 1  # Mamba: state blocks a request holds (1; 2 + checkpoint blocks with prefix caching, 0.33)
 
     @property
     def family(self) -> str:
@@ -145,7 +164,7 @@ class _Spec:
             # starts where the previous one ended, so the blocks before it are freed whole)
             return cdiv(min(self.window + in_flight, max_model_len), self.block_size)
         if self.kind == MAMBA:
-            return 1  # mamba_cache_mode "none": prefix caching is off for hybrid models by default
+            return self.held  # MambaSpec.max_memory_usage_bytes / page
         return cdiv(max_model_len, self.block_size)
 
 
@@ -169,6 +188,10 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -
         if layer.kind in HEADED_KINDS:
             kv_heads_per_rank(layer.kv_heads, tp)  # vLLM's divisibility rule, raises InputError
     mamba_page = max((layer_state_bytes(layer, tp) for _, layer in state), default=0)
+    held, checkpoint = 1, None
+    if state:
+        held, checkpoint, mode_notes = _mamba_cache_mode(req, version, hybrid=bool(attn))
+        notes += mode_notes
     if state and attn:
         # HybridAttentionMambaModelConfig (0.19) / Platform._align_hybrid_block_size (0.33): the attention
         # block grows to a multiple of the kernel alignment until one attention page holds a Mamba state.
@@ -177,10 +200,14 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -
         align = (64 if version == "0.19" else 128) if first.kind == MLA else 16
         if version != "0.19":
             align = max(align, block_size)
+            if checkpoint:  # mamba_cache_mode "align": blocks also land on the prefill checkpoints
+                align = math.lcm(align, checkpoint)
         needed = align * cdiv(mamba_page, align * per_token)
         if block_size < needed:
             notes.append(f"vLLM raises the attention block size from {block_size} to {needed} tokens so that one "
-                         f"attention page ({needed} x {per_token:,} B) holds a Mamba state ({mamba_page:,} B)")
+                         f"attention page ({needed} x {per_token:,} B) holds a Mamba state ({mamba_page:,} B)"
+                         + (f"; {needed} is a multiple of {align} because the GDN prefill checkpoints land on "
+                            f"{checkpoint}-token boundaries" if checkpoint else ""))
             block_size = needed
         mamba_page = block_size * per_token  # "Padding mamba page size by X%"
     specs: dict[int, _Spec] = {}
@@ -194,8 +221,42 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -
         # pure Mamba: block_size = mamba_block_size = max_model_len when prefix caching is off
         mamba_block = block_size if attn else req.seq
         for i, layer in state:
-            specs[i] = _Spec(MAMBA, None, mamba_block, mamba_page if attn else layer_state_bytes(layer, tp))
+            specs[i] = _Spec(MAMBA, None, mamba_block, mamba_page if attn else layer_state_bytes(layer, tp), held)
     return block_size, specs, notes
+
+
+def _mamba_cache_mode(req: EngineRequest, version: str, *, hybrid: bool) -> tuple[int, int | None, list[str]]:
+    """(state blocks a request holds, prefill-checkpoint alignment or None, notes) for the Mamba layers.
+
+    Prefix caching decides vLLM's mamba_cache_mode (model_executor/models/config.py MambaModelConfig): off, mode
+    "none", one state block a request; on, mode "align", 2 + num_prefill_checkpoint_blocks
+    (v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes). By default it is on for hybrid models in 0.33
+    and off in 0.19 (config/model.py ModelConfig.is_prefix_caching_supported: "hybrid"), off for pure Mamba in
+    both ("attention_free")."""
+    default = hybrid and version != "0.19"
+    on = default if req.prefix_caching is None else req.prefix_caching
+    if not on:
+        return 1, None, []
+    if not hybrid or version == "0.19":
+        raise UnsupportedError(f"Mamba prefix caching (mamba_cache_mode align) on {'vLLM 0.19' if hybrid else 'a pure Mamba model'}"
+                               " is not modelled", where="--enable-prefix-caching",
+                               hint="judge it without prefix caching")
+    notes = []
+    checkpoint = None
+    if req.spec.architecture in GDN_CHECKPOINT_ARCHITECTURES:
+        name = req.hardware.name if req.hardware is not None else None
+        if name not in GDN_TRITON_GPUS:
+            # QwenGatedDeltaNetAttention exports prefill checkpoints with FlashInfer's GDN prefill: one more
+            # state block a request (num_prefill_checkpoint_blocks = 1) and 64-token block alignment
+            checkpoint = GDN_CHECKPOINT_ALIGNMENT
+            if name not in GDN_FLASHINFER_GPUS:
+                notes.append(f"assumed FlashInfer's GDN prefill (Hopper; Blackwell with CUDA >= 13) for "
+                             f"{name or 'this GPU'}: with Triton's (Ampere, Ada, ROCm) vLLM aligns the block to 16 "
+                             "tokens, not 64, and holds 2 state blocks a request, not 3")
+    held = 2 + (1 if checkpoint else 0)
+    notes.append(f"prefix caching is on{' (vLLM ' + version + ' default for hybrid models)' if req.prefix_caching is None else ''}:"
+                 f" mamba_cache_mode align keeps {held} Mamba state blocks a request, not 1")
+    return held, checkpoint, notes
 
 
 def _layout(req: EngineRequest, kv: DType, version: str) -> _Layout:
@@ -462,9 +523,10 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
 def _state_bytes_per_request(layout: _Layout, shapes: list[_WorkerShape], tp: int) -> int:
     """Mamba state one request holds, whole model (every stage and rank), padded page included."""
     if layout.uniform_type:
-        return tp * sum(layout.specs[i].page for i in layout.groups[0][1] if layout.specs[i].kind == MAMBA)
-    mamba_groups = sum(1 for s, _ in layout.groups if s.kind == MAMBA)
-    return tp * sum(w.bytes_per_block for w in shapes) * mamba_groups
+        return tp * sum(layout.specs[i].page * layout.specs[i].held for i in layout.groups[0][1]
+                        if layout.specs[i].kind == MAMBA)
+    mamba_blocks = sum(s.held for s, _ in layout.groups if s.kind == MAMBA)
+    return tp * sum(w.bytes_per_block for w in shapes) * mamba_blocks
 
 
 def _public_groups(layout: _Layout, seq: int, in_flight: int) -> tuple[KvCacheGroup, ...]:
