@@ -787,6 +787,9 @@ NOT_MODELLED: dict[str, tuple[Any, str]] = {
     "mamba_ssm_cache_dtype": ("auto", "Mamba state dtype"),
     "mamba_block_size": (None, "Mamba state block size"),
     "mamba_cache_mode": ("none", "Mamba prefix-cache states"),
+    # 0.33: FlashInfer's GDN prefill (the Hopper default) aligns Qwen3-Next / Qwen3.5 blocks to its 64-token
+    # checkpoints; kvplan takes the backend from the GPU (kvplan/engines/vllm.py), not from this option
+    "gdn_prefill_backend": (None, "the GDN prefill kernel sets Qwen3-Next's attention block and state blocks"),
     "kv_transfer_config": (None, "KV transfer buffers (disaggregated prefill)"),
     "language_model_only": (False, "the vision tower is not loaded"),
     "mm_encoder_only": (False, "only the multimodal encoder is loaded"),
