@@ -41,6 +41,23 @@ def test_tables_hold_each_release_option_list():
     assert "!--disable-prefix-caching" in va.options("0.33")["enable_prefix_caching"].flags
 
 
+def test_one_table_serves_both_releases():
+    """Lines marked only=RELEASE exist in that release; 0.33's --disable-x/--enable-x inverses are derived as
+    its EnableDisableAction does (vllm/utils/argparse_utils.py), after the switch's own names."""
+    assert va.options("0.19")["enable_expert_parallel"].flags == ("--enable-expert-parallel", "-ep",
+                                                                  "!--no-enable-expert-parallel")
+    assert va.options("0.33")["enable_expert_parallel"].flags == ("--enable-expert-parallel", "-ep",
+                                                                  "!--disable-expert-parallel",
+                                                                  "!--no-enable-expert-parallel")
+    assert va.options("0.33")["disable_sliding_window"].flags == ("--disable-sliding-window", "!--enable-sliding-window",
+                                                                  "!--no-disable-sliding-window")
+    assert va.options("0.33")["trust_remote_code"].flags == ("--trust-remote-code", "!--no-trust-remote-code")
+    assert "grpc_port" in va.options("0.33") and "grpc_port" not in va.options("0.19")
+    assert va.options("0.19")["kv_cache_dtype"].choices[:2] == ("auto", "bfloat16")  # each release's own order
+    assert va.options("0.33")["kv_cache_dtype"].choices[:2] == ("auto", "float16")
+    assert not any("only=" in f for version in va.VERSIONS for o in va.options(version).values() for f in o.flags)
+
+
 def test_memory_classification_names_real_options():
     every = set(va.options("0.19")) | set(va.options("0.33"))
     assert va.MODELLED <= every
