@@ -126,7 +126,7 @@ def _held(r) -> str:
 
 
 def suggest_vllm(req: EngineRequest, result, version: str) -> list[str]:
-    from kvplan.engines import budget, vllm
+    from kvplan.engines import vllm
 
     def run(r: EngineRequest):
         return vllm.estimate(r, version=version, suggest=False)

@@ -37,7 +37,6 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
-from fractions import Fraction
 
 from kvplan import plan
 from kvplan.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
@@ -497,8 +496,8 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         notes.append("MLA with FlashMLA (block size 64) or CUTLASS MLA (128) changes the block size; pass --block-size "
                      "if your backend is one of them")
     if budgets is not None:
-        notes.append(f"budget terms are modelled (vLLM measures them at start-up); constants calibrated on vLLM 0.19.0 "
-                     f"logs from H100 80GB (docs/engines/calibration.md)")
+        notes.append("budget terms are modelled (vLLM measures them at start-up); constants calibrated on vLLM 0.19.0 "
+                     "logs from H100 80GB (docs/engines/calibration.md)")
 
     result = VllmEstimate(
         **common, kv_bytes=kv_per_request * req.batch, state_bytes=state_per_request * req.batch,
