@@ -7,7 +7,7 @@ activations, allocator slack) is explicit: capacity x (1 - gpu_util) by default,
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from fractions import Fraction
 
 from kvplan.cache import CacheModel
@@ -34,33 +34,42 @@ class PerGpu:
 
 
 @dataclass(frozen=True)
-class Estimate:
+class ContractEstimate:
+    """DESIGN.md's `estimate --json` contract keys. Every engine's result extends this, so the keys are
+    declared once; the JSON of a result is its dataclasses.asdict."""
+
     model: str
     engine: str
     seq: int
     batch: int
     kv_dtype: str
     dtype: str
-    tp: int
-    pp: int
-    gpus: int
     kv_bytes_per_token: int
     kv_bytes: int
     state_bytes: int
     cache_bytes: int
-    kv_bytes_per_sequence: int
-    state_bytes_per_sequence: int
     params: int
-    weights_bytes: int
-    weights_source: str
+    weights_bytes: int  # whole model
     gpu: str | None
     per_gpu: PerGpu | None
     fits: bool | None
     max_batch: int | None
     max_seq: int | None
-    max_seq_limited_by: str | None  # "memory" or "model max_context"
+    notes: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Estimate(ContractEstimate):
+    """The static engine's result: the contract plus the per-sequence figures and limits behind it."""
+
+    tp: int
+    pp: int
+    gpus: int
+    kv_bytes_per_sequence: int
+    state_bytes_per_sequence: int
+    weights_source: str
+    max_seq_limited_by: str | None  # "memory", "model max_context" or "token limit"
     max_context: int | None
-    notes: tuple[str, ...] = field(default=())
 
 
 @dataclass(frozen=True)

@@ -1,9 +1,9 @@
 """What every paged engine (vLLM, SGLang, TensorRT-LLM) returns: DESIGN.md's contract fields first, then the
 terms the three share, then each engine's own. Pure (rich only inside the rendering helpers).
 
-Each engine's result is a frozen dataclass extending EngineEstimate, so the contract's keys are declared once
-and the JSON (dataclasses.asdict) carries all of them for every engine. The static engine's plan.Estimate
-carries the same contract keys in plan.py.
+Each engine's result is a frozen dataclass extending EngineEstimate, which extends plan.ContractEstimate (the
+static engine's plan.Estimate extends it too), so the contract's keys are declared once and the JSON
+(dataclasses.asdict) carries all of them for every engine.
 """
 
 from __future__ import annotations
@@ -15,31 +15,13 @@ from typing import Any, Callable, TypeVar
 from kvplan.cache import CacheModel
 from kvplan.dtypes import DType
 from kvplan.engines import EngineRequest
-from kvplan.plan import PerGpu
+from kvplan.plan import ContractEstimate
 
 
 @dataclass(frozen=True)
-class EngineEstimate:
-    # DESIGN.md contract
-    model: str
-    engine: str
-    seq: int
-    batch: int
-    kv_dtype: str
-    dtype: str
-    kv_bytes_per_token: int
-    kv_bytes: int
-    state_bytes: int
-    cache_bytes: int
-    params: int
-    weights_bytes: int  # whole model
-    gpu: str | None
-    per_gpu: PerGpu | None
-    fits: bool | None
-    max_batch: int | None
-    max_seq: int | None
-    notes: tuple[str, ...]
-    # shared by the paged engines
+class EngineEstimate(ContractEstimate):
+    """DESIGN.md's contract (plan.ContractEstimate) and the terms the paged engines share."""
+
     engine_version: str
     tp: int
     pp: int
