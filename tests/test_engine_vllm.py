@@ -429,3 +429,29 @@ def test_cli_batch_that_does_not_fit_exits_1(cli):
     assert code == 1
     d = json.loads(out)
     assert d["starts"] is True and d["fits"] is False and d["max_batch"] == 3 and d["suggestions"]
+
+
+def test_tied_head_is_stored_once_and_copied_to_the_last_pp_stage():
+    """A tied output head is the embedding (one tensor) on one GPU; under PP the last stage holds a copy."""
+    import dataclasses
+
+    from kvplan import catalog
+    from kvplan.dtypes import dtype
+    from kvplan.engines.budget import stage_weight_bytes
+
+    spec = catalog.resolve_model("gemma-2-9b")
+    assert spec.tie_word_embeddings is True
+    untied = dataclasses.replace(spec, tie_word_embeddings=False)
+    bf16 = dtype("bf16")
+    embed = spec.vocab_size * spec.hidden_size * 2
+    # one GPU: the same checkpoint either way (params count the tied head once)
+    assert stage_weight_bytes(spec, None, bf16, 1, 1) == stage_weight_bytes(untied, None, bf16, 1, 1)
+    # two stages: the first holds the embedding, the last a copy of it as the head: one embedding more
+    # than one GPU holds (floor division of the layer bytes per stage may drop a byte or two)
+    tied_pp = stage_weight_bytes(spec, None, bf16, 1, 2)
+    one_gpu = stage_weight_bytes(spec, None, bf16, 1, 1)
+    rotary = (spec.max_context or 0) * spec.head_dim * 2
+    assert abs((sum(tied_pp) - 2 * rotary) - (one_gpu[0] - rotary) - embed) <= 2
+    # untied: the head was always there; two stages hold exactly the one-GPU bytes between them
+    untied_pp = stage_weight_bytes(untied, None, bf16, 1, 2)
+    assert abs((sum(untied_pp) - 2 * rotary) - (one_gpu[0] - rotary)) <= 2

@@ -161,7 +161,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     The whole model's bytes come from the spec (its checkpoint size when known) or from the parameter count
     in the requested format. Quantization (--dtype fp8/int8/int4, vLLM's --quantization) applies to the
     linear layers only: vLLM's quantization methods leave the embeddings, the output head and the vision
-    tower in the model dtype (counted untied: true of every quantized checkpoint in the logs). Tensor
+    tower in the model dtype. Tensor
     parallelism shards all of it (VocabParallelEmbedding, column/row-parallel linears); pipeline stage 0
     holds the embedding and vision tower, the last stage the output head, each stage its own decoder layers
     (distributed/utils.py get_pp_indices). Every rank also keeps the rotary cos/sin cache.
@@ -169,6 +169,9 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     _require(spec, "hidden_size", "vocab_size")
     act_bits = model_dtype.bits
     embed_params = spec.vocab_size * spec.hidden_size
+    # a tied output head is the embedding itself (counted once in params, stored once in the checkpoint);
+    # with PP the last stage still builds its own copy (vLLM ties only within one rank's modules)
+    tied = spec.tie_word_embeddings is True
     vision = spec.vision_params or 0
     if weight_fmt is None and spec.weights_bytes is not None:
         total = spec.weights_bytes
@@ -178,15 +181,15 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     elif weight_fmt is not None and weight_fmt.bits_per_param < 16:
         embed_b = head_b = _cdiv(embed_params * act_bits, 8)
         vision_b = _cdiv(vision * act_bits, 8)
-        linear = max(spec.params - 2 * embed_params - vision, 0)
-        total = weight_bytes(linear, weight_fmt) + embed_b + head_b + vision_b
+        linear = max(spec.params - (1 if tied else 2) * embed_params - vision, 0)
+        total = weight_bytes(linear, weight_fmt) + embed_b + (0 if tied else head_b) + vision_b
     else:
         bits = weight_fmt.bits_per_param if weight_fmt is not None else act_bits
         per = Fraction(bits, 8)
         total = math.ceil(spec.params * per)
         embed_b = head_b = math.ceil(embed_params * per)
         vision_b = math.ceil(vision * per)
-    layers_b = max(total - embed_b - head_b - vision_b, 0)
+    layers_b = max(total - embed_b - (0 if tied else head_b) - vision_b, 0)
     rotary = (spec.max_context or 0) * spec.head_dim * model_dtype.bits // 8
     counts = pp_layer_counts(spec.layers, pp)
     out = []
@@ -194,7 +197,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
         b = layers_b * n // spec.layers
         if stage == 0:
             b += embed_b + vision_b
-        if stage == pp - 1:
+        if stage == pp - 1 and (not tied or pp > 1):
             b += head_b
         out.append(_cdiv(b, tp) + rotary)
     return out
@@ -222,7 +225,8 @@ def activation_peak_bytes(spec: ModelSpec, model_dtype: DType, *, stage: int, pp
     R = min(max_num_seqs, T)
     params = spec.active_params or spec.params
     attn_layers = sum(1 for layer in spec.layer_specs if layer.kind not in (NONE, STATE, MLA))
-    layer_params = max(params - (spec.vision_params or 0) - 2 * spec.vocab_size * h, 0) // max(spec.layers, 1)
+    edges = (1 if spec.tie_word_embeddings is True else 2) * spec.vocab_size * h  # embedding (+ untied head)
+    layer_params = max(params - (spec.vision_params or 0) - edges, 0) // max(spec.layers, 1)
     mlp_params = max(layer_params - (_attention_params(spec) if attn_layers else 0), 0)
     forward = T * (2 * h + _cdiv(mlp_params, h * tp)) * b
     hidden_out = T * h * b
