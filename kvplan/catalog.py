@@ -103,6 +103,8 @@ class Gpu:
     bf16_dense_flops: int | None
     fp8_dense_flops: int | None
     source: str
+    architecture: str  # vendor generation: volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3
+    nvidia_smi_total_mib: int | None  # nvidia-smi's memory.total (SGLang's defaults read it); None if unknown
 
 
 _GPU_KEYS = {f for f in Gpu.__dataclass_fields__}

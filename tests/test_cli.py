@@ -107,6 +107,9 @@ def test_gpu_catalog_is_complete_and_sourced():
     assert len(entries) >= 15 and len({g.name for g in entries}) == len(entries)
     for g in entries:
         assert g.capacity_bytes > 2**30 and g.capacity_source and g.source and g.hbm_bandwidth_bytes_per_s
+        assert g.architecture in {"volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3"}
+        # nvidia-smi shows a little more than the runtime (driver reservations), never less
+        assert g.nvidia_smi_total_mib is None or g.nvidia_smi_total_mib * 2**20 >= g.capacity_bytes
 
 
 def test_kv_heads_what_if(cli, configs):

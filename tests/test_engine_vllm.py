@@ -46,11 +46,10 @@ CASES = {p.name: _log_case(p) for p in LOGS}
 DESCRIBED = [name for name, (_, req, _) in CASES.items() if req is not None]
 
 
-def test_most_logs_are_described():
+def test_every_log_is_described():
     missing = {name: why for name, (_, req, why) in CASES.items() if req is None}
-    # the 42 logs: every model but the multimodal ones whose vision tower params.py does not count yet
     assert len(LOGS) == 42
-    assert len(DESCRIBED) >= 38, missing
+    assert len(DESCRIBED) == len(CASES), missing  # every log's model, vision towers included
 
 
 @pytest.mark.parametrize("name", DESCRIBED)
@@ -73,31 +72,6 @@ def test_log_blocks_tokens_concurrency_exact(name):
     assert pinned.fits is True
     assert f"Maximum concurrency for {figs.max_model_len:,} tokens per request: {figs.max_concurrency:.2f}x" in \
         "\n".join(pinned.log_lines)
-
-
-def _text_part(figs):
-    """The text model of a multimodal log whose vision tower kvplan cannot count: the KV layout is all in it."""
-    from kvplan import hf_config
-    from kvplan.calibration import model_dir_name
-
-    path = MODELS / model_dir_name(figs.model) / "config.json"
-    raw = json.loads(path.read_text())
-    raw.pop("vision_config", None)
-    spec = hf_config.spec_from_config_file(path, raw)
-    hw, _ = gpu_from_log(figs.total_memory_gib)
-    return request_from_log(figs, spec, hw)[0]
-
-
-@pytest.mark.parametrize("name", [n for n in CASES if n not in DESCRIBED])
-def test_log_blocks_exact_for_text_part_of_undescribed(name):
-    figs = CASES[name][0]
-    req = _text_part(figs)
-    lo, hi = gib_bounds(figs.binding_worker().available_kv_gib)
-    at = lambda avail: vllm.estimate(dataclasses.replace(req, kv_cache_memory=avail, hardware=None), version="0.19")
-    low, high = at(lo), at(hi - 1)
-    assert low.num_gpu_blocks <= figs.num_gpu_blocks <= high.num_gpu_blocks
-    pinned = at(max(lo, figs.num_gpu_blocks * low.bytes_per_block))
-    assert (pinned.kv_cache_tokens, f"{pinned.max_concurrency:.2f}") == (figs.kv_cache_tokens, f"{figs.max_concurrency:.2f}")
 
 
 def test_budget_mean_absolute_error_within_3_percent():

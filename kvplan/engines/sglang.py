@@ -56,10 +56,6 @@ MAMBA_FULL_MEMORY_RATIO = Fraction(9, 10)  # --mamba-full-memory-ratio default 0
 MAMBA_SLOTS_PER_REQUEST = 3  # radix cache on, no extra buffer: r_m = 3
 # Architectures SGLang 0.5.23 has no model for (S13: Jamba)
 UNSERVED = {"JambaForCausalLM": "Jamba has no SGLang model in 0.5.23"}
-# nvidia-smi memory.total (MiB) of catalog GPUs, the figure SGLang's defaults read (docs/engines/sglang.md S4)
-NVIDIA_SMI_MIB = {"t4-16gb": 15360, "a10g-24gb": 23028, "l4-24gb": 23034, "rtx-4090-24gb": 24564,
-                  "a100-sxm-40gb": 40960, "l40s-48gb": 46068, "a100-sxm-80gb": 81920, "a100-pcie-80gb": 81920,
-                  "h100-sxm-80gb": 81559, "h100-nvl-94gb": 95830, "h200-141gb": 143771, "b200-180gb": 183359}
 # Measured inputs (docs/engines/sglang.md worked example, one public SGLang log of Llama-3.1-8B on an H100):
 # "Load weight begin. avail mem=78.81 GB" on a 79.19 GiB GPU: 0.38 GiB CUDA context; the load took 0.13 GiB
 # beyond the weights. At TP >= 2 NCCL adds ~1 GiB (vLLM's measurement, vllm budget.py): an assumption.
@@ -99,8 +95,12 @@ def _pp_counts(layers: int, pp: int) -> list[int]:
 
 
 def _gpu_mib(hw) -> tuple[int, list[str]]:
-    if hw.name in NVIDIA_SMI_MIB:
-        return NVIDIA_SMI_MIB[hw.name], []
+    """nvidia-smi's memory.total of the GPU (the catalog's reading), which SGLang's defaults read (S4)."""
+    from kvplan.catalog import find_gpu
+
+    smi = find_gpu(hw.name).nvidia_smi_total_mib if hw.name else None
+    if smi is not None:
+        return smi, []
     return hw.capacity_bytes // MIB, ["SGLang reads the GPU size from nvidia-smi; kvplan used the runtime capacity "
                                       "in MiB (nvidia-smi shows a little more)"]
 

@@ -71,11 +71,9 @@ GDN_CHECKPOINT_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForCau
 GDN_CHECKPOINT_ALIGNMENT = 64
 # qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend: FlashInfer's GDN prefill on Hopper (SM90) always, on
 # Blackwell (SM100/SM120) only with head_k_dim 128 and a CUDA runtime >= 13; Triton elsewhere (Ampere, Ada,
-# Turing, Volta; ROCm picks Triton or AITER FlyDSL, neither exports checkpoints).
-GDN_FLASHINFER_GPUS = frozenset({"h100-pcie-80gb", "h100-sxm-80gb", "h100-nvl-94gb", "h200-141gb"})
-GDN_TRITON_GPUS = frozenset({"a10g-24gb", "l4-24gb", "l40s-48gb", "a100-sxm-40gb", "a100-sxm-80gb", "a100-pcie-80gb",
-                             "rtx-4090-24gb", "rtx-6000-ada-48gb", "t4-16gb", "v100-sxm2-16gb", "v100-sxm2-32gb",
-                             "mi250x-gcd-64gb", "mi300x-192gb", "mi325x-256gb"})
+# Turing, Volta; ROCm picks Triton or AITER FlyDSL, neither exports checkpoints). By the catalog's architecture.
+GDN_FLASHINFER_ARCHITECTURES = frozenset({"hopper"})
+GDN_TRITON_ARCHITECTURES = frozenset({"volta", "turing", "ampere", "ada", "cdna2", "cdna3"})
 
 
 @dataclass(frozen=True)
@@ -243,12 +241,15 @@ def _mamba_cache_mode(req: EngineRequest, version: str, *, hybrid: bool) -> tupl
     notes = []
     checkpoint = None
     if req.spec.architecture in GDN_CHECKPOINT_ARCHITECTURES:
+        from kvplan.catalog import find_gpu
+
         name = req.hardware.name if req.hardware is not None else None
-        if name not in GDN_TRITON_GPUS:
+        arch = find_gpu(name).architecture if name else None
+        if arch not in GDN_TRITON_ARCHITECTURES:
             # QwenGatedDeltaNetAttention exports prefill checkpoints with FlashInfer's GDN prefill: one more
             # state block a request (num_prefill_checkpoint_blocks = 1) and 64-token block alignment
             checkpoint = GDN_CHECKPOINT_ALIGNMENT
-            if name not in GDN_FLASHINFER_GPUS:
+            if arch not in GDN_FLASHINFER_ARCHITECTURES:
                 notes.append(f"assumed FlashInfer's GDN prefill (Hopper; Blackwell with CUDA >= 13) for "
                              f"{name or 'this GPU'}: with Triton's (Ampere, Ada, ROCm) vLLM aligns the block to 16 "
                              "tokens, not 64, and holds 2 state blocks a request, not 3")
