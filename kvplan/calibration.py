@@ -176,7 +176,9 @@ def calibrate_log(path: str | Path, *, model: str | None = None, models_dir: str
     try:
         figs = parse_vllm_log_file(path)
     except ValueError as err:
-        raise InputError(str(err), where=str(path)) from None
+        # vllm_log names the file in its message; the error line names it once, as its <where>
+        what = str(err).removeprefix(f"{Path(path)}: ")
+        raise InputError(what, where=str(path), hint="pass the log a vLLM server printed while starting (INFO level or DEBUG)") from None
     rules, notes = _rules(figs.vllm_version)
     hardware, hw_notes = gpu_from_log(figs.total_memory_gib)
     notes += hw_notes

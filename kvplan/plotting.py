@@ -243,7 +243,6 @@ def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 1
     ax.set_title(chart.title, fontsize=11, loc="left")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    try:
-        fig.savefig(path, format=fmt)
-    except OSError as err:
-        raise InputError(f"cannot write: {err.strerror or err}", where=path) from None
+    from kvplan.render import write_file
+
+    write_file(path, lambda target: fig.savefig(target, format=fmt), what="the image")

@@ -38,6 +38,48 @@ def console(stderr: bool = False):
     return Console(file=stream, width=width, highlight=False, soft_wrap=stderr)
 
 
+def write_file(path: str, write, *, what: str = "the output") -> None:
+    """Write an output file (-o/--output) whole or not at all.
+
+    `write(target)` writes to the path it is given. A regular file is written to a temporary file beside
+    it and renamed over it at the end, so a failure (a full disk, an error while drawing, Ctrl-C) never
+    leaves a truncated file or an empty new one. Devices and pipes (-o /dev/stdout) are written in place.
+    OSErrors become one-line input errors naming the path.
+    """
+    import errno
+    import tempfile
+
+    from kvplan.errors import InputError
+
+    target = os.path.realpath(os.path.expanduser(path))  # through a symlink, not over it
+    try:
+        if os.path.isdir(target):
+            raise InputError("is a directory", where=path, hint="give a file name")
+        if os.path.exists(target) and not os.path.isfile(target):
+            write(target)  # a device or a FIFO: nothing to replace
+            return
+        folder = os.path.dirname(target) or "."
+        if not os.path.isdir(folder):
+            raise InputError("its folder does not exist", where=path, hint=f"create {os.path.dirname(path) or '.'} first")
+        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
+        os.close(fd)
+        try:
+            write(tmp)
+            umask = os.umask(0)
+            os.umask(umask)
+            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any new file
+            os.replace(tmp, target)
+        except BaseException:
+            if os.path.exists(tmp):
+                os.unlink(tmp)
+            raise
+    except OSError as err:
+        reason = {errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EROFS: "read-only file system",
+                  errno.ENOSPC: "no space left on the device", errno.ENAMETOOLONG: "file name too long"}.get(
+            err.errno, err.strerror or str(err))
+        raise InputError(f"cannot write {what}: {reason}", where=path, hint="choose another path with -o") from None
+
+
 def size(n: int | None) -> str:
     """'12.50 GiB (13,421,772,800 B)': the exact bytes beside the readable figure."""
     if n is None:

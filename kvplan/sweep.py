@@ -48,7 +48,11 @@ def parse_axis(text: str, parse_one: Callable[[str], object], *, where: str, def
         try:
             return parse_one(part)
         except InputError as err:
-            raise (err.located(where) if err.where is None else err) from None
+            if err.where is None:
+                # units names the flag in its message ("--seq '1T' is not ..."); say it once, as the <where>
+                err.what = err.what.removeprefix(f"{where} ")
+                err.located(where)
+            raise err from None
 
     out: list = []
     for part in str(text).split(","):

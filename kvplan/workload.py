@@ -46,9 +46,12 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from kvplan.errors import InputError, UnsupportedError
+from kvplan.errors import InputError, UnsupportedError, did_you_mean
+from kvplan.units import MAX_TOKENS
 
 MAX_REQUESTS = 1_000_000
+# a million requests of CSV is ~15 MB; the cap keeps a wrong file (a log, a dump) from filling memory
+MAX_WORKLOAD_BYTES = 256 * 2**20
 POLICIES = ("contiguous", "pow2", "oracle", "paged", "exact")
 _PROMPT_KEYS = ("prompt_tokens", "prompt_len", "input_tokens", "input_len", "num_prompt_tokens", "prompt", "input")
 _OUTPUT_KEYS = ("output_tokens", "output_len", "completion_tokens", "num_output_tokens", "max_tokens", "output", "completion")
@@ -62,16 +65,30 @@ class Request:
 
 # ------------------------------------------------------------------ reading workloads
 
-def _count(value, where: str) -> int:
+def _count(value, where: str, *, unit: str = "token") -> int:
+    """A positive whole number from a file cell, a JSON/YAML value or inline text; None is a missing cell."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        raise InputError("is missing", where=where, hint=f"give a whole number of {unit}s")
     if isinstance(value, bool):
-        raise InputError(f"must be a whole number of tokens, got {value!r}", where=where)
+        raise InputError(f"must be a whole number of {unit}s, got {value!r}", where=where)
+    number = int(value) if isinstance(value, float) and value.is_integer() else value  # JSON writers print 512.0
     try:
-        n = int(str(value).strip()) if not isinstance(value, int) else value
+        n = int(str(number).strip().replace("_", "")) if not isinstance(number, int) else number
     except ValueError:
-        raise InputError(f"must be a whole number of tokens, got {value!r}", where=where) from None
+        raise InputError(f"must be a whole number of {unit}s, got {_shown(value)}", where=where, hint="e.g. 512") from None
     if n < 1:
-        raise InputError(f"must be at least 1 token, got {n}", where=where)
+        raise InputError(f"must be at least 1 {unit}, got {n}", where=where)
+    # far above any context length (or workload size); also keeps a typo from driving the simulation into huge integers
+    limit = MAX_REQUESTS if unit == "request" else MAX_TOKENS
+    if n > limit:
+        raise InputError(f"{_shown(value)} {unit}s is more than the limit of {limit:,}", where=where,
+                         hint="sample the workload" if unit == "request" else "a prompt or output length in tokens")
     return n
+
+
+def _shown(value) -> str:
+    text = repr(value) if not isinstance(value, str) else repr(value.strip())
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _pick(keys: Iterable[str], wanted: tuple[str, ...]) -> str | None:
@@ -89,19 +106,23 @@ def _check_size(n: int, where: str) -> None:
 
 def read_csv_text(text: str, *, where: str) -> list[Request]:
     reader = csv.DictReader(io.StringIO(text))
-    if not reader.fieldnames:
-        raise InputError("is empty", where=where, hint="a header line such as prompt_tokens,output_tokens, then one row per request")
-    p_key, o_key = _pick(reader.fieldnames, _PROMPT_KEYS), _pick(reader.fieldnames, _OUTPUT_KEYS)
-    if p_key is None or o_key is None:
-        raise InputError(f"no {'prompt' if p_key is None else 'output'} length column among {reader.fieldnames}", where=where,
-                         hint="name the columns prompt_tokens and output_tokens")
-    out = []
-    for row in reader:
-        line = reader.line_num
-        out.append(Request(_count(row.get(p_key), f"{where}:{line} {p_key}"), _count(row.get(o_key), f"{where}:{line} {o_key}")))
-        _check_size(len(out), where)
+    try:
+        if not reader.fieldnames:
+            raise InputError("is empty", where=where, hint="a header line such as prompt_tokens,output_tokens, then one row per request")
+        p_key, o_key = _pick(reader.fieldnames, _PROMPT_KEYS), _pick(reader.fieldnames, _OUTPUT_KEYS)
+        if p_key is None or o_key is None:
+            raise InputError(f"no {'prompt' if p_key is None else 'output'} length column among {reader.fieldnames}", where=where,
+                             hint="name the columns prompt_tokens and output_tokens")
+        out = []
+        for row in reader:
+            line = reader.line_num
+            out.append(Request(_count(row.get(p_key), f"{where}:{line} {p_key}"), _count(row.get(o_key), f"{where}:{line} {o_key}")))
+            _check_size(len(out), where)
+    except csv.Error as err:  # an overlong field (csv.field_size_limit), a NUL byte, a broken quote
+        raise InputError(f"is not a CSV file: {err}", where=where,
+                         hint="a header line such as prompt_tokens,output_tokens, then one row per request") from None
     if not out:
-        raise InputError("holds no requests", where=where)
+        raise InputError("holds no requests", where=where, hint="one row per request below the header")
     return out
 
 
@@ -113,7 +134,11 @@ def read_jsonl_text(text: str, *, where: str) -> list[Request]:
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as err:
-            raise InputError(f"not JSON: {err.msg}", where=f"{where}:{line_no}") from None
+            raise InputError(f"not JSON: {err.msg} (column {err.colno})", where=f"{where}:{line_no}",
+                             hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}') from None
+        except RecursionError:
+            raise InputError("is nested too deeply to read", where=f"{where}:{line_no}",
+                             hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}') from None
         if not isinstance(obj, Mapping):
             raise InputError("each line must be a JSON object", where=f"{where}:{line_no}", hint='{"prompt_tokens": 100, "output_tokens": 200}')
         p_key, o_key = _pick(obj.keys(), _PROMPT_KEYS), _pick(obj.keys(), _OUTPUT_KEYS)
@@ -123,7 +148,7 @@ def read_jsonl_text(text: str, *, where: str) -> list[Request]:
         out.append(Request(_count(obj[p_key], f"{where}:{line_no} {p_key}"), _count(obj[o_key], f"{where}:{line_no} {o_key}")))
         _check_size(len(out), where)
     if not out:
-        raise InputError("holds no requests", where=where)
+        raise InputError("holds no requests", where=where, hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}')
     return out
 
 
@@ -138,17 +163,29 @@ class Percentiles:
     def quantile(self, u: float) -> int:
         """Tokens at cumulative probability u in (0, 1): linear in log(tokens) between the given
         percentiles (lengths are roughly log-normal in chat traces), flat beyond the first and last."""
-        pts = self.points
-        q = Fraction(u) * 100
-        if q <= pts[0][0]:
-            return pts[0][1]
-        if q >= pts[-1][0]:
-            return pts[-1][1]
-        for (p0, t0), (p1, t1) in zip(pts, pts[1:]):
-            if p0 <= q <= p1:
-                frac = float((q - p0) / (p1 - p0))
-                return max(1, round(math.exp(math.log(t0) + frac * (math.log(t1) - math.log(t0)))))
-        raise AssertionError("unreachable")
+        return self.quantiles((u,))[0]
+
+    def quantiles(self, us) -> list[int]:
+        """quantile(u) for each u, with the segment constants computed once and float arithmetic: a million
+        draws in about a second (Fraction arithmetic per draw took ~10 s). The result is continuous in u, so
+        float rounding near a given percentile moves no length (tests compare with the exact Fraction form)."""
+        pts = [(float(p), t) for p, t in self.points]
+        segments = [(p0, p1, p1 - p0, math.log(t0), math.log(t1) - math.log(t0)) for (p0, t0), (p1, t1) in zip(pts, pts[1:])]
+        (first_p, first_t), (last_p, last_t) = pts[0], pts[-1]
+        out = []
+        for u in us:
+            q = u * 100.0
+            if q <= first_p:
+                out.append(first_t)
+                continue
+            if q >= last_p:
+                out.append(last_t)
+                continue
+            for p0, p1, width, log0, span in segments:
+                if q <= p1:
+                    out.append(max(1, round(math.exp(log0 + (q - p0) / width * span))))
+                    break
+        return out
 
 
 def parse_percentiles(value, *, where: str) -> Percentiles:
@@ -157,7 +194,8 @@ def parse_percentiles(value, *, where: str) -> Percentiles:
         n = _count(value, where)
         return Percentiles(((Fraction(50), n),))
     if not isinstance(value, Mapping) or not value:
-        raise InputError("must map percentiles to token counts, e.g. {p50: 100, p90: 800, p99: 2000}", where=where)
+        raise InputError(f"must map percentiles to token counts, got {_shown(value)}", where=where,
+                         hint="e.g. {p50: 100, p90: 800, p99: 2000}")
     points = []
     for key, tokens in value.items():
         name = str(key).strip().lower()
@@ -172,9 +210,10 @@ def parse_percentiles(value, *, where: str) -> Percentiles:
     points.sort()
     for (p0, t0), (p1, t1) in zip(points, points[1:]):
         if p0 == p1:
-            raise InputError(f"percentile p{p0} given twice", where=where)
+            raise InputError(f"percentile p{p0} given twice", where=where, hint="keep one of them (median is p50, min p0, max p100)")
         if t1 < t0:
-            raise InputError(f"p{p1} ({t1}) is below p{p0} ({t0}); percentiles must not decrease", where=where)
+            raise InputError(f"p{p1} ({t1}) is below p{p0} ({t0}); percentiles must not decrease", where=where,
+                             hint="a higher percentile needs at least as many tokens")
     return Percentiles(tuple(points))
 
 
@@ -183,23 +222,28 @@ def from_distribution(mapping: Mapping, *, where: str) -> list[Request]:
     quantiles shuffled with a fixed seed so that prompt and output lengths are independent."""
     allowed = {"prompt_tokens", "output_tokens", "requests", "seed", "description"}
     if not isinstance(mapping, Mapping):
-        raise InputError("must be a mapping with prompt_tokens and output_tokens", where=where)
-    unknown = set(mapping) - allowed
+        raise InputError(f"must be a mapping with prompt_tokens and output_tokens, got {type(mapping).__name__}", where=where,
+                         hint="e.g. prompt_tokens: {p50: 100, p99: 2000} and output_tokens: {p50: 200, p99: 1500}")
+    unknown = sorted((k for k in mapping if k not in allowed), key=str)
     if unknown:
-        raise InputError(f"unknown key {sorted(unknown)[0]!r}", where=where, hint="known: " + ", ".join(sorted(allowed)))
+        key = unknown[0]
+        raise InputError(f"unknown key {key!r}", where=f"{where}: {key}",
+                         hint=did_you_mean(str(key), allowed) or "known: " + ", ".join(sorted(allowed)))
     for key in ("prompt_tokens", "output_tokens"):
         if key not in mapping:
             raise InputError("is required", where=f"{where}: {key}", hint="e.g. {p50: 100, p90: 800, p99: 2000}")
     prompt = parse_percentiles(mapping["prompt_tokens"], where=f"{where}: prompt_tokens")
     output = parse_percentiles(mapping["output_tokens"], where=f"{where}: output_tokens")
-    n = _count(mapping.get("requests", 1000), f"{where}: requests")
-    _check_size(n, where)
+    n = _count(mapping.get("requests", 1000), f"{where}: requests", unit="request")
+    _check_size(n, f"{where}: requests")
     seed = mapping.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
-        raise InputError(f"must be a whole number, got {seed!r}", where=f"{where}: seed")
+        raise InputError(f"must be a whole number, got {_shown(seed)}", where=f"{where}: seed", hint="e.g. seed: 0")
     order = list(range(n))
     random.Random(seed).shuffle(order)
-    return [Request(prompt.quantile((i + 0.5) / n), output.quantile((order[i] + 0.5) / n)) for i in range(n)]
+    us = [(i + 0.5) / n for i in range(n)]
+    prompts, outputs = prompt.quantiles(us), output.quantiles(us)
+    return [Request(prompts[i], outputs[order[i]]) for i in range(n)]
 
 
 def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
@@ -210,16 +254,21 @@ def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
     for part in text.split(";"):
         if not part.strip():
             continue
-        key, sep, value = part.partition("=")
-        key = names.get(key.strip().lower())
-        if not sep or key is None:
+        word, sep, value = part.partition("=")
+        key = names.get(word.strip().lower())
+        if sep and key is None:
+            raise InputError(f"unknown key {word.strip()!r}", where=where,
+                             hint=did_you_mean(word.strip(), ("prompt", "output", "requests", "seed"))
+                             or "keys: prompt, output, requests, seed")
+        if not sep:
             raise InputError(f"cannot read {part.strip()!r}", where=where,
                              hint="e.g. prompt=p50:100,p99:2000;output=p50:200,p99:1500;requests=500")
         if key in ("requests", "seed"):
             try:
                 mapping[key] = int(value.strip())
             except ValueError:
-                raise InputError(f"{key} must be a whole number, got {value.strip()!r}", where=where) from None
+                raise InputError(f"{key} must be a whole number, got {_shown(value)}", where=where,
+                                 hint=f"e.g. {key}=500" if key == "requests" else "e.g. seed=0") from None
             continue
         points = {}
         for item in value.split(","):
@@ -234,17 +283,29 @@ def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
 def load(path_or_spec: str, *, load_yaml=None) -> tuple[list[Request], str]:
     """Requests and a short description from a CSV, JSONL, YAML/JSON distribution file, or an inline
     distribution. `load_yaml(path)` reads YAML (the caller's, so this module imports no yaml)."""
+    what = "a CSV or JSONL of prompt/output lengths, a YAML distribution, or prompt=...;output=..."
+    if not str(path_or_spec).strip():
+        raise InputError("is empty", where="--workload", hint=what)
+    if "=" in path_or_spec and not Path(path_or_spec).expanduser().exists():
+        return parse_inline(path_or_spec), "inline distribution"
     path = Path(path_or_spec).expanduser()
-    if not path.exists():
-        if "=" in path_or_spec:
-            return parse_inline(path_or_spec), "inline distribution"
-        raise InputError("no such file", where=str(path), hint="a CSV or JSONL of prompt/output lengths, a YAML distribution, or prompt=...;output=...")
     where = str(path)
-    suffix = path.suffix.lower()
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"cannot read: {err}", where=where) from None
+        if path.is_dir():
+            raise InputError("is a directory, expected a file", where=where, hint=what)
+        if not path.exists():
+            raise InputError("no such file", where=where, hint=what)
+        size = path.stat().st_size
+        if size > MAX_WORKLOAD_BYTES:
+            raise InputError(f"is {size:,} bytes; workload files are limited to {MAX_WORKLOAD_BYTES:,}", where=where,
+                             hint="sample the workload")
+        # utf-8-sig: spreadsheet programs put a byte-order mark before the CSV header
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError:
+        raise InputError("is not UTF-8 text", where=where, hint=what) from None
+    except OSError as err:  # permission denied, a name too long, a FIFO that fails to read
+        raise InputError(f"cannot read: {err.strerror or err}", where=where, hint=what) from None
+    suffix = path.suffix.lower()
     if suffix == ".csv":
         return read_csv_text(text, where=where), path.name
     if suffix in (".jsonl", ".ndjson"):
@@ -254,7 +315,10 @@ def load(path_or_spec: str, *, load_yaml=None) -> tuple[list[Request], str]:
             try:
                 data = json.loads(text)
             except json.JSONDecodeError as err:
-                raise InputError(f"not JSON: {err.msg} (line {err.lineno})", where=where) from None
+                raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=where,
+                                 hint="check brackets, commas and quotes") from None
+            except RecursionError:
+                raise InputError("is nested too deeply to read", where=where, hint="a mapping with prompt_tokens and output_tokens") from None
         else:
             data = load_yaml(path)
         description = data.get("description") if isinstance(data, Mapping) else None
@@ -409,7 +473,9 @@ class _Run:
         cost, pool, block, policy = self.cost, self.pool, self.block, self.policy
         queue = deque((i, r.prompt, r.output) for i, r in enumerate(requests))  # (id, prompt, tokens still to emit)
         running: dict[int, _Rec] = {}
-        order: list[int] = []  # admission order: the last admitted is preempted first
+        # admission order, the last admitted preempted first; a dict is an ordered set with O(1) removal (a list's
+        # remove() is O(running), which made runs with tens of thousands of running requests quadratic)
+        order: dict[int, None] = {}
         finishing: dict[int, list] = defaultdict(list)  # step -> records whose last token was emitted the step before
         growing: dict[int, list] = defaultdict(list)  # step -> records that need another block at that step (paged)
         windowed: dict[int, list] = defaultdict(list)  # step -> records whose own tokens reach a window at that step
@@ -426,7 +492,7 @@ class _Run:
         def remove(rec: _Rec, step: int) -> None:
             nonlocal allocated, stored, final_bytes, tokens
             del running[rec.rid]
-            order.remove(rec.rid)
+            del order[rec.rid]
             rec.live = False
             own = rec.own(step)
             allocated -= cost.stored(own) if policy == "exact" else rec.alloc  # exact grows without updating rec.alloc
@@ -446,17 +512,22 @@ class _Run:
                 break  # the last requests finished in the previous step
             # 2. every running request stores one more token; preempt (last admitted first) if the pool is short
             due = [rec for rec in growing.pop(t, ()) if rec.live] if policy == "paged" else []
+            # the blocks each due request needs now; kept per request so that a preemption takes its share off
+            # (summing over all of `due` after each preemption was quadratic)
+            grow = {rec.rid: cost.paged(rec.own(t), block) - rec.alloc for rec in due}
+            need_paged = sum(grow.values())
             while True:
                 n = len(running)
                 delta = sum(per * (n if w is None else below[w]) for per, w in cost.terms)
                 if policy == "paged":
-                    need = sum(cost.paged(rec.own(t), block) - rec.alloc for rec in due if rec.live)
+                    need = need_paged
                 else:
                     need = delta if policy == "exact" else 0
                 if need == 0 or allocated + need <= pool or not order:
                     break
-                victim = running[order[-1]]
+                victim = running[next(reversed(order))]
                 remove(victim, t - 1)
+                need_paged -= grow.pop(victim.rid, 0)
                 emitted = t - victim.t0
                 queue.appendleft((victim.rid, victim.prompt + emitted, victim.output - emitted))
                 preemptions += 1
@@ -486,7 +557,7 @@ class _Run:
                 queue.popleft()
                 rec = _Rec(rid, t, prompt, output, share, need)
                 running[rid] = rec
-                order.append(rid)
+                order[rid] = None
                 allocated += need
                 stored += cost.stored(own)
                 final_bytes += cost.stored(final_own)
@@ -532,6 +603,31 @@ class _Rec:
         return self.prompt - self.share + step - self.t0
 
 
+# One policy runs ~0.2-0.5 M engine steps a second (tests/test_workload.py keeps the examples far below);
+# above this the run takes minutes, which reads as a hang, so it is refused up front.
+MAX_SIM_STEPS = 20_000_000
+
+
+def _estimated_steps(admitted: list[Request], runs: dict, pool: int, max_seqs: int | None) -> int:
+    """Engine steps all policies together will take, roughly: each runs until the total output is emitted
+    at its typical concurrency (the pool over the bytes a request holds halfway through), and at least
+    as long as the longest output. Within a small factor, which is all a refusal needs."""
+    sample = admitted[:: max(1, len(admitted) // 10_000)]
+    total = sum(r.output for r in admitted)
+    longest = max(r.output for r in admitted)
+    steps = 0
+    for run in runs.values():
+        held = 0
+        for r in sample:
+            own = r.prompt - run.share_of(r.prompt)
+            held += run.alloc(own + r.output // 2, own + r.output - 1)
+        mean = held / len(sample)
+        room = max(pool - run.shared_bytes, 0)
+        concurrency = min(len(admitted), max_seqs or len(admitted), max(1, int(room // mean)) if mean else len(admitted))
+        steps += max(longest, total // concurrency)
+    return steps
+
+
 def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: int, block_size: int = 16,
              shared_prefix: int = 0, policies: tuple[str, ...] = POLICIES, max_num_seqs: int | None = None,
              model: str | None = None, workload: str = "", gpu: str | None = None) -> SimulationResult:
@@ -543,7 +639,10 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
                          hint="a larger GPU, more --tp/--pp, or --kv-cache-memory SIZE")
     for p in policies:
         if p not in POLICIES:
-            raise InputError(f"unknown policy {p!r}", where="--policies", hint="one of " + ", ".join(POLICIES))
+            raise InputError(f"unknown policy {p!r}", where="--policies", hint=did_you_mean(p, POLICIES) or "one of " + ", ".join(POLICIES))
+    if shared_prefix >= max_model_len:
+        raise InputError(f"a shared prefix of {shared_prefix:,} tokens leaves no room for a prompt under max_model_len "
+                         f"({max_model_len:,})", where="--shared-prefix", hint="shorten --shared-prefix or raise --seq")
     cost, stage = cost_model(cache, max_model_len)
     if shared_prefix and not cost.linear:
         raise UnsupportedError("prefix sharing with sliding-window layers is not modelled (shared blocks leave the window)",
@@ -559,7 +658,8 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
         truncated += output < r.output
         admitted.append(Request(prompt, output))
     if not admitted:
-        raise InputError(f"every prompt has {max_model_len:,} tokens or more", where="--seq", hint="raise --seq (max_model_len)")
+        raise InputError(f"every prompt{' with the shared prefix' if shared_prefix else ''} has {max_model_len:,} "
+                         f"token{'s' if max_model_len != 1 else ''} or more (max_model_len)", where="--seq", hint="raise --seq (max_model_len)")
     # each policy must be able to hold any one request at its longest alone, or it could never run it (and a
     # growing request would preempt itself forever)
     runs = {p: _Run(p, cost, pool_bytes, max_model_len, block_size, shared_prefix, max_num_seqs) for p in policies}
@@ -572,6 +672,10 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
         if peak(worst) > pool_bytes:
             raise InputError(f"a request of {worst.prompt:,} + {worst.output:,} tokens needs {peak(worst):,} B under {policy}, "
                              f"more than the pool's {pool_bytes:,} B", where="--seq", hint="lower --seq (max_model_len) or add memory")
+    steps = _estimated_steps(admitted, runs, pool_bytes, max_num_seqs)
+    if steps > MAX_SIM_STEPS:
+        raise InputError(f"simulating {len(admitted):,} requests would take about {steps:,} engine steps (minutes)",
+                         where="--workload", hint="sample fewer requests, shorten the outputs, or lower --seq")
     if rejected:
         notes.append(f"{rejected:,} requests have prompts of max_model_len tokens or more and were rejected")
     if truncated:

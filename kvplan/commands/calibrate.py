@@ -26,11 +26,25 @@ def calibrate(
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object: every log's figures and a summary.")] = False,
 ):
     """Compare kvplan's vLLM model with real start-up logs: each logged figure beside kvplan's, with the difference."""
+    from pathlib import Path
+
     from kvplan.calibration import calibrate_log
-    from kvplan.errors import EXIT_NO, EXIT_UNSUPPORTED, InputError
+    from kvplan.errors import EXIT_NO, InputError, UnsupportedError
 
     if not logs:
         raise InputError("no log given", where="LOG", hint="kvplan calibrate path/to/vllm.log")
+    # a wrong --model or --models-dir is bad input for every log (exit 2), not a model kvplan cannot describe
+    if model is not None:
+        from kvplan.catalog import resolve_model
+
+        try:
+            resolve_model(model)
+        except InputError as err:
+            raise InputError(err.what, where=f"--model {model}" if err.where in (None, "MODEL") else err.where, hint=err.hint) from None
+    if models_dir is not None and not Path(models_dir).expanduser().is_dir():
+        missing = not Path(models_dir).expanduser().exists()
+        raise InputError("no such folder" if missing else "is not a folder", where=f"--models-dir {models_dir}",
+                         hint="a folder of model folders named like the Hub cache (org--name/config.json)")
     results = [calibrate_log(path, model=model, models_dir=models_dir) for path in logs]
     described = [r for r in results if r.status == "ok"]
     mismatched = [r for r in described if any(f.match is False for f in r.figures)]
@@ -47,7 +61,11 @@ def calibrate(
     else:
         _print(results, summary)
     if not described:
-        raise typer.Exit(EXIT_UNSUPPORTED)
+        # the report above says it per log; the contract's one line on stderr says why nothing was compared
+        first = results[0]
+        if len(results) == 1:
+            raise UnsupportedError(f"cannot describe the log's model: {first.reason}", where=first.log)
+        raise UnsupportedError(f"kvplan can describe none of the {len(results)} logs (first: {first.reason})", where="LOG")
     if mismatched:
         raise typer.Exit(EXIT_NO)
 

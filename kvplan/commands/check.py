@@ -58,7 +58,6 @@ def check(
     headroom is left. Exit 0 all pass, 1 any fail, 2 any invalid file (the others are still judged), 3 any that
     kvplan cannot judge; when several apply: 2, then 1, then 3."""
     import sys
-    from pathlib import Path
 
     from kvplan import deploy, report_formats
     from kvplan.errors import InputError
@@ -79,10 +78,13 @@ def check(
             print(f"error: {verdict.reason}", file=sys.stderr)
     text = report_formats.render(report, chosen)
     if output:
-        try:
-            Path(output).write_text(text, encoding="utf-8")
-        except OSError as err:
-            raise InputError(f"cannot write the report: {err.strerror}", where=output) from None
+        from kvplan.render import write_file
+
+        def write(target: str) -> None:
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+
+        write_file(output, write, what="the report")
         sys.stdout.write(report_formats.render(report, report_formats.Format.TEXT))
     else:
         sys.stdout.write(text)

@@ -51,6 +51,12 @@ def plot(
 
     if batch < 1:
         raise InputError(f"must be at least 1, got {batch}", where="--batch")
+    # the terminal chart needs room for its axis labels; beyond these it only wraps into noise
+    for flag, value, low, high in (("--width", width, 20, 1000), ("--height", height, 6, 500)):
+        if not low <= value <= high:
+            raise InputError(f"must be from {low} to {high} characters, got {value}" if flag == "--width" else
+                             f"must be from {low} to {high} lines, got {value}", where=flag,
+                             hint="the defaults are 72 x 18" if not output else "it sizes the terminal chart only; drop it with --output")
     if output:
         _check_matplotlib()
     spec, grid, make_request, _ = build_grid(model, seq=seq, batch=str(batch), kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp,

@@ -57,12 +57,15 @@ def probe(
 
     from kvplan import render, units
     from kvplan.cli import build_request
+    from kvplan.commands import parsed
     from kvplan.errors import EXIT_NO, InputError, KvplanError
     from kvplan.probe.dist import from_env
     from kvplan.probe.layout import PAGED, STATIC
     from kvplan.probe.runner import ProbeOptions, run_probe
 
     engine_name = engine.strip().lower()
+    if not device.strip():
+        raise InputError("is empty", where="--device", hint="auto, cuda, cuda:N, cpu or meta")
     layout_name = (layout or (STATIC if engine_name == "static" else PAGED)).strip().lower()
     if layout_name not in (STATIC, PAGED):
         raise InputError(f"unknown layout {layout!r}", where="--layout", hint="static or paged")
@@ -77,6 +80,15 @@ def probe(
     request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=None, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
                             tp=tp, pp=pp, kv_cache_memory=kv_cache_memory, block_size=block_size, kv_heads=kv_heads,
                             head_dim=head_dim)
+    # torch describes sizes in int64: a cache (or a pool) past 2**62 bytes cannot even be laid out on the meta
+    # device, and torch's own error is a C++ traceback
+    from kvplan.engines import static
+
+    if num_blocks is not None and num_blocks > 2**40:
+        raise InputError(f"{num_blocks} blocks is beyond what torch can lay out", where="--num-blocks", hint="at most 2**40")
+    if static.estimate(request).cache_bytes > 2**62:
+        raise InputError(f"a cache of {request.seq:,} tokens x {request.batch:,} sequences is beyond what torch can lay out "
+                         "(2**62 bytes)", where="--batch" if request.batch > 1 else "--seq", hint="lower --seq or --batch")
     engine_estimate = None
     if engine_name != "static":
         from kvplan.engines import engine_module
@@ -86,8 +98,8 @@ def probe(
         engine_estimate = engine_module(engine_name).estimate
     options = ProbeOptions(
         layout=layout_name, device=device, stage=stage, find_max=find_max,
-        max_bytes=units.parse_size(max_bytes, what="--max-bytes") if max_bytes is not None else None,
-        max_fraction=units.parse_fraction(max_fraction, what="--max-fraction"), bench=bench, touch=not no_touch,
+        max_bytes=parsed(units.parse_size, max_bytes, "--max-bytes") if max_bytes is not None else None,
+        max_fraction=parsed(units.parse_fraction, max_fraction, "--max-fraction"), bench=bench, touch=not no_touch,
         block_size=block_size, num_blocks=num_blocks, engine=engine_name,
     )
     env = from_env()

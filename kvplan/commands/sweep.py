@@ -92,6 +92,8 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     from kvplan.errors import InputError, did_you_mean
 
     spec = catalog.resolve_model(model)
+    _check_single_flags(dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
+                        block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens)
 
     def whole(where: str):
         def parse(text: str) -> int:
@@ -130,7 +132,10 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
         pp=sw.parse_axis(pp, whole("--pp"), where="--pp", default_step="+1"),
         engine=engines,
     )
-    kv_names = {name: resolve_kv_dtype(name, lookup(spec.dtype)).name for name in grid.kv_dtype}
+    try:
+        kv_names = {name: resolve_kv_dtype(name, lookup(spec.dtype)).name for name in grid.kv_dtype}
+    except InputError as err:
+        raise (err.located("--kv-dtype") if err.where is None else err) from None
 
     def make_request(combo, seq_tokens: int, batch_size: int):
         return build_request(model, seq=str(seq_tokens), batch=batch_size, kv_dtype=combo.kv_dtype, dtype=dtype, gpu=combo.gpu,
@@ -139,6 +144,34 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
                              max_num_batched_tokens=max_num_batched_tokens)
 
     return spec, grid, make_request, kv_names
+
+
+def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memory, block_size, max_num_seqs,
+                        max_num_batched_tokens) -> None:
+    """The one-value flags are wrong for every row alike: refuse them before any row is printed, instead of
+    streaming a grid of rows that all carry the same error."""
+    from kvplan import dtypes, units
+    from kvplan.commands import parsed
+    from kvplan.errors import InputError
+
+    if gpu and gpu_mem:
+        raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem", hint="--gpu for catalog GPUs, --gpu-mem for others")
+    if reserve is not None and not (gpu or gpu_mem):
+        raise InputError("--reserve needs a GPU", where="--reserve", hint="add --gpu NAME or --gpu-mem SIZE")
+    for flag, value in (("--block-size", block_size), ("--max-num-seqs", max_num_seqs),
+                        ("--max-num-batched-tokens", max_num_batched_tokens)):
+        if value is not None and value < 1:
+            raise InputError(f"must be at least 1, got {value}", where=flag)
+    if dtype is not None:
+        try:
+            dtypes.weight_format(dtype)
+        except InputError as err:
+            raise (err.located("--dtype") if err.where is None else err) from None
+    if gpu_util is not None:
+        parsed(units.parse_fraction, gpu_util, "--gpu-util")
+    for flag, value in (("--gpu-mem", gpu_mem), ("--reserve", reserve), ("--kv-cache-memory", kv_cache_memory)):
+        if value is not None:
+            parsed(units.parse_size, value, flag)
 
 
 def _write_lines(out, lines) -> None:
