@@ -70,6 +70,19 @@ def calibrate(
         raise typer.Exit(EXIT_NO)
 
 
+def _unit(cell: str | None, unit: str) -> str:
+    """A figure with its unit, as vLLM prints it: '50.72 GiB', '7.16x'; counts say what they count in the name.
+    A memory difference carries its percentage after the unit: '-0.01 GiB (-0.2%)'."""
+    if not cell:
+        return "—"
+    if unit == "GiB":
+        number, _, rest = cell.partition(" ")
+        return f"{number} GiB" + (f" {rest}" if rest else "")
+    if unit == "x" and cell[-1].isdigit():
+        return cell + "x"
+    return cell
+
+
 def _print(results, summary) -> None:
     from rich.table import Table
     from rich.text import Text
@@ -91,7 +104,7 @@ def _print(results, summary) -> None:
             t.add_column(col, justify=justify)
         for f in r.figures:
             mark = {True: Text("match", style="green"), False: Text("MISMATCH", style="bold red"), None: ""}[f.match]
-            t.add_row(f.name, f.logged or "—", f.predicted or "—", f.difference or "—", mark)
+            t.add_row(f.name, _unit(f.logged, f.unit), _unit(f.predicted, f.unit), _unit(f.difference, f.unit), mark)
         out.print(t)
         for note in r.notes:
             err.print(f"note: {note}")

@@ -109,45 +109,38 @@ def _print(result, est) -> None:
     out.print(table)
 
     has_gpu = any(w.max_batch is not None for w in result.what_ifs)
-    whatif = Table(title=f"what-ifs at {format_tokens(result.seq)} tokens x {result.batch} (weights unchanged)", title_justify="left",
-                   header_style="bold")
-    for col, justify in (("variant", "left"), ("KV/token", "right"), ("cache", "right"), ("vs model", "right")):
-        whatif.add_column(col, justify=justify)
-    if has_gpu:
-        whatif.add_column(f"max seqs on {est.gpu or 'GPU'}", justify="right")
-    whatif.add_column("what changes", justify="left")
+    headers = ["variant", "KV/token", "cache", "vs model"] + ([f"max seqs on {est.gpu or 'GPU'}"] if has_gpu else []) + ["what changes"]
+    rows = []
     for w in result.what_ifs:
         if w.error:
-            row = [w.name, "—", "—", "—"] + (["—"] if has_gpu else []) + [w.error]
+            rows.append([w.name, "—", "—", "—"] + (["—"] if has_gpu else []) + [w.error])
         else:
-            row = [w.name, format_bytes(w.kv_bytes_per_token), format_bytes(w.cache_bytes), f"{w.ratio:.2f}x"]
-            if has_gpu:
-                row.append(f"{w.max_batch:,}" if w.max_batch is not None else "—")
-            row.append(w.description)
-        whatif.add_row(*row)
-    out.print(whatif)
+            rows.append([w.name, format_bytes(w.kv_bytes_per_token), format_bytes(w.cache_bytes), f"{w.ratio:.2f}x"]
+                        + ([f"{w.max_batch:,}" if w.max_batch is not None else "—"] if has_gpu else []) + [w.description])
+    # figures keep their width and the words wrap (figures_table): at 100 columns rich would otherwise squeeze all
+    render.print_whole(out, render.figures_table(f"what-ifs at {format_tokens(result.seq)} tokens x {result.batch} "
+                                                 "(weights unchanged)", headers, rows, text=(0, len(headers) - 1)))
 
     b = result.latency
     if b is not None:
-        lat = Table(title=(f"lower bounds on {b.gpu} x {b.tp * b.pp} ({b.peak_flops_dtype} {b.peak_flops_per_s / 1e12:,.0f} TFLOP/s, "
-                           f"{b.hbm_bytes_per_s / 1e12:.2f} TB/s per GPU): real runs are slower"),
-                    title_justify="left", header_style="bold")
-        for col, justify in (("phase", "left"), ("FLOPs", "right"), ("bytes read", "right"), ("compute floor", "right"),
-                             ("memory floor", "right"), ("lower bound", "right"), ("bound by", "left")):
-            lat.add_column(col, justify=justify)
+        rows = []
 
-        def row(name, ph, extra=""):
-            lat.add_row(name, f"{ph.flops:.3e}", format_bytes(ph.bytes), _secs(ph.compute_s), _secs(ph.memory_s),
-                        _secs(ph.seconds) + extra, ph.bound)
+        def row(name, ph):
+            rows.append([name, f"{ph.flops:.3e}", format_bytes(ph.bytes), _secs(ph.compute_s), _secs(ph.memory_s),
+                         _secs(ph.seconds), ph.bound])
 
         row(f"prefill {b.prompt_tokens:,} tokens (TTFT)", b.prefill)
         row(f"decode step at {b.context:,} cached (TPOT)", b.decode)
         if b.decode_batch is not None:
             row(f"prefill {b.batch:,} prompts together", b.prefill_batch)
-            row(f"decode step, {b.batch:,} seqs (max that fit)", b.decode_batch, f" ({b.decode_batch_tokens_per_s:,.0f} tok/s)")
+            row(f"decode step, {b.batch:,} seqs (the most that fit): {b.decode_batch_tokens_per_s:,.0f} tok/s", b.decode_batch)
         row(f"generate {b.output_tokens:,} tokens with KV cache", b.generate_cached)
         row(f"generate {b.output_tokens:,} tokens, no cache", b.generate_no_cache)
-        out.print(lat)
+        lat = render.figures_table(
+            f"lower bounds on {b.gpu} x {b.tp * b.pp} ({b.peak_flops_dtype} {b.peak_flops_per_s / 1e12:,.0f} TFLOP/s, "
+            f"{b.hbm_bytes_per_s / 1e12:.2f} TB/s per GPU): real runs are slower",
+            ["phase", "FLOPs", "bytes read", "compute floor", "memory floor", "lower bound", "bound by"], rows, text=(0, 6))
+        render.print_whole(out, lat)
         err = render.console(stderr=True)
         err.print(f"note: without a KV cache the same generation needs {b.no_cache_flops_ratio:,.0f}x the FLOPs and at least "
                   f"{b.no_cache_time_ratio:,.1f}x the time (docs/latency.md)")

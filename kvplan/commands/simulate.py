@@ -90,17 +90,21 @@ def _print(r) -> None:
         head.add_row("shared prefix", f"{r.shared_prefix:,} tokens")
     out.print(head)
 
-    table = Table(title="admission under each allocation policy (all requests queued at once; averages over the saturated steps)",
-                  title_justify="left", header_style="bold")
-    for col in ("policy", "running (mean)", "peak", "K/V in pool", "allocated", "waste", "of which reserved", "never used",
-                "preempted", "recomputed tokens", "throughput"):
-        table.add_column(col, justify="left" if col == "policy" else "right", no_wrap=col == "policy")
-    for p in r.policies:
-        name = p.policy + (f" ({p.block_size})" if p.block_size else "") + ("" if p.saturated else " *")
-        table.add_row(name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", _pct(p.utilisation), _pct(p.allocation),
-                      _pct(p.waste), _pct(p.waste_reserved), _pct(p.waste_never_used), f"{p.preemptions:,}", f"{p.recomputed_tokens:,}",
-                      f"{p.relative_throughput:.2f}x" if p.relative_throughput is not None else f"{p.tokens_per_step:,.1f} tok/step")
-    out.print(table)
+    # two tables of few columns rather than one of eleven: at 100 columns rich would cut the figures ("546,…")
+    names = [p.policy + (f" ({p.block_size})" if p.block_size else "") + ("" if p.saturated else " *") for p in r.policies]
+    admission = render.figures_table(
+        "requests running at once under each allocation policy (all queued at step 0; means over the saturated steps)",
+        ["policy", "running (mean)", "peak", "preempted", "recomputed tokens", "throughput"],
+        [[name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", f"{p.preemptions:,}", f"{p.recomputed_tokens:,}",
+          f"{p.relative_throughput:.2f}x" if p.relative_throughput is not None else f"{p.tokens_per_step:,.1f} tok/step"]
+         for name, p in zip(names, r.policies)])
+    render.print_whole(out, admission)
+    memory = render.figures_table(
+        f"the {format_bytes(r.pool_bytes)} pool under each policy (shares of the pool, then of the allocated bytes)",
+        ["policy", "K/V in pool", "allocated", "waste", "of which reserved", "never used"],
+        [[name, _pct(p.utilisation), _pct(p.allocation), _pct(p.waste), _pct(p.waste_reserved), _pct(p.waste_never_used)]
+         for name, p in zip(names, r.policies)])
+    render.print_whole(out, memory)
     err = render.console(stderr=True)
     err.print("waste = allocated bytes not holding K/V, of the allocated; throughput = output tokens per step relative to contiguous "
               "(recomputation after preemption not charged)"
