@@ -69,8 +69,12 @@ def resolve_model(ref: str) -> ModelSpec:
     if not ref or not ref.strip():
         raise InputError("no model given", hint="name a bundled model (kvplan models), a spec YAML or a config.json")
     path = Path(ref).expanduser()
-    looks_like_path = path.exists() or ref.endswith((".yaml", ".yml", ".json")) or "/" in ref and (ref.startswith((".", "/", "~")))
-    if path.exists():
+    try:
+        exists = path.exists()
+    except OSError:  # a name too long for the file system (or otherwise unusable as a path) is no file
+        exists = False
+    looks_like_path = exists or ref.endswith((".yaml", ".yml", ".json")) or "/" in ref and (ref.startswith((".", "/", "~")))
+    if exists:
         from kvplan import hf_config, yamlio  # only for files: a bundled name needs neither (start-up time)
 
         config = hf_config.find_config_json(path)

@@ -43,6 +43,9 @@ def _guarded(command):
                 raise
             print("error: input is nested too deeply to read", file=sys.stderr)
             raise typer.Exit(2) from None
+        except KeyboardInterrupt:  # caught here: typer would turn it into a silent exit 130
+            print("error: interrupted", file=sys.stderr)
+            raise typer.Exit(130) from None
 
     return wrapper
 
@@ -88,10 +91,14 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         spec = override_spec(spec, kv_heads=kv_heads, head_dim=head_dim)
     if gpu and gpu_mem:
         raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem")
-    for name, value in (("--batch", batch), ("--pp", pp), ("--tp", tp), ("--gpus", gpus), ("--block-size", block_size),
-                        ("--max-num-seqs", max_num_seqs), ("--max-num-batched-tokens", max_num_batched_tokens)):
+    # upper bounds far beyond any deployment: they catch typos and keep every loop and table finite
+    for name, value, limit in (("--batch", batch, 2**31), ("--pp", pp, 4096), ("--tp", tp, 4096), ("--gpus", gpus, 2**20),
+                               ("--block-size", block_size, 2**20), ("--max-num-seqs", max_num_seqs, 2**31),
+                               ("--max-num-batched-tokens", max_num_batched_tokens, 2**40)):
         if value is not None and value < 1:
             raise InputError(f"must be at least 1, got {value}", where=name)
+        if value is not None and value > limit:
+            raise InputError(f"{value} is implausibly large (limit {limit})", where=name)
     if gpus is not None:
         if tp is None:
             if gpus % pp:
@@ -101,8 +108,14 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
             raise InputError(f"--gpus {gpus} but --tp {tp} x --pp {pp} = {tp * pp}", where="--gpus", hint="drop --gpus or make them agree")
     tp = tp or 1
     seq_tokens = units.parse_tokens(seq, what="--seq") if seq is not None else (spec.max_context or 8192)
-    kv = dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))
-    weight_fmt = dtypes.weight_format(dtype) if dtype else None
+    try:
+        kv = dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))
+    except InputError as err:
+        raise err.located("--kv-dtype") from None
+    try:
+        weight_fmt = dtypes.weight_format(dtype) if dtype else None
+    except InputError as err:
+        raise err.located("--dtype") from None
     util = units.parse_fraction(gpu_util, what="--gpu-util") if gpu_util is not None else None
     hardware = None
     if gpu or gpu_mem:
@@ -219,14 +232,17 @@ def models(json_out: JsonOpt = False):
 
     table = Table(title=f"{len(rows)} bundled model specs (KV per token in the model dtype)", title_justify="left",
                   header_style="bold", box=box.SIMPLE_HEAD)
-    for col, justify in (("name", "left"), ("layers", "right"), ("heads", "right"), ("kv", "right"), ("hd", "right"),
-                         ("layout", "left"), ("params", "right"), ("KV/token", "right"), ("max ctx", "right")):
-        table.add_column(col, justify=justify, no_wrap=col != "layout", min_width=18 if col == "layout" else None)
-    for r in rows:
-        table.add_row(r["name"], str(r["layers"]), str(r["attention_heads"]), str(r["kv_heads"]), str(r["head_dim"]), r["layout"],
-                      f"{r['params'] / 1e9:,.2f} bn", format_bytes(r["kv_bytes_per_token"]),
-                      f"{r['max_context']:,}" if r["max_context"] else "—")
-    render.console().print(table)
+    cells = [[r["name"], str(r["layers"]), str(r["attention_heads"]), str(r["kv_heads"]), str(r["head_dim"]), r["layout"],
+              f"{r['params'] / 1e9:,.2f} bn", format_bytes(r["kv_bytes_per_token"]),
+              f"{r['max_context']:,}" if r["max_context"] else "—"] for r in rows]
+    for i, (col, justify) in enumerate((("name", "left"), ("layers", "right"), ("heads", "right"), ("kv", "right"), ("hd", "right"),
+                                        ("layout", "left"), ("params", "right"), ("KV/token", "right"), ("max ctx", "right"))):
+        # every column but the layout keeps its widest cell whole: a narrow terminal wraps the layout words
+        widest = max([len(col)] + [len(c[i]) for c in cells])
+        table.add_column(col, justify=justify, no_wrap=col != "layout", min_width=18 if col == "layout" else widest)
+    for c in cells:
+        table.add_row(*c)
+    render.print_whole(render.console(), table)
 
 
 @app.command()

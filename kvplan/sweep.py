@@ -49,8 +49,6 @@ def parse_axis(text: str, parse_one: Callable[[str], object], *, where: str, def
             return parse_one(part)
         except InputError as err:
             if err.where is None:
-                # units names the flag in its message ("--seq '1T' is not ..."); say it once, as the <where>
-                err.what = err.what.removeprefix(f"{where} ")
                 err.located(where)
             raise err from None
 

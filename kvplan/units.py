@@ -26,31 +26,31 @@ _SIZE_UNITS = {
 _NUMBER = r"(\d+(?:\.\d+)?|\.\d+)"
 
 
-def parse_tokens(text: str | int, *, what: str = "token count") -> int:
+def parse_tokens(text: str | int, *, what: str | None = None) -> int:
     """'8192', '8k', '8K', '128K' -> tokens. Fractions like '1.5K' must come out whole."""
     if isinstance(text, bool):
-        raise InputError(f"{what} must be a number of tokens, got {text!r}", hint="e.g. 8192, 8k or 32K")
+        raise InputError(f"must be a number of tokens, got {text!r}", where=what, hint="e.g. 8192, 8k or 32K")
     if isinstance(text, int):
         value = Fraction(text)
     else:
         match = re.fullmatch(_NUMBER + r"\s*([kKmMgG]?)", str(text).strip().replace("_", "").replace(",", ""))
         if not match:
-            raise InputError(f"{what} {text!r} is not a token count", hint="e.g. 8192, 8k (=8000) or 32K (=32768)")
+            raise InputError(f"{text!r} is not a token count", where=what, hint="e.g. 8192, 8k (=8000) or 32K (=32768)")
         value = Fraction(Decimal(match.group(1))) * _TOKEN_SUFFIX[match.group(2)]
     if value.denominator != 1:
-        raise InputError(f"{what} {text!r} is not a whole number of tokens")
+        raise InputError(f"{text!r} is not a whole number of tokens", where=what)
     tokens = int(value)
     if tokens <= 0:
-        raise InputError(f"{what} must be positive, got {text!r}")
+        raise InputError(f"must be positive, got {text!r}", where=what)
     if tokens > MAX_TOKENS:
-        raise InputError(f"{what} {text!r} is beyond {MAX_TOKENS} tokens")
+        raise InputError(f"{text!r} is beyond {MAX_TOKENS} tokens", where=what)
     return tokens
 
 
-def parse_size(text: str | int, *, what: str = "size") -> int:
+def parse_size(text: str | int, *, what: str | None = None) -> int:
     """'80GiB', '80GB', '81559MiB' or a plain integer of bytes -> bytes."""
     if isinstance(text, bool):
-        raise InputError(f"{what} must be a size, got {text!r}", hint="e.g. 80GiB, 80GB or 85899345920")
+        raise InputError(f"must be a size, got {text!r}", where=what, hint="e.g. 80GiB, 80GB or 85899345920")
     if isinstance(text, int):
         value = Fraction(text)
     else:
@@ -61,16 +61,16 @@ def parse_size(text: str | int, *, what: str = "size") -> int:
             hint = "binary units KiB/MiB/GiB/TiB or decimal KB/MB/GB/TB, e.g. 80GiB"
             if unit in {"k", "m", "g", "t"}:
                 hint = f"'{match.group(2)}' is ambiguous: write {match.group(2).upper()}iB (binary) or {match.group(2).upper()}B (decimal)"
-            raise InputError(f"{what} {text!r} is not a size", hint=hint)
+            raise InputError(f"{text!r} is not a size", where=what, hint=hint)
         try:
             value = Fraction(Decimal(match.group(1))) * _SIZE_UNITS[unit]
         except InvalidOperation:  # pragma: no cover - the regex admits only decimals
-            raise InputError(f"{what} {text!r} is not a size") from None
+            raise InputError(f"{text!r} is not a size", where=what) from None
     if value <= 0:
-        raise InputError(f"{what} must be positive, got {text!r}")
+        raise InputError(f"must be positive, got {text!r}", where=what)
     size = int(value)  # a fractional byte rounds down: '1.5KiB' is 1536, '0.1KiB' is 102
     if size > MAX_BYTES:
-        raise InputError(f"{what} {text!r} is beyond {MAX_BYTES} bytes")
+        raise InputError(f"{text!r} is beyond {MAX_BYTES} bytes", where=what)
     return size
 
 
@@ -81,11 +81,11 @@ def parse_fraction(text: str | float, *, what: str, low: Fraction = Fraction(0),
     try:
         value = Fraction(Decimal(raw.rstrip("%").strip()))
     except (InvalidOperation, ValueError, OverflowError):  # 'nan' and 'inf' parse as Decimals but are no fractions
-        raise InputError(f"{what} {text!r} is not a number", hint="e.g. 0.9 or 90%") from None
+        raise InputError(f"{text!r} is not a number", where=what, hint="e.g. 0.9 or 90%") from None
     if percent:
         value /= 100
     if not (low < value <= high):
-        raise InputError(f"{what} must be in ({float(low):g}, {float(high):g}], got {text!r}")
+        raise InputError(f"must be in ({float(low):g}, {float(high):g}], got {text!r}", where=what)
     return value
 
 

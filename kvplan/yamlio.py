@@ -61,6 +61,8 @@ def load_yaml_documents(path: Path) -> list[Any]:
         docs = [d for d in yaml.load_all(text, Loader=_NoAliasLoader) if d is not None]
     except InputError as err:
         raise err.located(str(path)) from None
+    except RecursionError:
+        raise InputError("is nested too deeply to read", where=str(path)) from None
     except yaml.YAMLError as err:
         raise InputError(_yaml_error(err), where=str(path), hint="check indentation, brackets and quotes") from None
     if not docs:
@@ -82,6 +84,8 @@ def load_json(path: Path) -> Any:
         return json.loads(text, parse_constant=lambda c: {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}[c])
     except json.JSONDecodeError as err:
         raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=str(path)) from None
+    except RecursionError:
+        raise InputError("is nested too deeply to read", where=str(path)) from None
 
 
 def dump_yaml(data: Any) -> str:

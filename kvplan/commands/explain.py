@@ -35,7 +35,6 @@ def explain(
     from kvplan import catalog, explain as ex, latency, render, units
     from kvplan.cache import CacheModel
     from kvplan.cli import build_request
-    from kvplan.commands import parsed
     from kvplan.engines import static
     from kvplan.errors import InputError, KvplanError
 
@@ -50,8 +49,8 @@ def explain(
 
     bounds, notes = None, []
     if gpu:
-        p = parsed(units.parse_tokens, prompt, "--prompt") if prompt else max(est.seq // 2, 1)
-        o = parsed(units.parse_tokens, output, "--output") if output else max(est.seq - p, 1)
+        p = units.parse_tokens(prompt, what="--prompt") if prompt else max(est.seq // 2, 1)
+        o = units.parse_tokens(output, what="--output") if output else max(est.seq - p, 1)
         try:
             bounds = latency.bounds(spec, cache, gpu=catalog.find_gpu(gpu), weights_bytes=est.weights_bytes,
                                     weight_dtype=est.dtype, prompt=p, output=o,

@@ -57,7 +57,6 @@ def probe(
 
     from kvplan import render, units
     from kvplan.cli import build_request
-    from kvplan.commands import parsed
     from kvplan.errors import EXIT_NO, InputError, KvplanError
     from kvplan.probe.dist import from_env
     from kvplan.probe.layout import PAGED, STATIC
@@ -98,8 +97,8 @@ def probe(
         engine_estimate = engine_module(engine_name).estimate
     options = ProbeOptions(
         layout=layout_name, device=device, stage=stage, find_max=find_max,
-        max_bytes=parsed(units.parse_size, max_bytes, "--max-bytes") if max_bytes is not None else None,
-        max_fraction=parsed(units.parse_fraction, max_fraction, "--max-fraction"), bench=bench, touch=not no_touch,
+        max_bytes=units.parse_size(max_bytes, what="--max-bytes") if max_bytes is not None else None,
+        max_fraction=units.parse_fraction(max_fraction, what="--max-fraction"), bench=bench, touch=not no_touch,
         block_size=block_size, num_blocks=num_blocks, engine=engine_name,
     )
     env = from_env()

@@ -151,7 +151,6 @@ def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memo
     """The one-value flags are wrong for every row alike: refuse them before any row is printed, instead of
     streaming a grid of rows that all carry the same error."""
     from kvplan import dtypes, units
-    from kvplan.commands import parsed
     from kvplan.errors import InputError
 
     if gpu and gpu_mem:
@@ -168,10 +167,10 @@ def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memo
         except InputError as err:
             raise (err.located("--dtype") if err.where is None else err) from None
     if gpu_util is not None:
-        parsed(units.parse_fraction, gpu_util, "--gpu-util")
+        units.parse_fraction(gpu_util, what="--gpu-util")
     for flag, value in (("--gpu-mem", gpu_mem), ("--reserve", reserve), ("--kv-cache-memory", kv_cache_memory)):
         if value is not None:
-            parsed(units.parse_size, value, flag)
+            units.parse_size(value, what=flag)
 
 
 def _write_lines(out, lines) -> None:

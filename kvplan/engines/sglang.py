@@ -114,9 +114,11 @@ def _capture_sizes(limit: int) -> int:
 
 
 def _prefill_sizes(limit: int) -> int:
-    sizes = (list(range(4, 33, 4)) + list(range(48, 257, 16)) + list(range(288, 513, 32)) + list(range(576, 1025, 64))
-             + list(range(1280, 4097, 256)) + list(range(4608, limit + 1, 512)))
-    return len([s for s in sizes if s <= limit])
+    """How many prefill CUDA-graph sizes SGLang captures up to `limit` tokens: counted, not listed, so an
+    absurd limit costs nothing."""
+    ranges = (range(4, 33, 4), range(48, 257, 16), range(288, 513, 32), range(576, 1025, 64), range(1280, 4097, 256),
+              range(4608, limit + 1, 512))
+    return sum(len(range(r.start, min(r.stop, limit + 1), r.step)) for r in ranges)
 
 
 def default_mem_fraction(gpu_mib: int, tp: int, pp: int, mla: bool, *, chunked_prefill_size: int | None = None,
