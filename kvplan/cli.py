@@ -26,6 +26,20 @@ app = typer.Typer(
 )
 
 
+def _version(value: bool) -> None:
+    if value:
+        from kvplan import __version__
+
+        print(f"kvplan {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", help="Print kvplan's version and exit.", callback=_version,
+                                                is_eager=True)] = False) -> None:
+    """KV-cache memory planner for LLM serving: exact cache bytes, engine-faithful budgets, CI checks, GPU probes."""
+
+
 def _guarded(command):
     """Map kvplan's exceptions to one stderr line and an exit code; tracebacks only with KVPLAN_DEBUG=1."""
 

@@ -166,3 +166,10 @@ def test_engine_version_switches_vllm_logging_rules(cli):
     assert d33["kv_cache_tokens"] == int(d33["num_gpu_blocks"] / (8192 // d33["block_size"]) * 8192)
     code, _, err = cli("estimate", "llama-3.1-8b", "--engine-version", "0.19")
     assert code == 2 and "--engine-version" in err
+
+
+def test_version():
+    from kvplan import __version__
+
+    out = subprocess.run([sys.executable, "-m", "kvplan", "--version"], capture_output=True, text=True)
+    assert out.returncode == 0 and out.stdout.strip() == f"kvplan {__version__}"

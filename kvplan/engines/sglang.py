@@ -345,7 +345,11 @@ def render_tables(result: SglangEstimate) -> list:
         t.add_row("  P: free before loading", size(r.free_before_load_bytes))
         t.add_row("  − weights (and load buffers)", size(r.weights_per_gpu_bytes))
         t.add_row("  A: free after loading", size(r.free_after_load_bytes))
-        t.add_row("  − P × (1 − mem_fraction_static): activations, CUDA graphs", "")
+        kept = None
+        if r.mem_fraction_static is not None and r.free_before_load_bytes is not None:
+            kept = r.free_before_load_bytes * (1 - Fraction(r.mem_fraction_static))
+            kept = kept.numerator // kept.denominator
+        t.add_row("  − P × (1 − mem_fraction_static): activations, CUDA graphs", size(kept))
     if r.available_kv_bytes is not None:
         t.add_row("  = KV pool budget" + (" (after the Mamba pool)" if r.max_mamba_cache_size is not None else ""),
                   size(r.available_kv_bytes))
