@@ -19,7 +19,8 @@ BLOCK = re.compile(r"(```console\n\$ (kvplan [^\n]*)\n)(.*?)(```)", re.S)
 
 
 def run(command: str) -> str:
-    env = dict(os.environ, COLUMNS="100", KVPLAN_DEBUG="0")
+    env = {k: v for k, v in os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE")}
+    env.update(COLUMNS="100", KVPLAN_DEBUG="0", NO_COLOR="1")
     args = [sys.executable, "-m", "kvplan", *shlex.split(command)[1:]]
     out = subprocess.run(args, capture_output=True, text=True, env=env, cwd=README.parent)
     text = out.stdout + out.stderr  # notes go to stderr; a reader sees both in a terminal
