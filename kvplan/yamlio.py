@@ -89,4 +89,13 @@ def load_json(path: Path) -> Any:
 
 
 def dump_yaml(data: Any) -> str:
-    return yaml.safe_dump(data, sort_keys=False, default_flow_style=None, width=100, allow_unicode=True)
+    # default_flow_style=None writes a collection of scalars inline; a top-level mapping of scalars only
+    # (a dense model read from config.json: no aliases, no layout) would come out as one `{...}` line, so
+    # the top level is dumped key by key and stays in block style, one key per line, for people to edit
+    def dump(obj: Any, flow: bool | None = None) -> str:
+        return yaml.safe_dump(obj, sort_keys=False, default_flow_style=flow, width=100, allow_unicode=True)
+    if isinstance(data, dict) and data:
+        # a scalar value in block style (`name: x`); a list or mapping as before (`aliases: [a, b]`)
+        return "".join(dump({key: value}, None if isinstance(value, (dict, list)) else False)
+                       for key, value in data.items())
+    return dump(data)

@@ -1,0 +1,130 @@
+"""The docs say what kvplan does, and kvplan does what the docs say.
+
+In the spirit of sqlite-utils' test_docs.py: every command and every option has help text and is named
+somewhere in README.md or docs/; every flag a doc shows on a `kvplan <command>` line exists on that
+command; relative links resolve; the spec schema doc lists exactly the keys spec.py accepts. Adding an
+option without documenting it, or dropping one the docs still show, fails here.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+import typer.main
+
+from kvplan import spec
+from kvplan.cli import _register_optional_commands_once, app
+
+ROOT = Path(__file__).resolve().parent.parent
+DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "examples").rglob("*.md"))]
+# what a user reads: the docs, plus the comments of the example deployments and specs
+READABLE = [*DOCS, *sorted((ROOT / "examples").rglob("*.yaml"))]
+DOC_TEXT = "\n".join(p.read_text(encoding="utf-8") for p in DOCS)
+
+_register_optional_commands_once()  # the commands of kvplan/commands/*.py register themselves on demand
+GROUP = typer.main.get_command(app)  # typer's own click group (newer typer vendors click)
+COMMANDS = {name: GROUP.commands[name] for name in sorted(GROUP.commands)}
+assert len(COMMANDS) >= 11, sorted(COMMANDS)
+FLAG = re.compile(r"(?<![\w-])(-{1,2}[a-zA-Z][a-zA-Z0-9-]*)")
+
+
+def _options(cmd) -> list:
+    return [p for p in cmd.params if p.param_type_name == "option" and p.name != "help"]
+
+
+def _flags(cmd) -> set[str]:
+    out = {"--help"}
+    for opt in _options(cmd):
+        out.update(opt.opts)
+        out.update(opt.secondary_opts)
+    return out
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_command_has_help(name):
+    cmd = COMMANDS[name]
+    assert (cmd.help or "").strip(), f"kvplan {name} has no help text"
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_option_has_help(name):
+    missing = [opt.opts[0] for opt in _options(COMMANDS[name]) if not (opt.help or "").strip()]
+    assert not missing, f"kvplan {name}: options without help text: {missing}"
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_command_is_documented(name):
+    assert f"kvplan {name}" in DOC_TEXT, f"`kvplan {name}` appears in no doc"
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_every_option_is_documented(name):
+    # a long flag named anywhere in README.md or docs/ counts: each command's page names its own
+    missing = [opt.opts[-1] for opt in _options(COMMANDS[name])
+               if not any(re.search(re.escape(f) + r"(?![\w-])", DOC_TEXT) for f in opt.opts if f.startswith("--"))]
+    assert not missing, f"kvplan {name}: options named in no doc: {missing}"
+
+
+def test_root_options_are_documented():
+    missing = [opt.opts[0] for opt in _options(GROUP) if opt.opts[0] not in DOC_TEXT]
+    assert not missing, f"kvplan options named in no doc: {missing}"
+
+
+def _doc_command_lines():
+    for path in READABLE:
+        for lineno, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+            # the command and its arguments up to the end of the code span, a table cell or a comment
+            for m in re.finditer(r"kvplan (\w+)([^`|#\n]*)", line):
+                if m.group(1) in COMMANDS:
+                    yield f"{path.relative_to(ROOT)}:{lineno}", m.group(1), m.group(2)
+
+
+def test_every_flag_shown_in_docs_exists():
+    wrong = []
+    for where, name, args in _doc_command_lines():
+        known = _flags(COMMANDS[name])
+        args = re.sub(r"\"[^\"]*\"|'[^']*'", "", args)  # a quoted value (a vLLM command line) is not kvplan's
+        wrong += [f"{where}: kvplan {name} {flag}" for flag in FLAG.findall(args) if flag not in known]
+    assert not wrong, "flags the docs show that the command does not have:\n" + "\n".join(wrong)
+
+
+def test_doc_links_resolve():
+    broken = []
+    for path in DOCS:
+        for target in re.findall(r"\]\(([^)\s]+)\)", path.read_text(encoding="utf-8")):
+            target = target.split("#")[0]
+            if not target or re.match(r"[a-z]+:", target):
+                continue
+            if not (path.parent / target).exists():
+                broken.append(f"{path.relative_to(ROOT)} -> {target}")
+    assert not broken, broken
+
+
+def test_spec_schema_doc_lists_exactly_the_accepted_keys():
+    text = (ROOT / "docs" / "spec-schema.md").read_text(encoding="utf-8")
+    accepted = (set(spec._TOP_KEYS) | {f"layout.{k}" for k in spec._LAYOUT_KEYS}
+                | {f"mla.{k}" for k in spec._MLA_KEYS} | {f"state.{k}" for k in spec._STATE_KEYS})
+    # first cells of the schema tables: `key` or `key`, `key2`
+    documented = set()
+    for row in re.findall(r"^\|([^|]*)\|", text, re.M):
+        documented.update(re.findall(r"`([a-z_.]+)`", row))
+    kinds = set(spec.LAYER_KINDS)
+    assert accepted - documented == set(), "spec keys missing from docs/spec-schema.md"
+    assert documented - accepted - kinds == set(), "docs/spec-schema.md lists keys spec.py refuses"
+
+
+def test_show_prints_block_yaml_for_a_plain_config(tmp_path):
+    # a dense model from config.json has no list or nested mapping: it must still be one key per line
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["show", str(ROOT / "tests" / "data" / "hf_configs" / "llama-2-7b.json")])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert "name: llama-2-7b" in lines and "layers: 32" in lines, result.stdout
+    assert not any(line.startswith("{") for line in lines), result.stdout
+    spec_file = tmp_path / "llama.yaml"
+    spec_file.write_text(result.stdout, encoding="utf-8")
+    again = CliRunner().invoke(app, ["show", str(spec_file)])
+    assert again.exit_code == 0 and again.stdout.splitlines()[1:] == lines[1:]
