@@ -429,3 +429,18 @@ def test_tied_head_is_stored_once_and_copied_to_the_last_pp_stage():
     # untied: the head was always there; two stages hold exactly the one-GPU bytes between them
     untied_pp = stage_weight_bytes(untied, None, bf16, 1, 2)
     assert abs((sum(untied_pp) - 2 * rotary) - (one_gpu[0] - rotary)) <= 2
+
+
+@pytest.mark.parametrize("version", ["0.19", "0.33"])
+def test_max_seq_holds_when_applied_even_from_a_tiny_max_model_len(version):
+    """At --seq 1 vLLM's default max_num_batched_tokens shrinks to max_num_seqs x max_model_len (256 on a 48 GB
+    L40S), so the activation peak is small; the longest max_model_len must be judged with the batch limits vLLM
+    would pick at that length, or applying it does not fit (found: 28432 reported, 6 of 7 held there)."""
+    hw = Hardware("l40s-48gb", find_gpu("l40s-48gb").capacity_bytes)
+    tiny = vllm.estimate(_req("llama-3.1-8b", seq=1, batch=7, hw=hw), version=version, suggest=False)
+    assert tiny.max_num_batched_tokens == 256 and tiny.max_seq
+    at = vllm.estimate(_req("llama-3.1-8b", seq=tiny.max_seq, batch=7, hw=hw), version=version, suggest=False)
+    assert at.fits is True
+    assert at.max_seq == tiny.max_seq
+    past = vllm.estimate(_req("llama-3.1-8b", seq=tiny.max_seq + 1, batch=7, hw=hw), version=version, suggest=False)
+    assert past.fits is False

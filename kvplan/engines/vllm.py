@@ -348,8 +348,10 @@ def _in_flight(version: str, mnbt: int, pp: int) -> int:
 
 # --------------------------------------------------------------------------------------------- estimate
 
-def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True) -> VllmEstimate:
-    """What vLLM `version` (default DEFAULT_VERSION) does with this deployment."""
+def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True,
+             search_max_seq: bool = True) -> VllmEstimate:
+    """What vLLM `version` (default DEFAULT_VERSION) does with this deployment (max_seq left None when
+    search_max_seq is False: _longest_seq re-runs the estimate that way)."""
     version = budget_model.check_version(version)
     spec = req.spec
     if req.batch < 1:
@@ -458,7 +460,10 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
             notes.append(f"vLLM starts, but its pool holds {max_batch} sequences of {req.seq:,} tokens at once"
                          + (f" (max_num_seqs {max_seqs})" if max_batch == max_seqs else "")
                          + f"; the other {req.batch - max_batch} wait")
-        max_seq = _longest_seq(req, layout, workers, in_flight, reserve_null, max_seqs) if starts else 0
+        if not starts:
+            max_seq = 0
+        elif search_max_seq:
+            max_seq = _longest_seq(req, layout, workers, in_flight, reserve_null, (mnbt, max_seqs), version)
     if source == "none":
         notes.append("no GPU given: blocks, tokens and concurrency need --gpu/--gpu-mem or --kv-cache-memory")
 
@@ -544,13 +549,24 @@ def _public_groups(layout: _Layout, seq: int, in_flight: int) -> tuple[KvCacheGr
 
 
 def _longest_seq(req: EngineRequest, layout: _Layout, workers: list[VllmWorker], in_flight: int, reserve_null: bool,
-                 max_seqs: int) -> int:
-    """Longest max_model_len at which vLLM starts and its pool holds `batch` sequences of that length."""
+                 limits: tuple[int, int], version: str) -> int:
+    """Longest max_model_len at which vLLM starts and its pool holds `batch` sequences of that length.
+
+    `limits` are the (max_num_batched_tokens, max_num_seqs) vLLM picked at req.seq. Its defaults depend on
+    max_model_len (capped at max_num_seqs x max_model_len, budget.resolve_batch_limits), and with them the
+    activation peak and the tokens in flight; at a length where they differ the whole estimate is re-run."""
+    max_seqs = limits[1]
     if req.batch > max_seqs:
         return 0
     pool = min(w.num_blocks for w in workers)
+    hw = req.hardware
 
     def ok(m: int) -> bool:
+        if budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, m,
+                                             hw.capacity_bytes if hw else None, hw.name if hw else None,
+                                             version) != limits:
+            return bool(estimate(dataclasses.replace(req, seq=m), version=version, suggest=False,
+                                 search_max_seq=False).fits)
         r = _blocks_per_request(layout, m, in_flight)
         for w in workers:
             room = w.available_kv_bytes - (w.bytes_per_block if reserve_null else 0)
