@@ -161,3 +161,20 @@ def test_chunked_layers_sglang_cannot_place_are_refused():
         sglang.estimate(_spec_req(_scout_like(pattern=("chunked", "sliding", "full", "full"), sliding_window=4096)))
     with pytest.raises(UnsupportedError, match="only Llama 4"):
         sglang.estimate(_spec_req(_scout_like(architecture="GptOssForCausalLM")))
+
+
+@pytest.mark.parametrize("batch", [1, 3, 4000])
+def test_max_seq_is_the_longest_context_length_that_fits(batch):
+    """max_seq is the largest --context-length L at which `fits` holds for `batch` requests: L = N fits (requests
+    are capped at min(L - 1, N - 1) = L - 1 either way), so max_seq is not N - 1; and max_running_requests, which
+    grows as L shrinks (S11), is judged at L, not at --seq (found: max_seq 55705 with N = 55706 for
+    Llama-3.1-70B on 17 GiB, where --context-length 55706 fits)."""
+    def at(seq):
+        return sglang.estimate(_req("llama-3.1-70b", seq=seq, mem=17 * GIB, batch=batch), suggest=False)
+
+    est = at(8192)
+    assert est.max_seq and est.max_seq <= est.max_total_num_tokens
+    assert at(est.max_seq).fits is True
+    assert at(est.max_seq + 1).fits is False
+    if batch == 1:
+        assert est.max_seq == est.max_total_num_tokens

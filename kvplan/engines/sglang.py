@@ -35,10 +35,11 @@ from kvplan.cache import layer_state_bytes, layer_token_bytes
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
 from kvplan.engines import suggest as fix
-from kvplan.engines.paged import kv_dtype, model_dtype
+from kvplan.engines.paged import kv_dtype, longest, model_dtype
 from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
+from kvplan.units import MAX_TOKENS
 
 ENGINE_VERSION = "SGLang 0.5.23"
 GIB = 2**30
@@ -277,14 +278,19 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         else:
             tokens = rest // full_cell // page * page
         starts = tokens > 0 and (not swa or swa_tokens > (swa_window or 0) + page)
-        context_len = req.seq
-        if tokens > 0:
-            running = min(max(int(tokens / context_len * 512), 2048), 4096)
+
+        def running_at(context_len: int) -> int:
+            """max_running_requests at --context-length context_len (S11): more slots for shorter contexts."""
+            n = min(max(int(tokens / context_len * 512), 2048), 4096)
             if req.max_num_seqs is not None:  # --max-running-requests
-                running = req.max_num_seqs
-            running = min(running, tokens // 2)
+                n = req.max_num_seqs
+            n = min(n, tokens // 2)
             if has_state and max_mamba is not None:
-                running = min(running, max_mamba // MAMBA_SLOTS_PER_REQUEST)
+                n = min(n, max_mamba // MAMBA_SLOTS_PER_REQUEST)
+            return n
+
+        if tokens > 0:
+            running = running_at(req.seq)
         fits = starts and tokens >= req.seq
         if starts and tokens < req.seq:
             est_len = tokens - 1
@@ -295,9 +301,12 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         if fits and not serves:
             notes.append(f"the pool holds {max_batch} requests of {req.seq:,} tokens at once; the other "
                          f"{req.batch - max_batch} wait")
-        cap = spec.max_context or req.seq
-        # B requests of L tokens need B x L slots, and one request at most N - 1 (max_req_len)
-        max_seq = min(tokens // req.batch, tokens - 1, cap) if starts and req.batch <= (running or 0) else 0
+        # the longest --context-length L at which `fits` holds for `batch` requests: B x L token slots, and B
+        # running slots at L. L = N fits (max_req_len = min(L - 1, N - 1) = L - 1, as at any L <= N). Both limits
+        # shrink as L grows, so the test is monotone.
+        cap = spec.max_context or MAX_TOKENS
+        max_seq = longest(lambda m: req.batch <= min(tokens // m, running_at(m)), 1, cap) if starts else 0
+        max_seq = max(max_seq, 0)
     per_gpu = None
     if hw is not None and available is not None and P is not None:
         pool = (tokens or 0) * max(f for f, _, _ in per_stage) + (swa_tokens or 0) * max(s for _, s, _ in per_stage)
