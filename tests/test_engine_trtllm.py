@@ -99,3 +99,24 @@ def test_chunked_local_layers_are_refused():
     with pytest.raises(UnsupportedError, match="chunked-local") as info:
         trtllm.estimate(req)
     assert info.value.exit_code == 3 and "--engine vllm" in info.value.hint
+
+
+@pytest.mark.parametrize("name, seq, batch, gpu", [
+    ("gemma-3-27b", 32768, 1, "h100-sxm-80gb"),  # was 32768 (the sliding share bounded by --seq itself)
+    ("gemma-3-27b", 512, 64, "h100-sxm-80gb"),  # below the window the pool is one share; above it, per window
+    ("llama-3.1-8b", 17, 3000, "h100-sxm-80gb"),  # batch beyond max_batch_size (2048): nothing fits
+    ("llama-3.1-8b", 8192, 7, "l4-24gb"),
+])
+def test_max_seq_is_the_longest_max_seq_len_that_fits(name, seq, batch, gpu):
+    """max_seq: the largest max_seq_len at which `fits` holds for `batch` requests, judged with the pool TensorRT-LLM
+    builds at that length (the VSWA split per window appears only once max_seq_len passes a window)."""
+    def at(s):
+        return trtllm.estimate(_req(name, seq=s, gpu=gpu, batch=batch), suggest=False)
+
+    est = at(seq)
+    if est.max_seq:
+        assert at(est.max_seq).fits is True
+    else:
+        assert at(1).fits is False
+    if est.max_seq < resolve_model(str(CONFIGS / f"{name}.json")).max_context:
+        assert at(est.max_seq + 1).fits is False

@@ -27,6 +27,7 @@ state manager that kvplan does not model, and Llama 4's chunked-local layers are
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -34,10 +35,11 @@ from kvplan import plan
 from kvplan.engines import EngineRequest
 from kvplan.engines import budget as vbudget
 from kvplan.engines import suggest as fix
-from kvplan.engines.paged import cdiv, kv_dtype, model_dtype
+from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.errors import InputError, UnsupportedError
 from kvplan.spec import CHUNKED, FULL, MLA, SLIDING, STATE
+from kvplan.units import MAX_TOKENS
 
 ENGINE_VERSION = "TensorRT-LLM 1.x PyTorch backend, KVCacheManager (V1)"
 GIB = 2**30
@@ -103,7 +105,10 @@ def pool_tokens(total: int, *, weights: int, peak: int, non_torch: int, temp_blo
     return temp, budget_b, max(min(est_tokens, cap), 0)
 
 
-def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True) -> TrtllmEstimate:
+def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True,
+             search_max_seq: bool = True) -> TrtllmEstimate:
+    """The pool TensorRT-LLM builds for this deployment (max_seq left None when search_max_seq is False: the
+    search for it re-runs the estimate that way)."""
     if version is not None and not version.strip().lstrip("v").startswith("1"):
         raise InputError(f"TensorRT-LLM version {version!r} is not modelled", where="--engine-version",
                          hint="kvplan mirrors TensorRT-LLM 1.x (PyTorch backend)")
@@ -234,8 +239,15 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         if fits and not serves:
             notes.append(f"the pool holds {max_batch} requests of {req.seq:,} tokens at once; the other "
                          f"{req.batch - max_batch} wait (GUARANTEED_NO_EVICT admits a request only with blocks for all of it)")
-        cap = spec.max_context or req.seq
-        max_seq = min(bound if req.batch == 1 else (tokens // req.batch) // tpb * tpb, cap) if starts else 0
+        if search_max_seq:
+            # the longest max_seq_len at which `fits` holds for `batch`, each length judged with the pool built at
+            # it: the warm-up pool and the per-window split (VSWA only once max_seq_len passes a window) change
+            # with it; fewer blocks and fewer requests as it grows, so the test is monotone
+            def fits_at(m: int) -> bool:
+                return bool(estimate(dataclasses.replace(req, seq=m), version=version, suggest=False,
+                                     search_max_seq=False).fits)
+
+            max_seq = max(longest(fits_at, 1, spec.max_context or MAX_TOKENS), 0)
         if not starts:
             notes.append("no memory is left for the KV cache after the weights and the profiled peak")
     per_gpu = None
