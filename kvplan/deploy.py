@@ -840,6 +840,13 @@ def _evaluate(module, dep: Deployment, request):
         shown = f"{actual:.2f}" if isinstance(actual, float) else f"{actual:,}"
         passed = actual >= need
         detail = f"{shown} requests of {tokens} at once, {need:,} required"
+        # vLLM's concurrency counts block 0, its null block (v1/core/block_pool.py), which no request can take:
+        # a pool of exactly k requests' blocks logs k.00x and holds k - 1 at once (the engine's max_batch)
+        held = (base.num_gpu_blocks - 1) // base.blocks_per_request if concurrency is not None and _paged(base) else None
+        if passed and held is not None and held < need:
+            passed = False
+            detail = (f"{shown} requests of {tokens} at once as vLLM logs it, but block 0 is its null block: {held:,} "
+                      f"held at once, {need:,} required")
         # the engine's limit on running requests (vLLM: max_num_seqs, its default resolved by the engine)
         cap = request.max_num_seqs or getattr(base, "max_num_seqs", None)
         if passed and cap is not None and cap < need:

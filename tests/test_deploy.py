@@ -207,6 +207,19 @@ def test_max_num_seqs_caps_concurrency(tmp_path):
     assert v.status == "fail" and "max_num_seqs 16" in v.reason
 
 
+def test_vllm_concurrency_counts_the_null_block(tmp_path):
+    """vLLM logs concurrency as num_gpu_blocks / blocks per request, but block 0 is its null block
+    (v1/core/block_pool.py): a pool of exactly 4 x 512 blocks (4 GiB of Llama-3.1-8B at 8192 tokens) logs 4.00x and
+    holds 3 requests of max_model_len at once, as `estimate --batch 4` says. Found: check passed concurrency 4."""
+    v = one(tmp_path, "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 8192\nkv_cache_memory_bytes: 4GiB\n"
+                      "require: {concurrency: 4}\n")
+    assert v.figures.max_concurrency == 4.0 and v.figures.max_batch == 3
+    assert v.status == "fail" and "null block" in v.reason
+    ok = one(tmp_path, "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 8192\nkv_cache_memory_bytes: 4GiB\n"
+                       "require: {concurrency: 3}\n")
+    assert ok.status == "pass"
+
+
 # ------------------------------------------------------------------ every fix is a fix
 
 def apply(text: str, suggestion: str) -> str | None:
