@@ -128,3 +128,18 @@ def test_show_prints_block_yaml_for_a_plain_config(tmp_path):
     spec_file.write_text(result.stdout, encoding="utf-8")
     again = CliRunner().invoke(app, ["show", str(spec_file)])
     assert again.exit_code == 0 and again.stdout.splitlines()[1:] == lines[1:]
+
+
+@pytest.mark.parametrize("engine", ["static", "vllm", "sglang", "trtllm"])
+def test_every_estimate_json_key_is_documented(engine):
+    # docs/json.md lists the stable keys; a key the command prints but no doc names is an undocumented contract
+    import json
+
+    from typer.testing import CliRunner
+
+    result = CliRunner().invoke(app, ["estimate", "llama-3.1-8b", "--seq", "8K", "--gpu", "h100", "--engine", engine, "--json"])
+    assert result.exit_code == 0, result.output
+    keys = set(json.loads(result.stdout))
+    text = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
+    missing = sorted(k for k in keys if f"`{k}`" not in text)
+    assert not missing, f"estimate --engine {engine} --json keys missing from docs/json.md: {missing}"
