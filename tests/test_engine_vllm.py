@@ -444,3 +444,12 @@ def test_max_seq_holds_when_applied_even_from_a_tiny_max_model_len(version):
     assert at.max_seq == tiny.max_seq
     past = vllm.estimate(_req("llama-3.1-8b", seq=tiny.max_seq + 1, batch=7, hw=hw), version=version, suggest=False)
     assert past.fits is False
+
+
+def test_a_pipeline_stage_without_a_kv_cache_layer_cannot_be_judged():
+    """Nemotron-Super's layers 42-69 are mostly no_op attention: at --pp 8 one stage holds no layer with a KV cache,
+    and its worker's block has 0 bytes. Found: ZeroDivisionError (a traceback); now exit 3, saying why."""
+    hw = Hardware("h100-sxm-80gb", find_gpu("h100").capacity_bytes)
+    with pytest.raises(UnsupportedError, match="pipeline stage"):
+        vllm.estimate(_req("llama-3.3-nemotron-super-49b", pp=8, hw=hw))
+    assert vllm.estimate(_req("llama-3.3-nemotron-super-49b", pp=4, hw=hw)).num_gpu_blocks > 0

@@ -361,6 +361,14 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     layout = _layout(req, kv, version)
     counts = pp_layer_counts(spec.layers, req.pp)
     shapes = _worker_shapes(layout, counts)
+    empty = next((s for s in shapes if s.bytes_per_block == 0), None)
+    if empty is not None:
+        # its worker has no KV-cache layer, so no block size to divide its memory by (vLLM's per-worker sizing,
+        # v1/core/kv_cache_utils.py get_kv_cache_configs, and the minimum over workers are not modelled for it)
+        first = sum(counts[:empty.stage])
+        raise UnsupportedError(f"pipeline stage {empty.stage} (layers {first}-{first + empty.layers - 1}) holds no layer "
+                               "with a KV cache; how vLLM sizes that worker's pool is not modelled",
+                               where="--pp", hint="choose a pipeline size whose every stage holds an attention layer")
     hw = req.hardware
     mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
                                                         hw.capacity_bytes if hw else None, hw.name if hw else None,
