@@ -178,3 +178,14 @@ def test_max_seq_is_the_longest_context_length_that_fits(batch):
     assert at(est.max_seq + 1).fits is False
     if batch == 1:
         assert est.max_seq == est.max_total_num_tokens
+
+
+def test_requests_take_whole_pages():
+    """With --page-size 64 (kvplan's --block-size) a request of 65 tokens takes two pages, 128 token slots
+    (mem_cache paged allocator): 8192 slots hold 64 such requests, not 8192 // 65 = 126. Found: max_batch 126."""
+    est = sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64), suggest=False)
+    assert est.page_size == 64 and est.max_total_num_tokens == 8192
+    assert est.max_batch == 64
+    assert sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64, batch=65), suggest=False).fits is False
+    longest = sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64, batch=64), suggest=False).max_seq
+    assert longest == 128  # two pages each: 64 x 128 = 8192

@@ -19,8 +19,8 @@ SGLang measures P and A at start-up; kvplan models them as total minus the CUDA 
 TP >= 2) and P minus the weights: those two inputs are measured, not derived, and the notes say so.
 `starts`: SGLang starts and its pool holds one request of `seq` tokens (it starts with a smaller pool too,
 capping requests at max_total_num_tokens - 1, which `estimated_max_model_len` reports); `max_batch`: requests
-of `seq` the pool holds at once (tokens // seq), capped at max_running_requests; `fits` = `starts` and
-`batch` <= `max_batch`.
+of `seq` the pool holds at once (tokens // seq rounded up to whole pages), capped at max_running_requests;
+`fits` = `starts` and `batch` <= `max_batch`.
 """
 
 from __future__ import annotations
@@ -296,16 +296,20 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
             est_len = tokens - 1
             notes.append(f"SGLang starts but warns \"KV pool holds {tokens:,} tokens, fewer than --context-length "
                          f"{req.seq:,}\": requests are capped at {tokens - 1:,} tokens")
-        max_batch = min(tokens // req.seq, running or 0) if fits else 0
+        def slots(m: int) -> int:
+            """Token slots one request of m tokens takes: whole pages (the paged allocator)."""
+            return -(-m // page) * page
+
+        max_batch = min(tokens // slots(req.seq), running or 0) if fits else 0
         serves = fits and req.batch <= max_batch
         if fits and not serves:
             notes.append(f"the pool holds {max_batch} requests of {req.seq:,} tokens at once; the other "
                          f"{req.batch - max_batch} wait")
-        # the longest --context-length L at which `fits` holds for `batch` requests: B x L token slots, and B
-        # running slots at L. L = N fits (max_req_len = min(L - 1, N - 1) = L - 1, as at any L <= N). Both limits
-        # shrink as L grows, so the test is monotone.
+        # the longest --context-length L at which `fits` holds for `batch` requests: B x L token slots (whole
+        # pages), and B running slots at L. L = N fits (max_req_len = min(L - 1, N - 1) = L - 1, as at any
+        # L <= N). Both limits shrink as L grows, so the test is monotone.
         cap = spec.max_context or MAX_TOKENS
-        max_seq = longest(lambda m: req.batch <= min(tokens // m, running_at(m)), 1, cap) if starts else 0
+        max_seq = longest(lambda m: req.batch <= min(tokens // slots(m), running_at(m)), 1, cap) if starts else 0
         max_seq = max(max_seq, 0)
     per_gpu = None
     if hw is not None and available is not None and P is not None:
