@@ -86,7 +86,7 @@ MaxSeqsOpt = Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM 
 MaxTokOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)]
 KvHeadsOpt = Annotated[Optional[int], typer.Option("--kv-heads", help="What-if: override the KV heads of every attention layer.", show_default=False)]
 HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", help="What-if: override the head dimension.", show_default=False)]
-JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (DESIGN.md contract keys).")]
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docs/json.md).")]
 
 
 def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dtype: str | None, gpu: str | None,
@@ -206,6 +206,10 @@ def estimate(
     if engine_version and engine.strip().lower() == "static":
         raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
     result = module.estimate(request, version=engine_version) if engine_version else module.estimate(request)
+    if request.spec.source and request.spec.source.endswith(".json") and request.spec.notes:
+        # what kvplan assumed while reading a config.json (a missing dtype, an untested model_type): on stderr,
+        # so --json output stays clean
+        print(f"note: {request.spec.notes}", file=sys.stderr)
     if json_out:
         print(render.to_json(result))
     else:

@@ -40,6 +40,12 @@ class InputError(KvplanError):
     exit_code = EXIT_INPUT
 
 
+class DoesNotFitError(KvplanError):
+    """A definite "no" that leaves nothing to report: e.g. no memory at all is left for the cache. Exit 1."""
+
+    exit_code = EXIT_NO
+
+
 class UnsupportedError(KvplanError):
     """Something kvplan does not model; it refuses rather than guesses. Exit 3."""
 

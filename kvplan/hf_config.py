@@ -18,6 +18,13 @@ from kvplan.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, ModelSpec, spe
 # vLLM downcasts a float32 (or dtype-less) config to the platform's preferred 16-bit dtype: bf16 on every GPU
 # from Ampere on (vllm/config/model.py _resolve_auto_dtype: supported_dtypes[0]; CudaPlatform lists bf16
 # first where compute capability >= 8.0). kvplan does the same; on T4/V100 pass --kv-dtype fp16.
+# model types whose real configs the test suite reads (tests/data); others are read by the common conventions,
+# with a note saying so
+TESTED_MODEL_TYPES = frozenset({
+    "deepseek_v3", "falcon", "falcon_mamba", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "gpt_oss", "granite",
+    "jamba", "kimi_vl", "llama", "llama4", "llama4_text", "llava_next", "mistral", "mistral3", "mixtral", "nemotron-nas",
+    "nemotron_h", "phi", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+})
 # model types with no attention at all: a fixed recurrent state per sequence
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
 # families kvplan does not model; refusing beats a wrong number
@@ -164,6 +171,9 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         raise UnsupportedError("cannot find the hidden size", where=f"{where}: hidden_size", hint="looked for hidden_size, n_embd, d_model")
     dtype, dtype_note = _serving_dtype(cfg, model_type, where)
     notes = [n for n in [dtype_note] if n]
+    if model_type not in TESTED_MODEL_TYPES:
+        notes.append(f"model_type {model_type!r} is not one kvplan is tested on: read with the common config.json "
+                     "conventions (check the layout with `kvplan show`)")
 
     spec: dict[str, Any] = {"name": name, "architecture": (raw.get("architectures") or [model_type])[0], "layers": layers,
                             "hidden_size": hidden, "dtype": dtype}

@@ -307,13 +307,24 @@ def _is_moe_layer(cfg: Mapping, model_type: str, i: int) -> bool:
     return True  # Mixtral, gpt-oss, PhiMoE, OLMoE: every layer
 
 
+# families whose config classes default the MLP width to 4 x hidden when the config leaves it out
+_FOUR_X_HIDDEN_MLP = frozenset({"gpt2", "falcon", "gpt_bigcode", "gpt_neox"})
+
+
 def _ffn(b: _Builder, cfg: Mapping, model_type: str, i: int, hidden: int) -> None:
     ungated = model_type in ("gpt2", "falcon", "phi", "gpt_neox", "starcoder2", "gpt_bigcode")
     mlp_bias = bool(cfg.get("mlp_bias")) or model_type == "gpt2" or (model_type == "falcon" and bool(cfg.get("bias")))
     llama4 = model_type == "llama4_text"
     ff = "feed_forward" if llama4 else "mlp"  # Llama 4's module name, which quantization ignore lists use
     if not _is_moe_layer(cfg, model_type, i):
-        inter = int(_get(cfg, "intermediate_size", "n_inner", "ffn_hidden_size", default=4 * hidden))
+        inter = _get(cfg, "intermediate_size", "n_inner", "ffn_hidden_size")
+        if inter is None:
+            if model_type not in _FOUR_X_HIDDEN_MLP:
+                raise UnsupportedError("the MLP width is not given (intermediate_size)", where="intermediate_size",
+                                       hint=f"kvplan knows the 4 x hidden default only for {', '.join(sorted(_FOUR_X_HIDDEN_MLP))}; "
+                                            "write a spec YAML with `params`")
+            inter = 4 * hidden  # GPT-2's n_inner: null and Falcon's ffn_hidden_size default
+        inter = int(inter)
         if model_type == "falcon":
             inter = int(_get(cfg, "ffn_hidden_size", default=4 * hidden))
         if llama4:  # Llama4TextDecoderLayer: dense layers are Llama4TextMLP(intermediate_size=intermediate_size_mlp)

@@ -46,7 +46,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping
 
-from kvplan.errors import InputError, UnsupportedError, did_you_mean
+from kvplan.errors import DoesNotFitError, InputError, UnsupportedError, did_you_mean
 from kvplan.units import MAX_TOKENS
 
 MAX_REQUESTS = 1_000_000
@@ -635,7 +635,7 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
     if block_size < 1:
         raise InputError(f"must be at least 1, got {block_size}", where="--block-size")
     if pool_bytes <= 0:
-        raise InputError("no memory is left for the KV cache on this GPU", where="--gpu",
+        raise DoesNotFitError("no memory is left for the KV cache on this GPU", where="--gpu",
                          hint="a larger GPU, more --tp/--pp, or --kv-cache-memory SIZE")
     for p in policies:
         if p not in POLICIES:

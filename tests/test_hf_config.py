@@ -230,3 +230,21 @@ def test_folder_with_config_json(cli, tmp_path):
     code, out, err = cli("estimate", tmp_path, "--seq", "8192", "--kv-dtype", "bf16", "--json")
     assert code == 0, err
     assert json.loads(out)["kv_bytes"] == TRUTH["qwen3-8b.json"]["kv_bytes"]
+
+
+def test_an_untested_model_type_is_read_with_a_note_and_a_missing_mlp_width_is_refused(tmp_path):
+    import subprocess
+    import sys
+
+    cfg = {"model_type": "foo_bar", "num_hidden_layers": 4, "num_attention_heads": 8, "hidden_size": 512,
+           "vocab_size": 1000, "torch_dtype": "bfloat16"}
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    out = subprocess.run([sys.executable, "-m", "kvplan", "estimate", str(path), "--seq", "1K", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 3 and "intermediate_size" in out.stderr  # no 4 x hidden guess for an unknown family
+    path.write_text(json.dumps(dict(cfg, intermediate_size=2048)))
+    out = subprocess.run([sys.executable, "-m", "kvplan", "estimate", str(path), "--seq", "1K", "--json"],
+                         capture_output=True, text=True)
+    assert out.returncode == 0 and json.loads(out.stdout)["kv_bytes_per_token"] == 4 * 8 * 128 * 2
+    assert "model_type 'foo_bar' is not one kvplan is tested on" in out.stderr

@@ -284,3 +284,10 @@ def test_ctrl_c_says_interrupted():
 def test_models_table_is_not_cut_at_100_columns(invoke, monkeypatch):
     monkeypatch.setenv("COLUMNS", "100")
     assert "…" not in invoke("models").stdout
+
+
+def test_simulate_with_no_room_for_the_cache_is_a_no_not_bad_input(invoke):
+    # the weights alone exceed an L4: a definite "does not fit" (exit 1), as estimate says for the same case
+    result = invoke("simulate", "llama-3.1-70b", "--workload", str(ROOT / "examples" / "workloads" / "sample.csv"),
+                    "--seq", "2048", "--gpu", "l4")
+    assert result.exit_code == 1 and "no memory is left for the KV cache" in result.stderr
