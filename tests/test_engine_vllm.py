@@ -453,3 +453,15 @@ def test_a_pipeline_stage_without_a_kv_cache_layer_cannot_be_judged():
     with pytest.raises(UnsupportedError, match="pipeline stage"):
         vllm.estimate(_req("llama-3.3-nemotron-super-49b", pp=8, hw=hw))
     assert vllm.estimate(_req("llama-3.3-nemotron-super-49b", pp=4, hw=hw)).num_gpu_blocks > 0
+
+
+def test_every_suggested_length_is_checked():
+    """Qwen1.5-MoE on two V100 16 GB stages: vLLM refuses to start (0.92 x total is more than is free), and stage 0
+    would log an estimated maximum model length of 10288. Suggesting --max-model-len 10288 fixes nothing (it still
+    does not start, and the model's context is 8192); suggest.py promises every candidate is re-run. Found: it was
+    offered as the first fix."""
+    hw = Hardware("v100-sxm2-16gb", find_gpu("v100-sxm2-16gb").capacity_bytes)
+    req = _req("qwen1.5-moe-a2.7b", seq=32768, kv="fp8", pp=2, hw=hw)
+    est = vllm.estimate(req)
+    assert est.starts is False and est.estimated_max_model_len == 10288
+    assert not any(s.startswith("--max-model-len") for s in est.suggestions)

@@ -68,7 +68,11 @@ def suggestions(req: EngineRequest, result, run: Callable[[EngineRequest], objec
             out.append(f"{flags.max_len} {result.max_seq}: the longest context that fits "
                        f"{req.batch} sequence{'s' if req.batch > 1 else ''} with these flags")
     elif getattr(result, "estimated_max_model_len", None):
-        out.append(f"{flags.max_len} {result.estimated_max_model_len}: the estimated maximum model length")
+        # the engine's own estimate (one worker, one request) is a fix only when it fits: not when the engine
+        # refuses to start anyway, holds fewer than `batch`, or another pipeline stage is shorter
+        r = _try(run, dataclasses.replace(req, seq=result.estimated_max_model_len))
+        if r is not None and _ok(r):
+            out.append(f"{flags.max_len} {result.estimated_max_model_len}: the estimated maximum model length")
     # 2. the smallest tensor-parallel size
     heads = req.spec.attention_heads
     for tp in TP_CANDIDATES:
