@@ -9,23 +9,17 @@ from pathlib import Path
 import pytest
 
 from kvplan import dtypes
-from kvplan.catalog import find_gpu, resolve_model
 from kvplan.engines import EngineRequest, sglang
 from kvplan.errors import InputError, UnsupportedError
-from kvplan.plan import Hardware
+
+from engine_requests import engine_request
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 GIB = 2**30
 
 
-def _req(name, seq=131072, *, kv="auto", tp=1, pp=1, mem=None, gpu=None, batch=1, **kw):
-    spec = resolve_model(str(CONFIGS / f"{name}.json"))
-    hw = None
-    if gpu:
-        g = find_gpu(gpu)
-        hw = Hardware(g.name, g.capacity_bytes)
-    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=dtypes.resolve_kv_dtype(kv, dtypes.dtype(spec.dtype)),
-                         kv_dtype_name=kv, weight_fmt=None, tp=tp, pp=pp, hardware=hw, kv_cache_memory=mem, **kw)
+def _req(name, seq=131072, **kw):
+    return engine_request(CONFIGS / f"{name}.json", seq, **kw)
 
 
 @pytest.mark.parametrize("gpu_mib, tp, want", [

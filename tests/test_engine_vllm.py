@@ -16,13 +16,14 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan import dtypes
 from kvplan.calibration import gpu_from_log, request_from_log, resolve_log_model
 from kvplan.catalog import find_gpu, resolve_model
-from kvplan.engines import EngineRequest, budget, vllm
+from kvplan.engines import budget, vllm
 from kvplan.errors import InputError, KvplanError, UnsupportedError
 from kvplan.plan import Hardware
 from kvplan.vllm_log import gib_bounds, parse_vllm_log_file
+
+from engine_requests import engine_request
 
 DATA = Path(__file__).parent / "data"
 LOGS = sorted((DATA / "vllm_logs" / "raw").glob("*.log"))
@@ -102,11 +103,8 @@ def test_budget_terms_of_llama_8b_log():
 
 # ------------------------------------------------------------------------------------------ rules
 
-def _req(spec, seq=8192, *, kv="auto", tp=1, pp=1, mem=None, hw=None, batch=1, **kw):
-    if isinstance(spec, (str, Path)):
-        spec = resolve_model(str(spec))
-    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=dtypes.resolve_kv_dtype(kv, dtypes.dtype(spec.dtype)),
-                         kv_dtype_name=kv, weight_fmt=None, tp=tp, pp=pp, hardware=hw, kv_cache_memory=mem, **kw)
+def _req(spec, seq=8192, **kw):
+    return engine_request(spec, seq, **kw)
 
 
 def test_gemma3_27b_padding_layers():

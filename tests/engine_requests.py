@@ -1,0 +1,19 @@
+"""One way for the engine tests to build an EngineRequest (imported by the test modules; tests/ is on sys.path)."""
+
+from __future__ import annotations
+
+from kvplan import dtypes
+from kvplan.catalog import find_gpu, resolve_model
+from kvplan.engines import EngineRequest
+from kvplan.plan import Hardware
+from kvplan.spec import ModelSpec
+
+
+def engine_request(model, seq=8192, *, kv="auto", tp=1, pp=1, mem=None, gpu=None, hw=None, batch=1, **kw) -> EngineRequest:
+    """A request for `model` (a ModelSpec, or anything resolve_model takes) on catalog GPU `gpu` or Hardware `hw`."""
+    spec = model if isinstance(model, ModelSpec) else resolve_model(str(model))
+    if gpu:
+        g = find_gpu(gpu)
+        hw = Hardware(g.name, g.capacity_bytes)
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=dtypes.resolve_kv_dtype(kv, dtypes.dtype(spec.dtype)),
+                         kv_dtype_name=kv, weight_fmt=None, tp=tp, pp=pp, hardware=hw, kv_cache_memory=mem, **kw)
