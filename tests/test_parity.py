@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import sys
 from functools import lru_cache
 from pathlib import Path
 
@@ -61,16 +60,12 @@ def _ids(paths):
     return [p.name for p in paths]
 
 
-@lru_cache(maxsize=None)
 def _peer_module():
-    spec = importlib.util.spec_from_file_location("kvplan_hf_peer", Path(__file__).parent / "peers" / "hf_peer.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
+    from peers import hf_peer  # imports torch and transformers only when it builds a model
+
+    return hf_peer
 
 
-@lru_cache(maxsize=None)
 def _table_module():
     spec = importlib.util.spec_from_file_location("kvplan_make_config_table",
                                                   Path(__file__).resolve().parent.parent / "scripts" / "make_config_table.py")

@@ -7,9 +7,7 @@ the truth-file checks need neither.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,20 +18,13 @@ TRUTH = DATA / "transformers_truth.json"
 GiB = 1024**3
 
 
-def _load_peer():
-    # loaded by path so the suite works whether or not `tests` is a package
-    spec = importlib.util.spec_from_file_location("kvplan_hf_peer", Path(__file__).parent / "peers" / "hf_peer.py")
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod
-    spec.loader.exec_module(mod)
-    return mod
-
-
 @pytest.fixture(scope="module")
 def peer():
     pytest.importorskip("torch")
     pytest.importorskip("transformers")
-    return _load_peer()
+    from peers import hf_peer  # tests/ is on sys.path (rootdir conftest, no package)
+
+    return hf_peer
 
 
 def _run(peer, name: str, n: int, **kw):

@@ -7,22 +7,24 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvplan.cli import DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+
 
 def register(app, guarded) -> None:
     app.command(name="explain")(guarded(explain))
 
 
 def explain(
-    model: Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, or a folder with one.", show_default=False)],
+    model: ModelArg,
     seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence. Default: the model's max context.", show_default=False)] = None,
     batch: Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")] = 1,
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype (auto = model dtype).")] = "auto",
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format. Default: the model's.", show_default=False)] = None,
+    kv_dtype: KvDtypeOpt = "auto",
+    dtype: DtypeOpt = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog: adds max batch per what-if and latency bounds.", show_default=False)] = None,
     gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog (no latency bounds without catalog figures).", show_default=False)] = None,
-    tp: Annotated[Optional[int], typer.Option("--tp", help="Tensor parallel size.", show_default=False)] = None,
-    pp: Annotated[int, typer.Option("--pp", help="Pipeline parallel size.")] = 1,
-    gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory usable (static default 0.9).", show_default=False)] = None,
+    tp: TpOpt = None,
+    pp: PpOpt = 1,
+    gpu_util: GpuUtilOpt = None,
     window: Annotated[int, typer.Option("--window", help="Window for the sliding-window what-if on models without one.")] = 4096,
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,

@@ -8,22 +8,24 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvplan.cli import DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+
 
 def register(app, guarded) -> None:
     app.command(name="simulate")(guarded(simulate))
 
 
 def simulate(
-    model: Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, or a folder with one.", show_default=False)],
+    model: ModelArg,
     workload: Annotated[str, typer.Option("--workload", "-w", help="CSV or JSONL of prompt_tokens,output_tokens per request; a YAML/JSON distribution by percentiles; or inline: 'prompt=p50:100,p99:2000;output=p50:200,p99:1500;requests=1000'.", show_default=False)],
     seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="max_model_len: the length contiguous policies reserve and the cap on prompt + output. Default: the model's max context.", show_default=False)] = None,
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype (auto = model dtype).")] = "auto",
-    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format. Default: the model's.", show_default=False)] = None,
+    kv_dtype: KvDtypeOpt = "auto",
+    dtype: DtypeOpt = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog (kvplan gpus).", show_default=False)] = None,
-    gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog, e.g. 80GiB.", show_default=False)] = None,
-    tp: Annotated[Optional[int], typer.Option("--tp", help="Tensor parallel size.", show_default=False)] = None,
-    pp: Annotated[int, typer.Option("--pp", help="Pipeline parallel size.")] = 1,
-    gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory usable (static default 0.9).", show_default=False)] = None,
+    gpu_mem: GpuMemOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = 1,
+    gpu_util: GpuUtilOpt = None,
     reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back for runtime overhead; overrides --gpu-util.", show_default=False)] = None,
     kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV pool; skips the budget model (no GPU needed).", show_default=False)] = None,
     block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).")] = 16,
