@@ -37,6 +37,11 @@ def run(command: str) -> dict:
     os.environ.pop("FORCE_COLOR", None)
     sys.argv = ["kvplan", *shlex.split(command)]
     os.chdir(ROOT)
+    # click names the program after __main__'s package when run as `python -m pytest`: make it the plain
+    # `kvplan` a shell user sees
+    entry = sys.modules["__main__"]
+    saved_package = getattr(entry, "__package__", None)
+    entry.__package__ = None
     code = 0
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
@@ -45,6 +50,7 @@ def run(command: str) -> dict:
             except SystemExit as stop:
                 code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
     finally:
+        entry.__package__ = saved_package
         sys.argv = saved_argv
         os.chdir(saved_cwd)
         for k, v in saved_env.items():
