@@ -15,9 +15,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kvplan import catalog  # noqa: E402
-from kvplan.cache import CacheModel  # noqa: E402
-from kvplan.dtypes import dtype  # noqa: E402
+from kvplan.model import catalog  # noqa: E402
+from kvplan.core.cache import CacheModel  # noqa: E402
+from kvplan.core.dtypes import dtype  # noqa: E402
 from kvplan.engines import EngineRequest  # noqa: E402
 from kvplan.probe.layout import rank_plan  # noqa: E402
 

@@ -33,8 +33,10 @@ def best_of(n: int, fn) -> float:
 
 def main() -> None:
     model = sys.argv[1] if len(sys.argv) > 1 else DEFAULT_MODEL
-    from kvplan import catalog, sweep as sw, units
-    from kvplan.cli import build_request
+    from kvplan.model import catalog
+    from kvplan.analysis import sweep as sw
+    from kvplan.core import units
+    from kvplan.cli.entry import build_request
     from kvplan.engines import engine_module
 
     spec = catalog.resolve_model(model)

@@ -23,7 +23,7 @@ GIB = 2**30
 
 
 def main() -> int:
-    from kvplan.calibration import calibrate_log
+    from kvplan.engines.vllm.calibrate import calibrate_log
 
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--logs", default=str(HERE / "tests" / "data" / "vllm_logs" / "raw"))

@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
-from kvplan.vllm_log import gib_bounds, parse_vllm_log_file  # noqa: E402
+from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log_file  # noqa: E402
 
 LOGS = ROOT / "tests" / "data" / "vllm_logs"
 

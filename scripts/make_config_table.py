@@ -23,12 +23,12 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kvplan.cache import CacheModel  # noqa: E402
-from kvplan.catalog import resolve_model  # noqa: E402
-from kvplan.dtypes import dtype  # noqa: E402
-from kvplan.errors import KvplanError  # noqa: E402
-from kvplan.spec import MLA, STATE  # noqa: E402
-from kvplan.units import format_bytes  # noqa: E402
+from kvplan.core.cache import CacheModel  # noqa: E402
+from kvplan.model.catalog import resolve_model  # noqa: E402
+from kvplan.core.dtypes import dtype  # noqa: E402
+from kvplan.core.errors import KvplanError  # noqa: E402
+from kvplan.core.spec import MLA, STATE  # noqa: E402
+from kvplan.core.units import format_bytes  # noqa: E402
 
 SHARED = REPO / "tests" / "data" / "hf_configs"
 EXTRA = REPO / "tests" / "data" / "extra_configs"

@@ -19,8 +19,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from kvplan import hf_config, yamlio  # noqa: E402
-from kvplan.spec import spec_from_mapping, spec_to_mapping  # noqa: E402
+from kvplan.model import hf_config  # noqa: E402
+from kvplan.core import yamlio  # noqa: E402
+from kvplan.core.spec import spec_from_mapping, spec_to_mapping  # noqa: E402
 
 OUT = REPO / "model_specs"
 SHARED = "tests/data/hf_configs"

@@ -20,7 +20,7 @@ def cli():
     """Run the real CLI in-process: returns (exit_code, stdout, stderr)."""
     from typer.testing import CliRunner
 
-    from kvplan import cli as kvcli
+    from kvplan.cli import entry as kvcli
 
     kvcli._register_optional_commands_once()
     runner = CliRunner()

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from kvplan import dtypes
-from kvplan.catalog import find_gpu, resolve_model
+from kvplan.core import dtypes
+from kvplan.model.catalog import find_gpu, resolve_model
 from kvplan.engines import EngineRequest
-from kvplan.plan import Hardware
-from kvplan.spec import ModelSpec
+from kvplan.engines.plan import Hardware
+from kvplan.core.spec import ModelSpec
 
 
 def engine_request(model, seq=8192, *, kv="auto", tp=1, pp=1, mem=None, gpu=None, hw=None, batch=1, **kw) -> EngineRequest:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import catalog
-from kvplan.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, spec_from_mapping
+from kvplan.model import catalog
+from kvplan.core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, spec_from_mapping
 
 REPO = Path(__file__).resolve().parent.parent
 SPEC_FILES = sorted((REPO / "model_specs").glob("*.yaml"))
@@ -102,7 +102,7 @@ def test_schema_doc_examples_match_the_bundled_specs():
             if key != "weights_source":
                 assert bundled[key] == value or (key == "aliases" and set(value) <= set(bundled[key])), (block["name"], key)
     # every key the schema accepts is documented
-    from kvplan import spec as spec_module
+    from kvplan.core import spec as spec_module
 
     for key in spec_module._TOP_KEYS | {f"layout.{k}" for k in spec_module._LAYOUT_KEYS} | \
             {f"mla.{k}" for k in spec_module._MLA_KEYS} | {f"state.{k}" for k in spec_module._STATE_KEYS}:

@@ -4,11 +4,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan import catalog
-from kvplan.cache import CacheModel, cached_tokens, kv_heads_per_rank, pp_layer_counts
-from kvplan.dtypes import dtype
-from kvplan.errors import InputError
-from kvplan.spec import spec_from_mapping
+from kvplan.model import catalog
+from kvplan.core.cache import CacheModel, cached_tokens, kv_heads_per_rank, pp_layer_counts
+from kvplan.core.dtypes import dtype
+from kvplan.core.errors import InputError
+from kvplan.core.spec import spec_from_mapping
 
 GiB, MiB, KiB = 2**30, 2**20, 2**10
 
@@ -218,8 +218,9 @@ def test_llama4_scout_layout_as_transformers_allocates_it():
 def test_consumers_of_layer_kinds_handle_chunked_or_refuse():
     """A chunked layer is never silently dropped or charged in full: the static estimate, explain's derivation and the
     probe's static tensors keep min(seq, chunk) tokens; the latency model, which has no chunk-local term, refuses."""
-    from kvplan import explain, latency, plan
-    from kvplan.errors import UnsupportedError
+    from kvplan.analysis import explain, latency
+    from kvplan.engines import plan
+    from kvplan.core.errors import UnsupportedError
     from kvplan.probe.layout import rank_plan
 
     spec = spec_from_mapping({"name": "chunky", "layers": 8, "attention_heads": 8, "kv_heads": 2, "head_dim": 64,

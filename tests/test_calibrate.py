@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from kvplan.calibration import calibrate_log, model_dir_name
+from kvplan.engines.vllm.calibrate import calibrate_log, model_dir_name
 
 DATA = Path(__file__).parent / "data"
 LOGS = sorted((DATA / "vllm_logs" / "raw").glob("*.log"))

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kvplan import deploy, report_formats
+from kvplan.check import deploy, formats as report_formats
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -106,7 +106,7 @@ def test_every_format_renders_and_is_deterministic(report, fmt):
 
 
 def test_every_format_has_a_renderer_and_the_cli_offers_exactly_them():
-    from kvplan.commands.check import OutputFormat
+    from kvplan.cli.commands.check import OutputFormat
 
     assert set(report_formats.RENDERERS) == set(report_formats.Format)
     assert [f.value for f in OutputFormat] == [f.value for f in report_formats.Format]
@@ -281,7 +281,7 @@ def test_pre_commit_hook_runs_kvplan_check():
 def test_docs_cover_every_option_and_the_github_actions_step(cli):
     import typer.main
 
-    from kvplan import cli as kvcli
+    from kvplan.cli import entry as kvcli
 
     doc = (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
     command = typer.main.get_command(kvcli.app).commands["check"]

@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from kvplan import catalog
+from kvplan.model import catalog
 
 CONTRACT_KEYS = {"model", "engine", "seq", "batch", "kv_dtype", "dtype", "kv_bytes_per_token", "kv_bytes", "state_bytes",
                  "cache_bytes", "params", "weights_bytes", "per_gpu", "fits", "max_batch", "max_seq"}
@@ -127,7 +127,7 @@ def test_human_output_states_units(cli, configs):
 
 def test_estimate_and_help_do_not_import_torch(configs):
     code = (
-        "import sys; from kvplan import cli; cli._register_optional_commands_once();"
+        "import sys; from kvplan.cli import entry as cli; cli._register_optional_commands_once();"
         "from typer.testing import CliRunner; r = CliRunner().invoke(cli.app, ['estimate', sys.argv[1], '--json']);"
         "assert r.exit_code == 0, r.output; r = CliRunner().invoke(cli.app, ['--help']); assert r.exit_code == 0;"
         "print('torch' in sys.modules)"

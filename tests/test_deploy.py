@@ -11,7 +11,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kvplan import catalog, deploy, plan
+from kvplan.model import catalog
+from kvplan.check import deploy
+from kvplan.engines import plan
 from kvplan.engines import vllm
 
 H100 = deploy.CheckOptions(gpu="h100-sxm-80gb")
@@ -106,7 +108,7 @@ def test_invalid_deployments_name_the_file_and_key(tmp_path, text, key, words):
 
 def test_an_engine_kvplan_does_not_model_cannot_judge(tmp_path, monkeypatch):
     from kvplan import engines
-    from kvplan.errors import UnsupportedError
+    from kvplan.core.errors import UnsupportedError
 
     real = engines.engine_module
 
@@ -163,7 +165,7 @@ def test_nothing_to_check_is_a_usage_error():
 
 def static_request(seq, batch, gpu="h100-sxm-80gb", tp=1, name="llama-3.1-70b"):
     spec = catalog.resolve_model(name)
-    from kvplan.dtypes import dtype
+    from kvplan.core.dtypes import dtype
 
     g = catalog.find_gpu(gpu)
     return plan.estimate(spec, seq=seq, batch=batch, kv_dtype=dtype("bf16"), tp=tp,

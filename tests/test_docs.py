@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from kvplan import spec
-from kvplan.cli import _register_optional_commands_once, app
+from kvplan.core import spec
+from kvplan.cli.entry import _register_optional_commands_once, app
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "examples").rglob("*.md"))]

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import dtypes
-from kvplan.catalog import resolve_model
+from kvplan.core import dtypes
+from kvplan.model.catalog import resolve_model
 from kvplan.engines import EngineRequest, engine_module
 from kvplan.engines.result import EngineEstimate
-from kvplan.plan import Estimate, Hardware
+from kvplan.engines.plan import Estimate, Hardware
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 GIB = 2**30

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import dtypes
+from kvplan.core import dtypes
 from kvplan.engines import EngineRequest, sglang
-from kvplan.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, UnsupportedError
 
 from engine_requests import engine_request
 
@@ -111,7 +111,7 @@ def test_cli_sglang(cli):
 # ------------------------------------------------------------------ chunked-local attention (Llama 4)
 
 def _scout_like(pattern=("chunked*3", "full"), architecture="Llama4ForConditionalGeneration", **extra):
-    from kvplan.spec import spec_from_mapping
+    from kvplan.core.spec import spec_from_mapping
 
     return spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
                                   dtype="bf16", params=108_000_000_000, attention_chunk_size=8192,

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import dtypes
-from kvplan.catalog import resolve_model
+from kvplan.core import dtypes
+from kvplan.model.catalog import resolve_model
 from kvplan.engines import EngineRequest, trtllm
-from kvplan.errors import UnsupportedError
+from kvplan.core.errors import UnsupportedError
 
 from engine_requests import engine_request
 
@@ -84,7 +84,7 @@ def test_cli_trtllm_json(cli):
 
 def test_chunked_local_layers_are_refused():
     """TensorRT-LLM applies attention_chunk_size in its attention kernel; its pool for those layers is not modelled."""
-    from kvplan.spec import spec_from_mapping
+    from kvplan.core.spec import spec_from_mapping
 
     spec = spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
                                   dtype="bf16", params=108_000_000_000, attention_chunk_size=8192,

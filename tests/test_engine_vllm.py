@@ -16,12 +16,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from kvplan.calibration import gpu_from_log, request_from_log, resolve_log_model
-from kvplan.catalog import find_gpu, resolve_model
-from kvplan.engines import budget, vllm
-from kvplan.errors import InputError, KvplanError, UnsupportedError
-from kvplan.plan import Hardware
-from kvplan.vllm_log import gib_bounds, parse_vllm_log_file
+from kvplan.engines.vllm.calibrate import gpu_from_log, request_from_log, resolve_log_model
+from kvplan.model.catalog import find_gpu, resolve_model
+from kvplan.engines.vllm import budget
+from kvplan.engines import vllm
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.engines.plan import Hardware
+from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log_file
 
 from engine_requests import engine_request
 
@@ -269,7 +270,7 @@ def test_more_memory_never_fewer_blocks(mem):
 def _scout_like(pattern=("chunked*3", "full"), architecture="Llama4ForConditionalGeneration"):
     """Llama-4-Scout's attention: 48 layers, 8 KV heads of 128, bf16, chunked-local layers of 8192 tokens with
     every 4th layer full (no RoPE)."""
-    from kvplan.spec import spec_from_mapping
+    from kvplan.core.spec import spec_from_mapping
 
     return spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
                                   dtype="bf16", params=108_000_000_000, attention_chunk_size=8192,
@@ -311,7 +312,7 @@ def test_chunked_only_model_is_one_group():
     assert (g.kind, g.layers, g.blocks_per_request) == ("chunked", 48, 1024)
     assert est.bytes_per_block == 48 * 65_536 and est.num_gpu_blocks == 40 * GIB // (48 * 65_536)
     # the chunk caps the blocks of every length: no length runs out of memory, kvplan's token limit caps it
-    from kvplan.units import MAX_TOKENS
+    from kvplan.core.units import MAX_TOKENS
 
     assert est.max_seq == MAX_TOKENS
 
@@ -407,9 +408,9 @@ def test_tied_head_is_stored_once_and_copied_to_the_last_pp_stage():
     """A tied output head is the embedding (one tensor) on one GPU; under PP the last stage holds a copy."""
     import dataclasses
 
-    from kvplan import catalog
-    from kvplan.dtypes import dtype
-    from kvplan.engines.budget import stage_weight_bytes
+    from kvplan.model import catalog
+    from kvplan.core.dtypes import dtype
+    from kvplan.engines.vllm.budget import stage_weight_bytes
 
     spec = catalog.resolve_model("gemma-2-9b")
     assert spec.tie_word_embeddings is True

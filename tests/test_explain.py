@@ -4,11 +4,12 @@ import json
 
 import pytest
 
-from kvplan import catalog, explain as ex
-from kvplan.cache import CacheModel
-from kvplan.dtypes import dtype
+from kvplan.model import catalog
+from kvplan.analysis import explain as ex
+from kvplan.core.cache import CacheModel
+from kvplan.core.dtypes import dtype
 from kvplan.engines import static
-from kvplan.cli import build_request
+from kvplan.cli.entry import build_request
 
 from conftest import CONFIGS
 

@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.cache import CacheModel
-from kvplan.catalog import resolve_model
-from kvplan.dtypes import dtype
-from kvplan.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE
+from kvplan.core.cache import CacheModel
+from kvplan.model.catalog import resolve_model
+from kvplan.core.dtypes import dtype
+from kvplan.core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE
 
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "hf_configs"
@@ -220,7 +220,7 @@ def test_tie_word_embeddings_is_carried_into_the_spec():
     assert granite.tie_word_embeddings is True
     unknown = {"model_type": "somenewlm", "num_hidden_layers": 2, "hidden_size": 64, "num_attention_heads": 4,
                "intermediate_size": 128, "vocab_size": 100, "max_position_embeddings": 128}
-    from kvplan.hf_config import spec_mapping_from_config
+    from kvplan.model.hf_config import spec_mapping_from_config
 
     assert "tie_word_embeddings" not in spec_mapping_from_config(unknown, name="x", where="x")
 

@@ -5,10 +5,12 @@ import dataclasses
 import pytest
 from hypothesis import given, strategies as st
 
-from kvplan import catalog, latency, plan
-from kvplan.cache import CacheModel
-from kvplan.dtypes import dtype
-from kvplan.errors import UnsupportedError
+from kvplan.model import catalog
+from kvplan.analysis import latency
+from kvplan.engines import plan
+from kvplan.core.cache import CacheModel
+from kvplan.core.dtypes import dtype
+from kvplan.core.errors import UnsupportedError
 
 from conftest import CONFIGS
 

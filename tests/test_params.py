@@ -8,10 +8,10 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import hf_config
-from kvplan.catalog import resolve_model
-from kvplan.errors import UnsupportedError
-from kvplan.params import EMBEDDING, EXPERT, LM_HEAD, count_params
+from kvplan.model import hf_config
+from kvplan.model.catalog import resolve_model
+from kvplan.core.errors import UnsupportedError
+from kvplan.model.params import EMBEDDING, EXPERT, LM_HEAD, count_params
 
 DATA = Path(__file__).parent / "data"
 SHARED = sorted((DATA / "hf_configs").glob("*.json"))

@@ -31,10 +31,10 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.cache import CacheModel
-from kvplan.catalog import resolve_model
-from kvplan.dtypes import dtype
-from kvplan.spec import CHUNKED, HEADED_KINDS, MLA, STATE
+from kvplan.core.cache import CacheModel
+from kvplan.model.catalog import resolve_model
+from kvplan.core.dtypes import dtype
+from kvplan.core.spec import CHUNKED, HEADED_KINDS, MLA, STATE
 
 DATA = Path(__file__).parent / "data"
 SHARED = sorted((DATA / "hf_configs").glob("*.json"))

@@ -5,8 +5,8 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from kvplan import plotting, sweep as sw
-from kvplan.cli import build_request
+from kvplan.analysis import plotting, sweep as sw
+from kvplan.cli.entry import build_request
 from kvplan.engines import engine_module
 
 from conftest import CONFIGS
@@ -48,7 +48,7 @@ def test_concurrency_chart_data_and_log_scale():
 
 
 def test_concurrency_needs_a_gpu():
-    from kvplan.errors import InputError
+    from kvplan.core.errors import InputError
 
     with pytest.raises(InputError, match="needs a GPU"):
         plotting.concurrency_chart(_rows(seq=(1024, 2048)), model="m")

@@ -15,10 +15,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from kvplan import catalog
-from kvplan.cache import CacheModel, layer_token_bytes
-from kvplan.dtypes import dtype as lookup_dtype
-from kvplan.errors import InputError, KvplanError, UnsupportedError
+from kvplan.model import catalog
+from kvplan.core.cache import CacheModel, layer_token_bytes
+from kvplan.core.dtypes import dtype as lookup_dtype
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.probe.layout import PAGED, STATIC, growth_unit, rank_plan
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
@@ -112,7 +112,7 @@ def test_paged_pools_hold_whole_blocks():
 
 def _scout_like(pattern=("chunked*3", "full"), chunk=8192):
     """Llama-4-Scout's attention: 48 layers, 8 KV heads of 128, chunked-local layers, every 4th full."""
-    from kvplan.spec import spec_from_mapping
+    from kvplan.core.spec import spec_from_mapping
 
     return spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
                                   dtype="bf16", params=108_000_000_000, attention_chunk_size=chunk,
@@ -207,8 +207,8 @@ def test_engine_plan_hybrid_uses_shared_slots_and_checks_pages():
 
 
 def test_engine_plan_equals_the_vllm_engine_for_every_spec():
-    vllm = pytest.importorskip("kvplan.engines.vllm")
-    from kvplan.errors import KvplanError
+    vllm = pytest.importorskip("kvplan.engines.vllm.engine")
+    from kvplan.core.errors import KvplanError
     from kvplan.probe.layout import engine_rank_plan
 
     checked = 0
@@ -256,7 +256,7 @@ from kvplan.probe.runner import ProbeOptions, run_probe  # noqa: E402
 
 
 def _request(spec, *, seq, batch=1, kv="auto", tp=1, pp=1):
-    from kvplan.dtypes import resolve_kv_dtype
+    from kvplan.core.dtypes import resolve_kv_dtype
     from kvplan.engines import EngineRequest
 
     return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=resolve_kv_dtype(kv, lookup_dtype(spec.dtype)), kv_dtype_name=kv,
@@ -484,7 +484,7 @@ def test_cli_engine_without_budget_is_refused(cli):
 
 
 def test_cli_engine_vllm_pool_when_the_engine_exists(cli):
-    pytest.importorskip("kvplan.engines.vllm")
+    pytest.importorskip("kvplan.engines.vllm.engine")
     for model in ("llama-3.1-8b", "gemma-2-9b", "jamba-1.5-mini", "deepseek-v3"):
         code, out, err = cli("probe", CONFIGS / f"{model}.json", "--seq", "4096", "--device", "cpu", "--no-touch", "--engine", "vllm",
                              "--kv-cache-memory", "64MiB", "--json")

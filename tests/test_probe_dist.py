@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,8 @@ CONFIGS = ROOT / "tests" / "data" / "hf_configs"
 
 def _env():
     env = dict(os.environ)
+    # the scripts run this interpreter, not whichever python is first on PATH (a venv need not be activated)
+    env["PYTHON"] = sys.executable
     env.pop("RANK", None)
     env.pop("WORLD_SIZE", None)
     env["OMP_NUM_THREADS"] = "1"
@@ -30,7 +31,7 @@ def test_help_and_estimate_never_import_torch():
     code = (
         "import sys\n"
         "from typer.testing import CliRunner\n"
-        "from kvplan import cli\n"
+        "from kvplan.cli import entry as cli\n"
         "cli._register_optional_commands_once()\n"
         "runner = CliRunner()\n"
         f"r = runner.invoke(cli.app, ['estimate', {str(CONFIGS / 'llama-3.1-8b.json')!r}, '--seq', '8K', '--json'])\n"
@@ -55,18 +56,26 @@ def test_dist_env_parsing():
     assert from_env({"RANK": "x", "WORLD_SIZE": "2"}) is None
 
 
-torchrun = shutil.which("torchrun")
+def _torchrun() -> list[str] | None:
+    """torchrun as this interpreter's module (python -m torch.distributed.run), so that it is found whether or
+    not the venv is activated; None without torch."""
+    import importlib.util
+
+    return [sys.executable, "-m", "torch.distributed.run"] if importlib.util.find_spec("torch") else None
 
 
-@pytest.mark.skipif(torchrun is None, reason="torchrun is not installed")
+torchrun = _torchrun()
+
+
+@pytest.mark.skipif(torchrun is None, reason="torch is not installed")
 @pytest.mark.parametrize("model,extra", [("llama-3.1-8b.json", ["--tp", "2"]), ("gemma-2-9b.json", ["--pp", "2"])])
 def test_two_rank_gloo_shards_add_up(model, extra):
     pytest.importorskip("torch")
-    from kvplan import catalog
-    from kvplan.cache import CacheModel
-    from kvplan.dtypes import dtype
+    from kvplan.model import catalog
+    from kvplan.core.cache import CacheModel
+    from kvplan.core.dtypes import dtype
 
-    run = subprocess.run([torchrun, "--nproc-per-node", "2", "-m", "kvplan", "probe", str(CONFIGS / model), "--seq", "96",
+    run = subprocess.run([*torchrun, "--nproc-per-node", "2", "-m", "kvplan", "probe", str(CONFIGS / model), "--seq", "96",
                           "--batch", "2", "--device", "cpu", "--no-touch", "--json", *extra],
                          capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=180)
     assert run.returncode == 0, run.stderr[-2000:]
@@ -87,10 +96,10 @@ def test_two_rank_gloo_shards_add_up(model, extra):
 
 def test_torchrun_world_must_equal_tp_x_pp():
     torch = pytest.importorskip("torch")
-    from kvplan import catalog
-    from kvplan.dtypes import dtype
+    from kvplan.model import catalog
+    from kvplan.core.dtypes import dtype
     from kvplan.engines import EngineRequest
-    from kvplan.errors import InputError
+    from kvplan.core.errors import InputError
     from kvplan.probe.dist import DistEnv
     from kvplan.probe.runner import ProbeOptions, run_probe
 
@@ -120,10 +129,10 @@ def test_gpu_verify_script_cpu_dry_run(tmp_path):
     assert {c["result"]["layout"] for c in report["cases"] if "result" in c} == {"static", "paged"}
 
 
-@pytest.mark.skipif(torchrun is None, reason="torchrun is not installed")
+@pytest.mark.skipif(torchrun is None, reason="torch is not installed")
 def test_a_rank_error_is_gathered_and_reported_once():
     pytest.importorskip("torch")
-    run = subprocess.run([torchrun, "--nproc-per-node", "2", "-m", "kvplan", "probe", str(CONFIGS / "llama-3.1-8b.json"),
+    run = subprocess.run([*torchrun, "--nproc-per-node", "2", "-m", "kvplan", "probe", str(CONFIGS / "llama-3.1-8b.json"),
                           "--seq", "16", "--tp", "2", "--device", "cpu", "--find-max"],  # no --max-bytes: refused on every rank
                          capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=180)
     errors = [line for line in run.stderr.splitlines() if line.startswith("error: ")]

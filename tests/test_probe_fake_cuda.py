@@ -15,10 +15,10 @@ import pytest
 
 torch = pytest.importorskip("torch")
 
-from kvplan import catalog  # noqa: E402
-from kvplan.dtypes import dtype as lookup_dtype  # noqa: E402
+from kvplan.model import catalog  # noqa: E402
+from kvplan.core.dtypes import dtype as lookup_dtype  # noqa: E402
 from kvplan.engines import EngineRequest  # noqa: E402
-from kvplan.errors import InputError  # noqa: E402
+from kvplan.core.errors import InputError  # noqa: E402
 from kvplan.probe.device import CpuDevice, CudaDevice, select_device  # noqa: E402
 from kvplan.probe.runner import ProbeOptions, run_probe  # noqa: E402
 
@@ -219,7 +219,7 @@ def test_cuda_probe_json_through_the_cli(cli, monkeypatch):
 
 
 def test_engine_pool_sized_from_the_device_itself():
-    vllm = pytest.importorskip("kvplan.engines.vllm")
+    vllm = pytest.importorskip("kvplan.engines.vllm.engine")
     fake = FakeCuda(H200)
     seen = []
 

@@ -50,7 +50,7 @@ def bad(tmp_path_factory) -> Path:
 def invoke():
     from typer.testing import CliRunner
 
-    from kvplan import cli as kvcli
+    from kvplan.cli import entry as kvcli
 
     kvcli._register_optional_commands_once()
     runner = CliRunner()
@@ -189,8 +189,8 @@ def test_a_failed_plot_leaves_no_file(invoke, tmp_path):
 
 
 def test_write_file_is_atomic(tmp_path):
-    from kvplan.errors import InputError
-    from kvplan.render import write_file
+    from kvplan.core.errors import InputError
+    from kvplan.cli.render import write_file
 
     target = tmp_path / "report.txt"
     target.write_text("the old report")

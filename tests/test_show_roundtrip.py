@@ -37,7 +37,7 @@ def test_show_of_a_config_round_trips(cli, tmp_path, path):
 
 
 def test_show_of_every_bundled_spec_round_trips(cli, tmp_path):
-    from kvplan.catalog import bundled_spec_files
+    from kvplan.model.catalog import bundled_spec_files
 
     names = sorted(bundled_spec_files())
     if not names:

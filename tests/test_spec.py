@@ -2,8 +2,8 @@
 
 import pytest
 
-from kvplan.errors import InputError
-from kvplan.spec import spec_from_mapping, spec_to_mapping
+from kvplan.core.errors import InputError
+from kvplan.core.spec import spec_from_mapping, spec_to_mapping
 
 BASE = {"name": "m", "layers": 4, "attention_heads": 8, "kv_heads": 2, "head_dim": 64, "dtype": "bf16", "params": 10**9}
 

@@ -9,13 +9,15 @@ import time
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from kvplan import catalog, sweep as sw, units
-from kvplan.cache import CacheModel
-from kvplan.cli import build_request
-from kvplan.dtypes import dtype
+from kvplan.model import catalog
+from kvplan.analysis import sweep as sw
+from kvplan.core import units
+from kvplan.core.cache import CacheModel
+from kvplan.cli.entry import build_request
+from kvplan.core.dtypes import dtype
 from kvplan.engines import engine_module, static
-from kvplan.errors import InputError
-from kvplan.plan import _longest_context
+from kvplan.core.errors import InputError
+from kvplan.engines.plan import _longest_context
 
 from conftest import CONFIGS
 
@@ -131,7 +133,7 @@ def test_unmodelled_engine_is_a_per_row_refusal():
 
     def fake_module(name):
         if name == "trtllm":
-            from kvplan.errors import UnsupportedError
+            from kvplan.core.errors import UnsupportedError
             raise UnsupportedError("engine 'trtllm' is not modelled in this version", where="--engine")
         return engine_module(name)
 
@@ -163,7 +165,7 @@ def test_every_format_parses(cli):
 
 
 def test_format_enum_is_exhaustive(cli):
-    from kvplan.commands.sweep import Format
+    from kvplan.cli.commands.sweep import Format
 
     for fmt in Format:
         code, out, _ = cli("sweep", CONFIGS / "qwen3-8b.json", "--seq", "1K", "--format", fmt.value)

@@ -2,8 +2,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvplan.errors import InputError
-from kvplan.units import format_bytes, format_tokens, parse_fraction, parse_size, parse_tokens
+from kvplan.core.errors import InputError
+from kvplan.core.units import format_bytes, format_tokens, parse_fraction, parse_size, parse_tokens
 
 
 @pytest.mark.parametrize("text,tokens", [

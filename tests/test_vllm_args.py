@@ -7,8 +7,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kvplan import vllm_args as va
-from kvplan.errors import InputError
+from kvplan.engines.vllm import serve_args as va
+from kvplan.core.errors import InputError
 
 
 def config(data, version=None):
@@ -67,7 +67,7 @@ def test_memory_classification_names_real_options():
 
 
 def test_default_release_follows_the_vllm_engine():
-    from kvplan.engines import budget
+    from kvplan.engines.vllm import budget
 
     assert va.DEFAULT_VERSION == budget.DEFAULT_VERSION and set(va.VERSIONS) == set(budget.DEFAULT_GPU_UTIL)
     assert va.check_version("0.19.0") == va.check_version("v0.19") == "0.19" and va.check_version(None) == "0.33"

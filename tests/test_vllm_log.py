@@ -1,4 +1,4 @@
-"""kvplan.vllm_log against the 42 real vLLM 0.19.0 start-up logs in tests/data/vllm_logs.
+"""kvplan.engines.vllm.log against the 42 real vLLM 0.19.0 start-up logs in tests/data/vllm_logs.
 
 The logs come from llm-d-incubation/llm-d-planner PR 205 (see tests/data/vllm_logs/README.md);
 index.jsonl copies their key lines verbatim, and the tests check the parser against those lines with
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.vllm_log import (
+from kvplan.engines.vllm.log import (
     GIB,
     VllmLogFigures,
     gib_bounds,
@@ -322,7 +322,7 @@ def test_missing_file_raises_value_error(tmp_path):
 
 
 def test_parser_imports_only_the_standard_library():
-    code = ("import sys, kvplan.vllm_log; "
+    code = ("import sys, kvplan.engines.vllm.log; "
             "bad = {'typer', 'rich', 'yaml', 'torch'} & {m.split('.')[0] for m in sys.modules}; "
             "assert not bad, bad")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).parents[1])

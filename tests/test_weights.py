@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import hf_config, params, weights
-from kvplan.catalog import resolve_model
-from kvplan.errors import InputError
+from kvplan.model import hf_config, params, weights
+from kvplan.model.catalog import resolve_model
+from kvplan.core.errors import InputError
 
 DATA = Path(__file__).parent / "data"
 GiB = 2**30

@@ -6,10 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from kvplan import catalog, workload as wl
-from kvplan.cache import CacheModel
-from kvplan.dtypes import dtype
-from kvplan.errors import InputError, UnsupportedError
+from kvplan.model import catalog
+from kvplan.analysis import workload as wl
+from kvplan.core.cache import CacheModel
+from kvplan.core.dtypes import dtype
+from kvplan.core.errors import InputError, UnsupportedError
 
 from conftest import CONFIGS
 
@@ -20,7 +21,7 @@ EXAMPLE = ROOT / "examples" / "workloads" / "chat-sharegpt-like.yaml"
 @pytest.fixture(scope="module")
 def tiny():
     """One layer, one KV head of dimension 1, fp16: 4 bytes per token, so pools read in tokens x 4."""
-    from kvplan.spec import spec_from_mapping
+    from kvplan.core.spec import spec_from_mapping
 
     spec = spec_from_mapping({"name": "tiny", "layers": 1, "attention_heads": 1, "head_dim": 1, "dtype": "fp16", "params": 1000})
     return CacheModel(spec, dtype("fp16"))

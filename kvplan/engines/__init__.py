@@ -10,10 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kvplan.dtypes import DType, WeightFormat
-from kvplan.errors import InputError, did_you_mean
-from kvplan.plan import Hardware
-from kvplan.spec import ModelSpec
+from kvplan.core.dtypes import DType, WeightFormat
+from kvplan.core.errors import InputError, did_you_mean
+from kvplan.engines.plan import Hardware
+from kvplan.core.spec import ModelSpec
 
 ENGINE_NAMES = ("static", "vllm", "sglang", "trtllm")
 
@@ -50,6 +50,6 @@ def engine_module(name: str):
     except ModuleNotFoundError as err:
         if err.name != f"kvplan.engines.{key}":
             raise
-        from kvplan.errors import UnsupportedError
+        from kvplan.core.errors import UnsupportedError
 
         raise UnsupportedError(f"engine {key!r} is not modelled in this version", where="--engine", hint="use --engine static") from None

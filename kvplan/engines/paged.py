@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Callable
 
-from kvplan.dtypes import DType, dtype
+from kvplan.core.dtypes import DType, dtype
 from kvplan.engines import EngineRequest
-from kvplan.errors import InputError
-from kvplan.spec import LayerSpec
+from kvplan.core.errors import InputError
+from kvplan.core.spec import LayerSpec
 
 
 def cdiv(a: int, b: int) -> int:

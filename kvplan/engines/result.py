@@ -12,10 +12,10 @@ import dataclasses
 from dataclasses import dataclass
 from typing import Any, Callable, TypeVar
 
-from kvplan.cache import CacheModel
-from kvplan.dtypes import DType
+from kvplan.core.cache import CacheModel
+from kvplan.core.dtypes import DType
 from kvplan.engines import EngineRequest
-from kvplan.plan import ContractEstimate
+from kvplan.engines.plan import ContractEstimate
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ def view_start(result: EngineEstimate, head: str) -> list:
     from rich.table import Table
     from rich.text import Text
 
-    from kvplan.render import _box
+    from kvplan.cli.render import _box
 
     if result.tp > 1 or result.pp > 1:
         head += f" · TP {result.tp} × PP {result.pp}"

@@ -3,7 +3,7 @@ StaticCache does (transformers/cache_utils.py StaticLayer / StaticSlidingWindowL
 
 from __future__ import annotations
 
-from kvplan import plan
+from kvplan.engines import plan
 from kvplan.engines import EngineRequest
 
 ENGINE_VERSION = "transformers 5.x StaticCache semantics"

@@ -19,7 +19,7 @@ Modules, from the bottom:
 
 from __future__ import annotations
 
-from kvplan.errors import EXIT_NO, InputError, KvplanError
+from kvplan.core.errors import EXIT_NO, InputError, KvplanError
 
 
 class ProbeOutOfMemory(KvplanError):

@@ -13,7 +13,7 @@ import time
 from dataclasses import dataclass
 from typing import Callable
 
-from kvplan.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, UnsupportedError
 
 DEVICE_CHOICES = ("auto", "cuda", "cpu", "meta")
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 
-from kvplan.errors import UnsupportedError
+from kvplan.core.errors import UnsupportedError
 from kvplan.probe.device import Device
 from kvplan.probe.layout import GrowthUnit
 from kvplan.probe.measure import allocate, storage_bytes

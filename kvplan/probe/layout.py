@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 from math import gcd, prod
 from typing import Mapping
 
-from kvplan.cache import CacheModel, cached_tokens, kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
-from kvplan.dtypes import DType, dtype as lookup_dtype
-from kvplan.errors import InputError, UnsupportedError
-from kvplan.spec import CHUNKED, HEADED_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec
+from kvplan.core.cache import CacheModel, cached_tokens, kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
+from kvplan.core.dtypes import DType, dtype as lookup_dtype
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.spec import CHUNKED, HEADED_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec
 
 STATIC, PAGED = "static", "paged"
 LAYOUTS = (STATIC, PAGED)

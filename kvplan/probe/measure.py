@@ -14,7 +14,7 @@ from kvplan.probe import ProbeOutOfMemory
 from kvplan.probe.device import Device, deltas
 from kvplan.probe.layout import RankPlan, TensorSpec
 from kvplan.probe.result import Deltas, GroupResult
-from kvplan.units import format_bytes
+from kvplan.core.units import format_bytes
 
 # Host memory is committed lazily and Linux answers exhaustion with the OOM killer, not an error; so on
 # the CPU the probe refuses up front to touch more than this share of MemAvailable.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from kvplan.render import size
-from kvplan.units import format_bytes, format_tokens
+from kvplan.cli.render import size
+from kvplan.core.units import format_bytes, format_tokens
 
 
 def _verdict(ok: bool) -> str:

@@ -8,16 +8,16 @@ from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any
 
-from kvplan.cache import CacheModel
-from kvplan.errors import InputError, KvplanError, UnsupportedError
+from kvplan.core.cache import CacheModel
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.probe import load_torch
 from kvplan.probe.device import Device, select_device
 from kvplan.probe.dist import DistEnv, Group, Outcome, from_env
 from kvplan.probe.layout import (DEFAULT_BLOCK_SIZE, PAGED, STATIC, BlockPlan, engine_rank_plan, growth_unit, most_loaded_stage,
                                  rank_plan, stage_layers)
 from kvplan.probe.result import BenchGroup, BenchResult, Deltas, FindMaxResult, GroupResult, ProbeResult, RankResult
-from kvplan.spec import STATE
-from kvplan.units import format_bytes
+from kvplan.core.spec import STATE
+from kvplan.core.units import format_bytes
 
 DEFAULT_MAX_FRACTION = Fraction(95, 100)
 
@@ -118,7 +118,7 @@ def _engine_result(request, device: Device, engine_estimate, engine: str):
         if total is None:
             raise InputError(f"--engine {engine} sizes its pool from a GPU budget", where="--engine",
                              hint="add --gpu NAME, --gpu-mem SIZE or --kv-cache-memory SIZE (or probe on a GPU)")
-        from kvplan.plan import Hardware
+        from kvplan.engines.plan import Hardware
         from kvplan.probe.bench import catalog_gpu
 
         gpu = catalog_gpu(device)

@@ -83,8 +83,8 @@ CONFIG_FILES = {"qwen3-next-80b-a3b": "qwen3-next-80b-a3b-thinking", "nemotron-h
 def model_ref(name: str) -> str:
     """The bundled spec's name when kvplan has it, else the copy of its config.json in a checkout's
     tests/data/hf_configs (a wheel without the spec, or a checkout from before it was bundled)."""
-    from kvplan import catalog
-    from kvplan.errors import InputError
+    from kvplan.model import catalog
+    from kvplan.core.errors import InputError
 
     try:
         catalog.resolve_model(name)
@@ -97,7 +97,7 @@ def model_ref(name: str) -> str:
 
 
 def _request(case: Case, shape: dict):
-    from kvplan.cli import build_request
+    from kvplan.cli.entry import build_request
 
     return build_request(model_ref(case.model), seq=str(shape["seq"]), batch=shape.get("batch", 1),
                          kv_dtype=shape.get("kv_dtype", "auto"), dtype=None, gpu=None, gpu_mem=None, gpus=None,
@@ -107,10 +107,10 @@ def _request(case: Case, shape: dict):
 def run_case(case: Case, device, torch, *, small: bool) -> dict:
     from dataclasses import asdict
 
-    from kvplan.errors import KvplanError
+    from kvplan.core.errors import KvplanError
     from kvplan.probe import ProbeOutOfMemory
     from kvplan.probe.runner import ProbeOptions, run_probe
-    from kvplan.units import parse_size
+    from kvplan.core.units import parse_size
 
     shape = case.cpu if small else case.gpu
     opts = dict(case.options)
@@ -207,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="the small CPU shapes even on a GPU")
     parser.add_argument("--only", action="append", help="run only this case (repeatable)")
     args = parser.parse_args(argv)
-    from kvplan.errors import KvplanError
+    from kvplan.core.errors import KvplanError
 
     try:
         report = run_suite(args.device, small=True if args.small else None, only=args.only)

@@ -1,0 +1,263 @@
+"""Why the cache costs what it does: the per-layer-group derivation with every number substituted, and
+what-if variants of the same model side by side. Pure: no typer, rich or yaml.
+
+The derivation follows the groups of cache.CacheModel.stages (layers of one pipeline stage that cost
+the same on one TP rank), so its total is, by construction and by test, the `cache_bytes` that
+`kvplan estimate` prints.
+
+What-ifs change only the cache layout and keep the weights as they are (a real MHA variant would also
+carry larger K/V projections; the weights column would move by those few percent):
+- MHA: every attention layer with as many KV heads as query heads;
+- MQA: one KV head;
+- MLA "of the same size": every attention layer stores one latent of kv_lora_rank + qk_rope_head_dim
+  per token with DeepSeek-V2's proportions, kv_lora_rank = 4 x head_dim and qk_rope_head_dim =
+  head_dim / 2 (DeepSeek-V2 paper, arXiv:2405.04434, section 2.1.2 and 3.1.2: d_c = 4 d_h = 512,
+  d_h^R = d_h / 2 = 64 for d_h = 128);
+- KV dtype: bf16, fp8 (and the model's own);
+- window: a model with sliding layers without its window; a model without one with a window of W on
+  every attention layer, and on alternate layers (Gemma-2's pattern).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kvplan.core.cache import CacheModel, LayerGroup
+from kvplan.core.dtypes import DType, dtype
+from kvplan.core.errors import KvplanError
+from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, NONE, SLIDING, STATE, LayerSpec, MlaSpec, ModelSpec
+
+
+@dataclass(frozen=True)
+class GroupTerm:
+    """One layer group on one GPU of one pipeline stage, and what it adds to the whole deployment."""
+
+    stage: int
+    kind: str
+    layers: int
+    per_token_formula: str  # bytes one token adds to one layer on one GPU, numbers substituted
+    token_bytes: int  # that product
+    tokens: int  # tokens a sequence keeps in these layers (min(seq, window))
+    state_formula: str | None
+    state_bytes: int  # per layer, per sequence, per GPU
+    sequence_bytes: int  # layers x (token_bytes x tokens + state_bytes): one sequence, one GPU
+    gpus: int  # TP ranks holding a copy of this shard
+    total_bytes: int  # sequence_bytes x batch x gpus
+    total_formula: str
+
+
+@dataclass(frozen=True)
+class WhatIf:
+    name: str
+    description: str
+    kv_bytes_per_token: int | None
+    cache_bytes: int | None  # seq x batch, whole deployment
+    ratio: float | None  # cache_bytes / the model's own
+    max_batch: int | None  # with a GPU: sequences of `seq` tokens that fit
+    error: str | None = None
+
+
+@dataclass(frozen=True)
+class Explanation:
+    model: str
+    seq: int
+    batch: int
+    kv_dtype: str
+    tp: int
+    pp: int
+    groups: tuple[GroupTerm, ...]
+    kv_bytes: int
+    state_bytes: int
+    cache_bytes: int
+    kv_bytes_per_token: int
+    what_ifs: tuple[WhatIf, ...]
+    latency: object | None = None  # latency.LatencyBounds when a GPU with bandwidth and FLOP/s figures was given
+    notes: tuple[str, ...] = ()
+
+
+def _num(n: int) -> str:
+    return f"{n:,}"
+
+
+def _elem_bytes(kv: DType) -> str:
+    b = kv.bits / 8
+    return f"{int(b)} B" if b == int(b) else f"{b:g} B"
+
+
+def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> str:
+    width = f"{_elem_bytes(kv)} ({kv.name})"
+    if group.kind in HEADED_KINDS:
+        heads = _heads_text(group, spec, tp)
+        if group.head_dim == group.v_head_dim:
+            text = f"2 (K and V) x {heads} x {group.head_dim} head_dim x {width}"
+        else:
+            text = f"{heads} x ({group.head_dim} K + {group.v_head_dim} V) dims x {width}"
+    elif group.kind == MLA:
+        rope = spec.mla.qk_rope_head_dim if spec.mla else 0
+        rank = group.latent_dim - rope
+        text = f"({rank} kv_lora_rank + {rope} qk_rope_head_dim) latent x {width}, one per token, every GPU holds it all"
+    else:
+        return "0 (no per-token cache)"
+    return f"{text} = {_num(group.token_bytes)} B"
+
+
+def _heads_text(group: LayerGroup, spec: ModelSpec, tp: int) -> str:
+    if tp == 1:
+        return f"{group.kv_heads_per_rank} KV heads"
+    kv = next((l.kv_heads for l in spec.layer_specs if l.kind in HEADED_KINDS), group.kv_heads_per_rank)
+    if kv >= tp:
+        return f"({kv} KV heads / TP {tp} = {group.kv_heads_per_rank} per GPU)"
+    return f"(1 KV head per GPU: {kv} heads replicated over TP {tp})"
+
+
+def _state_formula(spec: ModelSpec, group: LayerGroup, tp: int) -> str | None:
+    if group.kind != STATE or spec.state is None:
+        return None
+    s = spec.state
+    split = f" (first dim / TP {tp})" if tp > 1 else ""
+    return (f"conv {list(s.conv_shape)} x {_elem_bytes(dtype(s.conv_dtype))} + recurrent {list(s.recurrent_shape)} x "
+            f"{_elem_bytes(dtype(s.recurrent_dtype))}{split} = {_num(group.state_bytes)} B per sequence")
+
+
+def derivation(spec: ModelSpec, cache: CacheModel, seq: int, batch: int) -> tuple[GroupTerm, ...]:
+    out = []
+    for stage, groups in enumerate(cache.stages):
+        for g in groups:
+            tokens = 0 if g.kind in (STATE, NONE) else (min(seq, g.window) if g.window is not None else seq)
+            per_seq = g.count * (g.token_bytes * tokens + g.state_bytes)
+            total = per_seq * batch * cache.tp
+            if g.kind in HEADED_KINDS or g.kind == MLA:
+                what = "chunk" if g.kind == CHUNKED else "window"
+                kept = f"min({_num(seq)}, {what} {_num(g.window)}) = {_num(tokens)}" if g.window is not None else _num(seq)
+                formula = f"{_num(g.token_bytes)} B x {g.count} layers x {kept} tokens"
+            elif g.kind == STATE:
+                formula = f"{_num(g.state_bytes)} B x {g.count} layers"
+            else:
+                formula = f"0 B x {g.count} layers"
+            formula += f" x {batch} seq x {cache.tp} GPU{'s' if cache.tp > 1 else ''} = {_num(total)} B"
+            out.append(GroupTerm(stage=stage, kind=g.kind, layers=g.count, per_token_formula=_token_formula(g, spec, cache.kv_dtype, cache.tp),
+                                 token_bytes=g.token_bytes, tokens=tokens, state_formula=_state_formula(spec, g, cache.tp),
+                                 state_bytes=g.state_bytes, sequence_bytes=per_seq, gpus=cache.tp, total_bytes=total, total_formula=formula))
+    return tuple(out)
+
+
+# ------------------------------------------------------------------ what-if variants
+
+def _with_layers(spec: ModelSpec, name: str, layers: list[LayerSpec], **changes) -> ModelSpec:
+    return dataclasses.replace(spec, name=f"{spec.name} ({name})", layer_specs=tuple(layers), **changes)
+
+
+def variant_mha(spec: ModelSpec) -> ModelSpec:
+    heads, hd, vd = spec.attention_heads, spec.head_dim, spec.v_head_dim or spec.head_dim
+    layers = [dataclasses.replace(l, kv_heads=heads) if l.kind in HEADED_KINDS
+              else LayerSpec(FULL, heads, hd, vd) if l.kind == MLA else l for l in spec.layer_specs]
+    return _with_layers(spec, "MHA", layers, kv_heads=heads)
+
+
+def variant_mqa(spec: ModelSpec) -> ModelSpec:
+    hd, vd = spec.head_dim, spec.v_head_dim or spec.head_dim
+    layers = [dataclasses.replace(l, kv_heads=1) if l.kind in HEADED_KINDS
+              else LayerSpec(FULL, 1, hd, vd) if l.kind == MLA else l for l in spec.layer_specs]
+    return _with_layers(spec, "MQA", layers, kv_heads=1)
+
+
+def mla_like(spec: ModelSpec) -> MlaSpec:
+    """DeepSeek-V2's proportions for this model's head_dim (d_c = 4 d_h, d_h^R = d_h / 2)."""
+    if spec.mla is not None:
+        return spec.mla
+    return MlaSpec(kv_lora_rank=4 * spec.head_dim, qk_rope_head_dim=max(spec.head_dim // 2, 1))
+
+
+def variant_mla(spec: ModelSpec) -> ModelSpec:
+    """Full-attention layers store one latent instead of K and V; sliding layers keep their K/V and window
+    (kvplan's MLA layers keep every token, so converting them would also drop the window: two changes)."""
+    mla = mla_like(spec)
+    layers = [LayerSpec(MLA, mla=mla) if l.kind == FULL else l for l in spec.layer_specs]
+    return _with_layers(spec, "MLA", layers, mla=mla)
+
+
+def variant_no_window(spec: ModelSpec) -> ModelSpec:
+    layers = [dataclasses.replace(l, kind=FULL, window=None) if l.kind == SLIDING else l for l in spec.layer_specs]
+    return _with_layers(spec, "no window", layers)
+
+
+def variant_window(spec: ModelSpec, window: int, *, every: int = 1) -> ModelSpec:
+    """Sliding window on full-attention layers: all of them (every=1), or every other one counting from the
+    first (every=2, Gemma-2's pattern of alternating local and global layers)."""
+    layers, seen = [], 0
+    for l in spec.layer_specs:
+        if l.kind == FULL:
+            if seen % every == 0:
+                l = dataclasses.replace(l, kind=SLIDING, window=window)
+            seen += 1
+        layers.append(l)
+    label = f"window {window:,}" + ("" if every == 1 else " on alternate layers")
+    return _with_layers(spec, label, layers, sliding_window=window)
+
+
+def what_ifs(spec: ModelSpec, kv: DType, *, tp: int, pp: int, seq: int, batch: int, window: int,
+             room: int | None) -> tuple[WhatIf, ...]:
+    """The model as it is first, then each variant; `room` (bytes per GPU for the cache) gives max_batch."""
+    has_sliding = any(l.kind == SLIDING for l in spec.layer_specs)
+    has_attention = any(l.kind in HEADED_KINDS or l.kind == MLA for l in spec.layer_specs)
+    kv_heads = {l.kv_heads for l in spec.layer_specs if l.kind in HEADED_KINDS}
+    own = ("MLA" if spec.count(MLA) else "MHA" if kv_heads == {spec.attention_heads}
+           else "MQA" if kv_heads == {1} else "GQA")
+    cases: list[tuple[str, str, ModelSpec, DType]] = [
+        (f"as configured ({own})", _layout_words(spec, kv), spec, kv)]
+    if has_attention:
+        if own != "MHA":
+            cases.append(("MHA", f"{spec.attention_heads} KV heads per attention layer (one per query head)", variant_mha(spec), kv))
+        if own != "MQA":
+            cases.append(("MQA", "1 KV head per attention layer", variant_mqa(spec), kv))
+        if own != "MLA":
+            m = mla_like(spec)
+            where = "full-attention layer (sliding layers unchanged)" if has_sliding else "layer"
+            cases.append(("MLA", f"one latent of {m.kv_lora_rank} + {m.qk_rope_head_dim} per token per {where} "
+                                 "(DeepSeek-V2 proportions: 4 x head_dim + head_dim / 2)", variant_mla(spec), kv))
+        for name in ("bf16", "fp8_e4m3", "int4"):
+            other = dtype(name)
+            if other != kv:
+                cases.append((f"KV {other.name}", f"the same layout, K/V stored as {other.name}", spec, other))
+        if has_sliding:
+            cases.append(("no window", "sliding layers keep every token", variant_no_window(spec), kv))
+        elif spec.count(FULL):
+            cases.append((f"window {window:,}", f"every full-attention layer keeps the last {window:,} tokens", variant_window(spec, window), kv))
+            cases.append((f"window {window:,}, alternate", f"every other attention layer slides over {window:,} tokens (Gemma-2's pattern)",
+                          variant_window(spec, window, every=2), kv))
+    base = None
+    out = []
+    for name, description, variant, kv_dtype in cases:
+        try:
+            cache = CacheModel(variant, kv_dtype, tp, pp)
+            total = cache.footprint(seq, batch).cache_bytes
+            max_batch = None
+            if room is not None:
+                per = cache.max_rank_footprint(seq, 1).cache_bytes
+                max_batch = max(room, 0) // per if per else None
+            base = total if base is None else base
+            out.append(WhatIf(name, description, cache.kv_bytes_per_token, total, total / base if base else None, max_batch))
+        except KvplanError as err:
+            out.append(WhatIf(name, description, None, None, None, None, error=err.one_line()))
+    return tuple(out)
+
+
+def _layout_words(spec: ModelSpec, kv: DType) -> str:
+    return f"{spec.layout_summary()}, {spec.kv_heads} KV heads x {spec.head_dim} head_dim, KV {kv.name}"
+
+
+def explain(spec: ModelSpec, cache: CacheModel, *, seq: int, batch: int, window: int = 4096, room: int | None = None,
+            latency=None) -> Explanation:
+    groups = derivation(spec, cache, seq, batch)
+    whole = cache.footprint(seq, batch)
+    notes = []
+    if cache.pp > 1:
+        notes.append(f"PP {cache.pp}: each stage's layers are listed separately; its GPUs hold only those")
+    if spec.count(STATE):
+        notes.append("state layers keep a fixed amount per sequence whatever the length")
+    return Explanation(model=spec.name, seq=seq, batch=batch, kv_dtype=cache.kv_dtype.name, tp=cache.tp, pp=cache.pp,
+                       groups=groups, kv_bytes=whole.kv_bytes, state_bytes=whole.state_bytes, cache_bytes=whole.cache_bytes,
+                       kv_bytes_per_token=cache.kv_bytes_per_token,
+                       what_ifs=what_ifs(spec, cache.kv_dtype, tp=cache.tp, pp=cache.pp, seq=seq, batch=batch, window=window, room=room),
+                       latency=latency, notes=tuple(notes))

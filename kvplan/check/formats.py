@@ -1,0 +1,187 @@
+"""Renderers for `kvplan check` results: text (the default), json, markdown, junit.
+
+One str-Enum of formats and one exhaustive mapping from each to its renderer (a test loops over every
+member). Every renderer is a pure function of the CheckReport: no clock, no absolute paths, no
+terminal width, so the same input gives the same bytes and CI diffs stay meaningful.
+"""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Callable
+
+from kvplan.check.deploy import CANNOT_JUDGE, FAIL, INVALID, PASS, CheckReport, Verdict, short_tokens
+from kvplan.core.units import format_bytes
+
+
+class Format(str, Enum):
+    TEXT = "text"
+    JSON = "json"
+    MARKDOWN = "markdown"
+    JUNIT = "junit"
+
+
+_STATUS_TEXT = {PASS: "pass", FAIL: "FAIL", INVALID: "INVALID", CANNOT_JUDGE: "CANNOT JUDGE"}
+_STATUS_MARK = {PASS: "✅ pass", FAIL: "❌ fail", INVALID: "⚠️ invalid", CANNOT_JUDGE: "❔ cannot judge"}
+
+
+def summary_line(report: CheckReport) -> str:
+    """'7 deployments: 3 passed, 2 failed, 1 invalid, 1 cannot judge (exit 2)'."""
+    parts = [f"{report.passed} passed", f"{report.failed} failed"]
+    if report.invalid:
+        parts.append(f"{report.invalid} invalid")
+    if report.cannot_judge:
+        parts.append(f"{report.cannot_judge} cannot judge")
+    noun = "deployment" if report.total == 1 else "deployments"
+    return f"{report.total} {noun}: {', '.join(parts)} (exit {report.exit_code})"
+
+
+def _check(v: Verdict, name: str):
+    return next((c for c in v.checks if c.name == name), None)
+
+
+def concurrency_cell(v: Verdict) -> str:
+    """What fits at once ('13.73x' as vLLM logs it, or whole requests), and the requirement."""
+    f = v.figures
+    if f is None:
+        return "—"
+    if f.max_concurrency is not None:
+        text = f"{f.max_concurrency:.2f}x"
+    elif f.max_batch is not None:
+        text = f"{f.max_batch:,}"
+    else:
+        return "—"
+    check = _check(v, "concurrency")
+    return f"{text} (≥{check.required:,})" if check else text
+
+
+def headroom_cell(v: Verdict) -> str:
+    check = _check(v, "headroom")
+    if check is None or v.figures is None:
+        return "—"
+    actual = "none" if v.figures.headroom_percent is None else f"{v.figures.headroom_percent:.1f}%"
+    return f"{actual} (≥{check.required:g}%)"
+
+
+def _gpu_cell(v: Verdict) -> str:
+    if v.gpu is None:
+        return "—"
+    return f"{v.gpus}× {v.gpu}" if v.gpus else v.gpu
+
+
+def _row(v: Verdict) -> list[str]:
+    return [v.label, v.name, v.model or "—", v.engine or "—", _gpu_cell(v),
+            short_tokens(v.max_model_len) if v.max_model_len else "—", concurrency_cell(v), headroom_cell(v)]
+
+
+_HEADERS = ["deployment", "name", "model", "engine", "GPUs", "max len", "concurrency", "headroom"]
+
+
+# ------------------------------------------------------------------ text
+
+def render_text(report: CheckReport) -> str:
+    rows = [[_STATUS_TEXT[v.status]] + _row(v) for v in report.verdicts]
+    header = ["status"] + _HEADERS
+    widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
+    right = {6, 7, 8}  # numbers align right
+
+    def line(cells):
+        return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
+
+    out = [f"kvplan check · vLLM deployments judged by vLLM {report.vllm_version} rules", "", line(header)]
+    out += [line(r) for r in rows]
+    details = [v for v in report.verdicts if v.status != PASS]
+    if details:
+        out.append("")
+    for v in details:
+        if v.status in (INVALID, CANNOT_JUDGE):  # the reason is the error line, which names file and key
+            out.append(f"{_STATUS_TEXT[v.status]} {v.reason}")
+            continue
+        out.append(f"{_STATUS_TEXT[v.status]} {v.label} ({v.name}): {v.reason}")
+        f = v.figures
+        if f is not None and f.usable_bytes is not None:
+            pool = "KV cache pool" if f.available_kv_bytes is not None else "cache"
+            out.append(f"  per GPU: usable {format_bytes(f.usable_bytes)}, weights {format_bytes(f.weights_bytes)}, "
+                       f"{pool} {format_bytes(f.cache_bytes)}"
+                       + (f"; longest max_model_len that starts: {f.longest_context:,}" if f.longest_context else ""))
+        if v.suggestions:
+            out.append("  fix (any one): " + " | ".join(v.suggestions))
+    out += ["", summary_line(report)]
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ json
+
+def render_json(report: CheckReport) -> str:
+    from kvplan.cli.render import to_json
+
+    return to_json(report) + "\n"
+
+
+# ------------------------------------------------------------------ markdown
+
+def _md(text: str) -> str:
+    """A table cell: pipes escaped, no line breaks."""
+    return " ".join(str(text).split()).replace("|", "\\|")
+
+
+def render_markdown(report: CheckReport) -> str:
+    out = ["## kvplan check", "", f"**{summary_line(report)}** · vLLM deployments judged by vLLM {report.vllm_version} rules", ""]
+    out.append("| status | " + " | ".join(_HEADERS) + " | reason |")
+    out.append("|---|" + "|".join("---:" if h in ("max len", "concurrency", "headroom") else "---" for h in _HEADERS) + "|---|")
+    for v in report.verdicts:
+        cells = [_STATUS_MARK[v.status]] + _row(v) + [v.reason]
+        cells[1] = f"`{cells[1]}`"
+        out.append("| " + " | ".join(_md(c) for c in cells) + " |")
+    fixes = [v for v in report.verdicts if v.suggestions]
+    if fixes:
+        out += ["", "### Fixes", "", "Each change alone makes the deployment pass (checked with the same engine model)."]
+        out.append("")
+        for v in fixes:
+            out.append(f"- `{v.label}` ({_md(v.name)}): " + " · ".join(f"`{s}`" for s in v.suggestions))
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ junit
+
+def render_junit(report: CheckReport) -> str:
+    """JUnit XML as CI systems read it: one testcase per deployment; fail -> <failure>, invalid and
+    cannot judge -> <error> (both block the gate: exit 2 / 3). time is always 0 (no clock: deterministic)."""
+    import xml.etree.ElementTree as ET
+
+    errors = report.invalid + report.cannot_judge
+    counts = {"tests": str(report.total), "failures": str(report.failed), "errors": str(errors), "skipped": "0"}
+    root = ET.Element("testsuites", {"name": "kvplan check", **counts, "time": "0"})
+    suite = ET.SubElement(root, "testsuite", {"name": "kvplan check", **counts, "time": "0"})
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", {"name": "vllm_version", "value": report.vllm_version})
+    ET.SubElement(props, "property", {"name": "exit_code", "value": str(report.exit_code)})
+    for v in report.verdicts:
+        case = ET.SubElement(suite, "testcase", {"classname": v.source, "name": v.label if v.label != v.source else v.name,
+                                                 "file": v.source, "time": "0"})
+        body = [f"{k}: {val}" for k, val in (("model", v.model), ("engine", v.engine), ("GPUs", _gpu_cell(v)),
+                                             ("max_model_len", v.max_model_len), ("concurrency", concurrency_cell(v)),
+                                             ("headroom", headroom_cell(v))) if val not in (None, "—")]
+        body += [f"fix: {s}" for s in v.suggestions] + [f"note: {n}" for n in v.notes]
+        if v.status == FAIL:
+            ET.SubElement(case, "failure", {"message": v.reason, "type": "fail"}).text = "\n".join([v.reason] + body)
+        elif v.status in (INVALID, CANNOT_JUDGE):
+            ET.SubElement(case, "error", {"message": v.reason, "type": v.status}).text = v.reason
+        if body and v.status in (PASS, FAIL):
+            ET.SubElement(case, "system-out").text = "\n".join([v.reason] + body)
+    ET.indent(root)
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+
+
+RENDERERS: dict[Format, Callable[[CheckReport], str]] = {
+    Format.TEXT: render_text,
+    Format.JSON: render_json,
+    Format.MARKDOWN: render_markdown,
+    Format.JUNIT: render_junit,
+}
+if set(RENDERERS) != set(Format):  # pragma: no cover - exhaustive by construction; the test loops too
+    raise AssertionError("every Format needs a renderer")
+
+
+def render(report: CheckReport, fmt: Format | str) -> str:
+    return RENDERERS[Format(fmt)](report)

@@ -1,0 +1,93 @@
+"""`kvplan check CONFIG...`: a CI gate for deployment configs (kvplan's deployment YAML, `vllm serve --config`
+files, vLLM command lines). The logic is kvplan.deploy; the output formats are kvplan.report_formats."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, List, Optional
+
+import typer
+
+
+class OutputFormat(str, Enum):
+    """The same members as kvplan.report_formats.Format (a test keeps them equal); declared here so that
+    `kvplan --help` does not import the check machinery."""
+
+    text = "text"
+    json = "json"
+    markdown = "markdown"
+    junit = "junit"
+
+
+def register(app, guarded) -> None:
+    app.command(name="check")(guarded(check))
+
+
+def check(
+    configs: Annotated[Optional[List[str]], typer.Argument(
+        help="Deployment files or folders (every *.yaml / *.yml below, hidden ones skipped): kvplan deployment YAML "
+             "or `vllm serve --config` files.", show_default=False)] = None,
+    vllm_args: Annotated[Optional[List[str]], typer.Option(
+        "--vllm-args", help="A vLLM command line to judge, e.g. \"serve meta-llama/Llama-3.1-8B --max-model-len 32K -tp 2\" "
+                            "(repeatable).", show_default=False)] = None,
+    gpu: Annotated[Optional[str], typer.Option(
+        "--gpu", help="GPU for vLLM configs and for deployments that name none (kvplan gpus).", show_default=False)] = None,
+    gpu_mem: Annotated[Optional[str], typer.Option(
+        "--gpu-mem", help="Memory of one GPU not in the catalog, e.g. 80GiB (instead of --gpu).", show_default=False)] = None,
+    gpus: Annotated[Optional[int], typer.Option(
+        "--gpus", help="GPUs per deployment (= TP x PP); sets the tensor parallel size where none is given.",
+        show_default=False)] = None,
+    require_concurrency: Annotated[Optional[int], typer.Option(
+        "--require-concurrency", help="Require at least N requests of max_model_len at once (where a deployment "
+                                      "sets no require.concurrency).", show_default=False)] = None,
+    require_headroom: Annotated[Optional[str], typer.Option(
+        "--require-headroom", help="Require this share of usable GPU memory free with them resident, e.g. 10% "
+                                   "(where a deployment sets no require.headroom).", show_default=False)] = None,
+    vllm_version: Annotated[Optional[str], typer.Option(
+        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments: 0.19.0 or 0.33.0 "
+                               "(default: the vllm engine's, 0.33.0).", show_default=False)] = None,
+    fmt: Annotated[OutputFormat, typer.Option(
+        "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY) or junit (XML).")] = OutputFormat.text,
+    json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    output: Annotated[Optional[str], typer.Option(
+        "--output", "-o", help="Write the report to FILE (the text table still goes to stdout).", show_default=False)] = None,
+    print_schema: Annotated[bool, typer.Option(
+        "--print-schema", help="Print the JSON Schema of kvplan deployment files (for editors) and exit.")] = False,
+):
+    """Judge deployment configs: would each start, how many max_model_len requests fit at once, how much
+    headroom is left. Exit 0 all pass, 1 any fail, 2 any invalid file (the others are still judged), 3 any that
+    kvplan cannot judge; when several apply: 2, then 1, then 3."""
+    import sys
+
+    from kvplan.check import deploy, formats as report_formats
+    from kvplan.core.errors import InputError
+
+    if print_schema:
+        from importlib import resources
+
+        sys.stdout.write(resources.files("kvplan.data").joinpath("deployment.schema.json").read_text(encoding="utf-8"))
+        return
+    if json_out and fmt not in (OutputFormat.text, OutputFormat.json):
+        raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
+    chosen = report_formats.Format("json" if json_out else fmt.value)
+    options = deploy.CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
+                                  require_headroom=require_headroom, vllm_version=vllm_version)
+    report = deploy.run_check(configs or [], options, tuple(vllm_args or ()))
+    for verdict in report.verdicts:
+        if verdict.status in (deploy.INVALID, deploy.CANNOT_JUDGE):
+            print(f"error: {verdict.reason}", file=sys.stderr)
+    text = report_formats.render(report, chosen)
+    if output:
+        from kvplan.cli.render import write_file
+
+        def write(target: str) -> None:
+            with open(target, "w", encoding="utf-8") as f:
+                f.write(text)
+
+        write_file(output, write, what="the report")
+        sys.stdout.write(report_formats.render(report, report_formats.Format.TEXT))
+    else:
+        sys.stdout.write(text)
+    sys.stdout.flush()
+    if report.exit_code:
+        raise typer.Exit(report.exit_code)

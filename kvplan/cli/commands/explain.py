@@ -1,0 +1,163 @@
+"""`kvplan explain MODEL`: the cache bill derived layer group by layer group, what-ifs side by side, and
+lower bounds on prefill and decode time when a GPU is given."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from kvplan.cli.entry import DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+
+
+def register(app, guarded) -> None:
+    app.command(name="explain")(guarded(explain))
+
+
+def explain(
+    model: ModelArg,
+    seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence. Default: the model's max context.", show_default=False)] = None,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")] = 1,
+    kv_dtype: KvDtypeOpt = "auto",
+    dtype: DtypeOpt = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog: adds max batch per what-if and latency bounds.", show_default=False)] = None,
+    gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog (no latency bounds without catalog figures).", show_default=False)] = None,
+    tp: TpOpt = None,
+    pp: PpOpt = 1,
+    gpu_util: GpuUtilOpt = None,
+    window: Annotated[int, typer.Option("--window", help="Window for the sliding-window what-if on models without one.")] = 4096,
+    prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
+    output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+):
+    """Derive the KV cache of MODEL with every number substituted, layer group by layer group, and compare
+    what-ifs: MHA / MQA / MLA against the model's own attention, bf16 / fp8 / int4 KV, with and without a
+    sliding window. With --gpu: the most sequences that fit per variant, and lower bounds on time to first
+    token and time per output token (compute-bound prefill, bandwidth-bound decode) and what a KV cache saves."""
+    from kvplan.model import catalog
+    from kvplan.analysis import explain as ex, latency
+    from kvplan.cli import render
+    from kvplan.core import units
+    from kvplan.core.cache import CacheModel
+    from kvplan.cli.entry import build_request
+    from kvplan.engines import static
+    from kvplan.core.errors import InputError, KvplanError
+
+    if window < 1:
+        raise InputError(f"must be at least 1, got {window}", where="--window")
+    request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
+                            tp=tp, pp=pp, gpu_util=gpu_util)
+    est = static.estimate(request)
+    spec = request.spec
+    cache = CacheModel(spec, request.kv_dtype, request.tp, request.pp)
+    room = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes if est.per_gpu else None
+
+    bounds, notes = None, []
+    if gpu:
+        p = units.parse_tokens(prompt, what="--prompt") if prompt else max(est.seq // 2, 1)
+        o = units.parse_tokens(output, what="--output") if output else max(est.seq - p, 1)
+        try:
+            bounds = latency.bounds(spec, cache, gpu=catalog.find_gpu(gpu), weights_bytes=est.weights_bytes,
+                                    weight_dtype=est.dtype, prompt=p, output=o,
+                                    batch=_max_batch(cache, room, p + o) or None)
+        except KvplanError as err:
+            notes.append(f"no latency bounds: {err.one_line()}")
+    elif prompt or output:
+        raise InputError("latency bounds need a GPU from the catalog", where="--prompt" if prompt else "--output", hint="add --gpu NAME")
+    result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
+    if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
+        raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")
+    if notes:
+        import dataclasses
+
+        result = dataclasses.replace(result, notes=result.notes + tuple(notes))
+    if json_out:
+        print(render.to_json(result))
+        return
+    _print(result, est)
+
+
+def _max_batch(cache, room, tokens: int) -> int:
+    if room is None:
+        return 0
+    per = cache.max_rank_footprint(tokens, 1).cache_bytes
+    return max(room, 0) // per if per else 0
+
+
+def _print(result, est) -> None:
+    from rich.table import Table
+
+    from kvplan.cli import render
+    from kvplan.core.units import format_bytes, format_tokens
+
+    out = render.console()
+    head = f"{result.model} · {format_tokens(result.seq)} tokens x {result.batch} seq · KV {result.kv_dtype}"
+    if result.tp > 1 or result.pp > 1:
+        head += f" · TP {result.tp} x PP {result.pp}"
+    table = Table(title=f"{head}: the KV cache, layer group by layer group", title_justify="left", header_style="bold")
+    stages = result.pp > 1
+    if stages:
+        table.add_column("stage", justify="right")
+    for col, justify in (("layers", "left"), ("per token, per layer, per GPU", "left"), ("x layers x tokens x seqs x GPUs", "left"),
+                         ("bytes", "right")):
+        table.add_column(col, justify=justify)
+    for g in result.groups:
+        label = f"{g.layers} {g.kind}" + (f" ({g.tokens:,}-token window)" if g.kind == "sliding" else
+                                          f" ({g.tokens:,}-token chunk)" if g.kind == "chunked" else "")
+        per = g.state_formula if g.state_formula else g.per_token_formula
+        cells = [label, per, g.total_formula.rsplit(" = ", 1)[0], f"{format_bytes(g.total_bytes)}"]
+        table.add_row(*([str(g.stage)] if stages else []) + cells)
+    total = [""] * (1 if stages else 0) + ["total", f"K/V per token (all layers, all GPUs): {result.kv_bytes_per_token:,} B",
+                                           f"= estimate's cache_bytes {est.cache_bytes:,} B", format_bytes(result.cache_bytes)]
+    table.add_row(*total, style="bold")
+    out.print(table)
+
+    has_gpu = any(w.max_batch is not None for w in result.what_ifs)
+    headers = ["variant", "KV/token", "cache", "vs model"] + ([f"max seqs on {est.gpu or 'GPU'}"] if has_gpu else []) + ["what changes"]
+    rows = []
+    for w in result.what_ifs:
+        if w.error:
+            rows.append([w.name, "—", "—", "—"] + (["—"] if has_gpu else []) + [w.error])
+        else:
+            rows.append([w.name, format_bytes(w.kv_bytes_per_token), format_bytes(w.cache_bytes), f"{w.ratio:.2f}x"]
+                        + ([f"{w.max_batch:,}" if w.max_batch is not None else "—"] if has_gpu else []) + [w.description])
+    # figures keep their width and the words wrap (figures_table): at 100 columns rich would otherwise squeeze all
+    render.print_whole(out, render.figures_table(f"what-ifs at {format_tokens(result.seq)} tokens x {result.batch} "
+                                                 "(weights unchanged)", headers, rows, text=(0, len(headers) - 1)))
+
+    b = result.latency
+    if b is not None:
+        rows = []
+
+        def row(name, ph):
+            rows.append([name, f"{ph.flops:.3e}", format_bytes(ph.bytes), _secs(ph.compute_s), _secs(ph.memory_s),
+                         _secs(ph.seconds), ph.bound])
+
+        row(f"prefill {b.prompt_tokens:,} tokens (TTFT)", b.prefill)
+        row(f"decode step at {b.context:,} cached (TPOT)", b.decode)
+        if b.decode_batch is not None:
+            row(f"prefill {b.batch:,} prompts together", b.prefill_batch)
+            row(f"decode step, {b.batch:,} seqs (the most that fit): {b.decode_batch_tokens_per_s:,.0f} tok/s", b.decode_batch)
+        row(f"generate {b.output_tokens:,} tokens with KV cache", b.generate_cached)
+        row(f"generate {b.output_tokens:,} tokens, no cache", b.generate_no_cache)
+        lat = render.figures_table(
+            f"lower bounds on {b.gpu} x {b.tp * b.pp} ({b.peak_flops_dtype} {b.peak_flops_per_s / 1e12:,.0f} TFLOP/s, "
+            f"{b.hbm_bytes_per_s / 1e12:.2f} TB/s per GPU): real runs are slower",
+            ["phase", "FLOPs", "bytes read", "compute floor", "memory floor", "lower bound", "bound by"], rows, text=(0, 6))
+        render.print_whole(out, lat)
+        err = render.console(stderr=True)
+        err.print(f"note: without a KV cache the same generation needs {b.no_cache_flops_ratio:,.0f}x the FLOPs and at least "
+                  f"{b.no_cache_time_ratio:,.1f}x the time (docs/latency.md)")
+        for note in b.notes:
+            err.print(f"note: {note}")
+    err = render.console(stderr=True)
+    for note in result.notes:
+        err.print(f"note: {note}")
+
+
+def _secs(s: float) -> str:
+    if s >= 1:
+        return f"{s:,.2f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.2f} ms"
+    return f"{s * 1e6:.1f} µs"

@@ -1,0 +1,119 @@
+"""`kvplan simulate MODEL --workload FILE`: admit a real mix of request lengths into one GPU's KV pool under
+contiguous preallocation, paged blocks and exact allocation; report sustained concurrency, utilisation
+and waste (docs/workloads.md)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Optional
+
+import typer
+
+from kvplan.cli.entry import DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+
+
+def register(app, guarded) -> None:
+    app.command(name="simulate")(guarded(simulate))
+
+
+def simulate(
+    model: ModelArg,
+    workload: Annotated[str, typer.Option("--workload", "-w", help="CSV or JSONL of prompt_tokens,output_tokens per request; a YAML/JSON distribution by percentiles; or inline: 'prompt=p50:100,p99:2000;output=p50:200,p99:1500;requests=1000'.", show_default=False)],
+    seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="max_model_len: the length contiguous policies reserve and the cap on prompt + output. Default: the model's max context.", show_default=False)] = None,
+    kv_dtype: KvDtypeOpt = "auto",
+    dtype: DtypeOpt = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog (kvplan gpus).", show_default=False)] = None,
+    gpu_mem: GpuMemOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = 1,
+    gpu_util: GpuUtilOpt = None,
+    reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back for runtime overhead; overrides --gpu-util.", show_default=False)] = None,
+    kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV pool; skips the budget model (no GPU needed).", show_default=False)] = None,
+    block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).")] = 16,
+    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).")] = 0,
+    policies: Annotated[str, typer.Option("--policies", help="Comma list of: contiguous, pow2, oracle, paged, exact.")] = "contiguous,pow2,oracle,paged,exact",
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+):
+    """Simulate admission of a workload into the KV pool of the most loaded GPU: how many requests run at
+    once, how much of the pool holds K/V, and how much is wasted, per allocation policy."""
+    from kvplan.cli import render
+    from kvplan.analysis import workload as wl
+    from kvplan.core import yamlio
+    from kvplan.core.cache import CacheModel
+    from kvplan.cli.entry import build_request
+    from kvplan.engines import static
+    from kvplan.core.errors import InputError
+
+    if gpu is None and gpu_mem is None and kv_cache_memory is None:
+        raise InputError("the pool size needs a GPU", where="--gpu", hint="add --gpu NAME, --gpu-mem SIZE or --kv-cache-memory SIZE")
+    if shared_prefix < 0:
+        raise InputError(f"must be 0 or more, got {shared_prefix}", where="--shared-prefix")
+    if max_num_seqs is not None and max_num_seqs < 1:
+        raise InputError(f"must be at least 1, got {max_num_seqs}", where="--max-num-seqs")
+    chosen = tuple(dict.fromkeys(p.strip().lower() for p in policies.split(",") if p.strip()))
+    if not chosen:
+        raise InputError("names no policy", where="--policies", hint="e.g. contiguous,paged")
+    requests, description = wl.load(workload, load_yaml=yamlio.load_yaml)
+    request = build_request(model, seq=seq, batch=1, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None, tp=tp,
+                            pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size)
+    est = static.estimate(request)
+    pool = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes
+    cache = CacheModel(request.spec, request.kv_dtype, request.tp, request.pp)
+    result = wl.simulate(requests, cache, pool_bytes=pool, max_model_len=request.seq, block_size=block_size,
+                         shared_prefix=shared_prefix, policies=chosen, max_num_seqs=max_num_seqs, model=request.spec.name,
+                         workload=description, gpu=est.gpu)
+    if json_out:
+        print(render.to_json(result))
+        return
+    _print(result)
+
+
+def _pct(x: float | None) -> str:
+    return "—" if x is None else f"{100 * x:.1f}%"
+
+
+def _print(r) -> None:
+    from rich.table import Table
+
+    from kvplan.cli import render
+    from kvplan.core.units import format_bytes, format_tokens
+
+    out = render.console()
+    where = f"{r.gpu or 'GPU'}" + (f" (TP {r.tp} x PP {r.pp}, most loaded GPU)" if r.tp * r.pp > 1 else "")
+    head = Table(title=f"{r.model} · workload {r.workload} · max_model_len {format_tokens(r.max_model_len)} · KV {r.kv_dtype}",
+                 title_justify="left", header_style="bold")
+    head.add_column("quantity")
+    head.add_column("value", justify="right")
+    head.add_row("requests", f"{r.requests:,}" + (f" ({r.rejected:,} rejected, {r.truncated:,} outputs cut)" if r.rejected or r.truncated else ""))
+    for name, s in (("prompt tokens", r.prompt_tokens), ("output tokens", r.output_tokens)):
+        head.add_row(name, f"mean {s.mean:,.1f} · p50 {s.p50:,} · p90 {s.p90:,} · p99 {s.p99:,} · max {s.max:,}")
+    head.add_row(f"KV pool on {where}", f"{format_bytes(r.pool_bytes)} ({r.pool_bytes:,} B)")
+    head.add_row("K/V bytes per token on that GPU", f"{r.kv_bytes_per_token:,} B")
+    head.add_row("pool in tokens (full length)", f"{r.pool_bytes // r.kv_bytes_per_token:,}" if r.kv_bytes_per_token else "—")
+    if r.shared_prefix:
+        head.add_row("shared prefix", f"{r.shared_prefix:,} tokens")
+    out.print(head)
+
+    # two tables of few columns rather than one of eleven: at 100 columns rich would cut the figures ("546,…")
+    names = [p.policy + (f" ({p.block_size})" if p.block_size else "") + ("" if p.saturated else " *") for p in r.policies]
+    admission = render.figures_table(
+        "requests running at once under each allocation policy (all queued at step 0; means over the saturated steps)",
+        ["policy", "running (mean)", "peak", "preempted", "recomputed tokens", "throughput"],
+        [[name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", f"{p.preemptions:,}", f"{p.recomputed_tokens:,}",
+          f"{p.relative_throughput:.2f}x" if p.relative_throughput is not None else f"{p.tokens_per_step:,.1f} tok/step"]
+         for name, p in zip(names, r.policies)])
+    render.print_whole(out, admission)
+    memory = render.figures_table(
+        f"the {format_bytes(r.pool_bytes)} pool under each policy (shares of the pool, then of the allocated bytes)",
+        ["policy", "K/V in pool", "allocated", "waste", "of which reserved", "never used"],
+        [[name, _pct(p.utilisation), _pct(p.allocation), _pct(p.waste), _pct(p.waste_reserved), _pct(p.waste_never_used)]
+         for name, p in zip(names, r.policies)])
+    render.print_whole(out, memory)
+    err = render.console(stderr=True)
+    err.print("waste = allocated bytes not holding K/V, of the allocated; throughput = output tokens per step relative to contiguous "
+              "(recomputation after preemption not charged)"
+              + ("; * = never saturated (every request fit at once)" if any(not p.saturated for p in r.policies) else ""))
+    for p in r.policies:
+        err.print(f"  {p.policy}: {p.description}")
+    for note in r.notes:
+        err.print(f"note: {note}")

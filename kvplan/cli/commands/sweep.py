@@ -1,0 +1,285 @@
+"""`kvplan sweep MODEL`: estimates over a grid of seq, batch, KV dtype, GPU, TP, PP and engine, streamed as rows."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, Optional
+
+import typer
+
+
+class Format(str, Enum):
+    text = "text"
+    csv = "csv"
+    jsonl = "jsonl"
+    markdown = "markdown"
+
+
+# how often the streamed output is flushed: the first rows at once, then in batches (a flush per row
+# would cost more than computing the row)
+_FLUSH_EVERY = 256
+_TEXT_CHUNK = 64
+
+
+def register(app, guarded) -> None:
+    app.command(name="sweep")(guarded(sweep))
+
+
+def sweep(
+    model: Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, or a folder with one.", show_default=False)],
+    seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence: a list or range, e.g. 4K,8K or 4K..128K*2 (doubling; A..B alone doubles too). Default: the model's max context.", show_default=False)] = None,
+    batch: Annotated[str, typer.Option("--batch", "-b", help="Concurrent sequences: a list or range, e.g. 1,8,64 or 1..64+8 (A..B alone steps by 1).")] = "1",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV dtypes, comma separated: auto, bf16, fp16, fp8, fp8_e5m2, int8, int4.")] = "auto",
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPUs from the catalog, comma separated (kvplan gpus).", show_default=False)] = None,
+    gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog (one value), e.g. 80GiB.", show_default=False)] = None,
+    tp: Annotated[str, typer.Option("--tp", help="Tensor parallel sizes: a list or range, e.g. 1,2,4,8 or 1..8 (A..B alone doubles).")] = "1",
+    pp: Annotated[str, typer.Option("--pp", help="Pipeline parallel sizes: a list or range.")] = "1",
+    engine: Annotated[str, typer.Option("--engine", help="Engines, comma separated: static, vllm, sglang, trtllm.")] = "static",
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format (one value). Default: the model's.", show_default=False)] = None,
+    gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory the engine may use.", show_default=False)] = None,
+    reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back (static engine).", show_default=False)] = None,
+    kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV cache; skips the budget model.", show_default=False)] = None,
+    block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False)] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False)] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)] = None,
+    fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
+):
+    """One row per combination of the grid's axes: cache bytes, per-GPU fit, max batch and max context.
+
+    Rows stream as they are computed (csv, jsonl and markdown row by row; text in blocks). A combination
+    an engine refuses (an engine not modelled yet, a TP size that does not divide the KV heads) becomes
+    rows with the `error` column set; exit 3 when every row was refused."""
+    import sys
+
+    from kvplan.analysis import sweep as sw
+    from kvplan.engines import engine_module
+
+    spec, grid, make_request, kv_names = build_grid(
+        model, seq=seq, batch=batch, kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp, engine=engine, dtype=dtype,
+        gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
+        max_num_batched_tokens=max_num_batched_tokens)
+    counts = {"rows": 0, "refused": 0}
+    refusals: list = []
+
+    def counted(stream):
+        for row in stream:
+            counts["rows"] += 1
+            counts["refused"] += row.error is not None
+            yield row
+
+    stream = counted(sw.rows(grid, make_request, engine_module, model=spec.name, on_refusal=refusals.append))
+    out = sys.stdout
+    if fmt is Format.csv:
+        _write_lines(out, sw.iter_csv(stream))
+    elif fmt is Format.jsonl:
+        _write_lines(out, sw.iter_jsonl(stream))
+    elif fmt is Format.markdown:
+        _write_lines(out, _iter_markdown(stream, grid, spec.name, kv_names))
+    else:
+        _write_text(stream, grid, spec.name, kv_names)
+    if counts["rows"] and counts["refused"] == counts["rows"]:
+        raise refusals[-1]  # nothing could be judged: the reason's own exit code (2 bad input, 3 not modelled)
+
+
+def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine, dtype=None, gpu_util=None, reserve=None,
+               kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None):
+    """Parse the grid flags (shared with `kvplan plot`): (spec, Grid, make_request, {kv name: resolved}).
+    Bad values anywhere are bad input for the whole command (exit 2) before any row is printed."""
+    from kvplan.model import catalog
+    from kvplan.analysis import sweep as sw
+    from kvplan.core import units
+    from kvplan.cli.entry import build_request
+    from kvplan.core.dtypes import dtype as lookup, resolve_kv_dtype
+    from kvplan.engines import ENGINE_NAMES
+    from kvplan.core.errors import InputError, did_you_mean
+
+    spec = catalog.resolve_model(model)
+    _check_single_flags(dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
+                        block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens)
+
+    def whole(where: str):
+        def parse(text: str) -> int:
+            try:
+                value = int(text.strip().replace("_", ""))
+            except ValueError:
+                raise InputError(f"{text!r} is not a whole number", where=where) from None
+            if value < 1:
+                raise InputError(f"must be at least 1, got {value}", where=where)
+            return value
+        return parse
+
+    def names(text: str | None, where: str) -> tuple:
+        if text is None:
+            return (None,)
+        parts = tuple(dict.fromkeys(p.strip() for p in text.split(",")))
+        if not all(parts):
+            raise InputError(f"empty entry in {text!r}", where=where)
+        return parts
+
+    engines = tuple(e.lower() for e in names(engine, "--engine"))
+    for name in engines:
+        if name not in ENGINE_NAMES:
+            raise InputError(f"unknown engine {name!r}", where="--engine",
+                             hint=did_you_mean(name, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
+    gpus = names(gpu, "--gpu")
+    if gpu is not None:
+        gpus = tuple(dict.fromkeys(catalog.find_gpu(g).name for g in gpus))
+    grid = sw.Grid(
+        seq=sw.parse_axis(seq, lambda t: units.parse_tokens(t, what="--seq"), where="--seq", default_step="*2")
+        if seq is not None else (spec.max_context or 8192,),
+        batch=sw.parse_axis(batch, whole("--batch"), where="--batch", default_step="+1"),
+        kv_dtype=names(kv_dtype, "--kv-dtype"),
+        gpu=gpus,
+        tp=sw.parse_axis(tp, whole("--tp"), where="--tp", default_step="*2"),
+        pp=sw.parse_axis(pp, whole("--pp"), where="--pp", default_step="+1"),
+        engine=engines,
+    )
+    try:
+        kv_names = {name: resolve_kv_dtype(name, lookup(spec.dtype)).name for name in grid.kv_dtype}
+    except InputError as err:
+        raise (err.located("--kv-dtype") if err.where is None else err) from None
+
+    def make_request(combo, seq_tokens: int, batch_size: int):
+        return build_request(model, seq=str(seq_tokens), batch=batch_size, kv_dtype=combo.kv_dtype, dtype=dtype, gpu=combo.gpu,
+                             gpu_mem=gpu_mem, gpus=None, tp=combo.tp, pp=combo.pp, gpu_util=gpu_util, reserve=reserve,
+                             kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
+                             max_num_batched_tokens=max_num_batched_tokens)
+
+    return spec, grid, make_request, kv_names
+
+
+def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memory, block_size, max_num_seqs,
+                        max_num_batched_tokens) -> None:
+    """The one-value flags are wrong for every row alike: refuse them before any row is printed, instead of
+    streaming a grid of rows that all carry the same error."""
+    from kvplan.core import dtypes, units
+    from kvplan.core.errors import InputError
+
+    if gpu and gpu_mem:
+        raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem", hint="--gpu for catalog GPUs, --gpu-mem for others")
+    if reserve is not None and not (gpu or gpu_mem):
+        raise InputError("--reserve needs a GPU", where="--reserve", hint="add --gpu NAME or --gpu-mem SIZE")
+    for flag, value in (("--block-size", block_size), ("--max-num-seqs", max_num_seqs),
+                        ("--max-num-batched-tokens", max_num_batched_tokens)):
+        if value is not None and value < 1:
+            raise InputError(f"must be at least 1, got {value}", where=flag)
+    if dtype is not None:
+        try:
+            dtypes.weight_format(dtype)
+        except InputError as err:
+            raise (err.located("--dtype") if err.where is None else err) from None
+    if gpu_util is not None:
+        units.parse_fraction(gpu_util, what="--gpu-util")
+    for flag, value in (("--gpu-mem", gpu_mem), ("--reserve", reserve), ("--kv-cache-memory", kv_cache_memory)):
+        if value is not None:
+            units.parse_size(value, what=flag)
+
+
+def _write_lines(out, lines) -> None:
+    for n, line in enumerate(lines):
+        out.write(line)
+        if n % _FLUSH_EVERY == 1:
+            out.flush()
+    out.flush()
+
+
+# ------------------------------------------------------------------ human formats
+
+def _tokens(n: int | None) -> str:
+    if n is None:
+        return "—"
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
+
+
+def _bytes(n: int | None) -> str:
+    from kvplan.core.units import format_bytes
+
+    return "—" if n is None else format_bytes(n)
+
+
+def _columns(grid, has_gpu: bool, engines: tuple) -> list[tuple[str, str, int, object]]:
+    """(header, row attribute, width, formatter) for the columns a person needs: axes that vary, then figures."""
+    yes_no = lambda v: "—" if v is None else ("yes" if v else "NO")  # noqa: E731
+    count = lambda v: "—" if v is None else f"{v:,}"  # noqa: E731
+    cols = []
+    for axis, header, width, fmt in (("engine", "engine", 7, str), ("gpu", "gpu", 0, str), ("tp", "TP", 3, str),
+                                     ("pp", "PP", 3, str), ("kv_dtype", "KV dtype", 9, str), ("seq", "seq", 8, _tokens),
+                                     ("batch", "batch", 6, str)):
+        values = getattr(grid, axis)
+        if len(values) > 1 or axis in ("seq", "batch"):
+            if axis == "gpu":
+                width = max(len(str(v)) for v in values)
+            cols.append((header, axis, max(width, len(header)), fmt))
+    cols.append(("KV/token", "kv_bytes_per_token", 10, _bytes))
+    if not has_gpu:
+        cols.append(("cache", "cache_bytes", 11, _bytes))
+    else:  # the whole-model cache is in csv/jsonl; per GPU is what decides the fit
+
+        cols += [("GPU weights", "gpu_weights_bytes", 11, _bytes), ("GPU cache", "gpu_cache_bytes", 11, _bytes),
+                 ("GPU free", "gpu_free_bytes", 11, _bytes), ("fits", "fits", 4, yes_no), ("max batch", "max_batch", 9, count),
+                 ("max seq", "max_seq", 9, _tokens)]
+        if any(e != "static" for e in engines):
+            cols.append(("max conc.", "max_concurrency", 9, lambda v: "—" if v is None else f"{v:.2f}x"))
+    return cols
+
+
+def _title(grid, model: str, kv_names: dict) -> str:
+    parts = [model]
+    for axis, label in (("engine", "engine"), ("gpu", "GPU"), ("tp", "TP"), ("pp", "PP"), ("kv_dtype", "KV")):
+        values = getattr(grid, axis)
+        if len(values) == 1 and values[0] is not None:
+            parts.append(f"{label} {kv_names.get(values[0], values[0]) if axis == 'kv_dtype' else values[0]}")
+    return " · ".join(parts) + f" · {len(grid):,} rows"
+
+
+def _write_text(stream, grid, model: str, kv_names: dict) -> None:
+    from rich import box
+    from rich.table import Table
+
+    from kvplan.cli import render
+
+    console = render.console()
+    has_gpu = grid.gpu != (None,)
+    cols = _columns(grid, has_gpu, grid.engine)
+    # never truncate a figure: widen past the terminal if the columns need it (2 spaces between columns)
+    needed = sum(width + 2 for _, _, width, _ in cols) + 60
+    if console.width < needed:
+        console.width = needed
+    console.print(_title(grid, model, kv_names), style="bold", highlight=False)
+    first, chunk = True, []
+
+    def flush(chunk, first):
+        table = Table(box=box.SIMPLE_HEAD, show_header=first, show_edge=False, pad_edge=False, header_style="bold")
+        for header, _, width, _ in cols:
+            table.add_column(header, justify="right", width=width, no_wrap=True)
+        if any(row.error for row in chunk):
+            table.add_column("error", justify="left", no_wrap=False)
+        for row in chunk:
+            cells = [fmt(getattr(row, attr)) for _, attr, _, fmt in cols]
+            if row.error:
+                cells = [fmt(getattr(row, attr)) if attr in ("engine", "gpu", "tp", "pp", "kv_dtype", "seq", "batch") else ""
+                         for _, attr, _, fmt in cols] + [row.error]
+            elif len(table.columns) > len(cols):
+                cells.append("")
+            table.add_row(*cells, style="red" if row.fits is False else None)
+        console.print(table)
+        console.file.flush()
+
+    for row in stream:
+        chunk.append(row)
+        if len(chunk) >= _TEXT_CHUNK:
+            flush(chunk, first)
+            first, chunk = False, []
+    if chunk or first:
+        flush(chunk, first)
+
+
+def _iter_markdown(stream, grid, model: str, kv_names: dict):
+    has_gpu = grid.gpu != (None,)
+    cols = _columns(grid, has_gpu, grid.engine)
+    yield f"**{_title(grid, model, kv_names)}**\n\n"
+    yield "| " + " | ".join(h for h, *_ in cols) + " | error |\n"
+    yield "|" + "|".join("---:" for _ in cols) + "|---|\n"
+    for row in stream:
+        cells = [fmt(getattr(row, attr)) for _, attr, _, fmt in cols]
+        yield "| " + " | ".join(cells) + " | " + (row.error or "").replace("|", "\\|") + " |\n"

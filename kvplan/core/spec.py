@@ -1,0 +1,456 @@
+"""ModelSpec: what kvplan knows about a model, as frozen dataclasses, and its strict validation.
+
+A spec is read from a plain mapping (a YAML spec file, or what hf_config.py derives from a config.json);
+this module does no I/O. Every layer is resolved to a LayerSpec, so the cache math never has to
+re-interpret patterns. The compact layout (default kind, a repeating pattern, or a per-layer list) is
+kept too, so `kvplan show` can write the spec back in the form a person edits.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import re
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from kvplan.core.dtypes import dtype as lookup_dtype
+from kvplan.core.errors import InputError, did_you_mean
+
+FULL, SLIDING, CHUNKED, MLA, STATE, NONE = "full", "sliding", "chunked", "mla", "state", "none"
+LAYER_KINDS = (FULL, SLIDING, CHUNKED, MLA, STATE, NONE)
+# kinds that keep per-head K and V (kv_heads x (head_dim + v_head_dim) per token); a consumer that switches on
+# kinds should test membership here rather than list FULL and SLIDING, so a new windowed kind is not dropped
+HEADED_KINDS = (FULL, SLIDING, CHUNKED)
+# kinds whose layers keep a bounded number of tokens (LayerSpec.window): sliding windows and local chunks
+WINDOWED_KINDS = (SLIDING, CHUNKED)
+# other spellings seen in configs and papers, accepted in spec files
+_KIND_ALIASES = {
+    "full_attention": FULL, "global": FULL, "attention": FULL, "attn": FULL,
+    "sliding_attention": SLIDING, "local": SLIDING, "swa": SLIDING, "sliding_window": SLIDING,
+    "chunked_attention": CHUNKED, "chunked_local": CHUNKED, "chunk": CHUNKED,
+    "latent": MLA,
+    "mamba": STATE, "mamba2": STATE, "ssm": STATE, "linear": STATE, "linear_attention": STATE,
+    "no_op": NONE, "skip": NONE, "mlp": NONE,
+}
+
+# Bounds that keep every per-layer loop finite and catch typos; far beyond any published model.
+MAX_LAYERS = 4096
+MAX_HEADS = 65536
+MAX_DIM = 1 << 20
+MAX_PARAMS = 10**14
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """Fixed per-sequence state of one linear-attention / SSM layer (whole model, before TP).
+
+    conv_shape and recurrent_shape are the per-sequence tensor shapes; TP splits the first dimension
+    of each (channels of the conv state, heads of the recurrent state), as vLLM shards Mamba layers.
+    """
+
+    conv_shape: tuple[int, ...]
+    recurrent_shape: tuple[int, ...]
+    conv_dtype: str
+    recurrent_dtype: str
+
+
+@dataclass(frozen=True)
+class MlaSpec:
+    """Multi-head latent attention: one compressed latent per token, shared by all heads."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+
+    @property
+    def latent_dim(self) -> int:
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One decoder layer's cache layout, fully resolved."""
+
+    kind: str
+    kv_heads: int = 0
+    head_dim: int = 0
+    v_head_dim: int = 0
+    # sliding layers: the window; chunked layers: the chunk length (attention_chunk_size). Either way the most
+    # tokens transformers' StaticCache keeps for the layer (cache_utils.py maps both "sliding_attention" and
+    # "chunked_attention" to StaticSlidingWindowLayer); engines differ for chunked layers and say so themselves
+    window: int | None = None
+    mla: MlaSpec | None = None  # mla layers only
+    state: StateSpec | None = None  # state layers only
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The compact, editable form of the per-layer layout, as written in a spec file."""
+
+    default: str = FULL
+    pattern: tuple[str, ...] | None = None  # repeats from layer 0
+    per_layer: tuple[str, ...] | None = None  # exactly one entry per layer
+    kv_heads: tuple[int, ...] | None = None  # per-layer KV heads, where they differ by layer
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    name: str
+    layers: int
+    attention_heads: int
+    kv_heads: int
+    head_dim: int
+    dtype: str
+    params: int
+    layout: Layout
+    layer_specs: tuple[LayerSpec, ...]
+    v_head_dim: int | None = None
+    hidden_size: int | None = None
+    vocab_size: int | None = None
+    weight_dtype: str | None = None
+    weights_bytes: int | None = None
+    weights_source: str | None = None
+    active_params: int | None = None
+    vision_params: int | None = None
+    max_context: int | None = None
+    sliding_window: int | None = None
+    attention_chunk_size: int | None = None
+    tie_word_embeddings: bool | None = None  # None: the source does not say
+    mla: MlaSpec | None = None
+    state: StateSpec | None = None
+    aliases: tuple[str, ...] = ()
+    architecture: str | None = None
+    provenance: str | None = None
+    notes: str | None = None
+    source: str | None = field(default=None, compare=False)  # where the spec was read from
+
+    def count(self, kind: str) -> int:
+        return sum(1 for layer in self.layer_specs if layer.kind == kind)
+
+    def layout_summary(self) -> str:
+        """'32 full', '21 sliding(4096) + 21 full', '54 mamba + 10 full' — for tables."""
+        parts = []
+        for kind in LAYER_KINDS:
+            n = self.count(kind)
+            if not n:
+                continue
+            label = {SLIDING: f"sliding({self.sliding_window})", CHUNKED: f"chunked({self.attention_chunk_size})",
+                     STATE: "state"}.get(kind, kind)
+            parts.append(f"{n} {label}")
+        return " + ".join(parts)
+
+
+# ---------------------------------------------------------------- validation
+
+_TOP_KEYS = {
+    "name", "aliases", "provenance", "architecture", "notes", "layers", "attention_heads", "kv_heads",
+    "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
+    "active_params", "vision_params", "weights_bytes", "weights_source", "max_context", "layout",
+    "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state",
+}
+_REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
+_LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads"}
+_MLA_KEYS = {"kv_lora_rank", "qk_rope_head_dim"}
+_STATE_KEYS = {"conv_shape", "recurrent_shape", "conv_dtype", "recurrent_dtype"}
+
+
+class _Reader:
+    """Typed access to one mapping, with errors that name the key path."""
+
+    def __init__(self, data: Any, path: str, allowed: set[str]):
+        if not isinstance(data, Mapping):
+            raise InputError(f"expected a mapping of keys, got {type(data).__name__}", where=path or None,
+                             hint="a spec file is a YAML mapping such as `layers: 32`")
+        self.data = data
+        self.path = path
+        for key in data:
+            if not isinstance(key, str) or key not in allowed:
+                raise InputError(f"unknown key {key!r}", where=self._where(str(key)),
+                                 hint=did_you_mean(str(key), allowed) or "known keys: " + ", ".join(sorted(allowed)))
+
+    def _where(self, key: str) -> str:
+        return f"{self.path}.{key}" if self.path else key
+
+    def has(self, key: str) -> bool:
+        return self.data.get(key) is not None
+
+    def int(self, key: str, *, default: int | None = None, minimum: int = 1, maximum: int = MAX_PARAMS) -> int | None:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise InputError(f"must be a whole number, got {value!r}", where=self._where(key))
+        if value < minimum:
+            raise InputError(f"must be at least {minimum}, got {value}", where=self._where(key))
+        if value > maximum:
+            raise InputError(f"{value} is implausibly large (limit {maximum})", where=self._where(key))
+        return value
+
+    def bool(self, key: str) -> bool | None:
+        value = self.data.get(key)
+        if value is None or isinstance(value, bool):
+            return value
+        raise InputError(f"must be true or false, got {value!r}", where=self._where(key))
+
+    def str(self, key: str, *, default: str | None = None) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        if not isinstance(value, str) or not value.strip():
+            raise InputError(f"must be a non-empty string, got {value!r}", where=self._where(key))
+        return value.strip()
+
+    def dtype(self, key: str, *, default: str | None = None) -> str | None:
+        value = self.data.get(key)
+        if value is None:
+            return default
+        try:
+            return lookup_dtype(value, what="dtype").name
+        except InputError as err:
+            raise err.located(self._where(key)) from None
+
+    def list(self, key: str) -> list | None:
+        value = self.data.get(key)
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value:
+            raise InputError(f"must be a non-empty list, got {value!r}", where=self._where(key))
+        return value
+
+    def sub(self, key: str, allowed: set[str]) -> "_Reader | None":
+        value = self.data.get(key)
+        return None if value is None else _Reader(value, self._where(key), allowed)
+
+
+_RUN = re.compile(r"^\s*([A-Za-z_]+|\d+)\s*\*\s*(\d+)\s*$")
+
+
+def _expand_runs(items: list, where: str) -> list:
+    """['sliding*5', 'full'] -> five 'sliding' then 'full'. Entries are kinds or integers."""
+    out: list = []
+    for item in items:
+        if isinstance(item, str) and (match := _RUN.match(item)):
+            value, times = match.group(1), int(match.group(2))
+            if times < 1 or len(out) + times > MAX_LAYERS:
+                raise InputError(f"run {item!r} has an impossible length", where=where)
+            out.extend([int(value) if value.isdigit() else value] * times)
+        else:
+            out.append(item)
+        if len(out) > MAX_LAYERS:
+            raise InputError(f"more than {MAX_LAYERS} entries", where=where)
+    return out
+
+
+def _kind(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"layer kind must be a string, got {value!r}", where=where,
+                         hint="one of " + ", ".join(LAYER_KINDS))
+    key = value.strip().lower()
+    key = _KIND_ALIASES.get(key, key)
+    if key not in LAYER_KINDS:
+        raise InputError(f"unknown layer kind {value!r}", where=where,
+                         hint=did_you_mean(value, list(LAYER_KINDS) + list(_KIND_ALIASES)) or "one of " + ", ".join(LAYER_KINDS))
+    return key
+
+
+def _shape(value: Any, where: str) -> tuple[int, ...]:
+    if not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_DIM for v in value):
+        raise InputError(f"must be a list of positive whole numbers (a tensor shape), got {value!r}", where=where,
+                         hint="e.g. [8192, 3]")
+    return tuple(value)
+
+
+def spec_from_mapping(data: Any, *, source: str | None = None) -> ModelSpec:
+    """Validate a spec mapping and resolve every layer. Raises InputError naming source and key."""
+    try:
+        spec = _build(data)
+    except InputError as err:
+        raise err.located(source) if source else err
+    return dataclasses.replace(spec, source=source) if source else spec
+
+
+def _build(data: Any) -> ModelSpec:
+    r = _Reader(data, "", _TOP_KEYS)
+    for key in _REQUIRED:
+        if not r.has(key):
+            raise InputError("is required", where=key, hint=_REQUIRED_HINTS.get(key))
+    name = r.str("name")
+    layers = r.int("layers", maximum=MAX_LAYERS)
+    heads = r.int("attention_heads", maximum=MAX_HEADS)
+    kv_heads = r.int("kv_heads", default=heads, maximum=MAX_HEADS)
+    head_dim = r.int("head_dim", maximum=MAX_DIM)
+    v_head_dim = r.int("v_head_dim", maximum=MAX_DIM)
+    if heads % kv_heads:
+        raise InputError(f"attention_heads ({heads}) is not a multiple of kv_heads ({kv_heads})", where="kv_heads",
+                         hint="each KV head serves a whole group of query heads; check both values")
+    model_dtype = r.dtype("dtype")
+    sliding_window = r.int("sliding_window", maximum=1 << 40)
+    chunk = r.int("attention_chunk_size", maximum=1 << 40)
+
+    mla = None
+    if (m := r.sub("mla", _MLA_KEYS)) is not None:
+        for key in _MLA_KEYS:
+            if not m.has(key):
+                raise InputError("is required", where=f"mla.{key}")
+        mla = MlaSpec(m.int("kv_lora_rank", maximum=MAX_DIM), m.int("qk_rope_head_dim", minimum=0, maximum=MAX_DIM))
+
+    state = None
+    if (s := r.sub("state", _STATE_KEYS)) is not None:
+        for key in ("conv_shape", "recurrent_shape"):
+            if not s.has(key):
+                raise InputError("is required", where=f"state.{key}", hint="the per-sequence tensor shape, e.g. [8192, 3]")
+        state = StateSpec(
+            conv_shape=_shape(s.data["conv_shape"], "state.conv_shape"),
+            recurrent_shape=_shape(s.data["recurrent_shape"], "state.recurrent_shape"),
+            conv_dtype=s.dtype("conv_dtype", default=model_dtype),
+            recurrent_dtype=s.dtype("recurrent_dtype", default=model_dtype),
+        )
+
+    layout = _layout(r, layers)
+    kinds = _resolve_kinds(layout, layers)
+    per_layer_kv = layout.kv_heads or (kv_heads,) * layers
+
+    resolved = []
+    for index, (kind, layer_kv) in enumerate(zip(kinds, per_layer_kv)):
+        where = f"layout (layer {index})"
+        if kind in HEADED_KINDS:
+            if layer_kv < 1:
+                raise InputError(f"an attention layer needs at least 1 KV head, got {layer_kv}", where="layout.kv_heads")
+            if heads % layer_kv:
+                raise InputError(f"attention_heads ({heads}) is not a multiple of layer {index}'s KV heads ({layer_kv})",
+                                 where="layout.kv_heads")
+            if kind == SLIDING and sliding_window is None:
+                raise InputError("a sliding layer needs `sliding_window`", where=where, hint="add e.g. `sliding_window: 4096`")
+            if kind == CHUNKED and chunk is None:
+                raise InputError("a chunked layer needs `attention_chunk_size`", where=where,
+                                 hint="add e.g. `attention_chunk_size: 8192` (Llama 4)")
+            window = sliding_window if kind == SLIDING else chunk if kind == CHUNKED else None
+            resolved.append(LayerSpec(kind, layer_kv, head_dim, v_head_dim or head_dim, window=window))
+        elif kind == MLA:
+            if mla is None:
+                raise InputError("an mla layer needs the `mla` section", where=where,
+                                 hint="add `mla: {kv_lora_rank: 512, qk_rope_head_dim: 64}`")
+            resolved.append(LayerSpec(MLA, mla=mla))
+        elif kind == STATE:
+            if state is None:
+                raise InputError("a state layer needs the `state` section", where=where,
+                                 hint="add `state: {conv_shape: [...], recurrent_shape: [...]}`")
+            resolved.append(LayerSpec(STATE, state=state))
+        else:
+            resolved.append(LayerSpec(NONE))
+
+    aliases = r.list("aliases") or []
+    if not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise InputError("must be a list of names", where="aliases")
+
+    params = r.int("params")
+    active = r.int("active_params")
+    if active is not None and active > params:
+        raise InputError(f"active_params ({active}) exceeds params ({params})", where="active_params")
+    return ModelSpec(
+        name=name, layers=layers, attention_heads=heads, kv_heads=kv_heads, head_dim=head_dim,
+        v_head_dim=v_head_dim, dtype=model_dtype, params=params, layout=layout, layer_specs=tuple(resolved),
+        hidden_size=r.int("hidden_size", maximum=MAX_DIM), vocab_size=r.int("vocab_size", maximum=1 << 30),
+        weight_dtype=r.dtype("weight_dtype"), weights_bytes=r.int("weights_bytes", maximum=1 << 60),
+        weights_source=r.str("weights_source"), active_params=active, vision_params=r.int("vision_params", minimum=0),
+        max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
+        tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
+        aliases=tuple(a.strip() for a in aliases), architecture=r.str("architecture"),
+        provenance=r.str("provenance"), notes=r.str("notes"),
+    )
+
+
+_REQUIRED_HINTS = {
+    "name": "a short lowercase name such as `my-model-7b`",
+    "layers": "the number of decoder layers (num_hidden_layers in config.json)",
+    "attention_heads": "num_attention_heads in config.json",
+    "head_dim": "per-head dimension; hidden_size / attention_heads unless the config says otherwise",
+    "dtype": "the model's dtype, e.g. bf16",
+    "params": "the parameter count, e.g. 8030261248",
+}
+
+
+def _layout(r: _Reader, layers: int) -> Layout:
+    sub = r.sub("layout", _LAYOUT_KEYS)
+    if sub is None:
+        return Layout()
+    default = _kind(sub.data.get("default", FULL), "layout.default")
+    pattern = per_layer = kv = None
+    if (raw := sub.list("pattern")) is not None:
+        pattern = tuple(_kind(k, "layout.pattern") for k in _expand_runs(raw, "layout.pattern"))
+        if len(pattern) > layers:
+            raise InputError(f"pattern has {len(pattern)} entries but the model has {layers} layers", where="layout.pattern",
+                             hint="a pattern repeats over the layers; use per_layer for an explicit list")
+    if (raw := sub.list("per_layer")) is not None:
+        if pattern is not None:
+            raise InputError("give either pattern or per_layer, not both", where="layout")
+        per_layer = tuple(_kind(k, "layout.per_layer") for k in _expand_runs(raw, "layout.per_layer"))
+        if len(per_layer) != layers:
+            raise InputError(f"has {len(per_layer)} entries but `layers` is {layers}", where="layout.per_layer",
+                             hint="one entry per layer; runs like 'sliding*5' count as 5")
+    if (raw := sub.list("kv_heads")) is not None:
+        values = _expand_runs(raw, "layout.kv_heads")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_HEADS for v in values):
+            raise InputError("must list whole numbers of KV heads (0 for layers without attention)", where="layout.kv_heads")
+        if len(values) != layers:
+            raise InputError(f"has {len(values)} entries but `layers` is {layers}", where="layout.kv_heads")
+        kv = tuple(values)
+    return Layout(default=default, pattern=pattern, per_layer=per_layer, kv_heads=kv)
+
+
+def _resolve_kinds(layout: Layout, layers: int) -> list[str]:
+    if layout.per_layer is not None:
+        return list(layout.per_layer)
+    if layout.pattern is not None:
+        return [layout.pattern[i % len(layout.pattern)] for i in range(layers)]
+    return [layout.default] * layers
+
+
+# ---------------------------------------------------------------- back to a mapping
+
+def _compress(items: tuple) -> list:
+    """The inverse of _expand_runs: ('sliding',)*5 + ('full',) -> ['sliding*5', 'full']."""
+    out: list = []
+    i = 0
+    while i < len(items):
+        j = i
+        while j < len(items) and items[j] == items[i]:
+            j += 1
+        out.append(items[i] if j - i == 1 else f"{items[i]}*{j - i}")
+        i = j
+    return out
+
+
+def spec_to_mapping(spec: ModelSpec) -> dict:
+    """The spec as a plain mapping that spec_from_mapping accepts back unchanged (round trip)."""
+    out: dict[str, Any] = {"name": spec.name}
+    if spec.aliases:
+        out["aliases"] = list(spec.aliases)
+    for key in ("architecture", "provenance", "notes"):
+        if getattr(spec, key):
+            out[key] = getattr(spec, key)
+    out.update(layers=spec.layers, attention_heads=spec.attention_heads, kv_heads=spec.kv_heads, head_dim=spec.head_dim)
+    for key in ("v_head_dim", "hidden_size", "vocab_size"):
+        if getattr(spec, key) is not None:
+            out[key] = getattr(spec, key)
+    out["dtype"] = spec.dtype
+    for key in ("weight_dtype", "params", "active_params", "vision_params", "weights_bytes", "weights_source",
+                "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings"):
+        if getattr(spec, key) is not None:
+            out[key] = getattr(spec, key)
+    layout: dict[str, Any] = {}
+    if spec.layout.default != FULL:
+        layout["default"] = spec.layout.default
+    if spec.layout.pattern is not None:
+        layout["pattern"] = _compress(spec.layout.pattern)
+    if spec.layout.per_layer is not None:
+        layout["per_layer"] = _compress(spec.layout.per_layer)
+    if spec.layout.kv_heads is not None:
+        layout["kv_heads"] = _compress(spec.layout.kv_heads)
+    if layout:
+        out["layout"] = layout
+    if spec.mla:
+        out["mla"] = {"kv_lora_rank": spec.mla.kv_lora_rank, "qk_rope_head_dim": spec.mla.qk_rope_head_dim}
+    if spec.state:
+        out["state"] = {"conv_shape": list(spec.state.conv_shape), "recurrent_shape": list(spec.state.recurrent_shape),
+                        "conv_dtype": spec.state.conv_dtype, "recurrent_dtype": spec.state.recurrent_dtype}
+    return out

@@ -1,0 +1,101 @@
+"""Reading YAML and JSON input files safely: size-capped, no YAML aliases, one-line errors.
+
+Aliases are refused outright: no spec or deployment file needs them, and refusing them is the
+simplest complete defence against alias bombs ("billion laughs"), whose expansion happens later,
+in whatever code walks the loaded structure.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from kvplan.core.errors import InputError
+
+MAX_FILE_BYTES = 8 * 2**20  # a spec, a config.json or a deployment file is a few KiB; 8 MiB is generous
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    def compose_node(self, parent, index):  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise InputError(f"YAML alias *{event.anchor} at line {event.start_mark.line + 1} is not allowed",
+                             hint="write the value out in full; aliases are refused to rule out alias bombs")
+        return super().compose_node(parent, index)
+
+
+def read_text(path: Path) -> str:
+    try:
+        if path.is_dir():
+            raise InputError("is a directory, expected a file", where=str(path))
+        size = path.stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise InputError(f"is {size} bytes; input files are limited to {MAX_FILE_BYTES}", where=str(path))
+        return path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise InputError("no such file", where=str(path), hint="check the path") from None
+    except PermissionError:
+        raise InputError("permission denied", where=str(path)) from None
+    except UnicodeDecodeError:
+        raise InputError("is not UTF-8 text", where=str(path)) from None
+    except IsADirectoryError:
+        raise InputError("is a directory, expected a file", where=str(path)) from None
+
+
+def _yaml_error(err: yaml.YAMLError) -> str:
+    mark = getattr(err, "problem_mark", None)
+    problem = getattr(err, "problem", None) or str(err).splitlines()[0]
+    if mark is not None:
+        return f"malformed YAML at line {mark.line + 1}, column {mark.column + 1}: {problem}"
+    return f"malformed YAML: {problem}"
+
+
+def load_yaml_documents(path: Path) -> list[Any]:
+    """Every document of a YAML file ('---' separated); an empty file is an error."""
+    text = read_text(path)
+    try:
+        docs = [d for d in yaml.load_all(text, Loader=_NoAliasLoader) if d is not None]
+    except InputError as err:
+        raise err.located(str(path)) from None
+    except RecursionError:
+        raise InputError("is nested too deeply to read", where=str(path)) from None
+    except yaml.YAMLError as err:
+        raise InputError(_yaml_error(err), where=str(path), hint="check indentation, brackets and quotes") from None
+    if not docs:
+        raise InputError("is empty", where=str(path), hint="expected a YAML mapping")
+    return docs
+
+
+def load_yaml(path: Path) -> Any:
+    docs = load_yaml_documents(path)
+    if len(docs) > 1:
+        raise InputError(f"holds {len(docs)} YAML documents, expected one", where=str(path))
+    return docs[0]
+
+
+def load_json(path: Path) -> Any:
+    """JSON as Hugging Face writes it, including the bare Infinity/NaN that real configs carry."""
+    text = read_text(path)
+    try:
+        return json.loads(text, parse_constant=lambda c: {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}[c])
+    except json.JSONDecodeError as err:
+        raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=str(path)) from None
+    except RecursionError:
+        raise InputError("is nested too deeply to read", where=str(path)) from None
+
+
+def dump_yaml(data: Any) -> str:
+    # default_flow_style=None writes a collection of scalars inline; a top-level mapping of scalars only
+    # (a dense model read from config.json: no aliases, no layout) would come out as one `{...}` line, so
+    # the top level is dumped key by key and stays in block style, one key per line, for people to edit
+    def dump(obj: Any, flow: bool | None = None) -> str:
+        return yaml.safe_dump(obj, sort_keys=False, default_flow_style=flow, width=100, allow_unicode=True)
+    if isinstance(data, dict) and data:
+        # a scalar value in block style (`name: x`); a list or mapping as before (`aliases: [a, b]`)
+        return "".join(dump({key: value}, None if isinstance(value, (dict, list)) else False)
+                       for key, value in data.items())
+    return dump(data)

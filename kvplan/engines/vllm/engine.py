@@ -1,0 +1,667 @@
+"""vLLM (v1 engine): what `vllm serve` will make of a model and its flags. Pure.
+
+Mirrors vLLM 0.33.0 by default and 0.19.0 with `version="0.19"` (the version of the 42 real logs in
+tests/data/vllm_logs); docs/engines/vllm.md gives every rule with the vLLM file and function it was read
+from, and section 9 there lists what differs between the two. In short:
+
+- per-layer page (one block of B tokens): B x KV heads per TP rank x (head_dim + v_head_dim) x dtype bytes
+  for full, sliding and chunked-local attention; B x (kv_lora_rank + qk_rope_head_dim) x dtype bytes for MLA
+  (not split by TP); the recurrent state for Mamba / linear attention, padded to the attention page in hybrids,
+  whose attention block grows until one page holds a state (0.19: model_executor/models/config.py
+  HybridAttentionMambaModelConfig, 16-token steps; 0.33: platforms/interface.py _align_hybrid_block_size,
+  64-token steps for Qwen3-Next / Qwen3.5 GDN layers under FlashInfer's GDN prefill with prefix caching);
+- layers are grouped (v1/core/kv_cache_utils.py get_kv_cache_groups): one group when every layer is alike;
+  otherwise one bucket per layer spec, a group size of the smallest bucket (the largest when it is < 1.5x the
+  smallest), buckets split into groups of that size and padded ("Add N padding layers");
+- one pool: num_gpu_blocks = available // (group size x page), the minimum over workers (PP stages);
+- a request of max_model_len M needs, per group, cdiv(M, B) blocks (full, MLA), cdiv(min(W - 1 +
+  tokens in flight, M), B) + 1 (sliding window W), cdiv(min(C + tokens in flight, M), B) (chunked-local
+  attention of chunk C, Llama 4), 1 (Mamba; with prefix caching, on by default for 0.33 hybrids, 2, and 3
+  for GDN layers that export prefill checkpoints);
+- logged: "GPU KV cache size: N tokens" (0.19: num_gpu_blocks // groups x B; 0.33: int(concurrency x M)),
+  "Maximum concurrency for M tokens per request: X.XXx" (num_gpu_blocks / blocks per request), or the
+  does-not-fit error with the estimated maximum model length (binary search; 0.33 keeps one block back).
+
+The budget (`available`) is modelled in budget.py unless --kv-cache-memory gives it.
+
+What the contract's fields mean here: `starts` says whether vLLM would start and serve one request of
+max_model_len (`seq`); `max_batch` is how many sequences of `seq` tokens the pool holds at once, the null
+block left out ((num_gpu_blocks - 1) // blocks per request), capped at max_num_seqs; `fits` = `starts` and
+`batch` <= `max_batch` (DESIGN.md: "whether the request shape fits"; the same as `starts` at --batch 1, the
+default); `max_seq` is the longest max_model_len at which vLLM starts and holds `batch` such sequences,
+capped at the model's context.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from kvplan.engines import plan
+from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
+from kvplan.core.dtypes import DType
+from kvplan.engines import EngineRequest
+from kvplan.engines.vllm import budget as budget_model
+from kvplan.engines import fixes as fix
+from kvplan.engines.vllm.budget import VllmBudget
+from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
+from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS
+from kvplan.core.units import MAX_TOKENS
+
+ENGINE_VERSION = "vLLM 0.33.0, v1 engine (0.19.0 rules with the version switch)"
+DEFAULT_VERSION = budget_model.DEFAULT_VERSION
+VERSIONS = budget_model.VERSIONS
+DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (both versions)
+
+# --kv-cache-dtype spellings vLLM takes (config/cache.py CacheDType) and what they store; '' = the model dtype.
+# fp8 means e4m3 on NVIDIA. fp8_inc / fp8_ds_mla and 0.33's packed formats are not modelled.
+KV_DTYPES = {"auto": "", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
+             "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16"}
+MAMBA = "mamba"
+# Architectures whose linear-attention layers are vLLM 0.33's QwenGatedDeltaNetAttention
+# (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py), the one Mamba layer that exports prefill
+# checkpoints; with FlashInfer's GDN prefill their offsets are multiples of 64 tokens
+# (v1/attention/backends/gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT).
+GDN_CHECKPOINT_ARCHITECTURES = frozenset({"Qwen3NextForCausalLM", "Qwen3_5ForCausalLM", "Qwen3_5MoeForCausalLM",
+                                          "Qwen3_5ForConditionalGeneration", "Qwen3_5MoeForConditionalGeneration",
+                                          "InternS2MobiusForConditionalGeneration"})
+GDN_CHECKPOINT_ALIGNMENT = 64
+# qwen_gdn_linear_attn.py _resolve_gdn_prefill_backend: FlashInfer's GDN prefill on Hopper (SM90) always, on
+# Blackwell (SM100/SM120) only with head_k_dim 128 and a CUDA runtime >= 13; Triton elsewhere (Ampere, Ada,
+# Turing, Volta; ROCm picks Triton or AITER FlyDSL, neither exports checkpoints). By the catalog's architecture.
+GDN_FLASHINFER_ARCHITECTURES = frozenset({"hopper"})
+GDN_TRITON_ARCHITECTURES = frozenset({"volta", "turing", "ampere", "ada", "cdna2", "cdna3"})
+
+
+@dataclass(frozen=True)
+class KvCacheGroup:
+    """One of vLLM's KV-cache groups (layers sharing a block table), sized for one GPU of stage 0."""
+
+    kind: str  # full | sliding | chunked | mla | mamba
+    window: int | None  # sliding window, or the chunk of chunked-local attention
+    layers: int  # real layers in this group (whole model)
+    padding_layers: int  # empty slots: group size - layers
+    block_size: int  # tokens per block for this group's layers
+    page_bytes: int  # one layer, one block, one GPU
+    blocks_per_request: int  # blocks one request of max_model_len takes in this group
+
+
+@dataclass(frozen=True)
+class VllmWorker:
+    """One GPU of each pipeline stage (the TP ranks of a stage are alike)."""
+
+    stage: int
+    layers: int
+    group_size: int  # layer slots per group on this worker
+    bytes_per_block: int
+    available_kv_bytes: int
+    num_blocks: int  # this worker's own count, before the minimum over workers
+    needed_kv_bytes: int  # for one request of max_model_len
+    fits: bool
+    estimated_max_model_len: int | None
+    budget: VllmBudget | None
+
+
+@dataclass(frozen=True)
+class VllmEstimate(EngineEstimate):
+    """kv_bytes: what vLLM reserves for `batch` requests of `seq`: whole blocks, padding slots, every GPU;
+    available_kv_bytes and bytes_per_block: of the worker that sizes the pool; budget_source "model" is
+    budget.py."""
+
+    vllm_version: str
+    block_size: int
+    max_num_batched_tokens: int
+    max_num_seqs: int
+    gpu_memory_utilization: str | None
+    kv_cache_groups: tuple[KvCacheGroup, ...]
+    padding_layers: int
+    padding_warnings: tuple[str, ...]
+    group_size: int
+    bytes_per_block: int | None
+    blocks_per_request: int
+    num_gpu_blocks: int | None
+    kv_cache_tokens: int | None
+    max_concurrency: float | None  # num_gpu_blocks / blocks_per_request (vLLM prints it "%.2f")
+    requested_bytes: int | None
+    weights_per_gpu_bytes: int | None
+    activation_peak_bytes: int | None
+    non_torch_bytes: int | None
+    cuda_graph_bytes: int | None
+    cuda_graph_subtracted: bool | None
+    workers: tuple[VllmWorker, ...]
+    log_lines: tuple[str, ...]  # what vLLM would log about the cache
+
+
+# --------------------------------------------------------------------------------------------- layers
+
+@dataclass(frozen=True)
+class _Spec:
+    """A layer's KV-cache spec as vLLM builds it (v1/kv_cache_interface.py), for one TP rank."""
+
+    kind: str
+    window: int | None
+    block_size: int
+    page: int  # bytes of one block in this layer
+    held: int = 1  # Mamba: state blocks a request holds (1; 2 + checkpoint blocks with prefix caching, 0.33)
+
+    @property
+    def family(self) -> str:
+        # MLAAttentionSpec subclasses FullAttentionSpec: the two may share a UniformTypeKVCacheSpecs group
+        return FULL if self.kind == MLA else self.kind
+
+    def blocks(self, max_model_len: int, in_flight: int) -> int:
+        """max_memory_usage_bytes / page: blocks one request of max_model_len takes in this layer."""
+        if self.kind == SLIDING:
+            return cdiv(min(self.window - 1 + in_flight, max_model_len), self.block_size) + 1
+        if self.kind == CHUNKED:
+            # ChunkedLocalAttentionSpec: the current chunk plus the tokens in flight, no extra block (a chunk
+            # starts where the previous one ended, so the blocks before it are freed whole)
+            return cdiv(min(self.window + in_flight, max_model_len), self.block_size)
+        if self.kind == MAMBA:
+            return self.held  # MambaSpec.max_memory_usage_bytes / page
+        return cdiv(max_model_len, self.block_size)
+
+
+@dataclass(frozen=True)
+class _Layout:
+    block_size: int
+    specs: dict[int, _Spec]  # layer index -> spec (layers without a cache are absent)
+    groups: list[tuple[_Spec, list[int]]]  # global groups: spec and layer indices
+    uniform_type: bool  # one group holding per-layer pages of one kind (UniformTypeKVCacheSpecs)
+    padding_warnings: list[str]
+    padding_layers: int
+    notes: list[str]
+
+
+def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -> tuple[int, dict[int, _Spec], list[str]]:
+    spec, tp = req.spec, req.tp
+    notes: list[str] = []
+    attn = [(i, layer) for i, layer in enumerate(spec.layer_specs) if layer.kind in HEADED_KINDS or layer.kind == MLA]
+    state = [(i, layer) for i, layer in enumerate(spec.layer_specs) if layer.kind == STATE]
+    for i, layer in attn:
+        if layer.kind in HEADED_KINDS:
+            kv_heads_per_rank(layer.kv_heads, tp)  # vLLM's divisibility rule, raises InputError
+    mamba_page = max((layer_state_bytes(layer, tp) for _, layer in state), default=0)
+    held, checkpoint = 1, None
+    if state:
+        held, checkpoint, mode_notes = _mamba_cache_mode(req, version, hybrid=bool(attn))
+        notes += mode_notes
+    if state and attn:
+        # HybridAttentionMambaModelConfig (0.19) / Platform._align_hybrid_block_size (0.33): the attention
+        # block grows to a multiple of the kernel alignment until one attention page holds a Mamba state.
+        first = attn[0][1]
+        per_token = layer_token_bytes(first, kv, tp)
+        align = (64 if version == "0.19" else 128) if first.kind == MLA else 16
+        if version != "0.19":
+            align = max(align, block_size)
+            if checkpoint:  # mamba_cache_mode "align": blocks also land on the prefill checkpoints
+                align = math.lcm(align, checkpoint)
+        needed = align * cdiv(mamba_page, align * per_token)
+        if block_size < needed:
+            notes.append(f"vLLM raises the attention block size from {block_size} to {needed} tokens so that one "
+                         f"attention page ({needed} x {per_token:,} B) holds a Mamba state ({mamba_page:,} B)"
+                         + (f"; {needed} is a multiple of {align} because the GDN prefill checkpoints land on "
+                            f"{checkpoint}-token boundaries" if checkpoint else ""))
+            block_size = needed
+        mamba_page = block_size * per_token  # "Padding mamba page size by X%"
+    specs: dict[int, _Spec] = {}
+    for i, layer in attn:
+        window = layer.window if layer.kind in WINDOWED_KINDS else None
+        specs[i] = _Spec(layer.kind, window, block_size, block_size * layer_token_bytes(layer, kv, tp))
+    if state:
+        if any(layer_state_bytes(layer, tp) != layer_state_bytes(state[0][1], tp) for _, layer in state) and attn:
+            raise UnsupportedError("Mamba layers with different state sizes in one hybrid model are not modelled",
+                                   where=f"{spec.source or spec.name}: state")
+        # pure Mamba: block_size = mamba_block_size = max_model_len when prefix caching is off
+        mamba_block = block_size if attn else req.seq
+        for i, layer in state:
+            specs[i] = _Spec(MAMBA, None, mamba_block, mamba_page if attn else layer_state_bytes(layer, tp), held)
+    return block_size, specs, notes
+
+
+def _mamba_cache_mode(req: EngineRequest, version: str, *, hybrid: bool) -> tuple[int, int | None, list[str]]:
+    """(state blocks a request holds, prefill-checkpoint alignment or None, notes) for the Mamba layers.
+
+    Prefix caching decides vLLM's mamba_cache_mode (model_executor/models/config.py MambaModelConfig): off, mode
+    "none", one state block a request; on, mode "align", 2 + num_prefill_checkpoint_blocks
+    (v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes). By default it is on for hybrid models in 0.33
+    and off in 0.19 (config/model.py ModelConfig.is_prefix_caching_supported: "hybrid"), off for pure Mamba in
+    both ("attention_free")."""
+    default = hybrid and version != "0.19"
+    on = default if req.prefix_caching is None else req.prefix_caching
+    if not on:
+        return 1, None, []
+    if not hybrid or version == "0.19":
+        raise UnsupportedError(f"Mamba prefix caching (mamba_cache_mode align) on {'vLLM 0.19' if hybrid else 'a pure Mamba model'}"
+                               " is not modelled", where="--enable-prefix-caching",
+                               hint="judge it without prefix caching")
+    notes = []
+    checkpoint = None
+    if req.spec.architecture in GDN_CHECKPOINT_ARCHITECTURES:
+        from kvplan.model.catalog import find_gpu
+
+        name = req.hardware.name if req.hardware is not None else None
+        arch = find_gpu(name).architecture if name else None
+        if arch not in GDN_TRITON_ARCHITECTURES:
+            # QwenGatedDeltaNetAttention exports prefill checkpoints with FlashInfer's GDN prefill: one more
+            # state block a request (num_prefill_checkpoint_blocks = 1) and 64-token block alignment
+            checkpoint = GDN_CHECKPOINT_ALIGNMENT
+            if arch not in GDN_FLASHINFER_ARCHITECTURES:
+                notes.append(f"assumed FlashInfer's GDN prefill (Hopper; Blackwell with CUDA >= 13) for "
+                             f"{name or 'this GPU'}: with Triton's (Ampere, Ada, ROCm) vLLM aligns the block to 16 "
+                             "tokens, not 64, and holds 2 state blocks a request, not 3")
+    held = 2 + (1 if checkpoint else 0)
+    notes.append(f"prefix caching is on{' (vLLM ' + version + ' default for hybrid models)' if req.prefix_caching is None else ''}:"
+                 f" mamba_cache_mode align keeps {held} Mamba state blocks a request, not 1")
+    return held, checkpoint, notes
+
+
+def _layout(req: EngineRequest, kv: DType, version: str) -> _Layout:
+    block_size = req.block_size or DEFAULT_BLOCK_SIZE
+    block_size, specs, notes = _layer_specs(req, kv, block_size, version)
+    if not specs:
+        raise UnsupportedError("the model has no layer with a KV cache or state; vLLM treats it as attention-free",
+                               where=req.spec.source or req.spec.name)
+    order = sorted(specs)
+    distinct = {specs[i] for i in order}
+    if len(distinct) == 1:
+        return _Layout(block_size, specs, [(specs[order[0]], order)], False, [], 0, notes)
+    families = {(s.family, s.window) for s in distinct}
+    if len(families) == 1 and len({s.block_size for s in distinct}) == 1:
+        # UniformTypeKVCacheSpecs: one group; a block holds every layer's own page
+        return _Layout(block_size, specs, [(specs[order[0]], order)], True, [], 0, notes)
+    # hybrid: unify page sizes (kv_cache_utils.py unify_kv_cache_spec_page_size)
+    top = max(s.page for s in distinct)
+    unified: dict[_Spec, _Spec] = {}
+    for s in distinct:
+        if s.page == top:
+            unified[s] = s
+        elif top % s.page == 0 and s.kind != MAMBA:
+            unified[s] = dataclasses.replace(s, block_size=s.block_size * (top // s.page), page=top)
+        elif version != "0.19" and s.kind != MLA:
+            unified[s] = dataclasses.replace(s, page=top)  # 0.33 pads the page instead
+        else:
+            raise UnsupportedError(f"vLLM {version} cannot unify KV pages of {s.page:,} and {top:,} bytes in one model "
+                                   "(NotImplementedError in unify_kv_cache_spec_page_size)",
+                                   where=req.spec.source or req.spec.name)
+    specs = {i: unified[specs[i]] for i in order}
+    buckets: dict[_Spec, list[int]] = {}
+    for i in order:
+        buckets.setdefault(specs[i], []).append(i)
+    sizes = [len(v) for v in buckets.values()]
+    group_size = min(sizes)
+    if max(sizes) < 1.5 * min(sizes):
+        group_size = max(sizes)
+    groups, warnings, padding = [], [], 0
+    for s, layers in buckets.items():
+        pad = group_size - len(layers) % group_size
+        if pad != group_size:
+            warnings.append(f"Add {pad} padding layers, may waste at most {pad / len(layers) * 100:.2f}% KV cache memory")
+            padding += pad
+        k = cdiv(len(layers), group_size)
+        for j in range(k):
+            groups.append((s, layers[j::k]))
+    return _Layout(block_size, specs, groups, False, warnings, padding, notes)
+
+
+# --------------------------------------------------------------------------------------------- workers
+
+@dataclass(frozen=True)
+class _WorkerShape:
+    stage: int
+    layers: int
+    group_size: int
+    bytes_per_block: int
+
+
+def _worker_shapes(layout: _Layout, counts: list[int]) -> list[_WorkerShape]:
+    out, start = [], 0
+    for stage, n in enumerate(counts):
+        on = range(start, start + n)
+        if layout.uniform_type:
+            layer_ids = [i for i in layout.groups[0][1] if i in on]
+            bpb = sum(layout.specs[i].page for i in layer_ids)
+            size = len(layer_ids)
+        else:
+            size = max(sum(1 for i in layers if i in on) for _, layers in layout.groups)
+            bpb = size * layout.groups[0][0].page
+        out.append(_WorkerShape(stage, n, size, bpb))
+        start += n
+    return out
+
+
+def _blocks_per_request(layout: _Layout, max_model_len: int, in_flight: int) -> int:
+    if layout.uniform_type:
+        return max(layout.specs[i].blocks(max_model_len, in_flight) for i in layout.groups[0][1])
+    return sum(s.blocks(max_model_len, in_flight) for s, _ in layout.groups)
+
+
+def _in_flight(version: str, mnbt: int, pp: int) -> int:
+    """Tokens scheduled but not settled, which sliding layers keep beyond the window: max_num_batched_tokens
+    in 0.19; max_concurrent_batches x max_num_batched_tokens in 0.33 (config/vllm.py max_in_flight_tokens:
+    async scheduling on the V2 model runner, both defaults, runs pp + 1 batches at once)."""
+    return mnbt if version == "0.19" else (pp + 1) * mnbt
+
+
+# --------------------------------------------------------------------------------------------- estimate
+
+def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True,
+             search_max_seq: bool = True) -> VllmEstimate:
+    """What vLLM `version` (default DEFAULT_VERSION) does with this deployment (max_seq left None when
+    search_max_seq is False: _longest_seq re-runs the estimate that way)."""
+    version = budget_model.check_version(version)
+    spec = req.spec
+    if req.batch < 1:
+        raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
+    kv = kv_dtype(req, KV_DTYPES, engine="vLLM", flag="--kv-cache-dtype")
+    act = model_dtype(req)
+    layout = _layout(req, kv, version)
+    counts = pp_layer_counts(spec.layers, req.pp)
+    shapes = _worker_shapes(layout, counts)
+    empty = next((s for s in shapes if s.bytes_per_block == 0), None)
+    if empty is not None:
+        # its worker has no KV-cache layer, so no block size to divide its memory by (vLLM's per-worker sizing,
+        # v1/core/kv_cache_utils.py get_kv_cache_configs, and the minimum over workers are not modelled for it)
+        first = sum(counts[:empty.stage])
+        raise UnsupportedError(f"pipeline stage {empty.stage} (layers {first}-{first + empty.layers - 1}) holds no layer "
+                               "with a KV cache; how vLLM sizes that worker's pool is not modelled",
+                               where="--pp", hint="choose a pipeline size whose every stage holds an attention layer")
+    hw = req.hardware
+    mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
+                                                        hw.capacity_bytes if hw else None, hw.name if hw else None,
+                                                        version)
+    in_flight = _in_flight(version, mnbt, req.pp)
+    blocks_req = _blocks_per_request(layout, req.seq, in_flight)
+    notes = list(layout.notes)
+    if hw is not None and hw.reserve_bytes is not None:
+        notes.append("--reserve applies to the static engine; vLLM's budget is its own (gpu_memory_utilization)")
+    util = req.gpu_util if req.gpu_util is not None else budget_model.DEFAULT_GPU_UTIL[version]
+
+    budgets: tuple[VllmBudget, ...] | None = None
+    if req.kv_cache_memory is not None:
+        available = [req.kv_cache_memory] * req.pp
+        source = "--kv-cache-memory"
+    elif hw is not None:
+        budgets = budget_model.vllm_budgets(spec, weight_fmt=req.weight_fmt, model_dtype=act, tp=req.tp, pp=req.pp,
+                                            total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
+                                            max_num_seqs=max_seqs, version=version)
+        available = [b.available_bytes for b in budgets]
+        source = "model"
+    else:
+        available = None
+        source = "none"
+
+    reserve_null = version != "0.19"  # 0.33 keeps one block back for the null block before the fit check
+    workers: list[VllmWorker] = []
+    if available is not None:
+        for shape, avail in zip(shapes, available):
+            need = shape.bytes_per_block * blocks_req
+            room = avail - (shape.bytes_per_block if reserve_null else 0)
+            ok = avail > 0 and need <= room
+            est_len = None
+            if avail > 0 and not ok:
+                est_len = longest(lambda m: shape.bytes_per_block * _blocks_per_request(layout, m, in_flight) <= room,
+                                  1, req.seq)
+            workers.append(VllmWorker(stage=shape.stage, layers=shape.layers, group_size=shape.group_size,
+                                      bytes_per_block=shape.bytes_per_block, available_kv_bytes=avail,
+                                      num_blocks=max(avail // shape.bytes_per_block, 0), needed_kv_bytes=need, fits=ok,
+                                      estimated_max_model_len=est_len,
+                                      budget=budgets[shape.stage] if budgets else None))
+
+    groups = _public_groups(layout, req.seq, in_flight)
+    common = request_terms(req, kv, engine="vllm", engine_version=ENGINE_VERSION)
+    weights_total, _ = plan.model_weights(spec, req.weight_fmt)
+    if budgets is not None:
+        weights_total = sum(b.weights_bytes for b in budgets) * req.tp
+    per_request = sum(w.bytes_per_block for w in shapes) * blocks_req * req.tp
+    state_per_request = _state_bytes_per_request(layout, shapes, req.tp)
+    kv_per_request = per_request - state_per_request
+
+    num_blocks = tokens = concurrency = est_len = None
+    fits = max_batch = max_seq = serves = None
+    binding = None
+    log_lines: list[str] = list(f"WARNING {w}" for w in layout.padding_warnings)
+    if workers:
+        binding = min(workers, key=lambda w: (w.num_blocks, w.stage))
+        starts = budgets is None or all(b.starts for b in budgets)
+        if budgets is not None and not starts:
+            b = budgets[0]
+            notes.append(f"vLLM refuses to start: {budget_model._fraction_text(util)} x {b.total_bytes:,} B requested is "
+                         f"more than the {b.total_bytes - b.context_bytes:,} B free after the CUDA context"
+                         + (" and NCCL" if req.tp * req.pp > 1 else "") + " (\"Free memory on device ... is less than "
+                         "desired GPU memory utilization\")")
+        failing = next((w for w in workers if not w.fits), None)
+        if any(w.available_kv_bytes <= 0 for w in workers):
+            notes.append("no memory is left for the KV cache (\"No available memory for the cache blocks\"): the weights "
+                         "and activations take the whole budget")
+            log_lines.append("ERROR ValueError: No available memory for the cache blocks. Try increasing "
+                             "`gpu_memory_utilization` when initializing the engine.")
+        elif failing is not None:
+            est_len = failing.estimated_max_model_len
+            log_lines.append(_not_fit_line(version, req.seq, failing.needed_kv_bytes, failing.available_kv_bytes, est_len))
+        too_long = spec.max_context is not None and req.seq > spec.max_context
+        if too_long:
+            notes.append(f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
+                         "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+        fits = starts and failing is None and not too_long
+        num_blocks = binding.num_blocks
+        concurrency = num_blocks / blocks_req
+        if version == "0.19":
+            tokens = num_blocks // len(layout.groups) * min(s.block_size for s, _ in layout.groups)
+        else:
+            tokens = int(concurrency * req.seq)
+        if failing is None and all(w.available_kv_bytes > 0 for w in workers):
+            log_lines.append(f"INFO Available KV cache memory: {_gib(binding.available_kv_bytes)} GiB")
+            if version == "0.19":
+                log_lines.append(f"INFO GPU KV cache size: {tokens:,} tokens")
+                log_lines.append(f"INFO Maximum concurrency for {req.seq:,} tokens per request: {concurrency:.2f}x")
+            else:
+                log_lines.append(f"INFO GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {req.seq:,} "
+                                 f"tokens per request: {concurrency:.2f}x")
+        usable_blocks = max(num_blocks - 1, 0)  # block 0 is the null block (v1/core/block_pool.py)
+        max_batch = min(usable_blocks // blocks_req, max_seqs) if fits else 0
+        serves = fits and req.batch <= max_batch
+        if fits and req.batch > max_batch:
+            notes.append(f"vLLM starts, but its pool holds {max_batch} sequences of {req.seq:,} tokens at once"
+                         + (f" (max_num_seqs {max_seqs})" if max_batch == max_seqs else "")
+                         + f"; the other {req.batch - max_batch} wait")
+        if not starts:
+            max_seq = 0
+        elif search_max_seq:
+            max_seq = _longest_seq(req, layout, workers, in_flight, reserve_null, (mnbt, max_seqs), version)
+    if source == "none":
+        notes.append("no GPU given: blocks, tokens and concurrency need --gpu/--gpu-mem or --kv-cache-memory")
+
+    per_gpu = None
+    if hw is not None and binding is not None:
+        b = binding.budget
+        pool = binding.num_blocks * binding.bytes_per_block
+        if b is not None:
+            non_kv = b.non_kv_bytes + (b.cuda_graph_bytes if b.cuda_graph_subtracted else 0)
+            per_gpu = plan.PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=b.requested_bytes,
+                                  weights_bytes=b.weights_bytes, cache_bytes=pool,
+                                  reserved_bytes=hw.capacity_bytes - b.requested_bytes,
+                                  free_bytes=b.requested_bytes - non_kv - pool)
+        else:
+            weights_gpu = cdiv(weights_total, req.tp * req.pp)
+            per_gpu = plan.PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=weights_gpu + binding.available_kv_bytes,
+                                  weights_bytes=weights_gpu, cache_bytes=pool,
+                                  reserved_bytes=max(hw.capacity_bytes - weights_gpu - binding.available_kv_bytes, 0),
+                                  free_bytes=binding.available_kv_bytes - pool)
+    b0 = binding.budget if binding is not None else None
+    sliding = [s for s in layout.specs.values() if s.kind == SLIDING]
+    if sliding and min(s.window - 1 + in_flight for s in sliding) >= req.seq:
+        notes.append(f"sliding-window layers are charged the whole max_model_len: window - 1 + {in_flight:,} tokens in "
+                     "flight (max_num_batched_tokens) reach past it")
+    chunked = [s for s in layout.specs.values() if s.kind == CHUNKED]
+    if chunked:
+        c = min(s.window for s in chunked)
+        if c + in_flight >= req.seq:
+            notes.append(f"chunked-local layers are charged the whole max_model_len: the chunk ({c:,}) + {in_flight:,} "
+                         "tokens in flight reach past it")
+        else:
+            notes.append(f"chunked-local layers hold the current chunk plus the tokens in flight ({c:,} + {in_flight:,} "
+                         "tokens a request), not the whole max_model_len; with EAGLE or VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_"
+                         "HYBRID_KV_CACHE=0 vLLM turns its hybrid KV cache manager off and charges them the whole length")
+    if any(s.kind == MLA for s in layout.specs.values()):
+        notes.append("MLA with FlashMLA (block size 64) or CUTLASS MLA (128) changes the block size; pass --block-size "
+                     "if your backend is one of them")
+    if budgets is not None:
+        notes.append("budget terms are modelled (vLLM measures them at start-up); constants calibrated on vLLM 0.19.0 "
+                     "logs from H100 80GB (docs/engines/calibration.md)")
+
+    result = VllmEstimate(
+        **common, kv_bytes=kv_per_request * req.batch, state_bytes=state_per_request * req.batch,
+        cache_bytes=per_request * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
+        max_seq=max_seq, notes=tuple(notes), **verdict_terms(fits, serves), vllm_version=version,
+        block_size=layout.block_size, max_num_batched_tokens=mnbt, max_num_seqs=max_seqs,
+        gpu_memory_utilization=budget_model._fraction_text(util) if source == "model" else None,
+        kv_cache_groups=groups, padding_layers=layout.padding_layers, padding_warnings=tuple(layout.padding_warnings),
+        group_size=binding.group_size if binding else shapes[0].group_size,
+        bytes_per_block=binding.bytes_per_block if binding else None, blocks_per_request=blocks_req,
+        available_kv_bytes=binding.available_kv_bytes if binding else None, num_gpu_blocks=num_blocks,
+        kv_cache_tokens=tokens, max_concurrency=concurrency, estimated_max_model_len=est_len, budget_source=source,
+        requested_bytes=b0.requested_bytes if b0 else None, weights_per_gpu_bytes=b0.weights_bytes if b0 else None,
+        activation_peak_bytes=b0.activation_peak_bytes if b0 else None,
+        non_torch_bytes=b0.non_torch_bytes if b0 else None, cuda_graph_bytes=b0.cuda_graph_bytes if b0 else None,
+        cuda_graph_subtracted=b0.cuda_graph_subtracted if b0 else None, workers=tuple(workers),
+        log_lines=tuple(log_lines), suggestions=(),
+    )
+    return with_fix(result, suggest, lambda r: fix.suggest_vllm(req, r, version))
+
+
+def _state_bytes_per_request(layout: _Layout, shapes: list[_WorkerShape], tp: int) -> int:
+    """Mamba state one request holds, whole model (every stage and rank), padded page included."""
+    if layout.uniform_type:
+        return tp * sum(layout.specs[i].page * layout.specs[i].held for i in layout.groups[0][1]
+                        if layout.specs[i].kind == MAMBA)
+    mamba_blocks = sum(s.held for s, _ in layout.groups if s.kind == MAMBA)
+    return tp * sum(w.bytes_per_block for w in shapes) * mamba_blocks
+
+
+def _public_groups(layout: _Layout, seq: int, in_flight: int) -> tuple[KvCacheGroup, ...]:
+    size = len(layout.groups[0][1]) if layout.uniform_type else max(len(g) for _, g in layout.groups)
+    out = []
+    for s, layers in layout.groups:
+        out.append(KvCacheGroup(kind=s.kind, window=s.window, layers=len(layers),
+                                padding_layers=0 if layout.uniform_type else size - len(layers),
+                                block_size=s.block_size,
+                                page_bytes=(sum(layout.specs[i].page for i in layers) // len(layers)
+                                            if layout.uniform_type else s.page),
+                                blocks_per_request=_blocks_per_request(layout, seq, in_flight) if layout.uniform_type
+                                else s.blocks(seq, in_flight)))
+    return tuple(out)
+
+
+def _longest_seq(req: EngineRequest, layout: _Layout, workers: list[VllmWorker], in_flight: int, reserve_null: bool,
+                 limits: tuple[int, int], version: str) -> int:
+    """Longest max_model_len at which vLLM starts and its pool holds `batch` sequences of that length.
+
+    `limits` are the (max_num_batched_tokens, max_num_seqs) vLLM picked at req.seq. Its defaults depend on
+    max_model_len (capped at max_num_seqs x max_model_len, budget.resolve_batch_limits), and with them the
+    activation peak and the tokens in flight; at a length where they differ the whole estimate is re-run."""
+    max_seqs = limits[1]
+    if req.batch > max_seqs:
+        return 0
+    pool = min(w.num_blocks for w in workers)
+    hw = req.hardware
+
+    def ok(m: int) -> bool:
+        if budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, m,
+                                             hw.capacity_bytes if hw else None, hw.name if hw else None,
+                                             version) != limits:
+            return bool(estimate(dataclasses.replace(req, seq=m), version=version, suggest=False,
+                                 search_max_seq=False).fits)
+        r = _blocks_per_request(layout, m, in_flight)
+        for w in workers:
+            room = w.available_kv_bytes - (w.bytes_per_block if reserve_null else 0)
+            if w.available_kv_bytes <= 0 or w.bytes_per_block * r > room:
+                return False
+        return req.batch * r <= pool - 1
+
+    cap = req.spec.max_context or MAX_TOKENS
+    return max(longest(ok, 1, cap), 0)
+
+
+def _gib(n: int) -> str:
+    from kvplan.engines.vllm.log import vllm_format_gib
+
+    return vllm_format_gib(n)
+
+
+def _not_fit_line(version: str, seq: int, need: int, avail: int, est: int | None) -> str:
+    est_msg = f"Based on the available memory, the estimated maximum model length is {est}. " if est else ""
+    models = "models's" if version == "0.19" else "model's"
+    return (f"ERROR ValueError: To serve at least one request with the {models} max seq len ({seq}), ({_gib(need)} GiB KV "
+            f"cache is needed, which is larger than the available KV cache memory ({_gib(avail)} GiB). {est_msg}"
+            "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
+
+
+# --------------------------------------------------------------------------------------------- rendering
+
+def render_tables(result: VllmEstimate) -> list:
+    """The human view: layout, budget (every term), pool, verdict, the fix."""
+    from rich.text import Text
+
+    from kvplan.cli.render import size
+    from kvplan.core.units import format_tokens
+
+    r = result
+    out = view_start(r, f"{r.model} · vLLM {r.vllm_version} · max_model_len {format_tokens(r.seq)} · batch {r.batch} · "
+                        f"KV {r.kv_dtype} · block {r.block_size}")
+    t = out[1]
+    t.add_row(Text("KV cache layout (one GPU of the pool-sizing stage)", style="bold"), "")
+    for g in r.kv_cache_groups[:8]:
+        kind = f"{g.kind}" + (f" (window {g.window:,})" if g.window else "")
+        pad = f", {g.padding_layers} padding" if g.padding_layers else ""
+        t.add_row(f"  group: {g.layers} {kind} layers{pad}",
+                  f"page {size(g.page_bytes)}, {g.blocks_per_request:,} blocks/request")
+    if len(r.kv_cache_groups) > 8:
+        t.add_row(f"  … {len(r.kv_cache_groups) - 8} more groups", "")
+    for w in r.padding_warnings:
+        t.add_row(f"  vLLM warns: {w}", "")
+    t.add_row("  KV per token (whole model)", size(r.kv_bytes_per_token))
+    if r.bytes_per_block is not None:
+        t.add_row(f"  bytes per block ({r.group_size} layer slots)", size(r.bytes_per_block))
+    t.add_row(f"  blocks per request of {format_tokens(r.seq)}", f"{r.blocks_per_request:,}")
+    t.add_row("  max_num_batched_tokens / max_num_seqs", f"{r.max_num_batched_tokens:,} / {r.max_num_seqs:,}")
+    if r.budget_source == "model" and r.requested_bytes is not None:
+        t.add_section()
+        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; modelled, vLLM profiles it)", style="bold"), "")
+        t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
+        t.add_row(f"  requested = total × gpu_memory_utilization {r.gpu_memory_utilization}", size(r.requested_bytes))
+        t.add_row("  − weights", size(r.weights_per_gpu_bytes))
+        t.add_row("  − activation peak (profile run)", size(r.activation_peak_bytes))
+        t.add_row("  − non-torch memory" + (" (NCCL buffers)" if r.tp > 1 else ""), size(r.non_torch_bytes))
+        t.add_row("  − CUDA graphs" + ("" if r.cuda_graph_subtracted else " (0.19: logged, not subtracted)"),
+                  size(r.cuda_graph_bytes) if r.cuda_graph_subtracted else f"({size(r.cuda_graph_bytes)})")
+        t.add_row("  = available KV cache memory", size(r.available_kv_bytes))
+    elif r.budget_source == "--kv-cache-memory":
+        t.add_section()
+        t.add_row("available KV cache memory (--kv-cache-memory)", size(r.available_kv_bytes))
+    if r.num_gpu_blocks is not None:
+        t.add_section()
+        if r.available_kv_bytes is not None and r.available_kv_bytes > 0:
+            t.add_row(Text("what vLLM logs" if r.starts else "the pool (vLLM stops before building it)", style="bold"), "")
+            t.add_row("  num_gpu_blocks", f"{r.num_gpu_blocks:,}")
+            t.add_row("  GPU KV cache size", f"{r.kv_cache_tokens:,} tokens")
+            t.add_row(f"  maximum concurrency for {r.seq:,} tokens", f"{r.max_concurrency:.2f}x")
+        else:
+            t.add_row(Text("vLLM fails: no available memory for the cache blocks", style="bold red"), "")
+        t.add_section()
+        if r.fits:
+            verdict = f"fits: starts and holds {r.batch} sequence{'s' if r.batch > 1 else ''} of max_model_len"
+        elif r.starts:
+            verdict = f"does NOT fit: starts, but holds {r.max_batch} of the {r.batch} sequences at once"
+        else:
+            verdict = "does NOT start"
+        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
+        if r.estimated_max_model_len is not None:
+            t.add_row("  estimated maximum model length", format_tokens(r.estimated_max_model_len))
+        t.add_row(f"sequences of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")
+        t.add_row(f"longest max_model_len for {r.batch} sequence{'s' if r.batch > 1 else ''}",
+                  format_tokens(r.max_seq) if r.max_seq else "none")
+    return view_end(r, out)

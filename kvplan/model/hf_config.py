@@ -1,0 +1,425 @@
+"""Hugging Face config.json -> ModelSpec, following the conventions of REFERENCE.md §3.
+
+Each rule names the models it was seen in. What kvplan cannot interpret is refused with
+UnsupportedError (exit 3) naming the fields, never guessed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+from typing import Any, Mapping
+
+from kvplan.core.dtypes import dtype as lookup_dtype
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.model.params import count_params
+from kvplan.core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping
+
+# vLLM downcasts a float32 (or dtype-less) config to the platform's preferred 16-bit dtype: bf16 on every GPU
+# from Ampere on (vllm/config/model.py _resolve_auto_dtype: supported_dtypes[0]; CudaPlatform lists bf16
+# first where compute capability >= 8.0). kvplan does the same; on T4/V100 pass --kv-dtype fp16.
+# model types whose real configs the test suite reads (tests/data); others are read by the common conventions,
+# with a note saying so
+TESTED_MODEL_TYPES = frozenset({
+    "deepseek_v3", "falcon", "falcon_mamba", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "gpt_oss", "granite",
+    "jamba", "kimi_vl", "llama", "llama4", "llama4_text", "llava_next", "mistral", "mistral3", "mixtral", "nemotron-nas",
+    "nemotron_h", "phi", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+})
+# model types with no attention at all: a fixed recurrent state per sequence
+_PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
+# families kvplan does not model; refusing beats a wrong number
+_REFUSED_MODEL_TYPES = {"rwkv", "rwkv5", "rwkv6", "rwkv7", "retnet", "xlstm", "mllama", "whisper", "t5", "bart", "encoder-decoder"}
+# fields whose presence changes the cache in ways kvplan does not (yet) model
+_REFUSED_FIELDS = {
+    "cross_attention_layers": "cross-attention layers over image tokens (Llama 3.2 Vision)",
+    "kv_sharing_fraction": "KV sharing across layers",
+    "num_kv_shared_layers": "KV sharing across layers (Gemma 3n)",
+}
+
+
+def _first(cfg: Mapping, *keys: str, default: Any = None) -> Any:
+    for key in keys:
+        if cfg.get(key) is not None:
+            return cfg[key]
+    return default
+
+
+def text_config(cfg: Mapping) -> dict:
+    """Multimodal configs nest the language model under text_config (Gemma-3, Llama-3.2-Vision, Kimi-VL)."""
+    text = cfg.get("text_config") or cfg.get("language_config") or cfg.get("llm_config")
+    if isinstance(text, Mapping):
+        merged = {k: v for k, v in cfg.items() if k not in ("text_config", "language_config", "llm_config", "vision_config")}
+        merged.update(text)
+        return merged
+    return dict(cfg)
+
+
+def _serving_dtype(cfg: Mapping, model_type: str, where: str) -> tuple[str, str | None]:
+    raw = _first(cfg, "torch_dtype", "dtype")
+    if raw is None:
+        return "bf16", "config.json names no dtype; served in bf16 as vLLM does for a float32 default on Ampere or newer"
+    try:
+        name = lookup_dtype(str(raw), what="dtype").name
+    except InputError as err:
+        key = "torch_dtype" if cfg.get("torch_dtype") is not None else "dtype"
+        raise err.located(f"{where}: {key}") from None
+    if name == "fp32":
+        return "bf16", "config.json says float32; served in bf16 as vLLM does on Ampere or newer (--kv-dtype fp32 for the file's dtype)"
+    return name, None
+
+
+def _kv_heads(cfg: Mapping, heads: int) -> int:
+    if cfg.get("multi_query") and not cfg.get("new_decoder_architecture"):
+        return 1  # Falcon-7B style MQA: HF still fills num_kv_heads
+    return int(_first(cfg, "num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
+                      "num_attention_groups", default=heads))
+
+
+def _head_dim(cfg: Mapping, hidden: int, heads: int, where: str) -> int:
+    explicit = _first(cfg, "head_dim", "attention_head_dim")
+    if isinstance(explicit, int) and explicit > 0:
+        return explicit
+    if hidden % heads:
+        raise UnsupportedError(f"hidden_size {hidden} is not divisible by num_attention_heads {heads} and there is no head_dim",
+                               where=where)
+    return hidden // heads
+
+
+def _sliding_kinds(cfg: Mapping, model_type: str, layers: int) -> list[str] | None:
+    """Per-layer full/sliding kinds from the sliding-window conventions, or None when all are full."""
+    window = cfg.get("sliding_window")
+    if not window or cfg.get("use_sliding_window") is False:
+        return None  # Qwen2/2.5 carry sliding_window with use_sliding_window: false
+    max_pos = cfg.get("max_position_embeddings")
+    if isinstance(max_pos, int) and window >= max_pos:
+        return None  # a window as long as the context never slides (Phi-3.5: 262144 > 131072)
+    if model_type == "gemma2":
+        return [SLIDING if i % 2 == 0 else FULL for i in range(layers)]  # even layers slide (transformers Gemma2)
+    pattern = _first(cfg, "sliding_window_pattern", "_sliding_window_pattern")
+    if isinstance(pattern, int) and pattern > 1:
+        return [FULL if (i + 1) % pattern == 0 else SLIDING for i in range(layers)]  # Gemma-3: 5 local, 1 global
+    if cfg.get("use_sliding_window") and isinstance(cfg.get("max_window_layers"), int):
+        first = cfg["max_window_layers"]  # Qwen2 with sliding enabled: layers from max_window_layers on slide
+        return [SLIDING if i >= first else FULL for i in range(layers)]
+    return [SLIDING] * layers  # Mistral v0.1, Phi-3: every layer
+
+
+_LAYER_TYPE_KINDS = {
+    "full_attention": FULL, "attention": FULL, "global": FULL,
+    "sliding_attention": SLIDING, "local": SLIDING, "chunked_attention": CHUNKED,
+    "linear_attention": STATE, "mamba": STATE, "mamba2": STATE,
+}
+
+
+def _layer_types(values: list, where: str) -> list[str]:
+    kinds = []
+    for value in values:
+        kind = _LAYER_TYPE_KINDS.get(str(value).lower())
+        if kind is None:
+            raise UnsupportedError(f"layer type {value!r} is not modelled", where=where,
+                                   hint="kvplan knows " + ", ".join(k for k, v in _LAYER_TYPE_KINDS.items() if v))
+        kinds.append(kind)
+    return kinds
+
+
+def _mamba_state(cfg: Mapping, hidden: int, model_type: str) -> dict:
+    """Per-sequence state shapes as vLLM allocates them (MambaStateShapeCalculator): conv keeps d_conv - 1 columns."""
+    d_conv = int(_first(cfg, "mamba_d_conv", "conv_kernel", "d_conv", default=4))
+    d_state = int(_first(cfg, "mamba_d_state", "ssm_state_size", "state_size", "d_state", default=16))
+    n_heads = _first(cfg, "mamba_num_heads")
+    if n_heads is not None or model_type == "mamba2":  # Mamba2 (Nemotron-H): grouped B/C, per-head state
+        head_dim = int(_first(cfg, "mamba_head_dim", "head_dim", default=64))
+        n_heads = int(n_heads if n_heads is not None else _first(cfg, "num_heads"))
+        groups = int(_first(cfg, "n_groups", "mamba_n_groups", default=1))
+        inner = n_heads * head_dim
+        return {"conv_shape": [inner + 2 * groups * d_state, d_conv - 1], "recurrent_shape": [n_heads, head_dim, d_state]}
+    # Mamba1 (Jamba, Falcon-Mamba): one state row per inner channel
+    inner = int(_first(cfg, "mamba_expand", "expand", default=2)) * hidden
+    if model_type in _PURE_MAMBA and isinstance(cfg.get("intermediate_size"), int):
+        inner = cfg["intermediate_size"]  # Falcon-Mamba states intermediate_size outright
+    return {"conv_shape": [inner, d_conv - 1], "recurrent_shape": [inner, d_state]}
+
+
+def _linear_attention_state(cfg: Mapping) -> dict:
+    """Gated DeltaNet (Qwen3-Next): conv over q, k, v channels; one k x v matrix per value head."""
+    k_heads, k_dim = int(cfg["linear_num_key_heads"]), int(cfg["linear_key_head_dim"])
+    v_heads, v_dim = int(cfg["linear_num_value_heads"]), int(cfg["linear_value_head_dim"])
+    kernel = int(cfg.get("linear_conv_kernel_dim", 4))
+    return {"conv_shape": [2 * k_heads * k_dim + v_heads * v_dim, kernel - 1], "recurrent_shape": [v_heads, k_dim, v_dim]}
+
+
+def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
+    """A spec mapping (see spec.py) from a config.json's contents."""
+    if not isinstance(raw, Mapping):
+        raise InputError("config.json must hold a JSON object", where=where)
+    cfg = text_config(raw)
+    model_type = str(cfg.get("model_type") or raw.get("model_type") or "")
+    if model_type in _REFUSED_MODEL_TYPES:
+        raise UnsupportedError(f"model_type {model_type!r} is not modelled", where=f"{where}: model_type",
+                               hint="kvplan models decoder-only transformers, MLA, sliding windows and Mamba/linear-attention hybrids")
+    for key, what in _REFUSED_FIELDS.items():
+        if cfg.get(key):
+            hint = "kvplan refuses rather than guesses; describe the model in a spec YAML if you know its cache"
+            raise UnsupportedError(f"{what} is not modelled yet", where=f"{where}: {key}", hint=hint)
+
+    layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
+    hidden = _first(cfg, "hidden_size", "n_embd", "d_model")
+    if not isinstance(layers, int) or layers < 1:
+        raise UnsupportedError("cannot find the number of layers", where=f"{where}: num_hidden_layers",
+                               hint="looked for num_hidden_layers, n_layer, num_layers")
+    if not isinstance(hidden, int) or hidden < 1:
+        raise UnsupportedError("cannot find the hidden size", where=f"{where}: hidden_size", hint="looked for hidden_size, n_embd, d_model")
+    dtype, dtype_note = _serving_dtype(cfg, model_type, where)
+    notes = [n for n in [dtype_note] if n]
+    if model_type not in TESTED_MODEL_TYPES:
+        notes.append(f"model_type {model_type!r} is not one kvplan is tested on: read with the common config.json "
+                     "conventions (check the layout with `kvplan show`)")
+
+    spec: dict[str, Any] = {"name": name, "architecture": (raw.get("architectures") or [model_type])[0], "layers": layers,
+                            "hidden_size": hidden, "dtype": dtype}
+    if isinstance(cfg.get("vocab_size"), int):
+        spec["vocab_size"] = cfg["vocab_size"]
+    max_pos = _first(cfg, "max_position_embeddings", "n_positions", "max_sequence_length", "seq_length")
+    if isinstance(max_pos, int) and max_pos > 0:
+        spec["max_context"] = max_pos
+    elif model_type not in _PURE_MAMBA:
+        # vLLM assumes 2048 when no key gives the length (vllm/config/model.py _get_and_verify_max_len);
+        # Falcon-7B's file has none (FalconConfig's own default is 2048 too)
+        spec["max_context"] = 2048
+        notes.append("config.json gives no maximum length; 2048 assumed, as vLLM does")
+
+    if model_type in _PURE_MAMBA:
+        # no attention: nominal heads keep the spec well-formed; every layer is a state layer
+        spec.update(attention_heads=1, kv_heads=1, head_dim=1, layout={"default": STATE},
+                    state=_mamba_state(cfg, hidden, model_type))
+    else:
+        _attention_fields(cfg, model_type, layers, hidden, spec, where)
+
+    if spec.get("state"):
+        # vLLM's state dtypes (model_executor/layers/mamba/mamba_utils.py MambaStateDtypeCalculator): the conv state
+        # in the model dtype, the recurrent (SSM) state in mamba_ssm_cache_dtype, which `auto` makes the model
+        # dtype too -- except Nemotron-H, whose config hook (model_executor/models/config.py
+        # NemotronHForCausalLMConfig) takes config.json's mamba_ssm_cache_dtype, float32 when absent
+        recurrent, why = dtype, "the model dtype (vLLM mamba_ssm_cache_dtype=auto)"
+        if model_type == "nemotron_h":
+            recurrent = str(cfg.get("mamba_ssm_cache_dtype") or "float32")
+            why = (f"{recurrent}, config.json's mamba_ssm_cache_dtype" if cfg.get("mamba_ssm_cache_dtype")
+                   else "float32, vLLM's Nemotron-H default")
+        spec["state"].setdefault("conv_dtype", dtype)
+        spec["state"].setdefault("recurrent_dtype", recurrent)
+        notes.append(f"state as vLLM keeps it: conv state of d_conv - 1 columns in {dtype}, recurrent state in {why}")
+
+    try:
+        counted = count_params(raw, cfg, spec)
+    except KvplanError as err:
+        raise err.located(where) from None
+    spec["params"] = counted.total
+    if counted.tied is not None:
+        spec["tie_word_embeddings"] = counted.tied
+    if counted.active != counted.total:
+        spec["active_params"] = counted.active
+    if counted.vision:
+        spec["vision_params"] = counted.vision
+    notes.extend(counted.notes)
+    mtp = int(cfg.get("num_nextn_predict_layers") or 0)
+    if mtp:
+        notes.append(f"the checkpoint also holds {mtp} multi-token-prediction layer(s) (num_nextn_predict_layers), "
+                     "loaded only for speculative decoding and not counted")
+    quant = raw.get("quantization_config") or cfg.get("quantization_config")
+    if isinstance(quant, Mapping):
+        from kvplan.model.weights import NotModelled, quantized_weight_bytes
+
+        try:
+            counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits)
+        except NotModelled as err:
+            notes.append(f"{err}; weight bytes are params x {dtype}, more than the quantized checkpoint holds (try --dtype)")
+        else:
+            spec["weights_bytes"] = counted_bytes.bytes
+            spec["weights_source"] = counted_bytes.source
+            fmt = _QUANT_WEIGHT_DTYPE.get(str(quant.get("quant_method") or "").lower())
+            if fmt:
+                spec["weight_dtype"] = fmt
+    if notes:
+        spec["notes"] = "; ".join(notes)
+    return spec
+
+
+# the weight dtype a quantized checkpoint's linear layers are stored in, where kvplan has a name for it
+_QUANT_WEIGHT_DTYPE = {"fp8": "fp8_e4m3", "awq": "int4", "gptq": "int4"}
+
+
+def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, spec: dict, where: str) -> None:
+    heads = _first(cfg, "num_attention_heads", "n_head", "num_heads")
+    if not isinstance(heads, int) or heads < 1:
+        raise UnsupportedError("cannot find the number of attention heads", where=f"{where}: num_attention_heads",
+                               hint="looked for num_attention_heads, n_head, num_heads")
+    head_dim = _head_dim(cfg, hidden, heads, where)
+    spec.update(attention_heads=heads, head_dim=head_dim)
+    kinds: list[str] | None = None
+    layout: dict[str, Any] = {}
+
+    if isinstance(cfg.get("block_configs"), list):  # Nemotron-Super (DeciLM): per-layer attention
+        kinds, kv_list = [], []
+        for i, block in enumerate(cfg["block_configs"]):
+            attn = (block or {}).get("attention") or {}
+            if attn.get("no_op") or attn.get("replace_with_linear"):
+                kinds.append(NONE)
+                kv_list.append(0)
+                continue
+            if attn.get("window_length") or attn.get("num_sink_tokens") or attn.get("sparsify"):
+                raise UnsupportedError("windowed/sink/sparse attention in block_configs is not modelled",
+                                       where=f"{where}: block_configs[{i}].attention")
+            group = attn.get("n_heads_in_group")
+            if not isinstance(group, int) or group < 1 or heads % group:
+                raise InputError(f"n_heads_in_group {group!r} does not divide {heads} heads",
+                                 where=f"{where}: block_configs[{i}].attention.n_heads_in_group")
+            kinds.append(FULL)
+            kv_list.append(heads // group)
+        if len(kinds) != layers:
+            raise InputError(f"{len(kinds)} block_configs for {layers} layers", where=f"{where}: block_configs")
+        attention_kv = [k for k in kv_list if k]
+        spec["kv_heads"] = max(set(attention_kv), key=attention_kv.count) if attention_kv else heads
+        layout["kv_heads"] = kv_list
+    else:
+        spec["kv_heads"] = _kv_heads(cfg, heads)
+        if spec["kv_heads"] < 1 or heads % spec["kv_heads"]:
+            key = next((k for k in ("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num",
+                                    "num_attention_groups") if cfg.get(k) is not None), "num_key_value_heads")
+            raise InputError(f"{heads} attention heads are not a multiple of {spec['kv_heads']} KV heads",
+                             where=f"{where}: {key}", hint="each KV head serves a whole group of query heads; the file is inconsistent")
+
+    if isinstance(cfg.get("hybrid_override_pattern"), str):  # Nemotron-H: M = Mamba2, * = attention, -/E = MLP/MoE
+        pattern = cfg["hybrid_override_pattern"]
+        table = {"M": STATE, "*": FULL, "-": NONE, "E": NONE}
+        if len(pattern) != layers:
+            raise InputError(f"hybrid_override_pattern has {len(pattern)} entries for {layers} layers",
+                             where=f"{where}: hybrid_override_pattern", hint="one character per layer; check num_hidden_layers")
+        if set(pattern) - set(table):
+            raise UnsupportedError(f"hybrid_override_pattern uses {''.join(sorted(set(pattern) - set(table)))!r}, not modelled",
+                                   where=f"{where}: hybrid_override_pattern", hint="kvplan knows M (Mamba2), * (attention), - (MLP), E (MoE)")
+        kinds = [table[c] for c in pattern]
+        spec["state"] = _mamba_state(cfg, hidden, model_type)
+    elif isinstance(cfg.get("attn_layer_period"), int):  # Jamba: attention every period-th layer at offset
+        period, offset = cfg["attn_layer_period"], int(cfg.get("attn_layer_offset", 0))
+        if period < 1 or not 0 <= offset < period:
+            raise InputError(f"attn_layer_offset {offset} does not lie in attn_layer_period {period}",
+                             where=f"{where}: attn_layer_offset")
+        kinds = [FULL if i % period == offset else STATE for i in range(layers)]
+        spec["state"] = _mamba_state(cfg, hidden, model_type)
+    elif isinstance(cfg.get("layer_types"), list) or isinstance(cfg.get("layers_block_type"), list):
+        values = cfg.get("layer_types") or cfg.get("layers_block_type")
+        if len(values) != layers:
+            raise InputError(f"layer_types has {len(values)} entries for {layers} layers", where=f"{where}: layer_types")
+        kinds = _layer_types(values, f"{where}: layer_types")
+    elif isinstance(cfg.get("full_attention_interval"), int):  # Qwen3-Next: every interval-th layer is full
+        interval = cfg["full_attention_interval"]
+        if interval < 1:
+            raise InputError(f"must be at least 1, got {interval}", where=f"{where}: full_attention_interval")
+        kinds = [FULL if (i + 1) % interval == 0 else STATE for i in range(layers)]
+
+    if kinds is not None and STATE in kinds and "state" not in spec:
+        if "linear_num_value_heads" in cfg:
+            spec["state"] = _linear_attention_state(cfg)
+        elif _first(cfg, "mamba_d_state", "ssm_state_size", "mamba_num_heads") is not None:
+            spec["state"] = _mamba_state(cfg, hidden, model_type)
+        else:
+            raise UnsupportedError("linear-attention/SSM layers without state sizes kvplan can read", where=f"{where}: layer_types",
+                                   hint="expected linear_num_value_heads/... or mamba_d_state/...")
+
+    if kinds is None and cfg.get("attention_chunk_size"):
+        kinds = _chunked_kinds(cfg, model_type, layers, where)
+    sliding = _sliding_kinds(cfg, model_type, layers)
+    if kinds is None:
+        kinds = sliding
+    elif sliding is not None and SLIDING not in kinds:
+        pass  # an explicit pattern wins; a stray sliding_window beside it is ignored (Nemotron-H sets null anyway)
+    if kinds is not None and SLIDING in kinds:
+        if not cfg.get("sliding_window"):
+            raise InputError("layers are sliding but sliding_window is not set", where=f"{where}: sliding_window")
+        spec["sliding_window"] = int(cfg["sliding_window"])
+    if kinds is not None and CHUNKED in kinds:
+        if not cfg.get("attention_chunk_size"):
+            raise InputError("layers are chunked but attention_chunk_size is not set", where=f"{where}: attention_chunk_size")
+        spec["attention_chunk_size"] = int(cfg["attention_chunk_size"])
+
+    if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi-K2): every attention layer keeps the latent
+        spec["mla"] = {"kv_lora_rank": int(cfg["kv_lora_rank"]), "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim") or 0)}
+        kinds = [MLA if k in (FULL, None) else k for k in (kinds or [FULL] * layers)]
+        spec["head_dim"] = int(cfg.get("qk_nope_head_dim", 0) or 0) + int(cfg.get("qk_rope_head_dim", 0) or 0) or head_dim
+        if cfg.get("v_head_dim"):
+            spec["v_head_dim"] = int(cfg["v_head_dim"])
+
+    if kinds is not None:
+        distinct = set(kinds)
+        if len(distinct) == 1:
+            layout["default"] = kinds[0]
+        else:
+            # a pattern only when it really repeats (at least twice); else the explicit per-layer list reads better
+            period = _smallest_period(kinds)
+            if 2 * period <= layers:
+                layout["pattern"] = kinds[:period]
+            else:
+                layout["per_layer"] = kinds
+    if layout:
+        spec["layout"] = layout
+
+
+def _chunked_kinds(cfg: Mapping, model_type: str, layers: int, where: str) -> list[str]:
+    """Llama 4's chunked local attention without an explicit layer_types: the layers that use RoPE attend within
+    chunks of attention_chunk_size tokens, the NoPE layers (every no_rope_layer_interval-th, 4 by default) see
+    everything. transformers Llama4TextConfig.__post_init__: no_rope_layers[i] = int((i + 1) % interval != 0)
+    unless the file lists them (an empty list counts as absent), and layer i is "chunked_attention" when
+    no_rope_layers[i] is 1; vLLM's Llama4Attention picks ChunkedLocalAttention by the same test
+    (model_executor/models/llama4.py: `use_chunked_local_attn = not self.nope and config.attention_chunk_size`)."""
+    if model_type not in ("llama4_text", "llama4"):
+        # transformers' generic fallback (cache_utils.get_layer_types_and_kwargs) would make every layer chunked, but
+        # whether a model's attention honours the field is its modelling code's business: refuse rather than guess
+        raise UnsupportedError(f"attention_chunk_size in a {model_type or 'model'!r} config without layer_types",
+                               where=f"{where}: attention_chunk_size",
+                               hint="kvplan reads Llama 4's rule; write a spec YAML with `chunked` layers if you know which")
+    rope = cfg.get("no_rope_layers")
+    if rope:
+        if not isinstance(rope, list) or len(rope) < layers or any(v not in (0, 1) for v in rope[:layers]):
+            raise InputError(f"must list 0 or 1 for each of the {layers} layers", where=f"{where}: no_rope_layers")
+        uses_rope = [bool(v) for v in rope[:layers]]
+    else:
+        interval = cfg.get("no_rope_layer_interval") or 4
+        if not isinstance(interval, int) or interval < 1:
+            raise InputError(f"must be a whole number of at least 1, got {interval!r}", where=f"{where}: no_rope_layer_interval")
+        uses_rope = [(i + 1) % interval != 0 for i in range(layers)]
+    return [CHUNKED if r else FULL for r in uses_rope]
+
+
+def _smallest_period(items: list) -> int:
+    """Length of the shortest prefix that, repeated, gives the whole list (len(items) if none)."""
+    n = len(items)
+    for p in range(1, n):
+        if all(items[i] == items[i % p] for i in range(n)):
+            return p
+    return n
+
+
+def find_config_json(path: Path) -> Path | None:
+    """A config.json path, or a folder holding one (a Hugging Face snapshot), or None."""
+    if path.is_dir():
+        candidate = path / "config.json"
+        return candidate if candidate.is_file() else None
+    if path.suffix == ".json":
+        return path
+    return None
+
+
+def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None) -> ModelSpec:
+    """The spec of a config.json; weight bytes from the checkpoint beside it when its metadata is there."""
+    from kvplan.model.weights import checkpoint_weight_bytes
+
+    default_name = name or (path.parent.name if path.name == "config.json" else path.stem)
+    mapping = spec_mapping_from_config(raw, name=default_name, where=str(path))
+    found = checkpoint_weight_bytes(path.parent)
+    if found is not None:
+        mapping["weights_bytes"] = found.bytes
+        mapping["weights_source"] = found.source
+        mtp = int(text_config(raw).get("num_nextn_predict_layers") or 0)
+        if mtp:  # the files hold the MTP layer(s) that plain serving does not load (DeepSeek-V3: 685B vs 671B)
+            mapping["weights_source"] += f"; includes the {mtp} multi-token-prediction layer(s) in the files"
+    return dataclasses.replace(spec_from_mapping(mapping, source=str(path)), source=str(path))

@@ -1,0 +1,317 @@
+"""Exact weight bytes of a checkpoint, from its metadata, without reading a single weight.
+
+In order of preference (hf_config.py asks in this order and records which one answered):
+1. `model.safetensors.index.json`: `metadata.total_size`, the bytes of every tensor of the checkpoint as the
+   saving library counted them (huggingface_hub `save_torch_state_dict`, transformers `save_pretrained`).
+2. the `*.safetensors` files themselves: each starts with an 8-byte little-endian header length and a JSON
+   header naming every tensor's dtype, shape and byte range (https://github.com/huggingface/safetensors,
+   "Format"); summing numel x dtype size over the headers gives the exact bytes. Only the header is read.
+3. `quantization_config` in config.json: the bytes each format stores per quantized matrix, on the parameter
+   inventory of params.py (linear and expert weights quantized, everything else in the model dtype):
+   - fp8 (DeepSeek-V3, Kimi-K2, Qwen3-FP8): 1 byte per weight; with `weight_block_size` [128, 128] one
+     float32 `weight_scale_inv` per block, else one float32 `weight_scale` per matrix; a static activation
+     scheme adds a float32 `input_scale` per matrix.
+   - mxfp4 (gpt-oss): the experts only, as `*_blocks` (16 bytes per 32 weights: 4-bit E2M1) and `*_scales`
+     (one uint8 E8M0 exponent per 32 weights) along the input dimension: 17 bytes per 32 weights
+     (OCP Microscaling Formats spec v1.0; gpt-oss checkpoints' down_proj_blocks [E, out, in/32, 16]).
+   - awq (AutoAWQ GEMM): qweight int32 [in, out/8], qzeros int32 [in/g, out/8], scales fp16 [in/g, out].
+   - gptq (AutoGPTQ/GPTQModel): qweight int32 [in x bits/32, out], qzeros int32 [in/g, out x bits/32],
+     scales fp16 [in/g, out], g_idx int32 [in]; group_size -1 is one group per column.
+   - compressed-tensors (llm-compressor) symmetric int/float weights, e.g. W8A8 (int8, per channel) and W4A16
+     (int4 packed, per group): the packed or plain weight, `weight_scale` in the model dtype per channel,
+     group, block or tensor, and an int64 `weight_shape` [2] per packed matrix.
+   Formats or options outside these give no figure (the caller says so), never a guess.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from kvplan.core.errors import InputError
+from kvplan.model.params import EXPERT, LINEAR, Tensor
+
+# bytes per element of the safetensors dtypes (safetensors/src/tensor.rs `Dtype`); sub-byte types by bits
+_SAFETENSORS_BITS = {
+    "BOOL": 8, "U8": 8, "I8": 8, "F8_E5M2": 8, "F8_E4M3": 8, "F8_E8M0": 8, "I16": 16, "U16": 16, "F16": 16,
+    "BF16": 16, "I32": 32, "U32": 32, "F32": 32, "F64": 64, "I64": 64, "U64": 64, "F4": 4, "F6_E2M3": 6,
+    "F6_E3M2": 6, "C64": 64,
+}
+MAX_HEADER_BYTES = 100 * 2**20  # the largest real headers (1T-parameter MoE shards) are a few MiB
+
+
+@dataclass(frozen=True)
+class WeightBytes:
+    bytes: int
+    source: str  # which metadata gave the figure, for the user
+
+
+# ------------------------------------------------------------------ checkpoint metadata
+
+def read_safetensors_header(path: Path) -> dict[str, Any]:
+    """The JSON header of one .safetensors file; only its first 8 + N bytes are read."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(8)
+            if len(head) < 8:
+                raise InputError("is too short to be a safetensors file", where=str(path))
+            (length,) = struct.unpack("<Q", head)
+            if length > MAX_HEADER_BYTES:
+                raise InputError(f"claims a {length}-byte header (limit {MAX_HEADER_BYTES})", where=str(path),
+                                 hint="not a safetensors file, or a damaged one")
+            text = f.read(length)
+    except OSError as err:
+        raise InputError(f"cannot be read: {err.strerror or err}", where=str(path)) from None
+    if len(text) < length:
+        raise InputError("ends inside its header", where=str(path), hint="the file is truncated")
+    try:
+        header = json.loads(text.decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        raise InputError("has a header that is not JSON", where=str(path), hint="not a safetensors file") from None
+    if not isinstance(header, dict):
+        raise InputError("has a header that is not a JSON object", where=str(path))
+    return header
+
+
+def safetensors_bytes(path: Path) -> tuple[int, int]:
+    """(bytes, tensors) of one file from its header: sum of numel x dtype size."""
+    total = count = 0
+    for name, info in read_safetensors_header(path).items():
+        if name == "__metadata__":
+            continue
+        where = f"{path}: {name}"
+        if not isinstance(info, dict) or not isinstance(info.get("shape"), list) or not isinstance(info.get("dtype"), str):
+            raise InputError("tensor entry lacks a dtype or shape", where=where)
+        bits = _SAFETENSORS_BITS.get(info["dtype"])
+        if bits is None:
+            raise InputError(f"unknown safetensors dtype {info['dtype']!r}", where=where)
+        shape = info["shape"]
+        if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
+            raise InputError(f"bad shape {shape!r}", where=where)
+        numel = 1
+        for d in shape:
+            numel *= d
+        nbytes = -(-numel * bits // 8)
+        offsets = info.get("data_offsets")
+        if isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets):
+            if offsets[1] - offsets[0] != nbytes:
+                raise InputError(f"data_offsets span {offsets[1] - offsets[0]} bytes but {info['dtype']} {shape} is {nbytes}",
+                                 where=where, hint="the header is inconsistent; the file may be damaged")
+        total += nbytes
+        count += 1
+    return total, count
+
+
+def _checkpoint_files(folder: Path) -> list[Path]:
+    files = sorted(folder.glob("*.safetensors"))
+    # Mistral repositories ship both the transformers shards and a `consolidated.safetensors` copy: count
+    # the transformers layout when it is there, never both
+    hf = [f for f in files if f.name == "model.safetensors" or re.fullmatch(r"model-\d+-of-\d+\.safetensors", f.name)]
+    return hf or files
+
+
+def checkpoint_weight_bytes(folder: Path) -> WeightBytes | None:
+    """Exact bytes of the checkpoint in `folder` from its index or safetensors headers; None without either."""
+    index = folder / "model.safetensors.index.json"
+    if index.is_file():
+        from kvplan.core.yamlio import load_json
+
+        data = load_json(index)
+        total = (data.get("metadata") or {}).get("total_size") if isinstance(data, dict) else None
+        if isinstance(total, int) and not isinstance(total, bool) and total > 0:
+            return WeightBytes(total, f"{index.name} metadata.total_size")
+        if isinstance(total, str) and total.isdigit() and int(total) > 0:  # some tools write it as a string
+            return WeightBytes(int(total), f"{index.name} metadata.total_size")
+        raise InputError("has no positive metadata.total_size", where=f"{index}: metadata.total_size",
+                         hint="remove the index to fall back to the safetensors headers")
+    files = _checkpoint_files(folder)
+    if not files:
+        return None
+    total = tensors = 0
+    for f in files:
+        b, n = safetensors_bytes(f)
+        total += b
+        tensors += n
+    names = files[0].name if len(files) == 1 else f"{len(files)} files"
+    return WeightBytes(total, f"safetensors headers ({names}, {tensors} tensors: sum of numel x dtype size)")
+
+
+# ------------------------------------------------------------------ quantization_config
+
+class NotModelled(Exception):
+    """A quantization_config kvplan cannot count exactly; the message says why (it becomes a note)."""
+
+
+def _module_of(name: str) -> str:
+    """'self_attn.q_proj.weight' -> 'self_attn.q_proj'; fused expert names are kept whole."""
+    return name[: -len(".weight")] if name.endswith(".weight") else name
+
+
+_LAYER_PREFIX = re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?(?:layers|h|blocks)\.(\*|\d+)\.")
+
+
+def _covers(pattern: str, module: str, layer: int) -> bool:
+    """Whether one exclusion entry covers `module` (a path below the layer, e.g. 'self_attn.q_proj') in layer
+    `layer`. Plain entries name modules ('lm_head', 'gate', 'model.layers.*.self_attn', 'model.layers.3.mlp');
+    're:' entries are regular expressions matched against the full module name (compressed-tensors `ignore`)."""
+    full = f"model.layers.{layer}.{module}"
+    if pattern.startswith("re:"):
+        return re.match(pattern[3:], full) is not None
+    m = _LAYER_PREFIX.match(pattern)
+    if m:
+        if m.group(1) != "*" and int(m.group(1)) != layer:
+            return False
+        pattern = pattern[m.end():]
+    return module == pattern or module.startswith(pattern + ".") or module.endswith("." + pattern)
+
+
+def _excluded(tensor: Tensor, patterns: list) -> bool:
+    """Whether an exclusion list (modules_to_not_convert / ignore) leaves this tensor unquantized in every layer.
+    The inventory has one entry per class of tensor, not per layer: an entry that covers a quantized module
+    in some layers only cannot be applied exactly, so it is refused (NotModelled)."""
+    module = _module_of(tensor.name)
+    patterns = [p for p in patterns if isinstance(p, str)]
+    hits = [any(_covers(p, module, layer) for p in patterns) for layer in (0, 1, 2, 7)]
+    if any(hits) and not all(hits):
+        raise NotModelled(f"the quantization exclusions name single layers of {module}")
+    return hits[0]
+
+
+def _matrices(tensors: Iterable[Tensor], exclude: Iterable) -> tuple[list[Tensor], list[Tensor]]:
+    """(quantized [out, in] matrices, everything else)."""
+    exclude = list(exclude)
+    quantized, rest = [], []
+    for t in tensors:
+        if t.kind in (LINEAR, EXPERT) and len(t.shape) == 2 and not _excluded(t, exclude):
+            quantized.append(t)
+        else:
+            rest.append(t)
+    return quantized, rest
+
+
+def _cdiv(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def quantized_weight_bytes(quant: Mapping, tensors: Iterable[Tensor], model_dtype_bits: int) -> WeightBytes:
+    """Weight bytes of a checkpoint stored as `quant` (config.json quantization_config) describes.
+
+    Raises NotModelled with the reason when the format or one of its options is not modelled."""
+    method = str(quant.get("quant_method") or "").lower()
+    tensors = list(tensors)
+    plain = model_dtype_bits // 8
+    if method == "fp8":
+        return _fp8(quant, tensors, plain)
+    if method == "mxfp4":
+        return _mxfp4(quant, tensors, plain)
+    if method in ("awq", "gptq"):
+        return _int_grouped(method, quant, tensors, plain)
+    if method == "compressed-tensors":
+        return _compressed_tensors(quant, tensors, plain)
+    raise NotModelled(f"quantization_config.quant_method {method or '(none)'!r} is not modelled")
+
+
+def _rest_bytes(rest: list[Tensor], plain: int) -> int:
+    return sum(t.numel for t in rest) * plain
+
+
+def _fp8(quant: Mapping, tensors: list[Tensor], plain: int) -> WeightBytes:
+    q, rest = _matrices(tensors, quant.get("modules_to_not_convert") or quant.get("ignored_layers") or [])
+    block = quant.get("weight_block_size")
+    static = str(quant.get("activation_scheme") or "dynamic") == "static"
+    total = _rest_bytes(rest, plain)
+    for t in q:
+        out, inp = t.shape
+        if block:
+            bo, bi = int(block[0]), int(block[1])
+            scales = _cdiv(out, bo) * _cdiv(inp, bi)
+        else:
+            scales = 1
+        total += t.count * (out * inp + 4 * scales + (4 if static else 0))
+    what = f"block {block[0]}x{block[1]} float32 scales" if block else "a float32 scale per matrix"
+    return WeightBytes(total, f"quantization_config fp8: 1-byte linear weights with {what}; embeddings, norms, "
+                              f"routers and the output head in {plain * 8}-bit")
+
+
+def _mxfp4(quant: Mapping, tensors: list[Tensor], plain: int) -> WeightBytes:
+    # gpt-oss quantizes the MoE experts only (its modules_to_not_convert lists attention, router, embeddings, head)
+    total = 0
+    experts = 0
+    for t in tensors:
+        if t.kind == EXPERT and len(t.shape) == 2:
+            out, inp = t.shape
+            if inp % 32:
+                raise NotModelled(f"mxfp4 needs the input dimension of {t.name} ({inp}) to be a multiple of 32")
+            total += t.count * out * (inp // 32) * (16 + 1)
+            experts += 1
+        else:
+            total += t.numel * plain
+    if not experts:
+        raise NotModelled("quant_method mxfp4 on a model without MoE experts is not modelled")
+    return WeightBytes(total, "quantization_config mxfp4: experts in 4-bit E2M1 with a uint8 E8M0 scale per 32 weights "
+                              f"(17 bytes / 32 weights); the rest in {plain * 8}-bit")
+
+
+def _int_grouped(method: str, quant: Mapping, tensors: list[Tensor], plain: int) -> WeightBytes:
+    bits = int(quant.get("bits") or quant.get("w_bit") or 4)
+    group = int(quant.get("group_size") or quant.get("q_group_size") or 128)
+    if bits not in (2, 3, 4, 8):
+        raise NotModelled(f"{method} with {bits}-bit weights is not modelled")
+    if method == "awq" and (bits != 4 or str(quant.get("version") or "gemm").lower() not in ("gemm", "gemv_fast", "gemv")):
+        raise NotModelled(f"awq {bits}-bit version {quant.get('version')!r} is not modelled")
+    q, rest = _matrices(tensors, quant.get("modules_to_not_convert") or [])
+    total = _rest_bytes(rest, plain)
+    for t in q:
+        out, inp = t.shape
+        groups = 1 if group <= 0 else _cdiv(inp, group)
+        packed = inp * out * bits // 8
+        qzeros = groups * out * bits // 8
+        scales = groups * out * 2  # float16
+        g_idx = 4 * inp if method == "gptq" else 0
+        total += t.count * (packed + qzeros + scales + g_idx)
+    g = "per column" if group <= 0 else f"group {group}"
+    return WeightBytes(total, f"quantization_config {method}: {bits}-bit linear weights, fp16 scales and packed zeros per "
+                              f"{g}{', int32 g_idx' if method == 'gptq' else ''}; the rest in {plain * 8}-bit")
+
+
+def _compressed_tensors(quant: Mapping, tensors: list[Tensor], plain: int) -> WeightBytes:
+    groups = quant.get("config_groups") or {}
+    if not isinstance(groups, Mapping) or len(groups) != 1:
+        raise NotModelled("compressed-tensors with other than one config group is not modelled")
+    (scheme,) = groups.values()
+    targets = scheme.get("targets") or []
+    if list(targets) != ["Linear"]:
+        raise NotModelled(f"compressed-tensors targets {targets!r} (only ['Linear'] is modelled)")
+    w = scheme.get("weights") or {}
+    bits, kind = int(w.get("num_bits") or 8), str(w.get("type") or "int")
+    strategy, fmt = str(w.get("strategy") or "tensor"), str(quant.get("format") or "")
+    if not w.get("symmetric", True):
+        raise NotModelled("asymmetric compressed-tensors weights (zero points) are not modelled")
+    q, rest = _matrices(tensors, quant.get("ignore") or [])
+    total = _rest_bytes(rest, plain)
+    packed = fmt == "pack-quantized"
+    if fmt not in ("pack-quantized", "int-quantized", "float-quantized", "naive-quantized"):
+        raise NotModelled(f"compressed-tensors format {fmt!r} is not modelled")
+    inputs = scheme.get("input_activations") or {}
+    static_input = bool(inputs) and not inputs.get("dynamic", False)
+    for t in q:
+        out, inp = t.shape
+        if strategy == "channel":
+            scales = out
+        elif strategy == "group":
+            scales = out * _cdiv(inp, int(w["group_size"]))
+        elif strategy == "block":
+            bo, bi = (int(x) for x in w["block_structure"])
+            scales = _cdiv(out, bo) * _cdiv(inp, bi)
+        elif strategy == "tensor":
+            scales = 1
+        else:
+            raise NotModelled(f"compressed-tensors weight strategy {strategy!r} is not modelled")
+        weight = inp * out * bits // 8 if packed else inp * out * (8 if bits <= 8 else bits) // 8
+        total += t.count * (weight + scales * plain + (16 if packed else 0) + (plain if static_input else 0))
+    return WeightBytes(total, f"quantization_config compressed-tensors: {bits}-bit {kind} linear weights ({strategy} scales in "
+                              f"{plain * 8}-bit, {fmt}); the rest in {plain * 8}-bit")
