@@ -58,7 +58,7 @@ def main() -> None:
         device = select_device(torch, device_name)
         for name, seq, batch, layout in cases:
             s = spec(name)
-            req = EngineRequest(spec=s, seq=seq, batch=batch, kv_dtype=dtype(s.dtype), kv_dtype_name="auto", weight_fmt=None)
+            req = EngineRequest(spec=s, seq=seq, batch=batch, kv_dtype="auto", weight_fmt=None)
             seconds, res = best(lambda: run_probe(req, ProbeOptions(layout=layout), torch=torch, device=device, dist_env=False))
             n = sum(r.tensors for r in res.ranks)
             rate = res.measured_bytes / seconds / 2**30
@@ -69,7 +69,7 @@ def main() -> None:
         device = select_device(torch, device_name)
         for layout in ("static", "paged"):
             s = spec("llama-3.1-8b")
-            req = EngineRequest(spec=s, seq=1024, batch=1, kv_dtype=dtype("bf16"), kv_dtype_name="bf16", weight_fmt=None)
+            req = EngineRequest(spec=s, seq=1024, batch=1, kv_dtype="bf16", weight_fmt=None)
             opts = ProbeOptions(layout=layout, find_max=True, max_bytes=1 << 30)
             seconds, res = best(lambda: run_probe(req, opts, torch=torch, device=device, dist_env=False), repeat=2)
             fm = res.find_max

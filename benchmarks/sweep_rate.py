@@ -36,8 +36,8 @@ def main() -> None:
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
-    from kvplan.cli.entry import build_request
-    from kvplan.engines import engine_module
+    from kvplan.engines.request import build_request
+    from kvplan import engines
 
     spec = catalog.resolve_model(model)
     grid = sw.Grid(seq=sw.parse_axis("1K..128K*2", lambda t: units.parse_tokens(t), where="--seq"),
@@ -50,7 +50,7 @@ def main() -> None:
 
     def run_sweep():
         n = 0
-        for line in sw.iter_csv(sw.rows(grid, make_request, engine_module, model=spec.name)):
+        for line in sw.iter_csv(sw.rows(grid, make_request, engines.get, model=spec.name)):
             n += len(line)
         return n
 

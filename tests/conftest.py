@@ -22,7 +22,7 @@ def cli():
 
     from kvplan.cli import entry as kvcli
 
-    kvcli._register_optional_commands_once()
+    kvcli.register_commands()
     runner = CliRunner()
 
     def run(*args):

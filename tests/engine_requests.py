@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from kvplan.core import dtypes
 from kvplan.model.catalog import find_gpu, resolve_model
 from kvplan.engines import EngineRequest
-from kvplan.engines.plan import Hardware
+from kvplan.engines.request import Hardware
 from kvplan.core.spec import ModelSpec
 
 
@@ -15,5 +14,14 @@ def engine_request(model, seq=8192, *, kv="auto", tp=1, pp=1, mem=None, gpu=None
     if gpu:
         g = find_gpu(gpu)
         hw = Hardware(g.name, g.capacity_bytes)
-    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=dtypes.resolve_kv_dtype(kv, dtypes.dtype(spec.dtype)),
-                         kv_dtype_name=kv, weight_fmt=None, tp=tp, pp=pp, hardware=hw, kv_cache_memory=mem, **kw)
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=kv, weight_fmt=None, tp=tp, pp=pp, hardware=hw,
+                         kv_cache_memory=mem, **kw)
+
+
+def with_fixes(engine: str, req: EngineRequest):
+    """The engine's result with the fixes `kvplan estimate` attaches (kvplan/engines/fixes.py)."""
+    from kvplan import engines
+    from kvplan.engines import fixes
+
+    chosen = engines.get(engine)
+    return fixes.attach(chosen, req, chosen.estimate(req))

@@ -219,8 +219,9 @@ def test_consumers_of_layer_kinds_handle_chunked_or_refuse():
     """A chunked layer is never silently dropped or charged in full: the static estimate, explain's derivation and the
     probe's static tensors keep min(seq, chunk) tokens; the latency model, which has no chunk-local term, refuses."""
     from kvplan.analysis import explain, latency
-    from kvplan.engines import plan
     from kvplan.core.errors import UnsupportedError
+    from kvplan.engines import static
+    from kvplan.engines.request import EngineRequest
     from kvplan.probe.layout import rank_plan
 
     spec = spec_from_mapping({"name": "chunky", "layers": 8, "attention_heads": 8, "kv_heads": 2, "head_dim": 64,
@@ -231,7 +232,7 @@ def test_consumers_of_layer_kinds_handle_chunked_or_refuse():
     per_token_layer = 2 * 2 * 64 * 2
     want = 6 * per_token_layer * 100 + 2 * per_token_layer * 1000
     assert cache.footprint(1000).kv_bytes == want
-    assert plan.estimate(spec, seq=1000, batch=1, kv_dtype=bf16).kv_bytes == want
+    assert static.estimate(EngineRequest(spec=spec, seq=1000, batch=1, kv_dtype="bf16")).kv_bytes == want
     terms = explain.derivation(spec, cache, 1000, 1)
     assert sum(t.total_bytes for t in terms) == want and {t.kind for t in terms} == {"chunked", "full"}
     assert "chunk 100" in next(t.total_formula for t in terms if t.kind == "chunked")

@@ -8,7 +8,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from kvplan.check import deploy, formats as report_formats
+from kvplan.check import deployment, formats as report_formats, report as check_report, run
+from kvplan.check.readers import kvplan_yaml
+from kvplan.core.errors import InputError
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
@@ -39,7 +41,7 @@ def run_json(cli, *args):
 
 
 def worst(statuses) -> int:
-    return deploy.exit_code([deploy.Verdict(source="x", document=None, name="x", format=None, status=s, reason="")
+    return check_report.exit_code([check_report.Verdict(source="x", document=None, name="x", format=None, status=s, reason="")
                              for s in statuses])
 
 
@@ -92,13 +94,13 @@ def test_good_and_bad_together_exit_2(cli):
 
 @pytest.fixture(scope="module")
 def report():
-    return deploy.run_check([str(DEPLOY), str(BAD)], deploy.CheckOptions(gpu="h100-sxm-80gb"))
+    return run.run_check([str(DEPLOY), str(BAD)], deployment.CheckOptions(gpu="h100-sxm-80gb"))
 
 
 @pytest.mark.parametrize("fmt", list(report_formats.Format))
 def test_every_format_renders_and_is_deterministic(report, fmt):
     text = report_formats.render(report, fmt)
-    again = report_formats.render(deploy.run_check([str(DEPLOY), str(BAD)], deploy.CheckOptions(gpu="h100-sxm-80gb")), fmt)
+    again = report_formats.render(run.run_check([str(DEPLOY), str(BAD)], deployment.CheckOptions(gpu="h100-sxm-80gb")), fmt)
     assert text == again and text.endswith("\n")
     if fmt is report_formats.Format.JUNIT:
         # no wall-clock times: the same input gives the same bytes (the checkout may live anywhere, /tmp included)
@@ -114,9 +116,9 @@ def test_every_format_has_a_renderer_and_the_cli_offers_exactly_them():
 
 def test_json_is_the_report_dataclass(report):
     data = json.loads(report_formats.render(report, "json"))
-    assert set(data) == {f for f in deploy.CheckReport.__dataclass_fields__}
+    assert set(data) == {f for f in check_report.CheckReport.__dataclass_fields__}
     verdict = data["verdicts"][0]
-    assert set(verdict) == set(deploy.Verdict.__dataclass_fields__)
+    assert set(verdict) == set(check_report.Verdict.__dataclass_fields__)
     assert data["vllm_version"] == "0.33.0"
 
 
@@ -226,7 +228,7 @@ def kvplan_documents(paths):
         except yaml.YAMLError:
             continue
         for doc, (status, needle) in zip(docs, expectations(path)):
-            if isinstance(doc, dict) and deploy.document_format(doc, where=str(path)) == deploy.FORMAT_KVPLAN:
+            if isinstance(doc, dict) and run.document_format(doc, where=str(path)) == check_report.FORMAT_KVPLAN:
                 yield path, doc, status, needle
 
 
@@ -259,9 +261,9 @@ def test_the_schema_rejects_the_bad_examples_it_can_see(schema):
 
 def test_the_schema_and_the_reader_know_the_same_keys(schema):
     props = schema.schema["properties"]
-    assert {k for k in props if "-" not in k} == set(deploy.KVPLAN_KEYS)
-    assert {k.replace("-", "_") for k in props} == set(deploy.KVPLAN_KEYS)
-    assert set(props["require"]["properties"]) == set(deploy.REQUIRE_KEYS)
+    assert {k for k in props if "-" not in k} == set(kvplan_yaml.KVPLAN_KEYS)
+    assert {k.replace("-", "_") for k in props} == set(kvplan_yaml.KVPLAN_KEYS)
+    assert set(props["require"]["properties"]) == set(kvplan_yaml.REQUIRE_KEYS)
     assert set(schema.schema["required"]) == {"model", "engine"}
 
 
@@ -291,5 +293,5 @@ def test_docs_cover_every_option_and_the_github_actions_step(cli):
         if flag != "--help":
             assert flag in doc, f"docs/check.md does not mention {flag}"
     assert "GITHUB_STEP_SUMMARY" in doc and "uses: actions/" in doc
-    for key in deploy.KVPLAN_KEYS:
+    for key in kvplan_yaml.KVPLAN_KEYS:
         assert f"`{key}`" in doc, key

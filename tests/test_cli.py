@@ -127,7 +127,7 @@ def test_human_output_states_units(cli, configs):
 
 def test_estimate_and_help_do_not_import_torch(configs):
     code = (
-        "import sys; from kvplan.cli import entry as cli; cli._register_optional_commands_once();"
+        "import sys; from kvplan.cli import entry as cli; cli.register_commands();"
         "from typer.testing import CliRunner; r = CliRunner().invoke(cli.app, ['estimate', sys.argv[1], '--json']);"
         "assert r.exit_code == 0, r.output; r = CliRunner().invoke(cli.app, ['--help']); assert r.exit_code == 0;"
         "print('torch' in sys.modules)"

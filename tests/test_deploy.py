@@ -1,4 +1,4 @@
-"""Deployment files -> engine requests -> verdicts (kvplan/deploy.py), checked against the engines themselves."""
+"""Deployment files -> engine requests -> verdicts (kvplan/check/), checked against the engines themselves."""
 
 import dataclasses
 import json
@@ -12,11 +12,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from kvplan.model import catalog
-from kvplan.check import deploy
-from kvplan.engines import plan
+from kvplan.check import deployment, report as check_report, run
+from kvplan.check.readers import kvplan_yaml
+from kvplan.core.errors import InputError
+from kvplan.engines import static
+from kvplan.engines.request import EngineRequest, Hardware
 from kvplan.engines import vllm
 
-H100 = deploy.CheckOptions(gpu="h100-sxm-80gb")
+H100 = deployment.CheckOptions(gpu="h100-sxm-80gb")
 
 
 def write(folder: Path, name: str, text: str) -> Path:
@@ -27,7 +30,7 @@ def write(folder: Path, name: str, text: str) -> Path:
 
 
 def check(paths, options=H100, lines=()):
-    return deploy.run_check([str(p) for p in paths], options, lines)
+    return run.run_check([str(p) for p in paths], options, lines)
 
 
 def one(folder, text, options=H100, name="d.yaml"):
@@ -43,8 +46,8 @@ def one(folder, text, options=H100, name="d.yaml"):
     (["pass", "invalid"], 2), (["invalid", "fail", "cannot_judge"], 2),
 ])
 def test_exit_code_precedence_invalid_then_fail_then_cannot_judge(statuses, code):
-    verdicts = [deploy.Verdict(source="x", document=None, name="x", format=None, status=s, reason="") for s in statuses]
-    assert deploy.exit_code(verdicts) == code
+    verdicts = [check_report.Verdict(source="x", document=None, name="x", format=None, status=s, reason="") for s in statuses]
+    assert check_report.exit_code(verdicts) == code
 
 
 # ------------------------------------------------------------------ reading kvplan's format
@@ -57,9 +60,9 @@ def test_a_minimal_kvplan_deployment_takes_the_defaults(tmp_path):
 
 
 def test_the_command_line_gpu_fills_in_and_the_file_wins(tmp_path):
-    assert one(tmp_path, "model: llama-3.1-8b\nengine: static\n", deploy.CheckOptions(gpu="a100-80gb")).gpu == "a100-sxm-80gb"
-    assert one(tmp_path, "model: llama-3.1-8b\nengine: static\ngpu: h200\n", deploy.CheckOptions(gpu="a100")).gpu == "h200-141gb"
-    v = one(tmp_path, "model: llama-3.1-8b\nengine: static\n", deploy.CheckOptions())
+    assert one(tmp_path, "model: llama-3.1-8b\nengine: static\n", deployment.CheckOptions(gpu="a100-80gb")).gpu == "a100-sxm-80gb"
+    assert one(tmp_path, "model: llama-3.1-8b\nengine: static\ngpu: h200\n", deployment.CheckOptions(gpu="a100")).gpu == "h200-141gb"
+    v = one(tmp_path, "model: llama-3.1-8b\nengine: static\n", deployment.CheckOptions())
     assert v.status == "invalid" and "no GPU" in v.reason
 
 
@@ -110,27 +113,27 @@ def test_an_engine_kvplan_does_not_model_cannot_judge(tmp_path, monkeypatch):
     from kvplan import engines
     from kvplan.core.errors import UnsupportedError
 
-    real = engines.engine_module
+    real = engines.get
 
     def without_sglang(name):
         if name == "sglang":
             raise UnsupportedError("engine 'sglang' is not modelled in this version", where="--engine")
         return real(name)
 
-    monkeypatch.setattr(engines, "engine_module", without_sglang)
+    monkeypatch.setattr(engines, "get", without_sglang)
     v = one(tmp_path, "model: llama-3.1-8b\nengine: sglang\ngpu: h100\n")
     assert v.status == "cannot_judge" and v.reason.startswith(f"{tmp_path}/d.yaml: engine")
 
 
 @pytest.mark.parametrize("text, fraction", [("10%", Fraction(1, 10)), ("0.1", Fraction(1, 10)), ("0%", 0), ("12.5 %", Fraction(1, 8))])
 def test_headroom_spellings(text, fraction):
-    assert deploy.parse_headroom(text, where="x") == fraction
+    assert deployment.parse_headroom(text, where="x") == fraction
 
 
 @pytest.mark.parametrize("text", ["10", "1", "-5%", "100%", "lots", True])
 def test_headroom_refusals(text):
-    with pytest.raises(deploy.InputError):
-        deploy.parse_headroom(text, where="x")
+    with pytest.raises(InputError):
+        deployment.parse_headroom(text, where="x")
 
 
 def test_several_documents_are_several_deployments_and_one_bad_one_hides_none(tmp_path):
@@ -157,8 +160,8 @@ def test_folders_sorted_hidden_skipped_missing_and_empty_reported(tmp_path):
 
 
 def test_nothing_to_check_is_a_usage_error():
-    with pytest.raises(deploy.InputError):
-        deploy.run_check([], H100)
+    with pytest.raises(InputError):
+        run.run_check([], H100)
 
 
 # ------------------------------------------------------------------ figures agree with the engines
@@ -168,8 +171,8 @@ def static_request(seq, batch, gpu="h100-sxm-80gb", tp=1, name="llama-3.1-70b"):
     from kvplan.core.dtypes import dtype
 
     g = catalog.find_gpu(gpu)
-    return plan.estimate(spec, seq=seq, batch=batch, kv_dtype=dtype("bf16"), tp=tp,
-                         hardware=plan.Hardware(g.name, g.capacity_bytes))
+    return static.estimate(EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype="bf16", tp=tp,
+                                         hardware=Hardware(g.name, g.capacity_bytes)))
 
 
 def test_static_figures_are_the_static_engines(tmp_path):
@@ -185,10 +188,10 @@ def test_static_figures_are_the_static_engines(tmp_path):
 
 def test_vllm_figures_are_the_vllm_engines(tmp_path, configs):
     v = one(tmp_path, "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 32K\nrequire: {concurrency: 4, headroom: 5%}\n")
-    req = deploy.kvplan_deployment({"model": "llama-3.1-8b", "engine": "vllm", "gpu": "h100", "max_model_len": "32K"},
+    req = kvplan_yaml.read({"model": "llama-3.1-8b", "engine": "vllm", "gpu": "h100", "max_model_len": "32K"},
                                    source="x", document=None, where="x", base_dir=tmp_path,
-                                   defaults=deploy._defaults(H100)).request
-    result = vllm.estimate(req, suggest=False)
+                                   defaults=deployment.defaults(H100)).request
+    result = vllm.estimate(req)
     assert v.figures.max_concurrency == result.max_concurrency and v.figures.num_gpu_blocks == result.num_gpu_blocks
     # the pool is preallocated: headroom is the part 4 requests leave unused, over what vLLM may use
     unused = (result.num_gpu_blocks - 4 * result.blocks_per_request) * result.bytes_per_block + result.per_gpu.free_bytes
@@ -279,7 +282,7 @@ def test_vllm_config_refusals(tmp_path, extra, status, key):
 
 
 def test_a_vllm_config_needs_a_gpu_and_one_document(tmp_path):
-    v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\n", deploy.CheckOptions(), name="s.yaml")
+    v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\n", deployment.CheckOptions(), name="s.yaml")
     assert v.status == "invalid" and "--gpu" in v.reason
     report = check([write(tmp_path, "two.yaml", "model: llama-3.1-8b\n---\nmodel: llama-3.1-8b\n")])
     assert [v.status for v in report.verdicts] == ["invalid", "invalid"] and "one YAML document" in report.verdicts[0].reason
@@ -297,8 +300,8 @@ def test_the_checkpoints_own_quantization_is_accepted(tmp_path, configs):
 
 def test_gpus_sets_the_tensor_parallel_size(tmp_path):
     text = "model: meta-llama/Llama-3.1-70B-Instruct\nmax-model-len: 8K\n"
-    assert one(tmp_path, text, deploy.CheckOptions(gpu="h100", gpus=4), name="s.yaml").tensor_parallel_size == 4
-    v = one(tmp_path, text + "tensor-parallel-size: 2\n", deploy.CheckOptions(gpu="h100", gpus=4), name="s.yaml")
+    assert one(tmp_path, text, deployment.CheckOptions(gpu="h100", gpus=4), name="s.yaml").tensor_parallel_size == 4
+    v = one(tmp_path, text + "tensor-parallel-size: 2\n", deployment.CheckOptions(gpu="h100", gpus=4), name="s.yaml")
     assert v.status == "invalid" and "--gpus 4" in v.reason
 
 
@@ -333,7 +336,7 @@ _VALUES = st.sampled_from([None, True, False, 0, -1, 1, 4, 10**20, 1.5, 0.9, flo
 def test_any_mapping_gets_a_verdict_never_a_crash(tmp_path, kvplan_format, data):
     import yaml
 
-    keys = list(deploy.KVPLAN_KEYS) if kvplan_format else ["model", "max-model-len", "tensor-parallel-size",
+    keys = list(kvplan_yaml.KVPLAN_KEYS) if kvplan_format else ["model", "max-model-len", "tensor-parallel-size",
                                                            "gpu-memory-utilization", "kv-cache-dtype", "block-size",
                                                            "max-num-seqs", "dtype", "data-parallel-size", "enforce-eager"]
     doc = data.draw(st.dictionaries(st.sampled_from(keys), _VALUES, min_size=1, max_size=6))
@@ -342,19 +345,19 @@ def test_any_mapping_gets_a_verdict_never_a_crash(tmp_path, kvplan_format, data)
     doc.setdefault("model", "llama-3.1-8b")
     path = write(tmp_path, "fuzz.yaml", yaml.safe_dump(doc))
     report = check([path])
-    assert report.total == 1 and report.verdicts[0].status in deploy.STATUSES
+    assert report.total == 1 and report.verdicts[0].status in check_report.STATUSES
 
 
 @pytest.mark.parametrize("engine, slots_field, unit_field", [("sglang", "max_total_num_tokens", "page_size"),
                                                            ("trtllm", "kv_cache_tokens", "tokens_per_block")])
 def test_pool_engines_headroom_is_the_unused_part_of_their_pool(tmp_path, engine, slots_field, unit_field):
-    from kvplan.engines import engine_module
+    from kvplan import engines
 
     doc = {"model": "llama-3.1-8b", "engine": engine, "gpu": "h100", "max_model_len": "32K"}
     v = one(tmp_path, "".join(f"{k}: {val}\n" for k, val in doc.items()) + "require: {concurrency: 4, headroom: 10%}\n")
-    req = deploy.kvplan_deployment(doc, source="x", document=None, where="x", base_dir=tmp_path,
-                                   defaults=deploy._defaults(H100)).request
-    r = engine_module(engine).estimate(req)
+    req = kvplan_yaml.read(doc, source="x", document=None, where="x", base_dir=tmp_path,
+                                   defaults=deployment.defaults(H100)).request
+    r = engines.get(engine).estimate(req)
     slots, unit, pool = getattr(r, slots_field), getattr(r, unit_field), r.per_gpu.cache_bytes
     per_request = -(-32768 // unit) * unit * (pool // slots)
     assert v.figures.headroom_bytes == pool - 4 * per_request + r.per_gpu.free_bytes
@@ -370,6 +373,6 @@ def test_vllm_prefix_caching_reaches_the_engine(tmp_path, configs):
     off = one(tmp_path, base + "enable-prefix-caching: false\n", name="off.yaml")
     assert on.figures.num_gpu_blocks != off.figures.num_gpu_blocks
     assert off.figures.max_concurrency > on.figures.max_concurrency
-    old = one(tmp_path, base + "enable-prefix-caching: true\n", deploy.CheckOptions(gpu="h100-sxm-80gb", vllm_version="0.19"),
+    old = one(tmp_path, base + "enable-prefix-caching: true\n", deployment.CheckOptions(gpu="h100-sxm-80gb", vllm_version="0.19"),
               name="old.yaml")
     assert old.status == "cannot_judge" and "prefix caching" in old.reason and ": enable-prefix-caching" in old.reason

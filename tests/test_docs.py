@@ -15,7 +15,7 @@ import pytest
 import typer.main
 
 from kvplan.core import spec
-from kvplan.cli.entry import _register_optional_commands_once, app
+from kvplan.cli.entry import register_commands, app
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROOT / "examples").rglob("*.md"))]
@@ -23,7 +23,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROO
 READABLE = [*DOCS, *sorted((ROOT / "examples").rglob("*.yaml"))]
 DOC_TEXT = "\n".join(p.read_text(encoding="utf-8") for p in DOCS)
 
-_register_optional_commands_once()  # the commands of kvplan/commands/*.py register themselves on demand
+register_commands()  # the commands of kvplan/commands/*.py register themselves on demand
 GROUP = typer.main.get_command(app)  # typer's own click group (newer typer vendors click)
 COMMANDS = {name: GROUP.commands[name] for name in sorted(GROUP.commands)}
 assert len(COMMANDS) >= 11, sorted(COMMANDS)

@@ -9,9 +9,11 @@ import pytest
 
 from kvplan.core import dtypes
 from kvplan.model.catalog import resolve_model
-from kvplan.engines import EngineRequest, engine_module
+from kvplan import engines
+from kvplan.engines import EngineRequest
 from kvplan.engines.result import EngineEstimate
-from kvplan.engines.plan import Estimate, Hardware
+from kvplan.engines.request import Hardware
+from kvplan.engines.static import Estimate
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 GIB = 2**30
@@ -22,7 +24,7 @@ CONTRACT = ("model", "engine", "seq", "batch", "kv_dtype", "dtype", "kv_bytes_pe
 
 def _req(**kw) -> EngineRequest:
     spec = resolve_model(str(CONFIGS / "llama-3.1-8b.json"))
-    args = dict(spec=spec, seq=8192, batch=2, kv_dtype=dtypes.dtype("bf16"), kv_dtype_name="auto", weight_fmt=None,
+    args = dict(spec=spec, seq=8192, batch=2, kv_dtype="auto", weight_fmt=None,
                 hardware=Hardware(None, 80 * GIB))
     args.update(kw)
     return EngineRequest(**args)
@@ -36,7 +38,7 @@ def test_contract_keys_are_declared_once_for_the_paged_engines_and_in_plan():
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_every_paged_engine_result_extends_the_base(engine):
-    result = engine_module(engine).estimate(_req())
+    result = engines.get(engine).estimate(_req())
     assert isinstance(result, EngineEstimate) and result.engine == engine
     data = dataclasses.asdict(result)
     assert set(CONTRACT) <= set(data)
@@ -51,5 +53,5 @@ def test_every_paged_engine_result_extends_the_base(engine):
 
 @pytest.mark.parametrize("engine", ["vllm", "sglang", "trtllm"])
 def test_fits_is_null_without_a_gpu(engine):
-    result = engine_module(engine).estimate(_req(hardware=None))
+    result = engines.get(engine).estimate(_req(hardware=None))
     assert result.fits is None and result.starts is None and result.budget_source == "none"

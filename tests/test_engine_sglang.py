@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -10,9 +12,10 @@ import pytest
 
 from kvplan.core import dtypes
 from kvplan.engines import EngineRequest, sglang
+from kvplan.engines.sglang import engine as sglang_engine
 from kvplan.core.errors import InputError, UnsupportedError
 
-from engine_requests import engine_request
+from engine_requests import engine_request, with_fixes
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 GIB = 2**30
@@ -40,7 +43,7 @@ def test_worked_example_tokens_and_requests():
     assert est.max_total_num_tokens == 412_240
     assert est.max_running_requests == 2048
     assert est.fits and est.max_batch == 3  # 412,240 // 131,072
-    four = sglang.estimate(_req("llama-3.1-8b", mem=54_033_158_189, batch=4), suggest=False)
+    four = sglang.estimate(_req("llama-3.1-8b", mem=54_033_158_189, batch=4))
     assert four.starts is True and four.fits is False and four.serves_batch is False
 
 
@@ -74,7 +77,7 @@ def test_mla_not_split_by_tp_and_replicated_heads():
 
 
 def test_pp_split_gives_extra_layers_to_the_last_stages():
-    assert sglang._pp_counts(10, 4) == [2, 2, 3, 3]
+    assert sglang_engine._pp_counts(10, 4) == [2, 2, 3, 3]
 
 
 def test_mamba_hybrid_state_pool():
@@ -93,7 +96,7 @@ def test_refusals():
 
 
 def test_too_small_pool_starts_but_caps_requests():
-    est = sglang.estimate(_req("llama-3.1-8b", seq=131072, mem=8 * GIB))
+    est = with_fixes("sglang", _req("llama-3.1-8b", seq=131072, mem=8 * GIB))
     assert est.fits is False and est.estimated_max_model_len == est.max_total_num_tokens - 1
     assert any("--context-length" in s for s in est.suggestions)
     assert any(s.startswith("--kv-cache-dtype fp8_e4m3") or s.startswith("--context-length") for s in est.suggestions)
@@ -119,7 +122,7 @@ def _scout_like(pattern=("chunked*3", "full"), architecture="Llama4ForConditiona
 
 
 def _spec_req(spec, seq=131072, mem=40 * GIB):
-    return EngineRequest(spec=spec, seq=seq, batch=1, kv_dtype=dtypes.dtype("bf16"), kv_dtype_name="auto",
+    return EngineRequest(spec=spec, seq=seq, batch=1, kv_dtype="auto",
                          weight_fmt=None, kv_cache_memory=mem)
 
 
@@ -164,7 +167,7 @@ def test_max_seq_is_the_longest_context_length_that_fits(batch):
     grows as L shrinks (S11), is judged at L, not at --seq (found: max_seq 55705 with N = 55706 for
     Llama-3.1-70B on 17 GiB, where --context-length 55706 fits)."""
     def at(seq):
-        return sglang.estimate(_req("llama-3.1-70b", seq=seq, mem=17 * GIB, batch=batch), suggest=False)
+        return sglang.estimate(_req("llama-3.1-70b", seq=seq, mem=17 * GIB, batch=batch))
 
     est = at(8192)
     assert est.max_seq and est.max_seq <= est.max_total_num_tokens
@@ -177,9 +180,9 @@ def test_max_seq_is_the_longest_context_length_that_fits(batch):
 def test_requests_take_whole_pages():
     """With --page-size 64 (kvplan's --block-size) a request of 65 tokens takes two pages, 128 token slots
     (mem_cache paged allocator): 8192 slots hold 64 such requests, not 8192 // 65 = 126. Found: max_batch 126."""
-    est = sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64), suggest=False)
+    est = sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64))
     assert est.page_size == 64 and est.max_total_num_tokens == 8192
     assert est.max_batch == 64
-    assert sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64, batch=65), suggest=False).fits is False
-    longest = sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64, batch=64), suggest=False).max_seq
+    assert sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64, batch=65)).fits is False
+    longest = sglang.estimate(_req("llama-3.1-8b", seq=65, mem=GIB, block_size=64, batch=64)).max_seq
     assert longest == 128  # two pages each: 64 x 128 = 8192

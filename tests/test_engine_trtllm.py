@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import json
 from fractions import Fraction
 from pathlib import Path
@@ -13,7 +15,7 @@ from kvplan.model.catalog import resolve_model
 from kvplan.engines import EngineRequest, trtllm
 from kvplan.core.errors import UnsupportedError
 
-from engine_requests import engine_request
+from engine_requests import engine_request, with_fixes
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 GIB = 2**30
@@ -53,7 +55,7 @@ def test_mla_latent_not_split():
 
 
 def test_short_pool_lowers_max_seq_len():
-    est = trtllm.estimate(_req("llama-3.1-8b", seq=131072, mem=8 * GIB))
+    est = with_fixes("trtllm", _req("llama-3.1-8b", seq=131072, mem=8 * GIB))
     assert est.fits is False and est.estimated_max_model_len == est.kv_cache_tokens < 131072
     assert any(s.startswith("--max_seq_len") for s in est.suggestions)
 
@@ -89,7 +91,7 @@ def test_chunked_local_layers_are_refused():
     spec = spec_from_mapping(dict(name="scout-like", layers=48, attention_heads=40, kv_heads=8, head_dim=128,
                                   dtype="bf16", params=108_000_000_000, attention_chunk_size=8192,
                                   layout={"pattern": ["chunked*3", "full"]}, architecture="Llama4ForConditionalGeneration"))
-    req = EngineRequest(spec=spec, seq=8192, batch=1, kv_dtype=dtypes.dtype("bf16"), kv_dtype_name="auto",
+    req = EngineRequest(spec=spec, seq=8192, batch=1, kv_dtype="auto",
                         weight_fmt=None, kv_cache_memory=GIB)
     with pytest.raises(UnsupportedError, match="chunked-local") as info:
         trtllm.estimate(req)
@@ -106,7 +108,7 @@ def test_max_seq_is_the_longest_max_seq_len_that_fits(name, seq, batch, gpu):
     """max_seq: the largest max_seq_len at which `fits` holds for `batch` requests, judged with the pool TensorRT-LLM
     builds at that length (the VSWA split per window appears only once max_seq_len passes a window)."""
     def at(s):
-        return trtllm.estimate(_req(name, seq=s, gpu=gpu, batch=batch), suggest=False)
+        return trtllm.estimate(_req(name, seq=s, gpu=gpu, batch=batch))
 
     est = at(seq)
     if est.max_seq:

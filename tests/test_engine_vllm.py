@@ -18,13 +18,13 @@ from hypothesis import strategies as st
 
 from kvplan.engines.vllm.calibrate import gpu_from_log, request_from_log, resolve_log_model
 from kvplan.model.catalog import find_gpu, resolve_model
-from kvplan.engines.vllm import budget
+from kvplan.engines.vllm import budget, releases
 from kvplan.engines import vllm
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.engines.plan import Hardware
+from kvplan.engines.request import Hardware
 from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log_file
 
-from engine_requests import engine_request
+from engine_requests import engine_request, with_fixes
 
 DATA = Path(__file__).parent / "data"
 LOGS = sorted((DATA / "vllm_logs" / "raw").glob("*.log"))
@@ -61,7 +61,7 @@ def test_log_blocks_tokens_concurrency_exact(name):
     figs, req, _ = CASES[name]
     worker = figs.binding_worker()
     lo, hi = gib_bounds(worker.available_kv_gib)
-    at = lambda avail: vllm.estimate(dataclasses.replace(req, kv_cache_memory=avail, hardware=None), version="0.19")
+    at = lambda avail: vllm.estimate(dataclasses.replace(dataclasses.replace(req, kv_cache_memory=avail, hardware=None), engine_version="0.19"))
     low, high = at(lo), at(hi - 1)
     assert low.num_gpu_blocks <= figs.num_gpu_blocks <= high.num_gpu_blocks
     assert high.num_gpu_blocks - low.num_gpu_blocks <= 0.01 * GIB // low.bytes_per_block + 1
@@ -81,7 +81,7 @@ def test_budget_mean_absolute_error_within_3_percent():
     errors = {}
     for name in DESCRIBED:
         figs, req, _ = CASES[name]
-        est = vllm.estimate(req, version="0.19", suggest=False)
+        est = vllm.estimate(dataclasses.replace(req, engine_version="0.19"))
         logged = float(figs.binding_worker().available_kv_gib) * GIB
         errors[name] = abs(est.available_kv_bytes - logged) / logged * 100
     mae = sum(errors.values()) / len(errors)
@@ -92,7 +92,7 @@ def test_budget_mean_absolute_error_within_3_percent():
 def test_budget_terms_of_llama_8b_log():
     """Each modelled term of the plain Llama-3.1-8B run within 0.05 GiB of what vLLM logged."""
     figs, req, _ = CASES["meta-llama-llama---h100-80gb--tp1pp1dp1--8192-dtbf16.log"]
-    est = vllm.estimate(req, version="0.19")
+    est = vllm.estimate(dataclasses.replace(req, engine_version="0.19"))
     w = figs.binding_worker()
     assert est.requested_bytes == budget.requested_bytes(85_029_158_912, Fraction(95, 100))
     assert f"{est.requested_bytes / GIB:.2f}" == str(w.requested_memory_gib)
@@ -117,19 +117,19 @@ def test_gemma3_27b_padding_layers():
 
 
 def test_gemma2_sliding_layers_charged_whole_length_at_8k():
-    est = vllm.estimate(_req(MODELS / "google--gemma-2-2b-it", mem=66 * GIB), version="0.19")
+    est = vllm.estimate(dataclasses.replace(_req(MODELS / "google--gemma-2-2b-it", mem=66 * GIB), engine_version="0.19"))
     assert sorted(g.blocks_per_request for g in est.kv_cache_groups) == [512, 513]
     # at 32K the window (4096) bounds the sliding layers: cdiv(4095 + 8192, 16) + 1
-    long = vllm.estimate(_req(MODELS / "google--gemma-2-2b-it", seq=32768, mem=66 * GIB), version="0.19")
+    long = vllm.estimate(dataclasses.replace(_req(MODELS / "google--gemma-2-2b-it", seq=32768, mem=66 * GIB), engine_version="0.19"))
     assert sorted(g.blocks_per_request for g in long.kv_cache_groups) == [769, 2048]
     # 0.33 keeps two batches in flight: cdiv(4095 + 16384, 16) + 1
-    new = vllm.estimate(_req(MODELS / "google--gemma-2-2b-it", seq=32768, mem=66 * GIB), version="0.33")
+    new = vllm.estimate(dataclasses.replace(_req(MODELS / "google--gemma-2-2b-it", seq=32768, mem=66 * GIB), engine_version="0.33"))
     assert sorted(g.blocks_per_request for g in new.kv_cache_groups) == [1281, 2048]
 
 
 def test_tokens_logged_differently_by_version():
     r = _req(MODELS / "google--gemma-3-4b-it", mem=62 * GIB)
-    old, new = vllm.estimate(r, version="0.19"), vllm.estimate(r, version="0.33")
+    old, new = vllm.estimate(dataclasses.replace(r, engine_version="0.19")), vllm.estimate(dataclasses.replace(r, engine_version="0.33"))
     assert old.num_gpu_blocks == new.num_gpu_blocks
     assert old.kv_cache_tokens == old.num_gpu_blocks // 7 * 16
     assert new.kv_cache_tokens == int(new.num_gpu_blocks / new.blocks_per_request * 8192)
@@ -139,8 +139,8 @@ def test_not_fit_estimated_max_model_len_by_version():
     spec = resolve_model(str(CONFIGS / "llama-3.1-8b.json"))
     bpb = 32 * 16 * 8 * 256 * 2
     mem = 1000 * bpb + 12345
-    old = vllm.estimate(_req(spec, seq=131072, mem=mem), version="0.19")
-    new = vllm.estimate(_req(spec, seq=131072, mem=mem), version="0.33")
+    old = with_fixes("vllm", dataclasses.replace(_req(spec, seq=131072, mem=mem), engine_version="0.19"))
+    new = vllm.estimate(dataclasses.replace(_req(spec, seq=131072, mem=mem), engine_version="0.33"))
     assert old.fits is False and new.fits is False
     assert old.estimated_max_model_len == 16 * 1000
     assert new.estimated_max_model_len == 16 * 999  # 0.33 holds the null block back
@@ -175,7 +175,7 @@ def test_mla_page_not_split_by_tp():
 
 def test_hybrid_mamba_block_size_raised():
     spec = resolve_model(str(CONFIGS / "nemotron-h-56b-base-8k.json"))
-    est = vllm.estimate(_req(spec, mem=40 * GIB), version="0.19")
+    est = vllm.estimate(dataclasses.replace(_req(spec, mem=40 * GIB), engine_version="0.19"))
     assert est.block_size > 16 and est.block_size % 16 == 0
     attn = next(g for g in est.kv_cache_groups if g.kind == "full")
     mamba = next(g for g in est.kv_cache_groups if g.kind == "mamba")
@@ -196,18 +196,18 @@ def test_kv_dtypes():
 
 def test_unknown_version_is_refused():
     with pytest.raises(InputError):
-        vllm.estimate(_req(CONFIGS / "llama-3.1-8b.json", mem=GIB), version="0.5")
+        vllm.estimate(dataclasses.replace(_req(CONFIGS / "llama-3.1-8b.json", mem=GIB), engine_version="0.5"))
 
 
 def test_weights_over_budget_does_not_start_and_suggests():
     h100 = find_gpu("h100")
-    est = vllm.estimate(_req(CONFIGS / "llama-3.1-70b.json", seq=32768, hw=Hardware(h100.name, h100.capacity_bytes)))
+    est = with_fixes("vllm", _req(CONFIGS / "llama-3.1-70b.json", seq=32768, hw=Hardware(h100.name, h100.capacity_bytes)))
     assert est.fits is False and est.available_kv_bytes < 0
     # TP 2 leaves 1.34 GiB per GPU after 65.7 GiB of weights: 8,736 tokens; TP 4 is the smallest that fits
     assert any(s.startswith("--tensor-parallel-size 4") for s in est.suggestions)
     hw = Hardware(h100.name, h100.capacity_bytes)
-    tp2 = vllm.estimate(_req(CONFIGS / "llama-3.1-70b.json", seq=32768, tp=2, hw=hw), suggest=False)
-    tp4 = vllm.estimate(_req(CONFIGS / "llama-3.1-70b.json", seq=32768, tp=4, hw=hw), suggest=False)
+    tp2 = vllm.estimate(_req(CONFIGS / "llama-3.1-70b.json", seq=32768, tp=2, hw=hw))
+    tp4 = vllm.estimate(_req(CONFIGS / "llama-3.1-70b.json", seq=32768, tp=4, hw=hw))
     assert tp2.fits is False and tp2.estimated_max_model_len == 8736 and tp4.fits is True
 
 
@@ -222,29 +222,29 @@ def test_util_above_free_memory_refused():
 def test_fp8_suggestion_when_it_is_the_fix():
     h100 = find_gpu("h100")
     hw = Hardware(h100.name, h100.capacity_bytes)
-    est = vllm.estimate(_req(CONFIGS / "llama-3.1-8b.json", seq=131072, batch=6, hw=hw))
+    est = with_fixes("vllm", _req(CONFIGS / "llama-3.1-8b.json", seq=131072, batch=6, hw=hw))
     assert est.starts is True and est.serves_batch is False and est.fits is False
     assert any(s.startswith("--kv-cache-dtype fp8") for s in est.suggestions)
-    fixed = vllm.estimate(_req(CONFIGS / "llama-3.1-8b.json", seq=131072, batch=6, kv="fp8", hw=hw), suggest=False)
+    fixed = vllm.estimate(_req(CONFIGS / "llama-3.1-8b.json", seq=131072, batch=6, kv="fp8", hw=hw))
     assert fixed.serves_batch is True and fixed.fits is True
 
 
 def test_default_batch_limits():
-    assert budget.default_batch_limits(find_gpu("h100").capacity_bytes, "h100-sxm-80gb", "0.19") == (8192, 1024)
-    assert budget.default_batch_limits(find_gpu("a100").capacity_bytes, "a100-sxm-80gb", "0.19") == (2048, 256)
-    assert budget.default_batch_limits(find_gpu("l4").capacity_bytes, "l4-24gb", "0.33") == (2048, 256)
-    assert budget.default_batch_limits(find_gpu("b200").capacity_bytes, "b200-180gb", "0.33") == (16384, 1024)
-    assert budget.default_batch_limits(find_gpu("b200").capacity_bytes, "b200-180gb", "0.19") == (8192, 1024)
+    assert budget.default_batch_limits(find_gpu("h100").capacity_bytes, "h100-sxm-80gb", releases.release("0.19")) == (8192, 1024)
+    assert budget.default_batch_limits(find_gpu("a100").capacity_bytes, "a100-sxm-80gb", releases.release("0.19")) == (2048, 256)
+    assert budget.default_batch_limits(find_gpu("l4").capacity_bytes, "l4-24gb", releases.release("0.33")) == (2048, 256)
+    assert budget.default_batch_limits(find_gpu("b200").capacity_bytes, "b200-180gb", releases.release("0.33")) == (16384, 1024)
+    assert budget.default_batch_limits(find_gpu("b200").capacity_bytes, "b200-180gb", releases.release("0.19")) == (8192, 1024)
 
 
 # ------------------------------------------------------------------------------------------ properties
 
 @settings(max_examples=60, deadline=None)
 @given(mem=st.integers(min_value=1, max_value=200 * GIB), seq=st.integers(min_value=1, max_value=131072),
-       version=st.sampled_from(budget.VERSIONS))
+       version=st.sampled_from([r.line for r in releases.RELEASES]))
 def test_pool_properties(mem, seq, version):
     spec = resolve_model(str(CONFIGS / "gemma-3-27b.json"))
-    est = vllm.estimate(_req(spec, seq=seq, mem=mem), version=version, suggest=False)
+    est = vllm.estimate(dataclasses.replace(_req(spec, seq=seq, mem=mem), engine_version=version))
     assert est.num_gpu_blocks == mem // est.bytes_per_block
     assert est.max_concurrency == est.num_gpu_blocks / est.blocks_per_request
     room = mem - (est.bytes_per_block if version == "0.33" else 0)
@@ -252,9 +252,9 @@ def test_pool_properties(mem, seq, version):
     # fits also needs the request's blocks beside the null block: 0.19 starts with one block too few for it
     assert est.fits == (est.starts and est.blocks_per_request <= est.num_gpu_blocks - 1)
     if not est.starts and est.estimated_max_model_len:
-        shorter = vllm.estimate(_req(spec, seq=est.estimated_max_model_len, mem=mem), version=version, suggest=False)
+        shorter = vllm.estimate(dataclasses.replace(_req(spec, seq=est.estimated_max_model_len, mem=mem), engine_version=version))
         assert shorter.starts
-        longer = vllm.estimate(_req(spec, seq=est.estimated_max_model_len + 1, mem=mem), version=version, suggest=False)
+        longer = vllm.estimate(dataclasses.replace(_req(spec, seq=est.estimated_max_model_len + 1, mem=mem), engine_version=version))
         assert not longer.starts
 
 
@@ -262,8 +262,8 @@ def test_pool_properties(mem, seq, version):
 @given(mem=st.integers(min_value=GIB, max_value=100 * GIB))
 def test_more_memory_never_fewer_blocks(mem):
     r = _req(CONFIGS / "qwen3-next-80b-a3b-thinking.json", mem=mem)
-    a = vllm.estimate(r, suggest=False)
-    b = vllm.estimate(dataclasses.replace(r, kv_cache_memory=mem + GIB // 3), suggest=False)
+    a = vllm.estimate(r)
+    b = vllm.estimate(dataclasses.replace(r, kv_cache_memory=mem + GIB // 3))
     assert b.num_gpu_blocks >= a.num_gpu_blocks
 
 
@@ -283,7 +283,7 @@ def test_chunked_local_layers_hold_the_chunk_and_the_tokens_in_flight():
     VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE=1 in both releases)."""
     page = 16 * 8 * (128 + 128) * 2  # 65,536 B: one layer, one block
     r = _req(_scout_like(), seq=131072, mem=40 * GIB)
-    old = vllm.estimate(r, version="0.19")
+    old = vllm.estimate(dataclasses.replace(r, engine_version="0.19"))
     # 36 chunked + 12 full: group size 12 (36 >= 1.5 x 12), chunked split in 3 groups, no padding
     assert [(g.kind, g.window, g.layers, g.padding_layers) for g in old.kv_cache_groups] == \
         [("chunked", 8192, 12, 0)] * 3 + [("full", None, 12, 0)]
@@ -296,18 +296,18 @@ def test_chunked_local_layers_hold_the_chunk_and_the_tokens_in_flight():
     assert f"{old.max_concurrency:.2f}" == "4.85" and old.max_batch == (54_613 - 1) // 11_264 == 4
     assert old.kv_bytes == 11_264 * 786_432
     # 0.33: two batches in flight -> cdiv(8192 + 16384, 16) = 1536
-    new = vllm.estimate(r, version="0.33")
+    new = vllm.estimate(dataclasses.replace(r, engine_version="0.33"))
     assert [g.blocks_per_request for g in new.kv_cache_groups] == [1536, 1536, 1536, 8192]
     assert new.blocks_per_request == 12_800 and new.kv_cache_tokens == int(54_613 / 12_800 * 131072)
     assert any("current chunk plus the tokens in flight" in n for n in new.notes)
     # at 8K the chunk and the tokens in flight reach past max_model_len: every layer is charged 8192 / 16
-    short = vllm.estimate(_req(_scout_like(), seq=8192, mem=40 * GIB), version="0.19")
+    short = vllm.estimate(dataclasses.replace(_req(_scout_like(), seq=8192, mem=40 * GIB), engine_version="0.19"))
     assert {g.blocks_per_request for g in short.kv_cache_groups} == {512}
     assert any("charged the whole max_model_len" in n for n in short.notes)
 
 
 def test_chunked_only_model_is_one_group():
-    est = vllm.estimate(_req(_scout_like(pattern=("chunked",)), seq=131072, mem=40 * GIB), version="0.19")
+    est = vllm.estimate(dataclasses.replace(_req(_scout_like(pattern=("chunked",)), seq=131072, mem=40 * GIB), engine_version="0.19"))
     (g,) = est.kv_cache_groups
     assert (g.kind, g.layers, g.blocks_per_request) == ("chunked", 48, 1024)
     assert est.bytes_per_block == 48 * 65_536 and est.num_gpu_blocks == 40 * GIB // (48 * 65_536)
@@ -332,7 +332,7 @@ def test_qwen3_next_attention_block_by_version_and_gpu():
     mem = 20 * GIB
 
     def run(gpu, version, **kw):
-        est = vllm.estimate(_gpu_req(spec, gpu, seq=32768, mem=mem, **kw), version=version)
+        est = vllm.estimate(dataclasses.replace(_gpu_req(spec, gpu, seq=32768, mem=mem, **kw), engine_version=version))
         mamba = [g for g in est.kv_cache_groups if g.kind == "mamba"]
         return est.block_size, {g.blocks_per_request for g in mamba}, est
 
@@ -349,15 +349,15 @@ def test_qwen3_next_attention_block_by_version_and_gpu():
     with pytest.raises(UnsupportedError, match="prefix caching"):
         run("h100-sxm-80gb", "0.19", prefix_caching=True)
     # a GPU kvplan cannot place: FlashInfer assumed, and said
-    unknown = vllm.estimate(_req(spec, seq=32768, mem=mem), version="0.33")
+    unknown = vllm.estimate(dataclasses.replace(_req(spec, seq=32768, mem=mem), engine_version="0.33"))
     assert unknown.block_size == 576 and any("assumed FlashInfer" in n for n in unknown.notes)
 
 
 def test_mamba_hybrid_without_gdn_holds_two_state_blocks_on_0_33():
     """Jamba's Mamba layers export no prefill checkpoints: align mode holds 2 state blocks, the block is unchanged."""
     spec = resolve_model(str(CONFIGS / "jamba-1.5-mini.json"))
-    old = vllm.estimate(_gpu_req(spec, "h100-sxm-80gb", seq=32768, mem=20 * GIB), version="0.19")
-    new = vllm.estimate(_gpu_req(spec, "h100-sxm-80gb", seq=32768, mem=20 * GIB), version="0.33")
+    old = vllm.estimate(dataclasses.replace(_gpu_req(spec, "h100-sxm-80gb", seq=32768, mem=20 * GIB), engine_version="0.19"))
+    new = vllm.estimate(dataclasses.replace(_gpu_req(spec, "h100-sxm-80gb", seq=32768, mem=20 * GIB), engine_version="0.33"))
     assert old.block_size == new.block_size
     assert {g.blocks_per_request for g in old.kv_cache_groups if g.kind == "mamba"} == {1}
     assert {g.blocks_per_request for g in new.kv_cache_groups if g.kind == "mamba"} == {2}
@@ -436,12 +436,12 @@ def test_max_seq_holds_when_applied_even_from_a_tiny_max_model_len(version):
     L40S), so the activation peak is small; the longest max_model_len must be judged with the batch limits vLLM
     would pick at that length, or applying it does not fit (found: 28432 reported, 6 of 7 held there)."""
     hw = Hardware("l40s-48gb", find_gpu("l40s-48gb").capacity_bytes)
-    tiny = vllm.estimate(_req("llama-3.1-8b", seq=1, batch=7, hw=hw), version=version, suggest=False)
+    tiny = vllm.estimate(dataclasses.replace(_req("llama-3.1-8b", seq=1, batch=7, hw=hw), engine_version=version))
     assert tiny.max_num_batched_tokens == 256 and tiny.max_seq
-    at = vllm.estimate(_req("llama-3.1-8b", seq=tiny.max_seq, batch=7, hw=hw), version=version, suggest=False)
+    at = vllm.estimate(dataclasses.replace(_req("llama-3.1-8b", seq=tiny.max_seq, batch=7, hw=hw), engine_version=version))
     assert at.fits is True
     assert at.max_seq == tiny.max_seq
-    past = vllm.estimate(_req("llama-3.1-8b", seq=tiny.max_seq + 1, batch=7, hw=hw), version=version, suggest=False)
+    past = vllm.estimate(dataclasses.replace(_req("llama-3.1-8b", seq=tiny.max_seq + 1, batch=7, hw=hw), engine_version=version))
     assert past.fits is False
 
 
@@ -461,6 +461,6 @@ def test_every_suggested_length_is_checked():
     offered as the first fix."""
     hw = Hardware("v100-sxm2-16gb", find_gpu("v100-sxm2-16gb").capacity_bytes)
     req = _req("qwen1.5-moe-a2.7b", seq=32768, kv="fp8", pp=2, hw=hw)
-    est = vllm.estimate(req)
+    est = with_fixes("vllm", req)
     assert est.starts is False and est.estimated_max_model_len == 10288
     assert not any(s.startswith("--max-model-len") for s in est.suggestions)

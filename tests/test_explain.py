@@ -9,7 +9,7 @@ from kvplan.analysis import explain as ex
 from kvplan.core.cache import CacheModel
 from kvplan.core.dtypes import dtype
 from kvplan.engines import static
-from kvplan.cli.entry import build_request
+from kvplan.engines.request import build_request
 
 from conftest import CONFIGS
 
@@ -19,7 +19,7 @@ ALL_CONFIGS = sorted(p.name for p in CONFIGS.glob("*.json"))
 def _explain(name, *, seq="8K", batch=1, kv="auto", tp=None, pp=1, gpu=None):
     req = build_request(str(CONFIGS / name), seq=seq, batch=batch, kv_dtype=kv, dtype=None, gpu=gpu, gpu_mem=None, gpus=None, tp=tp, pp=pp)
     est = static.estimate(req)
-    cache = CacheModel(req.spec, req.kv_dtype, req.tp, req.pp)
+    cache = CacheModel(req.spec, static.kv_dtype(req), req.tp, req.pp)
     room = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes if est.per_gpu else None
     return ex.explain(req.spec, cache, seq=req.seq, batch=req.batch, room=room), est
 

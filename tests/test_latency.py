@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from kvplan.model import catalog
 from kvplan.analysis import latency
-from kvplan.engines import plan
+from kvplan.engines import static as plan
 from kvplan.core.cache import CacheModel
 from kvplan.core.dtypes import dtype
 from kvplan.core.errors import UnsupportedError

@@ -6,8 +6,8 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from kvplan.analysis import plotting, sweep as sw
-from kvplan.cli.entry import build_request
-from kvplan.engines import engine_module
+from kvplan.engines.request import build_request
+from kvplan import engines
 
 from conftest import CONFIGS
 
@@ -22,7 +22,7 @@ def _rows(**axes):
         return build_request(str(MODEL), seq=str(seq), batch=batch, kv_dtype=combo.kv_dtype, dtype=None, gpu=combo.gpu, gpu_mem=None,
                              gpus=None, tp=combo.tp, pp=combo.pp)
 
-    return list(sw.rows(grid, make, engine_module, model="llama-3.1-8b"))
+    return list(sw.rows(grid, make, engines.get, model="llama-3.1-8b"))
 
 
 def test_capacity_chart_data():

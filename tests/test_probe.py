@@ -15,6 +15,8 @@ from types import SimpleNamespace
 
 import pytest
 
+from kvplan.engines.static import kv_dtype as static_kv_dtype
+
 from kvplan.model import catalog
 from kvplan.core.cache import CacheModel, layer_token_bytes
 from kvplan.core.dtypes import dtype as lookup_dtype
@@ -162,9 +164,9 @@ def test_engine_plan_of_the_vllm_chunked_pool():
     from kvplan.probe.layout import engine_rank_plan
 
     spec = _scout_like()
-    req = EngineRequest(spec=spec, seq=131072, batch=1, kv_dtype=lookup_dtype("bf16"), kv_dtype_name="auto",
+    req = EngineRequest(spec=spec, seq=131072, batch=1, kv_dtype="auto",
                         weight_fmt=None, kv_cache_memory=40 * 2**30)
-    est = vllm.estimate(req, version="0.19")
+    est = vllm.estimate(dataclasses.replace(req, engine_version="0.19"))
     plan = engine_rank_plan(CacheModel(spec, lookup_dtype("bf16")), est, stage=0)
     (pool,) = plan.groups
     # 4 groups (3 chunked, 1 full) of 12 layers share 12 slots of 54,613 pages of 65,536 B
@@ -233,7 +235,7 @@ def test_engine_plan_equals_the_vllm_engine_for_every_spec():
 def _request_plain(spec, *, seq, batch=1, tp=1, pp=1, kv_cache_memory=None):
     from kvplan.engines import EngineRequest
 
-    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=lookup_dtype(spec.dtype), kv_dtype_name="auto", weight_fmt=None,
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype="auto", weight_fmt=None,
                          tp=tp, pp=pp, kv_cache_memory=kv_cache_memory)
 
 
@@ -259,7 +261,7 @@ def _request(spec, *, seq, batch=1, kv="auto", tp=1, pp=1):
     from kvplan.core.dtypes import resolve_kv_dtype
     from kvplan.engines import EngineRequest
 
-    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=resolve_kv_dtype(kv, lookup_dtype(spec.dtype)), kv_dtype_name=kv,
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=kv,
                          weight_fmt=None, tp=tp, pp=pp)
 
 
@@ -304,14 +306,14 @@ def test_every_spec_matches_on_meta_at_full_size(key):
     spec = ALL_SPECS[key]
     for kv in ("auto", "fp8"):
         req = _request(spec, seq=32768, batch=8, kv=kv)
-        whole = CacheModel(spec, req.kv_dtype).footprint(32768, 8).cache_bytes
+        whole = CacheModel(spec, static_kv_dtype(req)).footprint(32768, 8).cache_bytes
         for layout in (STATIC, PAGED):
             res = run_probe(req, ProbeOptions(layout=layout, device="meta"), torch=torch, dist_env=False)
             assert res.match and res.measured_bytes == res.estimated_bytes, (kv, layout)
             if layout == STATIC:
                 assert res.measured_bytes == whole
             else:  # whole blocks of 16: a window like Phi-3's 2047 tokens rounds up to 128 blocks
-                slack = 8 * 16 * sum(layer_token_bytes(layer, req.kv_dtype) for layer in spec.layer_specs)
+                slack = 8 * 16 * sum(layer_token_bytes(layer, static_kv_dtype(req)) for layer in spec.layer_specs)
                 assert whole <= res.measured_bytes <= whole + slack
 
 
@@ -333,7 +335,7 @@ def test_find_max_equals_the_prediction_exactly(name, seq, kv, layout):
 
     spec = _spec(name)
     req = _request(spec, seq=seq, kv=kv)
-    unit = growth_unit(CacheModel(spec, req.kv_dtype), layout=layout, stage=0, seq=seq, block_size=16)
+    unit = growth_unit(CacheModel(spec, static_kv_dtype(req)), layout=layout, stage=0, seq=seq, block_size=16)
     for budget in (unit.estimated_bytes * 5, unit.estimated_bytes * 5 - 1, unit.estimated_bytes * 3 + unit.estimated_bytes // 2):
         dev = TrackingCpu(torch)
         # touch=False: page faults are slow in sandboxes, and the budget logic does not need the pages

@@ -32,7 +32,7 @@ def test_help_and_estimate_never_import_torch():
         "import sys\n"
         "from typer.testing import CliRunner\n"
         "from kvplan.cli import entry as cli\n"
-        "cli._register_optional_commands_once()\n"
+        "cli.register_commands()\n"
         "runner = CliRunner()\n"
         f"r = runner.invoke(cli.app, ['estimate', {str(CONFIGS / 'llama-3.1-8b.json')!r}, '--seq', '8K', '--json'])\n"
         "assert r.exit_code == 0, r.output\n"
@@ -104,7 +104,7 @@ def test_torchrun_world_must_equal_tp_x_pp():
     from kvplan.probe.runner import ProbeOptions, run_probe
 
     spec = catalog.resolve_model(str(CONFIGS / "llama-3.1-8b.json"))
-    req = EngineRequest(spec=spec, seq=16, batch=1, kv_dtype=dtype("bf16"), kv_dtype_name="bf16", weight_fmt=None)
+    req = EngineRequest(spec=spec, seq=16, batch=1, kv_dtype="bf16", weight_fmt=None)
     with pytest.raises(InputError, match="torchrun started 2 processes but --tp 1 x --pp 1 = 1"):
         run_probe(req, ProbeOptions(device="cpu"), torch=torch, dist_env=DistEnv(rank=0, world_size=2, local_rank=0))
 

@@ -111,7 +111,7 @@ class FakeCudaDevice(CudaDevice):
 
 def _request(name, *, seq, batch=1, kv="auto", tp=1, pp=1):
     spec = catalog.resolve_model(str(CONFIGS / f"{name}.json"))
-    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=lookup_dtype(spec.dtype if kv == "auto" else kv), kv_dtype_name=kv,
+    return EngineRequest(spec=spec, seq=seq, batch=batch, kv_dtype=kv,
                          weight_fmt=None, tp=tp, pp=pp)
 
 

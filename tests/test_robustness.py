@@ -52,7 +52,7 @@ def invoke():
 
     from kvplan.cli import entry as kvcli
 
-    kvcli._register_optional_commands_once()
+    kvcli.register_commands()
     runner = CliRunner()
 
     def run(*args):

@@ -25,6 +25,7 @@ from typing import Callable, Iterable, Iterator, Sequence
 
 from kvplan.core.errors import InputError, KvplanError
 from kvplan.core.units import MAX_TOKENS
+from kvplan.engines.static import kv_dtype as static_kv_dtype
 
 # A grid is expanded eagerly (its axes are short lists); this bounds one axis and the whole product so
 # that a typo such as 1..1000000000 fails fast instead of streaming forever.
@@ -155,7 +156,7 @@ class SweepRow:
 
 COLUMNS = tuple(f.name for f in dataclasses.fields(SweepRow))
 
-# make_request(combo, seq, batch) -> EngineRequest; engine_module(name) -> the engine's module
+# make_request(combo, seq, batch) -> EngineRequest; engine(name) -> the registry's Engine (kvplan.engines.get)
 RequestFactory = Callable[[Combo, int, int], object]
 
 
@@ -164,7 +165,7 @@ def combos(grid: Grid) -> Iterator[Combo]:
         yield Combo(engine, gpu, tp, pp, kv)
 
 
-def rows(grid: Grid, make_request: RequestFactory, engine_module: Callable[[str], object], *, model: str,
+def rows(grid: Grid, make_request: RequestFactory, engine: Callable[[str], object], *, model: str,
          on_refusal: Callable[[KvplanError], None] | None = None) -> Iterator[SweepRow]:
     """Every row of the grid, in order (engine, gpu, tp, pp, kv_dtype, seq, batch), lazily. A combination
     the engine refuses yields rows whose `error` holds the one-line reason; on_refusal sees the error."""
@@ -172,9 +173,9 @@ def rows(grid: Grid, make_request: RequestFactory, engine_module: Callable[[str]
     caches: dict = {}
     for combo in combos(grid):
         try:
-            module = engine_module(combo.engine)
+            module = engine(combo.engine)
             request = make_request(combo, grid.seq[0], grid.batch[0])
-            if getattr(module, "__name__", "").endswith(".static"):
+            if module.name == "static":
                 block = _static_rows(grid, combo, module, request, caches)
             else:
                 block = _engine_rows(grid, combo, module, request, note)
@@ -197,15 +198,16 @@ def _refused(grid: Grid, combo: Combo, model: str, err: KvplanError) -> Iterator
 
 
 def row_from_result(result, combo: Combo) -> SweepRow:
-    """A row from any engine's estimate result (the DESIGN.md contract fields; optional ones read defensively)."""
-    per_gpu = getattr(result, "per_gpu", None)
-    concurrency = getattr(result, "max_concurrency", None)
+    """A row from any engine's estimate result: the contract fields, and the concurrency its pool view logs."""
+    per_gpu = result.per_gpu
+    pool = result.pool_view()
+    concurrency = pool.concurrency if pool is not None else None
     return SweepRow(
         model=result.model, engine=combo.engine, gpu=combo.gpu, tp=combo.tp, pp=combo.pp, kv_dtype=result.kv_dtype,
         seq=result.seq, batch=result.batch, kv_bytes_per_token=result.kv_bytes_per_token, cache_bytes=result.cache_bytes,
-        gpu_weights_bytes=getattr(per_gpu, "weights_bytes", None), gpu_cache_bytes=getattr(per_gpu, "cache_bytes", None),
-        gpu_free_bytes=getattr(per_gpu, "free_bytes", None), fits=getattr(result, "fits", None),
-        max_batch=getattr(result, "max_batch", None), max_seq=getattr(result, "max_seq", None),
+        gpu_weights_bytes=per_gpu.weights_bytes if per_gpu else None, gpu_cache_bytes=per_gpu.cache_bytes if per_gpu else None,
+        gpu_free_bytes=per_gpu.free_bytes if per_gpu else None, fits=result.fits, max_batch=result.max_batch,
+        max_seq=result.max_seq,
         max_concurrency=float(concurrency) if concurrency is not None else None,
     )
 
@@ -231,7 +233,7 @@ def _static_rows(grid: Grid, combo: Combo, module, request, caches: dict) -> Ite
     key = (id(spec), request.kv_dtype, request.tp, request.pp)
     entry = caches.get(key)
     if entry is None:
-        cache = CacheModel(spec, request.kv_dtype, request.tp, request.pp)
+        cache = CacheModel(spec, static_kv_dtype(request), request.tp, request.pp)
         per_seq = {s: (cache.max_rank_footprint(s, 1).cache_bytes, cache.footprint(s, 1).cache_bytes) for s in grid.seq}
         entry = caches[key] = (cache, per_seq, spec)  # spec kept alive so its id stays unique
     cache, per_seq, _ = entry

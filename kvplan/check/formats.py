@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Callable
 
-from kvplan.check.deploy import CANNOT_JUDGE, FAIL, INVALID, PASS, CheckReport, Verdict, short_tokens
+from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, CheckReport, Verdict, short_tokens
 from kvplan.core.units import format_bytes
 
 

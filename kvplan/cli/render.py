@@ -12,7 +12,7 @@ import os
 import sys
 from typing import Any
 
-from kvplan.core.units import format_bytes, format_tokens
+from kvplan.core.units import format_bytes
 
 
 def to_json(result: Any) -> str:
@@ -123,43 +123,6 @@ def size(n: int | None) -> str:
     if n is None:
         return "—"
     return f"{format_bytes(n)} ({n:,} B)" if abs(n) >= 1024 else f"{n:,} B"
-
-
-def estimate_table(est) -> list:
-    """The human view of an Estimate: one header line, then cache, weights and the GPU verdict in one table."""
-    from rich.table import Table
-    from rich.text import Text
-
-    header = f"{est.model} · {format_tokens(est.seq)} tokens × {est.batch} sequence{'s' if est.batch > 1 else ''} · KV {est.kv_dtype} · engine {est.engine}"
-    if est.tp > 1 or est.pp > 1:
-        header += f" · TP {est.tp} × PP {est.pp}"
-    table = Table(show_header=True, header_style="bold", box=None if os.environ.get("KVPLAN_PLAIN") else _box())
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    table.add_row("KV cache per token", size(est.kv_bytes_per_token))
-    table.add_row("KV cache per sequence", size(est.kv_bytes_per_sequence))
-    if est.state_bytes:
-        table.add_row("recurrent state per sequence", size(est.state_bytes_per_sequence))
-    table.add_row(f"cache, {est.batch} sequence{'s' if est.batch > 1 else ''}", size(est.cache_bytes))
-    table.add_row("parameters", f"{est.params:,}")
-    table.add_row(f"weights ({est.dtype})", size(est.weights_bytes))
-    if est.per_gpu is not None:
-        g = est.per_gpu
-        table.add_section()
-        where = f"{est.gpu or 'custom GPU'}" + (f", most loaded of {est.gpus}" if est.gpus > 1 else "")
-        table.add_row(Text(f"per GPU ({where})", style="bold"), "")
-        table.add_row("  capacity", size(g.capacity_bytes))
-        table.add_row("  reserve (runtime overhead)", size(g.reserved_bytes))
-        table.add_row("  weights", size(g.weights_bytes))
-        table.add_row("  cache", size(g.cache_bytes))
-        table.add_row("  left", Text(size(g.free_bytes), style="" if g.free_bytes >= 0 else "red"))
-        table.add_section()
-        table.add_row("verdict", Text("fits" if est.fits else "does NOT fit", style="bold green" if est.fits else "bold red"))
-        table.add_row(f"most sequences of {format_tokens(est.seq)} tokens", f"{est.max_batch:,}" if est.max_batch is not None else "—")
-        limit = f" (limit: {est.max_seq_limited_by})" if est.max_seq_limited_by and est.max_seq else ""
-        table.add_row(f"longest context for {est.batch} sequence{'s' if est.batch > 1 else ''}",
-                      (format_tokens(est.max_seq) + " tokens" + limit) if est.max_seq else "none fits")
-    return [Text(header, style="bold"), table]
 
 
 def _box():

@@ -1,55 +1,69 @@
-"""Memory models of serving engines behind one interface.
+"""Memory models of serving engines behind one interface, and their registry.
 
-Each engine module exposes `estimate(request: EngineRequest) -> result dataclass` and states the
-engine version whose rules it mirrors. `static` (contiguous preallocation, like transformers'
-StaticCache) is the default and lives in plan.py.
+Every engine package (static.py, vllm/, sglang/, trtllm/) defines `ENGINE`, an `Engine`: its name, how it
+reads a request's KV-cache dtype, its estimate, and how it spells the knobs a fix turns. Commands ask the
+registry (`get`) and never import an engine by hand; adding an engine is its package plus a line in
+`_PACKAGES` (and its view in kvplan/cli/views/). Results are frozen dataclasses extending
+engines/result.py's ContractEstimate; the paged engines' results also give check a typed `pool_view()`.
 """
 
 from __future__ import annotations
 
+import importlib
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any, Callable
 
-from kvplan.core.dtypes import DType, WeightFormat
+from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, did_you_mean
-from kvplan.engines.plan import Hardware
-from kvplan.core.spec import ModelSpec
+from kvplan.engines.request import EngineRequest, Hardware
 
-ENGINE_NAMES = ("static", "vllm", "sglang", "trtllm")
+# name -> the module that defines ENGINE; imported on first use (start-up time)
+_PACKAGES = {"static": "kvplan.engines.static", "vllm": "kvplan.engines.vllm", "sglang": "kvplan.engines.sglang",
+             "trtllm": "kvplan.engines.trtllm"}
+ENGINE_NAMES = tuple(_PACKAGES)
 
 
 @dataclass(frozen=True)
-class EngineRequest:
-    """Everything a user can say about a deployment, in the engine-neutral form the CLI builds."""
+class EngineFlags:
+    """How one engine spells the knobs a fix turns (engines/fixes.py), as its users type them."""
 
-    spec: ModelSpec
-    seq: int  # max_model_len for the paged engines
-    batch: int
-    kv_dtype: DType
-    kv_dtype_name: str  # as the user wrote it ('auto', 'fp8', 'fp8_e5m2', ...): engines have their own spellings
-    weight_fmt: WeightFormat | None
-    tp: int = 1
-    pp: int = 1
-    hardware: Hardware | None = None
-    gpu_util: Fraction | None = None  # None: the engine's own default
-    kv_cache_memory: int | None = None  # bytes for the cache, skipping the budget model (vLLM kv_cache_memory_bytes)
-    block_size: int | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
+    max_len: str  # e.g. "--max-model-len"
+    tp: str
+    kv_fp8: str  # the whole flag with its value
+    util: str | None  # the memory-fraction flag ("{F}" where the value goes), None when the engine has none
+    kv_memory: str | None  # an explicit cache-size flag
+    kv_fp8_name: str = "fp8"  # the engine's spelling of an fp8 (e4m3) KV cache
+    util_limit: Fraction = Fraction(99, 100)
+
+    def util_flag(self, value: str) -> str:
+        return self.util.replace("{F}", value) if "{F}" in self.util else f"{self.util} {value}"
 
 
-def engine_module(name: str):
+@dataclass(frozen=True)
+class Engine:
+    """One serving engine's memory model."""
+
+    name: str  # registry key: static, vllm, sglang, trtllm
+    title: str  # as people write it: vLLM, SGLang, TensorRT-LLM
+    estimate: Callable[..., Any]  # (EngineRequest, *, search_max_seq=True) -> its result dataclass
+    kv_dtype: Callable[[EngineRequest], DType]  # the request's KV-cache dtype as this engine reads its spelling
+    flags: EngineFlags | None  # None: no launch flags to suggest (static)
+    # the memory fraction a request's result was judged at (None: the engine has no such knob or it was not
+    # used, e.g. --kv-cache-memory); the fix search starts above it
+    util_of: Callable[[EngineRequest, Any], Fraction | None] = lambda req, result: None
+    # the highest memory fraction this engine accepts for the request behind a result (vLLM: what is free after
+    # the CUDA context at start-up); None: flags.util_limit
+    util_max: Callable[[Any], Fraction | None] = lambda result: None
+
+
+def get(name: str) -> Engine:
+    """The engine registered under `name` (case and spaces forgiven); InputError at --engine otherwise."""
     key = name.strip().lower()
-    if key not in ENGINE_NAMES:
-        raise InputError(f"unknown engine {name!r}", where="--engine", hint=did_you_mean(name, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
-    import importlib
+    if key not in _PACKAGES:
+        raise InputError(f"unknown engine {name!r}", where="--engine",
+                         hint=did_you_mean(name, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
+    return importlib.import_module(_PACKAGES[key]).ENGINE
 
-    try:
-        return importlib.import_module(f"kvplan.engines.{key}")
-    except ModuleNotFoundError as err:
-        if err.name != f"kvplan.engines.{key}":
-            raise
-        from kvplan.core.errors import UnsupportedError
 
-        raise UnsupportedError(f"engine {key!r} is not modelled in this version", where="--engine", hint="use --engine static") from None
+__all__ = ["Engine", "EngineFlags", "EngineRequest", "Hardware", "ENGINE_NAMES", "get"]

@@ -1,8 +1,18 @@
-"""The fix, not just the verdict: when a deployment does not fit, what would, as flags for that engine.
+"""The fix, not just the verdict: single changes that would make a deployment pass. Pure.
 
-Each candidate is checked by running the same engine model again with one thing changed (never a rule of
-thumb): the longest context that fits, the smallest tensor-parallel size, an fp8 KV cache, a higher memory
-fraction, another GPU from the catalog. Pure: engine estimate functions in, strings out.
+One search serves `kvplan estimate` (does the request shape fit?) and `kvplan check` (does it pass every
+requirement?): the caller gives the test, the search tries each change by running the same engine model again
+with that one thing changed (never a rule of thumb):
+
+1. the longest max_model_len that passes (binary search: every test is monotone in the length);
+2. the smallest larger tensor-parallel size that divides the attention heads;
+3. an fp8 KV cache, when the cache is wider than 8 bits;
+4. the smallest memory fraction above the current one, in steps of 0.01, up to what the engine accepts;
+5. the smallest explicit cache size, when the deployment pins one (vLLM --kv-cache-memory-bytes);
+6. the smallest larger GPU of the catalog from the same vendor (the software stack stays the same).
+
+Each Fix carries the changed request and the engine's result for it; `engine_words` spells it as the engine's
+flags (estimate's `suggestions`), check spells it in the deployment's own keys.
 """
 
 from __future__ import annotations
@@ -10,163 +20,133 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Callable
+from typing import Any, Callable
 
-from kvplan.core.dtypes import dtype
-from kvplan.engines import EngineRequest
 from kvplan.core.errors import KvplanError
 from kvplan.core.units import format_bytes, format_tokens
+from kvplan.engines import Engine
+from kvplan.engines.request import EngineRequest
 
-TP_CANDIDATES = (1, 2, 4, 8, 16, 32)
+TP_CANDIDATES = (2, 4, 8, 16, 32, 64)
+UTIL_STEP = Fraction(1, 100)
+MAX_LEN, TP, KV_DTYPE, UTIL, KV_MEMORY, GPU = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype",
+                                              "gpu_memory_utilization", "kv_cache_memory_bytes", "gpu")
 
 
 @dataclass(frozen=True)
-class EngineFlags:
-    """How one engine spells the knobs kvplan turns."""
-
-    name: str
-    max_len: str  # e.g. "--max-model-len"
-    tp: str
-    kv_fp8: str  # the whole flag with its value
-    util: str | None  # the memory-fraction flag, None when the engine has no such knob
-    kv_memory: str | None  # an explicit cache-size flag
-    kv_fp8_name: str = "fp8"  # the engine's spelling of an fp8 (e4m3) KV cache
-    util_limit: Fraction = Fraction(99, 100)
-
-    def util_flag(self, value: str) -> str:
-        return self.util.replace("{F}", value) if "{F}" in self.util else f"{self.util} {value}"
+class Fix:
+    setting: str  # one of MAX_LEN, TP, KV_DTYPE, UTIL, KV_MEMORY, GPU (vLLM's names for the settings)
+    value: Any  # int, "fp8", a Fraction, bytes, or the catalog GPU's name
+    request: EngineRequest  # the request with the change
+    gpus: int | None = None  # TP x PP after a TP change
+    capacity_bytes: int | None = None  # of the suggested GPU
 
 
-VLLM = EngineFlags("vLLM", "--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8",
-                   "--gpu-memory-utilization", "--kv-cache-memory-bytes")
-SGLANG = EngineFlags("SGLang", "--context-length", "--tp-size", "--kv-cache-dtype fp8_e4m3", "--mem-fraction-static",
-                     None, kv_fp8_name="fp8_e4m3")
-TRTLLM = EngineFlags("TensorRT-LLM", "--max_seq_len", "--tp_size", "kv_cache_config: {dtype: fp8} (extra LLM API options)",
-                     "kv_cache_config: {free_gpu_memory_fraction: {F}} (extra LLM API options)", None)
+def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineRequest], bool]) -> list[Fix]:
+    """The single changes to `req` for which `passes` holds; `result` is the engine's result for `req`."""
+    from kvplan.model.catalog import gpus
 
+    def ok(candidate: EngineRequest) -> bool:
+        try:
+            return passes(candidate)
+        except KvplanError:
+            return False  # a change the engine or the model rejects is simply not a fix
 
-def _ok(result) -> bool:
-    serves = getattr(result, "serves_batch", None)
-    return bool(result.fits) and serves is not False
-
-
-def _try(run: Callable[[EngineRequest], object], req: EngineRequest):
-    try:
-        return run(req)
-    except KvplanError:
-        return None  # a candidate the engine or the model rejects is simply not a fix
-
-
-def suggestions(req: EngineRequest, result, run: Callable[[EngineRequest], object], flags: EngineFlags, *,
-                util_of: Callable[[object], Fraction | None], util_max: Fraction | None = None,
-                needed_kv_bytes: int | None = None) -> list[str]:
-    """Concrete flags that would make `req` fit on this engine; `run` re-estimates without suggestions."""
-    out: list[str] = []
-    # 1. the longest context that fits as deployed
-    if result.max_seq:
-        if result.max_seq < req.seq:
-            out.append(f"{flags.max_len} {result.max_seq}: the longest context that fits "
-                       f"{req.batch} sequence{'s' if req.batch > 1 else ''} with these flags")
-    elif getattr(result, "estimated_max_model_len", None):
-        # the engine's own estimate (one worker, one request) is a fix only when it fits: not when the engine
-        # refuses to start anyway, holds fewer than `batch`, or another pipeline stage is shorter
-        r = _try(run, dataclasses.replace(req, seq=result.estimated_max_model_len))
-        if r is not None and _ok(r):
-            out.append(f"{flags.max_len} {result.estimated_max_model_len}: the estimated maximum model length")
-    # 2. the smallest tensor-parallel size
-    heads = req.spec.attention_heads
+    out: list[Fix] = []
+    if req.seq > 1 and ok(dataclasses.replace(req, seq=1)):
+        lo, hi = 1, req.seq  # ok(lo), and req itself does not pass
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            lo, hi = (mid, hi) if ok(dataclasses.replace(req, seq=mid)) else (lo, mid)
+        out.append(Fix(MAX_LEN, lo, dataclasses.replace(req, seq=lo)))
     for tp in TP_CANDIDATES:
-        if tp <= req.tp or heads % tp:
-            continue
-        r = _try(run, dataclasses.replace(req, tp=tp))
-        if r is not None and _ok(r):
-            out.append(f"{flags.tp} {tp}: {tp * req.pp} GPUs" + _held(r))
+        if tp > req.tp and not req.spec.attention_heads % tp and ok(candidate := dataclasses.replace(req, tp=tp)):
+            out.append(Fix(TP, tp, candidate, gpus=tp * req.pp))
             break
-    # 3. an fp8 KV cache
-    if req.kv_dtype.bits > 8:
-        r = _try(run, dataclasses.replace(req, kv_dtype=dtype("fp8_e4m3"), kv_dtype_name=flags.kv_fp8_name))
-        if r is not None and _ok(r):
-            out.append(f"{flags.kv_fp8}: half the KV bytes per token" + _held(r))
-    # 4. a higher memory fraction
-    current = util_of(result)
-    if flags.util and current is not None and req.hardware is not None and req.kv_cache_memory is None:
-        top = min(util_max or flags.util_limit, flags.util_limit)
-        step = Fraction(1, 100)
-        u = (current // step + 1) * step
-        found = None
+    fp8_name = engine.flags.kv_fp8_name if engine.flags else "fp8"
+    if engine.kv_dtype(req).bits > 8 and ok(candidate := dataclasses.replace(req, kv_dtype=fp8_name)):
+        out.append(Fix(KV_DTYPE, fp8_name, candidate))
+    current = engine.util_of(req, result)
+    if current is not None and req.kv_cache_memory is None and req.hardware is not None:
+        limit = engine.flags.util_limit if engine.flags else Fraction(99, 100)
+        top = min(engine.util_max(result) or limit, limit)
+        u = (current // UTIL_STEP + 1) * UTIL_STEP
         while u <= top:
-            r = _try(run, dataclasses.replace(req, gpu_util=u))
-            if r is not None and _ok(r):
-                found = u
+            if ok(candidate := dataclasses.replace(req, gpu_util=u)):
+                out.append(Fix(UTIL, u, candidate))
                 break
-            u += step
-        if found is not None:
-            out.append(f"{flags.util_flag(f'{float(found):.2f}')}: the smallest fraction that fits")
-    # 5. an explicit cache size, when the user gave one
-    if req.kv_cache_memory is not None and needed_kv_bytes and flags.kv_memory:
-        out.append(f"{flags.kv_memory} {needed_kv_bytes}: the cache {req.batch} request{'s' if req.batch > 1 else ''} "
-                   f"of {format_tokens(req.seq)} need ({format_bytes(needed_kv_bytes)} per GPU)")
-    # 6. another GPU from the catalog
-    if req.hardware is not None:
-        from kvplan.model.catalog import gpus
-
-        for g in sorted(gpus(), key=lambda g: g.capacity_bytes):
-            if g.capacity_bytes <= req.hardware.capacity_bytes:
+            u += UTIL_STEP
+    if req.kv_cache_memory is not None and engine.flags and engine.flags.kv_memory:
+        size = _smallest_cache(req, ok)
+        if size is not None:
+            out.append(Fix(KV_MEMORY, size, dataclasses.replace(req, kv_cache_memory=size)))
+    hw = req.hardware
+    if hw is not None:
+        vendor = hw.facts.vendor if hw.facts else None
+        for g in sorted(gpus(), key=lambda g: (g.capacity_bytes, g.name)):
+            if g.capacity_bytes <= hw.capacity_bytes or (vendor is not None and g.vendor != vendor):
                 continue
-            hw = dataclasses.replace(req.hardware, name=g.name, capacity_bytes=g.capacity_bytes)
-            r = _try(run, dataclasses.replace(req, hardware=hw))
-            if r is not None and _ok(r):
-                out.append(f"--gpu {g.name} ({format_bytes(g.capacity_bytes)}) with the same flags" + _held(r))
+            candidate = dataclasses.replace(req, hardware=dataclasses.replace(hw, name=g.name, capacity_bytes=g.capacity_bytes))
+            if ok(candidate):
+                out.append(Fix(GPU, g.name, candidate, capacity_bytes=g.capacity_bytes))
                 break
-    if not out:
-        out.append("nothing kvplan tried fits (longer context, more TP, fp8 KV, a higher memory fraction, a larger "
-                   "GPU): add pipeline stages or use a smaller model")
     return out
 
 
-def _held(r) -> str:
-    n = getattr(r, "max_batch", None)
-    return f"; holds {n:,} sequences of {format_tokens(r.seq)}" if n else ""
+def _smallest_cache(req: EngineRequest, ok: Callable[[EngineRequest], bool]) -> int | None:
+    """The smallest cache size in bytes that passes, by binary search above the one given (None: none up to 1 PiB)."""
+    lo, hi = req.kv_cache_memory, 2**50
+    if not ok(dataclasses.replace(req, kv_cache_memory=hi)):
+        return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if ok(dataclasses.replace(req, kv_cache_memory=mid)) else (mid, hi)
+    return hi
 
 
-def suggest_vllm(req: EngineRequest, result, version: str) -> list[str]:
-    from kvplan.engines import vllm
+# ------------------------------------------------------------------ kvplan estimate
 
-    def run(r: EngineRequest):
-        return vllm.estimate(r, version=version, suggest=False)
-
-    util_max = None
-    w = result.workers[0] if result.workers else None
-    if w is not None and w.budget is not None:
-        # vLLM refuses utilizations above what is free at start-up (total minus CUDA context / NCCL)
-        b = w.budget
-        util_max = Fraction((b.total_bytes - b.context_bytes) * 100 // b.total_bytes, 100)
-
-    def util_of(res):
-        return None if res.gpu_memory_utilization is None else Fraction(res.gpu_memory_utilization)
-
-    need = None
-    if req.kv_cache_memory is not None and result.workers:
-        # batch requests of max_model_len beside the null block (v1/core/block_pool.py)
-        need = max(w.bytes_per_block * (req.batch * result.blocks_per_request + 1) for w in result.workers)
-    return suggestions(req, result, run, VLLM, util_of=util_of, util_max=util_max, needed_kv_bytes=need)
+def fits(engine: Engine, req: EngineRequest) -> bool:
+    """estimate's test for a paged engine: it starts with `seq` and holds `batch` such sequences."""
+    r = engine.estimate(req, search_max_seq=False)
+    return bool(r.fits) and r.serves_batch is not False
 
 
-def suggest_sglang(req: EngineRequest, result) -> list[str]:
-    from kvplan.engines import sglang
+def attach(engine: Engine, req: EngineRequest, result):
+    """The result with its fixes as the engine's flags (`suggestions`) when it does not start or does not hold
+    `batch`; unchanged otherwise."""
+    if engine.flags is None or not (result.starts is False or result.serves_batch is False):
+        return result
+    fixes = search(engine, req, result, lambda r: fits(engine, r))
+    words = [engine_words(engine, req, result, f) for f in fixes] or [
+        "nothing kvplan tried fits (longer context, more TP, fp8 KV, a higher memory fraction, a larger "
+        "GPU): add pipeline stages or use a smaller model"]
+    return dataclasses.replace(result, suggestions=tuple(words))
 
-    def util_of(res):
-        return None if res.mem_fraction_static is None else Fraction(res.mem_fraction_static)
 
-    return suggestions(req, result, lambda r: sglang.estimate(r, suggest=False), SGLANG, util_of=util_of,
-                       util_max=Fraction(95, 100))
+def engine_words(engine: Engine, req: EngineRequest, result, fix: Fix) -> str:
+    """A fix as the engine's own flags, with what it buys."""
+    flags = engine.flags
+    n = req.batch
+    if fix.setting == MAX_LEN:
+        if not result.max_seq and fix.value == result.estimated_max_model_len:
+            return f"{flags.max_len} {fix.value}: the estimated maximum model length"
+        return f"{flags.max_len} {fix.value}: the longest context that fits {n} sequence{'s' if n > 1 else ''} with these flags"
+    if fix.setting == TP:
+        return f"{flags.tp} {fix.value}: {fix.gpus} GPUs" + _held(engine, fix)
+    if fix.setting == KV_DTYPE:
+        return f"{flags.kv_fp8}: half the KV bytes per token" + _held(engine, fix)
+    if fix.setting == UTIL:
+        return f"{flags.util_flag(f'{float(fix.value):.2f}')}: the smallest fraction that fits"
+    if fix.setting == KV_MEMORY:
+        return (f"{flags.kv_memory} {fix.value}: the cache {n} request{'s' if n > 1 else ''} of {format_tokens(req.seq)} "
+                f"need ({format_bytes(fix.value)} per GPU)")
+    return f"--gpu {fix.value} ({format_bytes(fix.capacity_bytes)}) with the same flags" + _held(engine, fix)
 
 
-def suggest_trtllm(req: EngineRequest, result) -> list[str]:
-    from kvplan.engines import trtllm
+def _held(engine: Engine, fix: Fix) -> str:
+    r = engine.estimate(fix.request, search_max_seq=False)
+    return f"; holds {r.max_batch:,} sequences of {format_tokens(r.seq)}" if r.max_batch else ""
 
-    def util_of(res):
-        return None if res.free_gpu_memory_fraction is None else Fraction(res.free_gpu_memory_fraction)
 
-    return suggestions(req, result, lambda r: trtllm.estimate(r, suggest=False), TRTLLM, util_of=util_of,
-                       util_max=Fraction(95, 100))
+__all__ = ["Fix", "search", "attach", "fits", "engine_words"]

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kvplan.core.dtypes import DType, dtype
-from kvplan.engines import EngineRequest
+from kvplan.engines.request import EngineRequest
 from kvplan.core.errors import InputError
 from kvplan.core.spec import LayerSpec
 
@@ -42,9 +42,9 @@ def kv_dtype(req: EngineRequest, accepted: dict[str, str], *, engine: str, flag:
 
     `accepted` maps the spellings the engine takes (lower case) to kvplan dtype names ('' = the model's
     activation dtype, the engine's 'auto')."""
-    name = (req.kv_dtype_name or "auto").strip().lower()
+    name = (req.kv_dtype or "auto").strip().lower()
     if name not in accepted:
-        raise InputError(f"{engine} has no KV-cache dtype {req.kv_dtype_name!r}", where="--kv-dtype",
+        raise InputError(f"{engine} has no KV-cache dtype {req.kv_dtype!r}", where="--kv-dtype",
                          hint=f"{engine} takes {flag} " + ", ".join(sorted(accepted)))
     target = accepted[name]
     return model_dtype(req) if not target else dtype(target)

@@ -1,26 +1,122 @@
-"""What every paged engine (vLLM, SGLang, TensorRT-LLM) returns: DESIGN.md's contract fields first, then the
-terms the three share, then each engine's own. Pure (rich only inside the rendering helpers).
+"""What every engine returns. Pure.
 
-Each engine's result is a frozen dataclass extending EngineEstimate, which extends plan.ContractEstimate (the
-static engine's plan.Estimate extends it too), so the contract's keys are declared once and the JSON
-(dataclasses.asdict) carries all of them for every engine.
+`ContractEstimate` is the `estimate --json` contract (docs/json.md), declared once: the static engine's
+Estimate (engines/static.py) and the paged engines' EngineEstimate extend it, so the JSON
+(dataclasses.asdict) carries the contract's keys first for every engine. A paged engine's result also gives
+`pool_view()`: the typed figures `kvplan check` judges by, so the judge never asks an engine's own fields.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
-from typing import Any, Callable, TypeVar
+from typing import Any
 
 from kvplan.core.cache import CacheModel
 from kvplan.core.dtypes import DType
-from kvplan.engines import EngineRequest
-from kvplan.engines.plan import ContractEstimate
+from kvplan.engines.request import EngineRequest
+
+
+@dataclass(frozen=True)
+class PerGpu:
+    """The most loaded GPU of the deployment."""
+
+    capacity_bytes: int
+    usable_bytes: int
+    weights_bytes: int
+    cache_bytes: int
+    reserved_bytes: int
+    free_bytes: int  # usable - weights - cache; negative when it does not fit
+
+
+# ------------------------------------------------------------------ why an engine does not start
+
+@dataclass(frozen=True)
+class NoKvMemory:
+    """The weights and runtime buffers take all the memory the engine may use: nothing is left for the cache."""
+
+
+@dataclass(frozen=True)
+class RequestTooLong:
+    """One request of max_model_len needs more KV cache than a worker has (vLLM's start-up error)."""
+
+    needed_kv_bytes: int
+    available_kv_bytes: int
+    longest: int | None  # the engine's estimated maximum model length
+
+
+@dataclass(frozen=True)
+class Refused:
+    """The engine refuses to start for a reason it states (memory free at start-up below the fraction asked)."""
+
+    message: str
+
+
+@dataclass(frozen=True)
+class PoolTooShort:
+    """A token pool that holds fewer tokens than one request of max_model_len (SGLang, TensorRT-LLM)."""
+
+    available_kv_bytes: int
+    longest: int
+
+
+StartProblem = NoKvMemory | RequestTooLong | Refused | PoolTooShort
+
+
+@dataclass(frozen=True)
+class PoolView:
+    """A paged engine's preallocated KV pool, in the terms `kvplan check` judges by (one GPU, the pool-sizing one).
+
+    concurrency: requests of max_model_len at once as the engine logs it (vLLM's "Maximum concurrency", a
+    float; TensorRT-LLM's whole requests), None where the engine logs none (then max_batch counts);
+    held_at_once: requests the pool really holds at once where that differs from the logged figure (vLLM's null
+    block); running_limit: the engine's cap on running requests where it resolves one (vLLM max_num_seqs);
+    pool_bytes / per_request_bytes: the pool and what one request of max_model_len takes of it (None: not one
+    figure, e.g. sliding-window or state pools beside it)."""
+
+    problem: StartProblem | None  # why it does not start, None when it does (or the generic fit test decides)
+    available_kv_bytes: int | None
+    num_gpu_blocks: int | None
+    kv_cache_tokens: int | None
+    concurrency: float | int | None
+    held_at_once: int | None
+    running_limit: int | None
+    pool_bytes: int | None
+    per_request_bytes: int | None
+    estimated_max_model_len: int | None
+
+
+@dataclass(frozen=True)
+class ContractEstimate:
+    """The `estimate --json` contract keys (docs/json.md). Every engine's result extends this, so the keys are
+    declared once; the JSON of a result is its dataclasses.asdict."""
+
+    model: str
+    engine: str
+    seq: int
+    batch: int
+    kv_dtype: str
+    dtype: str
+    kv_bytes_per_token: int
+    kv_bytes: int
+    state_bytes: int
+    cache_bytes: int
+    params: int
+    weights_bytes: int  # whole model
+    gpu: str | None
+    per_gpu: PerGpu | None
+    fits: bool | None
+    max_batch: int | None
+    max_seq: int | None
+    notes: tuple[str, ...]
+
+    def pool_view(self) -> PoolView | None:
+        """The preallocated pool check judges; None for an engine that allocates per sequence (static)."""
+        return None
 
 
 @dataclass(frozen=True)
 class EngineEstimate(ContractEstimate):
-    """DESIGN.md's contract (plan.ContractEstimate) and the terms the paged engines share."""
+    """The contract and the terms the paged engines share."""
 
     engine_version: str
     tp: int
@@ -29,7 +125,7 @@ class EngineEstimate(ContractEstimate):
     available_kv_bytes: int | None
     estimated_max_model_len: int | None  # only when seq does not fit
     budget_source: str  # "model" (modelled budget), "--kv-cache-memory", or "none" (no GPU given)
-    suggestions: tuple[str, ...]
+    suggestions: tuple[str, ...]  # filled by engines/fixes.py when it does not fit
     serves_batch: bool | None  # the pool holds `batch` sequences of `seq` at once
     starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
 
@@ -44,43 +140,5 @@ def request_terms(req: EngineRequest, kv: DType, *, engine: str, engine_version:
 
 
 def verdict_terms(starts: bool | None, serves: bool | None) -> dict[str, Any]:
-    """`fits` (DESIGN.md: the request shape fits) = the engine starts with `seq` and holds `batch` of them."""
+    """`fits` (the request shape fits) = the engine starts with `seq` and holds `batch` of them."""
     return dict(fits=None if starts is None else bool(starts and serves), starts=starts, serves_batch=serves)
-
-
-R = TypeVar("R", bound=EngineEstimate)
-
-
-def with_fix(result: R, suggest: bool, fix: Callable[[R], list[str]]) -> R:
-    """The result with suggest.py's fix attached when it does not start or does not hold `batch` (the fix re-runs
-    the engine with suggest=False, one thing changed)."""
-    if suggest and (result.starts is False or result.serves_batch is False):
-        return dataclasses.replace(result, suggestions=tuple(fix(result)))
-    return result
-
-
-# --------------------------------------------------------------------------------------------- rendering
-
-def view_start(result: EngineEstimate, head: str) -> list:
-    """The header line (TP x PP added when either is > 1) and the quantity/value table every engine view fills."""
-    from rich.table import Table
-    from rich.text import Text
-
-    from kvplan.cli.render import _box
-
-    if result.tp > 1 or result.pp > 1:
-        head += f" · TP {result.tp} × PP {result.pp}"
-    table = Table(show_header=True, header_style="bold", box=_box())
-    table.add_column("quantity")
-    table.add_column("value", justify="right")
-    return [Text(head, style="bold"), table]
-
-
-def view_end(result: EngineEstimate, out: list) -> list:
-    """The view with the fix appended, when there is one."""
-    from rich.text import Text
-
-    if result.suggestions:
-        out.append(Text("what would fit:", style="bold"))
-        out += [Text(f"  {s}") for s in result.suggestions]
-    return out

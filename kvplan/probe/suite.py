@@ -97,7 +97,7 @@ def model_ref(name: str) -> str:
 
 
 def _request(case: Case, shape: dict):
-    from kvplan.cli.entry import build_request
+    from kvplan.engines.request import build_request
 
     return build_request(model_ref(case.model), seq=str(shape["seq"]), batch=shape.get("batch", 1),
                          kv_dtype=shape.get("kv_dtype", "auto"), dtype=None, gpu=None, gpu_mem=None, gpus=None,
@@ -127,9 +127,9 @@ def run_case(case: Case, device, torch, *, small: bool) -> dict:
         req = _request(case, shape)
         engine_estimate = None
         if opts.get("engine", "static") != "static":
-            from kvplan.engines import engine_module
+            from kvplan import engines
 
-            engine_estimate = engine_module(opts["engine"]).estimate
+            engine_estimate = engines.get(opts["engine"]).estimate
         result = run_probe(req, ProbeOptions(device=device.label, **opts), engine_estimate=engine_estimate, torch=torch,
                            device=device, dist_env=False)
         entry["result"] = asdict(result)

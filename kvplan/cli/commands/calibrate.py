@@ -15,7 +15,9 @@ from typing import Annotated, Optional
 import typer
 
 
-def register(app, guarded) -> None:
+def register(app) -> None:
+    from kvplan.cli.edge import guarded
+
     app.command(name="calibrate")(guarded(calibrate))
 
 

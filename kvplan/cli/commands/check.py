@@ -1,5 +1,5 @@
 """`kvplan check CONFIG...`: a CI gate for deployment configs (kvplan's deployment YAML, `vllm serve --config`
-files, vLLM command lines). The logic is kvplan.deploy; the output formats are kvplan.report_formats."""
+files, vLLM command lines). The logic is kvplan.check (run.py); the output formats are kvplan.check.formats."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import typer
 
 
 class OutputFormat(str, Enum):
-    """The same members as kvplan.report_formats.Format (a test keeps them equal); declared here so that
+    """The same members as kvplan.check.formats.Format (a test keeps them equal); declared here so that
     `kvplan --help` does not import the check machinery."""
 
     text = "text"
@@ -19,7 +19,9 @@ class OutputFormat(str, Enum):
     junit = "junit"
 
 
-def register(app, guarded) -> None:
+def register(app) -> None:
+    from kvplan.cli.edge import guarded
+
     app.command(name="check")(guarded(check))
 
 
@@ -59,7 +61,10 @@ def check(
     kvplan cannot judge; when several apply: 2, then 1, then 3."""
     import sys
 
-    from kvplan.check import deploy, formats as report_formats
+    from kvplan.check import formats as report_formats
+    from kvplan.check.deployment import CheckOptions
+    from kvplan.check.report import CANNOT_JUDGE, INVALID
+    from kvplan.check.run import run_check
     from kvplan.core.errors import InputError
 
     if print_schema:
@@ -70,11 +75,11 @@ def check(
     if json_out and fmt not in (OutputFormat.text, OutputFormat.json):
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
-    options = deploy.CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
+    options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
                                   require_headroom=require_headroom, vllm_version=vllm_version)
-    report = deploy.run_check(configs or [], options, tuple(vllm_args or ()))
+    report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:
-        if verdict.status in (deploy.INVALID, deploy.CANNOT_JUDGE):
+        if verdict.status in (INVALID, CANNOT_JUDGE):
             print(f"error: {verdict.reason}", file=sys.stderr)
     text = report_formats.render(report, chosen)
     if output:

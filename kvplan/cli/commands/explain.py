@@ -7,10 +7,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.entry import DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+from kvplan.cli.options import DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
 
 
-def register(app, guarded) -> None:
+def register(app) -> None:
+    from kvplan.cli.edge import guarded
+
     app.command(name="explain")(guarded(explain))
 
 
@@ -39,7 +41,7 @@ def explain(
     from kvplan.cli import render
     from kvplan.core import units
     from kvplan.core.cache import CacheModel
-    from kvplan.cli.entry import build_request
+    from kvplan.engines.request import build_request
     from kvplan.engines import static
     from kvplan.core.errors import InputError, KvplanError
 
@@ -49,7 +51,9 @@ def explain(
                             tp=tp, pp=pp, gpu_util=gpu_util)
     est = static.estimate(request)
     spec = request.spec
-    cache = CacheModel(spec, request.kv_dtype, request.tp, request.pp)
+    from kvplan.engines.static import kv_dtype as static_kv_dtype
+
+    cache = CacheModel(spec, static_kv_dtype(request), request.tp, request.pp)
     room = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes if est.per_gpu else None
 
     bounds, notes = None, []

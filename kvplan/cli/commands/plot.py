@@ -18,7 +18,9 @@ class ImageFormat(str, Enum):
     svg = "svg"
 
 
-def register(app, guarded) -> None:
+def register(app) -> None:
+    from kvplan.cli.edge import guarded
+
     app.command(name="plot")(guarded(plot))
 
 
@@ -46,7 +48,7 @@ def plot(
 
     from kvplan.analysis import plotting, sweep as sw
     from kvplan.cli.commands.sweep import build_grid
-    from kvplan.engines import engine_module
+    from kvplan import engines
     from kvplan.core.errors import InputError
 
     if batch < 1:
@@ -66,7 +68,7 @@ def plot(
     if len(grid) > 100_000:
         raise InputError(f"{len(grid):,} points are more than a chart can show", where="--seq", hint="use fewer values per axis")
     refusals: list = []
-    rows = list(sw.rows(grid, make_request, engine_module, model=spec.name, on_refusal=refusals.append))
+    rows = list(sw.rows(grid, make_request, engines.get, model=spec.name, on_refusal=refusals.append))
     if refusals and all(r.error for r in rows):
         raise refusals[-1]
     if kind is Kind.capacity:

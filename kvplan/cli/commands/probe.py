@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.entry import (BatchOpt, BlockOpt, GpuMemOpt, GpuOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, ModelArg,
+from kvplan.cli.options import (BatchOpt, BlockOpt, GpuMemOpt, GpuOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, ModelArg,
                         PpOpt, SeqOpt, TpOpt)
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when torch sees a GPU, else the CPU), cuda, cuda:N, cpu, or meta (shapes only, no memory).")]
@@ -57,7 +57,7 @@ def probe(
 
     from kvplan.cli import render
     from kvplan.core import units
-    from kvplan.cli.entry import build_request
+    from kvplan.engines.request import build_request
     from kvplan.core.errors import EXIT_NO, InputError, KvplanError
     from kvplan.probe.dist import from_env
     from kvplan.probe.layout import PAGED, STATIC
@@ -91,11 +91,11 @@ def probe(
                          "(2**62 bytes)", where="--batch" if request.batch > 1 else "--seq", hint="lower --seq or --batch")
     engine_estimate = None
     if engine_name != "static":
-        from kvplan.engines import engine_module
+        from kvplan import engines
 
         if layout_name != PAGED:
             raise InputError(f"--engine {engine_name} lays the cache out in block pools", where="--layout", hint="drop --layout static")
-        engine_estimate = engine_module(engine_name).estimate
+        engine_estimate = engines.get(engine_name).estimate
     options = ProbeOptions(
         layout=layout_name, device=device, stage=stage, find_max=find_max,
         max_bytes=units.parse_size(max_bytes, what="--max-bytes") if max_bytes is not None else None,
@@ -130,5 +130,7 @@ def probe(
         raise typer.Exit(EXIT_NO)
 
 
-def register(app, guarded) -> None:
+def register(app) -> None:
+    from kvplan.cli.edge import guarded
+
     app.command(name="probe")(guarded(probe))

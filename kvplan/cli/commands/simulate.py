@@ -8,10 +8,12 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.entry import DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+from kvplan.cli.options import DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
 
 
-def register(app, guarded) -> None:
+def register(app) -> None:
+    from kvplan.cli.edge import guarded
+
     app.command(name="simulate")(guarded(simulate))
 
 
@@ -40,7 +42,7 @@ def simulate(
     from kvplan.analysis import workload as wl
     from kvplan.core import yamlio
     from kvplan.core.cache import CacheModel
-    from kvplan.cli.entry import build_request
+    from kvplan.engines.request import build_request
     from kvplan.engines import static
     from kvplan.core.errors import InputError
 
@@ -58,7 +60,9 @@ def simulate(
                             pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size)
     est = static.estimate(request)
     pool = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes
-    cache = CacheModel(request.spec, request.kv_dtype, request.tp, request.pp)
+    from kvplan.engines.static import kv_dtype as static_kv_dtype
+
+    cache = CacheModel(request.spec, static_kv_dtype(request), request.tp, request.pp)
     result = wl.simulate(requests, cache, pool_bytes=pool, max_model_len=request.seq, block_size=block_size,
                          shared_prefix=shared_prefix, policies=chosen, max_num_seqs=max_num_seqs, model=request.spec.name,
                          workload=description, gpu=est.gpu)

@@ -21,7 +21,9 @@ _FLUSH_EVERY = 256
 _TEXT_CHUNK = 64
 
 
-def register(app, guarded) -> None:
+def register(app) -> None:
+    from kvplan.cli.edge import guarded
+
     app.command(name="sweep")(guarded(sweep))
 
 
@@ -52,7 +54,7 @@ def sweep(
     import sys
 
     from kvplan.analysis import sweep as sw
-    from kvplan.engines import engine_module
+    from kvplan import engines
 
     spec, grid, make_request, kv_names = build_grid(
         model, seq=seq, batch=batch, kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp, engine=engine, dtype=dtype,
@@ -67,7 +69,7 @@ def sweep(
             counts["refused"] += row.error is not None
             yield row
 
-    stream = counted(sw.rows(grid, make_request, engine_module, model=spec.name, on_refusal=refusals.append))
+    stream = counted(sw.rows(grid, make_request, engines.get, model=spec.name, on_refusal=refusals.append))
     out = sys.stdout
     if fmt is Format.csv:
         _write_lines(out, sw.iter_csv(stream))
@@ -88,7 +90,7 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
-    from kvplan.cli.entry import build_request
+    from kvplan.engines.request import build_request
     from kvplan.core.dtypes import dtype as lookup, resolve_kv_dtype
     from kvplan.engines import ENGINE_NAMES
     from kvplan.core.errors import InputError, did_you_mean

@@ -1,5 +1,18 @@
 """SGLang: the token pool its model runner sizes."""
 
-from kvplan.engines.sglang.engine import SglangEstimate, _pp_counts, default_mem_fraction, estimate, render_tables  # noqa: F401
+from __future__ import annotations
 
-__all__ = ["estimate", "SglangEstimate", "default_mem_fraction"]
+from fractions import Fraction
+
+from kvplan.engines import Engine, EngineFlags
+from kvplan.engines.sglang.engine import SglangEstimate, default_mem_fraction, estimate, read_kv_dtype
+
+ENGINE = Engine(
+    name="sglang", title="SGLang", estimate=estimate, kv_dtype=read_kv_dtype,
+    flags=EngineFlags("--context-length", "--tp-size", "--kv-cache-dtype fp8_e4m3", "--mem-fraction-static", None,
+                      kv_fp8_name="fp8_e4m3"),
+    util_of=lambda req, r: None if r.mem_fraction_static is None else Fraction(r.mem_fraction_static),
+    util_max=lambda r: Fraction(95, 100),
+)
+
+__all__ = ["ENGINE", "estimate", "SglangEstimate", "default_mem_fraction"]

@@ -30,16 +30,18 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kvplan.engines import plan
 from kvplan.core.cache import layer_state_bytes, layer_token_bytes
-from kvplan.engines import EngineRequest
-from kvplan.engines.vllm import budget as vbudget
-from kvplan.engines import fixes as fix
-from kvplan.engines.paged import kv_dtype, longest, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
+from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
 from kvplan.core.units import MAX_TOKENS
+from kvplan.engines.paged import kv_dtype, longest, model_dtype
+from kvplan.engines.request import EngineRequest
+from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, Refused, request_terms,
+                                   verdict_terms)
+from kvplan.engines.sglang import releases
+from kvplan.engines.static import model_weights
+from kvplan.engines.vllm import budget as vbudget
 
 ENGINE_VERSION = "SGLang 0.5.23"
 GIB = 2**30
@@ -83,6 +85,34 @@ class SglangEstimate(EngineEstimate):
     max_total_num_tokens: int | None
     swa_tokens: int | None  # the sliding-window pool (hybrid SWA architectures)
     max_running_requests: int | None
+
+    def pool_view(self) -> PoolView | None:
+        if self.available_kv_bytes is None:
+            return None
+        problem = None
+        if not self.fits:
+            if self.max_total_num_tokens == 0:
+                problem = Refused(NO_ROOM)
+            elif self.available_kv_bytes <= 0:
+                problem = NoKvMemory()
+            elif self.estimated_max_model_len:
+                problem = PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len)
+        pool = self.per_gpu.cache_bytes if self.per_gpu else None
+        per_request = None
+        slots, page = self.max_total_num_tokens, self.page_size
+        if pool is not None:
+            if slots and not self.swa_tokens and not self.mamba_state_per_request_bytes and pool % slots == 0:
+                # whole pages of token slots, one slot being pool / max_total_num_tokens bytes
+                per_request = -(-self.seq // page) * page * (pool // slots)
+            elif self.max_batch:
+                per_request = -(-pool // self.max_batch)  # sliding-window or state pools beside it: an even share
+        return PoolView(problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=None,
+                        kv_cache_tokens=None, concurrency=None, held_at_once=None, running_limit=None, pool_bytes=pool,
+                        per_request_bytes=per_request, estimated_max_model_len=self.estimated_max_model_len)
+
+
+NO_ROOM = ("the weights leave no memory for the KV cache (\"Loaded weights leave no GPU memory for the KV cache\"): "
+           "SGLang refuses to start")
 
 
 def _pp_counts(layers: int, pp: int) -> list[int]:
@@ -156,21 +186,20 @@ def _state_fp32(state: StateSpec) -> StateSpec:
     return dataclasses.replace(state, recurrent_dtype="fp32")
 
 
-def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True) -> SglangEstimate:
-    if version is not None and version.strip().lstrip("v") not in ("0.5.23", "0.5"):
-        raise InputError(f"SGLang version {version!r} is not modelled", where="--engine-version",
-                         hint="kvplan mirrors SGLang 0.5.23")
+def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> SglangEstimate:
+    """The token pool SGLang builds for this deployment (the longest context is a closed-form search here)."""
+    releases.release(req.engine_version)
     spec = req.spec
     if spec.architecture in UNSERVED:
         raise UnsupportedError(UNSERVED[spec.architecture], where="--engine sglang",
                                hint="try --engine vllm, which serves it")
     if req.batch < 1:
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
-    kv = kv_dtype(req, KV_DTYPES, engine="SGLang", flag="--kv-cache-dtype")
+    kv = read_kv_dtype(req)
     act = model_dtype(req)
     page = req.block_size or 1
     notes: list[str] = []
-    if req.hardware is not None and req.hardware.reserve_bytes is not None:
+    if req.hardware is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; SGLang's budget is its own (mem_fraction_static)")
     attn_kinds = {layer.kind for layer in spec.layer_specs}
     has_state = STATE in attn_kinds
@@ -218,7 +247,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     mla = MLA in attn_kinds
     hw = req.hardware
     common = request_terms(req, kv, engine="sglang", engine_version=ENGINE_VERSION)
-    weights_total, _ = plan.model_weights(spec, req.weight_fmt)
+    weights_total, _ = model_weights(spec, req.weight_fmt)
     mfs = gpu_mib = chunk = reserved = None
     P = A = w_gpu = None
     rests: list[int] | None = None
@@ -269,8 +298,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         swa_cell = max(s for _, s, _ in per_stage)
         if rest <= 0 or full_cell == 0:
             tokens = 0
-            notes.append("the weights leave no memory for the KV cache (\"Loaded weights leave no GPU memory for the KV "
-                         "cache\"): SGLang refuses to start")
+            notes.append(NO_ROOM)
         elif swa:
             cell = full_cell + SWA_FULL_TOKENS_RATIO * swa_cell
             tokens = math.floor(rest / cell) // page * page
@@ -315,9 +343,9 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     if hw is not None and available is not None and P is not None:
         pool = (tokens or 0) * max(f for f, _, _ in per_stage) + (swa_tokens or 0) * max(s for _, s, _ in per_stage)
         static = int(P * float(mfs))
-        per_gpu = plan.PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=static, weights_bytes=w_gpu,
-                              cache_bytes=pool, reserved_bytes=hw.capacity_bytes - static,
-                              free_bytes=static - w_gpu - pool)
+        per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=static, weights_bytes=w_gpu,
+                         cache_bytes=pool, reserved_bytes=hw.capacity_bytes - static,
+                         free_bytes=static - w_gpu - pool)
     full_all = sum(f for f, _, _ in per_stage) * req.tp
     swa_all = sum(s for _, s, _ in per_stage) * req.tp
     seq_swa = min(req.seq, swa_window or req.seq)
@@ -334,51 +362,9 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         swa_tokens=swa_tokens, max_running_requests=running, estimated_max_model_len=est_len, budget_source=source,
         suggestions=(),
     )
-    return with_fix(result, suggest, lambda r: fix.suggest_sglang(req, r))
+    return result
 
 
-def render_tables(result: SglangEstimate) -> list:
-    from rich.text import Text
-
-    from kvplan.cli.render import size
-    from kvplan.core.units import format_tokens
-
-    r = result
-    out = view_start(r, f"{r.model} · {r.engine_version} · context {format_tokens(r.seq)} · batch {r.batch} · "
-                        f"KV {r.kv_dtype} · page {r.page_size}")
-    t = out[1]
-    t.add_row("cell size (bytes per token, one GPU)", size(r.cell_size))
-    if r.mamba_state_per_request_bytes:
-        t.add_row("Mamba state per request (SSM in float32)", size(r.mamba_state_per_request_bytes))
-    if r.budget_source == "model":
-        t.add_section()
-        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; P and A modelled, SGLang measures them)", style="bold"), "")
-        t.add_row(f"  mem_fraction_static (GPU {r.gpu_mem_mib:,} MiB, reserve {r.reserved_mib:,.0f} MiB)",
-                  r.mem_fraction_static or "—")
-        t.add_row("  P: free before loading", size(r.free_before_load_bytes))
-        t.add_row("  − weights (and load buffers)", size(r.weights_per_gpu_bytes))
-        t.add_row("  A: free after loading", size(r.free_after_load_bytes))
-        kept = None
-        if r.mem_fraction_static is not None and r.free_before_load_bytes is not None:
-            kept = r.free_before_load_bytes * (1 - Fraction(r.mem_fraction_static))
-            kept = kept.numerator // kept.denominator
-        t.add_row("  − P × (1 − mem_fraction_static): activations, CUDA graphs", size(kept))
-    if r.available_kv_bytes is not None:
-        t.add_row("  = KV pool budget" + (" (after the Mamba pool)" if r.max_mamba_cache_size is not None else ""),
-                  size(r.available_kv_bytes))
-    if r.max_total_num_tokens is not None:
-        t.add_section()
-        t.add_row("max_total_num_tokens", f"{r.max_total_num_tokens:,}")
-        if r.swa_tokens is not None:
-            t.add_row("sliding-window pool tokens", f"{r.swa_tokens:,}")
-        if r.max_mamba_cache_size is not None:
-            t.add_row("max_mamba_cache_size", f"{r.max_mamba_cache_size:,}")
-        t.add_row("max_running_requests", f"{r.max_running_requests:,}" if r.max_running_requests else "—")
-        t.add_section()
-        verdict = (f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of {format_tokens(r.seq)}" if r.fits else
-                   f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once" if r.starts else "does NOT fit")
-        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
-        if r.estimated_max_model_len is not None:
-            t.add_row("  longest request SGLang admits", format_tokens(r.estimated_max_model_len))
-        t.add_row(f"requests of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")
-    return view_end(r, out)
+def read_kv_dtype(req: EngineRequest) -> DType:
+    """The request's --kv-cache-dtype as SGLang reads it (srt/server_args.py choices)."""
+    return kv_dtype(req, KV_DTYPES, engine="SGLang", flag="--kv-cache-dtype")

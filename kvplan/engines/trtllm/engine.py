@@ -31,15 +31,16 @@ import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kvplan.engines import plan
-from kvplan.engines import EngineRequest
-from kvplan.engines.vllm import budget as vbudget
-from kvplan.engines import fixes as fix
-from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
+from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
 from kvplan.core.units import MAX_TOKENS
+from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
+from kvplan.engines.request import EngineRequest
+from kvplan.engines.result import EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, request_terms, verdict_terms
+from kvplan.engines.static import model_weights
+from kvplan.engines.trtllm import releases
+from kvplan.engines.vllm import budget as vbudget
 
 ENGINE_VERSION = "TensorRT-LLM 1.x PyTorch backend, KVCacheManager (V1)"
 GIB = 2**30
@@ -77,6 +78,28 @@ class TrtllmEstimate(EngineEstimate):
     window_blocks: tuple[tuple[int, int], ...]  # VSWA: (window, blocks) per distinct window
     max_concurrency: int | None  # requests of seq tokens: blocks // ceil(seq / 32), capped at max_batch_size
 
+    def pool_view(self) -> PoolView | None:
+        if self.available_kv_bytes is None:
+            return None
+        problem = None
+        if not self.fits:
+            if self.available_kv_bytes <= 0:
+                problem = NoKvMemory()
+            elif self.estimated_max_model_len:
+                problem = PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len)
+        pool = self.per_gpu.cache_bytes if self.per_gpu else None
+        per_request = None
+        slots, block = self.kv_cache_tokens, self.tokens_per_block
+        if pool is not None:
+            if slots and not self.window_blocks and pool % slots == 0:
+                per_request = -(-self.seq // block) * block * (pool // slots)  # whole blocks of tokens
+            elif self.max_batch:
+                per_request = -(-pool // self.max_batch)  # per-window pools: an even share
+        return PoolView(problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=self.num_blocks,
+                        kv_cache_tokens=self.kv_cache_tokens, concurrency=self.max_concurrency, held_at_once=None,
+                        running_limit=None, pool_bytes=pool, per_request_bytes=per_request,
+                        estimated_max_model_len=self.estimated_max_model_len)
+
 
 def _pp_counts(layers: int, pp: int) -> list[int]:
     """Layers per pipeline rank (Mapping.pp_layers splits evenly, the first ranks taking the remainder)."""
@@ -105,13 +128,10 @@ def pool_tokens(total: int, *, weights: int, peak: int, non_torch: int, temp_blo
     return temp, budget_b, max(min(est_tokens, cap), 0)
 
 
-def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True,
-             search_max_seq: bool = True) -> TrtllmEstimate:
+def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> TrtllmEstimate:
     """The pool TensorRT-LLM builds for this deployment (max_seq left None when search_max_seq is False: the
     search for it re-runs the estimate that way)."""
-    if version is not None and not version.strip().lstrip("v").startswith("1"):
-        raise InputError(f"TensorRT-LLM version {version!r} is not modelled", where="--engine-version",
-                         hint="kvplan mirrors TensorRT-LLM 1.x (PyTorch backend)")
+    releases.release(req.engine_version)
     spec = req.spec
     if any(layer.kind == STATE for layer in spec.layer_specs):
         raise UnsupportedError("TensorRT-LLM's Mamba hybrid cache (MambaHybridCacheManager) is not modelled",
@@ -124,12 +144,12 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
                                where="--engine trtllm", hint="try --engine vllm or --engine sglang")
     if req.batch < 1:
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
-    kv = kv_dtype(req, KV_DTYPES, engine="TensorRT-LLM", flag="kv_cache_config.dtype")
+    kv = read_kv_dtype(req)
     act = model_dtype(req)
     tpb = req.block_size or TOKENS_PER_BLOCK
     b = kv.bits // 8 or 1
     notes: list[str] = []
-    if req.hardware is not None and req.hardware.reserve_bytes is not None:
+    if req.hardware is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; TensorRT-LLM's budget is its own")
     # --max-num-seqs / --max-num-batched-tokens stand for max_batch_size / max_num_tokens
     max_batch_size = req.max_num_seqs or MAX_BATCH_SIZE
@@ -176,7 +196,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
                      "whether a model fills its windows in automatically depends on its model code")
     hw = req.hardware
     common = request_terms(req, kv, engine="trtllm", engine_version=ENGINE_VERSION)
-    weights_total, _ = plan.model_weights(spec, req.weight_fmt)
+    weights_total, _ = model_weights(spec, req.weight_fmt)
     frac = req.gpu_util if req.gpu_util is not None else FREE_FRACTION
     weights = peak = non_torch = temp = budget_b = None
     if req.kv_cache_memory is not None:
@@ -244,8 +264,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
             # it: the warm-up pool and the per-window split (VSWA only once max_seq_len passes a window) change
             # with it; fewer blocks and fewer requests as it grows, so the test is monotone
             def fits_at(m: int) -> bool:
-                return bool(estimate(dataclasses.replace(req, seq=m), version=version, suggest=False,
-                                     search_max_seq=False).fits)
+                return bool(estimate(dataclasses.replace(req, seq=m), search_max_seq=False).fits)
 
             max_seq = max(longest(fits_at, 1, spec.max_context or MAX_TOKENS), 0)
         if not starts:
@@ -253,9 +272,9 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     per_gpu = None
     if hw is not None and weights is not None:
         pool = (tokens or 0) * bpt if not vswa else max(pool_bytes, 0)
-        per_gpu = plan.PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=hw.capacity_bytes, weights_bytes=weights,
-                              cache_bytes=pool, reserved_bytes=peak + non_torch,
-                              free_bytes=hw.capacity_bytes - weights - peak - non_torch - pool)
+        per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=hw.capacity_bytes, weights_bytes=weights,
+                         cache_bytes=pool, reserved_bytes=peak + non_torch,
+                         free_bytes=hw.capacity_bytes - weights - peak - non_torch - pool)
     all_windows = [t2(layers) for layers in stages]
     kv_one = req.tp * sum(per * cdiv(min(req.seq, w or req.seq), tpb) * tpb for st in all_windows for w, per in st.items())
     result = TrtllmEstimate(
@@ -268,42 +287,9 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len, budget_source=source,
         suggestions=(),
     )
-    return with_fix(result, suggest, lambda r: fix.suggest_trtllm(req, r))
+    return result
 
 
-def render_tables(result: TrtllmEstimate) -> list:
-    from rich.text import Text
-
-    from kvplan.cli.render import size
-    from kvplan.core.units import format_tokens
-
-    r = result
-    out = view_start(r, f"{r.model} · {r.engine_version} · max_seq_len {format_tokens(r.seq)} · batch {r.batch} · "
-                        f"KV {r.kv_dtype} · {r.tokens_per_block} tokens/block")
-    t = out[1]
-    t.add_row("bytes per token (one GPU; pool)", size(r.bytes_per_token))
-    if r.estimator_bytes_per_token != r.bytes_per_token:
-        t.add_row("bytes per token (estimator, T3)", size(r.estimator_bytes_per_token))
-    if r.budget_source == "model":
-        t.add_section()
-        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; modelled, TensorRT-LLM profiles it)", style="bold"), "")
-        t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
-        t.add_row("  − weights", size(r.weights_per_gpu_bytes))
-        t.add_row("  − activation peak (prefill of max_num_tokens)", size(r.activation_peak_bytes))
-        t.add_row("  − non-torch (context, cuBLAS, CUDA graphs; assumed)", size(r.non_torch_bytes))
-        t.add_row(f"  × free_gpu_memory_fraction {r.free_gpu_memory_fraction}", size(r.kv_budget_bytes))
-        t.add_row("  (temporary warm-up pool, freed)", size(r.temporary_pool_bytes))
-    if r.num_blocks is not None:
-        t.add_section()
-        t.add_row("primary blocks", f"{r.num_blocks:,}")
-        t.add_row("KV cache tokens", f"{r.kv_cache_tokens:,}")
-        for w, n in r.window_blocks:
-            t.add_row(f"  window {w:,}: blocks", f"{n:,}")
-        t.add_row(f"requests of {format_tokens(r.seq)} at once", f"{r.max_concurrency:,}")
-        t.add_section()
-        verdict = (f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of max_seq_len" if r.fits else
-                   f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once" if r.starts else "does NOT fit")
-        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
-        if r.estimated_max_model_len is not None:
-            t.add_row("  max_seq_len TensorRT-LLM lowers to", format_tokens(r.estimated_max_model_len))
-    return view_end(r, out)
+def read_kv_dtype(req: EngineRequest) -> DType:
+    """The request's kv_cache_config.dtype as TensorRT-LLM reads it."""
+    return kv_dtype(req, KV_DTYPES, engine="TensorRT-LLM", flag="kv_cache_config.dtype")

@@ -1,5 +1,27 @@
-"""vLLM (v1 engine): layout, budget, serve arguments, log reader and calibration."""
+"""vLLM (v1 engine): release rules, layout and estimate, budget, serve arguments, log reader and calibration."""
 
-from kvplan.engines.vllm.engine import VllmEstimate, estimate, render_tables  # noqa: F401
+from __future__ import annotations
 
-__all__ = ["estimate", "VllmEstimate"]
+from fractions import Fraction
+
+from kvplan.engines import Engine, EngineFlags
+from kvplan.engines.vllm.engine import VllmEstimate, estimate, read_kv_dtype
+
+
+def _util_max(result: VllmEstimate) -> Fraction | None:
+    """vLLM refuses utilizations above what is free at start-up (total minus CUDA context / NCCL)."""
+    budget = result.workers[0].budget if result.workers else None
+    if budget is None:
+        return None
+    return Fraction((budget.total_bytes - budget.context_bytes) * 100 // budget.total_bytes, 100)
+
+
+ENGINE = Engine(
+    name="vllm", title="vLLM", estimate=estimate, kv_dtype=read_kv_dtype,
+    flags=EngineFlags("--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8", "--gpu-memory-utilization",
+                      "--kv-cache-memory-bytes"),
+    util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
+    util_max=_util_max,
+)
+
+__all__ = ["ENGINE", "estimate", "VllmEstimate"]

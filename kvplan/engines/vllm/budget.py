@@ -26,15 +26,10 @@ from kvplan.core.cache import pp_layer_counts
 from kvplan.core.dtypes import DType, WeightFormat, weight_bytes
 from kvplan.core.errors import UnsupportedError
 from kvplan.core.spec import MLA, NONE, STATE, ModelSpec
+from kvplan.engines.vllm.releases import Release
 
 GIB = 2**30
 MIB = 2**20
-
-VERSIONS = ("0.19", "0.33")
-DEFAULT_VERSION = "0.33"
-
-# config/cache.py CacheConfig.gpu_memory_utilization: Field(default=0.9) in 0.19.0, 0.92 in 0.33.0
-DEFAULT_GPU_UTIL = {"0.19": Fraction(9, 10), "0.33": Fraction(23, 25)}
 
 # -- constants measured on the 42 logs (vLLM 0.19.0, H100 80GB); see docs/engines/calibration.md ---------
 # The sampler warm-up (gpu_model_runner.py _dummy_sampler_run) turns [R, vocab] logits into float32 and
@@ -95,38 +90,25 @@ class VllmBudget:
         return self.total_bytes - self.context_bytes >= self.requested_bytes
 
 
-def check_version(version: str | None) -> str:
-    from kvplan.core.errors import InputError, did_you_mean
-
-    if version is None:
-        return DEFAULT_VERSION
-    v = str(version).strip().lstrip("v")
-    for known in VERSIONS:
-        if v == known or v.startswith(known + "."):
-            return known
-    raise InputError(f"vLLM version {version!r} is not modelled", where="--engine-version",
-                     hint=(did_you_mean(v, VERSIONS) or "") + f" kvplan mirrors vLLM {', '.join(VERSIONS)}")
-
-
-def default_batch_limits(capacity_bytes: int | None, gpu_name: str | None, version: str) -> tuple[int, int]:
+def default_batch_limits(capacity_bytes: int | None, gpu_name: str | None, release: Release) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) that `vllm serve` picks when not told
     (engine/arg_utils.py EngineArgs.get_batch_defaults): 8192/1024 on GPUs of >= 70 GiB that are not an A100
     ("a100" in the device name), else 2048/256; 0.33 adds 16384/1024 at >= 160 GiB."""
     if capacity_bytes is None:
         return 8192, 1024
     big = capacity_bytes >= 70 * GIB and "a100" not in (gpu_name or "").lower()
-    if version == "0.33" and capacity_bytes >= 160 * GIB:
+    if release.large_gpu_batch_defaults and capacity_bytes >= 160 * GIB:
         return 16384, 1024
     return (8192, 1024) if big else (2048, 256)
 
 
 def resolve_batch_limits(mnbt: int | None, max_num_seqs: int | None, max_model_len: int,
-                         capacity_bytes: int | None, gpu_name: str | None, version: str) -> tuple[int, int]:
+                         capacity_bytes: int | None, gpu_name: str | None, release: Release) -> tuple[int, int]:
     """The scheduler limits after vLLM's defaulting (engine/arg_utils.py
     _set_default_max_num_seqs_and_batched_tokens_args): defaults fill what the user left out,
     max_num_batched_tokens is capped at max_num_seqs x max_model_len (chunked prefill on, the v1 default),
     and max_num_seqs at max_num_batched_tokens."""
-    d_tokens, d_seqs = default_batch_limits(capacity_bytes, gpu_name, version)
+    d_tokens, d_seqs = default_batch_limits(capacity_bytes, gpu_name, release)
     seqs = max_num_seqs if max_num_seqs is not None else d_seqs
     tokens = mnbt if mnbt is not None else min(d_tokens, seqs * max_model_len)
     return tokens, min(seqs, tokens)
@@ -262,7 +244,7 @@ def requested_bytes(total: int, util: Fraction) -> int:
 
 def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtype: DType, tp: int, pp: int,
                  total_bytes: int, util: Fraction, max_num_batched_tokens: int, max_num_seqs: int,
-                 version: str) -> tuple[VllmBudget, ...]:
+                 release: Release) -> tuple[VllmBudget, ...]:
     """The budget of one GPU per pipeline stage (the TP ranks of a stage are alike)."""
     requested = requested_bytes(total_bytes, util)
     weights = stage_weight_bytes(spec, weight_fmt, model_dtype, tp, pp)
@@ -274,7 +256,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
                                      max_num_batched_tokens=max_num_batched_tokens, max_num_seqs=max_num_seqs)
         nt = non_torch_bytes(tp, pp)
         graphs = cuda_graph_bytes(counts[stage])
-        subtract = version != "0.19"
+        subtract = release.cuda_graph_subtracted
         available = requested - weights[stage] - peak - nt - (graphs if subtract else 0)
         out.append(VllmBudget(stage=stage, layers=counts[stage], total_bytes=total_bytes,
                               gpu_memory_utilization=_fraction_text(util), requested_bytes=requested,

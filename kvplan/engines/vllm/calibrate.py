@@ -93,7 +93,7 @@ def gpu_from_log(total_gib: Decimal | None):
     """The catalog GPU whose runtime capacity vLLM would print as `total_gib`, else a nameless one in the
     middle of the printed interval."""
     from kvplan.model.catalog import gpus
-    from kvplan.engines.plan import Hardware
+    from kvplan.engines.request import Hardware
     from kvplan.engines.vllm.log import gib_bounds
 
     if total_gib is None:
@@ -107,26 +107,18 @@ def gpu_from_log(total_gib: Decimal | None):
 
 
 def _rules(version: str | None) -> tuple[str, list[str]]:
-    from kvplan.engines.vllm.budget import VERSIONS
+    """The mirrored release line a log is compared with (kvplan/engines/vllm/releases.py closest)."""
+    from kvplan.engines.vllm import releases
 
-    if not version:
-        return "0.19", ["the log does not say its vLLM version; 0.19 rules applied"]
-    parts = version.split(".")
-    try:
-        minor = int(parts[1])
-    except (IndexError, ValueError):
-        return "0.19", [f"vLLM version {version!r} not understood; 0.19 rules applied"]
-    rules = "0.19" if minor < 26 else "0.33"
-    notes = [] if any(version.startswith(v + ".") or version == v for v in VERSIONS) else \
-        [f"kvplan mirrors vLLM {' and '.join(VERSIONS)}; this {version} log is compared with the {rules} rules"]
-    return rules, notes
+    rel, note = releases.closest(version)
+    return rel.line, [note] if note else []
 
 
 _TORCH_DTYPES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "float16": "fp16",
                  "bfloat16": "bf16", "float32": "fp32", "half": "fp16", "float": "fp32"}
 
 
-def request_from_log(figs, spec, hardware, *, kv_cache_memory: int | None = None):
+def request_from_log(figs, spec, hardware, *, rules: str | None = None, kv_cache_memory: int | None = None):
     """The EngineRequest of the launch a log describes."""
     from fractions import Fraction
 
@@ -145,13 +137,13 @@ def request_from_log(figs, spec, hardware, *, kv_cache_memory: int | None = None
         notes.append(f"the log's quantization {figs.quantization!r} but the model files carry no quantization_config: "
                      "weights counted in the model dtype")
     kv_name = figs.kv_cache_dtype or "auto"
-    kv = dtypes.resolve_kv_dtype(kv_name, dtypes.dtype(spec.dtype))
     util = Fraction(str(figs.gpu_memory_utilization)) if figs.gpu_memory_utilization is not None else None
-    return EngineRequest(spec=spec, seq=figs.max_model_len or spec.max_context or 8192, batch=1, kv_dtype=kv,
-                         kv_dtype_name=kv_name, weight_fmt=weight_fmt, tp=figs.tensor_parallel_size or 1,
+    return EngineRequest(spec=spec, seq=figs.max_model_len or spec.max_context or 8192, batch=1, kv_dtype=kv_name,
+                         weight_fmt=weight_fmt, tp=figs.tensor_parallel_size or 1,
                          pp=figs.pipeline_parallel_size or 1, hardware=hardware, gpu_util=util,
                          kv_cache_memory=kv_cache_memory, block_size=figs.block_size,
-                         max_num_seqs=figs.max_num_seqs, max_num_batched_tokens=figs.max_num_batched_tokens), notes
+                         max_num_seqs=figs.max_num_seqs, max_num_batched_tokens=figs.max_num_batched_tokens,
+                         engine_version=rules), notes
 
 
 # ------------------------------------------------------------------------------------------ comparing
@@ -187,9 +179,9 @@ def calibrate_log(path: str | Path, *, model: str | None = None, models_dir: str
                 pp=figs.pipeline_parallel_size, max_model_len=figs.max_model_len)
     try:
         spec = resolve_log_model(figs.model, model=model, models_dir=models_dir)
-        req, req_notes = request_from_log(figs, spec, hardware)
+        req, req_notes = request_from_log(figs, spec, hardware, rules=rules)
         notes += req_notes
-        modelled = vllm.estimate(req, version=rules, suggest=False) if hardware else None
+        modelled = vllm.estimate(req) if hardware else None
     except KvplanError as err:
         return Calibration(**base, model=None, status="cannot describe", reason=err.one_line(), notes=tuple(notes))
 
@@ -221,8 +213,8 @@ def calibrate_log(path: str | Path, *, model: str | None = None, models_dir: str
     # given the logged KV memory: every byte count that prints as the logged GiB
     if w is not None and w.available_kv_gib is not None and w.available_kv_gib > 0:
         lo, hi = gib_bounds(w.available_kv_gib)
-        low = vllm.estimate(dataclasses.replace(req, kv_cache_memory=lo, hardware=None), version=rules, suggest=False)
-        high = vllm.estimate(dataclasses.replace(req, kv_cache_memory=hi - 1, hardware=None), version=rules, suggest=False)
+        low = vllm.estimate(dataclasses.replace(req, kv_cache_memory=lo, hardware=None))
+        high = vllm.estimate(dataclasses.replace(req, kv_cache_memory=hi - 1, hardware=None))
         rng = f"{low.num_gpu_blocks:,}" if low.num_gpu_blocks == high.num_gpu_blocks else \
             f"{low.num_gpu_blocks:,}–{high.num_gpu_blocks:,}"
         inside = figs.num_gpu_blocks is not None and low.num_gpu_blocks <= figs.num_gpu_blocks <= high.num_gpu_blocks
@@ -233,7 +225,7 @@ def calibrate_log(path: str | Path, *, model: str | None = None, models_dir: str
         blocks = figs.num_gpu_blocks
         if blocks is not None:
             at = dataclasses.replace(req, kv_cache_memory=max(lo, blocks * low.bytes_per_block), hardware=None)
-            pinned = vllm.estimate(at, version=rules, suggest=False)
+            pinned = vllm.estimate(at)
             if pinned.num_gpu_blocks == blocks:
                 figures.append(_count("GPU KV cache size, tokens (logged KV memory)", figs.kv_cache_tokens,
                                       pinned.kv_cache_tokens))

@@ -38,22 +38,22 @@ import dataclasses
 import math
 from dataclasses import dataclass
 
-from kvplan.engines import plan
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType
-from kvplan.engines import EngineRequest
-from kvplan.engines.vllm import budget as budget_model
-from kvplan.engines import fixes as fix
-from kvplan.engines.vllm.budget import VllmBudget
-from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
-from kvplan.engines.result import EngineEstimate, request_terms, verdict_terms, view_end, view_start, with_fix
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS
 from kvplan.core.units import MAX_TOKENS
+from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
+from kvplan.engines.request import EngineRequest
+from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolView, Refused, RequestTooLong,
+                                   request_terms, verdict_terms)
+from kvplan.engines.static import model_weights
+from kvplan.engines.vllm import budget as budget_model
+from kvplan.engines.vllm import releases
+from kvplan.engines.vllm.budget import VllmBudget
+from kvplan.engines.vllm.releases import Release
 
 ENGINE_VERSION = "vLLM 0.33.0, v1 engine (0.19.0 rules with the version switch)"
-DEFAULT_VERSION = budget_model.DEFAULT_VERSION
-VERSIONS = budget_model.VERSIONS
 DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (both versions)
 
 # --kv-cache-dtype spellings vLLM takes (config/cache.py CacheDType) and what they store; '' = the model dtype.
@@ -133,6 +133,45 @@ class VllmEstimate(EngineEstimate):
     cuda_graph_subtracted: bool | None
     workers: tuple[VllmWorker, ...]
     log_lines: tuple[str, ...]  # what vLLM would log about the cache
+    refusal: str | None  # why vLLM refuses to start although the pool would hold the request, in its terms
+
+    def pool_view(self) -> PoolView | None:
+        if self.available_kv_bytes is None:
+            return None
+        problem = None
+        if not self.fits:
+            failing = next((w for w in self.workers if not w.fits), None)
+            if any(w.available_kv_bytes <= 0 for w in self.workers):
+                problem = NoKvMemory()
+            elif failing is not None:
+                problem = RequestTooLong(failing.needed_kv_bytes, failing.available_kv_bytes,
+                                         failing.estimated_max_model_len)
+            elif self.refusal is not None:
+                problem = Refused(self.refusal)
+        blocks, bpb = self.num_gpu_blocks, self.bytes_per_block
+        return PoolView(
+            problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=blocks,
+            kv_cache_tokens=self.kv_cache_tokens, concurrency=self.max_concurrency,
+            # block 0 is vLLM's null block (v1/core/block_pool.py), which no request can take: a pool of exactly k
+            # requests' blocks logs k.00x and holds k - 1 at once
+            held_at_once=(blocks - 1) // self.blocks_per_request if blocks is not None else None,
+            running_limit=self.max_num_seqs,
+            pool_bytes=blocks * bpb if blocks is not None and bpb is not None else None,
+            per_request_bytes=self.blocks_per_request * bpb if bpb is not None else None,
+            estimated_max_model_len=self.estimated_max_model_len)
+
+
+def refusal(b: VllmBudget, *, multi_gpu: bool) -> str:
+    """vLLM's start-up refusal when the memory free at the init snapshot is below the memory asked for
+    (v1/worker/utils.py request_memory)."""
+    return (f"vLLM refuses to start: {b.gpu_memory_utilization} x {b.total_bytes:,} B requested is more than the "
+            f"{b.total_bytes - b.context_bytes:,} B free after the CUDA context" + (" and NCCL" if multi_gpu else "")
+            + " (\"Free memory on device ... is less than desired GPU memory utilization\")")
+
+
+def read_kv_dtype(req: EngineRequest) -> DType:
+    """The request's --kv-cache-dtype as vLLM reads it (config/cache.py CacheDType)."""
+    return kv_dtype(req, KV_DTYPES, engine="vLLM", flag="--kv-cache-dtype")
 
 
 # --------------------------------------------------------------------------------------------- layers
@@ -176,7 +215,7 @@ class _Layout:
     notes: list[str]
 
 
-def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -> tuple[int, dict[int, _Spec], list[str]]:
+def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release) -> tuple[int, dict[int, _Spec], list[str]]:
     spec, tp = req.spec, req.tp
     notes: list[str] = []
     attn = [(i, layer) for i, layer in enumerate(spec.layer_specs) if layer.kind in HEADED_KINDS or layer.kind == MLA]
@@ -187,15 +226,15 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -
     mamba_page = max((layer_state_bytes(layer, tp) for _, layer in state), default=0)
     held, checkpoint = 1, None
     if state:
-        held, checkpoint, mode_notes = _mamba_cache_mode(req, version, hybrid=bool(attn))
+        held, checkpoint, mode_notes = _mamba_cache_mode(req, rel, hybrid=bool(attn))
         notes += mode_notes
     if state and attn:
         # HybridAttentionMambaModelConfig (0.19) / Platform._align_hybrid_block_size (0.33): the attention
         # block grows to a multiple of the kernel alignment until one attention page holds a Mamba state.
         first = attn[0][1]
         per_token = layer_token_bytes(first, kv, tp)
-        align = (64 if version == "0.19" else 128) if first.kind == MLA else 16
-        if version != "0.19":
+        align = rel.hybrid_mla_alignment if first.kind == MLA else 16
+        if rel.hybrid_align_to_block_size:
             align = max(align, block_size)
             if checkpoint:  # mamba_cache_mode "align": blocks also land on the prefill checkpoints
                 align = math.lcm(align, checkpoint)
@@ -222,7 +261,7 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, version: str) -
     return block_size, specs, notes
 
 
-def _mamba_cache_mode(req: EngineRequest, version: str, *, hybrid: bool) -> tuple[int, int | None, list[str]]:
+def _mamba_cache_mode(req: EngineRequest, rel: Release, *, hybrid: bool) -> tuple[int, int | None, list[str]]:
     """(state blocks a request holds, prefill-checkpoint alignment or None, notes) for the Mamba layers.
 
     Prefix caching decides vLLM's mamba_cache_mode (model_executor/models/config.py MambaModelConfig): off, mode
@@ -230,12 +269,12 @@ def _mamba_cache_mode(req: EngineRequest, version: str, *, hybrid: bool) -> tupl
     (v1/kv_cache_interface.py MambaSpec.max_memory_usage_bytes). By default it is on for hybrid models in 0.33
     and off in 0.19 (config/model.py ModelConfig.is_prefix_caching_supported: "hybrid"), off for pure Mamba in
     both ("attention_free")."""
-    default = hybrid and version != "0.19"
+    default = hybrid and rel.hybrid_prefix_caching
     on = default if req.prefix_caching is None else req.prefix_caching
     if not on:
         return 1, None, []
-    if not hybrid or version == "0.19":
-        raise UnsupportedError(f"Mamba prefix caching (mamba_cache_mode align) on {'vLLM 0.19' if hybrid else 'a pure Mamba model'}"
+    if not hybrid or not rel.hybrid_prefix_caching:
+        raise UnsupportedError(f"Mamba prefix caching (mamba_cache_mode align) on {'vLLM ' + rel.line if hybrid else 'a pure Mamba model'}"
                                " is not modelled", where="--enable-prefix-caching",
                                hint="judge it without prefix caching")
     notes = []
@@ -254,14 +293,14 @@ def _mamba_cache_mode(req: EngineRequest, version: str, *, hybrid: bool) -> tupl
                              f"{name or 'this GPU'}: with Triton's (Ampere, Ada, ROCm) vLLM aligns the block to 16 "
                              "tokens, not 64, and holds 2 state blocks a request, not 3")
     held = 2 + (1 if checkpoint else 0)
-    notes.append(f"prefix caching is on{' (vLLM ' + version + ' default for hybrid models)' if req.prefix_caching is None else ''}:"
+    notes.append(f"prefix caching is on{' (vLLM ' + rel.line + ' default for hybrid models)' if req.prefix_caching is None else ''}:"
                  f" mamba_cache_mode align keeps {held} Mamba state blocks a request, not 1")
     return held, checkpoint, notes
 
 
-def _layout(req: EngineRequest, kv: DType, version: str) -> _Layout:
+def _layout(req: EngineRequest, kv: DType, rel: Release) -> _Layout:
     block_size = req.block_size or DEFAULT_BLOCK_SIZE
-    block_size, specs, notes = _layer_specs(req, kv, block_size, version)
+    block_size, specs, notes = _layer_specs(req, kv, block_size, rel)
     if not specs:
         raise UnsupportedError("the model has no layer with a KV cache or state; vLLM treats it as attention-free",
                                where=req.spec.source or req.spec.name)
@@ -281,10 +320,10 @@ def _layout(req: EngineRequest, kv: DType, version: str) -> _Layout:
             unified[s] = s
         elif top % s.page == 0 and s.kind != MAMBA:
             unified[s] = dataclasses.replace(s, block_size=s.block_size * (top // s.page), page=top)
-        elif version != "0.19" and s.kind != MLA:
+        elif rel.pads_uneven_pages and s.kind != MLA:
             unified[s] = dataclasses.replace(s, page=top)  # 0.33 pads the page instead
         else:
-            raise UnsupportedError(f"vLLM {version} cannot unify KV pages of {s.page:,} and {top:,} bytes in one model "
+            raise UnsupportedError(f"vLLM {rel.line} cannot unify KV pages of {s.page:,} and {top:,} bytes in one model "
                                    "(NotImplementedError in unify_kv_cache_spec_page_size)",
                                    where=req.spec.source or req.spec.name)
     specs = {i: unified[specs[i]] for i in order}
@@ -339,26 +378,25 @@ def _blocks_per_request(layout: _Layout, max_model_len: int, in_flight: int) -> 
     return sum(s.blocks(max_model_len, in_flight) for s, _ in layout.groups)
 
 
-def _in_flight(version: str, mnbt: int, pp: int) -> int:
+def _in_flight(rel: Release, mnbt: int, pp: int) -> int:
     """Tokens scheduled but not settled, which sliding layers keep beyond the window: max_num_batched_tokens
     in 0.19; max_concurrent_batches x max_num_batched_tokens in 0.33 (config/vllm.py max_in_flight_tokens:
     async scheduling on the V2 model runner, both defaults, runs pp + 1 batches at once)."""
-    return mnbt if version == "0.19" else (pp + 1) * mnbt
+    return (pp + 1) * mnbt if rel.async_scheduling else mnbt
 
 
 # --------------------------------------------------------------------------------------------- estimate
 
-def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = True,
-             search_max_seq: bool = True) -> VllmEstimate:
-    """What vLLM `version` (default DEFAULT_VERSION) does with this deployment (max_seq left None when
-    search_max_seq is False: _longest_seq re-runs the estimate that way)."""
-    version = budget_model.check_version(version)
+def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate:
+    """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
+    None when search_max_seq is False: _longest_seq re-runs the estimate that way)."""
+    rel = releases.release(req.engine_version)
     spec = req.spec
     if req.batch < 1:
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
-    kv = kv_dtype(req, KV_DTYPES, engine="vLLM", flag="--kv-cache-dtype")
+    kv = read_kv_dtype(req)
     act = model_dtype(req)
-    layout = _layout(req, kv, version)
+    layout = _layout(req, kv, rel)
     counts = pp_layer_counts(spec.layers, req.pp)
     shapes = _worker_shapes(layout, counts)
     empty = next((s for s in shapes if s.bytes_per_block == 0), None)
@@ -372,13 +410,13 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     hw = req.hardware
     mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
                                                         hw.capacity_bytes if hw else None, hw.name if hw else None,
-                                                        version)
-    in_flight = _in_flight(version, mnbt, req.pp)
+                                                        rel)
+    in_flight = _in_flight(rel, mnbt, req.pp)
     blocks_req = _blocks_per_request(layout, req.seq, in_flight)
     notes = list(layout.notes)
-    if hw is not None and hw.reserve_bytes is not None:
+    if hw is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; vLLM's budget is its own (gpu_memory_utilization)")
-    util = req.gpu_util if req.gpu_util is not None else budget_model.DEFAULT_GPU_UTIL[version]
+    util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util
 
     budgets: tuple[VllmBudget, ...] | None = None
     if req.kv_cache_memory is not None:
@@ -387,14 +425,14 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     elif hw is not None:
         budgets = budget_model.vllm_budgets(spec, weight_fmt=req.weight_fmt, model_dtype=act, tp=req.tp, pp=req.pp,
                                             total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
-                                            max_num_seqs=max_seqs, version=version)
+                                            max_num_seqs=max_seqs, release=rel)
         available = [b.available_bytes for b in budgets]
         source = "model"
     else:
         available = None
         source = "none"
 
-    reserve_null = version != "0.19"  # 0.33 keeps one block back for the null block before the fit check
+    reserve_null = rel.null_block_reserved_before_fit
     workers: list[VllmWorker] = []
     if available is not None:
         for shape, avail in zip(shapes, available):
@@ -413,7 +451,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
 
     groups = _public_groups(layout, req.seq, in_flight)
     common = request_terms(req, kv, engine="vllm", engine_version=ENGINE_VERSION)
-    weights_total, _ = plan.model_weights(spec, req.weight_fmt)
+    weights_total, _ = model_weights(spec, req.weight_fmt)
     if budgets is not None:
         weights_total = sum(b.weights_bytes for b in budgets) * req.tp
     per_request = sum(w.bytes_per_block for w in shapes) * blocks_req * req.tp
@@ -423,16 +461,14 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     num_blocks = tokens = concurrency = est_len = None
     fits = max_batch = max_seq = serves = None
     binding = None
+    refused = None
     log_lines: list[str] = list(f"WARNING {w}" for w in layout.padding_warnings)
     if workers:
         binding = min(workers, key=lambda w: (w.num_blocks, w.stage))
         starts = budgets is None or all(b.starts for b in budgets)
         if budgets is not None and not starts:
-            b = budgets[0]
-            notes.append(f"vLLM refuses to start: {budget_model._fraction_text(util)} x {b.total_bytes:,} B requested is "
-                         f"more than the {b.total_bytes - b.context_bytes:,} B free after the CUDA context"
-                         + (" and NCCL" if req.tp * req.pp > 1 else "") + " (\"Free memory on device ... is less than "
-                         "desired GPU memory utilization\")")
+            refused = refusal(budgets[0], multi_gpu=req.tp * req.pp > 1)
+            notes.append(refused)
         failing = next((w for w in workers if not w.fits), None)
         if any(w.available_kv_bytes <= 0 for w in workers):
             notes.append("no memory is left for the KV cache (\"No available memory for the cache blocks\"): the weights "
@@ -441,26 +477,28 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
                              "`gpu_memory_utilization` when initializing the engine.")
         elif failing is not None:
             est_len = failing.estimated_max_model_len
-            log_lines.append(_not_fit_line(version, req.seq, failing.needed_kv_bytes, failing.available_kv_bytes, est_len))
+            log_lines.append(_not_fit_line(rel, req.seq, failing.needed_kv_bytes, failing.available_kv_bytes, est_len))
         too_long = spec.max_context is not None and req.seq > spec.max_context
         if too_long:
-            notes.append(f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
-                         "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+            longer = (f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
+                      "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+            refused = refused or longer
+            notes.append(longer)
         fits = starts and failing is None and not too_long
         num_blocks = binding.num_blocks
         concurrency = num_blocks / blocks_req
-        if version == "0.19":
-            tokens = num_blocks // len(layout.groups) * min(s.block_size for s, _ in layout.groups)
-        else:
+        if rel.tokens_logged_from_concurrency:
             tokens = int(concurrency * req.seq)
+        else:
+            tokens = num_blocks // len(layout.groups) * min(s.block_size for s, _ in layout.groups)
         if failing is None and all(w.available_kv_bytes > 0 for w in workers):
             log_lines.append(f"INFO Available KV cache memory: {_gib(binding.available_kv_bytes)} GiB")
-            if version == "0.19":
-                log_lines.append(f"INFO GPU KV cache size: {tokens:,} tokens")
-                log_lines.append(f"INFO Maximum concurrency for {req.seq:,} tokens per request: {concurrency:.2f}x")
-            else:
+            if rel.tokens_logged_from_concurrency:
                 log_lines.append(f"INFO GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {req.seq:,} "
                                  f"tokens per request: {concurrency:.2f}x")
+            else:
+                log_lines.append(f"INFO GPU KV cache size: {tokens:,} tokens")
+                log_lines.append(f"INFO Maximum concurrency for {req.seq:,} tokens per request: {concurrency:.2f}x")
         usable_blocks = max(num_blocks - 1, 0)  # block 0 is the null block (v1/core/block_pool.py)
         max_batch = min(usable_blocks // blocks_req, max_seqs) if fits else 0
         serves = fits and req.batch <= max_batch
@@ -471,7 +509,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         if not starts:
             max_seq = 0
         elif search_max_seq:
-            max_seq = _longest_seq(req, layout, workers, in_flight, reserve_null, (mnbt, max_seqs), version)
+            max_seq = _longest_seq(req, layout, workers, in_flight, reserve_null, (mnbt, max_seqs), rel)
     if source == "none":
         notes.append("no GPU given: blocks, tokens and concurrency need --gpu/--gpu-mem or --kv-cache-memory")
 
@@ -481,16 +519,16 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         pool = binding.num_blocks * binding.bytes_per_block
         if b is not None:
             non_kv = b.non_kv_bytes + (b.cuda_graph_bytes if b.cuda_graph_subtracted else 0)
-            per_gpu = plan.PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=b.requested_bytes,
-                                  weights_bytes=b.weights_bytes, cache_bytes=pool,
-                                  reserved_bytes=hw.capacity_bytes - b.requested_bytes,
-                                  free_bytes=b.requested_bytes - non_kv - pool)
+            per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=b.requested_bytes,
+                             weights_bytes=b.weights_bytes, cache_bytes=pool,
+                             reserved_bytes=hw.capacity_bytes - b.requested_bytes,
+                             free_bytes=b.requested_bytes - non_kv - pool)
         else:
             weights_gpu = cdiv(weights_total, req.tp * req.pp)
-            per_gpu = plan.PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=weights_gpu + binding.available_kv_bytes,
-                                  weights_bytes=weights_gpu, cache_bytes=pool,
-                                  reserved_bytes=max(hw.capacity_bytes - weights_gpu - binding.available_kv_bytes, 0),
-                                  free_bytes=binding.available_kv_bytes - pool)
+            per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=weights_gpu + binding.available_kv_bytes,
+                             weights_bytes=weights_gpu, cache_bytes=pool,
+                             reserved_bytes=max(hw.capacity_bytes - weights_gpu - binding.available_kv_bytes, 0),
+                             free_bytes=binding.available_kv_bytes - pool)
     b0 = binding.budget if binding is not None else None
     sliding = [s for s in layout.specs.values() if s.kind == SLIDING]
     if sliding and min(s.window - 1 + in_flight for s in sliding) >= req.seq:
@@ -516,7 +554,7 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
     result = VllmEstimate(
         **common, kv_bytes=kv_per_request * req.batch, state_bytes=state_per_request * req.batch,
         cache_bytes=per_request * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
-        max_seq=max_seq, notes=tuple(notes), **verdict_terms(fits, serves), vllm_version=version,
+        max_seq=max_seq, notes=tuple(notes), **verdict_terms(fits, serves), vllm_version=rel.line,
         block_size=layout.block_size, max_num_batched_tokens=mnbt, max_num_seqs=max_seqs,
         gpu_memory_utilization=budget_model._fraction_text(util) if source == "model" else None,
         kv_cache_groups=groups, padding_layers=layout.padding_layers, padding_warnings=tuple(layout.padding_warnings),
@@ -528,9 +566,9 @@ def estimate(req: EngineRequest, *, version: str | None = None, suggest: bool = 
         activation_peak_bytes=b0.activation_peak_bytes if b0 else None,
         non_torch_bytes=b0.non_torch_bytes if b0 else None, cuda_graph_bytes=b0.cuda_graph_bytes if b0 else None,
         cuda_graph_subtracted=b0.cuda_graph_subtracted if b0 else None, workers=tuple(workers),
-        log_lines=tuple(log_lines), suggestions=(),
+        log_lines=tuple(log_lines), refusal=refused, suggestions=(),
     )
-    return with_fix(result, suggest, lambda r: fix.suggest_vllm(req, r, version))
+    return result
 
 
 def _state_bytes_per_request(layout: _Layout, shapes: list[_WorkerShape], tp: int) -> int:
@@ -557,7 +595,7 @@ def _public_groups(layout: _Layout, seq: int, in_flight: int) -> tuple[KvCacheGr
 
 
 def _longest_seq(req: EngineRequest, layout: _Layout, workers: list[VllmWorker], in_flight: int, reserve_null: bool,
-                 limits: tuple[int, int], version: str) -> int:
+                 limits: tuple[int, int], rel: Release) -> int:
     """Longest max_model_len at which vLLM starts and its pool holds `batch` sequences of that length.
 
     `limits` are the (max_num_batched_tokens, max_num_seqs) vLLM picked at req.seq. Its defaults depend on
@@ -572,9 +610,8 @@ def _longest_seq(req: EngineRequest, layout: _Layout, workers: list[VllmWorker],
     def ok(m: int) -> bool:
         if budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, m,
                                              hw.capacity_bytes if hw else None, hw.name if hw else None,
-                                             version) != limits:
-            return bool(estimate(dataclasses.replace(req, seq=m), version=version, suggest=False,
-                                 search_max_seq=False).fits)
+                                             rel) != limits:
+            return bool(estimate(dataclasses.replace(req, seq=m), search_max_seq=False).fits)
         r = _blocks_per_request(layout, m, in_flight)
         for w in workers:
             room = w.available_kv_bytes - (w.bytes_per_block if reserve_null else 0)
@@ -592,76 +629,9 @@ def _gib(n: int) -> str:
     return vllm_format_gib(n)
 
 
-def _not_fit_line(version: str, seq: int, need: int, avail: int, est: int | None) -> str:
+def _not_fit_line(rel: Release, seq: int, need: int, avail: int, est: int | None) -> str:
     est_msg = f"Based on the available memory, the estimated maximum model length is {est}. " if est else ""
-    models = "models's" if version == "0.19" else "model's"
+    models = rel.not_fit_possessive
     return (f"ERROR ValueError: To serve at least one request with the {models} max seq len ({seq}), ({_gib(need)} GiB KV "
             f"cache is needed, which is larger than the available KV cache memory ({_gib(avail)} GiB). {est_msg}"
             "Try increasing `gpu_memory_utilization` or decreasing `max_model_len` when initializing the engine.")
-
-
-# --------------------------------------------------------------------------------------------- rendering
-
-def render_tables(result: VllmEstimate) -> list:
-    """The human view: layout, budget (every term), pool, verdict, the fix."""
-    from rich.text import Text
-
-    from kvplan.cli.render import size
-    from kvplan.core.units import format_tokens
-
-    r = result
-    out = view_start(r, f"{r.model} · vLLM {r.vllm_version} · max_model_len {format_tokens(r.seq)} · batch {r.batch} · "
-                        f"KV {r.kv_dtype} · block {r.block_size}")
-    t = out[1]
-    t.add_row(Text("KV cache layout (one GPU of the pool-sizing stage)", style="bold"), "")
-    for g in r.kv_cache_groups[:8]:
-        kind = f"{g.kind}" + (f" (window {g.window:,})" if g.window else "")
-        pad = f", {g.padding_layers} padding" if g.padding_layers else ""
-        t.add_row(f"  group: {g.layers} {kind} layers{pad}",
-                  f"page {size(g.page_bytes)}, {g.blocks_per_request:,} blocks/request")
-    if len(r.kv_cache_groups) > 8:
-        t.add_row(f"  … {len(r.kv_cache_groups) - 8} more groups", "")
-    for w in r.padding_warnings:
-        t.add_row(f"  vLLM warns: {w}", "")
-    t.add_row("  KV per token (whole model)", size(r.kv_bytes_per_token))
-    if r.bytes_per_block is not None:
-        t.add_row(f"  bytes per block ({r.group_size} layer slots)", size(r.bytes_per_block))
-    t.add_row(f"  blocks per request of {format_tokens(r.seq)}", f"{r.blocks_per_request:,}")
-    t.add_row("  max_num_batched_tokens / max_num_seqs", f"{r.max_num_batched_tokens:,} / {r.max_num_seqs:,}")
-    if r.budget_source == "model" and r.requested_bytes is not None:
-        t.add_section()
-        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; modelled, vLLM profiles it)", style="bold"), "")
-        t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
-        t.add_row(f"  requested = total × gpu_memory_utilization {r.gpu_memory_utilization}", size(r.requested_bytes))
-        t.add_row("  − weights", size(r.weights_per_gpu_bytes))
-        t.add_row("  − activation peak (profile run)", size(r.activation_peak_bytes))
-        t.add_row("  − non-torch memory" + (" (NCCL buffers)" if r.tp > 1 else ""), size(r.non_torch_bytes))
-        t.add_row("  − CUDA graphs" + ("" if r.cuda_graph_subtracted else " (0.19: logged, not subtracted)"),
-                  size(r.cuda_graph_bytes) if r.cuda_graph_subtracted else f"({size(r.cuda_graph_bytes)})")
-        t.add_row("  = available KV cache memory", size(r.available_kv_bytes))
-    elif r.budget_source == "--kv-cache-memory":
-        t.add_section()
-        t.add_row("available KV cache memory (--kv-cache-memory)", size(r.available_kv_bytes))
-    if r.num_gpu_blocks is not None:
-        t.add_section()
-        if r.available_kv_bytes is not None and r.available_kv_bytes > 0:
-            t.add_row(Text("what vLLM logs" if r.starts else "the pool (vLLM stops before building it)", style="bold"), "")
-            t.add_row("  num_gpu_blocks", f"{r.num_gpu_blocks:,}")
-            t.add_row("  GPU KV cache size", f"{r.kv_cache_tokens:,} tokens")
-            t.add_row(f"  maximum concurrency for {r.seq:,} tokens", f"{r.max_concurrency:.2f}x")
-        else:
-            t.add_row(Text("vLLM fails: no available memory for the cache blocks", style="bold red"), "")
-        t.add_section()
-        if r.fits:
-            verdict = f"fits: starts and holds {r.batch} sequence{'s' if r.batch > 1 else ''} of max_model_len"
-        elif r.starts:
-            verdict = f"does NOT fit: starts, but holds {r.max_batch} of the {r.batch} sequences at once"
-        else:
-            verdict = "does NOT start"
-        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
-        if r.estimated_max_model_len is not None:
-            t.add_row("  estimated maximum model length", format_tokens(r.estimated_max_model_len))
-        t.add_row(f"sequences of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")
-        t.add_row(f"longest max_model_len for {r.batch} sequence{'s' if r.batch > 1 else ''}",
-                  format_tokens(r.max_seq) if r.max_seq else "none")
-    return view_end(r, out)

@@ -32,11 +32,11 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean
+from kvplan.engines.vllm import releases
 
-# The vLLM releases whose `serve` options are mirrored; the default follows kvplan's vllm engine
-# (kvplan/engines/budget.py DEFAULT_VERSION), which models the same two releases.
-VERSIONS = {"0.19": "0.19.0", "0.33": "0.33.0"}
-DEFAULT_VERSION = "0.33"
+# The vLLM release lines whose `serve` options are mirrored are kvplan/engines/vllm/releases.py's; `version` below is
+# a line ("0.19", "0.33"), the key of the table's only= marks.
+DEFAULT_VERSION = releases.DEFAULT.line
 
 # One table for both releases: `kind  flags...  [choices=a|b|...]  [only=RELEASE]`; the first flag is the long
 # name, a flag written !--x sets a switch off, and a line marked only=0.19 or only=0.33 is an option of (or the
@@ -49,7 +49,6 @@ DEFAULT_VERSION = "0.33"
 # 0.19 switches are argparse's BooleanOptionalAction (--x / --no-x). 0.33 registers EnableDisableAction in its
 # place (vllm/utils/argparse_utils.py FlexibleArgumentParser.__init__), which also takes --disable-x for
 # --enable-x and --enable-x for --disable-x: _ENABLE_DISABLE releases derive that inverse; the table leaves it out.
-_ENABLE_DISABLE = frozenset({"0.33"})
 _INVERSE_PREFIXES = {"--enable-": "--disable-", "--disable-": "--enable-"}
 _TABLE = """
     true       --headless
@@ -405,15 +404,8 @@ class Option:
 
 
 def check_version(version: str | None) -> str:
-    """'0.19', '0.19.0', 'v0.33.0' -> the table key; None -> DEFAULT_VERSION."""
-    if version is None:
-        return DEFAULT_VERSION
-    v = str(version).strip().lstrip("v")
-    for key, full in VERSIONS.items():
-        if v in (key, full):
-            return key
-    raise InputError(f"vLLM {version!r} is not mirrored", where="--vllm-version",
-                     hint="one of " + ", ".join(VERSIONS.values()))
+    """Any release of a mirrored line ('0.19', '0.19.5', 'v0.33.0') -> its line; None -> the default line."""
+    return releases.release(version, where="--vllm-version").line
 
 
 @lru_cache(maxsize=None)
@@ -428,7 +420,7 @@ def options(version: str = DEFAULT_VERSION) -> dict[str, Option]:
             continue
         choices = next((tuple(p.split("=", 1)[1].split("|")) for p in rest if p.startswith("choices=")), None)
         flags = tuple(p for p in rest if not p.startswith(("choices=", "only=")))
-        if kind == "flag" and version in _ENABLE_DISABLE:
+        if kind == "flag" and releases.release(version).enable_disable_switches:
             on = tuple(f for f in flags if not f.startswith("!"))
             inverses = tuple("!" + inverse + f.removeprefix(prefix) for f in on
                              for prefix, inverse in _INVERSE_PREFIXES.items() if f.startswith(prefix))
@@ -595,7 +587,7 @@ def lookup(key: str, *, where: str, version: str = DEFAULT_VERSION) -> tuple[Opt
                              + (", ..." if len(starts) > 6 else ""), where=where, hint="write the full option name")
     longs = sorted({o.name for o in options(version).values()})
     plain = key.lstrip("-").replace("_", "-")
-    raise InputError(f"vLLM {VERSIONS[version]} has no serve option {key!r}", where=where,
+    raise InputError(f"vLLM {releases.release(version).mirrors} has no serve option {key!r}", where=where,
                      hint=did_you_mean(plain, longs) or "see `vllm serve --help`")
 
 
@@ -626,7 +618,7 @@ def _argv_from_mapping(data: Any, *, where: str, version: str) -> tuple[list[str
         if isinstance(value, bool):
             if value:
                 argv.append(flag)
-            elif version != "0.19" and f"--no-{key}" in _by_flag(version):
+            elif releases.release(version).enable_disable_switches and f"--no-{key}" in _by_flag(version):
                 argv.append(f"--no-{key}")  # 0.33 passes false on as --no-KEY when that flag exists
         elif isinstance(value, list):
             if value:

@@ -1,0 +1,201 @@
+"""The verdict on one deployment: would it start and serve one request of max_model_len, and does it meet its
+requirements (concurrency, headroom)? The judge reads the engine's typed pool view (engines/result.py
+PoolView), never an engine's own fields, and searches fixes with engines/fixes.py, the search estimate uses.
+Pure of typer and rich."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from fractions import Fraction
+
+from kvplan.check.deployment import Deployment, setting
+from kvplan.check.report import FAIL, FORMAT_KVPLAN, PASS, Check, Figures, Verdict, short_tokens
+from kvplan.core.errors import KvplanError
+from kvplan.engines import Engine, fixes
+from kvplan.engines.result import NoKvMemory, PoolTooShort, Refused, RequestTooLong
+
+# an engine's error about one of these flags is reported at the deployment's own key
+_ENGINE_WHERE = {"--seq": "max_model_len", "--tp": "tensor_parallel_size", "--pp": "pipeline_parallel_size",
+                 "--kv-dtype": "kv_cache_dtype", "--block-size": "block_size", "--gpu-util": "gpu_memory_utilization",
+                 "--kv-cache-memory": "kv_cache_memory_bytes", "--max-num-seqs": "max_num_seqs",
+                 "--max-num-batched-tokens": "max_num_batched_tokens", "--dtype": "dtype", "--engine": "engine",
+                 "--enable-prefix-caching": "enable_prefix_caching", "--engine-version": "vllm_version"}
+
+
+def _engine(dep: Deployment) -> Engine:
+    from kvplan import engines
+
+    try:
+        return engines.get(dep.engine)
+    except KvplanError as err:
+        err.where = f"{dep.place}: {dep.key('engine')}" if dep.format == FORMAT_KVPLAN else dep.place
+        raise
+
+
+def _run(engine: Engine, dep: Deployment, request):
+    """The engine's result; its errors located at the deployment's own keys."""
+    try:
+        return engine.estimate(request)
+    except KvplanError as err:
+        name = _ENGINE_WHERE.get(err.where or "")
+        err.where = f"{dep.place}: {dep.key(name)}" if name else (f"{dep.place}: {err.where}" if err.where else dep.place)
+        raise
+
+
+def judge(dep: Deployment, *, suggest: bool = True) -> Verdict:
+    """The verdict: would it start and serve one request of max_model_len, and does it meet the requirements."""
+    engine = _engine(dep)
+    base, checks, headroom = _evaluate(engine, dep, dep.request)
+    failed = [c for c in checks if not c.passed]
+    # a pass is explained by its requirements when it has any, else by the start
+    reason = "; ".join(c.detail for c in (failed or checks[1:] or checks))
+    suggestions = tuple(_fix_words(engine, dep, base)) if failed and suggest else ()
+    g = base.per_gpu
+    pool = base.pool_view()
+    longest = pool.estimated_max_model_len if pool is not None and pool.estimated_max_model_len is not None else base.max_seq
+    figures = Figures(
+        capacity_bytes=g.capacity_bytes if g else None, usable_bytes=g.usable_bytes if g else None,
+        weights_bytes=g.weights_bytes if g else None, cache_bytes=g.cache_bytes if g else None,
+        free_bytes=g.free_bytes if g else None, max_concurrency=pool.concurrency if pool else None,
+        max_batch=base.max_batch, longest_context=longest,
+        headroom_bytes=headroom[0] if headroom else None,
+        headroom_percent=float(round(headroom[1] * 100, 2)) if headroom else None,
+        available_kv_bytes=pool.available_kv_bytes if pool else None,
+        num_gpu_blocks=pool.num_gpu_blocks if pool else None, kv_cache_tokens=pool.kv_cache_tokens if pool else None)
+    req = dep.request
+    notes = list(dep.notes) + list(base.notes)
+    if dep.engine == "vllm":
+        from kvplan.engines.vllm import releases
+
+        notes.insert(0, f"judged by vLLM {releases.release(req.engine_version).mirrors} rules")
+    return Verdict(
+        source=dep.source, document=dep.document, name=dep.name, format=dep.format, status=FAIL if failed else PASS,
+        reason=reason, engine=dep.engine, model=req.spec.name, gpu=req.hardware.name or "custom", gpus=dep.gpus,
+        tensor_parallel_size=req.tp, pipeline_parallel_size=req.pp, max_model_len=req.seq,
+        kv_cache_dtype=base.kv_dtype, figures=figures, checks=tuple(checks),
+        suggestions=suggestions, notes=tuple(dict.fromkeys(notes)))
+
+
+def _start_detail(result, request) -> str:
+    """Why it starts, or why not, in figures."""
+    from kvplan.core.units import format_bytes
+
+    g = result.per_gpu
+    tokens = short_tokens(request.seq)
+    pool = result.pool_view()
+    if result.fits:
+        detail = f"starts at max_model_len {tokens}"
+        if pool is not None and pool.concurrency is not None:
+            return detail + f", {pool.concurrency:.2f}x concurrency"
+        return detail + (f", {result.max_batch:,} at once" if result.max_batch is not None else "")
+    problem = pool.problem if pool is not None else None
+    if isinstance(problem, NoKvMemory):
+        return (f"no memory is left for the KV cache: weights ({format_bytes(g.weights_bytes)}) and runtime buffers take "
+                f"all {format_bytes(g.usable_bytes)} the engine may use per GPU")
+    if isinstance(problem, RequestTooLong):
+        # vLLM's own start-up error, in figures (v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
+        detail = (f"one request of {tokens} tokens needs {format_bytes(problem.needed_kv_bytes)} of KV cache per GPU, "
+                  f"{format_bytes(problem.available_kv_bytes)} available")
+        if problem.longest:
+            detail += f"; longest that fits: {problem.longest:,} tokens"
+        return detail
+    if isinstance(problem, Refused):
+        return problem.message
+    if isinstance(problem, PoolTooShort):
+        return (f"the KV cache ({format_bytes(problem.available_kv_bytes)} per GPU) holds at most {problem.longest:,} tokens "
+                f"per request, max_model_len is {tokens}")
+    if g is not None and g.weights_bytes > g.usable_bytes:
+        return f"weights alone need {format_bytes(g.weights_bytes)} per GPU, has {format_bytes(g.usable_bytes)}"
+    if g is not None:
+        return (f"needs {format_bytes(g.usable_bytes - g.free_bytes)} per GPU for one request of {tokens} tokens, "
+                f"has {format_bytes(g.usable_bytes)}")
+    return "does not fit"
+
+
+def _headroom(engine: Engine, dep: Deployment, request, base, n: int) -> tuple[int, Fraction]:
+    """Bytes of usable GPU memory still free with n requests of max_model_len resident, and the fraction.
+
+    Paged engines (vLLM, SGLang, TensorRT-LLM) preallocate their whole KV pool at start-up, so it is never
+    "free" to the allocator; what is left for more load is the part of the pool n requests do not take, plus
+    whatever the engine left outside the pool (per_gpu.free_bytes). A contiguous engine (static) allocates per
+    sequence: its free bytes with n sequences allocated."""
+    pool = base.pool_view()
+    if pool is not None and pool.pool_bytes is not None and pool.per_request_bytes is not None:
+        free = pool.pool_bytes - n * pool.per_request_bytes + base.per_gpu.free_bytes
+        return free, Fraction(free, base.per_gpu.usable_bytes)
+    at = base if n == 1 else _run(engine, dep, replace(request, batch=n))
+    g = at.per_gpu
+    return g.free_bytes, Fraction(g.free_bytes, g.usable_bytes)
+
+
+def _evaluate(engine: Engine, dep: Deployment, request):
+    """(the engine's result for one request, the checks, (headroom bytes, fraction) or None)."""
+    from kvplan.core.units import format_bytes
+
+    base = _run(engine, dep, replace(request, batch=1))
+    tokens = short_tokens(request.seq)
+    checks = [Check("starts", bool(base.fits), None, None, _start_detail(base, request))]
+    pool = base.pool_view()
+
+    need = dep.requirements.concurrency
+    if need is not None:
+        concurrency = pool.concurrency if pool is not None else None
+        actual: int | float = (concurrency if concurrency is not None else base.max_batch) or 0
+        if not base.fits:
+            actual = 0
+        shown = f"{actual:.2f}" if isinstance(actual, float) else f"{actual:,}"
+        passed = actual >= need
+        detail = f"{shown} requests of {tokens} at once, {need:,} required"
+        held = pool.held_at_once if pool is not None and concurrency is not None else None
+        if passed and held is not None and held < need:
+            passed = False
+            detail = (f"{shown} requests of {tokens} at once as vLLM logs it, but block 0 is its null block: {held:,} "
+                      f"held at once, {need:,} required")
+        # the engine's limit on running requests (vLLM: max_num_seqs, its default resolved by the engine)
+        cap = request.max_num_seqs or (pool.running_limit if pool is not None else None)
+        if passed and cap is not None and cap < need:
+            passed = False
+            default = " (the engine's default)" if request.max_num_seqs is None else ""
+            detail = f"{dep.key('max_num_seqs')} {cap}{default} runs fewer than the {need:,} requests required at once"
+        checks.append(Check("concurrency", passed, need, actual, detail))
+
+    headroom = None
+    wanted = dep.requirements.headroom
+    if wanted is not None:
+        n = need or 1
+        if base.fits:
+            headroom = _headroom(engine, dep, request, base, n)
+            percent = float(round(headroom[1] * 100, 1))
+            detail = (f"{percent:.1f}% headroom ({format_bytes(headroom[0])} free) with {n:,} of {tokens} resident, "
+                      f"{float(wanted * 100):g}% required")
+            passed = headroom[1] >= wanted
+        else:
+            detail, passed = f"no headroom: it does not start, {float(wanted * 100):g}% required", False
+        checks.append(Check("headroom", passed, float(wanted * 100),
+                            float(round(headroom[1] * 100, 2)) if headroom else None, detail))
+    return base, checks, headroom
+
+
+def _passes(engine: Engine, dep: Deployment, request) -> bool:
+    _, checks, _ = _evaluate(engine, dep, request)
+    return all(c.passed for c in checks)
+
+
+def _fix_words(engine: Engine, dep: Deployment, base) -> list[str]:
+    """engines/fixes.py's single changes that make every check pass, spelled as the deployment's source does."""
+    out = []
+    for fix in fixes.search(engine, dep.request, base, lambda r: _passes(engine, dep, r)):
+        if fix.setting == fixes.TP:
+            out.append(setting(dep, fix.setting, fix.value) + f" ({fix.gpus} GPUs)")
+        elif fix.setting == fixes.KV_DTYPE:
+            out.append(setting(dep, fix.setting, "fp8"))
+        elif fix.setting == fixes.UTIL:
+            out.append(setting(dep, fix.setting, f"{float(fix.value):.2f}"))
+        elif fix.setting == fixes.GPU:
+            out.append(f"gpu: {fix.value}" if dep.format == FORMAT_KVPLAN else f"--gpu {fix.value}")
+        else:
+            out.append(setting(dep, fix.setting, fix.value))
+    return out
+
+
+__all__ = ["judge"]

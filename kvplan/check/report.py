@@ -1,0 +1,122 @@
+"""What `kvplan check` reports: one Verdict per deployment, the checks behind it, and the exit code of the whole
+run. Frozen dataclasses; the JSON report is their fields (formats.py), nothing hand-built."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from kvplan.core.errors import EXIT_INPUT, EXIT_NO, EXIT_OK, EXIT_UNSUPPORTED, KvplanError, UnsupportedError
+
+PASS, FAIL, INVALID, CANNOT_JUDGE = "pass", "fail", "invalid", "cannot_judge"
+STATUSES = (PASS, FAIL, INVALID, CANNOT_JUDGE)
+
+# Exit code of a whole check: the worst verdict by this precedence. Invalid input comes first (the
+# contract's "2: any invalid file"): until it is fixed nothing else is certain. A definite "no" (1)
+# outranks "cannot judge" (3): it is an answer, and the fix it names is actionable now.
+_EXIT_PRECEDENCE = ((INVALID, EXIT_INPUT), (FAIL, EXIT_NO), (CANNOT_JUDGE, EXIT_UNSUPPORTED))
+
+FORMAT_KVPLAN, FORMAT_VLLM, FORMAT_VLLM_ARGS = "kvplan", "vllm-config", "vllm-args"
+
+
+@dataclass(frozen=True)
+class Check:
+    """One criterion of a verdict: whether it passed, what was required and what was found."""
+
+    name: str  # "starts", "concurrency", "headroom"
+    passed: bool
+    required: int | float | None
+    actual: int | float | None
+    detail: str
+
+
+@dataclass(frozen=True)
+class Figures:
+    """The numbers behind a verdict, per GPU (the most loaded one), one request of max_model_len resident."""
+
+    capacity_bytes: int | None
+    usable_bytes: int | None
+    weights_bytes: int | None
+    cache_bytes: int | None
+    free_bytes: int | None
+    max_concurrency: float | None  # paged engines: requests of max_model_len at once, as the engine logs it
+    max_batch: int | None  # whole sequences of max_model_len that fit
+    longest_context: int | None  # the longest max_model_len that fits one request
+    headroom_bytes: int | None  # free with the required concurrency resident
+    headroom_percent: float | None  # of usable memory, 2 decimals
+    available_kv_bytes: int | None = None
+    num_gpu_blocks: int | None = None
+    kv_cache_tokens: int | None = None
+
+
+@dataclass(frozen=True)
+class Verdict:
+    source: str  # the file as named on the command line (or "--vllm-args")
+    document: int | None  # 1-based YAML document, when the file holds several
+    name: str
+    format: str | None  # kvplan | vllm-config | vllm-args; None when the file could not be read
+    status: str
+    reason: str  # one line
+    engine: str | None = None
+    model: str | None = None
+    gpu: str | None = None
+    gpus: int | None = None
+    tensor_parallel_size: int | None = None
+    pipeline_parallel_size: int | None = None
+    max_model_len: int | None = None
+    kv_cache_dtype: str | None = None
+    figures: Figures | None = None
+    checks: tuple[Check, ...] = ()
+    suggestions: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
+
+    @property
+    def label(self) -> str:
+        """'deploy/prod.yaml#2' — file and document, how people find it."""
+        return f"{self.source}#{self.document}" if self.document else self.source
+
+
+@dataclass(frozen=True)
+class CheckReport:
+    verdicts: tuple[Verdict, ...]
+    total: int
+    passed: int
+    failed: int
+    invalid: int
+    cannot_judge: int
+    exit_code: int
+    vllm_version: str  # the vLLM release whose options and rules vLLM deployments are judged by (unless they name one)
+
+
+def exit_code(verdicts) -> int:
+    statuses = {v.status for v in verdicts}
+    for status, code in _EXIT_PRECEDENCE:
+        if status in statuses:
+            return code
+    return EXIT_OK
+
+
+def make_report(verdicts, vllm_version: str | None = None) -> CheckReport:
+    from kvplan.engines.vllm import releases
+
+    verdicts = tuple(verdicts)
+    count = {s: sum(1 for v in verdicts if v.status == s) for s in STATUSES}
+    return CheckReport(verdicts=verdicts, total=len(verdicts), passed=count[PASS], failed=count[FAIL],
+                       invalid=count[INVALID], cannot_judge=count[CANNOT_JUDGE], exit_code=exit_code(verdicts),
+                       vllm_version=releases.release(vllm_version, where="--vllm-version").mirrors)
+
+
+def failed_verdict(source, document, name, fmt, err: KvplanError) -> Verdict:
+    """A deployment that could not be judged: invalid input (exit 2) or something kvplan does not model (exit 3)."""
+    status = CANNOT_JUDGE if isinstance(err, UnsupportedError) else INVALID
+    return Verdict(source=source, document=document, name=name, format=fmt, status=status, reason=err.one_line())
+
+
+def short_tokens(n: int) -> str:
+    """'32K' when exact, else '32,000': short enough for a one-line reason."""
+    return f"{n // 1024}K" if n >= 1024 and n % 1024 == 0 else f"{n:,}"
+
+
+def to_dict(report: CheckReport) -> dict:
+    """The report as plain data (the JSON output): the dataclass fields, nothing hand-built."""
+    return dataclasses.asdict(report)

@@ -1,0 +1,71 @@
+"""`kvplan estimate MODEL`: KV cache, weights and fit, in the terms of the chosen engine."""
+
+from __future__ import annotations
+
+import sys
+
+import typer
+
+from kvplan.cli.edge import guarded
+from kvplan.cli.options import (BatchOpt, BlockOpt, DtypeOpt, EngineOpt, EngineVersionOpt, GpuMemOpt, GpuOpt, GpusOpt,
+                                GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, MaxSeqsOpt, MaxTokOpt,
+                                ModelArg, PpOpt, ReserveOpt, SeqOpt, TpOpt)
+
+
+def register(app) -> None:
+    app.command(name="estimate")(guarded(estimate))
+
+
+def estimate(
+    model: ModelArg,
+    seq: SeqOpt = None,
+    batch: BatchOpt = 1,
+    kv_dtype: KvDtypeOpt = "auto",
+    dtype: DtypeOpt = None,
+    gpu: GpuOpt = None,
+    gpu_mem: GpuMemOpt = None,
+    gpus: GpusOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = 1,
+    engine: EngineOpt = "static",
+    engine_version: EngineVersionOpt = None,
+    gpu_util: GpuUtilOpt = None,
+    reserve: ReserveOpt = None,
+    kv_cache_memory: KvMemOpt = None,
+    block_size: BlockOpt = None,
+    max_num_seqs: MaxSeqsOpt = None,
+    max_num_batched_tokens: MaxTokOpt = None,
+    kv_heads: KvHeadsOpt = None,
+    head_dim: HeadDimOpt = None,
+    json_out: JsonOpt = False,
+):
+    """KV cache, weights and fit for MODEL at --seq tokens x --batch sequences (exit 1 if a GPU was given and it does not fit)."""
+    from kvplan import engines
+    from kvplan.cli import render, views
+    from kvplan.core.errors import EXIT_NO, InputError
+    from kvplan.engines import fixes
+    from kvplan.engines.request import build_request
+
+    chosen = engines.get(engine)
+    request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
+                            gpus=gpus, tp=tp, pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
+                            block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                            kv_heads=kv_heads, head_dim=head_dim, engine_version=engine_version)
+    if engine_version and chosen.name == "static":
+        raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
+    result = fixes.attach(chosen, request, chosen.estimate(request))
+    if request.spec.source and request.spec.source.endswith(".json") and request.spec.notes:
+        # what kvplan assumed while reading a config.json (a missing dtype, an untested model_type): on stderr,
+        # so --json output stays clean
+        print(f"note: {request.spec.notes}", file=sys.stderr)
+    if json_out:
+        print(render.to_json(result))
+    else:
+        out = render.console()
+        for table in views.tables(result):
+            out.print(table)
+        err = render.console(stderr=True)
+        for note in result.notes:
+            err.print(f"note: {note}")
+    if result.fits is False:
+        raise typer.Exit(EXIT_NO)

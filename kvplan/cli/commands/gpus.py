@@ -1,0 +1,36 @@
+"""`kvplan gpus`: the GPU catalog."""
+
+from __future__ import annotations
+
+from kvplan.cli.edge import guarded
+from kvplan.cli.options import JsonOpt
+
+
+def register(app) -> None:
+    app.command(name="gpus")(guarded(gpus))
+
+
+def gpus(json_out: JsonOpt = False):
+    """The GPU catalog, with the memory the runtime reports (not the marketing figure)."""
+    import dataclasses
+
+    from kvplan.model import catalog
+    from kvplan.cli import render
+
+    entries = catalog.gpus()
+    if json_out:
+        print(render.to_json({"gpus": [dataclasses.asdict(g) for g in entries]}))
+        return
+    from rich.table import Table
+
+    from kvplan.core.units import format_bytes
+
+    table = Table(title=f"{len(entries)} GPUs (capacity as the runtime reports it)", title_justify="left", header_style="bold")
+    for col, justify in (("name", "left"), ("marketed", "right"), ("capacity", "right"), ("bytes", "right"),
+                         ("HBM TB/s", "right"), ("bf16 TFLOP/s", "right")):
+        table.add_column(col, justify=justify)
+    for g in entries:
+        table.add_row(g.name, g.marketing_memory, format_bytes(g.capacity_bytes), f"{g.capacity_bytes:,}",
+                      f"{g.hbm_bandwidth_bytes_per_s / 1e12:.2f}" if g.hbm_bandwidth_bytes_per_s else "—",
+                      f"{g.bf16_dense_flops / 1e12:.0f}" if g.bf16_dense_flops else "—")
+    render.console().print(table)

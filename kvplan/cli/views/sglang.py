@@ -1,0 +1,55 @@
+"""The SGLang view of `kvplan estimate --engine sglang`: every figure of the estimate as a table."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from kvplan.cli.views.common import view_end, view_start
+from kvplan.engines.sglang.engine import SglangEstimate
+
+
+def tables(result: SglangEstimate) -> list:
+    from rich.text import Text
+
+    from kvplan.cli.render import size
+    from kvplan.core.units import format_tokens
+
+    r = result
+    out = view_start(r, f"{r.model} · {r.engine_version} · context {format_tokens(r.seq)} · batch {r.batch} · "
+                        f"KV {r.kv_dtype} · page {r.page_size}")
+    t = out[1]
+    t.add_row("cell size (bytes per token, one GPU)", size(r.cell_size))
+    if r.mamba_state_per_request_bytes:
+        t.add_row("Mamba state per request (SSM in float32)", size(r.mamba_state_per_request_bytes))
+    if r.budget_source == "model":
+        t.add_section()
+        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; P and A modelled, SGLang measures them)", style="bold"), "")
+        t.add_row(f"  mem_fraction_static (GPU {r.gpu_mem_mib:,} MiB, reserve {r.reserved_mib:,.0f} MiB)",
+                  r.mem_fraction_static or "—")
+        t.add_row("  P: free before loading", size(r.free_before_load_bytes))
+        t.add_row("  − weights (and load buffers)", size(r.weights_per_gpu_bytes))
+        t.add_row("  A: free after loading", size(r.free_after_load_bytes))
+        kept = None
+        if r.mem_fraction_static is not None and r.free_before_load_bytes is not None:
+            kept = r.free_before_load_bytes * (1 - Fraction(r.mem_fraction_static))
+            kept = kept.numerator // kept.denominator
+        t.add_row("  − P × (1 − mem_fraction_static): activations, CUDA graphs", size(kept))
+    if r.available_kv_bytes is not None:
+        t.add_row("  = KV pool budget" + (" (after the Mamba pool)" if r.max_mamba_cache_size is not None else ""),
+                  size(r.available_kv_bytes))
+    if r.max_total_num_tokens is not None:
+        t.add_section()
+        t.add_row("max_total_num_tokens", f"{r.max_total_num_tokens:,}")
+        if r.swa_tokens is not None:
+            t.add_row("sliding-window pool tokens", f"{r.swa_tokens:,}")
+        if r.max_mamba_cache_size is not None:
+            t.add_row("max_mamba_cache_size", f"{r.max_mamba_cache_size:,}")
+        t.add_row("max_running_requests", f"{r.max_running_requests:,}" if r.max_running_requests else "—")
+        t.add_section()
+        verdict = (f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of {format_tokens(r.seq)}" if r.fits else
+                   f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once" if r.starts else "does NOT fit")
+        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
+        if r.estimated_max_model_len is not None:
+            t.add_row("  longest request SGLang admits", format_tokens(r.estimated_max_model_len))
+        t.add_row(f"requests of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")
+    return view_end(r, out)

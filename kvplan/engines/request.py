@@ -1,0 +1,163 @@
+"""The one engine-neutral description of a deployment (EngineRequest) and the one builder that validates a
+user's values into it. `estimate`, `check`, `sweep`, `plot`, `explain`, `simulate`, `probe` and `calibrate`
+all build requests here, so a flag means the same everywhere. Pure of typer and rich.
+
+A request keeps what the user said, resolved only where the meaning does not depend on the engine: the model
+spec, token counts, the parallel layout, the GPU. The KV-cache dtype stays as spelled ('auto', 'fp8',
+'fp8_e5m2', 'bfloat16'): each engine reads it with its own spelling table (its `kv_dtype`), once.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+
+from kvplan.core.dtypes import WeightFormat
+from kvplan.core.errors import InputError
+from kvplan.core.spec import ModelSpec
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One GPU of the deployment: the memory the runtime reports and, for a catalog GPU, its facts."""
+
+    name: str | None  # catalog name; None for --gpu-mem
+    capacity_bytes: int
+
+    @cached_property
+    def facts(self):
+        """The catalog entry (kvplan.model.catalog.Gpu: vendor, architecture, nvidia-smi MiB, bandwidth), or None
+        for a GPU given by its memory alone."""
+        from kvplan.model.catalog import find_gpu
+
+        return find_gpu(self.name) if self.name else None
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """Everything a user can say about a deployment, in the engine-neutral form every command builds."""
+
+    spec: ModelSpec
+    seq: int  # tokens per sequence; max_model_len for the paged engines
+    batch: int
+    kv_dtype: str = "auto"  # as the user spelled it; each engine resolves it (engines/paged.py kv_dtype)
+    weight_fmt: WeightFormat | None = None
+    tp: int = 1
+    pp: int = 1
+    hardware: Hardware | None = None
+    gpu_util: Fraction | None = None  # None: the engine's own default
+    reserve_bytes: int | None = None  # static engine: memory per GPU kept back (overrides gpu_util)
+    kv_cache_memory: int | None = None  # bytes for the cache, skipping the budget model (vLLM kv_cache_memory_bytes)
+    block_size: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
+    engine_version: str | None = None  # the release whose rules apply, as given; None: the engine's default
+
+
+# Upper bounds far beyond any deployment: they catch typos and keep every loop and table finite.
+LIMITS = {"--batch": 2**31, "--pp": 4096, "--tp": 4096, "--gpus": 2**20, "--block-size": 2**20,
+          "--max-num-seqs": 2**31, "--max-num-batched-tokens": 2**40}
+
+
+def check_count(value: int | None, flag: str) -> None:
+    """A whole-number option is at least 1 and below its plausibility bound."""
+    if value is None:
+        return
+    if value < 1:
+        raise InputError(f"must be at least 1, got {value}", where=flag)
+    if value > LIMITS[flag]:
+        raise InputError(f"{value} is implausibly large (limit {LIMITS[flag]})", where=flag)
+
+
+def split_gpus(gpus: int | None, tp: int | None, pp: int, *, where: str = "--gpus") -> int:
+    """The tensor parallel size when --gpus N is given: TP x PP = N (TP from N when not given)."""
+    if gpus is None:
+        return tp or 1
+    if tp is None:
+        if gpus % pp:
+            raise InputError(f"--gpus {gpus} is not a multiple of --pp {pp}", where="--gpus")
+        return gpus // pp
+    if tp * pp != gpus:
+        raise InputError(f"--gpus {gpus} but --tp {tp} x --pp {pp} = {tp * pp}", where=where,
+                         hint="drop --gpus or make them agree")
+    return tp
+
+
+def hardware_for(gpu: str | None, gpu_mem: str | None) -> Hardware | None:
+    """--gpu NAME (the catalog) or --gpu-mem SIZE, not both; None when neither is given."""
+    from kvplan.core import units
+    from kvplan.model import catalog
+
+    if gpu and gpu_mem:
+        raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem")
+    if gpu:
+        entry = catalog.find_gpu(gpu)
+        return Hardware(entry.name, entry.capacity_bytes)
+    if gpu_mem:
+        return Hardware(None, units.parse_size(gpu_mem, what="--gpu-mem"))
+    return None
+
+
+def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dtype: str | None, gpu: str | None,
+                  gpu_mem: str | None, gpus: int | None, tp: int | None, pp: int, gpu_util: str | None = None,
+                  reserve: str | None = None, kv_cache_memory: str | None = None, block_size: int | None = None,
+                  max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
+                  kv_heads: int | None = None, head_dim: int | None = None,
+                  engine_version: str | None = None) -> EngineRequest:
+    """Turn command-line values into an EngineRequest, validating each (every command builds its requests here)."""
+    from kvplan.core import dtypes, units
+    from kvplan.model import catalog
+
+    spec = catalog.resolve_model(model)
+    if kv_heads is not None or head_dim is not None:
+        spec = override_spec(spec, kv_heads=kv_heads, head_dim=head_dim)
+    if gpu and gpu_mem:
+        raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem")
+    for flag, value in (("--batch", batch), ("--pp", pp), ("--tp", tp), ("--gpus", gpus), ("--block-size", block_size),
+                        ("--max-num-seqs", max_num_seqs), ("--max-num-batched-tokens", max_num_batched_tokens)):
+        check_count(value, flag)
+    tp = split_gpus(gpus, tp, pp)
+    seq_tokens = units.parse_tokens(seq, what="--seq") if seq is not None else (spec.max_context or 8192)
+    try:
+        dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))  # a spelling no engine takes fails here, once
+    except InputError as err:
+        raise err.located("--kv-dtype") from None
+    try:
+        weight_fmt = dtypes.weight_format(dtype) if dtype else None
+    except InputError as err:
+        raise err.located("--dtype") from None
+    util = units.parse_fraction(gpu_util, what="--gpu-util") if gpu_util is not None else None
+    hardware = hardware_for(gpu, gpu_mem)
+    reserve_bytes = None
+    if reserve:
+        if hardware is None:
+            raise InputError("--reserve needs a GPU", where="--reserve", hint="add --gpu NAME or --gpu-mem SIZE")
+        reserve_bytes = units.parse_size(reserve, what="--reserve")
+        if reserve_bytes >= hardware.capacity_bytes:
+            raise InputError(f"reserve {reserve_bytes} B leaves nothing of {hardware.capacity_bytes} B", where="--reserve")
+    return EngineRequest(
+        spec=spec, seq=seq_tokens, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
+        hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
+        kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory else None,
+        block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+        engine_version=engine_version,
+    )
+
+
+def override_spec(spec: ModelSpec, *, kv_heads: int | None, head_dim: int | None) -> ModelSpec:
+    """What-if: the same model with other KV heads or head dim on every attention layer."""
+    from kvplan.core.spec import spec_from_mapping, spec_to_mapping
+
+    mapping = spec_to_mapping(spec)
+    if kv_heads is not None:
+        mapping["kv_heads"] = kv_heads
+        (mapping.get("layout") or {}).pop("kv_heads", None)
+    if head_dim is not None:
+        mapping["head_dim"] = head_dim
+        mapping.pop("v_head_dim", None)
+    try:
+        return spec_from_mapping(mapping, source="--kv-heads/--head-dim")
+    except InputError as err:
+        raise InputError(err.what, where="--kv-heads" if kv_heads is not None else "--head-dim", hint=err.hint) from None
