@@ -190,7 +190,7 @@ def test_a_failed_plot_leaves_no_file(invoke, tmp_path):
 
 def test_write_file_is_atomic(tmp_path):
     from kvplan.core.errors import InputError
-    from kvplan.cli.render import write_file
+    from kvplan.core.io import write_file
 
     target = tmp_path / "report.txt"
     target.write_text("the old report")

@@ -243,6 +243,6 @@ def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 1
     ax.set_title(chart.title, fontsize=11, loc="left")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    from kvplan.cli.render import write_file
+    from kvplan.core.io import write_file
 
     write_file(path, lambda target: fig.savefig(target, format=fmt), what="the image")

@@ -113,7 +113,7 @@ def render_text(report: CheckReport) -> str:
 # ------------------------------------------------------------------ json
 
 def render_json(report: CheckReport) -> str:
-    from kvplan.cli.render import to_json
+    from kvplan.core.io import to_json
 
     return to_json(report) + "\n"
 

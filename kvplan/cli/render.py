@@ -6,26 +6,10 @@ The only module that formats numbers for people. JSON is the result dataclass it
 
 from __future__ import annotations
 
-import dataclasses
-import json
 import os
 import sys
-from typing import Any
-
+from kvplan.core.io import to_json, write_file  # noqa: F401  (commands print through render)
 from kvplan.core.units import format_bytes
-
-
-def to_json(result: Any) -> str:
-    data = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
-    return json.dumps(data, indent=2, default=_json_default)
-
-
-def _json_default(value: Any):
-    if isinstance(value, (tuple, set, frozenset)):
-        return list(value)
-    if dataclasses.is_dataclass(value):
-        return dataclasses.asdict(value)
-    raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 
 
 def console(stderr: bool = False):
@@ -74,48 +58,6 @@ def print_whole(console, renderable) -> None:
         return
     need = measured.maximum  # too narrow anyway: print it unwrapped and let the terminal fold the lines
     Console(file=console.file, width=need, highlight=False, color_system=console.color_system).print(renderable)
-
-
-def write_file(path: str, write, *, what: str = "the output") -> None:
-    """Write an output file (-o/--output) whole or not at all.
-
-    `write(target)` writes to the path it is given. A regular file is written to a temporary file beside
-    it and renamed over it at the end, so a failure (a full disk, an error while drawing, Ctrl-C) never
-    leaves a truncated file or an empty new one. Devices and pipes (-o /dev/stdout) are written in place.
-    OSErrors become one-line input errors naming the path.
-    """
-    import errno
-    import tempfile
-
-    from kvplan.core.errors import InputError
-
-    target = os.path.realpath(os.path.expanduser(path))  # through a symlink, not over it
-    try:
-        if os.path.isdir(target):
-            raise InputError("is a directory", where=path, hint="give a file name")
-        if os.path.exists(target) and not os.path.isfile(target):
-            write(target)  # a device or a FIFO: nothing to replace
-            return
-        folder = os.path.dirname(target) or "."
-        if not os.path.isdir(folder):
-            raise InputError("its folder does not exist", where=path, hint=f"create {os.path.dirname(path) or '.'} first")
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{os.path.basename(target)}.", suffix=".tmp")
-        os.close(fd)
-        try:
-            write(tmp)
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes 0600; a report is as readable as any new file
-            os.replace(tmp, target)
-        except BaseException:
-            if os.path.exists(tmp):
-                os.unlink(tmp)
-            raise
-    except OSError as err:
-        reason = {errno.EACCES: "permission denied", errno.EPERM: "permission denied", errno.EROFS: "read-only file system",
-                  errno.ENOSPC: "no space left on the device", errno.ENAMETOOLONG: "file name too long"}.get(
-            err.errno, err.strerror or str(err))
-        raise InputError(f"cannot write {what}: {reason}", where=path, hint="choose another path with -o") from None
 
 
 def size(n: int | None) -> str:

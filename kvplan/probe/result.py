@@ -1,4 +1,4 @@
-"""What a probe reports, as frozen dataclasses of integers; their fields are the JSON (render.to_json).
+"""What a probe reports, as frozen dataclasses of integers; their fields are the JSON (kvplan.core.io.to_json).
 
 Counters that a device cannot give are None (torch's collect_env habit): CUDA has no RSS, the CPU
 has no allocator or driver view, `meta` has neither.

@@ -57,7 +57,7 @@ def calibrate(
         "available_kv_mean_abs_error_percent": round(sum(errors) / len(errors), 3) if errors else None,
     }
     if json_out:
-        from kvplan.cli.render import to_json
+        from kvplan.core.io import to_json
 
         print(to_json({"summary": summary, "logs": results}))
     else:

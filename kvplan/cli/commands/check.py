@@ -83,7 +83,7 @@ def check(
             print(f"error: {verdict.reason}", file=sys.stderr)
     text = report_formats.render(report, chosen)
     if output:
-        from kvplan.cli.render import write_file
+        from kvplan.core.io import write_file
 
         def write(target: str) -> None:
             with open(target, "w", encoding="utf-8") as f:

@@ -117,7 +117,7 @@ def probe(
         if json_out:
             print(render.to_json(result))
         else:
-            from kvplan.probe.report import tables
+            from kvplan.cli.views.probe import tables
 
             out = render.console()
             for table in tables(result):

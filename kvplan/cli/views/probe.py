@@ -1,4 +1,4 @@
-"""The human view of a ProbeResult (rich tables). JSON is the dataclass itself (render.to_json)."""
+"""The human view of a ProbeResult (rich tables). JSON is the dataclass itself (kvplan.core.io.to_json)."""
 
 from __future__ import annotations
 
