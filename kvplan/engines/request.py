@@ -16,6 +16,7 @@ from functools import cached_property
 from kvplan.core.dtypes import WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
+from kvplan.engines.calibration import SiteProfile
 
 
 @dataclass(frozen=True)
@@ -54,6 +55,7 @@ class EngineRequest:
     max_num_batched_tokens: int | None = None
     prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
     engine_version: str | None = None  # the release whose rules apply, as given; None: the engine's default
+    site: SiteProfile | None = None  # terms measured at the user's site (kvplan calibrate --save; engines/calibration.py)
 
 
 # Upper bounds far beyond any deployment: they catch typos and keep every loop and table finite.

@@ -123,6 +123,12 @@ class EngineEstimate(ContractEstimate):
     pp: int
     gpus: int
     available_kv_bytes: int | None
+    # the band of a modelled budget: available_kv_bytes minus and plus the measured leave-out error of its terms
+    # (docs/engines/calibration.md); equal to available_kv_bytes when it is given (--kv-cache-memory), None without a GPU
+    available_kv_bytes_low: int | None
+    available_kv_bytes_high: int | None
+    # the fit holds at one edge of the band and not at the other: the engine may or may not start / hold `batch`
+    marginal: bool | None
     estimated_max_model_len: int | None  # only when seq does not fit
     budget_source: str  # "model" (modelled budget), "--kv-cache-memory", or "none" (no GPU given)
     suggestions: tuple[str, ...]  # filled by engines/fixes.py when it does not fit

@@ -283,7 +283,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> TrtllmEstima
         **verdict_terms(fits, serves), tokens_per_block=tpb, bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
         free_gpu_memory_fraction=None if source == "none" else str(float(frac)), weights_per_gpu_bytes=weights,
         activation_peak_bytes=peak, non_torch_bytes=non_torch, temporary_pool_bytes=temp, kv_budget_bytes=budget_b,
-        available_kv_bytes=pool_bytes, max_tokens=max_tokens, num_blocks=num_blocks, kv_cache_tokens=tokens,
+        available_kv_bytes=pool_bytes, available_kv_bytes_low=pool_bytes if source == "--kv-cache-memory" else None,
+        available_kv_bytes_high=pool_bytes if source == "--kv-cache-memory" else None, marginal=None, max_tokens=max_tokens, num_blocks=num_blocks, kv_cache_tokens=tokens,
         window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len, budget_source=source,
         suggestions=(),
     )
