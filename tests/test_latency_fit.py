@@ -35,7 +35,7 @@ def test_nnls_recovers_factors_from_exact_data():
     theta = (1.4, 1.8, 0.005, 2e-5)
     rows = []
     for i in range(1, 13):
-        f = (0.01 * i, 0.02 * (13 - i), float(i % 4 + 1), float(30 * i))
+        f = (0.01 * i, 0.02 * (13 - i), float(i % 4 + 1), float(30 * (i * i % 7 + 1)))  # four independent columns
         t = sum(a * b for a, b in zip(theta, f))
         rows.append(_m(f"s{i % 3}", "h100-sxm-80gb", f, t))
     fitted = lf.fit(rows)

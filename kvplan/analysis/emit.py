@@ -97,8 +97,8 @@ def _header(plan, model: str, check: str) -> list[str]:
     lines = [
         f"# kvplan plan {model}: #{plan.rank}, {plan.replicas} replica(s) of {plan.gpus_per_replica} x {plan.gpu} "
         f"({plan.engine}, TP {plan.tp} x PP {plan.pp}, KV {plan.kv_dtype}); {plan.gpus} GPUs on {plan.nodes} node(s)",
-        f"# each replica holds {plan.held_per_replica:,} requests of the load's mean length at once and runs at most "
-        f"{plan.batch_limit:,} (the TPOT limit)",
+        f"# each replica holds {plan.held_per_replica:,} requests of the load's mean length at once; the running cap is "
+        f"{plan.batch_limit:,}" + (" (the most within the latency targets)" if plan.batch_limit < plan.held_per_replica else ""),
     ]
     if plan.ttft is not None and plan.tpot is not None:
         lines.append(f"# estimated TTFT {plan.ttft.estimate_ms:,.0f} ms (band {plan.ttft.low_ms:,.0f}-{plan.ttft.high_ms:,.0f}), "

@@ -280,8 +280,11 @@ def search(base, load: Load, targets: Targets, axes: Axes, *, prices: dict, get_
                     considered_here, _ = _layouts(base, load, targets, axes, gpu, engine, spelled, kv_flag, tp, per_node,
                                                       node, prices, factors_for, failures, plans, weight_dtype)
                     considered += considered_here
-    plans.sort(key=lambda p: (p.usd_per_hour if p.usd_per_hour is not None else math.inf, p.gpus, -p.headroom,
-                              p.gpu, p.engine, p.kv_dtype, p.tp, p.pp))
+    # cost first (dollars per hour; among equal hourly costs the plan that serves the load's tokens cheaper), then
+    # fewer GPUs, then more headroom
+    plans.sort(key=lambda p: (p.usd_per_hour if p.usd_per_hour is not None else math.inf,
+                              p.usd_per_million_output_tokens if p.usd_per_million_output_tokens is not None else math.inf,
+                              p.gpus, -p.headroom, p.gpu, p.engine, p.kv_dtype, p.tp, p.pp))
     plans = [dataclasses.replace(p, rank=i) for i, p in enumerate(plans, 1)]
     notes = []
     unpriced = sorted({p.gpu for p in plans if p.usd_per_hour is None})
