@@ -366,7 +366,7 @@ def test_pool_engines_headroom_is_the_unused_part_of_their_pool(tmp_path, engine
 
 def test_vllm_prefix_caching_reaches_the_engine(tmp_path, configs):
     """A hybrid on vLLM 0.33 holds 3 GDN state blocks a request with prefix caching (its default) and 1 without
-    (kvplan/engines/vllm.py _mamba_cache_mode): the flag changes the figures; on 0.19 turning it on cannot be judged."""
+    (kvplan/engines/vllm/engine.py _mamba_cache_mode): the flag changes the figures; on 0.19 turning it on cannot be judged."""
     model = configs / "qwen3-next-80b-a3b-thinking.json"
     base = f"model: {model}\nmax-model-len: 32K\ntensor-parallel-size: 4\n"
     on = one(tmp_path, base, name="on.yaml")

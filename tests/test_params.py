@@ -1,4 +1,4 @@
-"""Parameter counts from config.json (kvplan/params.py): exact against transformers' own count for every
+"""Parameter counts from config.json (kvplan/model/params.py): exact against transformers' own count for every
 shared config (tests/data/transformers_truth.json, no torch needed), and the conventions behind them."""
 
 from __future__ import annotations
