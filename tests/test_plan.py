@@ -422,3 +422,43 @@ def test_budget_band_low_edge_pins_the_pool():
                                                kv_cache_memory=p.pinned_kv_bytes), search_max_seq=False)
     assert p.pool_requests == pinned.max_batch
     assert "low edge" in " ".join(p.notes)
+
+
+def test_node_facts_agree_with_the_catalog():
+    # data/nodes.yaml's link for every catalog GPU is of the kind gpus.yaml's interconnect says
+    family = {"nvlink2": "nvlink", "nvlink3": "nvlink", "nvlink4": "nvlink", "nvlink5": "nvlink", "pcie-gen3": "pcie",
+              "pcie-gen4": "pcie", "pcie-gen5": "pcie", "infinity-fabric": "infinity-fabric", "unified": "unified"}
+    for g in catalog.gpus():
+        node = fleet.node(g.name)
+        assert node is not None, f"{g.name} has no entry in kvplan/data/nodes.yaml"
+        assert family[node.link] == g.interconnect, (g.name, node.link, g.interconnect)
+        if node.link.startswith("pcie"):
+            assert node.link_bytes_per_s == {"pcie-gen3": 16e9, "pcie-gen4": 32e9, "pcie-gen5": 64e9}[node.link]
+    for name in fleet.default_prices():
+        assert catalog.find_gpu(name).name == name  # every price names a catalog GPU
+
+
+def test_unified_memory_gpus_are_not_planned():
+    r, _ = search("llama-3.1-8b", concurrency=8, seq=4096, gpus=("gh200-96gb", "h100-sxm-80gb"))
+    assert all(p.gpu != "gh200-96gb" for p in r.plans)
+    x = next(x for x in r.rejected if x.gpu == "gh200-96gb")
+    assert x.reason == plan.NOT_MODELLED and "shares its memory" in x.detail and set(x.engines) == {"vllm", "sglang", "trtllm"}
+
+
+def test_expert_parallel_plans_carry_the_flag_and_pass_check(tmp_path):
+    load = plan.load_of([wl.Request(2048, 2048)], concurrency=32, rate=None, max_model_len=4096, description="t")
+    base = build_request("qwen3-30b-a3b-2507", seq="4096", batch=1, kv_dtype="auto", dtype=None, gpu=None, gpu_mem=None,
+                         gpus=None, tp=None, pp=1)
+    axes = plan.Axes(gpus=(catalog.find_gpu("l40s"),), engines=("vllm",), kv_dtypes=("auto",), expert_parallel=True)
+    r = plan.search(base, load, plan.Targets(), axes, prices=fleet.default_prices(), get_engine=engines.get,
+                    factors_for=efficiency.factors_for, node_of=fleet.node)
+    p = r.plans[0]
+    assert p.expert_parallel and "--enable-expert-parallel" in emit.launch(p, "Qwen/x").command
+    text = emit.render("vllm-config", p, load, model="qwen3-30b-a3b-2507", ref="Qwen/Qwen3-30B-A3B-Instruct-2507",
+                       weight_dtype_given=None, file_name="x")
+    assert "enable-expert-parallel: true" in text
+    path = tmp_path / "ep.yaml"
+    path.write_text(text)
+    assert _check(path, gpu=p.gpu).startswith("pass")
+    dense = search("llama-3.1-8b", concurrency=8, seq=4096, engine_names=("vllm",), kv=("auto",))[0]
+    assert not any(q.expert_parallel for q in dense.plans)  # a dense model has no experts to spread

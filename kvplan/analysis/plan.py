@@ -254,6 +254,13 @@ def search(base, load: Load, targets: Targets, axes: Axes, *, prices: dict, get_
     failures: list[_Failure] = []
     considered = 0
     for gpu in axes.gpus:
+        if getattr(gpu, "unified_memory", False):
+            # GH200, GB200, GB10: what an engine finds free at start-up is not the capacity; a plan sized on it would
+            # be a wrong yes
+            failures += [_Failure(NOT_MODELLED, gpu.name, name, "-", "-",
+                                  f"{gpu.name} shares its memory with the CPU: what an engine finds free at start-up is "
+                                  "not its capacity, and kvplan does not model how much that is", 0) for name in axes.engines]
+            continue
         node = node_of(gpu.name)
         per_node = axes.gpus_per_node or (node.gpus_per_node if node else 8)
         for engine_name in axes.engines:
@@ -345,6 +352,7 @@ def _layouts(base, load, targets, axes, gpu, engine, kv_spelled, kv_flag, tp, pe
                                  f"TP {tp} does not divide the {spec.attention_heads} attention heads", 0))
         return 1, False
     considered, started_at = 0, None
+    weights = _weights_bytes(base)
     depths = [pp for pp in PP_SIZES if tp * pp <= axes.max_gpus and pp <= spec.layers]
     for i, pp in enumerate(depths):
         if started_at is not None and i > depths.index(started_at) + 1:
@@ -353,7 +361,7 @@ def _layouts(base, load, targets, axes, gpu, engine, kv_spelled, kv_flag, tp, pe
         layout = f"TP{tp}xPP{pp}"
         req = dataclasses.replace(base, hardware=_hardware(gpu), tp=tp, pp=pp, kv_dtype=kv_spelled, seq=load.max_model_len,
                                   batch=1)
-        weights_per_gpu = _weights_bytes(base) / (tp * pp)
+        weights_per_gpu = weights / (tp * pp)
         if weights_per_gpu >= gpu.capacity_bytes:
             failures.append(_Failure(MEMORY, gpu.name, engine.name, layout, kv_flag,
                                      f"the weights alone take {_gib(int(weights_per_gpu))} per GPU at {layout} "
@@ -406,7 +414,10 @@ def _hardware(gpu):
 def _weights_bytes(base) -> int:
     from kvplan.engines.static import model_weights
 
-    return model_weights(base.spec, base.weight_fmt)[0]
+    key = ("weights", id(base.spec), base.weight_fmt)
+    if key not in _FLOPS_MEMO:
+        _FLOPS_MEMO[key] = model_weights(base.spec, base.weight_fmt)[0]
+    return _FLOPS_MEMO[key]
 
 
 def _pool_tokens(result) -> int | None:
@@ -564,14 +575,18 @@ def _ttft_limit(replica, factors, load: Load, limit: int, target_s: float) -> tu
 
 def _batch_for_rate(replica, factors, load: Load, limit: int, rate: float) -> int:
     """The concurrency at which a replica serves `rate` requests per second (Little's law; the smallest batch whose
-    sustained rate reaches it)."""
-    lo, hi = 1, limit
-    if serving.operating_point(replica, factors, batch=1, prompt=load.prompt_mean, output=load.output_mean).requests_per_s >= rate:
+    sustained rate reaches it). A smaller batch has a shorter latency, so the batch is at most rate x the latency at
+    `limit`: the search starts from there."""
+    def sustained(b: int) -> float:
+        return serving.requests_per_s(replica, factors, batch=b, prompt=load.prompt_mean, output=load.output_mean)
+
+    if sustained(1) >= rate:
         return 1
+    hi = min(limit, max(2, math.ceil(rate * limit / sustained(limit))))
+    lo = 1
     while hi - lo > 1:
         mid = (lo + hi) // 2
-        r = serving.operating_point(replica, factors, batch=mid, prompt=load.prompt_mean, output=load.output_mean).requests_per_s
-        lo, hi = (mid, hi) if r < rate else (lo, mid)
+        lo, hi = (mid, hi) if sustained(mid) < rate else (lo, mid)
     return hi
 
 
@@ -598,14 +613,20 @@ def _layout_key(text: str):
 
 def pareto(plans: list[Plan]) -> list[ParetoPoint]:
     """Cost per million output tokens against TPOT for every priced plan with a latency estimate; `front` marks the
-    plans no other is both cheaper per token and faster than."""
+    plans no other is both cheaper per token and faster than (at least as good in both, better in one). One sweep in
+    cost order: a plan is on the front when it is the fastest of its cost and faster than every cheaper plan."""
     points = [p for p in plans if p.usd_per_million_output_tokens is not None and p.tpot is not None]
-    out = []
+    fastest_of_cost: dict[float, float] = {}
     for p in points:
-        dominated = any(q is not p and q.usd_per_million_output_tokens <= p.usd_per_million_output_tokens
-                        and q.tpot.estimate_ms <= p.tpot.estimate_ms
-                        and (q.usd_per_million_output_tokens < p.usd_per_million_output_tokens
-                             or q.tpot.estimate_ms < p.tpot.estimate_ms) for q in points)
-        out.append(ParetoPoint(p.rank, p.engine, p.usd_per_million_output_tokens, p.tpot.estimate_ms, p.concurrency_per_replica,
-                               f"#{p.rank} {p.gpu} {p.engine} TP{p.tp}xPP{p.pp} {p.kv_dtype} x{p.replicas}", not dominated))
-    return out
+        cost = p.usd_per_million_output_tokens
+        fastest_of_cost[cost] = min(fastest_of_cost.get(cost, math.inf), p.tpot.estimate_ms)
+    best_cheaper: dict[float, float] = {}
+    running = math.inf
+    for cost in sorted(fastest_of_cost):
+        best_cheaper[cost] = running
+        running = min(running, fastest_of_cost[cost])
+    return [ParetoPoint(p.rank, p.engine, p.usd_per_million_output_tokens, p.tpot.estimate_ms, p.concurrency_per_replica,
+                        f"#{p.rank} {p.gpu} {p.engine} TP{p.tp}xPP{p.pp} {p.kv_dtype} x{p.replicas}",
+                        p.tpot.estimate_ms == fastest_of_cost[p.usd_per_million_output_tokens]
+                        and p.tpot.estimate_ms < best_cheaper[p.usd_per_million_output_tokens])
+            for p in points]

@@ -254,6 +254,13 @@ def operating_point(replica: Replica, f: Factors, *, batch: int, prompt: int, ou
     return OperatingPoint(batch, t_ttft, t_pot, rate, rate * output)
 
 
+def requests_per_s(replica: Replica, f: Factors, *, batch: int, prompt: int, output: int) -> float:
+    """operating_point(...).requests_per_s for a mean-length prompt, without the bands (the search asks it often)."""
+    t_pot = tpot(replica, f, batch=batch, prompt=prompt, output=output).seconds
+    t_ttft = ttft(replica, f, prompt=prompt, batch=batch, context=prompt + output // 2).seconds
+    return batch / (t_ttft + (output - 1) * t_pot)
+
+
 def largest_batch(replica: Replica, f: Factors, *, limit: int, prompt: int, output: int, tpot_target_s: float | None,
                   edge: str = "estimate") -> int:
     """The most sequences (at most `limit`) whose TPOT estimate meets the target; 0 when not even one does. TPOT grows
