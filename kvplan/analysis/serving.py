@@ -149,27 +149,53 @@ class Replica:
         terms, state = self._cache_terms
         return state + sum(per * (tokens if w is None or tokens < w else w) for per, w in terms)
 
+    @cached_property
+    def _per_length(self) -> dict:
+        return {}  # (phase, tokens) -> (FLOPs, cache bytes) of one sequence on this replica
+
+    def _one(self, phase: str, tokens: int) -> tuple[int, int]:
+        key = (phase, tokens)
+        got = self._per_length.get(key)
+        if got is None:
+            memo_key = (phase, tokens)
+            if memo_key not in self.flops_memo:
+                count = prefill_flops if phase == "prefill" else decode_flops
+                self.flops_memo[memo_key] = count(self.cache.spec, tokens, terms=self.terms)
+            got = self._per_length[key] = (self.flops_memo[memo_key], self.cache_bytes(tokens))
+        return got
+
+    def prefill_parts(self, prompt: int, prompts: int = 1) -> tuple[float, float, float]:
+        """(compute, memory, communication) seconds of `prompts` prompts of `prompt` tokens from an empty cache."""
+        flops, cache = self._one("prefill", prompt)
+        compute, memory = self._rates
+        tokens = prompts * prompt
+        return (prompts * flops / compute, (self.weights_read(tokens) + prompts * cache) / memory,
+                tokens * self._allreduce_per_token_s)
+
+    def decode_parts(self, batch: int, context: int) -> tuple[float, float, float]:
+        """(compute, memory, communication) seconds of one decode step of `batch` sequences at `context` tokens; with
+        PP, one micro-batch of ceil(batch / PP) through every stage (the time one sequence waits between its tokens)."""
+        micro = -(-batch // self.pp)
+        flops, cache = self._one("decode", context)
+        compute, memory = self._rates
+        return (micro * flops / compute, (self.weights_read(micro) + micro * cache) / memory,
+                micro * self._allreduce_per_token_s)
+
+    def prefill_s(self, prompt: int, prompts: int = 1) -> float:
+        c, m, a = self.prefill_parts(prompt, prompts)
+        return (c if c > m else m) + a
+
+    def decode_s(self, batch: int, context: int) -> float:
+        c, m, a = self.decode_parts(batch, context)
+        return (c if c > m else m) + a
+
     def prefill_floor(self, prompt: int, prompts: int = 1) -> Floor:
         """`prompts` prompts of `prompt` tokens from an empty cache, on this replica."""
-        key = ("prefill", prompt)
-        if key not in self.flops_memo:
-            self.flops_memo[key] = prefill_flops(self.cache.spec, prompt, terms=self.terms)
-        flops = prompts * self.flops_memo[key]
-        read = self.weights_read(prompts * prompt) + prompts * self.cache_bytes(prompt)
-        compute, memory = self._rates
-        return Floor(flops / compute, read / memory, self.allreduce_s(prompts * prompt))
+        return Floor(*self.prefill_parts(prompt, prompts))
 
     def decode_floor(self, batch: int, context: int) -> Floor:
-        """One decode step of `batch` sequences with `context` tokens cached each; with PP, one micro-batch of
-        ceil(batch / PP) through every stage (the time one sequence waits between its tokens)."""
-        micro = -(-batch // self.pp)
-        key = ("decode", context)
-        if key not in self.flops_memo:
-            self.flops_memo[key] = decode_flops(self.cache.spec, context, terms=self.terms)
-        flops = micro * self.flops_memo[key]
-        read = self.weights_read(micro) + micro * self.cache_bytes(context)
-        compute, memory = self._rates
-        return Floor(flops / compute, read / memory, self.allreduce_s(micro))
+        """One decode step of `batch` sequences with `context` tokens cached each (see decode_parts)."""
+        return Floor(*self.decode_parts(batch, context))
 
 
 def replica_of(engine, req, weights_bytes: int, *, gpu=None, cache: CacheModel | None = None,
@@ -211,12 +237,11 @@ def ttft(replica: Replica, f: Factors, *, prompt: int, batch: int, context: int)
     """Time to first token of a `prompt`-token request arriving at a replica that decodes `batch` sequences at
     `context`: its own prefill, plus the decode step in flight that it waits behind (one whole step: the slow case
     a P99 target is about). Queueing behind other prompts is not counted (docs/plan.md)."""
-    pre = replica.prefill_floor(prompt)
-    step = replica.decode_floor(batch, context) if batch > 0 else None
-    seconds = f.prefill * pre.seconds + f.step_s
-    if step is not None:
-        seconds += f.decode * step.seconds + f.step_s + f.sequence_step_s * batch
-    return _scaled(f, seconds, pre.seconds)
+    pre = replica.prefill_s(prompt)
+    seconds = f.prefill * pre + f.step_s
+    if batch > 0:
+        seconds += f.decode * replica.decode_s(batch, context) + f.step_s + f.sequence_step_s * batch
+    return _scaled(f, seconds, pre)
 
 
 def tpot(replica: Replica, f: Factors, *, batch: int, prompt: int, output: int) -> Estimate:
@@ -224,11 +249,10 @@ def tpot(replica: Replica, f: Factors, *, batch: int, prompt: int, output: int) 
     the mean context, plus this replica's share of the prefills that keep the batch full (`batch` new prompts for
     every `output` tokens a sequence generates, interleaved with the decode steps)."""
     context = prompt + output // 2
-    step = replica.decode_floor(batch, context)
-    prefills = replica.prefill_floor(prompt, batch)
-    seconds = (f.decode * step.seconds + f.step_s + f.sequence_step_s * batch
-               + f.prefill * prefills.seconds / max(output, 1))
-    return _scaled(f, seconds, step.seconds)
+    step = replica.decode_s(batch, context)
+    prefills = replica.prefill_s(prompt, batch)
+    seconds = f.decode * step + f.step_s + f.sequence_step_s * batch + f.prefill * prefills / max(output, 1)
+    return _scaled(f, seconds, step)
 
 
 @dataclass(frozen=True)

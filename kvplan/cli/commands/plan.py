@@ -72,6 +72,9 @@ def plan(
             raise InputError(f"must be a positive number of milliseconds, got {value:g}", where=flag)
     if json_out and markdown:
         raise InputError("give --json or --markdown, not both", where="--markdown")
+    if emit is not None and not emit_to and (json_out or markdown):
+        raise InputError("--emit without --emit-to prints the deployment file on stdout, which --json or --markdown "
+                         "also want", where="--emit", hint="add --emit-to FILE")
     if emit_to and emit is None:
         raise InputError("--emit-to needs --emit FORMAT", where="--emit-to", hint="e.g. --emit kvplan --emit-to deploy.yaml")
     if plot:
