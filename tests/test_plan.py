@@ -77,8 +77,10 @@ def test_a_length_mix_holds_requests_of_its_mean_length():
     # than max_model_len ones, as the engine counts them at the mean final length
     r, load = search("llama-3.1-8b", concurrency=50, seq=8192, prompt=1000, output=200, engine_names=("vllm",), kv=("auto",))
     p = next(p for p in r.plans if p.tp == 1)
+    # the pool the engine sizes at max_model_len, counted at the mean length (not re-budgeted at the shorter length)
     mean = engines.get("vllm").estimate(build_request("llama-3.1-8b", seq=str(load.tokens_mean), batch=1, kv_dtype="auto",
-                                                      dtype=None, gpu="h100", gpu_mem=None, gpus=None, tp=1, pp=1))
+                                                      dtype=None, gpu="h100", gpu_mem=None, gpus=None, tp=1, pp=1,
+                                                      kv_cache_memory=str(p.available_kv_bytes)))
     assert load.tokens_mean == 1200 and load.max_model_len == 8192
     assert p.held_per_replica == mean.max_batch > p.pool_requests
 

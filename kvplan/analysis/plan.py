@@ -329,7 +329,10 @@ def _why_not(result, engine, layout: str, load: Load) -> tuple[str, bool]:
     view = result.pool_view()
     problem = view.problem if view else None
     if isinstance(problem, Refused):
-        return f"at {layout}: {problem.message}", False
+        # a refusal with no room left for the KV cache (SGLang: the weights take it all) is a memory shortage a deeper
+        # pipeline relieves; one with room (vLLM: the fraction asked is more than is free after the CUDA context) is not
+        no_room = view.available_kv_bytes is None or view.available_kv_bytes <= 0
+        return f"at {layout}: {problem.message}", no_room
     if isinstance(problem, RequestTooLong):
         return (f"at {layout} one request of {load.max_model_len:,} tokens needs {_gib(problem.needed_kv_bytes)} of KV cache "
                 f"per GPU, {engine.title} has {_gib(max(problem.available_kv_bytes, 0))}"
@@ -448,8 +451,9 @@ def _evaluate(req, result, load: Load, targets: Targets, axes: Axes, gpu, engine
         notes.append(f"pool pinned at the budget band's low edge ({_gib(pinned)} per GPU, the model says {_gib(avail)})")
     pool_requests = sized.max_batch or 0
     if load.tokens_mean < load.max_model_len:
-        mean = engine.estimate(dataclasses.replace(req, seq=load.tokens_mean, kv_cache_memory=pinned if pinned != avail else
-                                                   req.kv_cache_memory), search_max_seq=False)
+        # the same pool (the budget at max_model_len, pinned), counted in requests of the mean final length: the budget
+        # must not be re-modelled at the shorter length (its activation terms follow max_model_len)
+        mean = engine.estimate(dataclasses.replace(req, seq=load.tokens_mean, kv_cache_memory=pinned), search_max_seq=False)
         held = mean.max_batch or 0
     else:
         held = pool_requests
