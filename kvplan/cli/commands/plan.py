@@ -39,7 +39,7 @@ def plan(
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtypes to consider, comma separated (auto = the model's).")] = "auto,fp8",
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight format (bf16, fp16, fp8, int8, int4). Default: the checkpoint's.", show_default=False)] = None,
     max_gpus: Annotated[int, typer.Option("--max-gpus", help="The most GPUs a plan may use in all (replicas x TP x PP).")] = 64,
-    gpus_per_node: Annotated[Optional[int], typer.Option("--gpus-per-node", help="GPUs in one node (TP stays inside a node). Default: per GPU kind, 8 for all in the catalog.", show_default=False)] = None,
+    gpus_per_node: Annotated[Optional[int], typer.Option("--gpus-per-node", help="GPUs in one node (TP stays inside a node). Default: per GPU kind (kvplan/data/nodes.yaml: 8 for most).", show_default=False)] = None,
     expert_parallel: Annotated[bool, typer.Option("--expert-parallel", help="MoE models: launch with expert parallelism over the TP ranks (the same bytes per GPU).")] = False,
     price: Annotated[Optional[List[str]], typer.Option("--price", help="A price in dollars per GPU hour, NAME=DOLLARS (repeatable), e.g. h100-sxm-80gb=2.49.", show_default=False)] = None,
     prices: Annotated[Optional[str], typer.Option("--prices", help="A YAML file of your prices: `gpu-name: dollars per GPU hour`, or a list like kvplan/data/prices.yaml.", show_default=False)] = None,
