@@ -102,8 +102,10 @@ def _start_detail(result, request) -> str:
     if isinstance(problem, Refused):
         return problem.message
     if isinstance(problem, PoolTooShort):
-        return (f"the KV cache ({format_bytes(problem.available_kv_bytes)} per GPU) holds at most {problem.longest:,} tokens "
-                f"per request, max_model_len is {tokens}")
+        detail = (f"the KV cache ({format_bytes(problem.available_kv_bytes)} per GPU) holds at most {problem.longest:,} "
+                  f"tokens per request, max_model_len is {tokens}")
+        # the engine starts anyway with the shorter length: say so rather than "does not start"
+        return f"{problem.action}: {detail}" if problem.action else detail
     if g is not None and g.weights_bytes > g.usable_bytes:
         return f"weights alone need {format_bytes(g.weights_bytes)} per GPU, has {format_bytes(g.usable_bytes)}"
     if g is not None:
