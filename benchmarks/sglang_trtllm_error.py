@@ -189,7 +189,10 @@ def build(run: Run):
 
 
 def source_of(rec: dict) -> str:
-    return rec["repository"] + ("" if rec.get("commit") else " " + (rec.get("issue_or_path") or "").split(",")[0])
+    """Where a log was published, the unit a fold leaves out: "owner/repo#N" for an issue or pull request (every
+    comment of a thread together), "owner/repo" for a committed file (every file of the repository together)."""
+    m = re.match(r"https://github\.com/([^/]+/[^/]+)/(?:issues|pull)/(\d+)", rec.get("url") or "")
+    return f"{m.group(1)}#{m.group(2)}" if m else rec["repository"]
 
 
 @dataclass
@@ -421,6 +424,37 @@ def main() -> int:
     print("## SGLang's free memory before loading (P), leave-one-source-out\n")
     table(["log", "layout", "logged P GiB", "kvplan - log GiB"],
           [(log, g, f"{p:.2f}", f"{e:+.3f}") for log, g, p, e in score_free_before()])
+
+    print("## Diagnostics\n")
+    from dataclasses import replace as _replace
+
+    from kvplan.engines import trtllm as _trt
+    from kvplan.engines.trtllm import budget as _tb
+
+    shaamil = "shaamil101-llama31-70b-fp8-8xh100-tp8-engine-v0.16"
+    rec = next(r for r in records("trtllm") if r["id"] == shaamil)
+    fig = figures(rec)
+    others = min(Fraction(x) for x in re.findall(r"available: ([\d.]+) GiB", " ".join(rec["extracted"]))
+                 if Fraction(x) > fig["engine_available"])
+    extra = others - fig["engine_available"]
+    with _tb.leaving_out({source_of(rec)}):
+        est = _trt.estimate(_replace(build(RUNS[shaamil]), gpu_reserved_bytes=int(extra * GIB)), search_max_seq=False)
+    print(f"- {shaamil}: the rank that sizes the pool (the minimum over ranks) has {float(extra):.2f} GiB less free "
+          f"than the next ({float(fig['engine_available'])} vs {float(others)} GiB); given as --gpu-reserved "
+          f"{float(extra):.2f}GiB the error is {100 * (est.kv_cache_tokens - fig['tokens']) / fig['tokens']:+.2f}%.")
+    print("- unified memory (DGX Spark GB10, the public trtllm-serve 1.1.0rc3 log of gpt-oss-120b that could not be "
+          "stored: 49.28 GiB outside torch, 5.95 GiB for the KV cache, max_seq_len reduced to 86,720):")
+    from kvplan.core.errors import KvplanError
+    from kvplan.engines.request import build_request
+    for engine, version in (("trtllm", "1.1.0rc3"), ("sglang", "0.5.23")):
+        try:
+            req = build_request("gpt-oss-120b", seq="131072", batch=1, kv_dtype="auto", dtype=None, gpu="gb10", gpu_mem=None,
+                                gpus=None, tp=1, pp=1, engine_version=version)
+            __import__(f"kvplan.engines.{engine}", fromlist=["estimate"]).estimate(req)
+            print(f"  {engine} {version}: NOT refused")
+        except KvplanError as err:
+            print(f"  {engine} {version}: refused, exit {err.exit_code}: {err.what}")
+    print()
 
     rows, skipped = given_budget()
     print("## Given the logged budget: within the rounding of the printed figures\n")

@@ -19,7 +19,8 @@ _ENGINE_WHERE = {"--seq": "max_model_len", "--tp": "tensor_parallel_size", "--pp
                  "--kv-dtype": "kv_cache_dtype", "--block-size": "block_size", "--gpu-util": "gpu_memory_utilization",
                  "--kv-cache-memory": "kv_cache_memory_bytes", "--max-num-seqs": "max_num_seqs",
                  "--max-num-batched-tokens": "max_num_batched_tokens", "--dtype": "dtype", "--engine": "engine",
-                 "--enable-prefix-caching": "enable_prefix_caching", "--engine-version": "vllm_version"}
+                 "--enable-prefix-caching": "enable_prefix_caching", "--engine-version": "vllm_version",
+                 "--engine-option": "engine_option", "--gpu-reserved": "gpu_reserved"}
 
 
 def _engine(dep: Deployment) -> Engine:

@@ -62,6 +62,14 @@ OBSERVATIONS = (
     # one GPU: P = A + mem usage = 131.08 + 8.13; an H200 (8.13 GiB of gemma-3-4b weights leave 131.08)
     FreeBeforeLoad("sglang-pr4826-gemma3-multimodal-141gb-tp1-v0.4.4", "sgl-project/sglang#4826", "h200-141gb", True,
                    1, None, Fraction("139.21"), Fraction(0)),
+    # 2x RTX 3090 (a patched 0.5.12): 22.91 / 23.06 GiB free on TP0 / TP1; the distributed init is not in the
+    # excerpt, so these score the model and fit nothing
+    FreeBeforeLoad("mattbucci-3090-devstral24b-awq-fp8kv-tp2-v0.5.12", "mattbucci/2x-3090-GA102-300-A1-sglang-inference",
+                   "rtx-3090-24gb", False, 2, "pcie", Fraction("22.91"), None),
+    FreeBeforeLoad("mattbucci-3090-gemma4-31b-awq-swa-tp2-v0.5.12", "mattbucci/2x-3090-GA102-300-A1-sglang-inference",
+                   "rtx-3090-24gb", False, 2, "pcie", Fraction("22.91"), None),
+    FreeBeforeLoad("mattbucci-3090-gemma4-26b-moe-awq-swa-tp2-v0.5.12", "mattbucci/2x-3090-GA102-300-A1-sglang-inference",
+                   "rtx-3090-24gb", False, 2, "pcie", Fraction("22.91"), None),
 )
 
 

@@ -52,7 +52,7 @@ class PytorchProfile:
 
 PYTORCH_PROFILES = (
     # 0.20.0, H100 80GB, Llama-3.1-8B-Instruct-FP8, max_num_tokens 8192: outside torch 2.17 GiB with the 0.56 GiB
-    # temporary pool; 1.05 GiB dynamic against kvplan's 0.7813 GiB forward model (tests recompute the ratio)
+    # temporary pool; 1.05 GiB dynamic against kvplan's 0.7813 GiB forward model (tests recompute every ratio)
     PytorchProfile("waynehacking8-llama31-8b-fp8-h100-tp1-kv090-v0.20", "waynehacking8/trtllm-triton-serving", 1,
                    Fraction("8.46"), Fraction("8.55"), Fraction("2.17") - Fraction("0.56"), Fraction("1.05"),
                    Fraction("1.344")),
@@ -62,10 +62,10 @@ PYTORCH_PROFILES = (
     # TP 2 on two H100s, max_num_tokens 4608 (crashed after profiling: no final pool, the profile stands)
     PytorchProfile("waynehacking8-llama31-8b-fp8-h100-tp2-kv080-crash-v0.20", "waynehacking8/trtllm-triton-serving", 2,
                    Fraction("4.23"), Fraction("4.32"), Fraction("2.89") - Fraction("0.16"), Fraction("0.39"),
-                   Fraction("1.534")),
+                   Fraction("1.530")),
     # 1.1.0, a 47.37 GiB GPU, TinyLlama-1.1B, max_num_tokens 8192: outside torch 2.51 with the 1.38 GiB pool
     PytorchProfile("sro-sa-tinyllama-1.1b-48gb-pytorch-v1.1.0", "SRO-SA/trtllm-qwen-benchmark", 1, Fraction("2.05"),
-                   Fraction("2.23"), Fraction("2.51") - Fraction("1.38"), Fraction("0.39"), Fraction("1.222")),
+                   Fraction("2.23"), Fraction("2.51") - Fraction("1.38"), Fraction("0.39"), Fraction("1.217")),
 )
 
 
@@ -89,7 +89,7 @@ ENGINE_BUFFERS = (
     # 0.19.0, RTX 5090, Llama-3.1-8B FP8, max_batch_size 2048: total 31.84 - available 17.83 = 14.01 GiB in use, less
     # kvplan's CUDA context (0.459 GiB, SGLang's logs), weights (8.490 GiB) and execution context (0.098 GiB for
     # max_num_tokens 1024): 4.963 GiB (benchmarks/sglang_trtllm_error.py implied_buffers; tests recompute it)
-    EngineBuffers("trtllm-4275-llama31-8b-fp8-rtx5090-engine-v0.19", "NVIDIA/TensorRT-LLM issue #4275", 2048 * 128256,
+    EngineBuffers("trtllm-4275-llama31-8b-fp8-rtx5090-engine-v0.19", "NVIDIA/TensorRT-LLM#4275", 2048 * 128256,
                   Fraction("4.963"), implied=True),
 )
 # When no log is left to measure a term: three float32 [max_batch_size, vocab] tensors (the runtime's logits, the
