@@ -284,3 +284,23 @@ def test_unified_memory_refused_without_what_is_in_use():
     assert info.value.exit_code == 3
     est = trtllm.estimate(_req("gpt-oss-120b", seq=131072, gpu="gb10", gpu_reserved_bytes=49 * GIB))
     assert est.in_use_bytes == 49 * GIB and est.available_kv_bytes is not None
+
+
+def test_cli_engine_options_and_gpu_reserved(cli, tmp_path):
+    code, out, _ = cli("estimate", CONFIGS / "llama-3.1-8b.json", "--engine", "trtllm", "--gpu", "h100", "--seq", "8K",
+                       "--engine-version", "0.19", "--engine-option", "backend=tensorrt", "--gpu-reserved", "1GiB", "--json")
+    d = json.loads(out)
+    assert code == 0 and d["backend"] == "tensorrt" and d["in_use_bytes"] == GIB and d["tokens_per_block"] == 32
+    for bad, where in ((("--engine-option", "backend"), "--engine-option"), (("--gpu-reserved", "lots"), "--gpu-reserved")):
+        code, out, err = cli("estimate", CONFIGS / "llama-3.1-8b.json", "--engine", "trtllm", "--gpu", "h100", *bad)
+        assert code == 2 and err.startswith(f"error: {where}") and len(err.strip().splitlines()) == 1 and not out
+    # check applies an option to the deployments whose engine reads it, and leaves the others alone
+    (tmp_path / "a.yaml").write_text("name: trt\nengine: trtllm\nmodel: llama-3.1-8b\ngpu: h100\nmax_model_len: 8K\n---\n"
+                                     "name: vl\nengine: vllm\nmodel: llama-3.1-8b\ngpu: h100\nmax_model_len: 8K\n")
+    code, out, _ = cli("check", tmp_path / "a.yaml", "--engine-option", "backend=tensorrt", "--gpu-reserved", "2GiB",
+                       "--json")
+    report = json.loads(out)
+    assert code == 0 and [v["status"] for v in report["verdicts"]] == ["pass", "pass"]
+    assert any("tensorrt backend" in n or "TensorRT-engine backend" in n for n in report["verdicts"][0]["notes"])
+    code, _, err = cli("check", tmp_path / "a.yaml", "--engine-option", "colour=blue")
+    assert code == 2 and "no engine reads 'colour'" in err

@@ -106,7 +106,7 @@ def defaults(options: CheckOptions) -> Defaults:
 
     reserved = parse_size(options.gpu_reserved, what="--gpu-reserved") if options.gpu_reserved else None
     opts = parse_engine_options(list(options.engine_options))
-    readers = {name: engines.get(name).option_keys for name in engines.ENGINE_NAMES}
+    readers = {name: engines.get(name).option_keys for name in engines.ENGINE_NAMES} if opts else {}
     for key, _ in opts or ():
         if not any(key in keys for keys in readers.values()):
             raise InputError(f"no engine reads {key!r}", where="--engine-option",
@@ -122,7 +122,12 @@ def with_command_line(dep: Deployment, defaults: Defaults) -> Deployment:
 
     from kvplan import engines
 
-    engine = engines.get(dep.engine)
+    if defaults.gpu_reserved_bytes is None and not defaults.engine_options:
+        return dep
+    try:
+        engine = engines.get(dep.engine)
+    except KvplanError:
+        return dep  # the judge reports the engine at the deployment's own key
     req = dep.request
     if defaults.gpu_reserved_bytes is not None and engine.takes_gpu_reserved:
         req = replace(req, gpu_reserved_bytes=defaults.gpu_reserved_bytes)
