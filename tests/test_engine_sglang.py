@@ -399,3 +399,15 @@ def test_band_and_pin_flag():
     assert pinned == (est.available_kv_bytes_low // est.cell_size) and pinned < est.max_total_num_tokens
     given = sglang.estimate(_req("llama-3.1-8b", seq=8192, mem=10 * GIB))
     assert given.available_kv_bytes_low == given.available_kv_bytes_high == 10 * GIB and given.marginal is None
+
+
+def test_site_profile_terms_apply():
+    """A calibration profile's memory in use comes off P like --gpu-reserved; its non-torch figure replaces the
+    measured CUDA context and distributed init."""
+    from kvplan.engines.calibration import SiteProfile
+
+    reserved = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="h100", gpu_reserved_bytes=GIB))
+    site = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="h100", site=SiteProfile(None, memory_in_use_bytes=GIB)))
+    assert site.free_before_load_bytes == reserved.free_before_load_bytes
+    own = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="h100", site=SiteProfile(None, non_torch_bytes=400 * 2**20)))
+    assert own.free_before_load_bytes == find_gpu("h100").capacity_bytes - 400 * 2**20 and own.dist_init_bytes == 0
