@@ -51,6 +51,7 @@ class Setup:
     kv: str  # KV dtype as the engine spells it
     engine: str
     gpu_util: str | None = None
+    engine_version: str | None = None  # the release whose rules size the pool (None: the engine's default)
 
 
 @lru_cache(maxsize=None)
@@ -61,7 +62,7 @@ def _request(s: Setup, seq: int) -> EngineRequest:
     entry = catalog.find_gpu(s.gpu)
     return EngineRequest(spec=spec, seq=seq, batch=1, kv_dtype=s.kv, weight_fmt=dtypes.weight_format(s.weights), tp=s.tp,
                          hardware=Hardware(entry.name, entry.capacity_bytes),
-                         gpu_util=Fraction(s.gpu_util) if s.gpu_util else None)
+                         gpu_util=Fraction(s.gpu_util) if s.gpu_util else None, engine_version=s.engine_version)
 
 
 @lru_cache(maxsize=None)
@@ -106,8 +107,9 @@ def trtllm_v014() -> tuple[list[Measurement], list[str]]:
             for col, (gpu, prec) in columns.items():
                 if not row[col]:
                     continue
-                # trtllm-bench builds FP8 engines with an FP8 KV cache ("the KV cache will automatically be set to FP8")
-                s = Setup(MODELS[row["model"]], gpu, int(row["tp"]), prec, prec, "trtllm")
+                # trtllm-bench builds FP8 engines with an FP8 KV cache ("the KV cache will automatically be set to FP8");
+                # 0.14 runs TensorRT engines (the default backend before 1.0), with kvplan's rules of that release
+                s = Setup(MODELS[row["model"]], gpu, int(row["tp"]), prec, prec, "trtllm", engine_version="0.14.0")
                 label = f"{row['model']} {isl}/{osl} {gpu} TP{row['tp']} {prec}"
                 m = round_measurement("trtllm-perf-0.14", s, isl, osl, float(row[col]), label)
                 (rows.append(m) if m else skipped.append(f"{label}: kvplan's pool holds no request"))
@@ -122,7 +124,7 @@ def trtllm_v10() -> tuple[list[Measurement], list[str]]:
             for gpu, tp, col in (("h200-141gb", row["h200_tp"], "H200 (FP8)"), ("h100-sxm-80gb", row["h100_tp"], "H100 (FP8)")):
                 # the page runs with --kv_cache_free_gpu_mem_fraction 0.95 "in many cases"; ModelOpt FP8 checkpoints
                 # quantize the KV cache to FP8 too
-                s = Setup(MODELS[row["model"]], gpu, int(tp), "fp8", "fp8", "trtllm", gpu_util="0.95")
+                s = Setup(MODELS[row["model"]], gpu, int(tp), "fp8", "fp8", "trtllm", gpu_util="0.95", engine_version="1.0.0")
                 label = f"{row['model']} {isl}/{osl} {gpu} TP{tp} fp8"
                 m = round_measurement("trtllm-perf-1.0", s, isl, osl, float(row[col]), label)
                 (rows.append(m) if m else skipped.append(f"{label}: kvplan's pool holds no request"))

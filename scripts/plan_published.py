@@ -119,9 +119,13 @@ def factors_without(source: str):
     return factors_for
 
 
+# the TensorRT-LLM release each publication ran (latency_data.py sizes its measurements with the same rules)
+RELEASES = {"trtllm-perf-0.14": "0.14.0", "trtllm-perf-1.0": "1.0.0", "nim-genai-perf": None}
+
+
 def _search(source, model, gpu, weights, kv, isl, osl, load_kind, concurrency=None, gpu_util=None):
     base = build_request(model, seq=str(isl + osl), batch=1, kv_dtype="auto", dtype=weights, gpu=None, gpu_mem=None,
-                         gpus=None, tp=None, pp=1)
+                         gpus=None, tp=None, pp=1, engine_version=RELEASES[source])
     if gpu_util:
         base = dataclasses.replace(base, gpu_util=Fraction(gpu_util))
     if load_kind == "rate":  # a trickle: one replica; its sustained rate at the most it holds is the max throughput
