@@ -33,6 +33,7 @@ class CheckOptions:
     require_concurrency: int | None = None
     require_headroom: str | None = None
     vllm_version: str | None = None  # None: the vllm engine's default release
+    optimistic: bool = False  # judge a modelled budget by its value, not by the low edge of its band
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,7 @@ class Defaults:
     gpus: int | None
     requirements: Requirements
     vllm_version: str | None  # as given (validated against the release registry)
+    optimistic: bool = False
 
 
 @dataclass(frozen=True)
@@ -97,7 +99,7 @@ def defaults(options: CheckOptions) -> Defaults:
     headroom = parse_headroom(options.require_headroom, where="--require-headroom") if options.require_headroom is not None else None
     releases.release(options.vllm_version, where="--vllm-version")
     return Defaults(gpu=gpu, gpus=options.gpus, requirements=Requirements(options.require_concurrency, headroom),
-                    vllm_version=options.vllm_version)
+                    vllm_version=options.vllm_version, optimistic=options.optimistic)
 
 
 # ------------------------------------------------------------------ values as files write them
