@@ -475,6 +475,7 @@ def test_every_suggested_length_is_checked():
     hw = Hardware("v100-sxm2-16gb", find_gpu("v100-sxm2-16gb").capacity_bytes)
     req = _req("qwen1.5-moe-a2.7b", seq=32768, kv="fp8", pp=2, hw=hw)
     est = with_fixes("vllm", req)
-    # stage 0's estimated length is past the model's 8192 (it would not start there either)
-    assert est.starts is False and est.estimated_max_model_len > 8192
+    # (with the fused-MoE workspace in the profile, stage 1 has no KV memory left at all, so no length is estimated;
+    # where one is, it is past the model's 8192, where vLLM would not start either)
+    assert est.starts is False and (est.estimated_max_model_len is None or est.estimated_max_model_len > 8192)
     assert not any(s.startswith("--max-model-len") for s in est.suggestions)

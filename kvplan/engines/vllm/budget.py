@@ -54,22 +54,25 @@ class Constants:
     # Sampler warm-up (gpu_model_runner.py _dummy_sampler_run): bytes per logit of [R, vocab] beyond the logits
     # themselves (in the model dtype), by sampler implementation (releases.SAMPLER_*):
     # - triton: the float32 copy, the softmax and the exponential draw (12 B) plus the Triton top-k/top-p kernel's
-    #   scratch; least squares over the 30 dense text-only logs of tests/data/vllm_logs (0.19.0): 12.36.
-    # - sort: the float32 copy, torch.sort's values and int64 indices, the int64 index input and the radix sort's
-    #   alternate buffers (PyTorch's segmented sort, not sized by vLLM), the masks and the scattered result;
-    #   fitted on the public 0.10/0.11 logs (tests/data/vllm_logs_public: L40S x8, H200 x2, H100 gpt-oss-120b).
+    #   scratch; least squares (with profile_base_bytes) over the 34 dense text-only logs of tests/data/vllm_logs
+    #   (0.19.0) whose peak is the sampler's: 12.36.
+    # - sort: derived, not fitted. apply_top_k_top_p sorts the float32 copy (4 B) with torch.sort, whose CUDA path
+    #   for rows this long is cub's segmented radix sort of (value, int64 index) pairs: the sorted values (4) and
+    #   indices (8), the int64 index input (8) and cub's alternate key and value buffers (4 + 8) are live at once:
+    #   36 B beyond the logits. The public 0.10/0.11 logs agree within 2 B (L40S x8 34, H200 x2 35.8, gpt-oss-120b
+    #   on H100 36.1 and 36.6, from their logged peaks and budgets; tests/data/vllm_logs_public).
     # - flashinfer: top_k_top_p_sampling_from_logits on the float32 logits (the masked logits and their
     #   softmax): derived as 12, no log of a release that runs it by default (0.21+) holds the split.
     sampler_bytes_per_logit: tuple[tuple[str, Fraction], ...] = (
-        (releases.SAMPLER_TRITON, Fraction(1236, 100)), (releases.SAMPLER_SORT, Fraction(35)),
+        (releases.SAMPLER_TRITON, Fraction(1236, 100)), (releases.SAMPLER_SORT, Fraction(36)),
         (releases.SAMPLER_FLASHINFER, Fraction(12)))
     # a fixed part of the profile peak (rand_like hidden states, embeddings' outputs, small buffers): least squares
-    # with the sampler constant on the 30 dense text-only 0.19 logs
-    profile_base_bytes: int = 80 * MIB
+    # with the Triton sampler constant on the same 34 logs (76.4 MiB)
+    profile_base_bytes: int = 80_086_056
     # Multimodal models first run the vision encoder on a dummy batch and keep its outputs in the encoder cache
-    # during the text profile (gpu_model_runner.py profile_run). The mean of the 5 multimodal 0.19 logs' residuals
-    # above the text-only model: a constant, not derived from the encoder.
-    multimodal_profile_bytes: int = 150 * MIB
+    # during the text profile (gpu_model_runner.py profile_run). The mean of the 6 multimodal 0.19 logs' peaks above
+    # the text-only model (145 MiB): a constant, not derived from the encoder.
+    multimodal_profile_bytes: int = 152_486_161
     # Memory outside torch that appears during the profile run, by setup (non_torch_setup below):
     # - "one": one GPU. cuBLAS / cuBLASLt workspaces and loaded kernel images. 0.10-0.17 ("one-0.10"): 0.07 GiB
     #   printed by a 0.10.2 H100 log (tests/data/vllm_logs_public idx-80gb-llava); 0.18+ ("one"): 0.24-0.26 GiB in
@@ -77,16 +80,27 @@ class Constants:
     # - "nvlink": TP >= 2 over an NVLink/NVSwitch mesh, where NCCL sets up NVLink SHARP and P2P buffers at the
     #   first collective (inside the profile): 2.06-2.11 GiB at TP 2 and 2.13-2.21 at TP 4 on H100 (0.19), 1.38 GiB
     #   on H200 x2 (0.10.2, which also counts NCCL's init). Per further rank: +37 MiB (the TP-4 mean).
-    # - "pcie": TP >= 2 over PCIe (custom all-reduce off beyond 2 GPUs): 0.21 GiB on L40S x8 (0.10.2).
+    # - "pcie": TP >= 2 over PCIe (custom all-reduce off beyond 2 GPUs): 0.21 GiB on L40S x8 (0.10.2). Without
+    #   a log of the setup (the benchmark's leave-one-out), the one-GPU figure plus NCCL's PCIe buffers (two
+    #   channels to two ring peers at NCCL_BUFFSIZE 4 MiB and the LL128 / LL buffers, ~64 MiB) stands in.
     # - "pp": pipeline stages at TP 1 (NCCL initialises before the snapshot): 0.07 GiB (0.19, PP 4).
+    # Each the median of its logs (benchmarks/vllm_budget_error.py fit; the median because the Granite-3.x text
+    # models' 0.46 GiB would pull a mean off every other log): one 0.25 GiB (34 logs), one-0.10 0.07 (1),
+    # nvlink 2.07 at TP 2 (9), pcie 0.21 (1), pp 0.07 (1).
     non_torch_bytes: tuple[tuple[str, int], ...] = (
-        ("one", 256 * MIB), ("one-0.10", 72 * MIB), ("nvlink", 2136 * MIB), ("pcie", 215 * MIB), ("pp", 72 * MIB))
-    non_torch_per_extra_rank: int = 37 * MIB
+        ("one", 268_435_456), ("one-0.10", 75_161_928), ("nvlink", 2_222_645_576), ("pcie", 225_485_783),
+        ("pp", 75_161_928))
+    # NVLink only: the 0.19 TP-4 logs' mean over the TP-2 logs' (36 MiB a rank)
+    non_torch_per_extra_rank: int = 37_938_878
+    # FP8 block-quantized MoE checkpoints load more than their tensors on every GPU (not identified; the dense fp8
+    # checkpoints of the 0.19 logs load within 0.02 GiB): +0.18 GiB on L40S x8 (0.10.2), +0.13 on RTX PRO 6000 x4
+    # (0.27.1) after their rotary caches, the mean of the two (106 MiB)
+    fp8_moe_loading_bytes: int = 111_335_570
     # CUDA-graph estimate (gpu_model_runner.py profile_cudagraph_memory: per capture mode, the largest graph plus
-    # (n - 1) x the second one): a fixed part plus a part per layer and capture size. Least squares over the 38 0.19
-    # logs (51 capture sizes each): 174 MiB + 20 MiB per layer, i.e. 20/51 MiB per layer and capture size.
-    cuda_graph_base_bytes: int = 174 * MIB
-    cuda_graph_per_layer_size: Fraction = Fraction(20 * MIB, 51)
+    # (n - 1) x the second one): a fixed part plus a part per layer and capture size. Least squares over the 42 0.19
+    # logs (51 capture sizes each): 210 MiB + 0.379 MiB per layer and capture size (19.3 MiB per layer at 51).
+    cuda_graph_base_bytes: int = 220_299_010
+    cuda_graph_per_layer_size: Fraction = Fraction(397_267)
 
     def sampler(self, kind: str) -> Fraction:
         return dict(self.sampler_bytes_per_logit)[kind]
@@ -112,13 +126,19 @@ CUDA_CONTEXT_MULTI_GPU = 1546 * MIB
 
 # The band: each term's measured leave-one-log-out error (benchmarks/vllm_budget_error.py prints them; see
 # docs/engines/calibration.md). A modelled budget is `available +- the sum of its terms' bands`.
-BAND_WEIGHTS_FRACTION = Fraction(1, 100)  # weights off by up to ~1% (multimodal wrappers, loading overhead)
+# Leave-one-log-out residuals (modelled - logged) where the logs print the term: weights -0.12..+0.06 GiB on 41 text
+# models (|p90| 0.06), -0.55..+0.02 on 6 multimodal ones (Gemma-3's wrapper, unexplained); activation peak
+# -0.07..+0.07 (|p90| 0.05) and -0.11..+0.16 multimodal; the sort sampler's implied bytes per logit 34-36.6 (+-5%);
+# non-torch -0.20..+0.71 (Granite-3.x +0.21 on one GPU, H200 x2 under 0.10.2 0.71 below the NVLink mean).
+BAND_WEIGHTS_FRACTION = Fraction(25, 10000)
 BAND_WEIGHTS_BYTES = 64 * MIB
-BAND_ACTIVATION_FRACTION = Fraction(8, 100)
+BAND_MULTIMODAL_WEIGHTS_BYTES = 576 * MIB
+BAND_ACTIVATION_FRACTION = Fraction(2, 100)
+BAND_ACTIVATION_SORT_FRACTION = Fraction(5, 100)
 BAND_ACTIVATION_BYTES = 64 * MIB
-BAND_MULTIMODAL_BYTES = 640 * MIB  # Kimi-VL's encoder profile sits 0.42 GiB above the constant
-BAND_NON_TORCH = {"one": 224 * MIB, "one-0.10": 224 * MIB, "nvlink": 768 * MIB, "pcie": 768 * MIB, "pp": 128 * MIB}
-BAND_CUDA_GRAPH_FRACTION = Fraction(1, 2)  # the estimate vs the fit: -0.76..+0.31 GiB on the 0.19 logs
+BAND_MULTIMODAL_BYTES = 192 * MIB
+BAND_NON_TORCH = {"one": 224 * MIB, "one-0.10": 224 * MIB, "nvlink": 768 * MIB, "pcie": 512 * MIB, "pp": 128 * MIB}
+BAND_CUDA_GRAPH_FRACTION = Fraction(3, 10)  # the logged estimate vs the fit on the 0.19 logs, where subtracted
 BAND_MXFP4_FRACTION = Fraction(3, 100)  # MXFP4 experts whose swizzled layout triton_kernels sizes, not vLLM
 
 
@@ -282,7 +302,8 @@ def mxfp4_expert_bytes(spec: ModelSpec, tp: int, backend: str) -> tuple[int, int
 
 
 def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_dtype: DType, tp: int, pp: int, *,
-                       mxfp4_kernel: str | None = None, notes: list[str] | None = None) -> list[int]:
+                       mxfp4_kernel: str | None = None, fp8_moe_loading: int = 0,
+                       notes: list[str] | None = None) -> list[int]:
     """Weights one GPU of each pipeline stage holds after loading ("Model loading took").
 
     The whole model's bytes come from the spec (its checkpoint size when known) or from the parameter count
@@ -293,7 +314,8 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     own decoder layers (distributed/utils.py get_pp_indices). Every rank also keeps the rotary cos/sin cache
     ([max_position, rotary_dim] in the model dtype: Llama-3.1-8B's 14.99 GiB logged = 14.96 + 0.03).
     An MXFP4 checkpoint's experts are counted as vLLM allocates them for `mxfp4_kernel` (mxfp4_backend,
-    mxfp4_expert_bytes); without one, as the checkpoint stores them.
+    mxfp4_expert_bytes); without one, as the checkpoint stores them. An FP8 MoE checkpoint's GPUs get
+    `fp8_moe_loading` more (Constants.fp8_moe_loading_bytes).
     """
     _require(spec, "hidden_size", "vocab_size")
     act_bits = model_dtype.bits
@@ -340,6 +362,8 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
         if stage == pp - 1 and (not tied or pp > 1):
             b += head_b
         out.append(_cdiv(b, tp) + expert_extra * n // spec.layers + rotary)
+    if fp8_moe_loading and spec.quant_method == "fp8" and spec.moe is not None and weight_fmt is None:
+        out = [w + fp8_moe_loading for w in out]
     return out
 
 
@@ -459,7 +483,7 @@ def non_torch_bytes(tp: int, pp: int, release: Release = releases.DEFAULT, inter
     """Non-torch memory that appears during the profile run on one GPU (see Constants.non_torch_bytes)."""
     setup = non_torch_setup(tp, pp, release, interconnect)
     base = constants.non_torch(setup)
-    if tp > 2:
+    if tp > 2 and setup == "nvlink":
         base += constants.non_torch_per_extra_rank * (tp - 2)
     return base
 
@@ -489,7 +513,8 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     requested = requested_bytes(total_bytes, util, release)
     cc = gpu.compute_capability if gpu is not None else None
     kernel = mxfp4_backend(release, cc if cc is not None else "9.0")  # a GPU given by its memory: as Hopper
-    weights = stage_weight_bytes(spec, weight_fmt, model_dtype, tp, pp, mxfp4_kernel=kernel, notes=notes)
+    weights = stage_weight_bytes(spec, weight_fmt, model_dtype, tp, pp, mxfp4_kernel=kernel,
+                                 fp8_moe_loading=constants.fp8_moe_loading_bytes, notes=notes)
     counts = pp_layer_counts(spec.layers, pp)
     context = CUDA_CONTEXT_ONE_GPU if tp * pp == 1 else CUDA_CONTEXT_MULTI_GPU
     interconnect = gpu.interconnect if gpu is not None else None
@@ -518,7 +543,8 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
                 replaced.append("CUDA graphs")
         subtract = release.cuda_graph_subtracted
         available = requested - weights[stage] - peak - nt - (graphs if subtract else 0)
-        band = _band(weights[stage], act, peak, nt, graphs if subtract else 0, setup, spec, replaced, mxfp4_triton)
+        band = _band(weights[stage], act, peak, nt, graphs if subtract else 0, setup, spec, replaced, mxfp4_triton,
+                     sort_sampler=release.sampler == releases.SAMPLER_SORT)
         out.append(VllmBudget(stage=stage, layers=counts[stage], total_bytes=total_bytes,
                               gpu_memory_utilization=_fraction_text(util), requested_bytes=requested,
                               weights_bytes=weights[stage], activation_peak_bytes=peak, non_torch_bytes=nt,
@@ -530,13 +556,16 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
 
 
 def _band(weights: int, act: ActivationPeak, peak: int, non_torch: int, graphs: int, setup: str, spec: ModelSpec,
-          replaced: list[str], mxfp4_triton: bool) -> int:
+          replaced: list[str], mxfp4_triton: bool, sort_sampler: bool = False) -> int:
     """The half width of the budget's band: each term's measured leave-out error, summed (they are not known to
     cancel). A term a site profile measured keeps a tenth of its band."""
     w = BAND_WEIGHTS_BYTES + math.ceil(weights * BAND_WEIGHTS_FRACTION)
     if mxfp4_triton:
         w += math.ceil(weights * BAND_MXFP4_FRACTION)
-    a = BAND_ACTIVATION_BYTES + math.ceil(peak * BAND_ACTIVATION_FRACTION)
+    if spec.vision_params:
+        w += BAND_MULTIMODAL_WEIGHTS_BYTES
+    a = BAND_ACTIVATION_BYTES + math.ceil(peak * (BAND_ACTIVATION_SORT_FRACTION if sort_sampler
+                                                  else BAND_ACTIVATION_FRACTION))
     if spec.vision_params:
         a += BAND_MULTIMODAL_BYTES
     n = BAND_NON_TORCH[setup]

@@ -455,8 +455,25 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
             f"{facts.name} shares its memory with the host: vLLM sizes its budget from the total "
             f"({facts.capacity_bytes / 2**30:.2f} GiB) but starts only if that much is free, and what is free depends on "
             "what the host and other processes use, which kvplan cannot see",
-            where="--gpu", hint="give --kv-cache-memory SIZE, or a site profile from one of this machine's logs "
-                                "(kvplan calibrate LOG --save FILE, then --calibration FILE) that records the memory in use")
+            where="--gpu", hint="give --kv-cache-memory SIZE, or a site profile fitted by kvplan calibrate on one of this "
+                                "machine's logs, which records the memory in use at start")
+
+
+def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
+                notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
+    """The modelled budget of one GPU per pipeline stage for a request with a GPU, resolved as estimate resolves it
+    (the release's defaults for the scheduler limits and the utilization; the site profile's terms). `constants`
+    other than the fitted ones serve the benchmark's leave-one-log-out fits."""
+    rel = releases.release(req.engine_version)
+    hw = req.hardware
+    mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
+                                                        hw.capacity_bytes, hw.name, rel)
+    util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util
+    site = req.site if req.site is not None and req.site.engine in (None, "vllm") else None
+    return budget_model.vllm_budgets(req.spec, weight_fmt=req.weight_fmt, model_dtype=model_dtype(req), tp=req.tp,
+                                     pp=req.pp, total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
+                                     max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
+                                     expert_parallel=req.expert_parallel, notes=notes)
 
 
 def _workers(shapes: list[_WorkerShape], available: list[int], budgets, layout: _Layout, blocks_req: int,
@@ -516,7 +533,6 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
     if hw is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; vLLM's budget is its own (gpu_memory_utilization)")
     util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util
-    site = req.site if req.site is not None and req.site.engine in (None, "vllm") else None
 
     budgets: tuple[VllmBudget, ...] | None = None
     edges: tuple[list[int], list[int]] | None = None
@@ -528,10 +544,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
                          "is taken as what its budget would leave")
     elif hw is not None:
         budget_notes: list[str] = []
-        budgets = budget_model.vllm_budgets(spec, weight_fmt=req.weight_fmt, model_dtype=act, tp=req.tp, pp=req.pp,
-                                            total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
-                                            max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site,
-                                            expert_parallel=req.expert_parallel, notes=budget_notes)
+        budgets = budgets_for(req, notes=budget_notes)
         notes += budget_notes
         nominal = [b.available_bytes for b in budgets]
         edges = ([b.available_bytes - b.uncertainty_bytes for b in budgets],
