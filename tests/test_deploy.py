@@ -405,3 +405,15 @@ def test_vllm_prefix_caching_reaches_the_engine(tmp_path, configs):
     old = one(tmp_path, base + "enable-prefix-caching: true\n", deployment.CheckOptions(gpu="h100-sxm-80gb", vllm_version="0.19"),
               name="old.yaml")
     assert old.status == "cannot_judge" and "prefix caching" in old.reason and ": enable-prefix-caching" in old.reason
+
+
+def test_check_names_the_pin_of_the_pool_it_judged(tmp_path):
+    """Pinning kv_cache_memory_bytes to the value check prints makes vLLM's pool exactly the blocks check judged
+    (vLLM 0.10.2+; the low edge of the band by default), and the same deployment pinned passes on the same figures."""
+    text = "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 32K\n"
+    v = one(tmp_path, text)
+    note = next(n for n in v.notes if n.startswith("pin it:"))
+    pin = int(re.search(r"kv_cache_memory_bytes (\d+)", note).group(1))
+    assert f"exactly the {v.figures.num_gpu_blocks:,} blocks" in note and "fit beside it" in note
+    pinned = one(tmp_path, text + f"kv_cache_memory_bytes: {pin}\n")
+    assert pinned.figures.num_gpu_blocks == v.figures.num_gpu_blocks and pinned.status == v.status == "pass"

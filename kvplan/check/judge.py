@@ -85,6 +85,15 @@ def judge(dep: Deployment, *, suggest: bool = True, optimistic: bool = False) ->
         num_gpu_blocks=pool.num_gpu_blocks if pool else None, kv_cache_tokens=pool.kv_cache_tokens if pool else None)
     req = dep.request
     notes = list(dep.notes) + list(base.notes)
+    pin = getattr(base, "pinned_kv_cache_memory_bytes", None)
+    if pin is not None:
+        from kvplan.core.units import format_bytes
+
+        spare = base.pinned_spare_bytes
+        beside = (f"weights, activations and graphs fit beside it ({format_bytes(spare)} to spare)" if spare >= 0 else
+                  f"weights, activations and graphs do NOT fit beside it (short by {format_bytes(-spare)})")
+        notes.insert(0, f"pin it: {dep.key('kv_cache_memory_bytes')} {pin} makes vLLM's pool exactly the "
+                        f"{base.num_gpu_blocks:,} blocks judged here; {beside}")
     if edge_note:
         notes.insert(0, edge_note)
     if dep.engine == "vllm":
