@@ -115,7 +115,7 @@ def test_gpu_catalog_is_complete_and_sourced():
 
 
 def test_kv_heads_what_if(cli, configs):
-    # Qwen2.5-72B: the article's 64 KV heads vs the real 8 (REFERENCE.md §1)
+    # Qwen2.5-72B: the article's 64 KV heads vs the real 8 (the published arithmetic: an article assumed 64 KV heads)
     _, real, _ = estimate_json(cli, configs / "qwen2.5-72b-instruct.json", "--seq", "4K")
     _, what_if, _ = estimate_json(cli, configs / "qwen2.5-72b-instruct.json", "--seq", "4K", "--kv-heads", "64")
     assert real["kv_bytes_per_token"] == 320 * 1024 and what_if["kv_bytes_per_token"] == 2560 * 1024

@@ -294,3 +294,17 @@ def test_public_logs_inside_the_band(run):
     lo, hi = gib_bounds(Decimal(run.available)) if run.available > 0 else (None, None)
     if run.group == "public-index-id" and lo is not None:  # and within 2% of it where the setup's terms were measured
         assert abs(est.available_kv_bytes - logged) / logged < 0.02
+
+
+def test_gpu_reserved_moves_vllms_start_check_only():
+    """--gpu-reserved: vLLM's budget is a fraction of the total (requested = total x util), so memory in use before
+    it starts changes no term; vLLM refuses when what is left free is below the requested memory."""
+    req = engine_request("llama-3.1-8b", seq=8192, hw=_on("h100"))
+    base = vllm.estimate(req)
+    small = vllm.estimate(dataclasses.replace(req, gpu_reserved_bytes=2 * GIB))
+    assert small.available_kv_bytes == base.available_kv_bytes and small.starts
+    big = vllm.estimate(dataclasses.replace(req, gpu_reserved_bytes=8 * GIB))
+    assert big.starts is False and "already in use" in big.refusal
+    # on a unified-memory GPU the memory in use makes the estimate possible
+    spark = vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gb10"), gpu_reserved_bytes=4 * GIB))
+    assert spark.starts is True

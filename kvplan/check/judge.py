@@ -19,7 +19,8 @@ _ENGINE_WHERE = {"--seq": "max_model_len", "--tp": "tensor_parallel_size", "--pp
                  "--kv-dtype": "kv_cache_dtype", "--block-size": "block_size", "--gpu-util": "gpu_memory_utilization",
                  "--kv-cache-memory": "kv_cache_memory_bytes", "--max-num-seqs": "max_num_seqs",
                  "--max-num-batched-tokens": "max_num_batched_tokens", "--dtype": "dtype", "--engine": "engine",
-                 "--enable-prefix-caching": "enable_prefix_caching", "--engine-version": "vllm_version"}
+                 "--enable-prefix-caching": "enable_prefix_caching", "--engine-version": "vllm_version",
+                 "--engine-option": "engine_option", "--gpu-reserved": "gpu_reserved"}
 
 
 def _engine(dep: Deployment) -> Engine:
@@ -58,12 +59,14 @@ def judge(dep: Deployment, *, suggest: bool = True, optimistic: bool = False) ->
 
         nominal_passes = all(c.passed for c in checks)
         modelled, high = base.available_kv_bytes, base.available_kv_bytes_high
-        dep = replace(dep, request=replace(dep.request, budget_edge="low"))
-        base, checks, headroom = _evaluate(engine, dep, dep.request)
-        marginal = nominal_passes and not all(c.passed for c in checks)
-        edge_note = (f"judged by the low edge of the modelled budget's band: {format_bytes(low)} of KV memory per GPU "
-                     f"({format_bytes(modelled)} modelled, {format_bytes(high)} at the high edge; "
-                     "docs/engines/calibration.md); --optimistic judges by the modelled value")
+        low_dep = replace(dep, request=replace(dep.request, budget_edge="low"))
+        low_base, low_checks, low_headroom = _evaluate(engine, low_dep, low_dep.request)
+        if low_base.available_kv_bytes == low:  # an engine that sizes its pool at the edge asked for (vLLM)
+            dep, base, checks, headroom = low_dep, low_base, low_checks, low_headroom
+            marginal = nominal_passes and not all(c.passed for c in checks)
+            edge_note = (f"judged by the low edge of the modelled budget's band: {format_bytes(low)} of KV memory per "
+                         f"GPU ({format_bytes(modelled)} modelled, {format_bytes(high)} at the high edge; "
+                         "docs/engines/calibration.md); --optimistic judges by the modelled value")
     failed = [c for c in checks if not c.passed]
     # a pass is explained by its requirements when it has any, else by the start
     reason = "; ".join(c.detail for c in (failed or checks[1:] or checks))
@@ -135,8 +138,10 @@ def _start_detail(result, request) -> str:
     if isinstance(problem, Refused):
         return problem.message
     if isinstance(problem, PoolTooShort):
-        return (f"the KV cache ({format_bytes(problem.available_kv_bytes)} per GPU) holds at most {problem.longest:,} tokens "
-                f"per request, max_model_len is {tokens}")
+        detail = (f"the KV cache ({format_bytes(problem.available_kv_bytes)} per GPU) holds at most {problem.longest:,} "
+                  f"tokens per request, max_model_len is {tokens}")
+        # the engine starts anyway with the shorter length: say so rather than "does not start"
+        return f"{problem.action}: {detail}" if problem.action else detail
     if g is not None and g.weights_bytes > g.usable_bytes:
         return f"weights alone need {format_bytes(g.weights_bytes)} per GPU, has {format_bytes(g.usable_bytes)}"
     if g is not None:

@@ -506,10 +506,13 @@ def requested_bytes(total: int, util: Fraction, release: Release = releases.DEFA
 def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtype: DType, tp: int, pp: int,
                  total_bytes: int, util: Fraction, max_num_batched_tokens: int, max_num_seqs: int,
                  release: Release, gpu=None, site=None, constants: Constants = FITTED,
-                 expert_parallel: bool = False, notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
+                 expert_parallel: bool = False, gpu_reserved: int = 0,
+                 notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
     """The budget of one GPU per pipeline stage (the TP ranks of a stage are alike). `gpu` is the catalog entry
     (kvplan.model.catalog.Gpu) or None for a GPU given by its memory; `site` a SiteProfile whose measured terms
-    replace the modelled ones (engines/calibration.py)."""
+    replace the modelled ones (engines/calibration.py); `gpu_reserved` memory in use before vLLM starts
+    (--gpu-reserved), added to the site profile's: vLLM's budget is a fraction of the total, so it moves only the
+    start check (free at the snapshot >= requested)."""
     requested = requested_bytes(total_bytes, util, release)
     cc = gpu.compute_capability if gpu is not None else None
     kernel = mxfp4_backend(release, cc if cc is not None else "9.0")  # a GPU given by its memory: as Hopper
@@ -521,7 +524,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     setup = non_torch_setup(tp, pp, release, interconnect)
     sizes = cuda_graph_capture_sizes(max_num_seqs, max_num_batched_tokens, release, sm10x=_sm_major(cc) == 10)
     mxfp4_triton = spec.quant_method == "mxfp4" and spec.moe is not None and weight_fmt is None and kernel == "triton"
-    in_use = site.memory_in_use_bytes if site is not None else 0
+    in_use = (site.memory_in_use_bytes if site is not None else 0) + gpu_reserved
     out = []
     for stage in range(pp):
         act = activation_peak(spec, model_dtype, stage=stage, pp=pp, tp=tp, max_num_batched_tokens=max_num_batched_tokens,

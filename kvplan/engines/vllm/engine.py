@@ -175,8 +175,10 @@ class VllmEstimate(EngineEstimate):
 def refusal(b: VllmBudget, *, multi_gpu: bool) -> str:
     """vLLM's start-up refusal when the memory free at the init snapshot is below the memory asked for
     (v1/worker/utils.py request_memory)."""
+    in_use = f" and the {b.memory_in_use_bytes:,} B already in use" if b.memory_in_use_bytes else ""
     return (f"vLLM refuses to start: {b.gpu_memory_utilization} x {b.total_bytes:,} B requested is more than the "
-            f"{b.total_bytes - b.context_bytes:,} B free after the CUDA context" + (" and NCCL" if multi_gpu else "")
+            f"{b.total_bytes - b.context_bytes - b.memory_in_use_bytes:,} B free after the CUDA context"
+            + (" and NCCL" if multi_gpu else "") + in_use
             + " (\"Free memory on device ... is less than desired GPU memory utilization\")")
 
 
@@ -449,14 +451,14 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
             "fused-MoE kernels (AITER), sampler and memory accounting (the CUDA-graph estimate only from 0.26) differ "
             "from CUDA's, and no ROCm start-up log that splits the budget was available to check them",
             where="--gpu", hint="give --kv-cache-memory SIZE (vLLM's --kv-cache-memory-bytes): the blocks are then exact")
-    in_use = req.site.memory_in_use_bytes if req.site is not None else 0
+    in_use = (req.site.memory_in_use_bytes if req.site is not None else 0) + (req.gpu_reserved_bytes or 0)
     if facts.unified_memory and not in_use:
         raise UnsupportedError(
             f"{facts.name} shares its memory with the host: vLLM sizes its budget from the total "
             f"({facts.capacity_bytes / 2**30:.2f} GiB) but starts only if that much is free, and what is free depends on "
             "what the host and other processes use, which kvplan cannot see",
-            where="--gpu", hint="give --kv-cache-memory SIZE, or a site profile fitted by kvplan calibrate on one of this "
-                                "machine's logs, which records the memory in use at start")
+            where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before vLLM starts) or --kv-cache-memory "
+                                "SIZE, or a site profile fitted by kvplan calibrate on one of this machine's logs")
 
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
@@ -473,7 +475,8 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
     return budget_model.vllm_budgets(req.spec, weight_fmt=req.weight_fmt, model_dtype=model_dtype(req), tp=req.tp,
                                      pp=req.pp, total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
-                                     expert_parallel=req.expert_parallel, notes=notes)
+                                     expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
+                                     notes=notes)
 
 
 def _workers(shapes: list[_WorkerShape], available: list[int], budgets, layout: _Layout, blocks_req: int,
