@@ -1,8 +1,8 @@
 """Finding things by name: bundled model specs (model_specs/), model files, and the GPU catalog.
 
 A MODEL may be a bundled spec name or alias (e.g. its Hugging Face id), a spec YAML path, a
-config.json path, or a folder holding a config.json (DESIGN.md "Naming a model"). Nothing is
-downloaded.
+config.json path, a folder holding a config.json, or a Hugging Face id (DESIGN.md "Naming a model");
+kvplan/model/resolve.py is the one place that finds it.
 """
 
 from __future__ import annotations
@@ -50,7 +50,8 @@ def bundled_specs() -> list[ModelSpec]:
     return [bundled_spec(n) for n in sorted(bundled_spec_files())]
 
 
-def _find_bundled(ref: str) -> ModelSpec | None:
+def find_bundled(ref: str) -> ModelSpec | None:
+    """The bundled spec named `ref` or carrying it as an alias (case and punctuation forgiven), else None."""
     files = bundled_spec_files()
     if ref in files:
         return bundled_spec(ref)
@@ -65,33 +66,11 @@ def _find_bundled(ref: str) -> ModelSpec | None:
 
 
 def resolve_model(ref: str) -> ModelSpec:
-    """A ModelSpec from any of the ways DESIGN.md lets a user name a model."""
-    if not ref or not ref.strip():
-        raise InputError("no model given", hint="name a bundled model (kvplan models), a spec YAML or a config.json")
-    path = Path(ref).expanduser()
-    try:
-        exists = path.exists()
-    except OSError:  # a name too long for the file system (or otherwise unusable as a path) is no file
-        exists = False
-    looks_like_path = exists or ref.endswith((".yaml", ".yml", ".json")) or "/" in ref and (ref.startswith((".", "/", "~")))
-    if exists:
-        from kvplan.model import hf_config  # only for files: a bundled name needs neither (start-up time)
-        from kvplan.core import yamlio  # only for files: a bundled name needs neither (start-up time)
+    """A ModelSpec from any of the ways DESIGN.md lets a user name a model: kvplan/model/resolve.py finds it (bundled,
+    a file, --models-dir, the Hugging Face cache, the Hub), in one order for every command."""
+    from kvplan.model import resolve
 
-        config = hf_config.find_config_json(path)
-        if path.is_dir() and config is None:
-            raise InputError("folder holds no config.json", where=str(path), hint="point at a model folder or a config.json")
-        if config is not None:
-            return hf_config.spec_from_config_file(config, yamlio.load_json(config))
-        return spec_from_mapping(yamlio.load_yaml(path), source=str(path))
-    if looks_like_path:
-        raise InputError("no such file", where=str(path), hint="check the path")
-    spec = _find_bundled(ref)
-    if spec is not None:
-        return spec
-    names = list(bundled_spec_files()) + [a for s in bundled_specs() for a in s.aliases]
-    raise InputError(f"unknown model {ref!r}", where="MODEL",
-                     hint=(did_you_mean(ref, names) or "see `kvplan models`") + "; or pass a spec YAML, a config.json or a model folder")
+    return resolve.resolve(ref).spec
 
 
 # ------------------------------------------------------------------ GPU catalog

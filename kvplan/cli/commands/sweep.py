@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup
+
 
 class Format(str, Enum):
     text = "text"
@@ -24,7 +26,7 @@ _TEXT_CHUNK = 64
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="sweep")(guarded(sweep))
+    app.command(name="sweep")(guarded(with_model_lookup(sweep)))
 
 
 def sweep(
@@ -45,6 +47,8 @@ def sweep(
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False)] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """One row per combination of the grid's axes: cache bytes, per-GPU fit, max batch and max context.
 
