@@ -23,13 +23,6 @@ PUBLIC = ROOT / "tests" / "data" / "public_models"
 QWEN3_32B_KV_PER_TOKEN = 2 * 64 * 8 * 128 * 2
 
 
-@pytest.fixture(autouse=True)
-def fresh_resolver():
-    resolve._memo.clear()
-    yield
-    resolve._memo.clear()
-
-
 @pytest.fixture
 def cache(tmp_path, monkeypatch):
     folder = tmp_path / "hf-cache"
@@ -135,6 +128,17 @@ def test_models_dir_layouts(tmp_path):
         resolve.lookup_from_options([str(tmp_path / "nowhere")], False)
 
 
+def test_a_model_is_resolved_once_inside_remembering_and_afresh_outside(tmp_path):
+    config = json.loads((PUBLIC / "Qwen--Qwen3-0.6B" / "config.json").read_text())
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    with resolve.remembering():  # `kvplan check` on a folder: one read per model
+        first = resolve.resolve(str(path))
+        path.write_text(json.dumps({**config, "num_hidden_layers": 7}))
+        assert resolve.resolve(str(path)) is first
+    assert len(resolve.resolve(str(path)).spec.layer_specs) == 7  # a rewritten file is read again outside it
+
+
 def test_a_cache_snapshot_path_names_its_repository_and_commit(cache):
     """Deployment files name models by their cache path on the serving host (tests/data/deployments/script/ssd-...):
     models--org--name/snapshots/<commit> is that repository at that commit."""
@@ -176,7 +180,6 @@ def test_hub_single_file_checkpoint_reads_only_config_and_the_header(hub, cache,
     assert gets and all(rng == "bytes=0-100000" for _, rng in gets)  # a range read, never the whole file
     # cached: offline, the cache and kvplan's header record answer, the Hub is not asked again
     hub.requests.clear()
-    resolve._memo.clear()
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     again = resolve.resolve("Qwen/Qwen3-0.6B")
     assert again.source.kind == "hf-cache" and again.spec.weights_bytes == found.spec.weights_bytes and hub.requests == []

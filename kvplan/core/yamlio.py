@@ -128,9 +128,9 @@ def _check_keys(node: yaml.MappingNode, keys: yaml.constructor.SafeConstructor) 
         seen[value] = key_node
 
 
-def _documents(text: str, where: str) -> list[Any]:
+def _documents(text: str, where: str, *, per_document: bool = False) -> list[Any]:
     loader = _Loader(text)
-    docs = []
+    docs: list[Any] = []
     try:
         while loader.check_node():
             node = loader.get_node()
@@ -138,18 +138,27 @@ def _documents(text: str, where: str) -> list[Any]:
                 continue
             try:
                 _check_node_graph(node)
+                docs.append(loader.construct_document(node))
             except InputError as err:
-                raise err.located(where) from None
-            docs.append(loader.construct_document(node))
+                if not per_document:
+                    raise err.located(where) from None
+                docs.append(err.located(where))
+            except yaml.constructor.ConstructorError as err:
+                if not per_document:
+                    raise
+                docs.append(InputError(_yaml_error(err), where=where, hint="check the document's values"))
     finally:
         loader.dispose()
     return [d for d in docs if d is not None]
 
 
-def load_yaml_text(text: str, *, where: str) -> list[Any]:
-    """Every document of a YAML text ('---' separated), None documents dropped; errors located at `where`."""
+def load_yaml_text(text: str, *, where: str, per_document: bool = False) -> list[Any]:
+    """Every document of a YAML text ('---' separated), None documents dropped; errors located at `where`.
+
+    `per_document`: a document that parses but cannot be built (an unhashable `{{PLACEHOLDER}}` key, a bomb) is
+    returned as its InputError in its place, so the other documents of a manifest are still read."""
     try:
-        return _documents(text, where)
+        return _documents(text, where, per_document=per_document)
     except InputError:
         raise
     except RecursionError:

@@ -104,19 +104,33 @@ def resolve(ref: str, *, base_dir: Path | None = None, host_paths: bool = False,
     from kvplan.model import hf_cache, hub
 
     lookup = lookup or current()
+    memo = _memo.get()
+    if memo is None:
+        return _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
     key = (ref, base_dir, host_paths, lookup, str(hf_cache.cache_dir()), lookup.offline or hub.offline_by_environment())
-    hit = _memo.get(key)
+    hit = memo.get(key)
     if hit is None:
         hit = _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
-        _memo[key] = hit
+        memo[key] = hit
     return hit
 
 
-_memo: dict[tuple, Resolved] = {}  # one process resolves a model once (a folder of deployments names few models)
+_memo: ContextVar[dict | None] = ContextVar("kvplan_model_memo", default=None)
+
+
+@contextlib.contextmanager
+def remembering() -> Iterator[None]:
+    """Inside the block a model is resolved once (`kvplan check` on a folder names few models, many times); files
+    are taken as they were when first read."""
+    token = _memo.set({})
+    try:
+        yield
+    finally:
+        _memo.reset(token)
 
 
 def _resolve(ref: str, *, base_dir: Path | None, host_paths: bool, lookup: Lookup) -> Resolved:
-    from kvplan.model import catalog, hf_cache
+    from kvplan.model import bundled, hf_cache
 
     if not isinstance(ref, str) or not ref.strip():
         raise InputError("no model given", hint="name a bundled model (kvplan models), a spec YAML or a config.json")
@@ -130,19 +144,19 @@ def _resolve(ref: str, *, base_dir: Path | None, host_paths: bool, lookup: Looku
     if pinned:
         revision = pinned.group("rev")
     else:
-        spec = catalog.find_bundled(ref)
+        spec = bundled.find_bundled(ref)
         if spec is not None:
             return Resolved(spec, ModelSource(BUNDLED, spec.name, weights=spec.weights_source))
     snapshot_ref = hf_cache.snapshot_reference(ref)
     if snapshot_ref is not None:  # a cache snapshot path on the serving host names its repository and commit
         name, revision = snapshot_ref
-        found = catalog.find_bundled(name)
+        found = bundled.find_bundled(name)
         if found is not None:
             return Resolved(found, ModelSource(BUNDLED, found.name, repo_id=name, weights=found.weights_source))
     if snapshot_ref is None and (_looks_like_path(ref) or (host_paths and not hf_cache.REPO_ID.fullmatch(name))):
         return _host_path(ref, lookup, host_paths=host_paths, base_dir=base_dir)
     if not hf_cache.REPO_ID.fullmatch(name):
-        names = list(catalog.bundled_spec_files()) + [a for s in catalog.bundled_specs() for a in s.aliases]
+        names = list(bundled.bundled_spec_files()) + [a for s in bundled.bundled_specs() for a in s.aliases]
         from kvplan.core.errors import did_you_mean
 
         raise InputError(f"unknown model {ref!r}", where="MODEL",
@@ -227,7 +241,6 @@ def _host_path(ref: str, lookup: Lookup, *, host_paths: bool, base_dir: Path | N
 
 def _repository(repo_id: str, revision: str | None, lookup: Lookup) -> Resolved:
     from kvplan.model import hf_cache, hub
-    from kvplan.model.weights import WeightBytes
 
     at = f"{repo_id}@{revision}" if revision else repo_id
     found = _in_models_dirs([repo_id.replace("/", "--"), repo_id, repo_id.split("/")[-1]], lookup) if not revision else None

@@ -1,5 +1,6 @@
-"""`kvplan check CONFIG...`: a CI gate for deployment configs (kvplan's deployment YAML, `vllm serve --config`
-files, vLLM command lines). The logic is kvplan.check (run.py); the output formats are kvplan.check.formats."""
+"""`kvplan check CONFIG...`: a CI gate for deployment files (Kubernetes, compose, Helm values, Ray, SkyPilot,
+scripts, Dockerfiles, TensorRT-LLM and vLLM configs, kvplan's deployment YAML, vLLM command lines). The logic is
+kvplan.check (run.py); the output formats are kvplan.check.formats."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def register(app) -> None:
 
 def check(
     configs: Annotated[Optional[List[str]], typer.Argument(
-        help="Deployment files or folders (every *.yaml / *.yml below, hidden ones skipped): kvplan deployment YAML "
-             "or `vllm serve --config` files.", show_default=False)] = None,
+        help="Deployment files or folders (every *.yaml, *.yml, *.sh and Dockerfile below, hidden ones skipped): "
+             "Kubernetes, KServe, KubeAI, Ray, compose, Helm values, SkyPilot, TensorRT-LLM, vLLM configs, scripts, "
+             "Dockerfiles, kvplan deployment YAML.", show_default=False)] = None,
     vllm_args: Annotated[Optional[List[str]], typer.Option(
         "--vllm-args", help="A vLLM command line to judge, e.g. \"serve meta-llama/Llama-3.1-8B --max-model-len 32K -tp 2\" "
                             "(repeatable).", show_default=False)] = None,
@@ -46,8 +48,13 @@ def check(
         "--require-headroom", help="Require this share of usable GPU memory free with them resident, e.g. 10% "
                                    "(where a deployment sets no require.headroom).", show_default=False)] = None,
     vllm_version: Annotated[Optional[str], typer.Option(
-        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments: 0.19.0 or 0.33.0 "
-                               "(default: the vllm engine's, 0.33.0).", show_default=False)] = None,
+        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments that pin none (an image "
+                               "tag wins): 0.19.0 or 0.33.0 (default: the vllm engine's, 0.33.0).", show_default=False)] = None,
+    models_dir: Annotated[Optional[List[str]], typer.Option(
+        "--models-dir", help="Folder of model folders (org--name/config.json, org/name/, a model's folder name for a "
+                             "path on the serving host, or a Hugging Face cache) (repeatable).", show_default=False)] = None,
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="Never ask the Hugging Face Hub for a model (as HF_HUB_OFFLINE=1).")] = False,
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY) or junit (XML).")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -76,7 +83,8 @@ def check(
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
-                                  require_headroom=require_headroom, vllm_version=vllm_version)
+                           require_headroom=require_headroom, vllm_version=vllm_version,
+                           models_dirs=tuple(models_dir or ()), offline=offline)
     report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):
