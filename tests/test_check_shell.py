@@ -162,3 +162,12 @@ def test_container_words_combine_entrypoint_and_command_as_kubernetes_does():
     assert launch.container_words("x", ["python3", "-m", "sglang.launch_server"], ["--model-path", "m"])[0] == [
         "python3", "-m", "sglang.launch_server", "--model-path", "m"]
     assert launch.container_words("busybox", None, None) == (None, None)
+
+
+def test_the_scripts_own_folder():
+    """$0 is the script as the reader names it; `dirname` and `cd DIR && pwd` of it are the paths beside it."""
+    env = {"0": "serve.sh"}
+    assert words('trtllm-serve m --config "$(dirname "$0")/opts.yaml"', env)[0][-1] == "./opts.yaml"
+    here = words('HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\nrun "$HERE/x"', env)
+    assert here[-1] == ["run", "./x"]
+    assert shell.unresolved_names(words("run $(dirname $1)/x")[0][1]) == ["$(dirname $1)"]  # $1 is the caller's

@@ -83,3 +83,21 @@ def test_gpu_flag_overrides_the_label_and_says_so():
                          Hardware(h200.name, h200.capacity_bytes), "--gpu h200-141gb", where="x")
     assert choice.hardware[0].name == "h200-141gb" and choice.origin == "--gpu h200-141gb"
     assert "l4-24gb" in choice.notes[0]
+
+
+def test_an_affinity_with_several_values_allows_each():
+    """Node affinity `In: [a, b]` lets the pod land on either: the union of what each value names."""
+    from kvplan.check.readers import kubernetes as k8s
+
+    pod = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In",
+                               "values": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-H200"]}]}]}}}}
+    labels = k8s.node_labels(pod)
+    choice = gpus.choose(GpuEvidence(labels=labels), None, None, where="x")
+    assert [h.name for h in choice.hardware] == ["h100-sxm-80gb", "h200-141gb"]
+    assert choice.origin == "node affinity nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3|NVIDIA-H200"
+    # two terms are alternatives Kubernetes ORs: not read (no guess at which one a pod gets)
+    two = {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-H200"]}]},
+        {"matchExpressions": [{"key": "nvidia.com/gpu.product", "operator": "In", "values": ["NVIDIA-L4"]}]}]}}}}
+    assert k8s.node_labels(two) == ()

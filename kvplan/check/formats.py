@@ -99,7 +99,7 @@ def render_text(report: CheckReport) -> str:
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    out = [f"kvplan check · vLLM deployments judged by vLLM {report.vllm_version} rules", "", line(header)]
+    out = [f"kvplan check · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules", "", line(header)]
     out += [line(r) for r in rows]
     details = [v for v in report.verdicts if v.status != PASS]
     if details:
@@ -145,7 +145,7 @@ def _md(text: str) -> str:
 
 
 def render_markdown(report: CheckReport) -> str:
-    out = ["## kvplan check", "", f"**{summary_line(report)}** · vLLM deployments judged by vLLM {report.vllm_version} rules", ""]
+    out = ["## kvplan check", "", f"**{summary_line(report)}** · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules", ""]
     out.append("| status | " + " | ".join(_HEADERS) + " | reason |")
     out.append("|---|" + "|".join("---:" if h in ("max len", "concurrency", "headroom") else "---" for h in _HEADERS) + "|---|")
     for v in report.verdicts:

@@ -19,6 +19,7 @@ class Label:
     key: str  # 'cloud.google.com/gke-accelerator', 'accelerator_type', 'resources.accelerators', 'resourceProfile'
     value: str
     where: str  # where the file says it: 'nodeSelector', 'node affinity', 'llm_configs[0].accelerator_type'
+    also: tuple[str, ...] = ()  # other values the file allows (node affinity `In: [a, b]`): the pod lands on any
 
 
 @dataclass(frozen=True)
@@ -173,16 +174,26 @@ def _from_labels(labels: tuple[Label, ...], *, where: str) -> tuple[tuple[Hardwa
     origins: list[str] = []
     count = None
     for label in labels:
-        try:
-            entry = lookup(label.key, label.value)
-        except UnsupportedError as err:
-            err.where = f"{where}: {label.where}"
-            raise
-        if entry is None:
+        entries = []
+        for value in (label.value, *label.also):
+            try:
+                entry = lookup(label.key, value)
+            except UnsupportedError as err:
+                err.where = f"{where}: {label.where}"
+                raise
+            if entry is None:  # one value kvplan cannot place: the label says nothing it can use
+                entries = []
+                break
+            entries.append(entry)
+        if not entries:
             continue
-        origins.append(f"{label.where} {label.key}={label.value}" if label.where else f"{label.key}={label.value}")
-        allowed = list(entry.names) if allowed is None else [n for n in allowed if n in entry.names]
-        count = count or entry.count
+        shown = label.value if not label.also else "|".join((label.value, *label.also))
+        origins.append(f"{label.where} {label.key}={shown}" if label.where and label.where != label.key
+                       else f"{label.key}={shown}")
+        names = list(dict.fromkeys(n for e in entries for n in e.names))  # any of the values: their union
+        allowed = names if allowed is None else [n for n in allowed if n in names]
+        counts = {e.count for e in entries}
+        count = count or (counts.pop() if len(counts) == 1 else None)
     if allowed is None:
         return None
     origin = " + ".join(origins)

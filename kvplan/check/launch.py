@@ -159,6 +159,7 @@ def _docker_run(args: list[str], env: dict) -> list[EngineCall]:
     all_devices = False
     vendor = None
     entrypoint = None
+    gpus_given = None
     i = 0
     while i < len(args) and args[i].startswith("-"):
         option, eq, inline = args[i].partition("=")
@@ -170,6 +171,7 @@ def _docker_run(args: list[str], env: dict) -> list[EngineCall]:
             i += 1
         if option == "--gpus" and value is not None:
             spec = value.strip("'\"")
+            gpus_given = spec
             if spec == "all":
                 all_devices = True
             elif spec.isdigit():
@@ -190,7 +192,8 @@ def _docker_run(args: list[str], env: dict) -> list[EngineCall]:
     if i >= len(args):
         return []
     image, command = args[i], args[i + 1:]
-    evidence = GpuEvidence(count=count, count_where="docker run --gpus" if count is not None else None, vendor=vendor,
+    evidence = GpuEvidence(count=count, count_where=f"docker run --gpus {gpus_given}: {count}" if count is not None else None,
+                           vendor=vendor,
                            vendor_where="docker run --gpus" if vendor == "nvidia" else "docker run --device /dev/kfd",
                            all_devices=all_devices)
     words = ([entrypoint] if entrypoint else []) + command

@@ -5,7 +5,8 @@ with its variables expanded. Pure: nothing is executed.
 What is understood: quotes and backslashes, comments, line continuations, `;` `&&` `||` `|` `&` and newlines,
 redirections (their targets are dropped), `NAME=value` assignments (alone, or as a command's environment),
 `export`, `$NAME`, `${NAME}`, `${NAME:-default}` / `-` / `:=` / `=` / `:+alt` / `+` / `:?msg` / `?`,
-`$((arithmetic))` on whole numbers, and `if`/`elif`/`else` on `[ a = b ]`, `[ n -eq m ]`, `-z` / `-n` tests
+`$((arithmetic))` on whole numbers, `$0` (the script, when the reader names it) with `$(dirname "$0")` and
+`$(cd DIR && pwd)`, and `if`/`elif`/`else` on `[ a = b ]`, `[ n -eq m ]`, `-z` / `-n` tests
 (decided when their operands are known; otherwise both branches are read and a variable they set differently
 is not known). Loops run their body once. A command substitution `$(...)` or a variable with no value is
 "unresolved": its word carries the marker MARK + name + MARK, so the engine readers can name the variable a
@@ -20,6 +21,7 @@ from dataclasses import dataclass, field
 MARK = "\x00"
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "\n")
+_WORD_ENDS = frozenset(" \t\r") | {o[0] for o in _OPERATORS}
 _REDIRECT = re.compile(r"^(\d*|&)(>>|>\||>&|<&|<<<|<<|<>|>|<)$")
 
 
@@ -85,7 +87,7 @@ def _tokens(text: str) -> list[_Token]:
         start, start_line = i, line
         while i < n:
             c = text[i]
-            if c in " \t\r" or any(text.startswith(o, i) for o in _OPERATORS):
+            if c in _WORD_ENDS:  # a blank, or the first character of an operator (& | ; newline)
                 break
             if c == "\\":
                 if i + 1 < n and text[i + 1] == "\n":
@@ -243,7 +245,8 @@ def _expand(raw: str, vars: _Vars, *, split: bool = True) -> list[str]:
             continue
         if c == "$":
             text, i = _dollar(raw, i, vars)
-            add(text, quoted=False)
+            # an unknown value is one marker, whatever spaces its name has (`$(dirname $1)`): not split
+            add(text, quoted=MARK in text)
             continue
         if c == "`":
             end = raw.index("`", i + 1)
@@ -266,7 +269,11 @@ def _dollar(raw: str, i: int, vars: _Vars) -> tuple[str, int]:
         return _arithmetic(expr, vars), end
     if raw.startswith("$(", i):
         end = _skip_parens(raw, i + 1)
-        return marker(raw[i:end]), end
+        known = _substitution(raw[i + 2:end - 1], vars)
+        return (marker(raw[i:end]) if known is None else known), end
+    if raw.startswith("${BASH_SOURCE[0]}", i) or raw.startswith("${BASH_SOURCE}", i):
+        end = raw.index("}", i)
+        return (marker("${BASH_SOURCE}") if vars.get("0") is None else vars.get("0")), end + 1
     if raw.startswith("${", i):
         end = raw.index("}", i)
         return _parameter(raw[i + 2:end], vars), end + 1
@@ -275,9 +282,29 @@ def _dollar(raw: str, i: int, vars: _Vars) -> tuple[str, int]:
         name = m.group(0)
         value = vars.get(name)
         return (marker(name) if value is None else value), m.end()
+    if i + 1 < len(raw) and raw[i + 1] == "0" and vars.get("0") is not None:
+        return vars.get("0"), i + 2  # the script's own path, as the reader gives it
     if i + 1 < len(raw) and raw[i + 1] in "@*#?$!0123456789":
         return marker("$" + raw[i + 1]), i + 2
     return "$", i + 1
+
+
+def _substitution(body: str, vars: _Vars) -> str | None:
+    """The output of the one kind of command substitution a script's paths are built with, when its operand is
+    known: `dirname WORD` (of "$0": the script's folder) and `cd DIR && pwd` (DIR, as a path relative to where the
+    script's own paths are read). Anything else runs a program: unknown (None)."""
+    import posixpath
+
+    body = body.strip()
+    m = re.fullmatch(r"dirname\s+(?:--\s+)?(\S+)", body)
+    if m:
+        word = "".join(_expand(m.group(1), vars, split=False))
+        return None if MARK in word else (posixpath.dirname(word) or ".")
+    m = re.fullmatch(r"cd\s+(?:-P\s+)?(.+?)\s*(?:&&|;)\s*pwd(?:\s+-P)?", body, re.S)
+    if m:
+        words = _expand(m.group(1), vars)
+        return None if len(words) != 1 or MARK in words[0] else words[0]
+    return None
 
 
 def _parameter(body: str, vars: _Vars) -> str:

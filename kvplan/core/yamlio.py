@@ -32,6 +32,7 @@ ALIAS_EXPANSION = 10  # the expanded tree may be this many times the file's own 
 MIN_EXPANDED_NODES = 100_000  # ... or this many nodes, whichever is more
 
 _MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
 _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser composes; construction is PyYAML's
 
 
@@ -114,10 +115,13 @@ def _check_keys(node: yaml.MappingNode, keys: yaml.constructor.SafeConstructor) 
     for key_node, _ in node.value:
         if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
             continue  # merged keys may be overridden; complex keys do not occur in deployment files
-        try:
-            value = keys.construct_object(key_node)  # as YAML types it: `1` and `'1'` are different keys
-        except yaml.YAMLError:
-            value = key_node.value
+        if key_node.tag == _STR_TAG:
+            value = key_node.value  # nearly every key: a plain string, no constructor needed
+        else:
+            try:
+                value = keys.construct_object(key_node)  # as YAML types it: `1` and `'1'` are different keys
+            except yaml.YAMLError:
+                value = key_node.value
         try:
             first = seen.get(value)
         except TypeError:  # an unhashable key is refused later, by the constructor, with its own message

@@ -13,7 +13,8 @@ become the command line the chart renders):
   llm-d-incubation/llm-d-modelservice@3051935): a container with `modelCommand: vllmServe` or `imageDefault` runs
   `vllm serve MODEL --port P [--tensor-parallel-size T] [--data-parallel-size D] [--data-parallel-size-local L]
   --served-model-name NAME ARGS`; the chart gives each pod dataLocal x tensor GPUs of `accelerator.type`
-  (nvidia.com/gpu for nvidia) unless the container sets its own; `custom` runs the container's command.
+  (nvidia.com/gpu for nvidia) unless the container sets its own, on the nodes `acceleratorTypes` (labelKey In
+  labelValues) or `nodeSelector` pick; `custom` runs the container's command.
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from kvplan.check.gpus import GpuEvidence, Label, label_keys
+from kvplan.check.gpus import GpuEvidence
 from kvplan.check.items import Skip, Workload
 from kvplan.check.readers import kubernetes as k8s
 from kvplan.check.report import FORMAT_HELM_LLMD, FORMAT_HELM_PRODSTACK
@@ -93,7 +94,7 @@ def read_prodstack(doc: Mapping, *, source: str, document: int | None, where: st
 def _prodstack_gpus(spec: Mapping, at: str) -> GpuEvidence:
     count = spec.get("requestGPU")
     kind = str(spec.get("requestGPUType") or "nvidia.com/gpu")
-    labels = _selector_terms(spec.get("nodeSelectorTerms"))
+    labels = k8s.selector_terms(spec.get("nodeSelectorTerms"), "nodeSelectorTerms")
     if count is None:
         return GpuEvidence(labels=labels)
     try:
@@ -107,15 +108,15 @@ def _prodstack_gpus(spec: Mapping, at: str) -> GpuEvidence:
                        other=f"{other} ({kind})" if other else None)
 
 
-def _selector_terms(terms: Any) -> tuple[Label, ...]:
-    keys = set(label_keys())
-    out = []
-    for term in terms or []:
-        for expr in (term.get("matchExpressions") or []) if isinstance(term, Mapping) else []:
-            if isinstance(expr, Mapping) and str(expr.get("key")) in keys and expr.get("operator") == "In" \
-                    and len(expr.get("values") or []) == 1:
-                out.append(Label(str(expr["key"]), str(expr["values"][0]), "nodeSelectorTerms"))
-    return tuple(out)
+def _pod_of(section: Mapping) -> Mapping:
+    """The pod spec the chart renders for a role: its nodeSelector, and `acceleratorTypes` (labelKey In labelValues)
+    as required node affinity (_helpers.tpl llm-d-modelservice.acceleratorTypes)."""
+    types = section.get("acceleratorTypes")
+    if not isinstance(types, Mapping) or not types.get("labelKey"):
+        return section
+    expression = {"key": str(types["labelKey"]), "operator": "In", "values": list(types.get("labelValues") or [])}
+    return {**section, "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
+        "nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}}
 
 
 def _int(value: Any, default: int = 1) -> int:
@@ -172,7 +173,7 @@ def read_llmd(doc: Mapping, *, source: str, document: int | None, where: str, ba
             resource = "nvidia.com/gpu" if role_accelerator == "nvidia" else "amd.com/gpu" if role_accelerator == "amd" else None
             if resource and resource not in limits:
                 rendered["resources"] = {"limits": {**limits, resource: str(tp * data_local)}}
-            workload = k8s.container_workload(rendered, section, source=source, document=document,
+            workload = k8s.container_workload(rendered, _pod_of(section), source=source, document=document,
                                               name=f"{role}/{container.get('name', index)}", fmt=FORMAT_HELM_LLMD,
                                               where=at, base_dir=base_dir)
             other = workload.gpus.other or (f"{role_accelerator} accelerators (accelerator.type)"

@@ -112,13 +112,22 @@ def node_labels(pod: Mapping) -> tuple[Label, ...]:
     affinity = ((pod.get("affinity") or {}).get("nodeAffinity") or {}) if isinstance(pod.get("affinity"), Mapping) else {}
     required = affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(affinity, Mapping) else None
     terms = required.get("nodeSelectorTerms") if isinstance(required, Mapping) else None
-    for term in terms or []:
-        for expr in (term.get("matchExpressions") or []) if isinstance(term, Mapping) else []:
-            if not isinstance(expr, Mapping) or str(expr.get("key")) not in keys or expr.get("operator") != "In":
-                continue
-            values = [str(v) for v in expr.get("values") or []]
-            if len(values) == 1:
-                out.append(Label(str(expr["key"]), values[0], "node affinity"))
+    return tuple(out) + selector_terms(terms, "node affinity")
+
+
+def selector_terms(terms: Any, where: str) -> tuple[Label, ...]:
+    """The GPU labels of required nodeSelectorTerms. Expressions of one term must all hold (their labels are
+    intersected); several terms are alternatives Kubernetes ORs, read only when there is one."""
+    keys = set(label_keys())
+    if not isinstance(terms, list) or len(terms) != 1 or not isinstance(terms[0], Mapping):
+        return ()
+    out = []
+    for expr in terms[0].get("matchExpressions") or []:
+        if not isinstance(expr, Mapping) or str(expr.get("key")) not in keys or expr.get("operator") != "In":
+            continue
+        values = [str(v) for v in expr.get("values") or []]
+        if values:
+            out.append(Label(str(expr["key"]), values[0], where, also=tuple(values[1:])))
     return tuple(out)
 
 

@@ -21,7 +21,7 @@ import re
 from pathlib import Path
 
 from kvplan.check import launch, shell
-from kvplan.check.items import Skip, Workload
+from kvplan.check.items import Skip, Workload, calls_of, runs_engine
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL
 from kvplan.core.errors import InputError
 
@@ -41,9 +41,8 @@ def is_shell(path: Path, text: str | None = None) -> bool:
 def read_shell(text: str, *, source: str, where: str, base_dir: Path) -> list:
     name = Path(source).stem
     workload = Workload(source=source, document=None, name=name, fmt=FORMAT_SHELL, where=where, base_dir=base_dir,
-                        script=text, pins=tuple(p for p in [launch.pip_release(text)] if p))
-    from kvplan.check.items import calls_of
-
+                        script=text, pins=tuple(p for p in [launch.pip_release(text)] if p),
+                        env={"0": Path(source).name})  # $0: the script, so "$(dirname "$0")/x" is x beside it
     try:
         calls = calls_of(workload)
     except Exception:  # noqa: BLE001 - an unreadable script is reported by deployments() with its own message
@@ -158,7 +157,6 @@ def read_dockerfile(text: str, *, source: str, where: str, base_dir: Path) -> li
     workload = Workload(source=source, document=None, name=name, fmt=FORMAT_DOCKERFILE, where=where, base_dir=base_dir,
                         words=tuple(words) if words is not None else None, script=script, image=image, env=runtime_env,
                         pins=pins, notes=("variables the file does not set take the defaults it gives them",))
-    from kvplan.check.items import runs_engine
 
     if not runs_engine(workload) and not launch.image_engine(image):
         return [Skip(source, None, name, FORMAT_DOCKERFILE, "starts no vLLM, SGLang or TensorRT-LLM server")]

@@ -32,10 +32,12 @@ def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
 
     try:
         chosen = releases.release(version)
-    except KvplanError:
-        raise UnsupportedError(f"SGLang {version} ({origin}) is not modelled",
-                               hint="kvplan mirrors SGLang " + ", ".join(r.mirrors for r in releases.RELEASES)) from None
-    words = f"SGLang {chosen.mirrors} rules ({origin})" if origin else f"SGLang {chosen.mirrors} rules (kvplan's default: the file pins no release)"
+    except KvplanError as err:  # the engine's release registry says which releases it mirrors
+        raise UnsupportedError(f"SGLang {version} ({origin}) is not modelled", hint=err.hint) from None
+    # the registry names a release by the one whose source it mirrors (or, per release, by its own version)
+    name = getattr(chosen, "mirrors", None) or chosen.version
+    words = (f"SGLang {name} rules ({origin})" if origin else
+             f"SGLang {name} rules (kvplan's default: the file pins no release)")
     return version, words
 
 
@@ -74,7 +76,6 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
-    choice = ctx.gpu_choice()
     pp = args.get("pp_size", 1)
     for dest, value in (("tp_size", tp), ("pp_size", pp), ("dp_size", args.get("dp_size", 1))):
         if value is not None:
@@ -101,6 +102,7 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
                         ("chunked_prefill_size", "max_num_batched_tokens")):
         if args.given(dest) and args.get(dest) is not None and not (dest == "chunked_prefill_size" and args.get(dest) == -1):
             ints[field] = whole(args.get(dest), where=at(dest))
+    choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes)
     dp = args.get("dp_size", 1)
     if dp > 1:

@@ -52,11 +52,12 @@ def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
 
     try:
         chosen = releases.release(version)
-    except KvplanError:
-        raise UnsupportedError(f"TensorRT-LLM {version} ({origin}) is not modelled",
-                               hint="kvplan mirrors TensorRT-LLM " + ", ".join(r.mirrors for r in releases.RELEASES)) from None
-    words = (f"TensorRT-LLM {chosen.mirrors} rules ({origin})" if origin else
-             f"TensorRT-LLM {chosen.mirrors} rules (kvplan's default: the file pins no release)")
+    except KvplanError as err:  # the engine's release registry says which releases it mirrors
+        raise UnsupportedError(f"TensorRT-LLM {version} ({origin}) is not modelled", hint=err.hint) from None
+    # the registry names a release by the one whose source it mirrors (or, per release, by its own version)
+    name = getattr(chosen, "mirrors", None) or chosen.version
+    words = (f"TensorRT-LLM {name} rules ({origin})" if origin else
+             f"TensorRT-LLM {name} rules (kvplan's default: the file pins no release)")
     return version, words
 
 
@@ -88,7 +89,6 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
         field, why = blocked[0]
         raise UnsupportedError(f"{field} is set ({why}); kvplan does not model it", where=f"{where}: {field}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
-    choice = ctx.gpu_choice()
     tp = llm_api.get("tensor_parallel_size")
     pp = llm_api.get("pipeline_parallel_size", 1) or 1
     for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
@@ -124,6 +124,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
             ints[field] = whole(llm_api[dest], where=at(dest))
     if kv.get("tokens_per_block") is not None:
         ints["block_size"] = whole(kv["tokens_per_block"], where=f"{where}: kv_cache_config.tokens_per_block")
+    choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     out_notes = list(ctx.notes) + list(notes) + list(choice.notes)
     for field in ("cuda_graph_config", "moe_config", "attn_backend"):
         if llm_api.get(field):

@@ -9,7 +9,7 @@ from typing import Callable, Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, check_vllm_max_len, default_max_len,
                                      engine_request, resolve_model, tp_from_gpus, whole)
-from kvplan.check.report import Origins
+from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.engines.vllm import serve_args
 
@@ -68,7 +68,6 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     if backend and any(layer.kind == "mla" for layer in spec.layer_specs):
         raise UnsupportedError(f"VLLM_ATTENTION_BACKEND={backend} on an MLA model: the backend sets the KV block size",
                                where=where, hint="drop it to judge vLLM's own choice")
-    choice = ctx.gpu_choice()
     tp = args.get("tensor_parallel_size") if args.given("tensor_parallel_size") else None
     pp = args.get("pipeline_parallel_size", 1)
     for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp), ("data_parallel_size", args.get("data_parallel_size", 1))):
@@ -105,6 +104,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     kv_mem = args.get("kv_cache_memory_bytes")
     if kv_mem is not None and kv_mem < 1:
         raise InputError(f"must be positive, got {kv_mem}", where=at("kv_cache_memory_bytes"))
+    choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes)
     graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
@@ -121,7 +121,9 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
                              prefix_caching=prefix_caching, **ints)
     served = args.get("served_model_name")
-    name = served[0] if served else ctx.name
+    # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
+    # resource has
+    name = served[0] if served and ctx.fmt in (FORMAT_VLLM, FORMAT_VLLM_ARGS, FORMAT_SHELL, FORMAT_DOCKERFILE) else ctx.name
     origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
                       model=found.source.describe(), engine_release=release_words(ctx.version, ctx.release_origin))
     return Deployment(source=ctx.source, document=ctx.document, name=str(name), format=ctx.fmt, engine="vllm", request=request,
