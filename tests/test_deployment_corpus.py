@@ -146,8 +146,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "script/multiagentsdebate-qwen3-14b-tp4.sh": [("cannot_judge", "Qwen/Qwen3-14B' " + NOT_FOUND)],
     # VLLM_USE_V1=0 (and a draft model): the V0 engine is not modelled.
     "script/ssd-llama31-70b-draft-1b-specdec-tp4.sh": [("cannot_judge", "VLLM_USE_V1=0")],
-    # lmsysorg/sglang:v0.4.5-cu125 pins a release kvplan does not model.
-    "sglang/hidden-capacity-r1-distill-1.5b-pinned.sh": [("cannot_judge", "SGLang 0.4.5 (image lmsysorg/sglang:v0.4.5-cu125)")],
+    # lmsysorg/sglang:v0.4.5-cu125 pins SGLang 0.4.5 (modelled by SGLang's release registry); the distilled model
+    # has no config here. SOURCES: fits; no GPU kind.
+    "sglang/hidden-capacity-r1-distill-1.5b-pinned.sh": [("cannot_judge", "DeepSeek-R1-Distill-Qwen-1.5B' " + NOT_FOUND)],
     # the model is a hostPath folder. SOURCES: cannot judge the model.
     "sglang/k8s-sglang-distributed-sts-tp16-ep16.yaml": [("cannot_judge", "'/llm-folder' is on the serving host"), SKIP, SKIP],
     "sglang/k8s-sglang-llama31-8b-deployment.yaml": [SKIP, ("cannot_judge", "asks for 1 NVIDIA GPU (resources.limits"), SKIP],
@@ -162,8 +163,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     # Mixtral-8x7B (bundled) with TP = the GPUs of each choice. SOURCES: fits on every option.
     "skypilot/mixtral-8x7b-service-anyof-accels.yaml": [("pass", "starts at max_model_len 32K")] * 7,
     "trtllm/ctx-extra-llm-api-config.yaml": [("skipped", "names no model")],
-    # TinyLlama has no config here (and the cache transceiver would stop it next). SOURCES: fits; no GPU kind.
-    "trtllm/disagg-config-tinyllama.yaml": [("cannot_judge", "TinyLlama/TinyLlama-1.1B-Chat-v1.0' " + NOT_FOUND)] * 2,
+    # TinyLlama is bundled; the cache transceiver (the KV transfer buffers of disaggregated serving) is not
+    # modelled. SOURCES: fits; no GPU kind.
+    "trtllm/disagg-config-tinyllama.yaml": [("cannot_judge", "cache_transceiver_config is set")] * 2,
     "trtllm/dynamo-deepseek-r1-wide-ep-decode-tp16-ep16.yaml": [("skipped", "names no model")],
     "trtllm/dynamo-engine-config-agg-nomodel.yaml": [("skipped", "names no model")],
     "trtllm/dynamo-llama4-maverick-eagle3-agg-tp4.yaml": [("skipped", "names no model")],

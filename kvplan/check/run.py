@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check import judge as judging
-from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate
+from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
 from kvplan.check.readers import LOOKED_FOR, READERS, kvplan_yaml, scripts, vllm_serve
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
@@ -118,10 +118,15 @@ def _verdicts(items, defaults: Defaults) -> list[Verdict]:
             out.extend(_verdicts(deployments(item, defaults), defaults))
         elif isinstance(item, Deployment):
             try:
-                out.append(judging.judge(item))
+                out.append(_judge(item, defaults))
             except KvplanError as err:
                 out.append(failed_verdict(item.source, item.document, item.name, item.format, err, item.origins))
     return out
+
+
+def _judge(dep: Deployment, defaults: Defaults) -> Verdict:
+    """A deployment's verdict, with the command line's --gpu-reserved / --engine-option where its engine reads them."""
+    return judging.judge(with_command_line(dep, defaults))
 
 
 def document_format(doc: Any, *, where: str) -> str:
@@ -170,7 +175,7 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
         if fmt == FORMAT_KVPLAN:
             dep = kvplan_yaml.read(doc, source=display, document=document, where=where, base_dir=path.parent,
                                    defaults=defaults)
-            return [judging.judge(dep)]
+            return [_judge(dep, defaults)]
         if not _looks_like_vllm_config(doc):
             fmt = None
             keys = ", ".join(str(k) for k in list(doc)[:8]) + (", ..." if len(doc) > 8 else "")
@@ -188,7 +193,7 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
                             base_dir=path.parent, defaults=defaults, version=defaults.vllm_version,
                             release_origin=f"--vllm-version {defaults.vllm_version}" if defaults.vllm_version else None,
                             flag_style=False, key=vllm_serve.key_style(FORMAT_VLLM))
-        return [judging.judge(vllm_serve.read(args, ctx))]
+        return [_judge(vllm_serve.read(args, ctx), defaults)]
     except KvplanError as err:
         if isinstance(doc, Mapping) and isinstance(doc.get("name"), str) and fmt == FORMAT_KVPLAN:
             name = doc["name"]
@@ -208,7 +213,7 @@ def _judge_command_line(text: str, *, where: str, defaults: Defaults) -> Verdict
                             base_dir=Path.cwd(), defaults=defaults, version=defaults.vllm_version,
                             release_origin=f"--vllm-version {defaults.vllm_version}" if defaults.vllm_version else None,
                             host_paths=False)
-        return judging.judge(vllm_serve.read(args, ctx))
+        return _judge(vllm_serve.read(args, ctx), defaults)
     except KvplanError as err:
         return failed_verdict(where, None, "vllm serve", FORMAT_VLLM_ARGS, err)
 

@@ -43,7 +43,7 @@ def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
 
 def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     from kvplan.core import dtypes
-    from kvplan.engines.sglang.engine import KV_DTYPES
+    from kvplan.engines.sglang import releases
 
     where = ctx.where
     at = lambda dest: f"{where}: {args.written.get(dest, key(dest))}"  # noqa: E731
@@ -87,9 +87,14 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     elif seq < 1:
         raise InputError(f"must be positive, got {seq}", where=at("context_length"))
     kv_name = args.get("kv_cache_dtype", "auto")
-    if kv_name not in KV_DTYPES:
-        raise UnsupportedError(f"--kv-cache-dtype {kv_name} is not modelled", where=at("kv_cache_dtype"),
-                               hint="auto, fp8_e4m3, fp8_e5m2 and bf16 are")
+    rules = releases.release(version)
+    kv_table = rules.kv_dtypes  # the release's own choices (engines/sglang/releases.py R9)
+    if kv_name not in kv_table:
+        raise InputError(f"SGLang {rules.version} has no --kv-cache-dtype {kv_name}", where=at("kv_cache_dtype"),
+                         hint="it takes " + ", ".join(sorted(kv_table)))
+    if kv_table[kv_name] is None:
+        raise UnsupportedError(f"--kv-cache-dtype {kv_name} (scales stored with the cache) is not modelled",
+                               where=at("kv_cache_dtype"), hint="fp8_e4m3, fp8_e5m2, bf16 and auto are")
     weight_fmt = None
     dtype = args.get("dtype", "auto")
     if dtype != "auto" and spec.weights_bytes is None and (spec.weight_dtype or spec.dtype) in ("bf16", "fp16", "fp32"):
@@ -130,4 +135,24 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
                                    where=ctx.where, hint="keep the config file in the repository, next to this file")
         return yamlio.load_yaml(path)
 
-    return read(launch_args.parse_argv(list(words), where=ctx.where, load_config=load), ctx)
+    try:
+        args = launch_args.parse_argv(list(words), where=ctx.where, load_config=load)
+    except InputError as err:
+        # kvplan has SGLang 0.5.23's option table only: a launch pinned to another release may use an option
+        # that release had (or spell a value as it did), so its refusal is not a verdict on the file
+        if ctx.version is not None and _other_release(ctx.version):
+            raise UnsupportedError(f"{err.what}; the file pins SGLang {ctx.version}, whose options kvplan does not have "
+                                   f"(it reads SGLang {launch_args.MIRRORS}'s)", where=err.where,
+                                   hint="judge it on SGLang 0.5.23 (a newer image tag) or check the option against "
+                                        "that release") from None
+        raise
+    return read(args, ctx)
+
+
+def _other_release(version: str) -> bool:
+    from kvplan.engines.sglang import releases
+
+    try:
+        return releases.release(version).version != releases.release(launch_args.MIRRORS).version
+    except InputError:
+        return True

@@ -152,8 +152,26 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
                                    hint="keep the options file in the repository, next to this file")
         return yamlio.load_yaml(path)
 
-    args = serve_args.parse_argv(list(words), where=ctx.where, load_config=load)
+    try:
+        args = serve_args.parse_argv(list(words), where=ctx.where, load_config=load)
+    except InputError as err:
+        # the option table is trtllm-serve's of the 1.x line; a launch pinned to an older release may use an
+        # option of its own, so a refusal is not a verdict on the file
+        if ctx.version is not None and _before_one(ctx.version):
+            raise UnsupportedError(f"{err.what}; the file pins TensorRT-LLM {ctx.version}, whose trtllm-serve options "
+                                   "kvplan does not have (it reads the 1.x line's)", where=err.where,
+                                   hint="check the option against that release's trtllm-serve --help") from None
+        raise
     return read_llm_api(args.llm_api, ctx, written=args.written, notes=args.notes)
+
+
+def _before_one(version: str) -> bool:
+    from kvplan.engines.trtllm import releases
+
+    try:
+        return not releases.release(version).at_least("1.0.0")
+    except (InputError, AttributeError, ValueError):
+        return True
 
 
 def disaggregated_servers(doc: Mapping, *, where: str) -> list[tuple[str, dict, int]]:

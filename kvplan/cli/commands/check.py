@@ -55,6 +55,12 @@ def check(
                              "path on the serving host, or a Hugging Face cache) (repeatable).", show_default=False)] = None,
     offline: Annotated[bool, typer.Option(
         "--offline", help="Never ask the Hugging Face Hub for a model (as HF_HUB_OFFLINE=1).")] = False,
+    gpu_reserved: Annotated[Optional[str], typer.Option(
+        "--gpu-reserved", help="Memory each GPU already has in use when the engine starts, e.g. 1.2GiB (SGLang and "
+                               "TensorRT-LLM deployments).", show_default=False)] = None,
+    engine_option: Annotated[Optional[List[str]], typer.Option(
+        "--engine-option", help="An engine setting KEY=VALUE (repeatable), applied to the deployments whose engine "
+                                "reads it, e.g. backend=tensorrt for TensorRT-LLM.", show_default=False)] = None,
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY) or junit (XML).")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -84,7 +90,8 @@ def check(
     chosen = report_formats.Format("json" if json_out else fmt.value)
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
                            require_headroom=require_headroom, vllm_version=vllm_version,
-                           models_dirs=tuple(models_dir or ()), offline=offline)
+                           models_dirs=tuple(models_dir or ()), offline=offline,
+                           gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()))
     report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):
