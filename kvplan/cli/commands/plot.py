@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup
+
 
 class Kind(str, Enum):
     capacity = "capacity"
@@ -21,7 +23,7 @@ class ImageFormat(str, Enum):
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="plot")(guarded(plot))
+    app.command(name="plot")(guarded(with_model_lookup(plot)))
 
 
 def plot(
@@ -41,6 +43,8 @@ def plot(
     image_format: Annotated[Optional[ImageFormat], typer.Option("--format", help="Image format when the file name does not say.", show_default=False)] = None,
     width: Annotated[int, typer.Option("--width", help="Terminal chart width in characters.")] = 72,
     height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.")] = 18,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """Capacity curves for MODEL: how memory and concurrency follow context length, per GPU, TP size and
     KV dtype. Writes a PNG or SVG with --output, else draws the chart in the terminal."""

@@ -7,6 +7,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup
+
 
 class Format(str, Enum):
     text = "text"
@@ -24,7 +26,7 @@ _TEXT_CHUNK = 64
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="sweep")(guarded(sweep))
+    app.command(name="sweep")(guarded(with_model_lookup(sweep)))
 
 
 def sweep(
@@ -47,6 +49,8 @@ def sweep(
     engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting KEY=VALUE for every row (repeatable), as for estimate; rows of an engine that does not read the key carry the error.", show_default=False)] = None,
     gpu_reserved: Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU has in use before the engine starts (sglang, trtllm), e.g. 1.2GiB.", show_default=False)] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """One row per combination of the grid's axes: cache bytes, per-GPU fit, max batch and max context.
 
