@@ -47,6 +47,25 @@ class Layout:
 
 
 @dataclass(frozen=True)
+class MoeSpec:
+    """The routed experts of a mixture-of-experts model: what expert parallelism spreads over the GPUs."""
+
+    experts: int  # routed experts in each MoE layer
+    experts_per_token: int
+    layers: int  # decoder layers with routed experts
+    expert_params: int  # the routed experts' weights, all MoE layers together (shared experts not included)
+
+
+@dataclass(frozen=True)
+class MtpSpec:
+    """Multi-token-prediction layers the checkpoint holds beyond the decoder layers (DeepSeek-V3's
+    num_nextn_predict_layers, Qwen3-Next, GLM-4.5): loaded only for speculative decoding (method mtp)."""
+
+    layers: int
+    params: int  # their weights together, the embedding and output head they share with the model left out
+
+
+@dataclass(frozen=True)
 class ModelSpec:
     name: str
     layers: int
@@ -71,6 +90,9 @@ class ModelSpec:
     tie_word_embeddings: bool | None = None  # None: the source does not say
     mla: MlaSpec | None = None
     state: StateSpec | None = None
+    intermediate_size: int | None = None  # the dense MLP width (LoRA slots are sized by it)
+    moe: MoeSpec | None = None
+    mtp: MtpSpec | None = None
     aliases: tuple[str, ...] = ()
     architecture: str | None = None
     provenance: str | None = None
@@ -99,12 +121,14 @@ _TOP_KEYS = {
     "name", "aliases", "provenance", "architecture", "notes", "layers", "attention_heads", "kv_heads",
     "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
     "active_params", "vision_params", "weights_bytes", "weights_source", "max_context", "layout",
-    "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state",
+    "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state", "intermediate_size", "moe", "mtp",
 }
 _REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
 _LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads"}
 _MLA_KEYS = {"kv_lora_rank", "qk_rope_head_dim"}
 _STATE_KEYS = {"conv_shape", "recurrent_shape", "conv_dtype", "recurrent_dtype"}
+_MOE_KEYS = {"experts", "experts_per_token", "layers", "expert_params"}
+_MTP_KEYS = {"layers", "params"}
 
 
 class _Reader:
@@ -259,6 +283,23 @@ def _build(data: Any) -> ModelSpec:
             recurrent_dtype=s.dtype("recurrent_dtype", default=model_dtype),
         )
 
+    moe = None
+    if (m := r.sub("moe", _MOE_KEYS)) is not None:
+        for key in _MOE_KEYS:
+            if not m.has(key):
+                raise InputError("is required", where=f"moe.{key}")
+        moe = MoeSpec(experts=m.int("experts", maximum=1 << 20), experts_per_token=m.int("experts_per_token", maximum=1 << 20),
+                      layers=m.int("layers", maximum=layers), expert_params=m.int("expert_params"))
+        if moe.experts_per_token > moe.experts:
+            raise InputError(f"experts_per_token ({moe.experts_per_token}) exceeds experts ({moe.experts})",
+                             where="moe.experts_per_token")
+    mtp = None
+    if (t := r.sub("mtp", _MTP_KEYS)) is not None:
+        for key in _MTP_KEYS:
+            if not t.has(key):
+                raise InputError("is required", where=f"mtp.{key}")
+        mtp = MtpSpec(layers=t.int("layers", maximum=MAX_LAYERS), params=t.int("params"))
+
     layout = _layout(r, layers)
     kinds = _resolve_kinds(layout, layers)
     per_layer_kv = layout.kv_heads or (kv_heads,) * layers
@@ -309,6 +350,7 @@ def _build(data: Any) -> ModelSpec:
         weights_source=r.str("weights_source"), active_params=active, vision_params=r.int("vision_params", minimum=0),
         max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
         tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
+        intermediate_size=r.int("intermediate_size", maximum=MAX_DIM), moe=moe, mtp=mtp,
         aliases=tuple(a.strip() for a in aliases), architecture=r.str("architecture"),
         provenance=r.str("provenance"), notes=r.str("notes"),
     )
@@ -384,7 +426,7 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         if getattr(spec, key):
             out[key] = getattr(spec, key)
     out.update(layers=spec.layers, attention_heads=spec.attention_heads, kv_heads=spec.kv_heads, head_dim=spec.head_dim)
-    for key in ("v_head_dim", "hidden_size", "vocab_size"):
+    for key in ("v_head_dim", "hidden_size", "intermediate_size", "vocab_size"):
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)
     out["dtype"] = spec.dtype
@@ -408,4 +450,9 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
     if spec.state:
         out["state"] = {"conv_shape": list(spec.state.conv_shape), "recurrent_shape": list(spec.state.recurrent_shape),
                         "conv_dtype": spec.state.conv_dtype, "recurrent_dtype": spec.state.recurrent_dtype}
+    if spec.moe:
+        out["moe"] = {"experts": spec.moe.experts, "experts_per_token": spec.moe.experts_per_token,
+                      "layers": spec.moe.layers, "expert_params": spec.moe.expert_params}
+    if spec.mtp:
+        out["mtp"] = {"layers": spec.mtp.layers, "params": spec.mtp.params}
     return out

@@ -154,6 +154,45 @@ def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
                       tied=bool(tied) if known else None)
 
 
+def moe_summary(cfg: Mapping, tensors: tuple[Tensor, ...], layers: int) -> dict | None:
+    """The spec's `moe` section (routed experts per layer, per token, MoE layers, their weights) from the inventory,
+    None for a dense model."""
+    model_type = str(cfg.get("model_type") or "")
+    experts = _get(cfg, "num_local_experts", "num_experts", "n_routed_experts")
+    if not experts:
+        return None
+    expert_params = sum(t.numel for t in tensors if t.kind == EXPERT)
+    if not expert_params:
+        return None
+    if isinstance(cfg.get("block_configs"), list) or model_type == "nemotron_h":
+        return None  # per-block MoE layouts kvplan's inventory does not split by layer
+    return {"experts": int(experts), "experts_per_token": int(_get(cfg, "num_experts_per_tok", "experts_per_token", default=1)),
+            "layers": sum(1 for i in range(layers) if _is_moe_layer(cfg, model_type, i)), "expert_params": expert_params}
+
+
+def mtp_layer_params(cfg: Mapping, spec: Mapping) -> int:
+    """Weights of one multi-token-prediction layer beyond the embedding and output head it shares with the model.
+
+    DeepSeek-V3 (vLLM model_executor/models/deepseek_mtp.py DeepSeekMultiTokenPredictorLayer), GLM-4.5
+    (glm4_moe_mtp.py) and Qwen3-Next (qwen3_next_mtp.py) build the same thing: the norms of the embedding and of
+    the previous hidden state, a [hidden, 2 x hidden] projection of the two, one decoder layer (full attention, or
+    MLA, with the MLP or MoE block of a layer at that index) and a final norm before the shared head."""
+    model_type = str(cfg.get("model_type") or "")
+    hidden = int(spec["hidden_size"])
+    layers = int(spec["layers"])
+    b = _Builder()
+    b.norm("enorm", hidden)
+    b.norm("hnorm", hidden)
+    b.linear("eh_proj", hidden, 2 * hidden)
+    b.norm("shared_head.norm", hidden)
+    norms = 4 if model_type in _FOUR_NORMS else 2
+    b.norm("layer_norms", hidden, count=norms)
+    kind = MLA if spec.get("mla") else FULL
+    _mixer(b, cfg, model_type, kind, hidden, spec, int(spec["kv_heads"]))
+    _ffn(b, cfg, model_type, layers, hidden)
+    return sum(t.numel for t in b.tensors)
+
+
 def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
     layout = spec.get("layout") or {}
     if layout.get("per_layer"):
