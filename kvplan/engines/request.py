@@ -17,6 +17,7 @@ from kvplan.core.dtypes import WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
 from kvplan.engines.calibration import SiteProfile
+from kvplan.engines.features import Features
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,9 @@ class EngineRequest:
     prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
     engine_version: str | None = None  # the release whose rules apply, as given; None: the engine's default
     site: SiteProfile | None = None  # terms measured at the user's site (kvplan calibrate --save; engines/calibration.py)
+    # speculative decoding, LoRA, offload tiers, expert / data / context parallelism, KV connectors and the options
+    # that change the cache layout (kvplan/engines/features/); None: none of them
+    features: Features | None = None
 
 
 # Upper bounds far beyond any deployment: they catch typos and keep every loop and table finite.
@@ -107,7 +111,8 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                   reserve: str | None = None, kv_cache_memory: str | None = None, block_size: int | None = None,
                   max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
                   kv_heads: int | None = None, head_dim: int | None = None,
-                  engine_version: str | None = None) -> EngineRequest:
+                  engine_version: str | None = None, vllm_args: str | None = None, rate: str | None = None,
+                  prompt: str | None = None) -> EngineRequest:
     """Turn command-line values into an EngineRequest, validating each (every command builds its requests here)."""
     from kvplan.core import dtypes, units
     from kvplan.model import catalog
@@ -139,13 +144,73 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         reserve_bytes = units.parse_size(reserve, what="--reserve")
         if reserve_bytes >= hardware.capacity_bytes:
             raise InputError(f"reserve {reserve_bytes} B leaves nothing of {hardware.capacity_bytes} B", where="--reserve")
+    features = None
+    if vllm_args is not None or rate is not None or prompt is not None:
+        spec, features, weight_fmt = launch_features(model, spec, vllm_args, tp=tp, engine_version=engine_version,
+                                                     weight_fmt=weight_fmt, rate=rate, prompt=prompt)
     return EngineRequest(
         spec=spec, seq=seq_tokens, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
         hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
         kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory else None,
         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        engine_version=engine_version,
+        engine_version=engine_version, features=features,
     )
+
+
+# `vllm serve` options that kvplan's own flags give (--seq, --tp, ...): --vllm-args refuses them, so that one setting
+# has one place
+_CORE_OPTIONS = {"model": "MODEL", "hf_config_path": "MODEL", "max_model_len": "--seq", "tensor_parallel_size": "--tp",
+                 "pipeline_parallel_size": "--pp", "gpu_memory_utilization": "--gpu-util", "kv_cache_dtype": "--kv-dtype",
+                 "kv_cache_memory_bytes": "--kv-cache-memory", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
+                 "max_num_batched_tokens": "--max-num-batched-tokens", "dtype": "--dtype"}
+
+
+def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: int, engine_version: str | None,
+                    weight_fmt: WeightFormat | None, rate: str | None, prompt: str | None):
+    """--vllm-args: the extra options of a `vllm serve` launch (speculative decoding, LoRA, offload, parallelism, KV
+    connectors, ...), read by vLLM's own option table; and --rate / --prompt for a KV connector's link.
+    Returns (the model as the launch builds it, Features, the weight format)."""
+    import dataclasses
+    from pathlib import Path
+
+    from kvplan.core import units, yamlio
+    from kvplan.engines.features import Features
+    from kvplan.engines.vllm import launch, serve_args
+    from kvplan.model import hf_config
+
+    features = Features()
+    if vllm_args is not None:
+        args = serve_args.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
+        for dest, flag in _CORE_OPTIONS.items():
+            if args.given(dest):
+                raise InputError(f"{args.written.get(dest, dest)} is kvplan's {flag}", where="--vllm-args",
+                                 hint=f"give it as {flag}")
+        blocked = serve_args.unmodelled(args)
+        if blocked:
+            from kvplan.core.errors import UnsupportedError
+
+            written, why = blocked[0]
+            raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"--vllm-args: {written}",
+                                   hint="kvplan refuses rather than guesses")
+        raw = None
+        path = Path(model).expanduser()
+        config = hf_config.find_config_json(path) if path.exists() else None
+        if config is not None:
+            raw = (yamlio.load_json(config), None)
+        features, spec, _ = launch.read(args, spec, raw, where="--vllm-args", tp=tp)
+        if features.quantization is not None:
+            weight_fmt = launch.online_quantization(args, spec, raw, weight_fmt, where="--vllm-args: --quantization")
+    if rate is not None:
+        try:
+            value = float(rate)
+        except ValueError:
+            raise InputError(f"must be a number of requests per second, got {rate!r}", where="--rate") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise InputError(f"must be a positive number of requests per second, got {rate!r}", where="--rate")
+        features = dataclasses.replace(features, rate=value)
+    if prompt is not None:
+        features = dataclasses.replace(features, prompt_tokens=units.parse_tokens(prompt, what="--prompt"))
+    return spec, (features if features.any else None), weight_fmt
 
 
 def override_spec(spec: ModelSpec, *, kv_heads: int | None, head_dim: int | None) -> ModelSpec:

@@ -10,7 +10,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, check_v
                                      engine_request, resolve_model, tp_from_gpus, whole)
 from kvplan.check.report import FORMAT_VLLM_ARGS
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.engines.vllm import serve_args
+from kvplan.engines.vllm import launch, serve_args
 
 # vLLM's --dtype names -> kvplan's (vllm/config/model.py _STR_DTYPE_TO_TORCH_DTYPE)
 _VLLM_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
@@ -38,11 +38,6 @@ def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where
     spec, raw_config = resolve_model(model_ref, base_dir=base_dir,
                                      where=at("hf_config_path" if args.get("hf_config_path") else "model"))
     blocked = serve_args.unmodelled(args)
-    if raw_config is not None and args.get("quantization"):
-        # naming the checkpoint's own method changes nothing: vLLM reads it from config.json anyway
-        quant = raw_config[0].get("quantization_config") or {}
-        if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == str(args.get("quantization")).lower():
-            blocked = [b for b in blocked if b[0] != args.written.get("quantization")]
     if blocked:
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
@@ -71,6 +66,8 @@ def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where
         # --dtype sets the activation dtype; it changes the weight bytes only of an unquantized checkpoint
         if spec.weights_bytes is None and (spec.weight_dtype or spec.dtype) in ("bf16", "fp16", "fp32", "bfloat16", "float16", "float32"):
             weight_fmt = dtypes.weight_format(_VLLM_DTYPES[vllm_dtype])
+    features, spec, feature_notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=base_dir)
+    weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=at("quantization"))
     kv_name = args.get("kv_cache_dtype", "auto")
     if kv_name not in KV_DTYPES:
         raise UnsupportedError(f"kv-cache-dtype {kv_name} is not modelled", where=at("kv_cache_dtype"),
@@ -85,19 +82,20 @@ def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where
     kv_mem = args.get("kv_cache_memory_bytes")
     if kv_mem is not None and kv_mem < 1:
         raise InputError(f"must be positive, got {kv_mem}", where=at("kv_cache_memory_bytes"))
-    notes = list(args.notes)
+    notes = list(args.notes) + feature_notes
     graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
         notes.append(f"{', '.join(graph)}: CUDA-graph memory is counted as with vLLM's defaults")
-    dp = args.get("data_parallel_size", 1)
-    if dp > 1:
-        notes.append(f"data-parallel-size {dp}: {dp} replicas of {tp * pp} GPUs each; judged per replica")
+    par = features.parallel
+    dp = par.data_parallel_size if par else 1
+    pcp = par.prefill_context_parallel_size if par else 1
     # prefix caching decides how many Mamba state blocks a hybrid's request holds (kvplan/engines/vllm/engine.py)
     prefix_caching = args.get("enable_prefix_caching") if args.given("enable_prefix_caching") else None
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=defaults.gpu,
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
-                             prefix_caching=prefix_caching, **ints)
+                             prefix_caching=prefix_caching, features=features if features.any else None, **ints)
     served = args.get("served_model_name")
     name = served[0] if served else default_name
     return Deployment(source=source, document=document, name=str(name), format=fmt, engine="vllm", request=request,
-                      requirements=defaults.requirements, key=key, gpus=tp * pp * dp, notes=tuple(notes))
+                      requirements=defaults.requirements, key=key, gpus=tp * pp * pcp * dp, notes=tuple(notes))
+
