@@ -56,7 +56,9 @@ def judge(dep: Deployment, *, suggest: bool = True) -> Verdict:
     figures = Figures(
         capacity_bytes=g.capacity_bytes if g else None, usable_bytes=g.usable_bytes if g else None,
         weights_bytes=g.weights_bytes if g else None, cache_bytes=g.cache_bytes if g else None,
-        free_bytes=g.free_bytes if g else None, max_concurrency=pool.concurrency if pool else None,
+        free_bytes=g.free_bytes if g else None,
+        # data parallelism: the deployment's replicas together (one pool's figure x replicas)
+        max_concurrency=pool.concurrency * pool.replicas if pool and pool.concurrency is not None else (pool.concurrency if pool else None),
         max_batch=base.max_batch, longest_context=longest,
         headroom_bytes=headroom[0] if headroom else None,
         headroom_percent=float(round(headroom[1] * 100, 2)) if headroom else None,

@@ -232,7 +232,7 @@ def speculative_options(config: Mapping, spec: ModelSpec, *, tp: int, where: str
                              f"({spec.vocab_size})", where=f"{where}: model")
         return speculative.SpeculativeOptions(num_speculative_tokens=k, draft_spec=draft, **base)
     raw = _head_config(str(model), base_dir=base_dir, where=f"{where}: model")
-    head = speculative.eagle_head(raw, method=method, where=f"{where}: model")
+    head = dataclasses.replace(speculative.eagle_head(raw, method=method, where=f"{where}: model"), name=str(model))
     return speculative.SpeculativeOptions(num_speculative_tokens=k, head=head, **base)
 
 
