@@ -153,6 +153,9 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
         redundant_experts=redundant if args.get("enable_eplb") else 0,
         all2all_backend=args.get("all2all_backend") if given("all2all_backend") else None,
         nodes=int(args.get("nnodes")) if given("nnodes") else None,
+        # --data-parallel-size-local: the DP ranks on this node, each TP x PP x PCP GPUs
+        gpus_per_node=(int(args.get("data_parallel_size_local")) * tp * int(args.get("pipeline_parallel_size") or 1)
+                       * int(args.get("prefill_context_parallel_size") or 1)) if given("data_parallel_size_local") else None,
         where=where)
     if not par.default:
         fields["parallel"] = par
