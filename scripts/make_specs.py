@@ -58,6 +58,7 @@ MODELS: dict[str, tuple[str, list[str]]] = {
     "phi-4": (f"{VLLM}/microsoft--phi-4/config.json", ["microsoft/phi-4"]),
     # MQA
     "falcon-7b": (f"{EXTRA}/falcon-7b-instruct.json", ["tiiuae/falcon-7b-instruct", "tiiuae/falcon-7b"]),
+    "llama-3.2-1b": (f"{EXTRA}/llama-3.2-1b-instruct.json", ["meta-llama/Llama-3.2-1B-Instruct", "meta-llama/Llama-3.2-1B"]),
     # sliding window, interleaved local/global
     "mistral-7b-v0.1": (f"{SHARED}/mistral-7b-v0.1.json", ["mistralai/Mistral-7B-v0.1", "mistralai/Mistral-7B-Instruct-v0.1"]),
     "phi-3-mini-4k": (f"{SHARED}/phi-3-mini-4k-instruct.json", ["microsoft/Phi-3-mini-4k-instruct"]),

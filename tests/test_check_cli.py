@@ -123,7 +123,7 @@ def test_bad_files_exit_2_and_the_valid_documents_beside_them_are_still_judged(c
     assert [v["status"] for v in mixed] == ["pass", "invalid", "fail"]
     assert mixed[2]["figures"]["max_concurrency"] > 0 and mixed[2]["suggestions"]
     # one error line per bad document on stderr; stdout stays parseable JSON
-    assert len([line for line in err.splitlines() if line.startswith("error: ")]) == report["invalid"] == 9
+    assert len([line for line in err.splitlines() if line.startswith("error: ")]) == report["invalid"] == 10
 
 
 def test_good_and_bad_together_exit_2(cli):
@@ -277,9 +277,18 @@ def test_vllm_version_switch(cli):
 
 
 def test_every_example_judges_the_same_under_vllm_0_19(cli):
-    _, new, _ = run_json(cli, DEPLOY, *GPU, *MODELS)
-    _, old, _ = run_json(cli, DEPLOY, *GPU, *MODELS, "--vllm-version", "0.19")
+    folders = [p for p in sorted(DEPLOY.iterdir()) if p.is_dir() and p.name != "features"]
+    _, new, _ = run_json(cli, *folders, *GPU, *MODELS)
+    _, old, _ = run_json(cli, *folders, *GPU, *MODELS, "--vllm-version", "0.19")
     assert [v["status"] for v in new["verdicts"]] == [v["status"] for v in old["verdicts"]]
+    # the launch options: vLLM 0.19's profile run with speculative decoding is not modelled (its rejection sampler's
+    # warm-up), so those launches cannot be judged on 0.19's rules; the others are judged there too
+    _, feat, _ = run_json(cli, DEPLOY / "features", *GPU, "--vllm-version", "0.19")
+    for v in feat["verdicts"]:
+        if v["name"] in ("spec-70b-draft-1b", "dsv3-mtp-dcp8", "eagle3.serve"):
+            assert v["status"] == "cannot_judge" and "rejection sampler" in v["reason"], v
+        elif v["name"] != "dflash":
+            assert v["status"] in ("pass", "fail"), v
 
 
 # ------------------------------------------------------------------ schema, hook, docs

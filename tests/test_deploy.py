@@ -297,8 +297,9 @@ def test_vllm_dtype_and_kv_dtype(tmp_path):
 
 
 @pytest.mark.parametrize("extra, status, key", [
-    ("quantization: fp8\n", "cannot_judge", "quantization"),
-    ("cpu-offload-gb: 8\n", "cannot_judge", "cpu-offload-gb"),
+    # fp8 on a 16-bit checkpoint and --cpu-offload-gb are modelled (tests/test_features_vllm.py); these are not
+    ("quantization: awq\n", "cannot_judge", "quantization"),
+    ("offload-group-size: 4\n", "cannot_judge", "offload-group-size"),
     ("max-model-len: auto\n", "cannot_judge", "max-model-len"),
     ("max-model-len: 1M\n", "invalid", "max-model-len"),
     ("tensor-parallel-size: 3\n", "invalid", "tensor-parallel-size"),
@@ -334,9 +335,12 @@ def test_gpus_sets_the_tensor_parallel_size(tmp_path):
     assert v.status == "invalid" and "--gpus 4" in v.reason
 
 
-def test_data_parallel_replicas_are_judged_per_replica(tmp_path):
+def test_data_parallel_replicas_each_hold_a_pool(tmp_path):
     v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: 8K\ndata-parallel-size: 4\n", name="s.yaml")
-    assert v.status == "pass" and v.gpus == 4 and any("judged per replica" in n for n in v.notes)
+    one_replica = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\nmax-model-len: 8K\n", name="t.yaml")
+    assert v.status == "pass" and v.gpus == 4 and any("4 replicas" in n for n in v.notes)
+    # the pool of one replica is the pool of the same launch without DP (a dense model: nothing is sharded over DP)
+    assert v.figures.num_gpu_blocks == one_replica.figures.num_gpu_blocks
 
 
 def test_vllm_command_lines(tmp_path):

@@ -74,16 +74,17 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     # opt-125m has no config here (and NIXL --kv-transfer-config would stop it next). SOURCES: fits; no GPU kind.
     "helm/llmd-modelservice-pd-opt125m.yaml": [("cannot_judge", "facebook/opt-125m' " + NOT_FOUND)] * 2,
     "helm/prodstack-amd-opt125m.yaml": [("cannot_judge", "facebook/opt-125m' " + NOT_FOUND)],
-    # LMCache with NIXL (the chart's --kv-transfer-config) and no GPU requested. SOURCES: cannot judge.
-    "helm/prodstack-disagg-prefill-llama31-8b.yaml": [("cannot_judge", "--kv-transfer-config is set")] * 2,
+    # LMCache with NIXL (the chart's --kv-transfer-config, modelled: docs/engines/features/disagg.md) and no GPU
+    # requested. SOURCES: cannot judge.
+    "helm/prodstack-disagg-prefill-llama31-8b.yaml": [("cannot_judge", "the file names no GPU")] * 2,
     # one GPU of no kind. SOURCES: fits 24 GB+.
     "helm/prodstack-gcp-llama31-8b-nochunked.yaml": [("cannot_judge", "asks for 1 NVIDIA GPU (requestGPU: 1")],
-    # LMCache CPU/disk offloading (--kv-transfer-config). SOURCES: cannot judge.
-    "helm/prodstack-gke-llama33-70b-tp8-lmcache-disk.yaml": [("cannot_judge", "--kv-transfer-config is set")],
+    # LMCache CPU/disk offloading (--kv-transfer-config, modelled); 8 GPUs of no named kind. SOURCES: cannot judge.
+    "helm/prodstack-gke-llama33-70b-tp8-lmcache-disk.yaml": [("cannot_judge", "names no GPU kind kvplan can read")],
     # Mistral-7B-Instruct-v0.2 has no config here (LMCache offloading would stop it next). SOURCES: cannot judge.
     "helm/prodstack-lmcache-cpu-offload-mistral7b.yaml": [("cannot_judge", "Mistral-7B-Instruct-v0.2' " + NOT_FOUND)],
-    # LoRA adapters (enableLoRA): not modelled. SOURCES: cannot judge.
-    "helm/prodstack-lora-llama31-8b.yaml": [("cannot_judge", "--enable-lora is set")],
+    # LoRA adapters (enableLoRA, modelled: docs/engines/features/lora.md); no GPU kind. SOURCES: cannot judge.
+    "helm/prodstack-lora-llama31-8b.yaml": [("cannot_judge", "names no GPU kind kvplan can read")],
     # vllm/vllm-openai:v0.8.5 and V0 (v0: 1): releases kvplan does not model. SOURCES: needs --gpu (V100 in comments).
     "helm/prodstack-v100-tp4-qwen14b.yaml": [("cannot_judge", "vLLM 0.8.5 (image vllm/vllm-openai:v0.8.5)")],
     # Trainium: SOURCES "should report unsupported accelerator rather than a GPU verdict".
@@ -108,8 +109,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "k8s/gke-lws-llama31-405b-2x8-h100.yaml": [("cannot_judge", "vLLM 0.8.5"), SKIP],
     # ServiceAccount skipped; opt-125m has no config here. SOURCES: fits; no GPU kind.
     "k8s/llmd-modelservice-rendered-pd-opt125m.yaml": [SKIP] + [("cannot_judge", "facebook/opt-125m' " + NOT_FOUND)] * 2,
-    # Llama-3.2-1B-Instruct has no config here (LoRA would stop it next); ConfigMap skipped.
-    "k8s/prodstack-gie-llama32-1b-lora-deployment.yaml": [("cannot_judge", "Llama-3.2-1B-Instruct' " + NOT_FOUND), SKIP],
+    # Llama-3.2-1B-Instruct is bundled (the 1B draft of docs/engines/features/speculative.md), LoRA is modelled; one
+    # GPU of no named kind; ConfigMap skipped.
+    "k8s/prodstack-gie-llama32-1b-lora-deployment.yaml": [("cannot_judge", "names no GPU kind kvplan can read"), SKIP],
     # a runtime template. SOURCES: nothing to judge.
     "kserve/clusterservingruntime-vllmserver.yaml": [("skipped", "a template for the services that use it")],
     # --backend=huggingface is transformers, not vLLM. SOURCES: not a vLLM engine.
@@ -123,8 +125,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "kserve/llmisvc-nemotron3-ultra-550b-pd.yaml": [("cannot_judge", "NVIDIA-Nemotron-3-Ultra-550B-A55B-FP8-block' " + NOT_FOUND)] * 2,
     # amd.com/gpu of no kind. SOURCES: fits; no card named.
     "kserve/llmisvc-qwen25-7b-amd.yaml": [("cannot_judge", "asks for 1 AMD GPU")],
-    # kvCacheOffloading: KServe adds an OffloadingConnector --kv-transfer-config. SOURCES: cannot judge (no kind).
-    "kserve/llmisvc-qwen25-7b-kv-offload.yaml": [("cannot_judge", "--kv-transfer-config is set")],
+    # kvCacheOffloading: KServe adds an OffloadingConnector --kv-transfer-config with the cpu tier's 10Gi (modelled).
+    # SOURCES: cannot judge (no kind).
+    "kserve/llmisvc-qwen25-7b-kv-offload.yaml": [("cannot_judge", "names no GPU kind kvplan can read")],
     # the distilled model has no config here (and nvidia-gpu-rtx4070-8gb is no catalog GPU).
     "kubeai/deepseek-r1-distill-qwen-1.5b-rtx4070.yaml": [("cannot_judge", "DeepSeek-R1-Distill-Qwen-1.5B' " + NOT_FOUND)],
     # options of vLLM releases before 0.10 (multi-step scheduling); KubeAI picks the image, the file pins no release.
@@ -132,8 +135,9 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "kubeai/llama-3.1-405b-instruct-fp8-a100-80b.yaml": [("cannot_judge", "vLLM 0.9.2 accepted it")],
     # --enable-chunked-prefill=false: vLLM took a value up to 0.8.0 (StoreBoolean), refuses one since.
     "kubeai/llama-3.1-70b-instruct-fp8-l4.yaml": [("cannot_judge", "vLLM 0.8.0 accepted it")],
-    # SOURCES: "a checker ignoring cpu-offload must say does not fit": kvplan does not ignore it, it says it cannot judge.
-    "kubeai/llama-3.3-70b-instruct-bf16-gh200.yaml": [("cannot_judge", "--cpu-offload-gb is set")],
+    # SOURCES: "a checker ignoring cpu-offload must say does not fit". kvplan models --cpu-offload-gb, but a GH200
+    # shares its memory with the host, so what vLLM finds free at start is not in the file: cannot judge.
+    "kubeai/llama-3.3-70b-instruct-bf16-gh200.yaml": [("cannot_judge", "shares its memory with the host")],
     "kubeai/llama-4-maverick-430k-h100.yaml": [("cannot_judge", "Llama-4-Maverick-17B-128E-Instruct-FP8' " + NOT_FOUND)],
     "kubeai/phi-4-bnb-4bit-l4.yaml": [("cannot_judge", "unsloth/phi-4-bnb-4bit' " + NOT_FOUND)],
     # a custom Serve application (its own code); Namespace and Secret skipped. SOURCES' "fits" reads the app's env vars.
@@ -145,8 +149,8 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "rayserve/kuberay-high-throughput-qwen35-4b-l4.yaml": [("cannot_judge", "Qwen/Qwen3.5-4b' " + NOT_FOUND)],
     # engine_kwargs.device is no engine argument of the vLLM kvplan judges by; Ray's image picks the release.
     "rayserve/kuberay-llm-serve-qwen25-7b.yaml": [("cannot_judge", "engine_kwargs.device"), SKIP],
-    # bitsandbytes online quantization and LMCache: not modelled.
-    "script/lmcache-cpu-offload-llama31-8b-bnb.sh": [("cannot_judge", "--quantization is set")],
+    # bitsandbytes online quantization: not modelled (LMCache is).
+    "script/lmcache-cpu-offload-llama31-8b-bnb.sh": [("cannot_judge", "online quantization 'bitsandbytes' is not modelled")],
     "script/multiagentsdebate-qwen3-14b-tp4.sh": [("cannot_judge", "Qwen/Qwen3-14B' " + NOT_FOUND)],
     # VLLM_USE_V1=0 (and a draft model): the V0 engine is not modelled.
     "script/ssd-llama31-70b-draft-1b-specdec-tp4.sh": [("cannot_judge", "VLLM_USE_V1=0")],
@@ -196,6 +200,14 @@ WITH_H100: dict[str, list[tuple[str, str]]] = {
     # the file asks for AMD GPUs; judged on the H100 given, which the verdict notes
     "kserve/llmisvc-qwen25-7b-amd.yaml": [("pass", "starts at max_model_len 32K")],
     "sglang/k8s-sglang-llama31-8b-deployment.yaml": [SKIP, ("pass", "starts at max_model_len 128K"), SKIP],
+    # the modelled launch options, on the H100 given (SOURCES: each fits its stated GPUs)
+    "helm/prodstack-disagg-prefill-llama31-8b.yaml": [("pass", "starts at max_model_len 32,000")] * 2,
+    "helm/prodstack-gke-llama33-70b-tp8-lmcache-disk.yaml": [("pass", "starts at max_model_len 128K")],
+    "helm/prodstack-lora-llama31-8b.yaml": [("pass", "starts at max_model_len 4K")],
+    "k8s/prodstack-gie-llama32-1b-lora-deployment.yaml": [("pass", "starts at max_model_len 128K"), SKIP],
+    "kserve/llmisvc-qwen25-7b-kv-offload.yaml": [("pass", "starts at max_model_len 32K")],
+    # 70B bf16 with the file's --cpu-offload-gb still leaves 71 GiB of weights on an 80 GB H100: nothing for the KV
+    "kubeai/llama-3.3-70b-instruct-bf16-gh200.yaml": [("fail", "no memory is left for the KV cache")],
     # the file asks for 8 H200s; on 8 H100s Maverick's bf16 weights (~100 GB per GPU) leave nothing
     "k8s/gke-llama4-maverick-8x-h200.yaml": [("fail", "no memory is left for the KV cache"), SKIP,
                                              ("skipped", "template placeholder")],

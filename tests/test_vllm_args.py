@@ -6,6 +6,8 @@ import json
 
 import pytest
 
+from kvplan.engines.vllm import launch
+
 from kvplan.engines.vllm.releases import RELEASES
 
 LINES = [r.first for r in RELEASES]
@@ -220,11 +222,14 @@ def test_config_inside_a_command_line_loses_to_the_command_line():
 
 def test_unmodelled_options_set_off_their_default():
     assert va.unmodelled(config({"model": "m", "cpu-offload-gb": 0, "enable-lora": False, "runner": "generate"})) == []
-    blocked = [k for k, _ in va.unmodelled(config({"model": "m", "quantization": "fp8", "cpu-offload-gb": 4,
-                                                   "speculative-config": {"method": "eagle3"}}))]
-    assert blocked == ["quantization", "cpu-offload-gb", "speculative-config"]
-    assert va.unmodelled(config({"model": "m", "enable-expert-parallel": True})) == []
-    assert va.unmodelled(config({"model": "m", "enable-expert-parallel": True, "data-parallel-size": 2}))
+    blocked = [k for k, _ in va.unmodelled(config({"model": "m", "offload-group-size": 4, "mamba-block-size": 64,
+                                                   "mm-encoder-only": True}))]
+    assert blocked == ["offload-group-size", "mamba-block-size", "mm-encoder-only"]
+    # speculative decoding, LoRA, offload, expert / data parallelism are modelled now (kvplan/engines/vllm/launch.py)
+    assert va.unmodelled(config({"model": "m", "quantization": "fp8", "cpu-offload-gb": 4,
+                                 "speculative-config": {"method": "eagle3"}, "enable-expert-parallel": True,
+                                 "data-parallel-size": 2})) == []
+    assert not set(va.NOT_MODELLED) & set(launch.FEATURE_OPTIONS)
 
 
 # ------------------------------------------------------------------ vLLM's maximum model length

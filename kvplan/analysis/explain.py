@@ -60,6 +60,16 @@ class WhatIf:
 
 
 @dataclass(frozen=True)
+class ExtraTerm:
+    """One term a vLLM launch option adds (explain --vllm-args), with its numbers substituted."""
+
+    option: str  # the option it comes from
+    what: str
+    formula: str
+    bytes: int | None  # per GPU unless the formula says otherwise; None for a count
+
+
+@dataclass(frozen=True)
 class Explanation:
     model: str
     seq: int
@@ -75,6 +85,7 @@ class Explanation:
     what_ifs: tuple[WhatIf, ...]
     latency: object | None = None  # latency.LatencyBounds when a GPU with bandwidth and FLOP/s figures was given
     notes: tuple[str, ...] = ()
+    extra_terms: tuple[ExtraTerm, ...] = ()  # what a vLLM launch's options add (explain --vllm-args)
 
 
 def _num(n: int) -> str:
@@ -264,3 +275,80 @@ def explain(spec: ModelSpec, cache: CacheModel, *, seq: int, batch: int, window:
                        kv_bytes_per_token=cache.kv_bytes_per_token,
                        what_ifs=what_ifs(spec, cache.kv_dtype, tp=cache.tp, pp=cache.pp, seq=seq, batch=batch, window=window, room=room),
                        latency=latency, notes=tuple(notes))
+
+
+# ------------------------------------------------------------------ what a vLLM launch's options add
+
+def extra_terms(result) -> tuple[ExtraTerm, ...]:
+    """The terms of a vLLM estimate's `features` (kvplan/engines/vllm/features.py VllmFeatures), each with its formula."""
+    f = result.features
+    if f is None:
+        return ()
+    out: list[ExtraTerm] = []
+    bpb = result.bytes_per_block
+    s = f.speculative
+    if s is not None:
+        if s.uses_gpu:
+            out.append(ExtraTerm("speculative_config", f"{s.method} drafter weights on one GPU", s.formula,
+                                 s.draft_weights_per_gpu_bytes))
+            out.append(ExtraTerm("speculative_config", "drafter KV layers in the pool",
+                                 f"{s.draft_kv_layers} attention layer(s) in {s.draft_kv_dtype} share the {result.block_size}-token "
+                                 f"blocks of the target's; a block is {bpb:,} B with them" if bpb else
+                                 f"{s.draft_kv_layers} attention layer(s) in {s.draft_kv_dtype}", None))
+            out.append(ExtraTerm("speculative_config", "lookahead slots",
+                                 f"{s.lookahead_tokens} tokens past a running request's, capped at max_model_len "
+                                 f"{result.seq:,}: no extra block for a request of max_model_len", None))
+            if s.decode_requests_per_step is not None:
+                out.append(ExtraTerm("speculative_config", "requests one decode step verifies",
+                                     f"max_num_batched_tokens {result.max_num_batched_tokens:,} // (1 + {s.num_speculative_tokens}) "
+                                     f"= {s.decode_requests_per_step:,}", None))
+        else:
+            out.append(ExtraTerm("speculative_config", f"{s.method}: no GPU memory", s.formula, 0))
+    if f.lora is not None:
+        lo = f.lora
+        for m in lo.modules:
+            count = f"x {lo.layers} layers " if m.per_layer else ""
+            elements = m.elements * (lo.layers if m.per_layer else 1)
+            out.append(ExtraTerm("enable_lora", f"LoRA slots of {m.name}",
+                                 f"({m.formula}) {count}x {lo.dtype_bits // 8} B", elements * lo.dtype_bits // 8))
+        out.append(ExtraTerm("enable_lora", "LoRA slots on one GPU", "the modules above together", lo.gpu_bytes_per_rank))
+        out.append(ExtraTerm("max_cpu_loras", "host adapter cache, one worker",
+                             f"{lo.cpu_loras} adapter(s) at rank {lo.max_lora_rank}, every module whole", lo.cpu_cache_bytes))
+    if f.weight_offload is not None:
+        w = f.weight_offload
+        out.append(ExtraTerm("cpu_offload_gb", "weights moved to host memory per GPU",
+                             f"{w.parameters_moved} parameter(s) of the decoder layers, in order, until {w.requested_bytes:,} B "
+                             "is reached (the last one whole)", -w.offloaded_bytes))
+    if f.kv_offload is not None:
+        for tier in f.kv_offload.tiers:
+            out.append(ExtraTerm("kv_offloading_size" if f.kv_offload.backend == "native" else "kv_transfer_config",
+                                 f"KV {tier.name} tier ({f.kv_offload.backend})",
+                                 "; ".join(f.kv_offload.notes) + f": {tier.tokens:,} tokens", tier.host_bytes))
+    p = f.parallel
+    if p is not None:
+        if f.expert_weights_per_gpu_bytes is not None and p.expert_share is not None:
+            num, den = p.expert_share
+            out.append(ExtraTerm("enable_expert_parallel" if p.experts_per_rank else "data_parallel_size",
+                                 "routed experts on one GPU", f"the experts' weights x {num} / {den}", f.expert_weights_per_gpu_bytes))
+        if p.kv_shards > 1:
+            out.append(ExtraTerm("decode_context_parallel_size", "KV split along the sequence",
+                                 f"each of {p.kv_shards} ranks keeps cdiv({result.seq:,}, {p.kv_shards}) tokens of a request", None))
+        if p.replicas > 1 and f.deployment_concurrency is not None:
+            out.append(ExtraTerm("data_parallel_size", "the deployment's concurrency",
+                                 f"{p.replicas} replicas x {result.max_concurrency:.2f} = {f.deployment_concurrency:.2f}", None))
+    x = f.kv_transfer
+    if x is not None:
+        out.append(ExtraTerm("kv_transfer_config", "KV one prompt token sends",
+                             f"{x.bytes_per_token_per_rank:,} B from each of {result.tp} TP rank(s) = {x.bytes_per_token:,} B", None))
+        if x.gpu_runtime_bytes:
+            out.append(ExtraTerm("kv_transfer_config", "GPU receive buffers (allocated after the pool)",
+                                 "kv_buffer_size", x.gpu_runtime_bytes))
+    if f.link is not None:
+        ln = f.link
+        util = f", {ln.utilisation * 100:.1f}% of the {ln.link}" if ln.utilisation is not None else ""
+        out.append(ExtraTerm("kv_transfer_config", "link bandwidth per GPU",
+                             f"{ln.rate:g} req/s x {ln.prompt_tokens:,} tokens x {x.bytes_per_token:,} B / {result.tp} = "
+                             f"{ln.bytes_per_s_per_gpu / 1e9:,.2f} GB/s{util}", None))
+    if f.host_memory_bytes:
+        out.append(ExtraTerm("", "host memory, one replica", "the host terms above together", f.host_memory_bytes))
+    return tuple(out)

@@ -726,3 +726,47 @@ _DESCRIPTIONS = {
     "paged": "blocks of {block} tokens allocated on demand (vLLM PagedAttention)",
     "exact": "token-granular allocation on demand (the lower limit)",
 }
+
+
+# ------------------------------------------------------------------ a host tier beside the pool
+
+@dataclass(frozen=True)
+class TierView:
+    """What a KV tier in host memory (or on disk) adds beside the GPU pool, in tokens and requests: capacity
+    arithmetic over the simulation's figures, not a cache-eviction simulation (docs/workloads.md)."""
+
+    policy: str  # the policy whose GPU figures are used (paged when simulated)
+    gpu_pool_tokens: int  # the pool in tokens of the most loaded GPU
+    gpu_free_tokens: int  # the pool's mean free part while saturated: what prefix caching keeps warm on the GPU
+    host_tokens: int  # the host tier in tokens (its bytes over the bytes one token takes on this GPU)
+    disk_tokens: int
+    mean_request_tokens: float  # mean final length (prompt + output - 1)
+    warm_requests_gpu: float  # finished requests' KV the free pool can keep, at the mean length
+    warm_requests_host: float  # ... the host (and disk) tier can keep
+    prefix_hit_rate: float | None  # share of prompt tokens found cached (given)
+    prefill_tokens_saved_per_request: float | None  # hit rate x mean prompt
+    recompute_share_saved: float | None  # of all prompt tokens: the hit rate, while the warm prefixes fit the tiers
+
+
+def tiers(result: SimulationResult, *, host_bytes: int, disk_bytes: int = 0, prefix_hit_rate: float | None = None) -> TierView:
+    """The tier view of a simulation: the GPU pool's free part and a host tier of `host_bytes` (bytes on this GPU's
+    share), in tokens and in requests of the workload's mean length."""
+    if host_bytes < 0 or disk_bytes < 0:
+        raise InputError("a tier's size must not be negative", where="--kv-host")
+    if prefix_hit_rate is not None and not 0 <= prefix_hit_rate <= 1:
+        raise InputError(f"must be from 0 to 1, got {prefix_hit_rate}", where="--prefix-hit-rate")
+    by_name = {p.policy: p for p in result.policies}
+    policy = by_name.get("paged") or by_name.get("exact") or result.policies[0]
+    per_token = result.kv_bytes_per_token
+    pool_tokens = result.pool_bytes // per_token if per_token else 0
+    free = max(0, int(result.pool_bytes * (1 - policy.allocation)) // per_token) if per_token else 0
+    mean_len = result.prompt_tokens.mean + result.output_tokens.mean - 1
+    host = host_bytes // per_token if per_token else 0
+    disk = disk_bytes // per_token if per_token else 0
+    saved = prefix_hit_rate * result.prompt_tokens.mean if prefix_hit_rate is not None else None
+    return TierView(policy=policy.policy, gpu_pool_tokens=pool_tokens, gpu_free_tokens=free, host_tokens=host,
+                    disk_tokens=disk, mean_request_tokens=mean_len,
+                    warm_requests_gpu=free / mean_len if mean_len > 0 else 0.0,
+                    warm_requests_host=(host + disk) / mean_len if mean_len > 0 else 0.0,
+                    prefix_hit_rate=prefix_hit_rate, prefill_tokens_saved_per_request=saved,
+                    recompute_share_saved=prefix_hit_rate)

@@ -106,7 +106,9 @@ def _judge_on(dep: Deployment, *, suggest: bool, optimistic: bool) -> Verdict:
     figures = Figures(
         capacity_bytes=g.capacity_bytes if g else None, usable_bytes=g.usable_bytes if g else None,
         weights_bytes=g.weights_bytes if g else None, cache_bytes=g.cache_bytes if g else None,
-        free_bytes=g.free_bytes if g else None, max_concurrency=pool.concurrency if pool else None,
+        free_bytes=g.free_bytes if g else None,
+        # data parallelism: the deployment's replicas together (one pool's figure x replicas)
+        max_concurrency=pool.concurrency * pool.replicas if pool and pool.concurrency is not None else (pool.concurrency if pool else None),
         max_batch=base.max_batch, longest_context=longest,
         headroom_bytes=headroom[0] if headroom else None,
         headroom_percent=float(round(headroom[1] * 100, 2)) if headroom else None,
@@ -212,20 +214,24 @@ def _evaluate(engine: Engine, dep: Deployment, request):
 
     need = dep.requirements.concurrency
     if need is not None:
-        concurrency = pool.concurrency if pool is not None else None
-        actual: int | float = (concurrency if concurrency is not None else base.max_batch) or 0
+        # data parallelism: `replicas` engines, each with a pool like this one, serve the deployment's requests
+        replicas = pool.replicas if pool is not None else 1
+        concurrency = pool.concurrency * replicas if pool is not None and pool.concurrency is not None else None
+        actual: int | float = (concurrency if concurrency is not None else (base.max_batch or 0) * replicas) or 0
         if not base.fits:
             actual = 0
         shown = f"{actual:.2f}" if isinstance(actual, float) else f"{actual:,}"
         passed = actual >= need
-        detail = f"{shown} requests of {tokens} at once, {need:,} required"
-        held = pool.held_at_once if pool is not None and concurrency is not None else None
+        across = f" across {replicas} data-parallel replicas" if replicas > 1 else ""
+        detail = f"{shown} requests of {tokens} at once{across}, {need:,} required"
+        held = pool.held_at_once * replicas if pool is not None and concurrency is not None and pool.held_at_once is not None else None
         if passed and held is not None and held < need:
             passed = False
             detail = (f"{shown} requests of {tokens} at once as vLLM logs it, but block 0 is its null block: {held:,} "
                       f"held at once, {need:,} required")
         # the engine's limit on running requests (vLLM: max_num_seqs, its default resolved by the engine)
         cap = request.max_num_seqs or (pool.running_limit if pool is not None else None)
+        cap = cap * replicas if cap is not None else None
         if passed and cap is not None and cap < need:
             passed = False
             default = " (the engine's default)" if request.max_num_seqs is None else ""

@@ -32,6 +32,9 @@ MaxTokOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", he
 KvHeadsOpt = Annotated[Optional[int], typer.Option("--kv-heads", help="What-if: override the KV heads of every attention layer.", show_default=False)]
 HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", help="What-if: override the head dimension.", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docs/json.md).")]
+VllmArgsOpt = Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options, as vLLM spells them (--engine vllm): speculative decoding, LoRA, offload, data / expert / context parallelism, KV connectors, ... (docs/engines/features/).", show_default=False)]
+RateOpt = Annotated[Optional[str], typer.Option("--rate", help="Requests per second a KV connector's prefill -> decode link carries (with --vllm-args \"--kv-transfer-config ...\").", show_default=False)]
+PromptOpt = Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens per request moved by a KV connector (default: --seq).", show_default=False)]
 
 
 def model_lookup(models_dir, offline: bool):

@@ -37,19 +37,6 @@ MAX_PARAMS = 10**14
 
 
 @dataclass(frozen=True)
-class MoeSpec:
-    """Routed experts, as the engines size their fused-MoE kernels (the parameter count has them already)."""
-
-    experts: int
-    experts_per_token: int
-    intermediate_size: int  # one expert's MLP width
-    layers: int  # decoder layers with routed experts
-    shared_intermediate_size: int = 0  # the shared experts as one MLP beside the fused kernel
-    dense_intermediate_size: int = 0  # the MLP width of the layers without experts (0: none)
-    gated: bool = True  # gate and up projections fused (SiLU-and-multiply); False: up only (squared ReLU)
-
-
-@dataclass(frozen=True)
 class Layout:
     """The compact, editable form of the per-layer layout, as written in a spec file."""
 
@@ -57,6 +44,30 @@ class Layout:
     pattern: tuple[str, ...] | None = None  # repeats from layer 0
     per_layer: tuple[str, ...] | None = None  # exactly one entry per layer
     kv_heads: tuple[int, ...] | None = None  # per-layer KV heads, where they differ by layer
+
+
+@dataclass(frozen=True)
+class MoeSpec:
+    """The routed experts of a mixture-of-experts model: what expert parallelism spreads over the GPUs and what the
+    engines size their fused-MoE kernels' workspace by (the parameter count has them already)."""
+
+    experts: int  # routed experts in each MoE layer
+    experts_per_token: int
+    intermediate_size: int  # one expert's MLP width
+    layers: int  # decoder layers with routed experts
+    expert_params: int  # the routed experts' weights, all MoE layers together (shared experts not included)
+    shared_intermediate_size: int = 0  # the shared experts as one MLP beside the fused kernel
+    dense_intermediate_size: int = 0  # the MLP width of the layers without experts (0: none)
+    gated: bool = True  # gate and up projections fused (SiLU-and-multiply); False: up only (squared ReLU)
+
+
+@dataclass(frozen=True)
+class MtpSpec:
+    """Multi-token-prediction layers the checkpoint holds beyond the decoder layers (DeepSeek-V3's
+    num_nextn_predict_layers, Qwen3-Next, GLM-4.5): loaded only for speculative decoding (method mtp)."""
+
+    layers: int
+    params: int  # their weights together, the embedding and output head they share with the model left out
 
 
 @dataclass(frozen=True)
@@ -84,7 +95,9 @@ class ModelSpec:
     tie_word_embeddings: bool | None = None  # None: the source does not say
     mla: MlaSpec | None = None
     state: StateSpec | None = None
+    intermediate_size: int | None = None  # the dense MLP width (LoRA slots are sized by it)
     moe: MoeSpec | None = None
+    mtp: MtpSpec | None = None
     quant_method: str | None = None  # config.json's quantization_config.quant_method ("fp8", "mxfp4", "awq", ...)
     aliases: tuple[str, ...] = ()
     architecture: str | None = None
@@ -114,14 +127,16 @@ _TOP_KEYS = {
     "name", "aliases", "provenance", "architecture", "notes", "layers", "attention_heads", "kv_heads",
     "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
     "active_params", "vision_params", "weights_bytes", "weights_source", "max_context", "layout",
-    "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state", "moe", "quant_method",
+    "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state", "intermediate_size", "moe", "mtp",
+    "quant_method",
 }
 _REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
 _LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads"}
 _MLA_KEYS = {"kv_lora_rank", "qk_rope_head_dim"}
-_MOE_KEYS = {"experts", "experts_per_token", "intermediate_size", "layers", "shared_intermediate_size",
-             "dense_intermediate_size", "gated"}
+_MOE_REQUIRED = ("experts", "experts_per_token", "intermediate_size", "layers", "expert_params")
+_MOE_KEYS = {*_MOE_REQUIRED, "shared_intermediate_size", "dense_intermediate_size", "gated"}
 _STATE_KEYS = {"conv_shape", "recurrent_shape", "conv_dtype", "recurrent_dtype"}
+_MTP_KEYS = {"layers", "params"}
 
 
 class _Reader:
@@ -264,20 +279,6 @@ def _build(data: Any) -> ModelSpec:
                 raise InputError("is required", where=f"mla.{key}")
         mla = MlaSpec(m.int("kv_lora_rank", maximum=MAX_DIM), m.int("qk_rope_head_dim", minimum=0, maximum=MAX_DIM))
 
-    moe = None
-    if (m := r.sub("moe", _MOE_KEYS)) is not None:
-        for key in ("experts", "experts_per_token", "intermediate_size", "layers"):
-            if not m.has(key):
-                raise InputError("is required", where=f"moe.{key}")
-        moe = MoeSpec(m.int("experts", maximum=1 << 20), m.int("experts_per_token", maximum=1 << 20),
-                      m.int("intermediate_size", maximum=MAX_DIM), m.int("layers", maximum=layers),
-                      m.int("shared_intermediate_size", default=0, minimum=0, maximum=MAX_DIM),
-                      m.int("dense_intermediate_size", default=0, minimum=0, maximum=MAX_DIM),
-                      True if m.bool("gated") is None else m.bool("gated"))
-        if moe.experts_per_token > moe.experts:
-            raise InputError(f"experts_per_token ({moe.experts_per_token}) exceeds experts ({moe.experts})",
-                             where="moe.experts_per_token")
-
     state = None
     if (s := r.sub("state", _STATE_KEYS)) is not None:
         for key in ("conv_shape", "recurrent_shape"):
@@ -289,6 +290,27 @@ def _build(data: Any) -> ModelSpec:
             conv_dtype=s.dtype("conv_dtype", default=model_dtype),
             recurrent_dtype=s.dtype("recurrent_dtype", default=model_dtype),
         )
+
+    moe = None
+    if (m := r.sub("moe", _MOE_KEYS)) is not None:
+        for key in _MOE_REQUIRED:
+            if not m.has(key):
+                raise InputError("is required", where=f"moe.{key}")
+        moe = MoeSpec(experts=m.int("experts", maximum=1 << 20), experts_per_token=m.int("experts_per_token", maximum=1 << 20),
+                      intermediate_size=m.int("intermediate_size", maximum=MAX_DIM), layers=m.int("layers", maximum=layers),
+                      expert_params=m.int("expert_params"),
+                      shared_intermediate_size=m.int("shared_intermediate_size", default=0, minimum=0, maximum=MAX_DIM),
+                      dense_intermediate_size=m.int("dense_intermediate_size", default=0, minimum=0, maximum=MAX_DIM),
+                      gated=True if m.bool("gated") is None else m.bool("gated"))
+        if moe.experts_per_token > moe.experts:
+            raise InputError(f"experts_per_token ({moe.experts_per_token}) exceeds experts ({moe.experts})",
+                             where="moe.experts_per_token")
+    mtp = None
+    if (t := r.sub("mtp", _MTP_KEYS)) is not None:
+        for key in _MTP_KEYS:
+            if not t.has(key):
+                raise InputError("is required", where=f"mtp.{key}")
+        mtp = MtpSpec(layers=t.int("layers", maximum=MAX_LAYERS), params=t.int("params"))
 
     layout = _layout(r, layers)
     kinds = _resolve_kinds(layout, layers)
@@ -339,7 +361,8 @@ def _build(data: Any) -> ModelSpec:
         weight_dtype=r.dtype("weight_dtype"), weights_bytes=r.int("weights_bytes", maximum=1 << 60),
         weights_source=r.str("weights_source"), active_params=active, vision_params=r.int("vision_params", minimum=0),
         max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
-        tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state, moe=moe,
+        tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
+        intermediate_size=r.int("intermediate_size", maximum=MAX_DIM), moe=moe, mtp=mtp,
         quant_method=r.str("quant_method"), aliases=tuple(a.strip() for a in aliases), architecture=r.str("architecture"),
         provenance=r.str("provenance"), notes=r.str("notes"),
     )
@@ -415,7 +438,7 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         if getattr(spec, key):
             out[key] = getattr(spec, key)
     out.update(layers=spec.layers, attention_heads=spec.attention_heads, kv_heads=spec.kv_heads, head_dim=spec.head_dim)
-    for key in ("v_head_dim", "hidden_size", "vocab_size"):
+    for key in ("v_head_dim", "hidden_size", "intermediate_size", "vocab_size"):
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)
     out["dtype"] = spec.dtype
@@ -436,16 +459,19 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         out["layout"] = layout
     if spec.mla:
         out["mla"] = {"kv_lora_rank": spec.mla.kv_lora_rank, "qk_rope_head_dim": spec.mla.qk_rope_head_dim}
+    if spec.state:
+        out["state"] = {"conv_shape": list(spec.state.conv_shape), "recurrent_shape": list(spec.state.recurrent_shape),
+                        "conv_dtype": spec.state.conv_dtype, "recurrent_dtype": spec.state.recurrent_dtype}
     if spec.moe:
         out["moe"] = {"experts": spec.moe.experts, "experts_per_token": spec.moe.experts_per_token,
-                      "intermediate_size": spec.moe.intermediate_size, "layers": spec.moe.layers}
+                      "intermediate_size": spec.moe.intermediate_size, "layers": spec.moe.layers,
+                      "expert_params": spec.moe.expert_params}
         if spec.moe.shared_intermediate_size:
             out["moe"]["shared_intermediate_size"] = spec.moe.shared_intermediate_size
         if spec.moe.dense_intermediate_size:
             out["moe"]["dense_intermediate_size"] = spec.moe.dense_intermediate_size
         if not spec.moe.gated:
             out["moe"]["gated"] = False
-    if spec.state:
-        out["state"] = {"conv_shape": list(spec.state.conv_shape), "recurrent_shape": list(spec.state.recurrent_shape),
-                        "conv_dtype": spec.state.conv_dtype, "recurrent_dtype": spec.state.recurrent_dtype}
+    if spec.mtp:
+        out["mtp"] = {"layers": spec.mtp.layers, "params": spec.mtp.params}
     return out

@@ -58,14 +58,22 @@ class Engine:
     # the --engine-option keys this engine reads, and whether its budget subtracts --gpu-reserved
     option_keys: tuple[str, ...] = ()
     takes_gpu_reserved: bool = False
+    # whether the estimate reads EngineRequest.features (speculative decoding, LoRA, offload, parallelism, KV
+    # connectors: kvplan/engines/features/); an engine that does not refuses a request carrying them
+    takes_features: bool = False
 
     def accepts(self, req: EngineRequest) -> None:
-        """InputError for an --engine-option key or --gpu-reserved this engine does not read (never ignored)."""
+        """InputError for an --engine-option key, --gpu-reserved or launch features this engine does not read (never
+        ignored)."""
         for key, _ in req.engine_options or ():
             if key not in self.option_keys:
                 hint = (f"{self.title} reads " + ", ".join(self.option_keys)) if self.option_keys else \
                     f"{self.title} takes no --engine-option"
                 raise InputError(f"{self.title} has no engine option {key!r}", where="--engine-option", hint=hint)
+        if req.features is not None and not self.takes_features:
+            raise InputError(f"the {self.name} engine does not model speculative decoding, LoRA, offload tiers, expert, "
+                             "data or context parallelism or KV connectors", where="--vllm-args",
+                             hint="they apply to --engine vllm")
         if req.gpu_reserved_bytes is not None and not self.takes_gpu_reserved:
             raise InputError(f"the {self.name} engine's budget does not read it", where="--gpu-reserved",
                              hint="it applies to --engine sglang and trtllm")

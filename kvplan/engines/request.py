@@ -17,6 +17,7 @@ from kvplan.core.dtypes import WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
 from kvplan.engines.calibration import SiteProfile
+from kvplan.engines.features import Features
 
 
 @dataclass(frozen=True)
@@ -59,14 +60,21 @@ class EngineRequest:
     # which edge of a modelled budget's band to size the pool by: None (the modelled value), "low", "high";
     # kvplan check judges by "low" (a verdict that holds only inside the band is not a pass)
     budget_edge: str | None = None
-    # vLLM --enable-expert-parallel at data parallel 1: each TP rank holds whole experts (E / tp of them) rather than
-    # a slice of every expert; the weights are the same bytes, the fused-MoE workspace is wider
-    expert_parallel: bool = False
+    # speculative decoding, LoRA, offload tiers, expert / data / context parallelism, KV connectors and the options
+    # that change the cache layout (kvplan/engines/features/); None: none of them
+    features: Features | None = None
     # memory each GPU has in use before the engine starts (--gpu-reserved: a desktop's display, WSL2, another process)
     gpu_reserved_bytes: int | None = None
     # engine settings kvplan has no shared flag for (--engine-option KEY=VALUE), as given; each engine reads its own
     # keys (engines.Engine.option_keys) and refuses the others
     engine_options: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def expert_parallel(self) -> bool:
+        """vLLM --enable-expert-parallel: each TP rank holds whole experts (E / tp of them) rather than a slice of
+        every expert; the weights are the same bytes at data parallel 1, the fused-MoE workspace is wider."""
+        par = self.features.parallel if self.features is not None else None
+        return bool(par is not None and par.expert_parallel)
 
     def option(self, key: str) -> str | None:
         """The value of --engine-option KEY=VALUE, None when not given."""
@@ -126,7 +134,8 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                   max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
                   kv_heads: int | None = None, head_dim: int | None = None,
                   engine_version: str | None = None, gpu_reserved: str | None = None,
-                  engine_options: list[str] | tuple[str, ...] | None = None) -> EngineRequest:
+                  engine_options: list[str] | tuple[str, ...] | None = None, vllm_args: str | None = None,
+                  rate: str | None = None, prompt: str | None = None) -> EngineRequest:
     """Turn command-line values into an EngineRequest, validating each (every command builds its requests here)."""
     from kvplan.core import dtypes, units
     from kvplan.model import catalog
@@ -166,13 +175,17 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         if reserved_bytes >= hardware.capacity_bytes:
             raise InputError(f"{reserved_bytes} B in use leaves nothing of the GPU's {hardware.capacity_bytes} B",
                              where="--gpu-reserved")
+    features = None
+    if vllm_args is not None or rate is not None or prompt is not None:
+        spec, features, weight_fmt = launch_features(model, spec, vllm_args, tp=tp, engine_version=engine_version,
+                                                     weight_fmt=weight_fmt, rate=rate, prompt=prompt)
     return EngineRequest(
         spec=spec, seq=seq_tokens, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
         hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
         kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory else None,
         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         engine_version=engine_version, gpu_reserved_bytes=reserved_bytes,
-        engine_options=parse_engine_options(engine_options),
+        engine_options=parse_engine_options(engine_options), features=features,
     )
 
 
@@ -190,6 +203,62 @@ def parse_engine_options(items: list[str] | tuple[str, ...] | None) -> tuple[tup
             raise InputError(f"{key} given twice", where="--engine-option")
         out[key] = value
     return tuple(out.items())
+
+
+# `vllm serve` options that kvplan's own flags give (--seq, --tp, ...): --vllm-args refuses them, so that one setting
+# has one place
+_CORE_OPTIONS = {"model": "MODEL", "hf_config_path": "MODEL", "max_model_len": "--seq", "tensor_parallel_size": "--tp",
+                 "pipeline_parallel_size": "--pp", "gpu_memory_utilization": "--gpu-util", "kv_cache_dtype": "--kv-dtype",
+                 "kv_cache_memory_bytes": "--kv-cache-memory", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
+                 "max_num_batched_tokens": "--max-num-batched-tokens", "dtype": "--dtype"}
+
+
+def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: int, engine_version: str | None,
+                    weight_fmt: WeightFormat | None, rate: str | None, prompt: str | None):
+    """--vllm-args: the extra options of a `vllm serve` launch (speculative decoding, LoRA, offload, parallelism, KV
+    connectors, ...), read by vLLM's own option table; and --rate / --prompt for a KV connector's link.
+    Returns (the model as the launch builds it, Features, the weight format)."""
+    import dataclasses
+    from pathlib import Path
+
+    from kvplan.core import units, yamlio
+    from kvplan.engines.features import Features
+    from kvplan.engines.vllm import launch, serve_args
+    from kvplan.model import hf_config
+
+    features = Features()
+    if vllm_args is not None:
+        args = serve_args.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
+        for dest, flag in _CORE_OPTIONS.items():
+            if args.given(dest):
+                raise InputError(f"{args.written.get(dest, dest)} is kvplan's {flag}", where="--vllm-args",
+                                 hint=f"give it as {flag}")
+        blocked = serve_args.unmodelled(args)
+        if blocked:
+            from kvplan.core.errors import UnsupportedError
+
+            written, why = blocked[0]
+            raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"--vllm-args: {written}",
+                                   hint="kvplan refuses rather than guesses")
+        raw = None
+        path = Path(model).expanduser()
+        config = hf_config.find_config_json(path) if path.exists() else None
+        if config is not None:
+            raw = (yamlio.load_json(config), None)
+        features, spec, _ = launch.read(args, spec, raw, where="--vllm-args", tp=tp)
+        if features.quantization is not None:
+            weight_fmt = launch.online_quantization(args, spec, raw, weight_fmt, where="--vllm-args: --quantization")
+    if rate is not None:
+        try:
+            value = float(rate)
+        except ValueError:
+            raise InputError(f"must be a number of requests per second, got {rate!r}", where="--rate") from None
+        if not value > 0 or value != value or value == float("inf"):
+            raise InputError(f"must be a positive number of requests per second, got {rate!r}", where="--rate")
+        features = dataclasses.replace(features, rate=value)
+    if prompt is not None:
+        features = dataclasses.replace(features, prompt_tokens=units.parse_tokens(prompt, what="--prompt"))
+    return spec, (features if features.any else None), weight_fmt
 
 
 def override_spec(spec: ModelSpec, *, kv_heads: int | None, head_dim: int | None) -> ModelSpec:

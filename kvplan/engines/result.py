@@ -87,6 +87,7 @@ class PoolView:
     pool_bytes: int | None
     per_request_bytes: int | None
     estimated_max_model_len: int | None
+    replicas: int = 1  # data-parallel engines, each with a pool like this one: the deployment holds replicas x as many
 
 
 @dataclass(frozen=True)

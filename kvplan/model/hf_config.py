@@ -12,7 +12,7 @@ from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.model.params import count_params, moe_summary
+from kvplan.model.params import count_params, moe_summary, mtp_layer_params, routed_expert_params
 from kvplan.core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping
 
 # vLLM downcasts a float32 (or dtype-less) config to the platform's preferred 16-bit dtype: bf16 on every GPU
@@ -219,6 +219,8 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         spec["moe"] = {k: v for k, v in moe.items()
                        if not (k == "gated" and v) and not (k in ("shared_intermediate_size", "dense_intermediate_size")
                                                             and not v)}
+        # what expert parallelism spreads over the GPUs (0: the inventory does not split the experts out)
+        spec["moe"]["expert_params"] = routed_expert_params(counted.tensors)
     spec["params"] = counted.total
     if counted.tied is not None:
         spec["tie_word_embeddings"] = counted.tied
@@ -227,10 +229,17 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
     if counted.vision:
         spec["vision_params"] = counted.vision
     notes.extend(counted.notes)
-    mtp = int(cfg.get("num_nextn_predict_layers") or 0)
+    dense_mlp = _first(cfg, "intermediate_size", "n_inner", "ffn_hidden_size")
+    if isinstance(dense_mlp, int) and dense_mlp > 0 and model_type not in _PURE_MAMBA:
+        spec["intermediate_size"] = dense_mlp
+    mtp = int(_first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers") or 0)
     if mtp:
+        try:
+            spec["mtp"] = {"layers": mtp, "params": mtp * mtp_layer_params(cfg, spec)}
+        except KvplanError as err:
+            raise err.located(where) from None
         notes.append(f"the checkpoint also holds {mtp} multi-token-prediction layer(s) (num_nextn_predict_layers), "
-                     "loaded only for speculative decoding and not counted")
+                     "loaded only for speculative decoding and not counted in params (the mtp section has them)")
     quant = raw.get("quantization_config") or cfg.get("quantization_config")
     if isinstance(quant, Mapping):
         from kvplan.model.weights import NotModelled, quantized_weight_bytes

@@ -154,6 +154,35 @@ def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
                       tied=bool(tied) if known else None)
 
 
+def routed_expert_params(tensors: tuple[Tensor, ...]) -> int:
+    """The routed experts' weights, all MoE layers together (shared experts are ordinary MLPs, not counted): what
+    expert parallelism spreads over the GPUs. 0 where the inventory has no expert tensors."""
+    return sum(t.numel for t in tensors if t.kind == EXPERT)
+
+
+def mtp_layer_params(cfg: Mapping, spec: Mapping) -> int:
+    """Weights of one multi-token-prediction layer beyond the embedding and output head it shares with the model.
+
+    DeepSeek-V3 (vLLM model_executor/models/deepseek_mtp.py DeepSeekMultiTokenPredictorLayer), GLM-4.5
+    (glm4_moe_mtp.py) and Qwen3-Next (qwen3_next_mtp.py) build the same thing: the norms of the embedding and of
+    the previous hidden state, a [hidden, 2 x hidden] projection of the two, one decoder layer (full attention, or
+    MLA, with the MLP or MoE block of a layer at that index) and a final norm before the shared head."""
+    model_type = str(cfg.get("model_type") or "")
+    hidden = int(spec["hidden_size"])
+    layers = int(spec["layers"])
+    b = _Builder()
+    b.norm("enorm", hidden)
+    b.norm("hnorm", hidden)
+    b.linear("eh_proj", hidden, 2 * hidden)
+    b.norm("shared_head.norm", hidden)
+    norms = 4 if model_type in _FOUR_NORMS else 2
+    b.norm("layer_norms", hidden, count=norms)
+    kind = MLA if spec.get("mla") else FULL
+    _mixer(b, cfg, model_type, kind, hidden, spec, int(spec["kv_heads"]))
+    _ffn(b, cfg, model_type, layers, hidden)
+    return sum(t.numel for t in b.tensors)
+
+
 def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
     layout = spec.get("layout") or {}
     if layout.get("per_layer"):

@@ -124,13 +124,50 @@ def _split_hf_server_args(args: list[str], *, where: str) -> tuple[list[str], li
     return own, rest, model_id, backend
 
 
+# Kubernetes resource quantities (apimachinery resource.Quantity): binary Ki..Ei, decimal k..E, or plain bytes
+_QUANTITY = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
+             "k": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15, "E": 10**18, "": 1}
+
+
+def _quantity_bytes(value: Any, *, where: str) -> int:
+    """'10Gi' -> 10737418240, as Kubernetes reads a memory quantity; whole bytes only."""
+    import re
+    from fractions import Fraction
+
+    m = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*(Ki|Mi|Gi|Ti|Pi|Ei|k|M|G|T|P|E|)\s*", str(value))
+    if m is None or isinstance(value, bool):
+        raise InputError(f"{value!r} is not a Kubernetes memory quantity", where=where, hint="e.g. 10Gi or 500Mi")
+    size = Fraction(m.group(1)) * _QUANTITY[m.group(2)]
+    if size.denominator != 1 or size < 1:
+        raise InputError(f"{value!r} is not a whole, positive number of bytes", where=where, hint="e.g. 10Gi")
+    return int(size)
+
+
+def _offloading_connector(offloading: Any, *, where: str) -> str:
+    """The --kv-transfer-config KServe's controller gives vLLM for `kvCacheOffloading`: vLLM's OffloadingConnector
+    with the CPU tier's size (`cpu`, e.g. 10Gi) as its cpu_bytes_to_use. The disk tiers (`secondary`) hold no GPU
+    memory. Without a `cpu` size the controller's default decides it, which the file does not say."""
+    import json
+
+    cpu = offloading.get("cpu") if isinstance(offloading, Mapping) else None
+    if cpu is None:
+        raise UnsupportedError("kvCacheOffloading names no cpu size: KServe's controller picks the CPU tier",
+                               where=where, hint="give kvCacheOffloading.cpu (e.g. 10Gi)")
+    size = _quantity_bytes(cpu, where=f"{where}.cpu")
+    return json.dumps({"kv_connector": "OffloadingConnector", "kv_role": "kv_both",
+                       "kv_connector_extra_config": {"cpu_bytes_to_use": size}})
+
+
 def _llm_inference_service(doc, *, source, document, where, base_dir, name) -> list:
     spec = doc.get("spec") if isinstance(doc.get("spec"), Mapping) else {}
     model = spec.get("model") if isinstance(spec.get("model"), Mapping) else {}
     ref, storage = storage_model(model.get("uri"))
     served = str(model.get("name") or name)
     parallel = spec.get("parallelism") if isinstance(spec.get("parallelism"), Mapping) else {}
-    offloading = "kvCacheOffloading" in spec or any(isinstance(v, Mapping) and "kvCacheOffloading" in v for v in spec.values())
+    offloading = spec.get("kvCacheOffloading")
+    if offloading is None:
+        offloading = next((v["kvCacheOffloading"] for v in spec.values() if isinstance(v, Mapping) and "kvCacheOffloading" in v),
+                          None)
     items: list = []
     roles = [("template", spec.get("template"), parallel, spec.get("worker"))]
     prefill = spec.get("prefill") if isinstance(spec.get("prefill"), Mapping) else None
@@ -152,8 +189,8 @@ def _llm_inference_service(doc, *, source, document, where, base_dir, name) -> l
             if par.get("expert"):
                 words.append("--enable-expert-parallel")
             words += ["--data-parallel-size", str(par.get("data") or 1), "--data-parallel-size-local", str(par.get("dataLocal") or 1)]
-        if offloading:
-            words += ["--kv-transfer-config", '{"kv_connector":"OffloadingConnector","kv_role":"kv_both"}']
+        if offloading is not None:
+            words += ["--kv-transfer-config", _offloading_connector(offloading, where=f"{where}: spec.workload.kvCacheOffloading")]
         extra = env.get("VLLM_ADDITIONAL_ARGS")
         if "VLLM_ADDITIONAL_ARGS" in env and extra is None:
             words.append(launch.shell.marker("VLLM_ADDITIONAL_ARGS"))

@@ -16,14 +16,27 @@ from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, Require
 from kvplan.check.report import FORMAT_KVPLAN, Origins
 from kvplan.core.errors import InputError, UnsupportedError, did_you_mean
 
+# vLLM's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors, ...: docs/engines/features/),
+# read by vLLM's own option table and kvplan/engines/vllm/launch.py, with kvplan's keys for what a launch leaves to
+# other programs (LMCache's sizes) or to the load (the rate a prefill -> decode link carries)
+FEATURE_KEYS = ("speculative_config", "spec_method", "spec_model", "spec_tokens", "enable_lora", "max_loras",
+                "max_lora_rank", "lora_dtype", "max_cpu_loras", "fully_sharded_loras", "lora_target_modules",
+                "cpu_offload_gb", "cpu_offload_params", "kv_offloading_size", "kv_offloading_backend", "kv_transfer_config",
+                "data_parallel_size", "enable_expert_parallel", "decode_context_parallel_size",
+                "prefill_context_parallel_size", "enable_eplb", "eplb_config", "all2all_backend", "nnodes",
+                "data_parallel_size_local", "quantization", "kv_cache_dtype_skip_layers", "mamba_cache_dtype",
+                "mamba_ssm_cache_dtype", "disable_sliding_window", "hf_overrides", "num_gpu_blocks_override",
+                "attention_backend", "attention_config", "language_model_only", "limit_mm_per_prompt")
 KVPLAN_KEYS = (
     "name", "model", "engine", "gpu", "gpu_memory", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
     "kv_cache_dtype", "dtype", "gpu_memory_utilization", "kv_cache_memory_bytes", "block_size", "max_num_seqs",
     "max_num_batched_tokens", "reserve", "vllm_version", "require",
-)
+) + FEATURE_KEYS + ("lmcache", "request_rate", "prompt_tokens")
+LMCACHE_KEYS = ("max_local_cpu_size", "max_local_disk_size", "chunk_size")
 REQUIRE_KEYS = ("concurrency", "headroom")
 # keys vLLM has no option for: their presence marks kvplan's own format
-KVPLAN_ONLY = frozenset({"name", "engine", "gpu", "gpu_memory", "require", "reserve", "vllm_version"})
+KVPLAN_ONLY = frozenset({"name", "engine", "gpu", "gpu_memory", "require", "reserve", "vllm_version", "lmcache",
+                         "request_rate", "prompt_tokens"})
 
 
 def key(name: str) -> str:
@@ -104,18 +117,74 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         version = defaults.vllm_version
     if engine == "vllm":
         check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"))
+    features, spec, weight_fmt, notes = _features(data, spec, raw_config, weight_fmt, engine=engine, tp=tp, pp=pp,
+                                                  version=version, where=where, base_dir=base_dir)
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=gpu, util=util,
-                             reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version, **ints)
+                             reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version,
+                             features=features, **ints)
     release = None
     if engine == "vllm":
         mirrored = releases.release(version).mirrors
         release = (f"vLLM {mirrored} rules (vllm_version: {data['vllm_version']})" if "vllm_version" in data else
                    f"vLLM {mirrored} rules (--vllm-version {defaults.vllm_version})" if defaults.vllm_version else
                    f"vLLM {mirrored} rules (kvplan's default)")
+    gpus = tp * pp
+    if features is not None and features.parallel is not None:
+        gpus *= features.parallel.data_parallel_size * features.parallel.prefill_context_parallel_size
     origins = Origins(gpu=gpu_origin, gpus=f"tensor x pipeline parallel = {tp} x {pp}", model=found.source.describe(),
                       engine_release=release)
     return Deployment(source=source, document=document, name=name, format=FORMAT_KVPLAN, engine=engine, request=request,
-                      requirements=requirements, key=key, gpus=tp * pp, origins=origins)
+                      requirements=requirements, key=key, gpus=gpus, origins=origins, notes=tuple(notes))
+
+
+def _features(data: Mapping, spec, raw_config, weight_fmt, *, engine: str, tp: int, pp: int, version, where: str,
+              base_dir: Path):
+    """The vLLM options of the document (FEATURE_KEYS), read as `vllm serve` reads them, and kvplan's lmcache,
+    request_rate and prompt_tokens. Returns (Features or None, the model as the launch builds it, the weight format,
+    notes)."""
+    import dataclasses
+
+    from kvplan.core import units
+    from kvplan.engines.features import offload
+    from kvplan.engines.vllm import launch, serve_args
+
+    options = {k: data[k] for k in FEATURE_KEYS if k in data}
+    extra = {k: data[k] for k in ("lmcache", "request_rate", "prompt_tokens") if k in data}
+    if not options and not extra:
+        return None, spec, weight_fmt, []
+    if engine != "vllm":
+        first = next(iter(options or extra))
+        raise InputError(f"{first} is a vLLM option; this deployment's engine is {engine}", where=f"{where}: {first}",
+                         hint="the SGLang and TensorRT-LLM spellings of these options are not read yet")
+    args = serve_args.parse_config({"pipeline_parallel_size": pp, **options}, where=where, version=version)
+    features, spec, notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=base_dir)
+    weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=f"{where}: quantization")
+    if "lmcache" in extra:
+        value = extra["lmcache"]
+        if not isinstance(value, Mapping):
+            raise InputError("must be a mapping of max_local_cpu_size, max_local_disk_size, chunk_size", where=f"{where}: lmcache")
+        for k in value:
+            if k not in LMCACHE_KEYS:
+                raise InputError(f"unknown key {k!r}", where=f"{where}: lmcache.{k}", hint=", ".join(LMCACHE_KEYS))
+        base = features.kv_offload
+        if base is None or base.backend != "lmcache":
+            raise InputError("lmcache sizes need an LMCache connector (kv_transfer_config) or --kv-offloading-backend lmcache",
+                             where=f"{where}: lmcache")
+        gib = lambda k, d: int(float(value.get(k, d)) * offload.GIB)  # noqa: E731  LMCache sizes: x 1024**3
+        features = dataclasses.replace(features, kv_offload=dataclasses.replace(
+            base, lmcache_cpu_bytes=gib("max_local_cpu_size", offload.LMCACHE_CPU_GIB_DEFAULT),
+            lmcache_disk_bytes=gib("max_local_disk_size", 0),
+            lmcache_chunk_tokens=whole(value.get("chunk_size", offload.LMCACHE_CHUNK_TOKENS), where=f"{where}: lmcache.chunk_size")))
+        notes = [n for n in notes if "max_local_cpu_size is not in the launch" not in n]
+    if "request_rate" in extra:
+        rate = extra["request_rate"]
+        if isinstance(rate, bool) or not isinstance(rate, (int, float)) or not rate > 0:
+            raise InputError(f"must be a positive number of requests per second, got {rate!r}", where=f"{where}: request_rate")
+        features = dataclasses.replace(features, rate=float(rate))
+    if "prompt_tokens" in extra:
+        features = dataclasses.replace(features, prompt_tokens=located(f"{where}: prompt_tokens", units.parse_tokens,
+                                                                      extra["prompt_tokens"], what="prompt_tokens"))
+    return (features if features.any else None), spec, weight_fmt, notes
 
 
 def _requirements(value: Any, *, where: str, defaults: Requirements) -> Requirements:

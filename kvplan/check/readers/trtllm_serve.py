@@ -38,8 +38,15 @@ def yaml_key(name: str) -> str:
     return _KEYS.get(name, name)
 
 
+# keys a vLLM --config file or a kvplan deployment writes too: alone they do not make a TensorRT-LLM options file
+SHARED_KEYS = frozenset({"speculative_config"})
+# kvplan's own deployment keys (check/readers/kvplan_yaml.py KVPLAN_ONLY): such a document is kvplan's
+_KVPLAN_KEYS = frozenset({"engine", "gpu", "gpu_memory", "require", "reserve", "vllm_version"})
+
+
 def is_options(doc: Mapping) -> bool:
-    return bool(set(map(str, doc)) & MARKERS) and "model_loading_config" not in doc
+    keys = set(map(str, doc))
+    return bool(keys & (MARKERS - SHARED_KEYS)) and not keys & _KVPLAN_KEYS and "model_loading_config" not in doc
 
 
 def is_disaggregated(doc: Mapping) -> bool:

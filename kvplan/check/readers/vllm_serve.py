@@ -4,7 +4,6 @@ engine. The GPU comes from the file around the command line (LaunchContext.gpu),
 
 from __future__ import annotations
 
-import dataclasses
 
 from pathlib import Path
 from typing import Callable, Mapping
@@ -13,7 +12,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, ch
                                      engine_request, resolve_model, tp_from_gpus, whole)
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.engines.vllm import serve_args
+from kvplan.engines.vllm import launch, serve_args
 
 # vLLM's --dtype names -> kvplan's (vllm/config/model.py _STR_DTYPE_TO_TORCH_DTYPE)
 _VLLM_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
@@ -57,11 +56,6 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     spec = found.spec
     raw_config = (found.config, found.tokenizer_config) if found.config is not None else None
     blocked = serve_args.unmodelled(args)
-    if raw_config is not None and args.get("quantization"):
-        # naming the checkpoint's own method changes nothing: vLLM reads it from config.json anyway
-        quant = raw_config[0].get("quantization_config") or {}
-        if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == str(args.get("quantization")).lower():
-            blocked = [b for b in blocked if b[0] != args.written.get("quantization")]
     if blocked:
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
@@ -92,6 +86,8 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
         # --dtype sets the activation dtype; it changes the weight bytes only of an unquantized checkpoint
         if spec.weights_bytes is None and (spec.weight_dtype or spec.dtype) in ("bf16", "fp16", "fp32", "bfloat16", "float16", "float32"):
             weight_fmt = dtypes.weight_format(_VLLM_DTYPES[vllm_dtype])
+    features, spec, feature_notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=ctx.base_dir)
+    weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=at("quantization"))
     kv_name = args.get("kv_cache_dtype", "auto")
     if kv_name not in KV_DTYPES:
         raise UnsupportedError(f"kv-cache-dtype {kv_name} is not modelled", where=at("kv_cache_dtype"),
@@ -107,23 +103,21 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     if kv_mem is not None and kv_mem < 1:
         raise InputError(f"must be positive, got {kv_mem}", where=at("kv_cache_memory_bytes"))
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
-    notes = list(ctx.notes) + list(args.notes) + list(choice.notes)
+    notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + feature_notes
     graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
         notes.append(f"{', '.join(graph)}: CUDA-graph memory is counted as with vLLM's defaults")
     if backend:
         notes.append(f"VLLM_ATTENTION_BACKEND={backend}: blocks are sized as vLLM's default backend sizes them")
-    dp = args.get("data_parallel_size", 1)
-    if dp > 1:
-        notes.append(f"data-parallel-size {dp}: {dp} replicas of {tp * pp} GPUs each; judged per replica")
+    par = features.parallel
+    dp = par.data_parallel_size if par else 1
+    pcp = par.prefill_context_parallel_size if par else 1
     # prefix caching decides how many Mamba state blocks a hybrid's request holds (kvplan/engines/vllm/engine.py)
     prefix_caching = args.get("enable_prefix_caching") if args.given("enable_prefix_caching") else None
     alternatives = choice.hardware[1:]
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
-                             prefix_caching=prefix_caching, **ints)
-    if args.get("enable_expert_parallel") and spec.moe is not None:
-        request = dataclasses.replace(request, expert_parallel=True)
+                             prefix_caching=prefix_caching, features=features if features.any else None, **ints)
     served = args.get("served_model_name")
     # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
     # resource has
@@ -131,7 +125,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
                       model=found.source.describe(), engine_release=release_words(ctx.version, ctx.release_origin))
     return Deployment(source=ctx.source, document=ctx.document, name=str(name), format=ctx.fmt, engine="vllm", request=request,
-                      requirements=ctx.defaults.requirements, key=key, gpus=tp * pp * dp, notes=tuple(dict.fromkeys(notes)),
+                      requirements=ctx.defaults.requirements, key=key, gpus=tp * pp * pcp * dp, notes=tuple(dict.fromkeys(notes)),
                       origins=origins, alternatives=alternatives, gpus_available=choice.count,
                       gpus_available_origin=choice.count_origin, flag_style=ctx.flag_style and ctx.fmt != "vllm-config")
 

@@ -30,6 +30,7 @@ def explain(
     window: Annotated[int, typer.Option("--window", help="Window for the sliding-window what-if on models without one.")] = 4096,
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
+    vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options: each term they add (drafter, LoRA slots, offload tiers, parallelism, KV connectors) derived with its numbers (docs/engines/features/).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -73,6 +74,14 @@ def explain(
     result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
     if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
         raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")
+    if vllm_args is not None:
+        import dataclasses
+
+        from kvplan.engines.vllm import engine as vllm_engine
+
+        vreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
+                             tp=tp, pp=pp, gpu_util=gpu_util, vllm_args=vllm_args)
+        result = dataclasses.replace(result, extra_terms=ex.extra_terms(vllm_engine.estimate(vreq)))
     if notes:
         import dataclasses
 
@@ -117,6 +126,12 @@ def _print(result, est) -> None:
                                            f"= estimate's cache_bytes {est.cache_bytes:,} B", format_bytes(result.cache_bytes)]
     table.add_row(*total, style="bold")
     out.print(table)
+
+    if result.extra_terms:
+        rows = [[t.option, t.what, t.formula, format_bytes(t.bytes) if t.bytes is not None else "—"]
+                for t in result.extra_terms]
+        render.print_whole(out, render.figures_table("what the vLLM launch options add (vLLM's own terms, per GPU unless said)",
+                                                     ["option", "term", "how", "bytes"], rows, text=(0, 1, 2)))
 
     has_gpu = any(w.max_batch is not None for w in result.what_ifs)
     headers = ["variant", "KV/token", "cache", "vs model"] + ([f"max seqs on {est.gpu or 'GPU'}"] if has_gpu else []) + ["what changes"]

@@ -34,6 +34,9 @@ def simulate(
     shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).")] = 0,
     policies: Annotated[str, typer.Option("--policies", help="Comma list of: contiguous, pow2, oracle, paged, exact.")] = "contiguous,pow2,oracle,paged,exact",
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False)] = None,
+    kv_host: Annotated[Optional[str], typer.Option("--kv-host", help="Host memory for offloaded KV blocks, this GPU's share (vLLM --kv-offloading-size / TP ranks, LMCache's max_local_cpu_size): the tier view in tokens and warm requests (docs/workloads.md).", show_default=False)] = None,
+    kv_disk: Annotated[Optional[str], typer.Option("--kv-disk", help="Disk for offloaded KV blocks, this GPU's share (LMCache's max_local_disk_size).", show_default=False)] = None,
+    prefix_hit_rate: Annotated[Optional[float], typer.Option("--prefix-hit-rate", help="Share of prompt tokens found in a cache tier (0-1): the prefill tokens that reuse saves.", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -68,10 +71,39 @@ def simulate(
     result = wl.simulate(requests, cache, pool_bytes=pool, max_model_len=request.seq, block_size=block_size,
                          shared_prefix=shared_prefix, policies=chosen, max_num_seqs=max_num_seqs, model=request.spec.name,
                          workload=description, gpu=est.gpu)
+    tier = None
+    if kv_host is not None or kv_disk is not None or prefix_hit_rate is not None:
+        from kvplan.core import units
+
+        host = units.parse_size(kv_host, what="--kv-host") if kv_host is not None else 0
+        disk = units.parse_size(kv_disk, what="--kv-disk") if kv_disk is not None else 0
+        tier = wl.tiers(result, host_bytes=host, disk_bytes=disk, prefix_hit_rate=prefix_hit_rate)
     if json_out:
-        print(render.to_json(result))
+        import dataclasses
+
+        out = dataclasses.asdict(result)
+        out["tiers"] = dataclasses.asdict(tier) if tier is not None else None
+        print(render.to_json(out))
         return
     _print(result)
+    if tier is not None:
+        _print_tiers(tier)
+
+
+def _print_tiers(t) -> None:
+    from kvplan.cli import render
+
+    rows = [["GPU pool", f"{t.gpu_pool_tokens:,}", f"{t.gpu_free_tokens:,} free on average ({t.policy})",
+             f"{t.warm_requests_gpu:,.1f}"],
+            ["host (and disk)", f"{t.host_tokens + t.disk_tokens:,}", f"{t.host_tokens:,} host + {t.disk_tokens:,} disk",
+             f"{t.warm_requests_host:,.1f}"]]
+    table = render.figures_table(f"KV tiers: finished requests kept warm at the mean length of {t.mean_request_tokens:,.0f} tokens",
+                                 ["tier", "tokens", "of which", "warm requests"], rows, text=(0, 2))
+    render.print_whole(render.console(), table)
+    if t.prefix_hit_rate is not None:
+        render.console(stderr=True).print(
+            f"note: a prefix hit rate of {t.prefix_hit_rate:.0%} saves {t.prefill_tokens_saved_per_request:,.1f} prefill tokens "
+            "per request while the reused prefixes fit the tiers above")
 
 
 def _pct(x: float | None) -> str:

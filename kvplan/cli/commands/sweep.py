@@ -46,6 +46,7 @@ def sweep(
     block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False)] = None,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False)] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)] = None,
+    vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options for every vllm row (speculative decoding, LoRA, offload, parallelism, KV connectors; docs/engines/features/).", show_default=False)] = None,
     engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting KEY=VALUE for every row (repeatable), as for estimate; rows of an engine that does not read the key carry the error.", show_default=False)] = None,
     gpu_reserved: Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU has in use before the engine starts (sglang, trtllm), e.g. 1.2GiB.", show_default=False)] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
@@ -65,7 +66,8 @@ def sweep(
     spec, grid, make_request, kv_names = build_grid(
         model, seq=seq, batch=batch, kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp, engine=engine, dtype=dtype,
         gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens, engine_options=engine_option, gpu_reserved=gpu_reserved)
+        max_num_batched_tokens=max_num_batched_tokens, engine_options=engine_option, gpu_reserved=gpu_reserved,
+        vllm_args=vllm_args)
     counts = {"rows": 0, "refused": 0}
     refusals: list = []
 
@@ -91,7 +93,7 @@ def sweep(
 
 def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine, dtype=None, gpu_util=None, reserve=None,
                kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None, engine_options=None,
-               gpu_reserved=None):
+               gpu_reserved=None, vllm_args=None):
     """Parse the grid flags (shared with `kvplan plot`): (spec, Grid, make_request, {kv name: resolved}).
     Bad values anywhere are bad input for the whole command (exit 2) before any row is printed."""
     from kvplan.model import catalog
@@ -148,6 +150,9 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     except InputError as err:
         raise (err.located("--kv-dtype") if err.where is None else err) from None
 
+    if vllm_args is not None and set(grid.engine) != {"vllm"}:
+        raise InputError("--vllm-args applies to the vllm engine", where="--vllm-args", hint="sweep with --engine vllm")
+
     def make_request(combo, seq_tokens: int, batch_size: int):
         from kvplan import engines as registry
 
@@ -155,7 +160,7 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
                             gpu=combo.gpu, gpu_mem=gpu_mem, gpus=None, tp=combo.tp, pp=combo.pp, gpu_util=gpu_util,
                             reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size,
                             max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                            gpu_reserved=gpu_reserved, engine_options=engine_options)
+                            gpu_reserved=gpu_reserved, engine_options=engine_options, vllm_args=vllm_args)
         registry.get(combo.engine).accepts(req)
         return req
 

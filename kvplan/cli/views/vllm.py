@@ -36,12 +36,16 @@ def tables(result: VllmEstimate) -> list:
         t.add_row(f"  bytes per block ({r.group_size} layer slots)", size(r.bytes_per_block))
     t.add_row(f"  blocks per request of {format_tokens(r.seq)}", f"{r.blocks_per_request:,}")
     t.add_row("  max_num_batched_tokens / max_num_seqs", f"{r.max_num_batched_tokens:,} / {r.max_num_seqs:,}")
+    if r.features is not None:
+        t.add_section()
+        _feature_rows(t, r)
     if r.budget_source == "model" and r.requested_bytes is not None:
         t.add_section()
         t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; modelled, vLLM profiles it)", style="bold"), "")
         t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
         t.add_row(f"  requested = total × gpu_memory_utilization {r.gpu_memory_utilization}", size(r.requested_bytes))
-        t.add_row("  − weights", size(r.weights_per_gpu_bytes))
+        added = r.features.weights_added_per_gpu_bytes if r.features is not None else 0
+        t.add_row("  − weights" + (" (launch options included)" if added else ""), size(r.weights_per_gpu_bytes))
         t.add_row("  − activation peak (profile run)"
                   + (f", fused-MoE workspace {size(r.moe_workspace_bytes)}" if r.moe_workspace_bytes else ""),
                   size(r.activation_peak_bytes))
@@ -89,3 +93,58 @@ def tables(result: VllmEstimate) -> list:
         t.add_row(f"longest max_model_len for {r.batch} sequence{'s' if r.batch > 1 else ''}",
                   format_tokens(r.max_seq) if r.max_seq else "none")
     return view_end(r, out)
+
+
+def _feature_rows(t, r: VllmEstimate) -> None:
+    """The terms of the launch's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors)."""
+    from rich.text import Text
+
+    from kvplan.cli.render import size
+
+    f = r.features
+    t.add_row(Text("launch options (docs/engines/features/)", style="bold"), "")
+    if f.attention_backend is not None and f.attention_backend.block_size != 16:
+        t.add_row(f"  attention backend {f.attention_backend.backend}", f"block {f.attention_backend.block_size}")
+    s = f.speculative
+    if s is not None:
+        t.add_row(f"  speculative decoding: {s.method}, {s.num_speculative_tokens} tokens", s.draft or "")
+        if s.uses_gpu:
+            t.add_row("    drafter KV layers in the pool", f"{s.draft_kv_layers} ({s.draft_kv_dtype})")
+            t.add_row("    drafter weights per GPU", size(s.draft_weights_per_gpu_bytes))
+            t.add_row("    lookahead slots per running request", f"{s.lookahead_tokens} tokens (capped at max_model_len)")
+            if s.decode_requests_per_step is not None:
+                t.add_row("    requests one decode step verifies", f"{s.decode_requests_per_step:,}")
+        else:
+            t.add_row("    GPU memory", "none (runs on the host)")
+    if f.lora is not None:
+        lo = f.lora
+        t.add_row(f"  LoRA slots: {lo.max_loras} x rank {lo.max_lora_rank}", size(lo.gpu_bytes_per_rank) + " per GPU")
+        t.add_row(f"    host adapter cache ({lo.cpu_loras} adapters, one worker)", size(lo.cpu_cache_bytes))
+    if f.weight_offload is not None:
+        t.add_row("  weights offloaded to the host per GPU", size(f.weight_offload.offloaded_bytes))
+    if f.kv_offload is not None:
+        for tier in f.kv_offload.tiers:
+            t.add_row(f"  KV {tier.name} tier ({f.kv_offload.backend})", f"{tier.tokens:,} tokens, {size(tier.host_bytes)}")
+    p = f.parallel
+    if p is not None and (p.gpus != r.tp * r.pp or p.kv_shards > 1 or p.expert_share is not None):
+        t.add_row("  GPUs / data-parallel replicas", f"{p.gpus:,} / {p.replicas}")
+        if f.expert_weights_per_gpu_bytes is not None:
+            t.add_row("    routed experts per GPU", size(f.expert_weights_per_gpu_bytes))
+        if p.kv_shards > 1:
+            t.add_row("    KV split along the sequence over", f"{p.kv_shards} ranks")
+    x = f.kv_transfer
+    if x is not None:
+        t.add_row(f"  KV connector {x.connector}" + (f" ({x.role})" if x.role else ""),
+                  "hybrid manager off" if x.hybrid_manager_off else "")
+        t.add_row("    KV per prompt token, one TP rank / all", f"{x.bytes_per_token_per_rank:,} / {x.bytes_per_token:,} B")
+        if x.gpu_runtime_bytes:
+            t.add_row("    GPU receive buffers (after the pool)", size(x.gpu_runtime_bytes))
+    if f.link is not None:
+        ln = f.link
+        t.add_row(f"    at {ln.rate:g} req/s x {ln.prompt_tokens:,} prompt tokens", f"{ln.bytes_per_s_per_gpu / 1e9:,.2f} GB/s per GPU")
+        if ln.utilisation is not None:
+            t.add_row(f"    of the link ({ln.link})", f"{ln.utilisation * 100:.1f}%")
+    if f.host_memory_bytes:
+        t.add_row("  host memory (one replica)", size(f.host_memory_bytes))
+    if f.replicas > 1 and f.deployment_concurrency is not None:
+        t.add_row(f"  deployment concurrency ({f.replicas} replicas)", f"{f.deployment_concurrency:.2f}x")

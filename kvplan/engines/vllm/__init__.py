@@ -22,7 +22,7 @@ ENGINE = Engine(
     flags=EngineFlags("--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8", "--gpu-memory-utilization",
                       "--kv-cache-memory-bytes"),
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
-    util_max=_util_max, takes_gpu_reserved=True,
+    util_max=_util_max, takes_gpu_reserved=True, takes_features=True,
 )
 
 __all__ = ["ENGINE", "estimate", "VllmEstimate"]

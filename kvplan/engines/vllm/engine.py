@@ -42,7 +42,7 @@ from dataclasses import dataclass
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS
+from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, ModelSpec
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.request import EngineRequest
@@ -50,6 +50,7 @@ from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolView,
                                    request_terms, verdict_terms)
 from kvplan.engines.static import model_weights
 from kvplan.engines.vllm import budget as budget_model
+from kvplan.engines.vllm import features as vfeat
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.budget import VllmBudget
 from kvplan.engines.vllm.releases import Release
@@ -145,6 +146,7 @@ class VllmEstimate(EngineEstimate):
     workers: tuple[VllmWorker, ...]
     log_lines: tuple[str, ...]  # what vLLM would log about the cache
     refusal: str | None  # why vLLM refuses to start although the pool would hold the request, in its terms
+    features: vfeat.VllmFeatures | None  # the terms of the launch's extra options (null when it sets none)
 
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
@@ -169,7 +171,8 @@ class VllmEstimate(EngineEstimate):
             running_limit=self.max_num_seqs,
             pool_bytes=blocks * bpb if blocks is not None and bpb is not None else None,
             per_request_bytes=self.blocks_per_request * bpb if bpb is not None else None,
-            estimated_max_model_len=self.estimated_max_model_len)
+            estimated_max_model_len=self.estimated_max_model_len,
+            replicas=self.features.replicas if self.features is not None else 1)
 
 
 def refusal(b: VllmBudget, *, multi_gpu: bool) -> str:
@@ -198,6 +201,7 @@ class _Spec:
     block_size: int
     page: int  # bytes of one block in this layer
     held: int = 1  # Mamba: state blocks a request holds (1; 2 + checkpoint blocks with prefix caching, 0.33)
+    shards: int = 1  # attention: ranks a request's tokens are split over (decode context parallelism)
 
     @property
     def family(self) -> str:
@@ -214,7 +218,8 @@ class _Spec:
             return cdiv(min(self.window + in_flight, max_model_len), self.block_size)
         if self.kind == MAMBA:
             return self.held  # MambaSpec.max_memory_usage_bytes / page
-        return cdiv(max_model_len, self.block_size)
+        # FullAttentionSpec.max_memory_usage_bytes: each of the DCP ranks keeps cdiv(M, DCP) of the tokens
+        return cdiv(cdiv(max_model_len, self.shards), self.block_size)
 
 
 @dataclass(frozen=True)
@@ -228,25 +233,29 @@ class _Layout:
     notes: list[str]
 
 
-def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release) -> tuple[int, dict[int, _Spec], list[str]]:
-    spec, tp = req.spec, req.tp
+def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release,
+                 fplan: vfeat.Plan) -> tuple[int, dict[int, _Spec], list[str]]:
+    """Every layer of the pool (the target's, then the drafter's: kvplan/engines/vllm/features.py Plan) as vLLM
+    specs it, each with its own KV dtype (--kv-cache-dtype-skip-layers)."""
+    spec, tp = fplan.spec, req.tp
     notes: list[str] = []
-    attn = [(i, layer) for i, layer in enumerate(spec.layer_specs) if layer.kind in HEADED_KINDS or layer.kind == MLA]
-    state = [(i, layer) for i, layer in enumerate(spec.layer_specs) if layer.kind == STATE]
-    for i, layer in attn:
-        if layer.kind in HEADED_KINDS:
-            kv_heads_per_rank(layer.kv_heads, tp)  # vLLM's divisibility rule, raises InputError
-    mamba_page = max((layer_state_bytes(layer, tp) for _, layer in state), default=0)
+    attn = [c for c in fplan.cache_layers if c.layer.kind in HEADED_KINDS or c.layer.kind == MLA]
+    state = [c for c in fplan.cache_layers if c.layer.kind == STATE]
+    for c in attn:
+        if c.layer.kind in HEADED_KINDS:
+            kv_heads_per_rank(c.layer.kv_heads, tp)  # vLLM's divisibility rule, raises InputError
+    mamba_page = max((layer_state_bytes(c.layer, tp) for c in state), default=0)
     held, checkpoint = 1, None
     if state:
         held, checkpoint, mode_notes = _mamba_cache_mode(req, rel, hybrid=bool(attn))
         notes += mode_notes
+        held += fplan.mamba_speculative_blocks  # num_speculative_blocks (model_executor/layers/mamba/abstract.py)
     if state and attn:
         # HybridAttentionMambaModelConfig (0.19) / Platform._align_hybrid_block_size (0.33): the attention
         # block grows to a multiple of the kernel alignment until one attention page holds a Mamba state.
-        first = attn[0][1]
-        per_token = layer_token_bytes(first, kv, tp)
-        align = rel.hybrid_mla_alignment if first.kind == MLA else 16
+        first = attn[0]
+        per_token = layer_token_bytes(first.layer, first.kv, tp)
+        align = rel.hybrid_mla_alignment if first.layer.kind == MLA else 16
         if rel.hybrid_align_to_block_size:
             align = max(align, block_size)
             if checkpoint:  # mamba_cache_mode "align": blocks also land on the prefill checkpoints
@@ -260,23 +269,29 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release) -
             block_size = needed
         mamba_page = block_size * per_token  # "Padding mamba page size by X%"
     specs: dict[int, _Spec] = {}
-    chunked_as_full = not rel.chunked_local_hybrid and any(layer.kind == CHUNKED for _, layer in attn)
+    chunked_as_full = not rel.chunked_local_hybrid and any(c.layer.kind == CHUNKED for c in attn)
     if chunked_as_full:
         notes.append(f"vLLM {rel.version} turns its hybrid KV cache manager off for chunked-local attention "
                      "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0 in 0.10.1-0.13): those layers "
                      "are charged the whole max_model_len")
-    for i, layer in attn:
-        kind = FULL if chunked_as_full and layer.kind == CHUNKED else layer.kind
-        window = layer.window if kind in WINDOWED_KINDS else None
-        specs[i] = _Spec(kind, window, block_size, block_size * layer_token_bytes(layer, kv, tp))
+    for c in attn:
+        kind, window = c.layer.kind, (c.layer.window if c.layer.kind in WINDOWED_KINDS else None)
+        if (fplan.hybrid_manager_off and kind in WINDOWED_KINDS) or (chunked_as_full and kind == CHUNKED):
+            # unify_hybrid_kv_cache_specs: without the hybrid manager sliding / chunked layers are full attention
+            kind, window = FULL, None
+        specs[c.index] = _Spec(kind, window, block_size, block_size * layer_token_bytes(c.layer, c.kv, tp),
+                               shards=fplan.token_shards)
     if state:
-        if any(layer_state_bytes(layer, tp) != layer_state_bytes(state[0][1], tp) for _, layer in state) and attn:
+        if any(layer_state_bytes(c.layer, tp) != layer_state_bytes(state[0].layer, tp) for c in state) and attn:
             raise UnsupportedError("Mamba layers with different state sizes in one hybrid model are not modelled",
                                    where=f"{spec.source or spec.name}: state")
         # pure Mamba: block_size = mamba_block_size = max_model_len when prefix caching is off
         mamba_block = block_size if attn else req.seq
-        for i, layer in state:
-            specs[i] = _Spec(MAMBA, None, mamba_block, mamba_page if attn else layer_state_bytes(layer, tp), held)
+        for c in state:
+            specs[c.index] = _Spec(MAMBA, None, mamba_block, mamba_page if attn else layer_state_bytes(c.layer, tp), held)
+    if fplan.hybrid_manager_off and any(c.layer.kind in WINDOWED_KINDS for c in attn):
+        notes.append("the hybrid KV cache manager is off: sliding-window and chunked layers are charged the whole "
+                     "max_model_len")
     return block_size, specs, notes
 
 
@@ -341,9 +356,12 @@ def _default_block_size(req: EngineRequest, rel: Release) -> tuple[int, list[str
                   "(platforms/cuda.py); pass --block-size if your attention backend differs"]
 
 
-def _layout(req: EngineRequest, kv: DType, rel: Release) -> _Layout:
-    block_size, block_notes = (req.block_size, []) if req.block_size else _default_block_size(req, rel)
-    block_size, specs, notes = _layer_specs(req, kv, block_size, rel)
+def _layout(req: EngineRequest, kv: DType, rel: Release, fplan: vfeat.Plan) -> _Layout:
+    if req.block_size or fplan.block_size:  # --block-size, or the one the launch's attention backend forces
+        block_size, block_notes = req.block_size or fplan.block_size, []
+    else:
+        block_size, block_notes = _default_block_size(req, rel)
+    block_size, specs, notes = _layer_specs(req, kv, block_size, rel, fplan)
     notes = block_notes + notes
     if not specs:
         raise UnsupportedError("the model has no layer with a KV cache or state; vLLM treats it as attention-free",
@@ -462,7 +480,7 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
 
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
-                notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
+                notes: list[str] | None = None, spec: ModelSpec | None = None) -> tuple[VllmBudget, ...]:
     """The modelled budget of one GPU per pipeline stage for a request with a GPU, resolved as estimate resolves it
     (the release's defaults for the scheduler limits and the utilization; the site profile's terms). `constants`
     other than the fitted ones serve the benchmark's leave-one-log-out fits."""
@@ -472,7 +490,7 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
                                                         hw.capacity_bytes, hw.name, rel)
     util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util
     site = req.site if req.site is not None and req.site.engine in (None, "vllm") else None
-    return budget_model.vllm_budgets(req.spec, weight_fmt=req.weight_fmt, model_dtype=model_dtype(req), tp=req.tp,
+    return budget_model.vllm_budgets(spec or req.spec, weight_fmt=req.weight_fmt, model_dtype=model_dtype(req), tp=req.tp,
                                      pp=req.pp, total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
                                      expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
@@ -480,18 +498,23 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
 
 
 def _workers(shapes: list[_WorkerShape], available: list[int], budgets, layout: _Layout, blocks_req: int,
-             in_flight: int, reserve_null: bool, seq: int) -> list[VllmWorker]:
+             in_flight: int, reserve_null: bool, seq: int, *, override: int | None = None,
+             override_in_fit: bool = False) -> list[VllmWorker]:
     out = []
     for shape, avail in zip(shapes, available):
         need = shape.bytes_per_block * blocks_req
-        room = avail - (shape.bytes_per_block if reserve_null else 0)
+        # --num-gpu-blocks-override replaces the block count; 0.33 also plans the fit check with it
+        # (releases.Release.fit_check_uses_block_override)
+        fit_memory = override * shape.bytes_per_block if override is not None and override_in_fit else avail
+        room = fit_memory - (shape.bytes_per_block if reserve_null else 0)
         ok = avail > 0 and need <= room
         est_len = None
         if avail > 0 and not ok:
             est_len = longest(lambda m: shape.bytes_per_block * _blocks_per_request(layout, m, in_flight) <= room, 1, seq)
         out.append(VllmWorker(stage=shape.stage, layers=shape.layers, group_size=shape.group_size,
                               bytes_per_block=shape.bytes_per_block, available_kv_bytes=avail,
-                              num_blocks=max(avail // shape.bytes_per_block, 0), needed_kv_bytes=need, fits=ok,
+                              num_blocks=override if override is not None else max(avail // shape.bytes_per_block, 0),
+                              needed_kv_bytes=need, fits=ok,
                               estimated_max_model_len=est_len, budget=budgets[shape.stage] if budgets else None))
     return out
 
@@ -515,9 +538,14 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
     _check_device(req, rel)
     kv = read_kv_dtype(req)
     act = model_dtype(req)
-    layout = _layout(req, kv, rel)
+    features = vfeat.features_of(req)
+    vfeat.check_lengths(req, spec)
+    fplan = vfeat.plan(req, rel, kv, act, KV_DTYPES)
+    spec = fplan.spec  # the model as vLLM builds it with the launch's options (kvplan/engines/vllm/features.py)
+    layout = _layout(req, kv, rel, fplan)
     counts = pp_layer_counts(spec.layers, req.pp)
-    shapes = _worker_shapes(layout, counts)
+    # the drafter's layers sit on the (only) stage after the target's (speculative decoding is judged at PP 1)
+    shapes = _worker_shapes(layout, counts[:-1] + [counts[-1] + fplan.draft_layers])
     empty = next((s for s in shapes if s.bytes_per_block == 0), None)
     if empty is not None:
         # its worker has no KV-cache layer, so no block size to divide its memory by (vLLM's per-worker sizing,
@@ -539,6 +567,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
 
     budgets: tuple[VllmBudget, ...] | None = None
     edges: tuple[list[int], list[int]] | None = None
+    bterms = vfeat.budget_terms(req, fplan, act, rel, mnbt, counts, rel.cuda_graph_subtracted) if features.any else None
     if req.kv_cache_memory is not None:
         available = [req.kv_cache_memory] * req.pp
         source = "--kv-cache-memory"
@@ -547,7 +576,9 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
                          "is taken as what its budget would leave")
     elif hw is not None:
         budget_notes: list[str] = []
-        budgets = budgets_for(req, notes=budget_notes)
+        budgets = budgets_for(req, notes=budget_notes, spec=spec)
+        if bterms is not None:
+            budgets = vfeat.adjust_budgets(budgets, bterms)
         notes += budget_notes
         nominal = [b.available_bytes for b in budgets]
         edges = ([b.available_bytes - b.uncertainty_bytes for b in budgets],
@@ -559,9 +590,14 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
         source = "none"
 
     reserve_null = rel.null_block_reserved_before_fit
+    override = fplan.num_gpu_blocks_override
     workers: list[VllmWorker] = []
     if available is not None:
-        workers = _workers(shapes, available, budgets, layout, blocks_req, in_flight, reserve_null, req.seq)
+        workers = _workers(shapes, available, budgets, layout, blocks_req, in_flight, reserve_null, req.seq,
+                           override=override, override_in_fit=rel.fit_check_uses_block_override)
+        if override is not None:
+            notes.append(f"Overriding num_gpu_blocks={max(available[0] // shapes[0].bytes_per_block, 0)} with "
+                         f"num_gpu_blocks_override={override}")
 
     groups = _public_groups(layout, req.seq, in_flight)
     common = request_terms(req, kv, engine="vllm", engine_version=ENGINE_VERSION)
@@ -585,6 +621,10 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
         if budgets is not None and not starts:
             refused = refusal(budgets[0], multi_gpu=req.tp * req.pp > 1)
             notes.append(refused)
+        if fplan.refusal is not None:
+            starts = False
+            refused = refused or fplan.refusal
+            notes.append(fplan.refusal)
         failing = next((w for w in workers if not w.fits), None)
         if any(w.available_kv_bytes <= 0 for w in workers):
             notes.append("no memory is left for the KV cache (\"No available memory for the cache blocks\"): the weights "
@@ -606,7 +646,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
         if rel.tokens_logged_from_concurrency:
             tokens = int(concurrency * req.seq)
         else:
-            tokens = num_blocks // len(layout.groups) * min(s.block_size for s, _ in layout.groups)
+            # 0.19 _report_kv_cache_config: num_blocks // groups x block size, times DCP x PCP
+            tokens = num_blocks // len(layout.groups) * min(s.block_size for s, _ in layout.groups) * fplan.token_shards
         if failing is None and all(w.available_kv_bytes > 0 for w in workers):
             log_lines.append(f"INFO Available KV cache memory: {_gib(binding.available_kv_bytes)} GiB")
             if rel.tokens_logged_from_concurrency:
@@ -682,6 +723,18 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
                      "(docs/engines/calibration.md)" + (f"; from the site profile: {', '.join(b0.site_terms)}"
                                                          if b0 is not None and b0.site_terms else ""))
 
+    feature_record = None
+    if features.any:
+        attention_specs = [s for s in layout.specs.values() if s.kind != MAMBA]
+        token_rank = sum(s.page // s.block_size for s in attention_specs)
+        feature_record = vfeat.summarize(
+            req, fplan, bterms, act=act, bytes_per_block=binding.bytes_per_block if binding else None,
+            token_bytes_per_rank=token_rank, block_size=layout.block_size, mnbt=mnbt, concurrency=concurrency,
+            max_batch=max_batch, pool_bytes=binding.num_blocks * binding.bytes_per_block if binding else None, rel=rel)
+        notes = list(dict.fromkeys(list(fplan.notes) + notes + list(feature_record.notes)))
+    elif fplan.notes:
+        notes = list(fplan.notes) + notes
+
     result = VllmEstimate(
         **common, kv_bytes=kv_per_request * req.batch, state_bytes=state_per_request * req.batch,
         cache_bytes=per_request * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
@@ -702,7 +755,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
         moe_workspace_bytes=b0.moe_workspace_bytes if b0 else None,
         budget_uncertainty_bytes=b0.uncertainty_bytes if b0 else None,
         pinned_kv_cache_memory_bytes=pin, pinned_fits_beside=pin_fits, pinned_spare_bytes=pin_spare,
-        workers=tuple(workers), log_lines=tuple(log_lines), refusal=refused, suggestions=(),
+        workers=tuple(workers), log_lines=tuple(log_lines), refusal=refused, suggestions=(), features=feature_record,
     )
     return result
 

@@ -131,6 +131,10 @@ class Release:
     tokens_logged_from_concurrency: bool
     # check_enough_kv_cache_memory keeps the null block back before the fit test (0.29+)
     null_block_reserved_before_fit: bool
+    # --num-gpu-blocks-override: until 0.32 the fit check tests the memory and the override then replaces the block
+    # count (v1/core/kv_cache_utils.py may_override_num_blocks); 0.33 plans the fit with override x bytes per block
+    # (v1/core/kv_cache_planning.py get_kv_cache_configs, a file first in 0.33.0)
+    fit_check_uses_block_override: bool
     # sliding-window / chunked-local tokens in flight: one batch of max_num_batched_tokens until 0.25;
     # config/vllm.py max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens from 0.26 (V1 model
     # runner: 2 batches with async scheduling at PP 1, else PP); the V2 model runner (0.29+ default): PP + 1
@@ -182,6 +186,7 @@ _BASE = dict(
     fused_moe=MOE_DIRECT, fused_moe_chunk=32768, mxfp4_hopper_backend="marlin", group_size_max_within=None,
     page_unification="equal", uniform_type_groups=True, chunked_local_hybrid=False,
     tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, in_flight="one",
+    fit_check_uses_block_override=False,
     hybrid_prefix_caching=False, hybrid_mla_alignment=64, hybrid_align_to_block_size=False,
     gdn_prefill_checkpoints=False, pads_uneven_pages=False, mla_block_hopper=64, mla_block_sm10x=128,
     kv_cache_memory_option=True, enable_disable_switches=False, config_false_as_no_flag=False,
@@ -216,7 +221,7 @@ _L29 = _after(_L28, line="0.29-0.30", first="0.29.0", mirrors="0.29.0", null_blo
               in_flight="v2_async", cuda_graph_ceiling_sm10x=1024)
 _L31 = _after(_L29, line="0.31-0.32", first="0.31.0", mirrors="0.31.0")
 _L33 = _after(_L31, line="0.33", first="0.33.0", mirrors="0.33.0", gdn_prefill_checkpoints=True, pads_uneven_pages=True,
-              enable_disable_switches=True)
+              enable_disable_switches=True, fit_check_uses_block_override=True)
 
 RELEASES = tuple(_line(**rules) for rules in (_L10, _L11, _L12, _L14, _L18, _L20, _L26, _L27, _L28, _L29, _L31, _L33))
 DEFAULT = RELEASES[-1]
@@ -323,3 +328,23 @@ def at_least(version: str, than: str) -> bool:
 
 def sort_key(version: str) -> tuple[int, int, int, int]:
     return _key(version)
+
+
+# The launch options' rules (kvplan/engines/features/) were read in two releases' source: 0.19.0 (the 0.18-0.19 line)
+# and 0.33.0. A launch that uses them on another line is not modelled: the rules changed between the two (connectors,
+# context-parallel shards, the skip-layers padding, the speculative profile run) and the releases between were not read.
+STUDIED_LINES = {"0.18-0.19": "0.19", "0.33": "0.33"}
+
+
+def studied_line(version, *, where: str = "--engine-version") -> str:
+    """"0.19" or "0.33": the studied release whose option rules apply to `version` (a release string or a Release);
+    UnsupportedError for a line that was not studied."""
+    rel = release(version) if version is None or isinstance(version, str) else version
+    line = STUDIED_LINES.get(rel.line)
+    if line is None:
+        raise UnsupportedError(f"the launch options kvplan models (speculative decoding, LoRA, offload, expert / data / "
+                               f"context parallelism, KV connectors, layout options) were read from vLLM 0.19.0 and "
+                               f"0.33.0; vLLM {rel.version} ({rel.line} line) was not studied", where=where,
+                               hint="judge the launch by the 0.19 or 0.33 rules (--engine-version / --vllm-version), "
+                                    "or drop those options")
+    return line

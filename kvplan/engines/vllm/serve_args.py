@@ -450,52 +450,40 @@ def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], An
 
 # ------------------------------------------------------------------ what each option does to GPU memory
 
-# Set onto kvplan's EngineRequest (or its model / GPU count) by kvplan.deploy.
+# Set onto kvplan's EngineRequest (or its model / GPU count) by the readers (kvplan/check/readers/vllm_serve.py);
+# the extra options that change memory become EngineRequest.features (kvplan/engines/vllm/launch.py FEATURE_OPTIONS).
 MODELLED = frozenset({
     "model", "hf_config_path", "served_model_name", "dtype", "max_model_len", "tensor_parallel_size",
     "pipeline_parallel_size", "data_parallel_size", "gpu_memory_utilization", "kv_cache_memory_bytes",
     "kv_cache_dtype", "block_size", "max_num_seqs", "max_num_batched_tokens", "enable_prefix_caching",
+    # kvplan/engines/features/ (docs/engines/features/)
+    "speculative_config", "spec_method", "spec_model", "spec_tokens", "enable_lora", "max_loras", "max_lora_rank",
+    "lora_dtype", "max_cpu_loras", "fully_sharded_loras", "lora_target_modules", "cpu_offload_gb", "cpu_offload_params",
+    "kv_offloading_size", "kv_offloading_backend", "kv_transfer_config", "enable_expert_parallel",
+    "decode_context_parallel_size", "prefill_context_parallel_size", "enable_eplb", "eplb_config", "all2all_backend",
+    "nnodes", "data_parallel_size_local", "quantization", "kv_cache_dtype_skip_layers", "mamba_cache_dtype",
+    "mamba_ssm_cache_dtype", "disable_sliding_window", "hf_overrides", "num_gpu_blocks_override", "attention_backend",
+    "attention_config", "language_model_only", "limit_mm_per_prompt",
 })
 
 # Options that change what vLLM puts in GPU memory in ways kvplan does not model, with vLLM 0.19.0's
 # default (from its parser). A launch that sets one to anything else cannot be judged (exit 3): kvplan
 # refuses rather than guesses. The reason is given per option.
 NOT_MODELLED: dict[str, tuple[Any, str]] = {
-    "quantization": (None, "online or forced weight quantization changes the weight bytes by layer type"),
-    "cpu_offload_gb": (0, "weights offloaded to CPU memory"),
-    "offload_group_size": (0, "weights offloaded to CPU memory"),
-    "offload_params": ([], "weights offloaded to CPU memory"),
-    "cpu_offload_params": ([], "weights offloaded to CPU memory"),
-    "kv_offloading_size": (None, "KV cache offloaded to CPU memory"),
-    "num_gpu_blocks_override": (None, "a fixed number of KV blocks instead of the memory budget"),
-    "speculative_config": (None, "a draft model's weights and KV cache"),
-    "enable_lora": (None, "LoRA adapter weights and buffers"),
-    "kv_cache_dtype_skip_layers": ([], "layers with a different KV dtype"),
-    "decode_context_parallel_size": (1, "KV cache split across decode context-parallel ranks"),
-    "prefill_context_parallel_size": (1, "KV cache split across prefill context-parallel ranks"),
-    "hf_overrides": ("{}", "config.json values overridden at load time"),
-    "disable_sliding_window": (False, "sliding-window layers cached at full length and max length capped"),
-    "mamba_cache_dtype": ("auto", "Mamba state dtype"),
-    "mamba_ssm_cache_dtype": ("auto", "Mamba state dtype"),
+    # the prefetch offloader moves whole layers in groups, with prefetch buffers on the GPU
+    "offload_group_size": (0, "weights offloaded to CPU memory in prefetched layer groups (prefetch buffers)"),
+    "offload_params": ([], "weights offloaded to CPU memory in prefetched layer groups (prefetch buffers)"),
     "mamba_block_size": (None, "Mamba state block size"),
     "mamba_cache_mode": ("none", "Mamba prefix-cache states"),
     # 0.33: FlashInfer's GDN prefill (the Hopper default) aligns Qwen3-Next / Qwen3.5 blocks to its 64-token
     # checkpoints; kvplan takes the backend from the GPU (kvplan/engines/vllm.py), not from this option
     "gdn_prefill_backend": (None, "the GDN prefill kernel sets Qwen3-Next's attention block and state blocks"),
-    "kv_transfer_config": (None, "KV transfer buffers (disaggregated prefill)"),
-    "language_model_only": (False, "the vision tower is not loaded"),
     "mm_encoder_only": (False, "only the multimodal encoder is loaded"),
     "runner": ("auto", "pooling and draft runners allocate no generation KV cache"),
     "convert": ("auto", "a converted (pooling) model"),
     "override_attention_dtype": (None, "attention computed in another dtype"),
-    "attention_backend": (None, "the backend sets the KV block size (e.g. FlashMLA 64)"),
-    "attention_config": (None, "the backend sets the KV block size (e.g. FlashMLA 64)"),
-    "enable_expert_parallel": (False, "experts spread over the data-parallel ranks"),
     # 0.33.0 only
     "quantization_config": (None, "online or forced weight quantization changes the weight bytes by layer type"),
-    "spec_model": (None, "a draft model's weights and KV cache"),
-    "spec_method": (None, "speculative decoding buffers"),
-    "spec_tokens": (None, "speculative decoding buffers"),
     "mm_ipc_gpu_memory_gb": (0, "GPU memory for multimodal IPC"),
     "use_replayssm": (False, "Mamba replay buffers"),
     "enable_mamba_shared_prefix_checkpoint": (False, "Mamba prefix-cache states"),
@@ -530,8 +518,6 @@ def unmodelled(args: ServeArgs) -> list[tuple[str, str]]:
             continue
         if dest == "convert" and args.get(dest) == "none":
             continue
-        if dest == "enable_expert_parallel" and (args.get("data_parallel_size") or 1) == 1:
-            continue  # with one data-parallel rank the experts are split over the TP ranks as without EP
         out.append((args.written.get(dest, dest), why))
     return out
 

@@ -1,0 +1,53 @@
+"""What else a launch puts in GPU (and host) memory besides the model and its KV cache: speculative decoding,
+LoRA adapter slots, weight and KV offload tiers, expert / data / context parallelism, disaggregated prefill and
+the options that change the cache's layout (docs/engines/features/).
+
+Each module turns a ModelSpec and the options into integer terms (bytes, tokens, blocks), citing the engine file
+and function it follows; none imports an engine package, typer, rich or yaml. The engines (kvplan/engines/vllm/
+features.py for vLLM) put the terms into their layout and budget. `Features` is the one record of the options a
+deployment sets, carried on EngineRequest.features (None: none of them).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kvplan.engines.features.disagg import KvTransferOptions
+from kvplan.engines.features.lora import LoraOptions
+from kvplan.engines.features.offload import KvOffloadOptions, WeightOffloadOptions
+from kvplan.engines.features.parallel import ParallelOptions
+from kvplan.engines.features.speculative import SpeculativeOptions
+
+
+@dataclass(frozen=True)
+class Features:
+    """Every option beyond the core request that changes what a launch holds in memory, as the deployment set it.
+    A field left at its default changes nothing."""
+
+    speculative: SpeculativeOptions | None = None
+    lora: LoraOptions | None = None
+    weight_offload: WeightOffloadOptions | None = None
+    kv_offload: KvOffloadOptions | None = None
+    parallel: ParallelOptions | None = None
+    kv_transfer: KvTransferOptions | None = None
+    quantization: str | None = None  # online weight quantization method (vLLM --quantization), as written
+    kv_cache_dtype_skip_layers: tuple[str, ...] = ()  # layer indices or "sliding_window": KV kept in the model dtype
+    mamba_cache_dtype: str | None = None  # conv state dtype (vLLM --mamba-cache-dtype), None: auto
+    mamba_ssm_cache_dtype: str | None = None  # recurrent state dtype (vLLM --mamba-ssm-cache-dtype), None: auto
+    disable_sliding_window: bool = False
+    num_gpu_blocks_override: int | None = None
+    attention_backend: str | None = None  # a backend named by the user (vLLM --attention-backend), None: chosen
+    language_model_only: bool = False  # the vision tower is not loaded (vLLM --language-model-only)
+    text_only: bool = False  # every multimodal limit is 0 (--limit-mm-per-prompt): no encoder profile or cache
+    # the load a disaggregated prefill -> decode link is sized for (kvplan --rate, --prompt)
+    rate: float | None = None  # requests per second
+    prompt_tokens: int | None = None  # None: max_model_len
+    link_bytes_per_s: int | None = None  # the link to compare with (kvplan --link-bandwidth); None: the node's, by GPU
+
+    @property
+    def any(self) -> bool:
+        return self != Features()
+
+
+__all__ = ["Features", "KvOffloadOptions", "KvTransferOptions", "LoraOptions", "ParallelOptions", "SpeculativeOptions",
+           "WeightOffloadOptions"]

@@ -1,0 +1,330 @@
+"""What a `vllm serve` launch's extra options mean for kvplan: ServeArgs (serve_args.py) -> the Features record every
+command judges with (kvplan/engines/features/), and the model as the launch changes it (--hf-overrides).
+
+One function for every way a launch reaches kvplan: `kvplan check` (a vLLM config file, a command line, kvplan's own
+deployment YAML with vLLM's option names) and `kvplan estimate / sweep / explain --vllm-args`. Pure of typer and rich;
+the draft model of a speculative_config is found the way MODEL is (bundled name, spec YAML, config.json, folder).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.core.spec import ModelSpec
+from kvplan.engines.features import Features
+from kvplan.engines.features import disagg, lora, offload, parallel, speculative
+from kvplan.engines.vllm import serve_args
+from kvplan.engines.vllm.releases import studied_line
+
+GIB = 2**30
+
+# the options this module turns into Features (removed from serve_args.NOT_MODELLED)
+FEATURE_OPTIONS = (
+    "speculative_config", "spec_method", "spec_model", "spec_tokens", "enable_lora", "max_loras", "max_lora_rank",
+    "lora_dtype", "max_cpu_loras", "fully_sharded_loras", "lora_target_modules", "cpu_offload_gb", "cpu_offload_params",
+    "kv_offloading_size", "kv_offloading_backend", "kv_transfer_config", "data_parallel_size", "enable_expert_parallel",
+    "decode_context_parallel_size", "prefill_context_parallel_size", "enable_eplb", "eplb_config", "all2all_backend",
+    "nnodes", "data_parallel_size_local", "quantization", "kv_cache_dtype_skip_layers", "mamba_cache_dtype",
+    "mamba_ssm_cache_dtype", "disable_sliding_window", "hf_overrides", "num_gpu_blocks_override", "attention_backend",
+    "attention_config", "language_model_only", "limit_mm_per_prompt",
+)
+
+
+def _json(value: Any, *, where: str) -> Any:
+    if value is None or isinstance(value, (Mapping, list)):
+        return value
+    try:
+        return json.loads(value)
+    except (TypeError, json.JSONDecodeError) as err:
+        raise InputError(f"is not JSON: {err}", where=where) from None
+
+
+def _gib(value: Any, *, where: str) -> int:
+    number = float(value)
+    if number < 0:
+        raise InputError(f"must not be negative, got {value}", where=where)
+    return int(number * GIB)
+
+
+def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, *, where: str, tp: int,
+         base_dir: Path | None = None, resolve: Callable[[str], ModelSpec] | None = None) -> tuple[Features, ModelSpec, list[str]]:
+    """The Features of a launch, the model as the launch builds it, and notes. `where` names the source; each option's
+    errors name its own key."""
+    at = lambda dest: f"{where}: {args.written.get(dest, dest)}"  # noqa: E731
+    given = lambda dest: args.given(dest) and args.get(dest) not in (None, False, [], "", "{}")  # noqa: E731
+    notes: list[str] = []
+    fields: dict[str, Any] = {}
+
+    if given("hf_overrides"):
+        spec = apply_hf_overrides(spec, raw_config, _json(args.get("hf_overrides"), where=at("hf_overrides")),
+                                  where=at("hf_overrides"))
+        notes.append("hf_overrides applied to the model's config.json")
+
+    # ---- speculative decoding
+    spec_config = None
+    if given("speculative_config"):
+        value = args.get("speculative_config")
+        if value == "<set by sub-keys>":
+            raise UnsupportedError("speculative_config given by dotted sub-keys is not read", where=at("speculative_config"),
+                                   hint="give it as one JSON object")
+        spec_config = speculative.read_config(value, where=at("speculative_config"))
+    if any(given(d) for d in ("spec_method", "spec_model", "spec_tokens")):
+        spec_config = dict(spec_config or {})
+        for dest, key in (("spec_method", "method"), ("spec_model", "model"), ("spec_tokens", "num_speculative_tokens")):
+            if given(dest):
+                spec_config[key] = args.get(dest)
+    if spec_config is not None:
+        fields["speculative"] = speculative_options(spec_config, spec, tp=tp, where=at("speculative_config"),
+                                                    base_dir=base_dir, resolve=resolve)
+
+    # ---- LoRA
+    if args.get("enable_lora"):
+        targets = args.get("lora_target_modules")
+        fields["lora"] = lora.LoraOptions(
+            max_loras=args.get("max_loras", lora.DEFAULT_SLOTS), max_lora_rank=args.get("max_lora_rank", lora.DEFAULT_RANK),
+            lora_dtype=args.get("lora_dtype"), fully_sharded=bool(args.get("fully_sharded_loras")),
+            max_cpu_loras=args.get("max_cpu_loras"), target_modules=tuple(targets) if targets else None,
+            where=at("enable_lora"))
+        lora.validate(fields["lora"])
+    elif any(given(d) for d in ("max_loras", "max_lora_rank", "max_cpu_loras", "fully_sharded_loras")):
+        notes.append("LoRA sizes are set but --enable-lora is not: vLLM allocates no adapter slots")
+
+    # ---- offload
+    if given("cpu_offload_gb") and float(args.get("cpu_offload_gb")) > 0:
+        fields["weight_offload"] = offload.WeightOffloadOptions(
+            cpu_offload_bytes=_gib(args.get("cpu_offload_gb"), where=at("cpu_offload_gb")),
+            params=tuple(args.get("cpu_offload_params") or ()), where=at("cpu_offload_gb"))
+    if given("kv_offloading_size"):
+        backend = args.get("kv_offloading_backend") or "native"
+        size = _gib(args.get("kv_offloading_size"), where=at("kv_offloading_size"))
+        if backend == "lmcache":
+            if studied_line(args.version, where=at("kv_offloading_backend")) == "0.19":
+                # 0.19 config/vllm.py: LMCacheConnectorV1 with lmcache.max_local_cpu_size = size / (TP x PP) per rank
+                ranks = tp * int(args.get("pipeline_parallel_size") or 1)
+                fields["kv_offload"] = offload.KvOffloadOptions(backend="lmcache", lmcache_cpu_bytes=size // ranks,
+                                                                where=at("kv_offloading_size"))
+            else:
+                raise UnsupportedError("--kv-offloading-backend lmcache on vLLM 0.33 starts LMCacheMPConnector, whose size "
+                                       "the LMCache server sets (kv_offloading_size is not passed on)",
+                                       where=at("kv_offloading_backend"), hint="describe the LMCache tier in kvplan's YAML")
+        else:
+            fields["kv_offload"] = offload.KvOffloadOptions(backend="native", size_bytes=size, where=at("kv_offloading_size"))
+
+    # ---- KV connectors (disaggregated prefill / decode)
+    if given("kv_transfer_config"):
+        value = args.get("kv_transfer_config")
+        if value == "<set by sub-keys>":
+            raise UnsupportedError("kv_transfer_config given by dotted sub-keys is not read", where=at("kv_transfer_config"),
+                                   hint="give it as one JSON object")
+        transfer = disagg.read_config(value, where=at("kv_transfer_config"), version_line=studied_line(args.version, where=at("kv_transfer_config")))
+        fields["kv_transfer"] = transfer
+        if transfer.connector.startswith("LMCache") and "kv_offload" not in fields:
+            extra = dict(transfer.extra)
+            cpu = extra.get("lmcache.max_local_cpu_size")
+            fields["kv_offload"] = offload.KvOffloadOptions(
+                backend="lmcache", lmcache_cpu_bytes=_gib(cpu, where=at("kv_transfer_config")) if cpu is not None else None,
+                lmcache_disk_bytes=_gib(extra.get("lmcache.max_local_disk_size", 0), where=at("kv_transfer_config")),
+                where=at("kv_transfer_config"))
+            if cpu is None:
+                notes.append("LMCache's max_local_cpu_size is not in the launch (its LMCACHE_* environment or config "
+                             "file sets it): LMCache's default of 5 GiB per worker assumed")
+        if transfer.connector in ("OffloadingConnector", "SimpleCPUOffloadConnector") and "kv_offload" not in fields:
+            cpu = transfer.extra_value("cpu_bytes_to_use")
+            if cpu is None:
+                raise InputError("the offloading connector needs cpu_bytes_to_use in kv_connector_extra_config",
+                                 where=at("kv_transfer_config"))
+            fields["kv_offload"] = offload.KvOffloadOptions(
+                backend="native", size_bytes=int(float(cpu)),
+                blocks_per_chunk=int(transfer.extra_value("blocks_per_chunk", 1)), where=at("kv_transfer_config"))
+
+    # ---- parallelism
+    redundant = 0
+    if given("eplb_config"):
+        eplb = _json(args.get("eplb_config"), where=at("eplb_config")) or {}
+        redundant = int(eplb.get("num_redundant_experts", 0)) if isinstance(eplb, Mapping) else 0
+    par = parallel.ParallelOptions(
+        data_parallel_size=int(args.get("data_parallel_size") or 1),
+        expert_parallel=bool(args.get("enable_expert_parallel")),
+        decode_context_parallel_size=int(args.get("decode_context_parallel_size") or 1),
+        prefill_context_parallel_size=int(args.get("prefill_context_parallel_size") or 1),
+        redundant_experts=redundant if args.get("enable_eplb") else 0,
+        all2all_backend=args.get("all2all_backend") if given("all2all_backend") else None,
+        nodes=int(args.get("nnodes")) if given("nnodes") else None,
+        # --data-parallel-size-local: the DP ranks on this node, each TP x PP x PCP GPUs
+        gpus_per_node=(int(args.get("data_parallel_size_local")) * tp * int(args.get("pipeline_parallel_size") or 1)
+                       * int(args.get("prefill_context_parallel_size") or 1)) if given("data_parallel_size_local") else None,
+        where=where)
+    if not par.default:
+        fields["parallel"] = par
+
+    # ---- the rest of the list
+    quant = args.get("quantization") if given("quantization") else None
+    if quant is not None:
+        fields["quantization"] = str(quant)
+    if given("kv_cache_dtype_skip_layers"):
+        fields["kv_cache_dtype_skip_layers"] = tuple(str(x) for x in args.get("kv_cache_dtype_skip_layers"))
+    for dest in ("mamba_cache_dtype", "mamba_ssm_cache_dtype"):
+        if given(dest) and args.get(dest) != "auto":
+            fields[dest] = args.get(dest)
+    if args.get("disable_sliding_window"):
+        fields["disable_sliding_window"] = True
+    if given("num_gpu_blocks_override"):
+        fields["num_gpu_blocks_override"] = int(args.get("num_gpu_blocks_override"))
+    backend_name = args.get("attention_backend") if given("attention_backend") else None
+    if given("attention_config"):
+        cfg = _json(args.get("attention_config"), where=at("attention_config")) or {}
+        if not isinstance(cfg, Mapping) or set(cfg) - {"backend"}:
+            raise UnsupportedError("attention_config keys other than backend are not modelled", where=at("attention_config"))
+        backend_name = cfg.get("backend") or backend_name
+    if backend_name:
+        fields["attention_backend"] = str(backend_name)
+    if args.get("language_model_only"):
+        fields["language_model_only"] = True
+    if given("limit_mm_per_prompt"):
+        limits = _json(args.get("limit_mm_per_prompt"), where=at("limit_mm_per_prompt"))
+        if isinstance(limits, Mapping) and limits and all(_zero_limit(v) for v in limits.values()):
+            fields["text_only"] = True
+        else:
+            notes.append("limit_mm_per_prompt: the encoder profile is counted as with vLLM's defaults")
+    return Features(**fields), spec, notes
+
+
+def _zero_limit(value: Any) -> bool:
+    if isinstance(value, Mapping):
+        return value.get("count", 1) == 0
+    return value == 0
+
+
+def speculative_options(config: Mapping, spec: ModelSpec, *, tp: int, where: str, base_dir: Path | None = None,
+                        resolve: Callable[[str], ModelSpec] | None = None) -> speculative.SpeculativeOptions:
+    """A speculative_config with its method resolved and its draft found."""
+    model = config.get("model")
+    method = speculative.resolve_method(config.get("method"), model, where=where)
+    k = config.get("num_speculative_tokens")
+    if k is not None and (isinstance(k, bool) or not isinstance(k, int) or k < 1):
+        raise InputError(f"num_speculative_tokens must be a whole number of at least 1, got {k!r}",
+                         where=f"{where}: num_speculative_tokens")
+    draft_tp = config.get("draft_tensor_parallel_size")
+    base = dict(method=method, model=model, draft_tensor_parallel_size=draft_tp,
+                kv_cache_dtype=config.get("kv_cache_dtype"), where=where)
+    if method in speculative.HOST_METHODS:
+        if k is None:
+            raise InputError("num_speculative_tokens is required for n-gram and suffix methods", where=where)
+        return speculative.SpeculativeOptions(num_speculative_tokens=k, **base)
+    if method == "mtp":
+        if spec.mtp is None:
+            raise UnsupportedError(f"{spec.name}'s config names no multi-token-prediction layers (num_nextn_predict_layers)",
+                                   where=f"{where}: method", hint="MTP needs a checkpoint that ships them (DeepSeek-V3)")
+        if k is not None and k > spec.mtp.layers and k % spec.mtp.layers:
+            raise InputError(f"vLLM refuses num_speculative_tokens:{k}: it must be divisible by n_predict="
+                             f"{spec.mtp.layers}", where=f"{where}: num_speculative_tokens")
+        return speculative.SpeculativeOptions(num_speculative_tokens=k or spec.mtp.layers, **base)
+    if not model:
+        raise InputError("num_speculative_tokens was provided but without speculative model (vLLM refuses it)",
+                         where=where, hint="name the draft with `model`")
+    if k is None:
+        raise InputError("a speculative model was provided, but num_speculative_tokens was not (vLLM refuses it)",
+                         where=where, hint="add num_speculative_tokens")
+    if method == "draft_model":
+        draft = _resolve_draft(str(model), base_dir=base_dir, resolve=resolve, where=f"{where}: model")
+        if draft.vocab_size and spec.vocab_size and draft.vocab_size != spec.vocab_size:
+            raise InputError(f"vLLM refuses a draft model whose vocabulary ({draft.vocab_size}) differs from the target's "
+                             f"({spec.vocab_size})", where=f"{where}: model")
+        return speculative.SpeculativeOptions(num_speculative_tokens=k, draft_spec=draft, **base)
+    raw = _head_config(str(model), base_dir=base_dir, where=f"{where}: model")
+    head = dataclasses.replace(speculative.eagle_head(raw, method=method, where=f"{where}: model"), name=str(model))
+    return speculative.SpeculativeOptions(num_speculative_tokens=k, head=head, **base)
+
+
+def _resolve_draft(ref: str, *, base_dir: Path | None, resolve, where: str) -> ModelSpec:
+    from kvplan.model import catalog
+
+    path = Path(ref).expanduser()
+    if base_dir is not None and not path.is_absolute() and (base_dir / path).exists():
+        ref = str(base_dir / path)
+    try:
+        return (resolve or catalog.resolve_model)(ref)
+    except KvplanError as err:
+        raise UnsupportedError(f"the draft model {ref!r} cannot be found offline: {err.what}", where=where,
+                               hint="name a bundled model (kvplan models) or give the draft's config.json or folder") from None
+
+
+def _head_config(ref: str, *, base_dir: Path | None, where: str) -> Mapping:
+    from kvplan.core import yamlio
+    from kvplan.model import hf_config
+
+    path = Path(ref).expanduser()
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    config = hf_config.find_config_json(path) if path.exists() else None
+    if config is None:
+        raise UnsupportedError(f"the EAGLE head {ref!r} cannot be found offline", where=where,
+                               hint="give the head's folder or config.json")
+    return yamlio.load_json(config)
+
+
+def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any, *, where: str) -> ModelSpec:
+    """vLLM's hf_overrides (transformers_utils/config.py): each key set on the config, a mapping merged into the
+    sub-config of that name; the spec is then derived again from the changed config.json."""
+    from kvplan.model import hf_config
+
+    if not isinstance(overrides, Mapping):
+        raise InputError("hf_overrides must be a JSON object", where=where)
+    if not overrides:
+        return spec
+    if raw_config is None:
+        raise UnsupportedError("hf_overrides need the model's config.json to apply them to", where=where,
+                               hint="name the model by its folder or config.json rather than a bundled name")
+    config = json.loads(json.dumps(raw_config[0]))
+
+    def merge(target: dict, changes: Mapping) -> None:
+        for key, value in changes.items():
+            if isinstance(value, Mapping) and isinstance(target.get(key), dict):
+                merge(target[key], value)
+            else:
+                target[key] = value
+
+    merge(config, overrides)
+    try:
+        mapping = hf_config.spec_mapping_from_config(config, name=spec.name, where=where)
+    except KvplanError as err:
+        raise type(err)(err.what, where=where, hint=err.hint) from None
+    from kvplan.core.spec import spec_from_mapping
+
+    new = spec_from_mapping(mapping, source=spec.source)
+    # the checkpoint's bytes still hold when the overrides leave the parameters alone (a longer context, a window)
+    same = new.params == spec.params
+    return dataclasses.replace(new, aliases=spec.aliases, weights_bytes=spec.weights_bytes if same else new.weights_bytes,
+                               weights_source=spec.weights_source if same else new.weights_source)
+
+
+# vLLM --quantization methods that quantize a 16-bit checkpoint's linear layers when it loads, and the format kvplan
+# counts them in (model_executor/layers/quantization/fp8.py Fp8LinearMethod: fp8 weights with a scale per tensor;
+# embeddings, norms and the output head stay in the model dtype -- the calibration log with --quantization fp8,
+# tests/data/vllm_logs, loads Llama-3.1-8B in 8.49 GiB)
+ONLINE_QUANTIZATION = {"fp8": "fp8_e4m3"}
+
+
+def online_quantization(args: serve_args.ServeArgs, spec, raw_config, weight_fmt, *, where: str):
+    """The weight format a --quantization gives: the checkpoint's own method changes nothing (vLLM reads it from
+    config.json anyway); fp8 on a 16-bit checkpoint quantizes its linear layers; anything else is not modelled."""
+    from kvplan.core import dtypes
+
+    method = args.get("quantization")
+    if not method:
+        return weight_fmt
+    method = str(method).lower()
+    quant = (raw_config[0].get("quantization_config") or {}) if raw_config is not None else {}
+    if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == method:
+        return weight_fmt
+    if spec.weights_bytes is not None or (spec.weight_dtype or spec.dtype) not in ("bf16", "fp16", "fp32"):
+        raise UnsupportedError(f"--quantization {method} on a checkpoint that is already quantized is not modelled",
+                               where=where, hint="vLLM reads a checkpoint's own quantization from its config.json")
+    if method not in ONLINE_QUANTIZATION:
+        raise UnsupportedError(f"online quantization {method!r} is not modelled", where=where,
+                               hint="kvplan models --quantization fp8 on a 16-bit checkpoint")
+    return dtypes.weight_format(ONLINE_QUANTIZATION[method])

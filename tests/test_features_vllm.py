@@ -1,0 +1,349 @@
+"""vLLM launch options beyond the core request (kvplan/engines/features/, engines/vllm/features.py): each term against
+hand arithmetic written out here from vLLM's rules (docs/engines/features/), on real models.
+
+The three figures the issue asks for: Llama-3.1-70B with a Llama-3.2-1B draft at TP 4, DeepSeek-V3 with its MTP layer
+and decode context parallelism 8, Llama-3.1-8B with 4 LoRA slots of rank 64."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.request import build_request
+from kvplan.engines.vllm import engine as vllm
+from kvplan.model import catalog
+
+DATA = Path(__file__).parent / "data"
+EAGLE3 = DATA / "spec_decode" / "eagle3-llama3.1-8b"
+GIB = 2**30
+
+
+def est(model: str, *, vllm_args: str | None = None, **kw):
+    kw.setdefault("seq", "8192")
+    kw.setdefault("gpu", "h100-sxm-80gb")
+    req = build_request(model, batch=kw.pop("batch", 1), kv_dtype=kw.pop("kv_dtype", "auto"), dtype=None,
+                        gpu=kw.pop("gpu"), gpu_mem=None, gpus=None, tp=kw.pop("tp", None), pp=kw.pop("pp", 1),
+                        vllm_args=vllm_args, **kw)
+    return vllm.estimate(req)
+
+
+def spec_json(**config) -> str:
+    return "--speculative-config '" + json.dumps(config) + "'"
+
+
+# ------------------------------------------------------------------ LoRA: Llama-3.1-8B, 4 slots of rank 64
+
+def test_lora_slots_of_llama_3_1_8b_by_hand():
+    L, r, h, inter, vocab, layers = 4, 64, 4096, 14336, 128256, 32
+    q, kv = 32 * 128, 8 * 128
+    per_layer = (3 * L * r * h + L * (q + 2 * kv) * r  # qkv_proj: 3 slices of lora_a, lora_b over q + k + v
+                 + L * r * q + L * h * r  # o_proj (row parallel)
+                 + 2 * L * r * h + L * 2 * inter * r  # gate_up_proj: 2 slices
+                 + L * r * inter + L * h * r)  # down_proj
+    embed = L * vocab * r + L * h * r  # VocabParallelEmbeddingWithLoRA
+    head = L * r * h + L * vocab * r  # LogitsProcessorWithLoRA
+    expected = (per_layer * layers + embed + head) * 2  # bf16
+    assert expected == 1_477_705_728
+    with_lora = est("llama-3.1-8b", vllm_args="--enable-lora --max-loras 4 --max-lora-rank 64")
+    plain = est("llama-3.1-8b")
+    assert with_lora.features.lora.gpu_bytes_per_rank == expected
+    assert with_lora.weights_per_gpu_bytes - plain.weights_per_gpu_bytes == expected
+    # the profile run adds the punica shrink buffer: [3 slices, 8192 tokens, 64] float32
+    assert with_lora.activation_peak_bytes - plain.activation_peak_bytes == 3 * 8192 * 64 * 4
+    assert with_lora.available_kv_bytes == plain.available_kv_bytes - expected - 3 * 8192 * 64 * 4
+    assert with_lora.num_gpu_blocks == with_lora.available_kv_bytes // with_lora.bytes_per_block
+
+
+def test_lora_at_tp2_and_fully_sharded():
+    L, r, h, inter, tp = 4, 64, 4096, 14336, 2
+    q, kv = 32 * 128 // tp, 8 * 128 // tp
+    layer = 3 * L * r * h + L * (q + 2 * kv) * r + L * r * q + L * h * r + 2 * L * r * h + L * 2 * (inter // tp) * r \
+        + L * r * (inter // tp) + L * h * r
+    once = 2 * (L * 128256 * r + L * h * r)
+    t = est("llama-3.1-8b", tp=2, vllm_args="--enable-lora --max-loras 4 --max-lora-rank 64").features.lora
+    assert t.gpu_bytes_per_rank == (layer * 32 + once) * 2
+    # --fully-sharded-loras: column lora_a takes r / tp, row lora_b out / tp
+    ra = r // tp
+    sharded = 3 * L * ra * h + L * (q + 2 * kv) * r + L * r * q + L * (h // tp) * r + 2 * L * ra * h \
+        + L * 2 * (inter // tp) * r + L * r * (inter // tp) + L * (h // tp) * r
+    t = est("llama-3.1-8b", tp=2, vllm_args="--enable-lora --max-loras 4 --max-lora-rank 64 --fully-sharded-loras").features.lora
+    assert t.gpu_bytes_per_rank == (sharded * 32 + once) * 2
+
+
+def test_lora_target_modules_and_refusals():
+    t = est("llama-3.1-8b", vllm_args="--enable-lora --max-loras 2 --max-lora-rank 16 --lora-target-modules q_proj v_proj").features.lora
+    assert [m.name for m in t.modules] == ["qkv_proj"]  # the packed module of the targeted children, all 3 slices
+    assert t.gpu_bytes_per_rank == (3 * 2 * 16 * 4096 + 2 * 6144 * 16) * 32 * 2
+    # Mistral's class declares no embedding modules: no embedding or head slots
+    assert {m.name for m in est("mistral-7b-v0.1", vllm_args="--enable-lora").features.lora.modules} == {
+        "qkv_proj", "o_proj", "gate_up_proj", "down_proj"}
+    with pytest.raises(UnsupportedError, match="mixture-of-experts"):
+        est("mixtral-8x7b", tp=2, vllm_args="--enable-lora")
+    with pytest.raises(InputError, match="max_cpu_loras"):
+        est("llama-3.1-8b", vllm_args="--enable-lora --max-loras 4 --max-cpu-loras 2")
+
+
+# ------------------------------------------------------------------ a 70B target with a 1B draft at TP 4
+
+def test_llama_70b_with_a_1b_draft_at_tp4_by_hand():
+    r = est("llama-3.1-70b", tp=4, vllm_args=spec_json(method="draft_model", model="llama-3.2-1b", num_speculative_tokens=5))
+    # one group: target and draft layers are all full attention with 16-token blocks (UniformTypeKVCacheSpecs)
+    target_page = 16 * (8 // 4) * (128 + 128) * 2  # 2 KV heads per rank of 128, bf16
+    draft_page = 16 * (8 // 4) * (64 + 64) * 2  # Llama-3.2-1B: 8 KV heads of 64
+    assert r.bytes_per_block == 80 * target_page + 16 * draft_page == 1_441_792
+    assert r.blocks_per_request == 8192 // 16
+    # the draft's weights on one GPU: its 1,235,814,400 bf16 parameters (tied head) / TP 4, plus its rotary cache
+    # (131,072 positions x 64 x 2 B on every rank)
+    draft = 1_235_814_400 * 2 // 4 + 131072 * 64 * 2
+    s = r.features.speculative
+    assert s.draft_weights_per_gpu_bytes == draft and s.draft_kv_layers == 16 and s.lookahead_tokens == 5
+    plain = est("llama-3.1-70b", tp=4)
+    assert r.weights_per_gpu_bytes - plain.weights_per_gpu_bytes == draft
+    # the drafter's 16 layers add to the CUDA-graph estimate at the fitted per-layer rate
+    assert r.cuda_graph_bytes - plain.cuda_graph_bytes == 16 * 20 * 2**20
+    assert r.num_gpu_blocks == r.available_kv_bytes // r.bytes_per_block
+    assert s.decode_requests_per_step == 8192 // 6
+
+
+def test_draft_model_rules_vllm_refuses():
+    with pytest.raises(InputError, match="must be the same"):
+        est("llama-3.1-70b", tp=4, vllm_args=spec_json(method="draft_model", model="llama-3.2-1b",
+                                                       num_speculative_tokens=5, draft_tensor_parallel_size=1))
+    with pytest.raises(InputError, match="vocabulary"):
+        est("llama-2-70b", tp=4, vllm_args=spec_json(model="llama-3.2-1b", num_speculative_tokens=5))
+    with pytest.raises(InputError, match="num_speculative_tokens was not"):
+        est("llama-3.1-70b", tp=4, vllm_args=spec_json(model="llama-3.2-1b"))
+    with pytest.raises(UnsupportedError, match="dflash"):
+        est("llama-3.1-8b", vllm_args=spec_json(method="dflash", model="x", num_speculative_tokens=4))
+
+
+# ------------------------------------------------------------------ DeepSeek-V3: MTP and DCP 8
+
+def test_deepseek_v3_mtp_layer_parameters_by_hand():
+    h, inter, experts = 7168, 2048, 256
+    mla = (1536 * h + 1536 + 128 * 192 * 1536  # q_a_proj, q_a_layernorm, q_b_proj
+           + 576 * h + 512 + 128 * (128 + 128) * 512 + h * 128 * 128)  # kv_a_proj_with_mqa, kv_a_layernorm, kv_b, o
+    moe = experts * 3 * inter * h + experts * h + 3 * inter * h  # routed experts, router, one shared expert
+    mtp = 3 * h + 2 * h + h * 2 * h + mla + moe  # enorm, hnorm, shared_head.norm, the layer's two norms, eh_proj
+    spec = catalog.resolve_model("deepseek-v3")
+    assert spec.mtp.layers == 1 and spec.mtp.params == mtp == 11_610_067_968
+    # with the shared embedding and head stored again in the checkpoint's MTP module: the 684.5B of the Hub files
+    assert spec.params + spec.mtp.params + 2 * 129280 * h == 684_489_830_400
+
+
+def test_deepseek_v3_mtp_and_dcp8_on_h200_by_hand():
+    r = est("deepseek-v3", gpu="h200", tp=8, seq="32768",
+            vllm_args=spec_json(method="mtp", num_speculative_tokens=1) + " --decode-context-parallel-size 8")
+    # MLA on Hopper with a bf16 KV cache: FLASH_ATTN_MLA, 16-token blocks; 61 layers + the MTP layer, one latent each
+    assert r.block_size == 16 and r.features.attention_backend.backend == "FLASH_ATTN_MLA"
+    assert r.bytes_per_block == (61 + 1) * 16 * (512 + 64) * 2
+    # DCP 8: each rank keeps cdiv(32768, 8) tokens of a request
+    assert r.blocks_per_request == 32768 // 8 // 16 == 256
+    assert r.max_concurrency == r.num_gpu_blocks / 256
+    assert r.kv_cache_tokens == int(r.num_gpu_blocks / 256 * 32768)
+    spec = catalog.resolve_model("deepseek-v3")
+    edge = 2 * 129280 * 7168 * 16  # bits of the 16-bit embedding and head
+    bits = (Fraction(spec.weights_bytes * 8) - edge) / (spec.params - 2 * 129280 * 7168)
+    mtp_bytes = -(-spec.mtp.params * bits // 8 // 8)
+    assert r.features.speculative.draft_weights_per_gpu_bytes in (mtp_bytes, mtp_bytes + 1)
+    plain = est("deepseek-v3", gpu="h200", tp=8, seq="32768")
+    # without DCP a request takes 8x the blocks: DCP 8 multiplies the concurrency by 8 (less the MTP layer's share)
+    assert plain.blocks_per_request == 2048
+    assert r.max_concurrency / plain.max_concurrency == pytest.approx(8 * 61 / 62 * r.available_kv_bytes / plain.available_kv_bytes,
+                                                                      rel=1e-3)
+
+
+def test_dcp_rules_vllm_refuses():
+    with pytest.raises(InputError, match="greater than the model's KV heads"):
+        est("llama-3.1-8b", tp=8, vllm_args="--decode-context-parallel-size 2")
+    with pytest.raises(InputError, match="divisible by dcp_size"):
+        est("deepseek-v3", gpu="h200", tp=8, vllm_args="--decode-context-parallel-size 3")
+    # GQA with heads replicated: Llama-3.1-8B at TP 16 keeps 1 KV head per rank; DCP 2 splits the tokens instead
+    r = est("llama-3.1-8b", gpu="h200", tp=16, vllm_args="--decode-context-parallel-size 2")
+    assert r.blocks_per_request == 8192 // 2 // 16
+
+
+# ------------------------------------------------------------------ EAGLE-3 and host-side methods
+
+def test_eagle3_head_weights_match_the_published_checkpoint():
+    r = est("llama-3.1-8b", vllm_args=spec_json(method="eagle3", model=str(EAGLE3), num_speculative_tokens=3))
+    h, inter, q, kv = 4096, 14336, 4096, 1024
+    sharded = 2 * h * (q + 2 * kv) + q * h + 3 * h * inter + 32000 * h  # qkv over 2 x hidden, o, MLP, draft lm_head
+    replicated = 3 * h + h * 3 * h + h  # norms, fc over the 3 aux hidden states, hidden_norm
+    expected = (sharded + replicated) * 2 + 8 * 32000  # bf16 + the int64 draft-to-target id map
+    assert r.features.speculative.draft_weights_per_gpu_bytes == expected
+    # the published model.safetensors of yuhuili/EAGLE3-LLaMA3.1-Instruct-8B is "~811MB" (MiB): within 0.2%
+    assert expected / 2**20 == pytest.approx(811, rel=2e-3)
+    # its one decoder layer is one more full-attention layer in the pool (same page as the target's)
+    assert r.bytes_per_block == 33 * 16 * 8 * 256 * 2
+
+
+@pytest.mark.parametrize("method", ["ngram", "suffix"])
+def test_host_methods_add_nothing_on_the_gpu(method):
+    r = est("llama-3.1-8b", vllm_args=spec_json(method=method, num_speculative_tokens=4))
+    plain = est("llama-3.1-8b")
+    assert (r.num_gpu_blocks, r.bytes_per_block, r.weights_per_gpu_bytes) == (plain.num_gpu_blocks, plain.bytes_per_block,
+                                                                              plain.weights_per_gpu_bytes)
+    assert not r.features.speculative.uses_gpu and any("CPU" in n for n in r.notes)
+
+
+def test_speculative_decoding_on_vllm_0_19_needs_the_budget_given():
+    with pytest.raises(UnsupportedError, match="rejection sampler"):
+        est("llama-3.1-8b", engine_version="0.19", vllm_args=spec_json(method="eagle3", model=str(EAGLE3), num_speculative_tokens=3))
+    r = est("llama-3.1-8b", engine_version="0.19", kv_cache_memory="20GiB",
+            vllm_args=spec_json(method="eagle3", model=str(EAGLE3), num_speculative_tokens=3))
+    assert r.num_gpu_blocks == 20 * GIB // (33 * 16 * 8 * 256 * 2)
+
+
+# ------------------------------------------------------------------ offload tiers
+
+def test_weight_offload_moves_whole_parameters_in_order():
+    # Llama-3.1-8B layer: qkv 6144 x 4096, o 4096 x 4096, gate_up 28672 x 4096, down 4096 x 14336, two norms, bf16
+    layer = [6144 * 4096 * 2, 4096 * 4096 * 2, 28672 * 4096 * 2, 4096 * 14336 * 2, 4096 * 2, 4096 * 2]
+    moved, budget = 0, 10 * GIB
+    for _ in range(32):
+        for size in layer:
+            if moved >= budget:
+                break
+            moved += size
+    assert moved == 24 * sum(layer) + layer[0] + layer[1] + layer[2] == 10_788_143_104
+    r = est("llama-3.1-8b", gpu="rtx-4090-24gb", vllm_args="--cpu-offload-gb 10")
+    plain = est("llama-3.1-8b", gpu="rtx-4090-24gb")
+    assert r.features.weight_offload.offloaded_bytes == moved
+    assert plain.weights_per_gpu_bytes - r.weights_per_gpu_bytes == moved and r.features.host_memory_bytes == moved
+    # the 10 GiB moved to the host come back as KV cache: 64K fits on a 24 GB card with it, not without
+    long = dict(gpu="rtx-4090-24gb", seq="65536")
+    assert est("llama-3.1-8b", vllm_args="--cpu-offload-gb 10", **long).fits and not est("llama-3.1-8b", **long).fits
+
+
+def test_native_kv_offload_tier():
+    r = est("llama-3.1-8b", vllm_args="--kv-offloading-size 100")
+    # CPUOffloadingSpec: 100 GiB // round_up(2 MiB per block x 1 worker, 4096) chunks of one 16-token block
+    assert r.features.kv_offload.tiers[0].tokens == 100 * GIB // (32 * 16 * 8 * 256 * 2) * 16 == 819_200
+    assert r.features.host_memory_bytes == 100 * GIB
+    # TP 2: the size is the total over the ranks, a chunk holds both ranks' halves of a block
+    r2 = est("llama-3.1-8b", tp=2, vllm_args="--kv-offloading-size 100")
+    assert r2.features.kv_offload.tiers[0].tokens == 100 * GIB // (2 * r2.bytes_per_block) * 16 == 819_200
+
+
+def test_lmcache_tiers_per_rank():
+    conn = "--kv-transfer-config '{\"kv_connector\": \"LMCacheConnectorV1\", \"kv_role\": \"kv_both\"}'"
+    r = est("llama-3.1-8b", tp=2, vllm_args=conn)
+    # LMCache's default 5 GiB per worker, chunks of 256 tokens of one rank's shard (64 KiB per token at TP 2)
+    tier = r.features.kv_offload.tiers[0]
+    assert tier.tokens == 5 * GIB // (256 * 65536) * 256 == 81_920
+    assert r.features.host_memory_bytes == 2 * 5 * GIB
+    # LMCacheConnectorV1 does not implement SupportsHMA: vLLM turns the hybrid manager off
+    assert r.features.kv_transfer.hybrid_manager_off
+
+
+# ------------------------------------------------------------------ expert and data parallelism
+
+def test_deepseek_v3_dp8_ep_on_h200():
+    r = est("deepseek-v3", gpu="h200", tp=1, seq="32768", vllm_args="--data-parallel-size 8 --enable-expert-parallel")
+    spec = catalog.resolve_model("deepseek-v3")
+    p = r.features.parallel
+    assert (p.gpus, p.replicas, p.ep_size, p.experts_per_rank) == (8, 8, 8, 32)
+    edge = 2 * 129280 * 7168
+    bits = (Fraction(spec.weights_bytes * 8) - edge * 16) / (spec.params - edge)
+    experts = -(-spec.moe.expert_params * bits // 8)
+    assert r.features.expert_weights_per_gpu_bytes == -(-experts * 32 // 256)
+    # the deployment holds 8 pools
+    assert r.features.deployment_concurrency == 8 * r.max_concurrency
+    # without DP the same GPU could not hold the model at TP 1
+    assert not est("deepseek-v3", gpu="h200", tp=1, seq="32768").fits
+
+
+def test_dp_without_ep_flattens_tp_over_the_experts():
+    ep = est("qwen3-30b-a3b-2507", tp=1, vllm_args="--data-parallel-size 4 --enable-expert-parallel")
+    flat = est("qwen3-30b-a3b-2507", tp=1, vllm_args="--data-parallel-size 4")
+    # 128 experts over 4 ranks: whole experts (EP) or a quarter of every expert (TP across DP): the same bytes
+    assert ep.features.expert_weights_per_gpu_bytes == flat.features.expert_weights_per_gpu_bytes
+    assert ep.weights_per_gpu_bytes == flat.weights_per_gpu_bytes
+
+
+# ------------------------------------------------------------------ the rest of the list
+
+@pytest.mark.parametrize("gpu, kv, block, backend", [
+    ("h200", "auto", 16, "FLASH_ATTN_MLA"), ("h200", "fp8", 64, "FLASHMLA"), ("b200", "auto", 32, "FLASHINFER_MLA"),
+    ("a100-80gb", "auto", 16, "TRITON_MLA"),
+])
+def test_the_mla_backend_sets_the_block_size(gpu, kv, block, backend):
+    r = est("deepseek-v3", gpu=gpu, tp=8, kv_dtype=kv, seq="4096")
+    assert r.block_size == block and r.bytes_per_block == 61 * block * 576 * (1 if kv == "fp8" else 2)
+    assert (r.features.attention_backend.backend if r.features else None) in (backend, None)
+
+
+def test_attention_backend_named_and_block_size_given():
+    assert est("deepseek-v3", gpu="h200", tp=8, seq="4096", vllm_args="--attention-backend CUTLASS_MLA").block_size == 128
+    assert est("deepseek-v3", gpu="h200", tp=8, seq="4096", block_size=32).block_size == 32
+    with pytest.raises(UnsupportedError, match="MLA backend"):
+        est("deepseek-v3", gpu="mi300x", tp=8, seq="4096")
+
+
+def test_disable_sliding_window():
+    r = est("gemma-2-9b", seq="4096", vllm_args="--disable-sliding-window")
+    assert [(g.kind, g.layers) for g in r.kv_cache_groups] == [("full", 42)]
+    with pytest.raises(InputError, match="sliding window 4,096"):
+        est("gemma-2-9b", seq="8192", vllm_args="--disable-sliding-window")
+
+
+def test_kv_cache_dtype_skip_layers_on_0_19_and_refused_on_0_33():
+    r = est("llama-3.1-8b", engine_version="0.19", kv_dtype="fp8", vllm_args="--kv-cache-dtype-skip-layers 0 31")
+    assert r.bytes_per_block == 30 * 16 * 8 * 256 * 1 + 2 * 16 * 8 * 256 * 2 == 1_114_112
+    with pytest.raises(UnsupportedError, match="pads"):
+        est("llama-3.1-8b", kv_dtype="fp8", vllm_args="--kv-cache-dtype-skip-layers 0 31")
+
+
+def test_num_gpu_blocks_override():
+    r = est("llama-3.1-8b", vllm_args="--num-gpu-blocks-override 1000")
+    assert r.num_gpu_blocks == 1000 and r.max_concurrency == 1000 / 512 and r.fits
+    # 0.33 plans the fit check with the override, less the null block: 499 blocks of 16 tokens
+    short = est("llama-3.1-8b", vllm_args="--num-gpu-blocks-override 500")
+    assert not short.fits and short.estimated_max_model_len == 499 * 16
+
+
+def test_mamba_state_dtypes():
+    plain = est("jamba-1.5-mini")
+    r = est("jamba-1.5-mini", vllm_args="--mamba-ssm-cache-dtype float32")
+    spec = catalog.resolve_model("jamba-1.5-mini")
+    conv = spec.state.conv_shape[0] * spec.state.conv_shape[1] * 2
+    rec = spec.state.recurrent_shape[0] * spec.state.recurrent_shape[1]
+    # the recurrent state in float32 instead of bf16: the state page grows by rec x 2 bytes
+    assert plain.state_bytes + 2 * rec * 2 * spec.count("state") <= r.state_bytes
+    assert conv > 0
+
+
+def test_online_fp8_quantization_of_a_bf16_checkpoint():
+    # the calibration log launched with --quantization fp8 prints "Model loading took 8.49 GiB" (vLLM 0.19, H100)
+    log = next((DATA / "vllm_logs" / "raw").glob("*qfp8*"))
+    assert "Model loading took 8.49 GiB" in log.read_text(encoding="utf-8", errors="replace")
+    r = est("llama-3.1-8b", vllm_args="--quantization fp8")
+    assert round(r.weights_per_gpu_bytes / GIB, 2) == 8.49
+    with pytest.raises(UnsupportedError, match="online quantization"):
+        est("llama-3.1-8b", vllm_args="--quantization awq")
+
+
+def test_hf_overrides_need_the_config():
+    with pytest.raises(UnsupportedError, match="config.json"):
+        est("llama-3.1-8b", vllm_args="--hf-overrides '{\"num_key_value_heads\": 4}'")
+    r = est(str(DATA / "hf_configs" / "llama-3.1-8b.json"), vllm_args="--hf-overrides '{\"num_key_value_heads\": 4}'")
+    assert r.bytes_per_block == 32 * 16 * 4 * 256 * 2
+
+
+def test_kvplan_flags_are_not_taken_twice():
+    with pytest.raises(InputError, match="kvplan's --tp"):
+        est("llama-3.1-8b", vllm_args="--tensor-parallel-size 2")
+    with pytest.raises(UnsupportedError, match="offload-group-size"):
+        est("llama-3.1-8b", vllm_args="--offload-group-size 4")
+
+
+def test_no_options_no_features_record():
+    r = est("llama-3.1-8b")
+    assert r.features is None
+    assert dataclasses.asdict(r)["features"] is None
