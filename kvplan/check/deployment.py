@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, KvplanError
+from kvplan.engines.calibration import SiteProfile
 from kvplan.engines.request import EngineRequest, Hardware
 
 # A deployment's GPUs: TP x PP of the largest real node groups; beyond this a typo is likelier.
@@ -33,6 +34,7 @@ class CheckOptions:
     require_concurrency: int | None = None
     require_headroom: str | None = None
     vllm_version: str | None = None  # None: the vllm engine's default release
+    calibration: str | None = None  # a site profile file (--calibration)
 
 
 @dataclass(frozen=True)
@@ -43,6 +45,13 @@ class Defaults:
     gpus: int | None
     requirements: Requirements
     vllm_version: str | None  # as given (validated against the release registry)
+    site: SiteProfile | None = None  # --calibration, read once
+
+    def site_for(self, engine: str) -> SiteProfile | None:
+        """The site profile for a deployment of `engine`: only the engine it was fitted on (or any, when it says none)."""
+        if self.site is None or self.site.engine not in (None, engine):
+            return None
+        return self.site
 
 
 @dataclass(frozen=True)
@@ -96,8 +105,13 @@ def defaults(options: CheckOptions) -> Defaults:
             raise InputError(f"must be at least 1, got {value}", where=flag)
     headroom = parse_headroom(options.require_headroom, where="--require-headroom") if options.require_headroom is not None else None
     releases.release(options.vllm_version, where="--vllm-version")
+    site = None
+    if options.calibration is not None:
+        from kvplan.engines.calibration import read_profile
+
+        site = read_profile(options.calibration)
     return Defaults(gpu=gpu, gpus=options.gpus, requirements=Requirements(options.require_concurrency, headroom),
-                    vllm_version=options.vllm_version)
+                    vllm_version=options.vllm_version, site=site)
 
 
 # ------------------------------------------------------------------ values as files write them
@@ -215,7 +229,7 @@ def check_vllm_max_len(seq: int, spec, raw_config, *, where: str) -> None:
 
 def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, util, reserve, kv_mem, where, key,
                    engine_version=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None,
-                   prefix_caching=None) -> EngineRequest:
+                   prefix_caching=None, site: SiteProfile | None = None) -> EngineRequest:
     """The engine request of a deployment, with the checks every engine needs located at the file's own keys."""
     from kvplan.core import cache, dtypes
 
@@ -235,7 +249,7 @@ def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, uti
                          hardware=gpu, gpu_util=util, reserve_bytes=reserve, kv_cache_memory=kv_mem,
                          block_size=block_size, max_num_seqs=max_num_seqs,
                          max_num_batched_tokens=max_num_batched_tokens, prefix_caching=prefix_caching,
-                         engine_version=engine_version)
+                         engine_version=engine_version, site=site)
 
 
 def mapping_keys(doc: Mapping) -> set[str]:

@@ -28,3 +28,4 @@ MaxTokOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", he
 KvHeadsOpt = Annotated[Optional[int], typer.Option("--kv-heads", help="What-if: override the KV heads of every attention layer.", show_default=False)]
 HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", help="What-if: override the head dimension.", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docs/json.md).")]
+CalibrationOpt = Annotated[Optional[str], typer.Option("--calibration", help="A site profile (kvplan calibrate --save FILE): the budget terms your own start-up logs measured (non-torch memory, activation scale, CUDA graphs, memory in use at start), applied by the engine's budget.", show_default=False)]

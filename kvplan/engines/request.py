@@ -107,8 +107,9 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                   reserve: str | None = None, kv_cache_memory: str | None = None, block_size: int | None = None,
                   max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
                   kv_heads: int | None = None, head_dim: int | None = None,
-                  engine_version: str | None = None) -> EngineRequest:
-    """Turn command-line values into an EngineRequest, validating each (every command builds its requests here)."""
+                  engine_version: str | None = None, site: SiteProfile | None = None) -> EngineRequest:
+    """Turn command-line values into an EngineRequest, validating each (every command builds its requests here).
+    `site`: a site profile already read (engines/calibration.py read_profile: --calibration FILE)."""
     from kvplan.core import dtypes, units
     from kvplan.model import catalog
 
@@ -144,7 +145,7 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
         kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory else None,
         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        engine_version=engine_version,
+        engine_version=engine_version, site=site,
     )
 
 

@@ -100,7 +100,8 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     if engine == "vllm":
         check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"))
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=gpu, util=util,
-                             reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version, **ints)
+                             reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version,
+                             site=defaults.site_for(engine), **ints)
     return Deployment(source=source, document=document, name=name, format=FORMAT_KVPLAN, engine=engine, request=request,
                       requirements=requirements, key=key, gpus=tp * pp)
 

@@ -96,7 +96,7 @@ def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where
     prefix_caching = args.get("enable_prefix_caching") if args.given("enable_prefix_caching") else None
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=defaults.gpu,
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
-                             prefix_caching=prefix_caching, **ints)
+                             prefix_caching=prefix_caching, site=defaults.site_for("vllm"), **ints)
     served = args.get("served_model_name")
     name = served[0] if served else default_name
     return Deployment(source=source, document=document, name=str(name), format=fmt, engine="vllm", request=request,

@@ -48,6 +48,9 @@ def check(
     vllm_version: Annotated[Optional[str], typer.Option(
         "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments: 0.19.0 or 0.33.0 "
                                "(default: the vllm engine's, 0.33.0).", show_default=False)] = None,
+    calibration: Annotated[Optional[str], typer.Option(
+        "--calibration", help="A site profile (kvplan calibrate --save FILE), applied to the deployments of the engine "
+                              "it was fitted on.", show_default=False)] = None,
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY) or junit (XML).")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -76,7 +79,8 @@ def check(
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
-                                  require_headroom=require_headroom, vllm_version=vllm_version)
+                                  require_headroom=require_headroom, vllm_version=vllm_version,
+                                  calibration=calibration)
     report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):

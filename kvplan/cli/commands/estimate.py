@@ -7,7 +7,7 @@ import sys
 import typer
 
 from kvplan.cli.edge import guarded
-from kvplan.cli.options import (BatchOpt, BlockOpt, DtypeOpt, EngineOpt, EngineVersionOpt, GpuMemOpt, GpuOpt, GpusOpt,
+from kvplan.cli.options import (BatchOpt, BlockOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineVersionOpt, GpuMemOpt, GpuOpt, GpusOpt,
                                 GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, MaxSeqsOpt, MaxTokOpt,
                                 ModelArg, PpOpt, ReserveOpt, SeqOpt, TpOpt)
 
@@ -37,6 +37,7 @@ def estimate(
     max_num_batched_tokens: MaxTokOpt = None,
     kv_heads: KvHeadsOpt = None,
     head_dim: HeadDimOpt = None,
+    calibration: CalibrationOpt = None,
     json_out: JsonOpt = False,
 ):
     """KV cache, weights and fit for MODEL at --seq tokens x --batch sequences (exit 1 if a GPU was given and it does not fit)."""
@@ -47,10 +48,15 @@ def estimate(
     from kvplan.engines.request import build_request
 
     chosen = engines.get(engine)
+    site = None
+    if calibration is not None:
+        from kvplan.engines.calibration import read_profile
+
+        site = read_profile(calibration, engine=chosen.name)
     request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
                             gpus=gpus, tp=tp, pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
                             block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                            kv_heads=kv_heads, head_dim=head_dim, engine_version=engine_version)
+                            kv_heads=kv_heads, head_dim=head_dim, engine_version=engine_version, site=site)
     if engine_version and chosen.name == "static":
         raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
     result = fixes.attach(chosen, request, chosen.estimate(request))

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvplan.cli.options import CalibrationOpt
+
 
 class Kind(str, Enum):
     capacity = "capacity"
@@ -41,6 +43,7 @@ def plot(
     image_format: Annotated[Optional[ImageFormat], typer.Option("--format", help="Image format when the file name does not say.", show_default=False)] = None,
     width: Annotated[int, typer.Option("--width", help="Terminal chart width in characters.")] = 72,
     height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.")] = 18,
+    calibration: CalibrationOpt = None,
 ):
     """Capacity curves for MODEL: how memory and concurrency follow context length, per GPU, TP size and
     KV dtype. Writes a PNG or SVG with --output, else draws the chart in the terminal."""
@@ -62,7 +65,8 @@ def plot(
     if output:
         _check_matplotlib()
     spec, grid, make_request, _ = build_grid(model, seq=seq, batch=str(batch), kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp,
-                                             pp=pp, engine=engine, dtype=dtype, gpu_util=gpu_util)
+                                             pp=pp, engine=engine, dtype=dtype, gpu_util=gpu_util,
+                                             calibration=calibration)
     if len(grid.seq) < 2:
         raise InputError("a curve needs at least two context lengths", where="--seq", hint="e.g. 1K..128K*2")
     if len(grid) > 100_000:

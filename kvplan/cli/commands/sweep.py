@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvplan.cli.options import CalibrationOpt
+
 
 class Format(str, Enum):
     text = "text"
@@ -44,6 +46,7 @@ def sweep(
     block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False)] = None,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False)] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)] = None,
+    calibration: CalibrationOpt = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
 ):
     """One row per combination of the grid's axes: cache bytes, per-GPU fit, max batch and max context.
@@ -59,7 +62,7 @@ def sweep(
     spec, grid, make_request, kv_names = build_grid(
         model, seq=seq, batch=batch, kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp, engine=engine, dtype=dtype,
         gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens)
+        max_num_batched_tokens=max_num_batched_tokens, calibration=calibration)
     counts = {"rows": 0, "refused": 0}
     refusals: list = []
 
@@ -84,9 +87,10 @@ def sweep(
 
 
 def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine, dtype=None, gpu_util=None, reserve=None,
-               kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None):
+               kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None, calibration=None):
     """Parse the grid flags (shared with `kvplan plot`): (spec, Grid, make_request, {kv name: resolved}).
-    Bad values anywhere are bad input for the whole command (exit 2) before any row is printed."""
+    Bad values anywhere are bad input for the whole command (exit 2) before any row is printed. A site profile
+    (--calibration) goes with the requests of the engine it was fitted on; it must be one of the grid's engines."""
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
@@ -141,11 +145,21 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     except InputError as err:
         raise (err.located("--kv-dtype") if err.where is None else err) from None
 
+    site = None
+    if calibration is not None:
+        from kvplan.engines.calibration import read_profile
+
+        site = read_profile(calibration)
+        if site.engine is not None and site.engine not in engines:
+            raise InputError(f"the profile was fitted on {site.engine} logs; none of --engine {engine} is {site.engine}",
+                             where=f"--calibration {calibration}", hint=f"add --engine {site.engine}")
+
     def make_request(combo, seq_tokens: int, batch_size: int):
         return build_request(model, seq=str(seq_tokens), batch=batch_size, kv_dtype=combo.kv_dtype, dtype=dtype, gpu=combo.gpu,
                              gpu_mem=gpu_mem, gpus=None, tp=combo.tp, pp=combo.pp, gpu_util=gpu_util, reserve=reserve,
                              kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
-                             max_num_batched_tokens=max_num_batched_tokens)
+                             max_num_batched_tokens=max_num_batched_tokens,
+                             site=site if site is not None and site.engine in (None, combo.engine) else None)
 
     return spec, grid, make_request, kv_names
 
