@@ -59,7 +59,7 @@ _PHRASES = re.compile(
 )
 MIN_WRAP_WIDTH = 60  # narrower than any terminal or issue form that wraps a log
 WORD_WRAP_SLACK = 15  # a re-flowed paragraph's lines end up to this many characters short of its width
-MAX_LONGER = 2  # lines a wrapped paste may hold beyond its width (a command or a heading pasted unwrapped)
+MAX_LONGER = 0  # lines a wrapped paste may hold beyond its width: none (a terminal wraps every line it prints)
 
 
 @dataclass(frozen=True)
@@ -85,36 +85,45 @@ def strip_ansi(text: str) -> str:
     return _ANSI.sub("", text)
 
 
-def _continues(prev: str, nxt: str) -> bool:
-    """Whether `nxt` can be the wrapped rest of `prev` (not whether it is: unwrap decides with the width)."""
-    if not nxt or nxt[0].isspace() or nxt[0] == "|" or len(prev) < MIN_WRAP_WIDTH:
+def _continues(prev: str, nxt: str, *, cut: bool = False) -> bool:
+    """Whether `nxt` can be the wrapped rest of `prev` (not whether it is: unwrap decides with the width). A line a
+    terminal cut at its last column (`cut`) continues with whatever text followed, so only a true record head
+    (a process label, a level and date, a bracketed head) stops it; a re-flowed line also stops at a line that
+    opens with one of the engines' phrases or a progress bar."""
+    if not nxt.strip() or (nxt[0].isspace() and not cut) or nxt[0] == "|" or len(prev) < MIN_WRAP_WIDTH:
         return False
     if _LABEL.search(nxt[:60]) or _HEAD_ANYWHERE.search(nxt[:60]):
-        return False  # a record behind a wrapper ("service  | (APIServer pid=1) INFO ...")
+        return False  # a record, or one behind a wrapper ("service  | (APIServer pid=1) INFO ...")
+    if cut:
+        return not _TRUE_HEAD.match(nxt)
     return not (_STARTS_RECORD.match(nxt) or _PHRASES.match(nxt))
+
+
+_TRUE_HEAD = re.compile(r"\(\S[^()]*\bpid=\d+|(?:DEBUG|INFO|WARNING|WARN|ERROR|CRITICAL)\s+(?:\d|\[)|\[")
 
 
 def unwrap(physical: list[str]) -> list[tuple[int, str]]:
     """Join hard-wrapped lines back: [(1-based first physical line, logical line)].
 
-    A wrapped paste has a width W no line exceeds (a terminal's columns, an issue form's): W is a length seen at
-    least twice on a line followed by a possible continuation, with at most MAX_LONGER lines longer than it (an
-    ordinary log has long lines everywhere, and a long line before an unlabelled one means nothing). A line of
+    A wrapped paste has a width no line exceeds (a terminal's columns, an issue form's): W is a length seen at least
+    twice on a line followed by a possible continuation, with no line longer than W + WORD_WRAP_SLACK (an ordinary
+    log has lines far longer than any that is followed by an unlabelled one, so nothing is joined in it). A line of
     exactly W characters was cut by a terminal at a column and continues without a space; a line a little
     shorter (a space dropped at the break, or a paragraph re-flowed at spaces) continues after a space.
     """
     candidates = Counter(len(physical[i]) for i in range(len(physical) - 1)
-                         if _continues(physical[i], physical[i + 1]))
+                         if _continues(physical[i], physical[i + 1], cut=True))
     lengths = sorted((len(p) for p in physical), reverse=True)
 
     def longer(w: int) -> int:
         return sum(1 for n in lengths if n > w)
 
-    widths = [w for w, n in candidates.items() if n >= 2 and longer(w) <= MAX_LONGER]
+    widths = [w for w, n in candidates.items() if n >= 2 and longer(w + WORD_WRAP_SLACK) <= MAX_LONGER]
     width = max(widths) if widths else None
     out: list[tuple[int, str]] = []
     for i, line in enumerate(physical):
-        if width is not None and out and _continues(physical[i - 1], line) and \
+        cut = width is not None and len(physical[i - 1]) == width if i else False
+        if width is not None and out and _continues(physical[i - 1], line, cut=cut) and \
                 width - WORD_WRAP_SLACK <= len(physical[i - 1]) <= width:
             start, text = out[-1]
             out[-1] = (start, text + ("" if len(physical[i - 1]) == width else " ") + line)
