@@ -224,3 +224,13 @@ def test_the_vllm_budget_applies_the_profile():
     assert site.available_kv_bytes == adjusted_available(
         PROFILE, available=plain.available_kv_bytes, activation_peak=b.activation_peak_bytes,
         non_torch=b.non_torch_bytes, cuda_graph=b.cuda_graph_bytes, graphs_subtracted=b.cuda_graph_subtracted, tp=2, pp=1)
+
+
+def test_the_json_schema_lists_exactly_the_keys_the_reader_takes():
+    from importlib import resources
+
+    from kvplan.engines import calibration
+
+    schema = json.loads(resources.files("kvplan.data").joinpath("site-profile.schema.json").read_text())
+    assert set(schema["properties"]) == set(calibration._KEYS) and schema["additionalProperties"] is False
+    assert schema["properties"]["format"]["const"] == calibration.FORMAT

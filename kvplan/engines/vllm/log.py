@@ -214,10 +214,12 @@ class VllmLogFigures:
         Under pipeline parallelism the stages may hold different layer counts, so the pool is the
         minimum of available // (page x layers) per worker; this picks by memory alone.
         """
-        known = [w for w in self.workers if w.available_kv_gib is not None]
+        known = [w for w in self.workers if w.available_kv_gib is not None or w.available_kv_bytes is not None]
         if not known:
             return None
-        return min(known, key=lambda w: w.available_kv_gib)
+        # 0.10.2 prints each worker's budget in bytes too: ranks that print the same GiB differ there
+        return min(known, key=lambda w: w.available_kv_bytes if w.available_kv_bytes is not None
+                   else w.available_kv_gib * GIB)
 
 
 # --------------------------------------------------------------------------------------------------
