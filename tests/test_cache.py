@@ -17,7 +17,7 @@ def model(path):
     return catalog.resolve_model(str(path))
 
 
-# REFERENCE.md §1: the figures the public explanations of the formula quote
+# the figures the public explanations of the formula quote
 @pytest.mark.parametrize("name,seq,want", [
     ("llama-2-7b", 4096, 2 * GiB), ("llama-2-7b", 32768, 16 * GiB), ("llama-2-7b", 131072, 64 * GiB),
     ("llama-2-70b", 4096, 1280 * MiB), ("llama-2-70b", 131072, 40 * GiB),
@@ -38,7 +38,7 @@ HAND = {
     "llama-3.1-8b": 32 * 8 * 256 * 2 * 8192,
     "llama-3.1-70b": 80 * 8 * 256 * 2 * 8192,
     "llama-3.1-405b": 126 * 8 * 256 * 2 * 8192,
-    # Qwen2.5-72B: GQA with 8 KV heads, not the 64 one article assumed (REFERENCE.md §1)
+    # Qwen2.5-72B: GQA with 8 KV heads, not the 64 one article assumed (the published explanation's what-if)
     "qwen2.5-72b-instruct": 80 * 8 * 256 * 2 * 8192,
     "qwen2.5-7b": 28 * 4 * 256 * 2 * 8192,
     # Qwen3: explicit head_dim 128 (not hidden/heads)

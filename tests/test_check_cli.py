@@ -102,6 +102,14 @@ def test_every_format_renders_and_is_deterministic(report, fmt):
     text = report_formats.render(report, fmt)
     again = report_formats.render(run.run_check([str(DEPLOY), str(BAD)], deployment.CheckOptions(gpu="h100-sxm-80gb")), fmt)
     assert text == again and text.endswith("\n")
+    # and it says what the report holds: every deployment is named with its verdict, and the summary's counts are
+    # the verdicts' (counted here from the verdicts themselves, not from the renderer)
+    statuses = [v.status for v in report.verdicts]
+    assert len(statuses) == 22 and (statuses.count("pass"), statuses.count("fail")) == (report.passed, report.failed)
+    for v in report.verdicts:
+        assert v.source in text
+    if fmt is report_formats.Format.JSON:
+        assert [d["status"] for d in json.loads(text)["verdicts"]] == statuses
     if fmt is report_formats.Format.JUNIT:
         # no wall-clock times: the same input gives the same bytes (the checkout may live anywhere, /tmp included)
         assert 'time="0"' in text

@@ -107,13 +107,15 @@ def test_gpu_catalog_is_complete_and_sourced():
     assert len(entries) >= 15 and len({g.name for g in entries}) == len(entries)
     for g in entries:
         assert g.capacity_bytes > 2**30 and g.capacity_source and g.source and g.hbm_bandwidth_bytes_per_s
-        assert g.architecture in {"volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3"}
+        assert g.architecture in {"volta", "turing", "ampere", "ada", "hopper", "blackwell", "cdna2", "cdna3", "cdna4"}
+        assert g.interconnect in catalog.INTERCONNECTS and g.interconnect_source and g.compute_capability
+        assert isinstance(g.unified_memory, bool)
         # nvidia-smi shows a little more than the runtime (driver reservations), never less
         assert g.nvidia_smi_total_mib is None or g.nvidia_smi_total_mib * 2**20 >= g.capacity_bytes
 
 
 def test_kv_heads_what_if(cli, configs):
-    # Qwen2.5-72B: the article's 64 KV heads vs the real 8 (REFERENCE.md §1)
+    # Qwen2.5-72B: the article's 64 KV heads vs the real 8 (the published arithmetic: an article assumed 64 KV heads)
     _, real, _ = estimate_json(cli, configs / "qwen2.5-72b-instruct.json", "--seq", "4K")
     _, what_if, _ = estimate_json(cli, configs / "qwen2.5-72b-instruct.json", "--seq", "4K", "--kv-heads", "64")
     assert real["kv_bytes_per_token"] == 320 * 1024 and what_if["kv_bytes_per_token"] == 2560 * 1024
@@ -173,3 +175,21 @@ def test_version():
 
     out = subprocess.run([sys.executable, "-m", "kvplan", "--version"], capture_output=True, text=True)
     assert out.returncode == 0 and out.stdout.strip() == f"kvplan {__version__}"
+
+
+def test_gpu_catalog_facts_the_vllm_rules_read():
+    """The names other engineers map cloud labels to, and the facts vLLM's rules branch on."""
+    names = {g.name for g in catalog.gpus()}
+    for wanted in ("rtx-3090-24gb", "rtx-4080-16gb", "rtx-5090-32gb", "a40-48gb", "rtx-a6000-48gb", "l40-48gb", "h20-96gb",
+                   "rtx-pro-6000-96gb", "gh200-96gb", "gb200-186gb", "b300-288gb", "mi355x-288gb", "gb10-128gb"):
+        assert wanted in names
+    # unified memory: the host's own use comes out of the GPU's capacity
+    assert {g.name for g in catalog.gpus() if g.unified_memory} == {"gh200-96gb", "gb200-186gb", "gb10-128gb"}
+    assert catalog.find_gpu("dgx-spark").interconnect == "unified"
+    # vLLM custom all-reduce: PCIe-only beyond two GPUs (L40S x8) vs an NVLink mesh (HGX H100)
+    assert catalog.find_gpu("l40s").interconnect == "pcie" and catalog.find_gpu("h100").interconnect == "nvlink"
+    assert catalog.find_gpu("mi300x").rocm and not catalog.find_gpu("h100").rocm
+    # readings vLLM printed itself: 23.58 GiB (RTX 3090 V0 logs), 95.01 (RTX PRO 6000), 267.69 (B300)
+    for name, printed in (("rtx-3090-24gb", 23.58), ("rtx-pro-6000-96gb", 95.01), ("b300-288gb", 267.69)):
+        assert round(catalog.find_gpu(name).capacity_bytes / 2**30, 2) == printed
+    assert catalog.find_gpu("gh200").capacity_bytes == 97280 * 2**20  # deviceQuery: 97280 MBytes (102005473280 bytes)

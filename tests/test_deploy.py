@@ -366,7 +366,7 @@ def test_pool_engines_headroom_is_the_unused_part_of_their_pool(tmp_path, engine
 
 def test_vllm_prefix_caching_reaches_the_engine(tmp_path, configs):
     """A hybrid on vLLM 0.33 holds 3 GDN state blocks a request with prefix caching (its default) and 1 without
-    (kvplan/engines/vllm.py _mamba_cache_mode): the flag changes the figures; on 0.19 turning it on cannot be judged."""
+    (kvplan/engines/vllm/engine.py _mamba_cache_mode): the flag changes the figures; on 0.19 turning it on cannot be judged."""
     model = configs / "qwen3-next-80b-a3b-thinking.json"
     base = f"model: {model}\nmax-model-len: 32K\ntensor-parallel-size: 4\n"
     on = one(tmp_path, base, name="on.yaml")
@@ -376,3 +376,14 @@ def test_vllm_prefix_caching_reaches_the_engine(tmp_path, configs):
     old = one(tmp_path, base + "enable-prefix-caching: true\n", deployment.CheckOptions(gpu="h100-sxm-80gb", vllm_version="0.19"),
               name="old.yaml")
     assert old.status == "cannot_judge" and "prefix caching" in old.reason and ": enable-prefix-caching" in old.reason
+
+
+def test_check_offers_the_fp8_fix_estimate_finds(tmp_path):
+    """Llama-3.1-8B at 128K on one H100 holds 3 requests at once in bf16; 6 are required. An fp8 KV cache is one of
+    the single changes that pass (half the bytes a token: 131,072 -> 65,536), as estimate --batch 6 finds too; check
+    must offer it (it once dropped it)."""
+    v = one(tmp_path, "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 128K\nrequire: {concurrency: 6}\n")
+    assert v.status == "fail" and "kv_cache_dtype: fp8" in v.suggestions
+    fixed = one(tmp_path, "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 128K\nkv_cache_dtype: fp8\n"
+                          "require: {concurrency: 6}\n", name="fp8.yaml")
+    assert fixed.status == "pass"

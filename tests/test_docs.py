@@ -23,7 +23,7 @@ DOCS = [ROOT / "README.md", *sorted((ROOT / "docs").rglob("*.md")), *sorted((ROO
 READABLE = [*DOCS, *sorted((ROOT / "examples").rglob("*.yaml"))]
 DOC_TEXT = "\n".join(p.read_text(encoding="utf-8") for p in DOCS)
 
-register_commands()  # the commands of kvplan/commands/*.py register themselves on demand
+register_commands()  # the commands of kvplan/cli/commands/*.py register themselves on demand
 GROUP = typer.main.get_command(app)  # typer's own click group (newer typer vendors click)
 COMMANDS = {name: GROUP.commands[name] for name in sorted(GROUP.commands)}
 assert len(COMMANDS) >= 11, sorted(COMMANDS)

@@ -1,4 +1,4 @@
-"""The result every paged engine returns: DESIGN.md's contract keys declared once (kvplan/engines/result.py)."""
+"""The result every paged engine returns: the `estimate --json` contract keys (docs/json.md) declared once (kvplan/engines/result.py)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from kvplan.engines.static import Estimate
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"
 GIB = 2**30
-# DESIGN.md, `kvplan estimate --json`: the stable keys
+# docs/json.md, `kvplan estimate --json`: the stable keys
 CONTRACT = ("model", "engine", "seq", "batch", "kv_dtype", "dtype", "kv_bytes_per_token", "kv_bytes", "state_bytes",
             "cache_bytes", "params", "weights_bytes", "per_gpu", "fits", "max_batch", "max_seq")
 

@@ -109,7 +109,11 @@ def test_cli_json_totals_equal_estimate(cli):
     assert code == 0, err
     result = json.loads(out)
     code, est_out, _ = cli("estimate", model, "--seq", "16K", "--batch", "2", "--tp", "2", "--json")
-    assert result["cache_bytes"] == json.loads(est_out)["cache_bytes"] == sum(g["total_bytes"] for g in result["groups"])
+    # by hand: Gemma-3-27B has 52 sliding layers (window 1024) and 10 full ones, 16 KV heads x (128 + 128) x 2 bytes
+    # = 8,192 B a token a layer (TP 2 halves the heads on each of two ranks: the same whole-model total)
+    by_hand = 2 * (52 * 8192 * 1024 + 10 * 8192 * 16384)
+    assert result["cache_bytes"] == json.loads(est_out)["cache_bytes"] == by_hand == 3_556_769_792
+    assert sum(g["total_bytes"] for g in result["groups"]) == by_hand
     assert result["latency"] is None
 
 

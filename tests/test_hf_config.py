@@ -1,4 +1,4 @@
-"""config.json -> spec (kvplan/hf_config.py): every convention of REFERENCE.md section 3 on the real files, and
+"""config.json -> spec (kvplan/model/hf_config.py): every config.json convention (docs/configs.md) on the real files, and
 the refusals: what kvplan does not model exits 3 naming the field, contradictory files exit 2 naming it."""
 
 from __future__ import annotations

@@ -98,7 +98,7 @@ def test_generation_with_and_without_a_cache():
 
 
 def test_kv_caching_speeds_generation_up_severalfold():
-    # REFERENCE.md section 1: "KV caching typically speeds up generation ~5x over recomputing K/V"
+    # public explanations of the KV cache: caching typically speeds up generation ~5x over recomputing K/V
     b = bounds("llama-3.1-8b", 1024, 1024)
     assert 3 < b.no_cache_time_ratio < 10
 

@@ -37,7 +37,7 @@ def _run(peer, name: str, n: int, **kw):
 
 
 def test_llama2_7b_kv_is_2_gib_at_4k_fp16(peer):
-    # REFERENCE.md section 1: 32 layers x 32 KV heads x 128 x 2 (K, V) x 2 bytes x 4096 tokens = 2 GiB
+    # the published LLaMA-7B arithmetic: 32 layers x 32 KV heads x 128 x 2 (K, V) x 2 bytes x 4096 tokens = 2 GiB
     r = _run(peer, "llama-2-7b.json", 4096)
     assert r.build_dtype == "float16"  # the config's torch_dtype, transformers' default for from_config
     assert r.cache_bytes == r.kv_bytes == 2 * GiB

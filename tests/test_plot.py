@@ -44,6 +44,12 @@ def test_concurrency_chart_data_and_log_scale():
     chart = plotting.concurrency_chart(rows, model="m")
     assert [s.label for s in chart.series] == ["TP1", "TP2"]
     assert chart.series[0].ys == tuple(float(r.max_batch) for r in rows if r.tp == 1)
+    # by hand, Llama-3.1-8B on one H100 (85,029,158,912 B, 90% usable, 16,060,522,496 B of bf16 weights) and on each of
+    # two (half the weights, half the heads: 65,536 B a token a rank instead of 131,072)
+    usable = 85_029_158_912 * 9 // 10
+    tp1 = tuple(float((usable - 16_060_522_496) // (131072 * s)) for s in (1024, 32768, 131072))
+    tp2 = tuple(float((usable - 8_030_261_248) // (65536 * s)) for s in (1024, 32768, 131072))
+    assert chart.series[0].ys == tp1 == (450.0, 14.0, 3.0) and chart.series[1].ys == tp2 == (1020.0, 31.0, 7.0)
     assert chart.y_log  # 1K to 128K spans more than 50x
 
 

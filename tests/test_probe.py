@@ -505,3 +505,17 @@ def test_default_max_fraction_is_exact():
 def test_meta_device_has_no_counters():
     dev = MetaDevice(torch)
     assert dev.counters().rss is None and dev.free_bytes() is None
+
+
+_TRUTH = json.loads((Path(__file__).parent / "data" / "transformers_truth.json").read_text())
+
+
+@pytest.mark.parametrize("name", sorted(n for n, e in _TRUTH["configs"].items() if e["built"] and e["state_bytes"] == 0))
+def test_probe_allocates_what_transformers_allocates(name):
+    """The probe's static tensors on `meta`, against an independent peer: the K/V bytes transformers' StaticCache
+    allocated for the same config at the same length (tests/data/transformers_truth.json, bf16, batch 1)."""
+    spec = catalog.resolve_model(str(CONFIGS / name))
+    n = _TRUTH["n_tokens"]
+    req = _request(spec, seq=n, batch=_TRUTH["batch"], kv="bf16")
+    res = run_probe(req, ProbeOptions(layout=STATIC, device="meta"), torch=torch, dist_env=False)
+    assert res.match and res.measured_bytes == _TRUTH["configs"][name]["kv_bytes"]

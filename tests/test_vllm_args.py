@@ -1,4 +1,4 @@
-"""Reading `vllm serve` arguments as vLLM 0.19.0 / 0.33.0 read them (kvplan/vllm_args.py)."""
+"""Reading `vllm serve` arguments as vLLM 0.19.0 / 0.33.0 read them (kvplan/engines/vllm/serve_args.py)."""
 
 import argparse
 import json

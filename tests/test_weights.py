@@ -1,4 +1,4 @@
-"""Exact weight bytes (kvplan/weights.py): safetensors index and headers (tiny fake files built here, never a
+"""Exact weight bytes (kvplan/model/weights.py): safetensors index and headers (tiny fake files built here, never a
 real download), and the bytes each quantization_config format stores, checked against real checkpoints'
 tensor listings and against hand arithmetic on small configs."""
 

@@ -1,5 +1,5 @@
 """Workload simulation: reading workloads, hand-traced admission runs, prefix sharing, and the documented
-waste example (REFERENCE.md section 1: preallocation wastes 60-80% of KV memory, paging under 4%)."""
+waste example (the vLLM paper, Kwon et al., SOSP 2023: preallocation wastes 60-80% of KV memory, paging under 4%)."""
 
 import json
 from pathlib import Path

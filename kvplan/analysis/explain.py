@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from kvplan.core.cache import CacheModel, LayerGroup
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import KvplanError
+from kvplan.core.layers import as_kind, make_layer
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, NONE, SLIDING, STATE, LayerSpec, MlaSpec, ModelSpec
 
 
@@ -151,14 +152,16 @@ def _with_layers(spec: ModelSpec, name: str, layers: list[LayerSpec], **changes)
 def variant_mha(spec: ModelSpec) -> ModelSpec:
     heads, hd, vd = spec.attention_heads, spec.head_dim, spec.v_head_dim or spec.head_dim
     layers = [dataclasses.replace(l, kv_heads=heads) if l.kind in HEADED_KINDS
-              else LayerSpec(FULL, heads, hd, vd) if l.kind == MLA else l for l in spec.layer_specs]
+              else make_layer(FULL, kv_heads=heads, head_dim=hd, v_head_dim=vd) if l.kind == MLA else l
+              for l in spec.layer_specs]
     return _with_layers(spec, "MHA", layers, kv_heads=heads)
 
 
 def variant_mqa(spec: ModelSpec) -> ModelSpec:
     hd, vd = spec.head_dim, spec.v_head_dim or spec.head_dim
     layers = [dataclasses.replace(l, kv_heads=1) if l.kind in HEADED_KINDS
-              else LayerSpec(FULL, 1, hd, vd) if l.kind == MLA else l for l in spec.layer_specs]
+              else make_layer(FULL, kv_heads=1, head_dim=hd, v_head_dim=vd) if l.kind == MLA else l
+              for l in spec.layer_specs]
     return _with_layers(spec, "MQA", layers, kv_heads=1)
 
 
@@ -173,12 +176,12 @@ def variant_mla(spec: ModelSpec) -> ModelSpec:
     """Full-attention layers store one latent instead of K and V; sliding layers keep their K/V and window
     (kvplan's MLA layers keep every token, so converting them would also drop the window: two changes)."""
     mla = mla_like(spec)
-    layers = [LayerSpec(MLA, mla=mla) if l.kind == FULL else l for l in spec.layer_specs]
+    layers = [make_layer(MLA, mla=mla) if l.kind == FULL else l for l in spec.layer_specs]
     return _with_layers(spec, "MLA", layers, mla=mla)
 
 
 def variant_no_window(spec: ModelSpec) -> ModelSpec:
-    layers = [dataclasses.replace(l, kind=FULL, window=None) if l.kind == SLIDING else l for l in spec.layer_specs]
+    layers = [as_kind(l, FULL, window=None) if l.kind == SLIDING else l for l in spec.layer_specs]
     return _with_layers(spec, "no window", layers)
 
 
@@ -189,7 +192,7 @@ def variant_window(spec: ModelSpec, window: int, *, every: int = 1) -> ModelSpec
     for l in spec.layer_specs:
         if l.kind == FULL:
             if seen % every == 0:
-                l = dataclasses.replace(l, kind=SLIDING, window=window)
+                l = as_kind(l, SLIDING, window=window)
             seen += 1
         layers.append(l)
     label = f"window {window:,}" + ("" if every == 1 else " on alternate layers")

@@ -1,6 +1,6 @@
 """Grids of estimates: one row per combination of seq, batch, KV dtype, GPU, TP, PP and engine.
 
-Pure: no typer, rich or yaml. The command (kvplan/commands/sweep.py) parses the flags, supplies a
+Pure: no typer, rich or yaml. The command (kvplan/cli/commands/sweep.py) parses the flags, supplies a
 `make_request` that builds an EngineRequest the way `kvplan estimate` does, and writes the rows as
 they come.
 

@@ -1,18 +1,14 @@
 """KV-cache and recurrent-state arithmetic. Pure: ModelSpec + dtype + parallelism in, integers out.
 
-Per layer and rank, one token costs
-    full / sliding / chunked:  kv_heads_per_rank x (head_dim + v_head_dim) x bits / 8
-    mla:             (kv_lora_rank + qk_rope_head_dim) x bits / 8   (one latent, no factor 2, not split by TP)
-    state / none:    0   (state layers hold a fixed amount per sequence instead)
-and a sequence of N tokens keeps min(N, window) tokens in a sliding layer, and min(N, attention_chunk_size)
-in a chunked-local layer (Llama 4): transformers' StaticCache convention, which gives both kinds a
-StaticSlidingWindowLayer of [B, H_kv, min(window, N), d] (cache_utils.py STATIC_LAYER_TYPE_MAPPING;
-measured for Llama-4-Scout on `meta`: 36 chunked layers [1, 8, 8192, 128] at N = 8192 and at N = 100000,
-12 full layers [1, 8, N, 128]). Engines differ (slightly for sliding, more for chunked) and model that
-themselves.
+What one layer keeps is the layer's own rule (core/layers.py: token_bytes, state_bytes, tokens_kept); this module
+adds them up over layers, pipeline stages and tensor-parallel ranks. The static convention is transformers'
+StaticCache: a sliding layer keeps min(N, window) tokens and a chunked-local layer (Llama 4) min(N, chunk)
+(cache_utils.py STATIC_LAYER_TYPE_MAPPING; measured for Llama-4-Scout on `meta`: 36 chunked layers [1, 8, 8192, 128]
+at N = 8192 and at N = 100000, 12 full layers [1, 8, N, 128]). Engines differ (slightly for sliding, more for
+chunked) and model that themselves.
 
 Whole-model figures count every rank: KV heads replicated because tp > kv_heads, and MLA latents that
-every TP rank holds in full, are counted once per copy (DESIGN.md `kv_bytes`).
+every TP rank holds in full, are counted once per copy (docs/json.md `kv_bytes`).
 """
 
 from __future__ import annotations
@@ -20,24 +16,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import cached_property
 
-from kvplan.core.dtypes import DType, dtype
+from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError
-from kvplan.core.spec import FULL, HEADED_KINDS, MLA, STATE, WINDOWED_KINDS, LayerSpec, ModelSpec
+from kvplan.core.layers import LayerSpec, kv_heads_per_rank  # noqa: F401  (kv_heads_per_rank: the rule engines cite)
+from kvplan.core.spec import ModelSpec
 
 MAX_PARALLEL = 4096
-
-
-def kv_heads_per_rank(kv_heads: int, tp: int, *, where: str = "--tp") -> int:
-    """KV heads each TP rank holds: kv/tp, or 1 replicated head when tp > kv (vLLM's rule).
-
-    vLLM requires kv % tp == 0, or tp % kv == 0 when it replicates (vllm/config/parallel.py).
-    """
-    if kv_heads % tp == 0:
-        return kv_heads // tp
-    if tp % kv_heads == 0:
-        return 1
-    raise InputError(f"tensor parallel size {tp} does not divide {kv_heads} KV heads, nor do they divide it", where=where,
-                     hint="choose a tp that divides the KV heads or a multiple of them")
 
 
 def pp_layer_counts(layers: int, pp: int) -> list[int]:
@@ -51,68 +35,53 @@ def pp_layer_counts(layers: int, pp: int) -> list[int]:
     return counts
 
 
-def _ceil_div(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _bytes(elements: int, bits: int) -> int:
-    return _ceil_div(elements * bits, 8)
-
-
 def layer_token_bytes(layer: LayerSpec, kv: DType, tp: int = 1) -> int:
-    """Bytes one token adds to one layer on one TP rank."""
-    if layer.kind in HEADED_KINDS:
-        heads = kv_heads_per_rank(layer.kv_heads, tp)
-        return _bytes(heads * (layer.head_dim + layer.v_head_dim), kv.bits)
-    if layer.kind == MLA:
-        return _bytes(layer.mla.latent_dim, kv.bits)
-    return 0
+    """Bytes one token adds to one layer on one TP rank (the layer's rule)."""
+    return layer.token_bytes(kv, tp)
 
 
 def layer_state_bytes(layer: LayerSpec, tp: int = 1) -> int:
-    """Fixed bytes one sequence keeps in one state layer on one TP rank (first dim split by TP)."""
-    if layer.kind != STATE:
-        return 0
-    state = layer.state
-
-    def shard(shape: tuple[int, ...]) -> int:
-        rows = _ceil_div(shape[0], tp)
-        n = rows
-        for d in shape[1:]:
-            n *= d
-        return n
-
-    return _bytes(shard(state.conv_shape), dtype(state.conv_dtype).bits) + _bytes(shard(state.recurrent_shape), dtype(state.recurrent_dtype).bits)
+    """Fixed bytes one sequence keeps in one layer on one TP rank (the layer's rule)."""
+    return layer.state_bytes(tp)
 
 
 def cached_tokens(layer: LayerSpec, seq: int) -> int:
-    """Tokens of a sequence of `seq` that a layer keeps: capped at the window for sliding layers and at the
-    chunk length for chunked-local layers (a chunked layer attends within its current chunk only, but
-    transformers' StaticCache allocates, and keeps filled, a rolling buffer of min(seq, chunk) tokens)."""
-    if layer.kind in WINDOWED_KINDS:
-        return min(seq, layer.window)
-    if layer.kind in (FULL, MLA):
-        return seq
-    return 0
+    """Tokens of a sequence of `seq` a layer keeps in transformers' StaticCache (the layer's rule)."""
+    return layer.tokens_kept(seq)
 
 
 @dataclass(frozen=True)
 class LayerGroup:
-    """Layers of one stage that cost the same: kind, per-rank bytes per token, window, state bytes."""
+    """Layers of one stage that cost the same: one of them (`layer`), how many, and its per-rank figures."""
 
-    kind: str
+    layer: LayerSpec
     count: int
     token_bytes: int  # per layer, per rank
-    window: int | None
     state_bytes: int  # per layer, per rank, per sequence
     kv_heads_per_rank: int
-    head_dim: int
-    v_head_dim: int
-    latent_dim: int
+
+    @property
+    def kind(self) -> str:
+        return self.layer.kind
+
+    @property
+    def window(self) -> int | None:
+        return self.layer.window
+
+    @property
+    def head_dim(self) -> int:
+        return self.layer.head_dim
+
+    @property
+    def v_head_dim(self) -> int:
+        return self.layer.v_head_dim
+
+    @property
+    def latent_dim(self) -> int:
+        return self.layer.mla.latent_dim if self.layer.mla else 0
 
     def kv_bytes(self, seq: int) -> int:
-        tokens = min(seq, self.window) if self.window is not None else seq
-        return self.count * self.token_bytes * tokens
+        return self.count * self.token_bytes * self.layer.tokens_kept(seq)
 
 
 @dataclass(frozen=True)
@@ -139,7 +108,7 @@ class CacheModel:
             if not isinstance(value, int) or value < 1 or value > MAX_PARALLEL:
                 raise InputError(f"must be a whole number from 1 to {MAX_PARALLEL}, got {value!r}", where=name)
         for layer in self.spec.layer_specs:  # validates tp against every layer's KV heads, once
-            layer_token_bytes(layer, self.kv_dtype, self.tp)
+            layer.heads_per_rank(self.tp)
 
     @cached_property
     def stages(self) -> tuple[tuple[LayerGroup, ...], ...]:
@@ -151,16 +120,16 @@ class CacheModel:
         return tuple(out)
 
     def _groups(self, layers: tuple[LayerSpec, ...]) -> tuple[LayerGroup, ...]:
-        groups: dict[tuple, int] = {}
+        """Layers that cost the same share a group; layers equal but for their KV heads on the whole model group
+        by what they hold on one rank."""
+        groups: dict[tuple, list] = {}
         for layer in layers:
-            heads = kv_heads_per_rank(layer.kv_heads, self.tp) if layer.kind in HEADED_KINDS else 0
-            key = (layer.kind, layer_token_bytes(layer, self.kv_dtype, self.tp), layer.window,
-                   layer_state_bytes(layer, self.tp), heads, layer.head_dim, layer.v_head_dim,
-                   layer.mla.latent_dim if layer.mla else 0)
-            groups[key] = groups.get(key, 0) + 1
-        return tuple(LayerGroup(kind=k[0], count=n, token_bytes=k[1], window=k[2], state_bytes=k[3],
-                                kv_heads_per_rank=k[4], head_dim=k[5], v_head_dim=k[6], latent_dim=k[7])
-                     for k, n in groups.items())
+            heads = layer.heads_per_rank(self.tp)
+            key = (type(layer), layer.token_bytes(self.kv_dtype, self.tp), layer.window, layer.state_bytes(self.tp),
+                   heads, layer.head_dim, layer.v_head_dim, layer.mla.latent_dim if layer.mla else 0)
+            groups.setdefault(key, [layer, 0])[1] += 1
+        return tuple(LayerGroup(layer=first, count=n, token_bytes=k[1], state_bytes=k[3], kv_heads_per_rank=k[4])
+                     for k, (first, n) in groups.items())
 
     # -- one rank -----------------------------------------------------------------------------
     def rank_footprint(self, stage: int, seq: int, batch: int = 1) -> Footprint:

@@ -1,4 +1,4 @@
-"""The exceptions kvplan raises and the exit code each maps to (DESIGN.md "Exit codes").
+"""The exceptions kvplan raises and the exit code each maps to (README "Exit codes", docs/architecture.md).
 
 Commands raise; only the CLI edge (cli.main) turns these into one line on stderr and an exit code.
 """

@@ -15,14 +15,10 @@ from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabulary: re-exported for readers of specs)
+    CHUNKED, FULL, HEADED_KINDS, LAYER_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec, MlaSpec, StateSpec,
+    make_layer)
 
-FULL, SLIDING, CHUNKED, MLA, STATE, NONE = "full", "sliding", "chunked", "mla", "state", "none"
-LAYER_KINDS = (FULL, SLIDING, CHUNKED, MLA, STATE, NONE)
-# kinds that keep per-head K and V (kv_heads x (head_dim + v_head_dim) per token); a consumer that switches on
-# kinds should test membership here rather than list FULL and SLIDING, so a new windowed kind is not dropped
-HEADED_KINDS = (FULL, SLIDING, CHUNKED)
-# kinds whose layers keep a bounded number of tokens (LayerSpec.window): sliding windows and local chunks
-WINDOWED_KINDS = (SLIDING, CHUNKED)
 # other spellings seen in configs and papers, accepted in spec files
 _KIND_ALIASES = {
     "full_attention": FULL, "global": FULL, "attention": FULL, "attn": FULL,
@@ -38,48 +34,6 @@ MAX_LAYERS = 4096
 MAX_HEADS = 65536
 MAX_DIM = 1 << 20
 MAX_PARAMS = 10**14
-
-
-@dataclass(frozen=True)
-class StateSpec:
-    """Fixed per-sequence state of one linear-attention / SSM layer (whole model, before TP).
-
-    conv_shape and recurrent_shape are the per-sequence tensor shapes; TP splits the first dimension
-    of each (channels of the conv state, heads of the recurrent state), as vLLM shards Mamba layers.
-    """
-
-    conv_shape: tuple[int, ...]
-    recurrent_shape: tuple[int, ...]
-    conv_dtype: str
-    recurrent_dtype: str
-
-
-@dataclass(frozen=True)
-class MlaSpec:
-    """Multi-head latent attention: one compressed latent per token, shared by all heads."""
-
-    kv_lora_rank: int
-    qk_rope_head_dim: int
-
-    @property
-    def latent_dim(self) -> int:
-        return self.kv_lora_rank + self.qk_rope_head_dim
-
-
-@dataclass(frozen=True)
-class LayerSpec:
-    """One decoder layer's cache layout, fully resolved."""
-
-    kind: str
-    kv_heads: int = 0
-    head_dim: int = 0
-    v_head_dim: int = 0
-    # sliding layers: the window; chunked layers: the chunk length (attention_chunk_size). Either way the most
-    # tokens transformers' StaticCache keeps for the layer (cache_utils.py maps both "sliding_attention" and
-    # "chunked_attention" to StaticSlidingWindowLayer); engines differ for chunked layers and say so themselves
-    window: int | None = None
-    mla: MlaSpec | None = None  # mla layers only
-    state: StateSpec | None = None  # state layers only
 
 
 @dataclass(frozen=True)
@@ -324,19 +278,20 @@ def _build(data: Any) -> ModelSpec:
                 raise InputError("a chunked layer needs `attention_chunk_size`", where=where,
                                  hint="add e.g. `attention_chunk_size: 8192` (Llama 4)")
             window = sliding_window if kind == SLIDING else chunk if kind == CHUNKED else None
-            resolved.append(LayerSpec(kind, layer_kv, head_dim, v_head_dim or head_dim, window=window))
+            resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=head_dim, v_head_dim=v_head_dim or head_dim,
+                                       window=window))
         elif kind == MLA:
             if mla is None:
                 raise InputError("an mla layer needs the `mla` section", where=where,
                                  hint="add `mla: {kv_lora_rank: 512, qk_rope_head_dim: 64}`")
-            resolved.append(LayerSpec(MLA, mla=mla))
+            resolved.append(make_layer(MLA, mla=mla))
         elif kind == STATE:
             if state is None:
                 raise InputError("a state layer needs the `state` section", where=where,
                                  hint="add `state: {conv_shape: [...], recurrent_shape: [...]}`")
-            resolved.append(LayerSpec(STATE, state=state))
+            resolved.append(make_layer(STATE, state=state))
         else:
-            resolved.append(LayerSpec(NONE))
+            resolved.append(make_layer(NONE))
 
     aliases = r.list("aliases") or []
     if not all(isinstance(a, str) and a.strip() for a in aliases):

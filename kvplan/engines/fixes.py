@@ -9,7 +9,9 @@ with that one thing changed (never a rule of thumb):
 3. an fp8 KV cache, when the cache is wider than 8 bits;
 4. the smallest memory fraction above the current one, in steps of 0.01, up to what the engine accepts;
 5. the smallest explicit cache size, when the deployment pins one (vLLM --kv-cache-memory-bytes);
-6. the smallest larger GPU of the catalog from the same vendor (the software stack stays the same).
+6. the smallest larger GPU of the catalog from the same vendor (the software stack stays the same), never one
+   with unified memory (GH200, GB200, DGX Spark): there the host's own use comes out of the capacity, so its
+   size promises nothing.
 
 Each Fix carries the changed request and the engine's result for it; `engine_words` spells it as the engine's
 flags (estimate's `suggestions`), check spells it in the deployment's own keys.
@@ -84,7 +86,7 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
     if hw is not None:
         vendor = hw.facts.vendor if hw.facts else None
         for g in sorted(gpus(), key=lambda g: (g.capacity_bytes, g.name)):
-            if g.capacity_bytes <= hw.capacity_bytes or (vendor is not None and g.vendor != vendor):
+            if g.capacity_bytes <= hw.capacity_bytes or (vendor is not None and g.vendor != vendor) or g.unified_memory:
                 continue
             candidate = dataclasses.replace(req, hardware=dataclasses.replace(hw, name=g.name, capacity_bytes=g.capacity_bytes))
             if ok(candidate):

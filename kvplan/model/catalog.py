@@ -108,8 +108,22 @@ class Gpu:
     bf16_dense_flops: int | None
     fp8_dense_flops: int | None
     source: str
-    architecture: str  # vendor generation: volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3
+    architecture: str  # vendor generation: volta, turing, ampere, ada, hopper, blackwell, cdna2, cdna3, cdna4
     nvidia_smi_total_mib: int | None  # nvidia-smi's memory.total (SGLang's defaults read it); None if unknown
+    compute_capability: str  # CUDA SM version ("9.0") or AMD gfx target ("gfx942")
+    interconnect: str  # one of INTERCONNECTS: how the GPUs of one node are joined
+    interconnect_source: str
+    unified_memory: bool  # CPU and GPU share the memory: what is free at start is not the capacity
+
+    @property
+    def rocm(self) -> bool:
+        return self.vendor == "amd"
+
+
+# nvlink: an NVLink / NVSwitch mesh; pcie: PCIe only, or NVLink bridges between pairs (vLLM's custom all-reduce
+# counts that as PCIe beyond two GPUs); infinity-fabric: AMD's links; unified: one device sharing its memory
+# with the CPU (DGX Spark).
+INTERCONNECTS = ("nvlink", "pcie", "infinity-fabric", "unified")
 
 
 _GPU_KEYS = {f for f in Gpu.__dataclass_fields__}
@@ -125,6 +139,7 @@ def gpus() -> tuple[Gpu, ...]:
     for entry in entries:
         data = {k: entry.get(k) for k in _GPU_KEYS}
         data["aliases"] = tuple(entry.get("aliases") or ())
+        data["unified_memory"] = bool(data["unified_memory"])
         out.append(Gpu(**data))
     return tuple(out)
 

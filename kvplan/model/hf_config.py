@@ -1,4 +1,4 @@
-"""Hugging Face config.json -> ModelSpec, following the conventions of REFERENCE.md §3.
+"""Hugging Face config.json -> ModelSpec, following the conventions real config files use (docs/configs.md).
 
 Each rule names the models it was seen in. What kvplan cannot interpret is refused with
 UnsupportedError (exit 3) naming the fields, never guessed.

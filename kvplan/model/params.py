@@ -11,7 +11,7 @@ shapes are per copy, `count` is how many copies the model holds), so that
 What is not a parameter in transformers is left out: rotary tables, DeepSeek-V3's
 `e_score_correction_bias` (a buffer), and the multi-token-prediction layer of DeepSeek-V3
 (`num_nextn_predict_layers`: its weights ship in the checkpoint, 685B on the Hub, but transformers and
-plain serving load the 61 decoder layers only, 671B; REFERENCE.md section 3).
+plain serving load the 61 decoder layers only, 671B: what transformers builds).
 """
 
 from __future__ import annotations

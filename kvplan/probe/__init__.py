@@ -1,7 +1,7 @@
 """`kvplan probe`: allocate the cache kvplan estimates with torch, on the real device, and compare.
 
 The only package that imports torch, and only inside functions (`load_torch`), so that importing
-kvplan, `kvplan --help` and `kvplan estimate` stay torch-free (DESIGN.md).
+kvplan, `kvplan --help` and `kvplan estimate` stay torch-free (docs/architecture.md).
 
 Modules, from the bottom:
   layout.py   pure: which tensors (shape, dtype) hold the cache of one rank, static or paged, and the

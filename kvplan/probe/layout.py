@@ -100,7 +100,7 @@ class BlockPlan:
 
     `blocks` maps a global layer index to its pool's block count. The default (`static_need`) gives
     each layer what `batch` sequences of `seq` tokens need, cdiv(tokens kept, block_size) each; an
-    engine result (vLLM's num_gpu_blocks, once kvplan/engines/vllm.py lands) can fill it instead with
+    engine result (vLLM's num_gpu_blocks, kvplan/engines/vllm/engine.py) can fill it instead with
     `uniform`, which is how vLLM sizes attention-only models (every layer's tensor holds num_blocks
     pages; vllm/v1/core/kv_cache_utils.py get_kv_cache_config_from_groups).
     """
@@ -311,7 +311,7 @@ def rank_plan(cache: CacheModel, *, seq: int, batch: int, layout: str = STATIC, 
 
 
 def engine_rank_plan(cache: CacheModel, result, *, stage: int, tp_rank: int = 0, engine: str = "vllm") -> RankPlan:
-    """The pool a paged engine allocates on one worker, from its estimate (kvplan/engines/vllm.py fields:
+    """The pool a paged engine allocates on one worker, from its estimate (kvplan/engines/vllm/engine.py fields:
     kv_cache_groups, workers, num_gpu_blocks), as vLLM lays it out (v1/core/kv_cache_utils.py
     get_kv_cache_config_from_groups; v1/worker/gpu_model_runner.py allocates each KVCacheTensor as one
     int8 buffer and views it per layer):

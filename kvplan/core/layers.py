@@ -1,0 +1,203 @@
+"""The layer kinds: one class per kind of decoder layer, each owning its cache rules. Pure.
+
+Like vLLM's KVCacheSpec subclasses (vllm/v1/kv_cache_interface.py FullAttentionSpec, SlidingWindowSpec,
+ChunkedLocalAttentionSpec, MLAAttentionSpec, MambaSpec), a layer answers for itself:
+  - `token_bytes(kv, tp)`: bytes one token adds to this layer on one tensor-parallel rank;
+  - `state_bytes(tp)`: bytes one sequence keeps in it whatever its length (recurrent state);
+  - `tokens_kept(seq)`: tokens of a sequence of `seq` it keeps, as transformers' StaticCache allocates them
+    (engines that keep a different number say so themselves);
+  - `heads_per_rank(tp)`: KV heads on one rank (0 for layers without per-head K/V).
+Consumers that need kind-specific presentation (a formula in `explain`, a tensor shape in the probe) may still ask
+`kind`; the rules live here once. Adding a layer kind is one class and a line in KINDS.
+
+Per layer and rank, one token costs
+    full / sliding / chunked:  kv_heads_per_rank x (head_dim + v_head_dim) x bits / 8
+    mla:             (kv_lora_rank + qk_rope_head_dim) x bits / 8   (one latent, no factor 2, not split by TP)
+    state / none:    0   (state layers hold a fixed amount per sequence instead)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import ClassVar
+
+from kvplan.core.dtypes import DType, dtype
+from kvplan.core.errors import InputError
+
+FULL, SLIDING, CHUNKED, MLA, STATE, NONE = "full", "sliding", "chunked", "mla", "state", "none"
+
+
+@dataclass(frozen=True)
+class StateSpec:
+    """Fixed per-sequence state of one linear-attention / SSM layer (whole model, before TP).
+
+    conv_shape and recurrent_shape are the per-sequence tensor shapes; TP splits the first dimension
+    of each (channels of the conv state, heads of the recurrent state), as vLLM shards Mamba layers.
+    """
+
+    conv_shape: tuple[int, ...]
+    recurrent_shape: tuple[int, ...]
+    conv_dtype: str
+    recurrent_dtype: str
+
+
+@dataclass(frozen=True)
+class MlaSpec:
+    """Multi-head latent attention: one compressed latent per token, shared by all heads."""
+
+    kv_lora_rank: int
+    qk_rope_head_dim: int
+
+    @property
+    def latent_dim(self) -> int:
+        return self.kv_lora_rank + self.qk_rope_head_dim
+
+
+def kv_heads_per_rank(kv_heads: int, tp: int, *, where: str = "--tp") -> int:
+    """KV heads each TP rank holds: kv/tp, or 1 replicated head when tp > kv (vLLM's rule).
+
+    vLLM requires kv % tp == 0, or tp % kv == 0 when it replicates (vllm/config/parallel.py).
+    """
+    if kv_heads % tp == 0:
+        return kv_heads // tp
+    if tp % kv_heads == 0:
+        return 1
+    raise InputError(f"tensor parallel size {tp} does not divide {kv_heads} KV heads, nor do they divide it", where=where,
+                     hint="choose a tp that divides the KV heads or a multiple of them")
+
+
+def _bytes(elements: int, bits: int) -> int:
+    return -(-(elements * bits) // 8)
+
+
+@dataclass(frozen=True)
+class LayerSpec:
+    """One decoder layer's cache layout, fully resolved. The fields of every kind are present (0 / None where a
+    kind has none) so that consumers and `dataclasses.replace` see one shape; the subclass decides the rules."""
+
+    kind: ClassVar[str] = NONE
+    headed: ClassVar[bool] = False  # keeps per-head K and V
+    windowed: ClassVar[bool] = False  # keeps a bounded number of tokens (`window`)
+    kv_heads: int = 0
+    head_dim: int = 0
+    v_head_dim: int = 0
+    # sliding layers: the window; chunked layers: the chunk length (attention_chunk_size). Either way the most
+    # tokens transformers' StaticCache keeps for the layer (cache_utils.py maps both "sliding_attention" and
+    # "chunked_attention" to StaticSlidingWindowLayer); engines differ for chunked layers and say so themselves
+    window: int | None = None
+    mla: MlaSpec | None = None  # mla layers only
+    state: StateSpec | None = None  # state layers only
+
+    def heads_per_rank(self, tp: int = 1) -> int:
+        return 0
+
+    def token_bytes(self, kv: DType, tp: int = 1) -> int:
+        return 0
+
+    def state_bytes(self, tp: int = 1) -> int:
+        return 0
+
+    def tokens_kept(self, seq: int) -> int:
+        return 0
+
+    @property
+    def caches(self) -> bool:
+        """Keeps anything for a sequence (K/V, a latent, or a state)."""
+        return self.kind != NONE
+
+
+@dataclass(frozen=True)
+class NoCacheLayer(LayerSpec):
+    """A layer without attention (Nemotron-Super's no_op blocks): nothing to keep."""
+
+
+@dataclass(frozen=True)
+class FullAttention(LayerSpec):
+    kind: ClassVar[str] = FULL
+    headed: ClassVar[bool] = True
+
+    def heads_per_rank(self, tp: int = 1) -> int:
+        return kv_heads_per_rank(self.kv_heads, tp)
+
+    def token_bytes(self, kv: DType, tp: int = 1) -> int:
+        return _bytes(self.heads_per_rank(tp) * (self.head_dim + self.v_head_dim), kv.bits)
+
+    def tokens_kept(self, seq: int) -> int:
+        return seq
+
+
+@dataclass(frozen=True)
+class SlidingWindow(FullAttention):
+    """Attends to the last `window` tokens; StaticCache keeps min(seq, window) of them."""
+
+    kind: ClassVar[str] = SLIDING
+    windowed: ClassVar[bool] = True
+
+    def tokens_kept(self, seq: int) -> int:
+        return min(seq, self.window)
+
+
+@dataclass(frozen=True)
+class ChunkedLocal(FullAttention):
+    """Attends within its current chunk of `window` tokens (Llama 4's attention_chunk_size); transformers'
+    StaticCache allocates, and keeps filled, a rolling buffer of min(seq, chunk) tokens for it."""
+
+    kind: ClassVar[str] = CHUNKED
+    windowed: ClassVar[bool] = True
+
+    def tokens_kept(self, seq: int) -> int:
+        return min(seq, self.window)
+
+
+@dataclass(frozen=True)
+class LatentAttention(LayerSpec):
+    """Multi-head latent attention (DeepSeek-V2/V3, Kimi): one latent per token, every TP rank holds it whole."""
+
+    kind: ClassVar[str] = MLA
+
+    def token_bytes(self, kv: DType, tp: int = 1) -> int:
+        return _bytes(self.mla.latent_dim, kv.bits)
+
+    def tokens_kept(self, seq: int) -> int:
+        return seq
+
+
+@dataclass(frozen=True)
+class StateLayer(LayerSpec):
+    """Linear attention / SSM (Mamba, gated delta-net): a fixed state per sequence; TP splits the first dimension of
+    each state tensor (ceil), as vLLM shards Mamba layers."""
+
+    kind: ClassVar[str] = STATE
+
+    def state_bytes(self, tp: int = 1) -> int:
+        def shard(shape: tuple[int, ...]) -> int:
+            n = -(-shape[0] // tp)
+            for d in shape[1:]:
+                n *= d
+            return n
+
+        s = self.state
+        return _bytes(shard(s.conv_shape), dtype(s.conv_dtype).bits) + _bytes(shard(s.recurrent_shape), dtype(s.recurrent_dtype).bits)
+
+
+# kind -> class: the one table of layer kinds
+KINDS: dict[str, type[LayerSpec]] = {c.kind: c for c in (FullAttention, SlidingWindow, ChunkedLocal, LatentAttention,
+                                                          StateLayer, NoCacheLayer)}
+LAYER_KINDS = tuple(KINDS)
+# kinds that keep per-head K and V; a consumer that switches on kinds tests membership here, so a new windowed
+# kind is not dropped
+HEADED_KINDS = tuple(k for k, c in KINDS.items() if c.headed)
+# kinds whose layers keep a bounded number of tokens (LayerSpec.window): sliding windows and local chunks
+WINDOWED_KINDS = tuple(k for k, c in KINDS.items() if c.windowed)
+
+
+def make_layer(kind: str, **fields) -> LayerSpec:
+    """A layer of `kind` (one of LAYER_KINDS) with its fields."""
+    return KINDS[kind](**fields)
+
+
+def as_kind(layer: LayerSpec, kind: str, **changes) -> LayerSpec:
+    """The same layer as another kind (explain's what-ifs: MHA instead of MLA, no sliding window)."""
+    fields = {f: getattr(layer, f) for f in ("kv_heads", "head_dim", "v_head_dim", "window", "mla", "state")}
+    fields.update(changes)
+    return make_layer(kind, **fields)

@@ -1,0 +1,74 @@
+"""The layer kinds own their rules (kvplan/core/layers.py): hand arithmetic for each kind, and the one table."""
+
+import dataclasses
+
+import pytest
+
+from kvplan.core.dtypes import dtype
+from kvplan.core.errors import InputError
+from kvplan.core.layers import (CHUNKED, FULL, HEADED_KINDS, KINDS, LAYER_KINDS, MLA, NONE, SLIDING, STATE,
+                                WINDOWED_KINDS, MlaSpec, StateSpec, as_kind, make_layer)
+
+BF16, FP8, INT4 = dtype("bf16"), dtype("fp8"), dtype("int4")
+
+
+def test_full_attention_bytes_by_hand():
+    # Llama-3.1-8B: 8 KV heads x (128 + 128) x 2 bytes = 4,096 B per token per layer
+    layer = make_layer(FULL, kv_heads=8, head_dim=128, v_head_dim=128)
+    assert layer.token_bytes(BF16) == 8 * 256 * 2 == 4096
+    assert layer.token_bytes(FP8) == 2048 and layer.token_bytes(INT4) == 1024
+    assert layer.token_bytes(BF16, tp=2) == 4 * 256 * 2  # 4 heads a rank
+    assert layer.token_bytes(BF16, tp=8) == 1 * 256 * 2
+    assert layer.token_bytes(BF16, tp=16) == 512 and layer.heads_per_rank(16) == 1  # one head replicated
+    assert layer.tokens_kept(100_000) == 100_000 and layer.state_bytes() == 0
+    with pytest.raises(InputError, match="does not divide"):
+        layer.heads_per_rank(3)
+
+
+def test_int4_rounds_a_row_up_to_a_whole_byte():
+    # 1 head x (3 + 4) x 4 bits = 28 bits -> 4 bytes, not 3.5
+    assert make_layer(FULL, kv_heads=1, head_dim=3, v_head_dim=4).token_bytes(INT4) == 4
+
+
+def test_windows_keep_their_last_tokens_and_chunks_their_chunk():
+    sliding = make_layer(SLIDING, kv_heads=8, head_dim=128, v_head_dim=128, window=4096)
+    chunked = make_layer(CHUNKED, kv_heads=8, head_dim=128, v_head_dim=128, window=8192)
+    assert [sliding.tokens_kept(n) for n in (100, 4096, 4097, 10**6)] == [100, 4096, 4096, 4096]
+    assert [chunked.tokens_kept(n) for n in (100, 8192, 100_000)] == [100, 8192, 8192]
+    assert sliding.token_bytes(BF16) == chunked.token_bytes(BF16) == 4096
+
+
+def test_mla_is_one_latent_per_token_on_every_rank():
+    # DeepSeek-V3: (512 + 64) x 2 bytes, no factor 2, not split by TP
+    layer = make_layer(MLA, mla=MlaSpec(kv_lora_rank=512, qk_rope_head_dim=64))
+    assert layer.token_bytes(BF16) == layer.token_bytes(BF16, tp=8) == 576 * 2 == 1152
+    assert layer.heads_per_rank(8) == 0 and layer.tokens_kept(32768) == 32768
+
+
+def test_state_is_per_sequence_and_tp_splits_its_first_dimension():
+    # a Mamba-2-like state: conv [8192, 3] bf16, recurrent [64, 64, 128] fp32
+    state = StateSpec(conv_shape=(8192, 3), recurrent_shape=(64, 64, 128), conv_dtype="bf16", recurrent_dtype="fp32")
+    layer = make_layer(STATE, state=state)
+    assert layer.state_bytes() == 8192 * 3 * 2 + 64 * 64 * 128 * 4
+    assert layer.state_bytes(tp=2) == 4096 * 3 * 2 + 32 * 64 * 128 * 4
+    assert layer.state_bytes(tp=3) == 2731 * 3 * 2 + 22 * 64 * 128 * 4  # ceil(8192/3), ceil(64/3)
+    assert layer.token_bytes(BF16) == 0 and layer.tokens_kept(10**6) == 0
+
+
+def test_no_cache_layer_keeps_nothing():
+    layer = make_layer(NONE)
+    assert (layer.token_bytes(BF16), layer.state_bytes(), layer.tokens_kept(10), layer.caches) == (0, 0, 0, False)
+
+
+def test_one_table_of_kinds():
+    assert LAYER_KINDS == (FULL, SLIDING, CHUNKED, MLA, STATE, NONE)
+    assert HEADED_KINDS == (FULL, SLIDING, CHUNKED) and WINDOWED_KINDS == (SLIDING, CHUNKED)
+    assert all(KINDS[k].kind == k for k in LAYER_KINDS)
+
+
+def test_as_kind_changes_the_rules_not_the_fields():
+    full = make_layer(FULL, kv_heads=8, head_dim=128, v_head_dim=128)
+    sliding = as_kind(full, SLIDING, window=1024)
+    assert sliding.kind == SLIDING and sliding.tokens_kept(5000) == 1024 and sliding.kv_heads == 8
+    assert as_kind(sliding, FULL, window=None) == full
+    assert sliding != dataclasses.replace(full, window=1024)  # a window on a full layer is still a full layer
