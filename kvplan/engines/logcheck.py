@@ -167,7 +167,7 @@ def read_log(path: str | Path) -> str:
     p = Path(path)
     try:
         if p.is_dir():
-            raise InputError("is a directory, expected a log file", where=str(path))
+            raise InputError("cannot read the file (it is a directory)", where=str(path))
         size = p.stat().st_size
         if size > MAX_LOG_BYTES:
             raise InputError(f"is {size:,} bytes; start-up logs are limited to {MAX_LOG_BYTES:,}", where=str(path))

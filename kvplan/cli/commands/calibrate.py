@@ -66,9 +66,6 @@ def calibrate(
         raise typer.Exit(err.exit_code) from None
     import sys
 
-    for r in results:
-        if r.status == "invalid":
-            print(f"error: {r.log} — {r.reason}", file=sys.stderr)
     if json_out:
         from kvplan.core.io import to_json
 
@@ -77,6 +74,19 @@ def calibrate(
         from kvplan.cli.views.calibrate import print_report
 
         print_report(results, summary, fit, save)
+    # the contract's one line on stderr for what stops a clean run: each unreadable log (exit 2), or why nothing
+    # could be judged (exit 3); a mismatch (exit 1) is the report's own verdict
+    for r in results:
+        if r.status == "invalid":
+            print(f"error: {r.log} — {r.reason}", file=sys.stderr)
+    if summary.exit_code == 3:
+        unjudged = [r for r in results if r.status == "cannot judge"]
+        first = unjudged[0]
+        if len(results) == 1:
+            print(f"error: {first.log} — cannot judge: {first.reason}", file=sys.stderr)
+        else:
+            print(f"error: LOG — {len(unjudged)} of {len(results)} logs cannot be judged (first, {first.log}: "
+                  f"{first.reason})", file=sys.stderr)
     if summary.exit_code:
         raise typer.Exit(summary.exit_code)
 

@@ -41,7 +41,10 @@ def print_report(results, summary, fit, save_path) -> None:
 
     out = console()
     err = console(stderr=True)
-    for r in results:
+    shown = [r for r in results if r.status != "invalid"]  # an unreadable log gets its error line on stderr only
+    if not shown:
+        return
+    for r in shown:
         out.print(Text(_title(r), style="bold"))
         if r.figures:
             t = Table(show_header=True, header_style="bold", box=_box())

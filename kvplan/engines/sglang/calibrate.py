@@ -70,7 +70,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     try:
         spec = resolve_log_model(figs.model, model=model, models_dir=models_dir)
     except KvplanError as err:
-        why_not = f"cannot describe the model: {err.one_line()}"
+        why_not = f"cannot describe the log's model: {err.one_line()}"
     r = figs.binding_rank()
     pool = _main_pool(figs, r)
     figures: list[Figure] = []

@@ -74,7 +74,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     try:
         spec = resolve_log_model(figs.model, model=model, models_dir=models_dir)
     except KvplanError as err:
-        why_not = f"cannot describe the model: {err.one_line()}"
+        why_not = f"cannot describe the log's model: {err.one_line()}"
     obs = None
     if spec is not None:
         req = _request(figs, spec, tp, pp, hardware)

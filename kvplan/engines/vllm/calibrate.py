@@ -179,7 +179,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     except KvplanError as err:
         tp, pp = figs.tensor_parallel_size, figs.pipeline_parallel_size
         return LogCalibration(**base, model=None, tp=tp, pp=pp, max_model_len=figs.max_model_len, status=CANNOT_JUDGE,
-                              reason=f"cannot describe the model: {err.one_line()}", notes=tuple(notes),
+                              reason=f"cannot describe the log's model: {err.one_line()}", notes=tuple(notes),
                               assumed=tuple(assumed) + tuple(_layout_assumptions(figs)))
 
     tp, pp, layout_assumed, layout_notes = _layout(figs, spec, hardware, rel.line)
