@@ -11,7 +11,7 @@ from decimal import Decimal
 
 import pytest
 
-from kvplan.engines.logcheck import CANNOT_JUDGE, calibrate_path
+from kvplan.engines.logcheck import CANNOT_JUDGE, MATCH, calibrate_path
 from kvplan.engines.logtext import detect_engine
 from kvplan.engines.sglang.log import parse_sglang_log
 from kvplan.engines.trtllm.log import parse_trtllm_log
@@ -151,7 +151,13 @@ def test_trtllm_consistency_and_given_pool_on_an_engine_run():
     assert by["pool tokens (primary blocks x tokens per block)"].match is True
     pool = by["pool memory (logged tokens x bytes per token)"]
     assert pool.logged == "52.08" and pool.predicted == f"{2730752 * 80 * 1 * 128 * 2 * 1 / GIB:.2f}" == "52.08"
-    assert r.status == CANNOT_JUDGE and any("PyTorch-backend rules" in a for a in r.assumed)
+    # the engine backend of 0.16 (kvplan/engines/trtllm/releases.py 0.8-0.17), TP and KV dtype all stated; the
+    # total the runtime prints (79.10 GiB) fits both H100s of the catalog, so the modelled pool rests on an assumed
+    # GPU and the log cannot be judged as a whole, whatever that figure says
+    assert not r.assumed and r.rules == "0.8-0.17 tensorrt"
+    modelled = by["KV pool memory (modelled)"]
+    assert modelled.assumed and modelled.assumed[0].startswith("GPU h100")
+    assert r.status == (CANNOT_JUDGE if modelled.match is False else MATCH)
 
 
 def test_trtllm_pytorch_backend_budget_lines():
@@ -170,7 +176,7 @@ def test_trtllm_pytorch_backend_budget_lines():
     lo, hi = int(Decimal("61.165") * GIB) // 65536, int(Decimal("61.175") * GIB) // 65536
     assert est.predicted == f"{lo:,}–{hi:,}" and est.match is True
     assert by["pool memory (logged tokens x bytes per token)"].predicted == f"{1002304 * 65536 / GIB:.2f}" == "61.18"
-    assert r.status == CANNOT_JUDGE  # 0.20 is not the 1.x line kvplan mirrors
+    assert r.status == MATCH and r.rules == "0.19-0.21 pytorch"  # the release line kvplan mirrors for 0.20
 
 
 def test_trtllm_old_runtime_lines():

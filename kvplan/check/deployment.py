@@ -34,6 +34,8 @@ class CheckOptions:
     require_concurrency: int | None = None
     require_headroom: str | None = None
     vllm_version: str | None = None  # None: the vllm engine's default release
+    gpu_reserved: str | None = None  # memory in use on each GPU before the engine starts (engines that read it)
+    engine_options: tuple[str, ...] = ()  # KEY=VALUE, applied to the deployments whose engine reads the key
     calibration: str | None = None  # a site profile file (--calibration)
 
 
@@ -45,6 +47,8 @@ class Defaults:
     gpus: int | None
     requirements: Requirements
     vllm_version: str | None  # as given (validated against the release registry)
+    gpu_reserved_bytes: int | None = None
+    engine_options: tuple[tuple[str, str], ...] | None = None
     site: SiteProfile | None = None  # --calibration, read once
 
     def site_for(self, engine: str) -> SiteProfile | None:
@@ -105,13 +109,49 @@ def defaults(options: CheckOptions) -> Defaults:
             raise InputError(f"must be at least 1, got {value}", where=flag)
     headroom = parse_headroom(options.require_headroom, where="--require-headroom") if options.require_headroom is not None else None
     releases.release(options.vllm_version, where="--vllm-version")
+    from kvplan import engines
+    from kvplan.core.units import parse_size
+    from kvplan.engines.request import parse_engine_options
+
+    reserved = parse_size(options.gpu_reserved, what="--gpu-reserved") if options.gpu_reserved else None
+    opts = parse_engine_options(list(options.engine_options))
+    readers = {name: engines.get(name).option_keys for name in engines.ENGINE_NAMES} if opts else {}
+    for key, _ in opts or ():
+        if not any(key in keys for keys in readers.values()):
+            raise InputError(f"no engine reads {key!r}", where="--engine-option",
+                             hint="; ".join(f"{n}: {', '.join(k)}" for n, k in readers.items() if k))
     site = None
     if options.calibration is not None:
         from kvplan.engines.calibration import read_profile
 
         site = read_profile(options.calibration)
     return Defaults(gpu=gpu, gpus=options.gpus, requirements=Requirements(options.require_concurrency, headroom),
-                    vllm_version=options.vllm_version, site=site)
+                    vllm_version=options.vllm_version, gpu_reserved_bytes=reserved, engine_options=opts, site=site)
+
+
+def with_command_line(dep: Deployment, defaults: Defaults) -> Deployment:
+    """The deployment with --gpu-reserved, the --engine-option keys its engine reads (an option meant for one
+    engine leaves the others' deployments alone) and the --calibration profile of its engine."""
+    from dataclasses import replace
+
+    from kvplan import engines
+
+    site = defaults.site_for(dep.engine)
+    if site is not None and dep.request.site is not site:
+        dep = replace(dep, request=replace(dep.request, site=site))
+    if defaults.gpu_reserved_bytes is None and not defaults.engine_options:
+        return dep
+    try:
+        engine = engines.get(dep.engine)
+    except KvplanError:
+        return dep  # the judge reports the engine at the deployment's own key
+    req = dep.request
+    if defaults.gpu_reserved_bytes is not None and engine.takes_gpu_reserved:
+        req = replace(req, gpu_reserved_bytes=defaults.gpu_reserved_bytes)
+    mine = tuple((k, v) for k, v in defaults.engine_options or () if k in engine.option_keys)
+    if mine:
+        req = replace(req, engine_options=tuple((dict(req.engine_options or ()) | dict(mine)).items()))
+    return dep if req is dep.request else replace(dep, request=req)
 
 
 # ------------------------------------------------------------------ values as files write them

@@ -19,7 +19,8 @@ _ENGINE_WHERE = {"--seq": "max_model_len", "--tp": "tensor_parallel_size", "--pp
                  "--kv-dtype": "kv_cache_dtype", "--block-size": "block_size", "--gpu-util": "gpu_memory_utilization",
                  "--kv-cache-memory": "kv_cache_memory_bytes", "--max-num-seqs": "max_num_seqs",
                  "--max-num-batched-tokens": "max_num_batched_tokens", "--dtype": "dtype", "--engine": "engine",
-                 "--enable-prefix-caching": "enable_prefix_caching", "--engine-version": "vllm_version"}
+                 "--enable-prefix-caching": "enable_prefix_caching", "--engine-version": "vllm_version",
+                 "--engine-option": "engine_option", "--gpu-reserved": "gpu_reserved"}
 
 
 def _engine(dep: Deployment) -> Engine:
@@ -102,8 +103,10 @@ def _start_detail(result, request) -> str:
     if isinstance(problem, Refused):
         return problem.message
     if isinstance(problem, PoolTooShort):
-        return (f"the KV cache ({format_bytes(problem.available_kv_bytes)} per GPU) holds at most {problem.longest:,} tokens "
-                f"per request, max_model_len is {tokens}")
+        detail = (f"the KV cache ({format_bytes(problem.available_kv_bytes)} per GPU) holds at most {problem.longest:,} "
+                  f"tokens per request, max_model_len is {tokens}")
+        # the engine starts anyway with the shorter length: say so rather than "does not start"
+        return f"{problem.action}: {detail}" if problem.action else detail
     if g is not None and g.weights_bytes > g.usable_bytes:
         return f"weights alone need {format_bytes(g.weights_bytes)} per GPU, has {format_bytes(g.usable_bytes)}"
     if g is not None:

@@ -91,6 +91,9 @@ def verdict(figures, assumed, *, described: bool, why_not: str | None = None) ->
         shaky = [f for f in figures if f.match is False]
         extra = f" ({len(shaky)} figure(s) disagree under the assumption)" if shaky else ""
         return CANNOT_JUDGE, "assumed " + "; ".join(assumed) + extra
+    shaky = [f for f in figures if f.match is False]  # each rests on an input of its own that was assumed
+    if shaky:
+        return CANNOT_JUDGE, "; ".join(f"{f.name} differs under an assumed {', '.join(f.assumed)}" for f in shaky[:3])
     return MATCH, f"{len(judged)} figure(s) agree"
 
 

@@ -53,10 +53,13 @@ class Refused:
 
 @dataclass(frozen=True)
 class PoolTooShort:
-    """A token pool that holds fewer tokens than one request of max_model_len (SGLang, TensorRT-LLM)."""
+    """A token pool that holds fewer tokens than one request of max_model_len (SGLang, TensorRT-LLM). Both engines
+    start anyway: `action` says what the engine does instead of failing ("TensorRT-LLM starts with max_seq_len
+    reduced to 86,720"), None where the release's behaviour is not known."""
 
     available_kv_bytes: int
     longest: int
+    action: str | None = None
 
 
 StartProblem = NoKvMemory | RequestTooLong | Refused | PoolTooShort

@@ -48,6 +48,12 @@ def check(
     vllm_version: Annotated[Optional[str], typer.Option(
         "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments: 0.19.0 or 0.33.0 "
                                "(default: the vllm engine's, 0.33.0).", show_default=False)] = None,
+    gpu_reserved: Annotated[Optional[str], typer.Option(
+        "--gpu-reserved", help="Memory each GPU already has in use when the engine starts, e.g. 1.2GiB (SGLang and "
+                               "TensorRT-LLM deployments).", show_default=False)] = None,
+    engine_option: Annotated[Optional[List[str]], typer.Option(
+        "--engine-option", help="An engine setting KEY=VALUE (repeatable), applied to the deployments whose engine "
+                                "reads it, e.g. backend=tensorrt for TensorRT-LLM.", show_default=False)] = None,
     calibration: Annotated[Optional[str], typer.Option(
         "--calibration", help="A site profile (kvplan calibrate --save FILE), applied to the deployments of the engine "
                               "it was fitted on.", show_default=False)] = None,
@@ -80,6 +86,7 @@ def check(
     chosen = report_formats.Format("json" if json_out else fmt.value)
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
                                   require_headroom=require_headroom, vllm_version=vllm_version,
+                                  gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()),
                                   calibration=calibration)
     report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -46,6 +46,8 @@ def sweep(
     block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False)] = None,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False)] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)] = None,
+    engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting KEY=VALUE for every row (repeatable), as for estimate; rows of an engine that does not read the key carry the error.", show_default=False)] = None,
+    gpu_reserved: Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU has in use before the engine starts (sglang, trtllm), e.g. 1.2GiB.", show_default=False)] = None,
     calibration: CalibrationOpt = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
 ):
@@ -62,7 +64,8 @@ def sweep(
     spec, grid, make_request, kv_names = build_grid(
         model, seq=seq, batch=batch, kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp, engine=engine, dtype=dtype,
         gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens, calibration=calibration)
+        max_num_batched_tokens=max_num_batched_tokens, engine_options=engine_option, gpu_reserved=gpu_reserved,
+        calibration=calibration)
     counts = {"rows": 0, "refused": 0}
     refusals: list = []
 
@@ -87,7 +90,8 @@ def sweep(
 
 
 def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine, dtype=None, gpu_util=None, reserve=None,
-               kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None, calibration=None):
+               kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None, engine_options=None,
+               gpu_reserved=None, calibration=None):
     """Parse the grid flags (shared with `kvplan plot`): (spec, Grid, make_request, {kv name: resolved}).
     Bad values anywhere are bad input for the whole command (exit 2) before any row is printed. A site profile
     (--calibration) goes with the requests of the engine it was fitted on; it must be one of the grid's engines."""
@@ -155,11 +159,16 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
                              where=f"--calibration {calibration}", hint=f"add --engine {site.engine}")
 
     def make_request(combo, seq_tokens: int, batch_size: int):
-        return build_request(model, seq=str(seq_tokens), batch=batch_size, kv_dtype=combo.kv_dtype, dtype=dtype, gpu=combo.gpu,
-                             gpu_mem=gpu_mem, gpus=None, tp=combo.tp, pp=combo.pp, gpu_util=gpu_util, reserve=reserve,
-                             kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
-                             max_num_batched_tokens=max_num_batched_tokens,
-                             site=site if site is not None and site.engine in (None, combo.engine) else None)
+        from kvplan import engines as registry
+
+        req = build_request(model, seq=str(seq_tokens), batch=batch_size, kv_dtype=combo.kv_dtype, dtype=dtype,
+                            gpu=combo.gpu, gpu_mem=gpu_mem, gpus=None, tp=combo.tp, pp=combo.pp, gpu_util=gpu_util,
+                            reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size,
+                            max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                            gpu_reserved=gpu_reserved, engine_options=engine_options,
+                            site=site if site is not None and site.engine in (None, combo.engine) else None)
+        registry.get(combo.engine).accepts(req)
+        return req
 
     return spec, grid, make_request, kv_names
 

@@ -118,6 +118,13 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
                                          assumed=rules_assumed + tp_assumed))
             figures.append(memory_figure("free after loading, A (modelled)", A, modelled.free_after_load_bytes,
                                          assumed=rules_assumed + tp_assumed))
+            band = None
+            if modelled.available_kv_bytes_low is not None and modelled.available_kv_bytes_high is not None:
+                band = (modelled.available_kv_bytes_low, modelled.available_kv_bytes_high)
+            logged_rest = None if rest is None else Decimal((rest[0] + rest[1]) // 2) / GIB
+            figures.append(memory_figure("KV budget, rest = A - P x (1 - mem_fraction_static) (modelled)",
+                                         None if logged_rest is None else logged_rest.quantize(Decimal("0.01")),
+                                         modelled.available_kv_bytes, band=band, assumed=rules_assumed + tp_assumed))
             figures.append(count_figure("max_total_num_tokens (modelled)", pool.tokens if pool else None,
                                         modelled.max_total_num_tokens, judged=False, basis=MODELLED,
                                         assumed=rules_assumed + tp_assumed))
@@ -210,12 +217,11 @@ def _rounded(name: str, logged: Decimal | None, predicted: int, tolerance: Decim
 
 
 def _observation(figs, tp, pp, hardware, P, rest, modelled, mfs) -> SiteObservation:
-    from kvplan.engines.sglang import engine as sgl
-
+    # memory in use before the engine started: what kvplan models free before the weights (the GPU less the CUDA
+    # context and the distributed init, sglang/budget.py) minus what the log saw free
     in_use = None
-    if P is not None:
-        context = sgl.CUDA_CONTEXT if tp * pp == 1 else sgl.CUDA_CONTEXT_MULTI
-        in_use = max(hardware.capacity_bytes - int(P * GIB) - context, 0)
+    if P is not None and modelled.free_before_load_bytes is not None:
+        in_use = max(modelled.free_before_load_bytes - int(P * GIB), 0)
     return SiteObservation(engine="sglang", tp=tp, pp=pp, memory_in_use_bytes=in_use,
                            available_kv_bytes=None if rest is None else (rest[0] + rest[1]) // 2,
                            modelled_available_kv_bytes=modelled.available_kv_bytes,

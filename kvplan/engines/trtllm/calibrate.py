@@ -10,8 +10,9 @@ reading the model files it is pointed at). The bases and verdicts are engines/lo
 - modelled, when the GPU is known ("device total memory", "total: T GiB", --gpu, --gpu-mem): kvplan's pool from
   the GPU and the flags.
 
-kvplan mirrors the TensorRT-LLM 1.x PyTorch backend (docs/engines/trtllm.md): a log of the TensorRT-engine runtime,
-or of a release that is not 1.x, is compared under those rules and said to be (an assumption: never a pass).
+The release line and backend are the log's own (kvplan/engines/trtllm/releases.py closest: a log older or newer
+than the lines kvplan mirrors, or without a version, is compared under the nearest rules and said to be; the
+backend from the lines it prints, else the release's default, said as assumed: never a pass).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     from kvplan.engines.logtext import paste_traits
     from kvplan.engines.request import Hardware
     from kvplan.engines.trtllm.log import parse_trtllm_log
-    from kvplan.engines.vllm.calibrate import gpu_from_log, resolve_log_model
+    from kvplan.engines.vllm.calibrate import gpu_assumption, gpu_from_log, resolve_log_model
 
     try:
         figs = parse_trtllm_log(text)
@@ -41,6 +42,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
         return invalid(log, str(err), "trtllm")
     notes: list[str] = []
     assumed: list[str] = []
+    gpu_assumed: tuple[str, ...] = ()
     read = list(paste_traits(text))
     if figs.tp_source:
         read.append(f"TP from the {figs.tp_source}")
@@ -53,15 +55,21 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     pp = figs.pp_size or 1
     if figs.pp_size is None and tp > 1:
         assumed.append("PP 1 (not stated)")
-    major = (figs.version or "").split(".")[0]
-    if figs.backend != "pytorch" or major != "1":
-        why = f"a {figs.backend or 'backend-unknown'} log" + (f" of {figs.version}" if figs.version else "")
-        assumed.append(f"TensorRT-LLM 1.x PyTorch-backend rules ({why})")
+    from kvplan.engines.trtllm import releases
+
+    rel, note = releases.closest(figs.version)
+    if note:
+        assumed.append(f"TensorRT-LLM {rel.line} rules ({note})")
+    backend = figs.backend
+    if backend is None:
+        backend = rel.default_backend
+        assumed.append(f"the {backend} backend (the release's default; the log's lines do not show which)")
     if hardware is None and figs.total_gib is not None:
         # TensorRT-LLM's totals come a little under the runtime capacity ("79.10", "79.18" on an H100's 79.19)
         hardware, hw_notes = gpu_from_log(figs.total_gib, tolerance_gib=Decimal("0.15"))
         notes += hw_notes
-    base = dict(log=log, engine="trtllm", model_id=figs.model, engine_version=figs.version, rules="1.x pytorch",
+        gpu_assumed = gpu_assumption(hw_notes)
+    base = dict(log=log, engine="trtllm", model_id=figs.model, engine_version=figs.version, rules=f"{rel.line} {backend}",
                 gpu=hardware.name if hardware else None, tp=tp, pp=pp, max_model_len=figs.max_seq_len,
                 read=tuple(read))
     figures: list[Figure] = []
@@ -77,7 +85,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
         why_not = f"cannot describe the log's model: {err.one_line()}"
     obs = None
     if spec is not None:
-        req = _request(figs, spec, tp, pp, hardware)
+        req = _request(figs, spec, tp, pp, hardware, rel.version, backend)
         try:
             pool = _estimate(req, kv_cache_memory=GIB)
         except KvplanError as err:
@@ -85,6 +93,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
                                   reason=f"kvplan cannot model it: {err.one_line()}", figures=tuple(figures),
                                   assumed=tuple(assumed), notes=tuple(notes))
         layout_assumed = tuple(assumed)
+        modelled_assumed = layout_assumed + gpu_assumed
         bpt, bpt3 = pool.bytes_per_token, pool.estimator_bytes_per_token
         if figs.pool_tokens is not None and figs.pool_gib is not None:
             fig = memory_figure("pool memory (logged tokens x bytes per token)", figs.pool_gib, figs.pool_tokens * bpt,
@@ -103,14 +112,17 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
         if hardware is not None:
             try:
                 modelled = _estimate(req)
+                band = None
+                if modelled.available_kv_bytes_low is not None and modelled.available_kv_bytes_high is not None:
+                    band = (modelled.available_kv_bytes_low, modelled.available_kv_bytes_high)
                 figures.append(memory_figure("KV pool memory (modelled)", figs.pool_gib, modelled.available_kv_bytes,
-                                             assumed=layout_assumed))
+                                             band=band, assumed=modelled_assumed))
                 figures.append(count_figure("pool tokens (modelled)", figs.pool_tokens, modelled.kv_cache_tokens,
-                                            judged=False, basis=MODELLED, assumed=layout_assumed))
+                                            judged=False, basis=MODELLED, assumed=modelled_assumed))
                 figures.append(memory_figure("activation peak (modelled)", figs.activation_gib,
-                                             modelled.activation_peak_bytes, assumed=layout_assumed))
+                                             modelled.activation_peak_bytes, assumed=modelled_assumed))
                 figures.append(memory_figure("memory outside torch (modelled)", figs.outside_torch_gib,
-                                             modelled.non_torch_bytes, assumed=layout_assumed))
+                                             modelled.non_torch_bytes, assumed=modelled_assumed))
                 obs = _observation(figs, tp, pp, modelled)
             except KvplanError as err:
                 notes.append(f"kvplan cannot model it end to end: {err.one_line()}")
@@ -121,20 +133,28 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
                           figures=tuple(figures), assumed=tuple(assumed), notes=tuple(notes), site=obs)
 
 
-def _request(figs, spec, tp, pp, hardware):
+def _request(figs, spec, tp, pp, hardware, version, backend):
     from fractions import Fraction
 
     from kvplan.core import dtypes
     from kvplan.engines import EngineRequest
 
     kv = _KV_DTYPES.get(figs.kv_dtype or "auto", "auto")
-    weight_fmt = dtypes.weight_format("fp8") if (figs.model or "").lower().endswith("-fp8") and spec.weights_bytes is None \
-        else None
+    fp8 = (figs.quantization or "").upper() == "FP8" or (figs.model or "").lower().endswith("-fp8")
+    weight_fmt = dtypes.weight_format("fp8") if fp8 and spec.weights_bytes is None else None
     util = Fraction(figs.free_fraction).limit_denominator(1000) if figs.free_fraction else None
+    options = [("backend", backend)]
+    if backend == "tensorrt":
+        # the engine's build settings, as its runtime printed them (TRTGptModel maxBatchSize / maxNumTokens)
+        options += [(k, str(v)) for k, v in (("max_batch_size", figs.max_batch_size),
+                                             ("max_num_tokens", figs.max_num_tokens)) if v is not None]
+        if figs.execution_context_mib is not None:  # the engine's activations, as its runtime allocated them
+            options.append(("activation_bytes", f"{figs.execution_context_mib}MiB"))
     return EngineRequest(spec=spec, seq=figs.max_seq_len or spec.max_context or 8192, batch=1, kv_dtype=kv,
                          weight_fmt=weight_fmt, tp=tp, pp=pp, hardware=hardware, gpu_util=util,
                          block_size=figs.tokens_per_block, max_num_seqs=figs.max_batch_size,
-                         max_num_batched_tokens=figs.max_num_tokens)
+                         max_num_batched_tokens=figs.max_num_tokens, engine_version=version,
+                         engine_options=tuple(options))
 
 
 def _estimate(req, *, kv_cache_memory=None):

@@ -59,6 +59,7 @@ _SUMMARY_TP = spaced(r"^TP Size: (\d+)")
 _SUMMARY_PP = spaced(r"^PP Size: (\d+)")
 _SUMMARY_MODEL = re.compile(r"^Model:\s+(\S+)")
 _SUMMARY_KV = re.compile(r"^KV Cache Dtype:\s+(\S+)")
+_SUMMARY_QUANT = re.compile(r"^Quantization:\s+(\S+)")
 _MODEL_ARG = re.compile(r"\bmodel='([^']+)'")
 _TP_FLAG = re.compile(r"(?:^|\s)--tp[_-]size(?:=|\s+)(\d+)")
 _PYTORCH = spaced(r"PyTorchConfig\(|PYTORCH BACKEND|Memory used after loading model weights|tensorrt_llm/_torch|"
@@ -77,6 +78,7 @@ class TrtllmLogFigures:
     tp_source: str | None = None
     tp_at_least: int | None = None
     kv_dtype: str | None = None  # as the benchmark summary prints it ("FP8")
+    quantization: str | None = None  # the benchmark summary's ("FP8", "None")
     tokens_per_block: int | None = None
     primary_blocks: int | None = None  # the last one printed (the real pool)
     pool_gib: Decimal | None = None  # "Allocated X GiB for max tokens in paged KV cache (N)", the last
@@ -196,6 +198,8 @@ def parse_trtllm_log(text: str) -> TrtllmLogFigures:
             first("model", m[1])
         if m := _SUMMARY_KV.search(msg):
             first("kv_dtype", m[1])
+        if m := _SUMMARY_QUANT.search(msg):
+            first("quantization", m[1])
         if m := _MODEL_ARG.search(msg):
             first("model", m[1])
         if m := _TP_FLAG.search(msg):
@@ -222,7 +226,7 @@ def parse_trtllm_log(text: str) -> TrtllmLogFigures:
         backend="pytorch" if "pytorch" in backends else ("tensorrt" if "tensorrt" in backends else None),
         model=top.get("model"), tp_size=tp, pp_size=pp, tp_source=tp_source,
         tp_at_least=(max(ranks) + 1) if ranks and tp is None else None,
-        kv_dtype=top.get("kv_dtype"), tokens_per_block=top.get("tokens_per_block"),
+        kv_dtype=top.get("kv_dtype"), quantization=top.get("quantization"), tokens_per_block=top.get("tokens_per_block"),
         primary_blocks=top.get("primary_blocks"), pool_gib=pool[0], pool_tokens=pool[1], warmup_pool_gib=warm[0],
         warmup_pool_tokens=warm[1], total_gib=top.get("total_gib") or avail[0], available_gib=avail[1],
         kv_cache_bytes=top.get("kv_cache_bytes"), using_tokens=top.get("using_tokens"),

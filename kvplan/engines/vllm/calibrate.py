@@ -73,6 +73,11 @@ def resolve_log_model(model_id: str | None, *, model: str | None = None, models_
                            hint="give --model PATH (a config.json, a model folder or a spec YAML) or --models-dir DIR")
 
 
+def gpu_assumption(notes: list[str]) -> tuple[str, ...]:
+    """The modelled figures' assumption when the log's total memory fits several catalog GPUs."""
+    return tuple(n.split(":")[0].replace("GPU taken to be", "GPU") for n in notes if n.startswith("GPU taken to be"))
+
+
 def gpu_from_log(total_gib: Decimal | None, *, tolerance_gib: Decimal | None = None):
     """The catalog GPU whose runtime capacity vLLM would print as `total_gib` (or, with a tolerance, the nearest
     within it: TensorRT-LLM prints its totals after its own deductions), else a nameless one in the middle of the
@@ -169,9 +174,11 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     if figs.refused_at_startup:
         notes.append("vLLM refused to start: the free memory at start-up was below the memory asked for")
     total = figs.total_memory_gib if figs.total_memory_gib is not None else figs.startup_total_gib
+    gpu_assumed: tuple[str, ...] = ()
     if total is not None or hardware is None:
         hardware, hw_notes = gpu_from_log(total)
         notes += hw_notes
+        gpu_assumed = gpu_assumption(hw_notes)
     base = dict(log=log, engine="vllm", model_id=figs.model, engine_version=figs.vllm_version, rules=rel.line,
                 gpu=hardware.name if hardware else None, read=_read_notes(text, figs))
     try:
@@ -205,7 +212,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
 
     w = figs.binding_worker()
     figures: list[Figure] = []
-    modelled_assumed = rules_assumed + tp_assumed + len_assumed
+    modelled_assumed = rules_assumed + tp_assumed + len_assumed + gpu_assumed
     site_obs = None
     error_pct = error_gib = None
     if modelled is not None:
