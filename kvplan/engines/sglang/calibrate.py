@@ -23,6 +23,9 @@ from kvplan.engines.logcheck import (CONSISTENCY, GIB, LOGGED_BUDGET, LOGGED_POO
                                      LogCalibration, SiteObservation, count_figure, invalid, memory_figure, verdict)
 
 HALF = Decimal("0.005")  # half the last printed digit of a GiB figure
+# "Using KV cache dtype: torch.float8_e4m3fn" (and the pool line's dtype) in SGLang's --kv-cache-dtype spelling
+_TORCH_KV = {"torch.float8_e4m3fn": "fp8_e4m3", "torch.float8_e5m2": "fp8_e5m2", "torch.bfloat16": "bf16",
+             "torch.float16": "fp16"}
 MAX_CANDIDATES = 200
 
 
@@ -58,6 +61,9 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     if pp is None:
         pp = 1
         assumed.append("PP 1 (not stated)")
+    if figs.kv_cache_dtype is None and figs.kv_dtype_logged is None and not any(
+            p.dtype for r in figs.ranks for p in r.pools):
+        assumed.append("KV cache dtype auto (the log does not show it)")
     if hardware is None and figs.total_gpu_memory_gib is not None:
         from kvplan.engines.request import Hardware
 
@@ -165,7 +171,8 @@ def _request(figs, spec, tp, pp, hardware):
 
     from kvplan.engines import EngineRequest
 
-    kv = (figs.kv_cache_dtype or "auto").lower()
+    logged = figs.kv_dtype_logged or next((p.dtype for r in figs.ranks for p in r.pools if p.dtype), None)
+    kv = (figs.kv_cache_dtype or _TORCH_KV.get(logged or "", "auto")).lower()
     seq = figs.context_length or figs.context_len or spec.max_context or 8192
     return EngineRequest(spec=spec, seq=seq, batch=1, kv_dtype=kv, tp=tp, pp=pp, hardware=hardware,
                          gpu_util=None if figs.mem_fraction_static is None else Fraction(figs.mem_fraction_static),

@@ -64,6 +64,8 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     if backend is None:
         backend = rel.default_backend
         assumed.append(f"the {backend} backend (the release's default; the log's lines do not show which)")
+    if figs.kv_dtype is None:
+        assumed.append("KV cache dtype auto (the log does not print it; a checkpoint with an FP8 KV cache stores fp8)")
     if hardware is None and figs.total_gib is not None:
         # TensorRT-LLM's totals come a little under the runtime capacity ("79.10", "79.18" on an H100's 79.19)
         hardware, hw_notes = gpu_from_log(figs.total_gib, tolerance_gib=Decimal("0.15"))

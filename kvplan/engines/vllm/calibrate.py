@@ -198,10 +198,14 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
         max_len = spec.max_context or 8192
         len_assumed = (f"max_model_len {max_len:,} (the model's; the log does not show it)",)
         assumed += len_assumed
+    kv_assumed: tuple[str, ...] = ()
+    if figs.kv_cache_dtype is None:
+        kv_assumed = ("KV cache dtype auto (the log does not show it)",)
+        assumed += kv_assumed
     base.update(tp=tp, pp=pp, max_model_len=max_len)
     req, req_notes = request_from_log(figs, spec, hardware, rules=rel.line, tp=tp, pp=pp, max_model_len=max_len)
     notes += req_notes
-    rules_assumed = tuple(a for a in assumed if a.startswith("vLLM "))
+    rules_assumed = tuple(a for a in assumed if a.startswith("vLLM ")) + kv_assumed
     tp_assumed = tuple(a for a in layout_assumed)
     try:
         modelled = vllm.estimate(req) if hardware else None
