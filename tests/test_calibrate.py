@@ -143,6 +143,52 @@ def test_a_negative_logged_budget_is_not_a_negative_error(cli):
     assert code == 3  # the release is not stated: 0.19 rules assumed
 
 
+def test_a_log_cut_before_its_kv_figures_cannot_be_judged(cli, tmp_path):
+    """Issue 15: a real log cut before vLLM printed "Available KV cache memory" (and every pool line after it) has
+    nothing kvplan can judge: exit 3 with the reason, never "0 mismatches" and exit 0."""
+    src = LOGS[0].read_text(encoding="utf-8")
+    cut = tmp_path / "cut.log"
+    cut.write_text(src[:src.index("Available KV cache memory")].rsplit("\n", 1)[0] + "\n", encoding="utf-8")
+    code, out, err = cli("calibrate", cut, "--models-dir", MODELS)
+    assert code == 3 and "cannot judge: nothing in the log could be compared" in err
+    code, out, _ = cli("calibrate", cut, "--models-dir", MODELS, "--json")
+    d = json.loads(out)
+    assert code == 3 and d["summary"]["exit_code"] == 3 and (d["summary"]["matched"], d["summary"]["cannot_judge"]) == (0, 1)
+    entry = d["logs"][0]
+    assert entry["status"] == CANNOT_JUDGE and not any(f["match"] is not None for f in entry["figures"])
+    assert entry["available_error_percent"] is None and d["summary"]["available_kv_mean_abs_error_percent"] is None
+
+
+def test_a_pool_after_a_negative_logged_kv_memory_is_a_mismatch(cli, tmp_path):
+    """Issue 15: the first H100 log with its "Available KV cache memory: 61.66 GiB" made negative. No vLLM release
+    builds a pool from a KV memory <= 0 (v1/core/kv_cache_utils.py raises "No available memory for the cache blocks"
+    before it logs "GPU KV cache size"), so a log that still prints 7,891 blocks contradicts itself: a mismatch
+    (exit 1), not a pass. The mean absolute error leaves the negative memory out (it is never negative), and the
+    error in GiB is the plain difference: kvplan's modelled memory minus the logged one."""
+    src = LOGS[0].read_text(encoding="utf-8")
+    assert "Available KV cache memory: 61.66 GiB" in src and "num_gpu_blocks is: 7891" in src
+    negative = tmp_path / "negative.log"
+    negative.write_text(src.replace("Available KV cache memory: 61.66 GiB", "Available KV cache memory: -61.66 GiB"),
+                        encoding="utf-8")
+    code, out, _ = cli("calibrate", negative, "--models-dir", MODELS, "--json")
+    d = json.loads(out)
+    s, entry = d["summary"], d["logs"][0]
+    assert code == 1 and s["exit_code"] == 1 and entry["status"] == MISMATCH
+    assert s["available_kv_mean_abs_error_percent"] is None and s["scored"] == 0 and entry["available_error_percent"] is None
+    by = {f["name"]: f for f in entry["figures"]}
+    stop = by["KV pool after the logged KV memory (-61.66 GiB)"]
+    assert (stop["logged"], stop["predicted"], stop["match"], stop["assumed"]) == ("7,891 blocks", "none", False, [])
+    memory = by["available KV cache memory (modelled)"]
+    modelled_gib = float(memory["predicted"])
+    assert memory["logged"] == "-61.66" and "%" not in memory["difference"]  # no percent of a negative figure
+    assert abs(entry["available_error_gib"] - (modelled_gib + 61.66)) < 0.01
+    # the same log as printed: the same modelled memory, 2 x 61.66 GiB nearer, and a match
+    code, out, _ = cli("calibrate", LOGS[0], "--models-dir", MODELS, "--json")
+    plain = json.loads(out)["logs"][0]
+    assert code == 0 and plain["status"] == MATCH
+    assert abs(entry["available_error_gib"] - plain["available_error_gib"] - 2 * 61.66) < 0.002
+
+
 def test_public_logs_are_read_and_none_passes_on_an_assumption():
     """Every public vLLM log is read; kvplan mirrors 0.19 and 0.33 only, so a log of another release (or none
     stated) is compared under assumed rules and is at most "cannot judge"."""

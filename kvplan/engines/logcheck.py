@@ -110,7 +110,7 @@ def memory_figure(name: str, logged, predicted: int | None, *, band: tuple[int, 
         return Figure(name, "GiB", None if logged is None else str(logged), gib_text(predicted), None, None, basis,
                       assumed)
     diff = predicted / GIB - float(logged)
-    pct = f" ({diff / abs(float(logged)) * 100:+.1f}%)" if float(logged) else ""
+    pct = f" ({diff / float(logged) * 100:+.1f}%)" if float(logged) > 0 else ""  # of a negative figure: no meaning
     match = None
     if band is not None:
         lo, hi = band

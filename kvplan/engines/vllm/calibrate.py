@@ -328,9 +328,13 @@ def _pool_figures(figs, req, pool_base, w, *, rules_assumed, tp_assumed, len_ass
     from kvplan.engines import vllm
     from kvplan.engines.vllm.log import gib_bounds
 
+    out: list[Figure] = []
+    stopped = _pool_after_no_memory(figs, w)
+    if stopped is not None:
+        out.append(stopped)
     bpb = pool_base.bytes_per_block
     if not bpb:
-        return []
+        return out
     memory_bytes = None  # (low, high) of the binding worker's KV memory, exact where printed in bytes
     if w is not None and w.available_kv_bytes is not None:
         memory_bytes = (w.available_kv_bytes, w.available_kv_bytes + 1)
@@ -349,9 +353,8 @@ def _pool_figures(figs, req, pool_base, w, *, rules_assumed, tp_assumed, len_ass
     elif figs.kv_cache_tokens is not None:
         candidates, anchor_assumed, anchor = _blocks_for_tokens(figs.kv_cache_tokens, at), rules_assumed, "tokens"
     else:
-        return []
+        return out
     tag = {"blocks": "logged blocks", "memory": "logged KV memory", "tokens": "logged tokens"}[anchor]
-    out: list[Figure] = []
     if figs.num_gpu_blocks is not None and memory_bytes is not None:
         lo, hi = memory_bytes
         out.append(count_figure("num_gpu_blocks (logged KV memory)", figs.num_gpu_blocks,
@@ -381,6 +384,32 @@ def _pool_figures(figs, req, pool_base, w, *, rules_assumed, tp_assumed, len_ass
         out.append(count_figure("padding layers", figs.padding_layers or 0, pool_base.padding_layers,
                                 assumed=rules_assumed))
     return out
+
+
+def _pool_after_no_memory(figs, w) -> Figure | None:
+    """A pool printed after a KV memory that is not positive: no vLLM release builds one. v1 raises "No available
+    memory for the cache blocks" when available_memory <= 0, before it logs "GPU KV cache size" (0.10.0 ... 0.33.0,
+    v1/core/kv_cache_utils.py check_enough_kv_cache_memory / _check_enough_kv_cache_memory); V0 clamps the block
+    count to 0 and raises the same (worker/worker.py raise_if_cache_size_invalid). So the log contradicts itself:
+    a mismatch that rests on no assumption, never a pass on the pool figures alone."""
+    if w is None:
+        return None
+    memory = w.available_kv_bytes if w.available_kv_bytes is not None else w.available_kv_gib
+    if memory is None or memory > 0:
+        return None
+    if figs.num_gpu_blocks is not None:
+        printed = f"{figs.num_gpu_blocks:,} blocks"
+    elif figs.kv_cache_tokens is not None:
+        printed = f"{figs.kv_cache_tokens:,} tokens"
+    elif figs.tokens_capacity is not None:
+        printed = f"{figs.tokens_capacity:,} tokens"
+    elif figs.max_concurrency is not None:
+        printed = f"{figs.max_concurrency:.2f}x"
+    else:
+        return None  # the real case: vLLM stopped after the line, and the log shows no pool
+    shown = f"{w.available_kv_gib} GiB" if w.available_kv_gib is not None else f"{w.available_kv_bytes:,} B"
+    return Figure(f"KV pool after the logged KV memory ({shown})", "count", printed, "none",
+                  "vLLM stops: No available memory for the cache blocks", False, LOGGED_POOL)
 
 
 def _blocks_for_tokens(tokens: int, at) -> range:
