@@ -80,7 +80,7 @@ def test_a_length_mix_holds_requests_of_its_mean_length():
     # the pool the engine sizes at max_model_len, counted at the mean length (not re-budgeted at the shorter length)
     mean = engines.get("vllm").estimate(build_request("llama-3.1-8b", seq=str(load.tokens_mean), batch=1, kv_dtype="auto",
                                                       dtype=None, gpu="h100", gpu_mem=None, gpus=None, tp=1, pp=1,
-                                                      kv_cache_memory=str(p.available_kv_bytes)))
+                                                      kv_cache_memory=str(p.pinned_kv_bytes)))
     assert load.tokens_mean == 1200 and load.max_model_len == 8192
     assert p.held_per_replica == mean.max_batch > p.pool_requests
 

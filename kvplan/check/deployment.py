@@ -34,6 +34,7 @@ class CheckOptions:
     require_concurrency: int | None = None
     require_headroom: str | None = None
     vllm_version: str | None = None  # None: the vllm engine's default release
+    optimistic: bool = False  # judge a modelled budget by its value, not by the low edge of its band
     gpu_reserved: str | None = None  # memory in use on each GPU before the engine starts (engines that read it)
     engine_options: tuple[str, ...] = ()  # KEY=VALUE, applied to the deployments whose engine reads the key
     calibration: str | None = None  # a site profile file (--calibration)
@@ -47,6 +48,7 @@ class Defaults:
     gpus: int | None
     requirements: Requirements
     vllm_version: str | None  # as given (validated against the release registry)
+    optimistic: bool = False
     gpu_reserved_bytes: int | None = None
     engine_options: tuple[tuple[str, str], ...] | None = None
     site: SiteProfile | None = None  # --calibration, read once
@@ -126,7 +128,8 @@ def defaults(options: CheckOptions) -> Defaults:
 
         site = read_profile(options.calibration)
     return Defaults(gpu=gpu, gpus=options.gpus, requirements=Requirements(options.require_concurrency, headroom),
-                    vllm_version=options.vllm_version, gpu_reserved_bytes=reserved, engine_options=opts, site=site)
+                    vllm_version=options.vllm_version, gpu_reserved_bytes=reserved, engine_options=opts,
+                    optimistic=options.optimistic, site=site)
 
 
 def with_command_line(dep: Deployment, defaults: Defaults) -> Deployment:

@@ -56,6 +56,12 @@ class EngineRequest:
     prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
     engine_version: str | None = None  # the release whose rules apply, as given; None: the engine's default
     site: SiteProfile | None = None  # terms measured at the user's site (kvplan calibrate --save; engines/calibration.py)
+    # which edge of a modelled budget's band to size the pool by: None (the modelled value), "low", "high";
+    # kvplan check judges by "low" (a verdict that holds only inside the band is not a pass)
+    budget_edge: str | None = None
+    # vLLM --enable-expert-parallel at data parallel 1: each TP rank holds whole experts (E / tp of them) rather than
+    # a slice of every expert; the weights are the same bytes, the fused-MoE workspace is wider
+    expert_parallel: bool = False
     # memory each GPU has in use before the engine starts (--gpu-reserved: a desktop's display, WSL2, another process)
     gpu_reserved_bytes: int | None = None
     # engine settings kvplan has no shared flag for (--engine-option KEY=VALUE), as given; each engine reads its own

@@ -46,10 +46,14 @@ def check(
         "--require-headroom", help="Require this share of usable GPU memory free with them resident, e.g. 10% "
                                    "(where a deployment sets no require.headroom).", show_default=False)] = None,
     vllm_version: Annotated[Optional[str], typer.Option(
-        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments: 0.19.0 or 0.33.0 "
-                               "(default: the vllm engine's, 0.33.0).", show_default=False)] = None,
+        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments, any of 0.10.0 ... 0.33.x "
+                               "(default: the newest line's, 0.33.0).", show_default=False)] = None,
+    optimistic: Annotated[bool, typer.Option(
+        "--optimistic", help="Judge a modelled engine budget by its modelled value. By default check judges by the low "
+                             "edge of its band (the terms' measured error): a deployment that passes only inside the band "
+                             "fails, marked marginal.")] = False,
     gpu_reserved: Annotated[Optional[str], typer.Option(
-        "--gpu-reserved", help="Memory each GPU already has in use when the engine starts, e.g. 1.2GiB (SGLang and "
+        "--gpu-reserved", help="Memory each GPU already has in use when the engine starts, e.g. 1.2GiB (vLLM, SGLang and "
                                "TensorRT-LLM deployments).", show_default=False)] = None,
     engine_option: Annotated[Optional[List[str]], typer.Option(
         "--engine-option", help="An engine setting KEY=VALUE (repeatable), applied to the deployments whose engine "
@@ -85,7 +89,7 @@ def check(
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
-                                  require_headroom=require_headroom, vllm_version=vllm_version,
+                                  require_headroom=require_headroom, vllm_version=vllm_version, optimistic=optimistic,
                                   gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()),
                                   calibration=calibration)
     report = run_check(configs or [], options, tuple(vllm_args or ()))
