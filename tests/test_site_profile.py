@@ -208,22 +208,48 @@ def test_check_and_plot_take_the_flag(cli, tmp_path):
     assert code == 0
 
 
-@pytest.mark.xfail(strict=True, reason="the vLLM budget applies EngineRequest.site once the vllm-budget branch lands "
-                                       "(engines/calibration.py adjusted_available); remove this mark then")
-def test_the_vllm_budget_applies_the_profile():
+@pytest.mark.parametrize("tp", [2, 1])
+def test_the_vllm_budget_applies_the_profile(tp):
+    """PROFILE's non-torch memory was measured at TP 2 x PP 1: at TP 2 it replaces the modelled term, at TP 1 the
+    engine's own term stays (engines/calibration.py SiteProfile.non_torch_for); the other terms apply at both."""
     import dataclasses
 
     from kvplan.engines import vllm
     from kvplan.engines.request import build_request
 
     req = build_request("llama-3.1-8b", seq="8K", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb",
-                        gpu_mem=None, gpus=None, tp=2, pp=1)
+                        gpu_mem=None, gpus=None, tp=tp, pp=1)
     plain = vllm.estimate(req)
     site = vllm.estimate(dataclasses.replace(req, site=PROFILE))
-    b = plain.workers[0].budget
+    b, s = plain.workers[0].budget, site.workers[0].budget
     assert site.available_kv_bytes == adjusted_available(
         PROFILE, available=plain.available_kv_bytes, activation_peak=b.activation_peak_bytes,
-        non_torch=b.non_torch_bytes, cuda_graph=b.cuda_graph_bytes, graphs_subtracted=b.cuda_graph_subtracted, tp=2, pp=1)
+        non_torch=b.non_torch_bytes, cuda_graph=b.cuda_graph_bytes, graphs_subtracted=b.cuda_graph_subtracted, tp=tp, pp=1)
+    assert s.non_torch_bytes == (2 * GIB if tp == 2 else b.non_torch_bytes)
+
+
+def test_the_vllm_budget_with_a_saved_profile_is_what_calibrate_scores(observations, tmp_path):
+    """The profile fitted on the 42 H100 logs (non-torch at TP 1 x PP 1 only), applied by the vLLM budget to each
+    log's own launch, gives byte for byte the budget calibrate scores it with (sitefit.predict, through
+    adjusted_available): at TP 1 and, keeping the engine's non-torch term, at TP 2, TP 4 and PP 4."""
+    from kvplan.engines import vllm
+    from kvplan.engines.vllm import calibrate as vcal
+    from kvplan.engines.vllm.log import parse_vllm_log
+
+    profile, _ = fit_profile(observations, engine="vllm")
+    assert profile.layouts == ((1, 1),)
+    layouts = set()
+    for path, obs in observations:
+        r = calibrate_path(path, models_dir=str(MODELS))
+        figs = parse_vllm_log(Path(path).read_text())
+        spec = vcal.resolve_log_model(figs.model, models_dir=str(MODELS))
+        hardware, _ = vcal.gpu_from_log(figs.total_memory_gib)
+        req, _ = vcal.request_from_log(figs, spec, hardware, rules=r.rules, tp=r.tp, pp=r.pp,
+                                       max_model_len=r.max_model_len, site=profile)
+        est = vllm.estimate(req)
+        assert min(w.available_kv_bytes for w in est.workers) == predict(profile, obs), path
+        layouts.add((r.tp, r.pp))
+    assert {(1, 1), (2, 1), (4, 1), (1, 4)} <= layouts
 
 
 def test_the_json_schema_lists_exactly_the_keys_the_reader_takes():
