@@ -9,6 +9,19 @@ CONFIGS = DATA / "hf_configs"
 # pin the terminal width so rendered tables are the same everywhere
 os.environ.setdefault("COLUMNS", "120")
 
+# No test touches the internet: the Hugging Face Hub is off for the whole session (tests of the Hub path start a
+# stand-in server on loopback and turn it back on for themselves), and the Hugging Face and kvplan caches are empty
+# folders of this session, so what a developer's machine has cached changes no result.
+import tempfile  # noqa: E402
+
+_SESSION_CACHE = tempfile.mkdtemp(prefix="kvplan-tests-")
+os.environ["HF_HUB_OFFLINE"] = "1"
+os.environ["HF_HUB_DISABLE_TELEMETRY"] = "1"
+os.environ["HF_HUB_CACHE"] = os.path.join(_SESSION_CACHE, "hf-hub")
+os.environ["KVPLAN_CACHE_DIR"] = os.path.join(_SESSION_CACHE, "kvplan")
+for _name in ("HF_ENDPOINT", "HF_HOME", "HUGGINGFACE_HUB_CACHE"):
+    os.environ.pop(_name, None)
+
 
 @pytest.fixture(scope="session")
 def configs() -> Path:

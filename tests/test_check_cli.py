@@ -16,23 +16,32 @@ ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "examples"
 DEPLOY = EXAMPLES / "deploy"
 BAD = EXAMPLES / "bad"
-GPU = ("--gpu", "h100-sxm-80gb")  # the GPU vLLM serve configs are judged on (they cannot name one)
+GPU = ("--gpu", "h100-sxm-80gb")  # the GPU files that name none are judged on (and that overrides the ones they name)
+MODELS = ("--models-dir", str(DEPLOY / "models"))  # the team's vendored configs, for model paths inside images
 EXIT = {"pass": 0, "fail": 1, "invalid": 2, "cannot_judge": 3}
 
 
-def expectations(path: Path) -> list[tuple[str, str]]:
-    """Each YAML document's `# expect: STATUS [text the reason must contain]` comment, in order."""
-    docs = re.split(r"(?m)^---\s*$", path.read_text(encoding="utf-8"))
-    out = []
-    for doc in docs:
-        found = re.search(r"(?m)^# expect: (\w+)(?: (.*))?$", doc)
-        if found:
-            out.append((found.group(1), (found.group(2) or "").strip()))
-    return out
+def doc_expectations(path: Path, key: str = "expect") -> list[list[tuple[str, str]]]:
+    """Per YAML document (a whole file when it is not YAML), its `# expect: STATUS [text the reason holds]` lines
+    in order, one per verdict the document gives (`skipped` for a document with nothing to judge). key
+    `expect-without-gpu` reads the verdicts the file gets when no --gpu is given."""
+    text = path.read_text(encoding="utf-8")
+    docs = re.split(r"(?m)^---\s*$", text) if path.suffix in (".yaml", ".yml") else [text]
+    pattern = re.compile(rf"(?m)^# {re.escape(key)}: (\w+)(?: (.*))?$")
+    return [[(m.group(1), (m.group(2) or "").strip()) for m in pattern.finditer(doc)] for doc in docs]
+
+
+def expectations(path: Path, key: str = "expect") -> list[tuple[str, str]]:
+    return [e for doc in doc_expectations(path, key) for e in doc]
+
+
+def is_deployment_file(path: Path) -> bool:
+    return path.is_file() and (path.suffix in (".yaml", ".yml", ".sh") or path.name == "Dockerfile")
 
 
 def example_files():
-    return sorted(p for folder in (DEPLOY, BAD) for p in folder.rglob("*.yaml") if p.is_file())
+    """deploy/ then bad/, each in the order `kvplan check` walks a folder (sorted paths)."""
+    return [p for folder in (DEPLOY, BAD) for p in sorted(folder.rglob("*"), key=lambda p: p.as_posix()) if is_deployment_file(p)]
 
 
 def run_json(cli, *args):
@@ -45,34 +54,66 @@ def worst(statuses) -> int:
                              for s in statuses])
 
 
+def _assert_verdicts(path, expected, code, report, err):
+    got = [(v["status"], v["reason"]) for v in report["verdicts"]]
+    assert [s for s, _ in got] == [s for s, _ in expected], got
+    for index, ((status, reason), (_, needle)) in enumerate(zip(got, expected)):
+        assert needle in reason, (needle, reason)
+        if status in ("invalid", "cannot_judge"):
+            # the message names the file and the key
+            assert str(path.relative_to(ROOT)) in reason or str(path) in reason
+            assert f"error: {reason}" in err
+        elif status == "fail":
+            assert report["verdicts"][index]["suggestions"], "a failing deployment names a fix"
+    judged = [s for s, _ in expected if s != "skipped"]
+    assert code == (worst(judged) if judged else 0) == report["exit_code"]
+    assert report["skipped"] == len(expected) - len(judged)
+
+
 @pytest.mark.parametrize("path", example_files(), ids=lambda p: str(p.relative_to(EXAMPLES)))
 def test_every_example_gets_its_commented_verdict_and_exit_code(cli, path):
     expected = expectations(path)
     assert expected, f"{path} has no '# expect:' comment"
-    code, report, err = run_json(cli, path, *GPU)
-    got = [(v["status"], v["reason"]) for v in report["verdicts"]]
-    assert [s for s, _ in got] == [s for s, _ in expected], got
-    for (status, reason), (_, needle) in zip(got, expected):
-        if status in ("invalid", "cannot_judge"):
-            # the message names the file and the key
-            assert str(path.relative_to(ROOT)) in reason or str(path) in reason
-            assert needle in reason, (needle, reason)
-            assert f"error: {reason}" in err
-        elif status == "fail":
-            assert report["verdicts"][got.index((status, reason))]["suggestions"], "a failing deployment names a fix"
-    assert code == worst(s for s, _ in expected) == report["exit_code"]
+    code, report, err = run_json(cli, path, *GPU, *MODELS)
+    _assert_verdicts(path, expected, code, report, err)
+
+
+WITHOUT_GPU = [p for p in example_files() if expectations(p, "expect-without-gpu")]
+
+
+@pytest.mark.parametrize("path", WITHOUT_GPU, ids=lambda p: str(p.relative_to(EXAMPLES)))
+def test_examples_without_gpu_take_it_from_the_file_or_say_it_is_missing(cli, path):
+    """Without --gpu a file is judged on the GPUs it names (node labels, instance types, Ray/SkyPilot/KubeAI
+    accelerator names), and the report says so; one that names none is cannot judge, naming --gpu."""
+    expected = expectations(path, "expect-without-gpu")
+    code, report, err = run_json(cli, path, *MODELS)
+    _assert_verdicts(path, expected, code, report, err)
+    for verdict in report["verdicts"]:
+        if verdict["status"] in ("pass", "fail"):
+            assert verdict["origins"]["gpu"] and not verdict["origins"]["gpu"].startswith("--gpu"), verdict["origins"]
+
+
+def test_every_format_has_an_example(cli):
+    _, report, _ = run_json(cli, DEPLOY, *GPU, *MODELS)
+    assert {v["format"] for v in report["verdicts"]} == {
+        "kvplan", "vllm-config", "compose", "kubernetes", "kserve", "helm-production-stack", "helm-llm-d", "ray-serve",
+        "kubeai", "skypilot", "shell", "dockerfile", "trtllm-options"}
+    assert {v["engine"] for v in report["verdicts"] if v["status"] == "pass"} == {"vllm", "static", "sglang", "trtllm"}
 
 
 def test_the_deployment_repo_as_a_whole(cli):
-    code, report, _ = run_json(cli, DEPLOY, *GPU)
-    expected = [s for p in sorted(DEPLOY.rglob("*.yaml"), key=lambda p: p.relative_to(DEPLOY).as_posix())
-                for s, _ in expectations(p)]
+    code, report, _ = run_json(cli, DEPLOY, *GPU, *MODELS)
+    files = sorted((p for p in DEPLOY.rglob("*") if is_deployment_file(p)), key=lambda p: p.relative_to(DEPLOY).as_posix())
+    expected = [s for p in files for s, _ in expectations(p)]
     assert [v["status"] for v in report["verdicts"]] == expected
-    assert code == 1 and report["exit_code"] == 1  # fails outrank the one it cannot judge
-    assert report["passed"] + report["failed"] + report["invalid"] + report["cannot_judge"] == report["total"] == len(expected)
-    # the folder is walked in sorted order, each file named below the folder as given
+    assert code == 1 and report["exit_code"] == 1  # fails outrank the ones it cannot judge
+    judged = [s for s in expected if s != "skipped"]
+    assert report["passed"] + report["failed"] + report["invalid"] + report["cannot_judge"] == report["total"] == len(judged)
+    assert report["skipped"] == expected.count("skipped") >= 4
+    # the folder is walked in sorted order (Dockerfile, *.sh and *.yml too), each file named below the folder as given
     sources = [v["source"] for v in report["verdicts"]]
     assert all(s.startswith(DEPLOY.as_posix() + "/") for s in sources) and sources == sorted(sources)
+    assert {Path(s).name for s in sources} >= {"Dockerfile", "serve-vllm.sh", "docker-compose.yml"}
 
 
 def test_bad_files_exit_2_and_the_valid_documents_beside_them_are_still_judged(cli):
@@ -94,18 +135,23 @@ def test_good_and_bad_together_exit_2(cli):
 
 @pytest.fixture(scope="module")
 def report():
-    return run.run_check([str(DEPLOY), str(BAD)], deployment.CheckOptions(gpu="h100-sxm-80gb"))
+    return run.run_check([str(DEPLOY), str(BAD)], OPTIONS)
+
+
+OPTIONS = deployment.CheckOptions(gpu="h100-sxm-80gb", models_dirs=(str(DEPLOY / "models"),))
 
 
 @pytest.mark.parametrize("fmt", list(report_formats.Format))
 def test_every_format_renders_and_is_deterministic(report, fmt):
     text = report_formats.render(report, fmt)
-    again = report_formats.render(run.run_check([str(DEPLOY), str(BAD)], deployment.CheckOptions(gpu="h100-sxm-80gb")), fmt)
+    again = report_formats.render(run.run_check([str(DEPLOY), str(BAD)], OPTIONS), fmt)
     assert text == again and text.endswith("\n")
     # and it says what the report holds: every deployment is named with its verdict, and the summary's counts are
     # the verdicts' (counted here from the verdicts themselves, not from the renderer)
     statuses = [v.status for v in report.verdicts]
-    assert len(statuses) == 22 and (statuses.count("pass"), statuses.count("fail")) == (report.passed, report.failed)
+    expected = [s for p in example_files() for s, _ in expectations(p)]
+    assert statuses == expected and (statuses.count("pass"), statuses.count("fail")) == (report.passed, report.failed)
+    assert statuses.count("skipped") == report.skipped
     for v in report.verdicts:
         assert v.source in text
     if fmt is report_formats.Format.JSON:
@@ -138,7 +184,8 @@ def test_markdown_is_a_well_formed_table(report):
     header, separator, rows = table[0], table[1], table[2:]
     columns = header.count(" | ") + 1
     assert re.fullmatch(r"\|(---:?\|)+", separator) and separator.count("|") == header.count("|")
-    assert len(rows) == report.total
+    assert len(rows) == report.total + report.skipped  # a skipped document has its row, counted apart
+    assert len([r for r in rows if r.startswith("| ⏭️ skipped")]) == report.skipped
     for row in rows:  # escaped pipes do not split cells
         assert len(re.split(r"(?<!\\)\|", row)) - 2 == columns
     assert "### Fixes" in md and "`max_model_len:" in md
@@ -149,7 +196,8 @@ def test_junit_parses_and_counts_match(report):
     assert root.tag == "testsuites"
     suite = root.find("testsuite")
     cases = suite.findall("testcase")
-    assert len(cases) == report.total == int(suite.get("tests")) == int(root.get("tests"))
+    assert len(cases) == report.total + report.skipped == int(suite.get("tests")) == int(root.get("tests"))
+    assert len([c for c in cases if c.find("skipped") is not None]) == report.skipped == int(suite.get("skipped"))
     assert len([c for c in cases if c.find("failure") is not None]) == report.failed == int(suite.get("failures"))
     errors = [c for c in cases if c.find("error") is not None]
     assert len(errors) == report.invalid + report.cannot_judge == int(suite.get("errors"))
@@ -229,8 +277,8 @@ def test_vllm_version_switch(cli):
 
 
 def test_every_example_judges_the_same_under_vllm_0_19(cli):
-    _, new, _ = run_json(cli, DEPLOY, *GPU)
-    _, old, _ = run_json(cli, DEPLOY, *GPU, "--vllm-version", "0.19")
+    _, new, _ = run_json(cli, DEPLOY, *GPU, *MODELS)
+    _, old, _ = run_json(cli, DEPLOY, *GPU, *MODELS, "--vllm-version", "0.19")
     assert [v["status"] for v in new["verdicts"]] == [v["status"] for v in old["verdicts"]]
 
 

@@ -65,7 +65,7 @@ def test_the_command_line_gpu_fills_in_and_the_file_wins(tmp_path):
     assert one(tmp_path, "model: llama-3.1-8b\nengine: static\n", deployment.CheckOptions(gpu="a100-80gb")).gpu == "a100-sxm-80gb"
     assert one(tmp_path, "model: llama-3.1-8b\nengine: static\ngpu: h200\n", deployment.CheckOptions(gpu="a100")).gpu == "h200-141gb"
     v = one(tmp_path, "model: llama-3.1-8b\nengine: static\n", deployment.CheckOptions())
-    assert v.status == "invalid" and "no GPU" in v.reason
+    assert v.status == "cannot_judge" and "no GPU" in v.reason and "--gpu" in v.reason  # exit 3: --gpu gives it
 
 
 def test_relative_model_paths_resolve_from_the_file(tmp_path, configs):
@@ -158,7 +158,7 @@ def test_folders_sorted_hidden_skipped_missing_and_empty_reported(tmp_path):
     sources = [v.source for v in report.verdicts]
     assert sources[:2] == [f"{tmp_path}/a.yaml", f"{tmp_path}/b/z.yml"]
     assert [v.status for v in report.verdicts] == ["pass", "pass", "invalid", "invalid"]
-    assert "no such file" in report.verdicts[2].reason and "no *.yaml" in report.verdicts[3].reason
+    assert "no such file" in report.verdicts[2].reason and "holds no deployment files" in report.verdicts[3].reason
 
 
 def test_nothing_to_check_is_a_usage_error():
@@ -312,7 +312,7 @@ def test_vllm_config_refusals(tmp_path, extra, status, key):
 
 def test_a_vllm_config_needs_a_gpu_and_one_document(tmp_path):
     v = one(tmp_path, "model: meta-llama/Llama-3.1-8B-Instruct\n", deployment.CheckOptions(), name="s.yaml")
-    assert v.status == "invalid" and "--gpu" in v.reason
+    assert v.status == "cannot_judge" and "--gpu" in v.reason  # a vLLM config names no GPU: exit 3 until --gpu gives one
     report = check([write(tmp_path, "two.yaml", "model: llama-3.1-8b\n---\nmodel: llama-3.1-8b\n")])
     assert [v.status for v in report.verdicts] == ["invalid", "invalid"] and "one YAML document" in report.verdicts[0].reason
 
@@ -341,7 +341,9 @@ def test_data_parallel_replicas_are_judged_per_replica(tmp_path):
 
 def test_vllm_command_lines(tmp_path):
     report = check([], lines=("serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8K", "serve nope/nope"))
-    assert [v.status for v in report.verdicts] == ["pass", "invalid"] and report.verdicts[1].source == "--vllm-args#2"
+    # a Hugging Face id found nowhere (offline: no bundled spec, no cache) cannot be judged; it is not a bad file
+    assert [v.status for v in report.verdicts] == ["pass", "cannot_judge"] and report.verdicts[1].source == "--vllm-args#2"
+    assert "Hugging Face cache" in report.verdicts[1].reason
 
 
 # ------------------------------------------------------------------ determinism

@@ -1,11 +1,12 @@
-"""A deployment as `kvplan check` judges it: the engine request a file describes, the requirements on it, and
-how that file spells each setting (so a fix reads like the file). Shared by every reader in readers/.
+"""A deployment as `kvplan check` judges it: the engine request a file describes, the requirements on it, how
+that file spells each setting (so a fix reads like the file), and where each input came from (so the report can
+say). Shared by every reader in readers/.
 
 Pure of typer and rich."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Mapping
@@ -33,8 +34,10 @@ class CheckOptions:
     gpus: int | None = None
     require_concurrency: int | None = None
     require_headroom: str | None = None
-    vllm_version: str | None = None  # None: the vllm engine's default release
+    vllm_version: str | None = None  # None: the vllm engine's default release (for files that pin none)
     optimistic: bool = False  # judge a modelled budget by its value, not by the low edge of its band
+    models_dirs: tuple[str, ...] = ()  # --models-dir
+    offline: bool = False  # --offline: never ask the Hugging Face Hub
     gpu_reserved: str | None = None  # memory in use on each GPU before the engine starts (engines that read it)
     engine_options: tuple[str, ...] = ()  # KEY=VALUE, applied to the deployments whose engine reads the key
     calibration: str | None = None  # a site profile file (--calibration)
@@ -49,6 +52,8 @@ class Defaults:
     requirements: Requirements
     vllm_version: str | None  # as given (validated against the release registry)
     optimistic: bool = False
+    lookup: Any = None  # kvplan.model.resolve.Lookup (--models-dir, --offline)
+    gpu_origin: str | None = None  # '--gpu h100-sxm-80gb' / '--gpu-mem 80GiB'
     gpu_reserved_bytes: int | None = None
     engine_options: tuple[tuple[str, str], ...] | None = None
     site: SiteProfile | None = None  # --calibration, read once
@@ -74,10 +79,46 @@ class Deployment:
     key: Callable[[str], str]  # how this deployment's source spells a setting: 'tensor_parallel_size' -> ...
     gpus: int
     notes: tuple[str, ...] = ()
+    origins: Any = None  # report.Origins: where the GPU, the model and the release came from
+    alternatives: tuple[Hardware, ...] = ()  # the other GPUs the file's label allows: judged too, a verdict only if all agree
+    gpus_available: int | None = None  # GPUs the file gives one instance (None: it does not say)
+    gpus_available_origin: str | None = None
+    flag_style: bool = False  # settings are written as command-line flags (`--max-model-len 8192`), not `key: value`
 
     @property
     def place(self) -> str:
         return self.source if self.document is None else f"{self.source}#{self.document}"
+
+
+@dataclass(frozen=True)
+class LaunchContext:
+    """What a file says around one engine command line: where it is, the GPUs it gets, the engine release it is
+    judged by (and why), and notes the reader made on the way. The engine readers (vllm_serve, sglang_launch,
+    trtllm_serve) turn the command line and this context into a Deployment."""
+
+    source: str
+    document: int | None
+    where: str
+    name: str  # the deployment's name when the command line gives none
+    fmt: str
+    base_dir: Path
+    defaults: Defaults
+    gpu: Any = None  # check.gpus.GpuEvidence from the file; None: --gpu / --gpu-mem decide (a vLLM config, --vllm-args)
+    version: str | None = None  # the engine release to judge by, as the file or --vllm-version gives it
+    release_origin: str | None = None  # 'image vllm/vllm-openai:v0.10.0', '--vllm-version 0.19'
+    host_paths: bool = True  # a model path in the command line is a folder of the serving host
+    notes: tuple[str, ...] = ()
+    key: Callable[[str], str] | None = None  # how the file spells a setting; None: the engine's own flags
+    flag_style: bool = True  # a fix reads `--flag value` (else `key: value`)
+    env: Mapping[str, Any] = field(default_factory=dict)  # the engine process's environment, as far as the file says
+
+    def gpu_choice(self):
+        """The GPUs to judge on: the file's, else --gpu / --gpu-mem, else cannot judge naming --gpu."""
+        from kvplan.check.gpus import GpuEvidence, choose
+
+        missing = "no GPU for a vLLM config" if self.fmt in ("vllm-config", "vllm-args") else "the file names no GPU"
+        return choose(self.gpu or GpuEvidence(), self.defaults.gpu, self.defaults.gpu_origin, where=self.where,
+                      missing=missing)
 
 
 def parse_headroom(value: Any, *, where: str) -> Fraction:
@@ -105,6 +146,8 @@ def defaults(options: CheckOptions) -> Defaults:
     from kvplan.engines.request import hardware_for
     from kvplan.engines.vllm import releases
 
+    from kvplan.model import resolve
+
     gpu = hardware_for(options.gpu, options.gpu_mem)
     for flag, value in (("--gpus", options.gpus), ("--require-concurrency", options.require_concurrency)):
         if value is not None and value < 1:
@@ -127,9 +170,11 @@ def defaults(options: CheckOptions) -> Defaults:
         from kvplan.engines.calibration import read_profile
 
         site = read_profile(options.calibration)
+    origin = (f"--gpu {gpu.name}" if options.gpu else f"--gpu-mem {options.gpu_mem}") if gpu is not None else None
     return Defaults(gpu=gpu, gpus=options.gpus, requirements=Requirements(options.require_concurrency, headroom),
-                    vllm_version=options.vllm_version, gpu_reserved_bytes=reserved, engine_options=opts,
-                    optimistic=options.optimistic, site=site)
+                    vllm_version=options.vllm_version, lookup=resolve.lookup_from_options(options.models_dirs, options.offline),
+                    gpu_origin=origin, gpu_reserved_bytes=reserved, engine_options=opts, optimistic=options.optimistic,
+                    site=site)
 
 
 def with_command_line(dep: Deployment, defaults: Defaults) -> Deployment:
@@ -189,7 +234,7 @@ def setting(dep: Deployment, name: str, value: Any) -> str:
     in a vLLM config, '--max-model-len 8192' on a vLLM command line."""
     from kvplan.check.report import FORMAT_VLLM_ARGS
 
-    if dep.format == FORMAT_VLLM_ARGS:
+    if dep.format == FORMAT_VLLM_ARGS or dep.flag_style:
         return f"{dep.key(name)} {value}"
     return f"{dep.key(name)}: {value}"
 
@@ -210,38 +255,17 @@ def tp_from_gpus(tp: int | None, pp: int, gpus: int | None, *, where: str) -> in
 
 # ------------------------------------------------------------------ the model a deployment names
 
-def resolve_model(ref: str, *, base_dir: Path, where: str):
-    """A ModelSpec, and the raw config.json when the model is one (vLLM's length limit is read from it).
+def resolve_model(ref: str, *, base_dir: Path, where: str, lookup=None, host_paths: bool = False):
+    """The model a deployment names (kvplan/model/resolve.py: bundled, a file beside the deployment, --models-dir,
+    the Hugging Face cache, the Hub), its error located at the deployment's key. `host_paths`: the name comes from
+    an engine command line, where a path is a folder on the serving host (cannot judge, not invalid)."""
+    from kvplan.model import resolve
 
-    A relative path is read from the deployment file's folder; a name that is not a path there is a
-    bundled spec name or alias (a Hugging Face id a bundled spec carries).
-    """
-    from kvplan.core import yamlio
-    from kvplan.model import catalog, hf_config
-
-    path = Path(ref).expanduser()
-    local = path if path.is_absolute() else base_dir / path
-    looks_like_path = ref.startswith((".", "/", "~")) or ref.endswith((".yaml", ".yml", ".json"))
-    if local.exists():
-        target = str(local)
-    elif looks_like_path:
-        raise InputError(f"no such file or folder: {local.as_posix()}", where=where,
-                         hint="relative model paths are read from the deployment file's folder")
-    else:
-        target = ref
     try:
-        spec = catalog.resolve_model(target)
+        return resolve.resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
     except KvplanError as err:
         inner = err.one_line() if err.where not in (None, "MODEL") else err.what + (f" ({err.hint})" if err.hint else "")
         raise type(err)(inner, where=where) from None
-    raw = tokenizer = None
-    config = hf_config.find_config_json(local) if local.exists() else None
-    if config is not None:
-        raw = yamlio.load_json(config)
-        tok = config.parent / "tokenizer_config.json"
-        if tok.is_file():
-            tokenizer = yamlio.load_json(tok)
-    return spec, (raw, tokenizer) if raw is not None else None
 
 
 def default_max_len(engine: str, spec, raw_config, *, where: str, key: str) -> int:

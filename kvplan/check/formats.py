@@ -10,7 +10,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Callable
 
-from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, CheckReport, Verdict, short_tokens
+from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, SKIPPED, CheckReport, Verdict, short_tokens
 from kvplan.core.units import format_bytes
 
 
@@ -21,19 +21,30 @@ class Format(str, Enum):
     JUNIT = "junit"
 
 
-_STATUS_TEXT = {PASS: "pass", FAIL: "FAIL", INVALID: "INVALID", CANNOT_JUDGE: "CANNOT JUDGE"}
-_STATUS_MARK = {PASS: "✅ pass", FAIL: "❌ fail", INVALID: "⚠️ invalid", CANNOT_JUDGE: "❔ cannot judge"}
+_STATUS_TEXT = {PASS: "pass", FAIL: "FAIL", INVALID: "INVALID", CANNOT_JUDGE: "CANNOT JUDGE", SKIPPED: "skipped"}
+_STATUS_MARK = {PASS: "✅ pass", FAIL: "❌ fail", INVALID: "⚠️ invalid", CANNOT_JUDGE: "❔ cannot judge",
+                SKIPPED: "⏭️ skipped"}
 
 
 def summary_line(report: CheckReport) -> str:
-    """'7 deployments: 3 passed, 2 failed, 1 invalid, 1 cannot judge (exit 2)'."""
+    """'7 deployments: 3 passed, 2 failed, 1 invalid, 1 cannot judge; 2 documents skipped (exit 2)'."""
     parts = [f"{report.passed} passed", f"{report.failed} failed"]
     if report.invalid:
         parts.append(f"{report.invalid} invalid")
     if report.cannot_judge:
         parts.append(f"{report.cannot_judge} cannot judge")
     noun = "deployment" if report.total == 1 else "deployments"
-    return f"{report.total} {noun}: {', '.join(parts)} (exit {report.exit_code})"
+    skipped = f"; {report.skipped} document{'s' if report.skipped != 1 else ''} skipped" if report.skipped else ""
+    return f"{report.total} {noun}: {', '.join(parts)}{skipped} (exit {report.exit_code})"
+
+
+def origin_lines(v: Verdict) -> list[str]:
+    """Where each input of a verdict came from, one 'what: where' per line."""
+    o = v.origins
+    if o is None:
+        return []
+    return [f"{what}: {where}" for what, where in (("GPU", o.gpu), ("GPUs", o.gpus), ("model", o.model),
+                                                    ("release", o.engine_release)) if where]
 
 
 def _check(v: Verdict, name: str):
@@ -88,12 +99,15 @@ def render_text(report: CheckReport) -> str:
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    out = [f"kvplan check · vLLM deployments judged by vLLM {report.vllm_version} rules", "", line(header)]
+    out = [f"kvplan check · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules", "", line(header)]
     out += [line(r) for r in rows]
     details = [v for v in report.verdicts if v.status != PASS]
     if details:
         out.append("")
     for v in details:
+        if v.status == SKIPPED:
+            out.append(f"skipped {v.label} ({v.name}): {v.reason}")
+            continue
         if v.status in (INVALID, CANNOT_JUDGE):  # the reason is the error line, which names file and key
             out.append(f"{_STATUS_TEXT[v.status]} {v.reason}")
             continue
@@ -106,6 +120,11 @@ def render_text(report: CheckReport) -> str:
                        + (f"; longest max_model_len that starts: {f.longest_context:,}" if f.longest_context else ""))
         if v.suggestions:
             out.append("  fix (any one): " + " | ".join(v.suggestions))
+    sourced = [v for v in report.verdicts if v.origins is not None and v.status in (PASS, FAIL, CANNOT_JUDGE)]
+    if sourced:
+        out += ["", "where the inputs came from:"]
+        for v in sourced:
+            out.append(f"  {v.label} ({v.name}): " + " · ".join(origin_lines(v)))
     out += ["", summary_line(report)]
     return "\n".join(out) + "\n"
 
@@ -126,7 +145,7 @@ def _md(text: str) -> str:
 
 
 def render_markdown(report: CheckReport) -> str:
-    out = ["## kvplan check", "", f"**{summary_line(report)}** · vLLM deployments judged by vLLM {report.vllm_version} rules", ""]
+    out = ["## kvplan check", "", f"**{summary_line(report)}** · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules", ""]
     out.append("| status | " + " | ".join(_HEADERS) + " | reason |")
     out.append("|---|" + "|".join("---:" if h in ("max len", "concurrency", "headroom") else "---" for h in _HEADERS) + "|---|")
     for v in report.verdicts:
@@ -139,6 +158,11 @@ def render_markdown(report: CheckReport) -> str:
         out.append("")
         for v in fixes:
             out.append(f"- `{v.label}` ({_md(v.name)}): " + " · ".join(f"`{s}`" for s in v.suggestions))
+    sourced = [v for v in report.verdicts if v.origins is not None and v.status in (PASS, FAIL, CANNOT_JUDGE)]
+    if sourced:
+        out += ["", "### Where the inputs came from", ""]
+        for v in sourced:
+            out.append(f"- `{v.label}` ({_md(v.name)}): " + " · ".join(_md(line) for line in origin_lines(v)))
     return "\n".join(out) + "\n"
 
 
@@ -150,7 +174,8 @@ def render_junit(report: CheckReport) -> str:
     import xml.etree.ElementTree as ET
 
     errors = report.invalid + report.cannot_judge
-    counts = {"tests": str(report.total), "failures": str(report.failed), "errors": str(errors), "skipped": "0"}
+    counts = {"tests": str(report.total + report.skipped), "failures": str(report.failed), "errors": str(errors),
+              "skipped": str(report.skipped)}
     root = ET.Element("testsuites", {"name": "kvplan check", **counts, "time": "0"})
     suite = ET.SubElement(root, "testsuite", {"name": "kvplan check", **counts, "time": "0"})
     props = ET.SubElement(suite, "properties")
@@ -163,10 +188,19 @@ def render_junit(report: CheckReport) -> str:
                                              ("max_model_len", v.max_model_len), ("concurrency", concurrency_cell(v)),
                                              ("headroom", headroom_cell(v))) if val not in (None, "—")]
         body += [f"fix: {s}" for s in v.suggestions] + [f"note: {n}" for n in v.notes]
+        body += [f"{line.split(': ', 1)[0]} from: {line.split(': ', 1)[1]}" for line in origin_lines(v)]
+        if v.origins is not None:
+            props = ET.SubElement(case, "properties")
+            for what, where in (("gpu_from", v.origins.gpu), ("gpus_from", v.origins.gpus), ("model_from", v.origins.model),
+                                ("release_from", v.origins.engine_release)):
+                if where:
+                    ET.SubElement(props, "property", {"name": what, "value": where})
         if v.status == FAIL:
             ET.SubElement(case, "failure", {"message": v.reason, "type": "fail"}).text = "\n".join([v.reason] + body)
         elif v.status in (INVALID, CANNOT_JUDGE):
             ET.SubElement(case, "error", {"message": v.reason, "type": v.status}).text = v.reason
+        elif v.status == SKIPPED:
+            ET.SubElement(case, "skipped", {"message": v.reason})
         if body and v.status in (PASS, FAIL):
             ET.SubElement(case, "system-out").text = "\n".join([v.reason] + body)
     ET.indent(root)

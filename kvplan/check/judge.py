@@ -9,8 +9,8 @@ from dataclasses import replace
 from fractions import Fraction
 
 from kvplan.check.deployment import Deployment, setting
-from kvplan.check.report import FAIL, FORMAT_KVPLAN, PASS, Check, Figures, Verdict, short_tokens
-from kvplan.core.errors import KvplanError
+from kvplan.check.report import CANNOT_JUDGE, FAIL, FORMAT_KVPLAN, PASS, Check, Figures, Verdict, short_tokens
+from kvplan.core.errors import KvplanError, UnsupportedError
 from kvplan.engines import Engine, fixes
 from kvplan.engines.result import NoKvMemory, PoolTooShort, Refused, RequestTooLong
 
@@ -48,7 +48,32 @@ def judge(dep: Deployment, *, suggest: bool = True, optimistic: bool = False) ->
 
     A modelled budget is judged by the low edge of its band (the measured error of its terms; engines/result.py
     available_kv_bytes_low), unless `optimistic`: a deployment that passes with the modelled value but not at the
-    low edge fails, and its reason says it is marginal. A wrong "yes" is the worst answer a CI gate can give."""
+    low edge fails, and its reason says it is marginal. A wrong "yes" is the worst answer a CI gate can give.
+
+    A deployment whose file allows several GPUs (a label every form of a card carries: Ray's "H100") is judged on
+    each: it passes when it passes on all, fails when it fails on all, and cannot be judged when they disagree."""
+    if not dep.alternatives:
+        return _judge_on(dep, suggest=suggest, optimistic=optimistic)
+    options = (dep.request.hardware, *dep.alternatives)
+    verdicts = [_judge_on(replace(dep, request=replace(dep.request, hardware=h), alternatives=()), suggest=suggest,
+                          optimistic=optimistic)
+                for h in options]
+    names = ", ".join(h.name or "custom" for h in options)
+    statuses = {v.status for v in verdicts}
+    if len(statuses) == 1:
+        first = verdicts[0]
+        word = {PASS: "passes", FAIL: "fails"}.get(first.status, "is judged alike")
+        return replace(first, notes=(f"the file's GPU label allows {names}: it {word} on each",) + first.notes)
+    passed = [h.name for h, v in zip(options, verdicts) if v.status == PASS]
+    failed = [h.name for h, v in zip(options, verdicts) if v.status != PASS]
+    err = UnsupportedError(f"the file's GPU label allows {names}: it passes on {', '.join(passed)} and not on "
+                           f"{', '.join(failed)}", where=dep.place, hint="pass --gpu NAME for the GPU it runs on")
+    first = verdicts[0]
+    return replace(first, status=CANNOT_JUDGE, reason=err.one_line(), suggestions=(),
+                   notes=tuple(f"on {h.name}: {v.status} — {v.reason}" for h, v in zip(options, verdicts)) + first.notes)
+
+
+def _judge_on(dep: Deployment, *, suggest: bool, optimistic: bool) -> Verdict:
     engine = _engine(dep)
     base, checks, headroom = _evaluate(engine, dep, dep.request)
     edge_note = None
@@ -69,7 +94,8 @@ def judge(dep: Deployment, *, suggest: bool = True, optimistic: bool = False) ->
                          "docs/engines/calibration.md); --optimistic judges by the modelled value")
     failed = [c for c in checks if not c.passed]
     # a pass is explained by its requirements when it has any, else by the start
-    reason = "; ".join(c.detail for c in (failed or checks[1:] or checks))
+    required = [c for c in checks if c.name in ("concurrency", "headroom")]
+    reason = "; ".join(c.detail for c in (failed or required or checks[:1]))
     if marginal:
         reason = ("marginal: passes with the modelled budget but not at the low edge of its band (the measured error "
                   f"of its terms): {reason}")
@@ -109,7 +135,7 @@ def judge(dep: Deployment, *, suggest: bool = True, optimistic: bool = False) ->
         reason=reason, engine=dep.engine, model=req.spec.name, gpu=req.hardware.name or "custom", gpus=dep.gpus,
         tensor_parallel_size=req.tp, pipeline_parallel_size=req.pp, max_model_len=req.seq,
         kv_cache_dtype=base.kv_dtype, figures=figures, checks=tuple(checks),
-        suggestions=suggestions, notes=tuple(dict.fromkeys(notes)))
+        suggestions=suggestions, notes=tuple(dict.fromkeys(notes)), origins=dep.origins)
 
 
 def _start_detail(result, request) -> str:
@@ -174,6 +200,15 @@ def _evaluate(engine: Engine, dep: Deployment, request):
     tokens = short_tokens(request.seq)
     checks = [Check("starts", bool(base.fits), None, None, _start_detail(base, request))]
     pool = base.pool_view()
+    if dep.gpus_available is not None:
+        # the parallel layout needs its GPUs: the engine refuses to start on fewer (vLLM, SGLang and TensorRT-LLM
+        # each check the world size against the devices they see)
+        replicas = max(1, dep.gpus // (dep.request.tp * dep.request.pp))
+        needed = request.tp * request.pp * replicas
+        if needed > dep.gpus_available:
+            layout = f"tensor x pipeline parallel {request.tp} x {request.pp}" + (f" x {replicas} replicas" if replicas > 1 else "")
+            checks.append(Check("gpus", False, needed, dep.gpus_available,
+                                f"{layout} needs {needed} GPUs, {dep.gpus_available_origin or 'the file'} gives {dep.gpus_available}"))
 
     need = dep.requirements.concurrency
     if need is not None:
@@ -226,7 +261,7 @@ def _fix_words(engine: Engine, dep: Deployment, base) -> list[str]:
         if fix.setting == fixes.TP:
             out.append(setting(dep, fix.setting, fix.value) + f" ({fix.gpus} GPUs)")
         elif fix.setting == fixes.KV_DTYPE:
-            out.append(setting(dep, fix.setting, "fp8"))
+            out.append(setting(dep, fix.setting, engine.flags.kv_fp8_name if engine.flags else "fp8"))
         elif fix.setting == fixes.UTIL:
             out.append(setting(dep, fix.setting, f"{float(fix.value):.2f}"))
         elif fix.setting == fixes.GPU:

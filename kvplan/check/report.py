@@ -8,8 +8,9 @@ from dataclasses import dataclass
 
 from kvplan.core.errors import EXIT_INPUT, EXIT_NO, EXIT_OK, EXIT_UNSUPPORTED, KvplanError, UnsupportedError
 
-PASS, FAIL, INVALID, CANNOT_JUDGE = "pass", "fail", "invalid", "cannot_judge"
-STATUSES = (PASS, FAIL, INVALID, CANNOT_JUDGE)
+PASS, FAIL, INVALID, CANNOT_JUDGE, SKIPPED = "pass", "fail", "invalid", "cannot_judge", "skipped"
+STATUSES = (PASS, FAIL, INVALID, CANNOT_JUDGE, SKIPPED)
+JUDGED = (PASS, FAIL, INVALID, CANNOT_JUDGE)  # a skipped document (a Service, a ConfigMap) is none of these
 
 # Exit code of a whole check: the worst verdict by this precedence. Invalid input comes first (the
 # contract's "2: any invalid file"): until it is fixed nothing else is certain. A definite "no" (1)
@@ -17,6 +18,21 @@ STATUSES = (PASS, FAIL, INVALID, CANNOT_JUDGE)
 _EXIT_PRECEDENCE = ((INVALID, EXIT_INPUT), (FAIL, EXIT_NO), (CANNOT_JUDGE, EXIT_UNSUPPORTED))
 
 FORMAT_KVPLAN, FORMAT_VLLM, FORMAT_VLLM_ARGS = "kvplan", "vllm-config", "vllm-args"
+# the other formats (kvplan/check/readers/): one name per reader
+FORMAT_COMPOSE, FORMAT_KUBERNETES, FORMAT_KSERVE, FORMAT_KUBEAI = "compose", "kubernetes", "kserve", "kubeai"
+FORMAT_HELM_PRODSTACK, FORMAT_HELM_LLMD = "helm-production-stack", "helm-llm-d"
+FORMAT_RAY, FORMAT_SKYPILOT, FORMAT_SHELL, FORMAT_DOCKERFILE = "ray-serve", "skypilot", "shell", "dockerfile"
+FORMAT_TRTLLM_OPTIONS, FORMAT_TRTLLM_DISAGG = "trtllm-options", "trtllm-disaggregated"
+
+
+@dataclass(frozen=True)
+class Origins:
+    """Where a verdict's inputs came from, so a reviewer can trust it (text, json, markdown and junit show it)."""
+
+    gpu: str | None = None  # 'nodeSelector cloud.google.com/gke-accelerator=nvidia-l4', '--gpu h100-sxm-80gb'
+    gpus: str | None = None  # 'resources.limits nvidia.com/gpu: 1', or how many the parallel layout takes
+    model: str | None = None  # 'bundled spec llama-3.1-8b', 'Hugging Face cache: Qwen/Qwen3-32B@9216db5... in ...'
+    engine_release: str | None = None  # 'vLLM 0.10.0 (image vllm/vllm-openai:v0.10.0)', 'vLLM 0.33.0 (default)'
 
 
 @dataclass(frozen=True)
@@ -69,6 +85,7 @@ class Verdict:
     checks: tuple[Check, ...] = ()
     suggestions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
+    origins: Origins | None = None
 
     @property
     def label(self) -> str:
@@ -78,14 +95,15 @@ class Verdict:
 
 @dataclass(frozen=True)
 class CheckReport:
-    verdicts: tuple[Verdict, ...]
-    total: int
+    verdicts: tuple[Verdict, ...]  # every document, skipped ones included (status "skipped")
+    total: int  # deployments judged or attempted: passed + failed + invalid + cannot_judge (skipped ones are not counted)
     passed: int
     failed: int
     invalid: int
     cannot_judge: int
     exit_code: int
     vllm_version: str  # the vLLM release whose options and rules vLLM deployments are judged by (unless they name one)
+    skipped: int = 0  # documents with nothing to judge (a Service, a ConfigMap, a template): neither pass nor fail
 
 
 def exit_code(verdicts) -> int:
@@ -101,15 +119,22 @@ def make_report(verdicts, vllm_version: str | None = None) -> CheckReport:
 
     verdicts = tuple(verdicts)
     count = {s: sum(1 for v in verdicts if v.status == s) for s in STATUSES}
-    return CheckReport(verdicts=verdicts, total=len(verdicts), passed=count[PASS], failed=count[FAIL],
+    return CheckReport(verdicts=verdicts, total=sum(count[s] for s in JUDGED), passed=count[PASS], failed=count[FAIL],
                        invalid=count[INVALID], cannot_judge=count[CANNOT_JUDGE], exit_code=exit_code(verdicts),
-                       vllm_version=releases.release(vllm_version, where="--vllm-version").version)
+                       vllm_version=releases.release(vllm_version, where="--vllm-version").version,
+                       skipped=count[SKIPPED])
 
 
-def failed_verdict(source, document, name, fmt, err: KvplanError) -> Verdict:
+def failed_verdict(source, document, name, fmt, err: KvplanError, origins: Origins | None = None) -> Verdict:
     """A deployment that could not be judged: invalid input (exit 2) or something kvplan does not model (exit 3)."""
     status = CANNOT_JUDGE if isinstance(err, UnsupportedError) else INVALID
-    return Verdict(source=source, document=document, name=name, format=fmt, status=status, reason=err.one_line())
+    return Verdict(source=source, document=document, name=name, format=fmt, status=status, reason=err.one_line(),
+                   origins=origins)
+
+
+def skipped_verdict(source, document, name, fmt, reason: str) -> Verdict:
+    """A document with nothing to judge: it says why, and counts as neither pass nor fail (exit codes unchanged)."""
+    return Verdict(source=source, document=document, name=name, format=fmt, status=SKIPPED, reason=reason)
 
 
 def short_tokens(n: int) -> str:

@@ -1,5 +1,11 @@
-"""`kvplan check`: find the deployment files, give each document to the reader of its format, judge what they
-return, and make the report. A bad file or document is reported and the others are still judged.
+"""`kvplan check`: find the deployment files, give each document to the reader of its format (readers/), judge
+what they return, and make the report. A bad file or document is reported and the others are still judged; a
+document with nothing to judge is reported as skipped.
+
+Folders are walked for the files deployments live in (DEPLOYMENT_FILES): YAML (*.yaml, *.yml: Kubernetes, compose,
+Helm values, Ray, SkyPilot, TensorRT-LLM, vLLM configs, kvplan's own), shell scripts (*.sh, *.bash) and
+Dockerfiles (Dockerfile, Containerfile, *.Dockerfile, Dockerfile.*), in sorted order, hidden files and folders
+skipped. A file named on the command line is read whatever its name.
 
 Pure of typer and rich: paths and options in, a CheckReport out."""
 
@@ -9,25 +15,36 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check import judge as judging
-from kvplan.check.deployment import CheckOptions, Defaults, defaults as validate, with_command_line
-from kvplan.check.readers import kvplan_yaml, vllm_serve
-from kvplan.check.report import (FORMAT_KVPLAN, FORMAT_VLLM, FORMAT_VLLM_ARGS, CheckReport, Verdict, failed_verdict,
-                                 make_report)
+from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
+from kvplan.check.items import Failure, Skip, Workload
+from kvplan.check.readers import LOOKED_FOR, READERS, kvplan_yaml, scripts, vllm_serve
+from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
+                                 CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
+from kvplan.check.workload import deployments
 from kvplan.core.errors import InputError, KvplanError
+
+YAML_SUFFIXES = (".yaml", ".yml")
+SHELL_SUFFIXES = (".sh", ".bash")
+
+
+def is_deployment_file(path: Path) -> bool:
+    """The files a folder is walked for."""
+    return path.suffix in YAML_SUFFIXES + SHELL_SUFFIXES or scripts.is_dockerfile(path)
 
 
 def collect(paths) -> list[tuple[str, Path | None, InputError | None]]:
-    """Each path given, folders expanded to their *.yaml / *.yml files (sorted, hidden ones skipped)."""
+    """Each path given, folders expanded to their deployment files (sorted, hidden ones skipped)."""
     out: list[tuple[str, Path | None, InputError | None]] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             found = sorted(
-                (p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                (p for p in path.rglob("*") if p.is_file() and is_deployment_file(p)
                  and not any(part.startswith(".") for part in p.relative_to(path).parts)),
                 key=lambda p: p.relative_to(path).as_posix())
             if not found:
-                out.append((str(given), None, InputError("holds no *.yaml or *.yml files", where=str(given))))
+                out.append((str(given), None, InputError(
+                    "holds no deployment files (*.yaml, *.yml, *.sh, Dockerfile)", where=str(given))))
             out.extend(((path / p.relative_to(path)).as_posix(), p, None) for p in found)
         elif path.exists():
             out.append((Path(given).as_posix(), path, None))
@@ -38,62 +55,149 @@ def collect(paths) -> list[tuple[str, Path | None, InputError | None]]:
 
 def run_check(paths, options: CheckOptions = CheckOptions(), vllm_command_lines=()) -> CheckReport:
     """Judge every deployment in `paths` (files or folders) and in the vLLM command lines."""
-    from kvplan.core import yamlio
+    from kvplan.model import resolve
 
     defaults = validate(options)
     verdicts: list[Verdict] = []
-    for display, path, problem in collect(paths):
-        if problem is not None:
-            verdicts.append(failed_verdict(display, None, display, None, problem))
-            continue
-        try:
-            docs = yamlio.load_yaml_documents(path)
-        except KvplanError as err:
-            verdicts.append(failed_verdict(display, None, Path(display).stem, None, err))
-            continue
-        many = len(docs) > 1
-        for index, doc in enumerate(docs, start=1):
-            document = index if many else None
-            where = f"{display}#{index}" if many else display
-            verdicts.append(_judge_document(doc, display=display, path=path, document=document, where=where,
-                                            many=many, defaults=defaults))
-    for i, text in enumerate(vllm_command_lines, start=1):
-        where = "--vllm-args" if len(vllm_command_lines) == 1 else f"--vllm-args#{i}"
-        verdicts.append(_judge_command_line(text, where=where, defaults=defaults))
+    with resolve.using(defaults.lookup), resolve.remembering():
+        for display, path, problem in collect(paths):
+            if problem is not None:
+                verdicts.append(failed_verdict(display, None, display, None, problem))
+                continue
+            verdicts.extend(_judge_file(display, path, defaults))
+        for i, text in enumerate(vllm_command_lines, start=1):
+            where = "--vllm-args" if len(vllm_command_lines) == 1 else f"--vllm-args#{i}"
+            verdicts.append(_judge_command_line(text, where=where, defaults=defaults))
     if not verdicts:
         raise InputError("nothing to check", where="CONFIG", hint="name deployment files or folders, or give --vllm-args")
     return make_report(verdicts, defaults.vllm_version)
 
 
+def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
+    from kvplan.core import yamlio
+
+    stem = Path(display).stem
+    try:
+        if scripts.is_dockerfile(path):
+            items = scripts.read_dockerfile(yamlio.read_text(path), source=display, where=display, base_dir=path.parent)
+            return _verdicts(items, defaults)
+        text = yamlio.read_text(path)
+        if scripts.is_shell(path, text):
+            return _verdicts(scripts.read_shell(text, source=display, where=display, base_dir=path.parent), defaults)
+        try:
+            docs = yamlio.load_yaml_text(text, where=display, per_document=True)
+        except InputError:
+            if "{{" in text:
+                return [skipped_verdict(display, None, stem, None, "a Helm template (Go template syntax): render it with "
+                                        "`helm template` and check the output")]
+            raise
+        if not docs:
+            raise InputError("is empty", where=display, hint="expected a YAML mapping")
+    except KvplanError as err:
+        return [failed_verdict(display, None, stem, None, err)]
+    if path.name == "Chart.yaml" and all(isinstance(d, Mapping) and "kind" not in d for d in docs):
+        return [skipped_verdict(display, None, stem, None, "Helm chart metadata (Chart.yaml): nothing to judge")]
+    many = len(docs) > 1
+    out: list[Verdict] = []
+    for index, doc in enumerate(docs, start=1):
+        document = index if many else None
+        where = f"{display}#{index}" if many else display
+        out.extend(_judge_document(doc, display=display, path=path, document=document, where=where, many=many,
+                                   defaults=defaults))
+    return out
+
+
+def _verdicts(items, defaults: Defaults) -> list[Verdict]:
+    out: list[Verdict] = []
+    for item in items:
+        if isinstance(item, Skip):
+            out.append(skipped_verdict(item.source, item.document, item.name, item.fmt, item.reason))
+        elif isinstance(item, Failure):
+            out.append(failed_verdict(item.source, item.document, item.name, item.fmt, item.error))
+        elif isinstance(item, Workload):
+            out.extend(_verdicts(deployments(item, defaults), defaults))
+        elif isinstance(item, Deployment):
+            try:
+                out.append(_judge(item, defaults))
+            except KvplanError as err:
+                out.append(failed_verdict(item.source, item.document, item.name, item.format, err, item.origins))
+    return out
+
+
+def _judge(dep: Deployment, defaults: Defaults) -> Verdict:
+    """A deployment's verdict, with the command line's --gpu-reserved / --engine-option where its engine reads them."""
+    return judging.judge(with_command_line(dep, defaults), optimistic=defaults.optimistic)
+
+
 def document_format(doc: Any, *, where: str) -> str:
+    """kvplan's format or a vllm serve config, for documents no other reader claims (see readers/__init__.py)."""
     if not isinstance(doc, Mapping):
         raise InputError(f"a deployment is a YAML mapping of key: value, got {type(doc).__name__}", where=where)
     keys = {str(k).replace("-", "_") for k in doc}
     return FORMAT_KVPLAN if keys & kvplan_yaml.KVPLAN_ONLY else FORMAT_VLLM
 
 
-def _judge_document(doc, *, display, path, document, where, many, defaults: Defaults) -> Verdict:
+def _looks_like_vllm_config(doc: Mapping) -> bool:
+    """Most of its keys are `vllm serve` options of some release kvplan mirrors (or it names a model)."""
+    from kvplan.engines.vllm import releases, serve_args
+
+    if "model" in doc:
+        return True
+    known = 0
+    for key in doc:
+        for r in releases.RELEASES:
+            try:
+                serve_args.lookup(str(key), where="", version=r.line)
+                known += 1
+                break
+            except KvplanError:
+                continue
+    return known * 2 >= len(doc) > 0
+
+
+def _judge_document(doc, *, display, path, document, where, many, defaults: Defaults) -> list[Verdict]:
     from kvplan.engines.vllm import serve_args
 
     name = Path(display).stem if not many else f"{Path(display).stem}#{document}"
     fmt = None
+    if isinstance(doc, InputError):  # this document could not be built; the others of the file still are
+        if "{{" in path.read_text(encoding="utf-8", errors="replace"):
+            return [skipped_verdict(display, document, name, None, "holds a template placeholder ({{...}}) that is not "
+                                    f"filled in: {doc.what}")]
+        err = InputError(doc.what, where=where, hint=doc.hint)
+        return [failed_verdict(display, document, name, None, err)]
     try:
+        for fmt_name, claims, read in READERS:
+            if claims(doc):
+                fmt = fmt_name
+                return _verdicts(read(doc, source=display, document=document, where=where, base_dir=path.parent), defaults)
         fmt = document_format(doc, where=where)
         if fmt == FORMAT_KVPLAN:
             dep = kvplan_yaml.read(doc, source=display, document=document, where=where, base_dir=path.parent,
                                    defaults=defaults)
-        else:
-            if many:
-                raise InputError("vLLM reads one YAML document per --config file", where=where,
-                                 hint="split the file, or add `engine: vllm` and a GPU to make it a kvplan deployment")
-            args = serve_args.parse_config(doc, where=where, version=defaults.vllm_version)
-            dep = vllm_serve.read(args, source=display, document=document, where=where, base_dir=path.parent,
-                                  defaults=defaults, fmt=FORMAT_VLLM, default_name=name)
-        return judging.judge(with_command_line(dep, defaults), optimistic=defaults.optimistic)
+            return [_judge(dep, defaults)]
+        if not _looks_like_vllm_config(doc):
+            fmt = None
+            keys = ", ".join(str(k) for k in list(doc)[:8]) + (", ..." if len(doc) > 8 else "")
+            raise InputError(f"not a deployment file kvplan reads (keys: {keys})", where=where,
+                             hint="it looked for " + "; ".join(LOOKED_FOR))
+        if many:
+            raise InputError("vLLM reads one YAML document per --config file", where=where,
+                             hint="split the file, or add `engine: vllm` and a GPU to make it a kvplan deployment")
+        args = serve_args.parse_config(doc, where=where, version=defaults.vllm_version)
+        if not args.model and not args.get("hf_config_path"):
+            return [skipped_verdict(display, document, name, FORMAT_VLLM, "a vllm serve --config file that names no "
+                                    "model: judged with the command line that gives it (--vllm-args \"serve MODEL "
+                                    f"--config {display}\")")]
+        ctx = LaunchContext(source=display, document=document, where=where, name=name, fmt=FORMAT_VLLM,
+                            base_dir=path.parent, defaults=defaults, version=defaults.vllm_version,
+                            release_origin=f"--vllm-version {defaults.vllm_version}" if defaults.vllm_version else None,
+                            flag_style=False, key=vllm_serve.key_style(FORMAT_VLLM))
+        return [_judge(vllm_serve.read(args, ctx), defaults)]
     except KvplanError as err:
         if isinstance(doc, Mapping) and isinstance(doc.get("name"), str) and fmt == FORMAT_KVPLAN:
             name = doc["name"]
-        return failed_verdict(display, document, name, fmt, err)
+        return [failed_verdict(display, document, name, fmt, err)]
 
 
 def _judge_command_line(text: str, *, where: str, defaults: Defaults) -> Verdict:
@@ -105,8 +209,13 @@ def _judge_command_line(text: str, *, where: str, defaults: Defaults) -> Verdict
 
     try:
         args = serve_args.parse_command_line(text, where=where, load_config=load, version=defaults.vllm_version)
-        dep = vllm_serve.read(args, source=where, document=None, where=where, base_dir=Path.cwd(), defaults=defaults,
-                              fmt=FORMAT_VLLM_ARGS, default_name=args.model or "vllm serve")
-        return judging.judge(with_command_line(dep, defaults), optimistic=defaults.optimistic)
+        ctx = LaunchContext(source=where, document=None, where=where, name=args.model or "vllm serve", fmt=FORMAT_VLLM_ARGS,
+                            base_dir=Path.cwd(), defaults=defaults, version=defaults.vllm_version,
+                            release_origin=f"--vllm-version {defaults.vllm_version}" if defaults.vllm_version else None,
+                            host_paths=False)
+        return _judge(vllm_serve.read(args, ctx), defaults)
     except KvplanError as err:
         return failed_verdict(where, None, "vllm serve", FORMAT_VLLM_ARGS, err)
+
+
+__all__ = ["collect", "run_check", "document_format", "is_deployment_file", "FORMAT_SHELL", "FORMAT_DOCKERFILE"]

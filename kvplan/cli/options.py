@@ -7,7 +7,9 @@ from typing import Annotated, List, Optional
 import typer
 
 
-ModelArg = Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, or a folder with one.", show_default=False)]
+ModelArg = Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, a folder with one, or a Hugging Face id (org/name[@revision]: --models-dir, the Hugging Face cache, then the Hub).", show_default=False)]
+ModelsDirOpt = Annotated[Optional[List[str]], typer.Option("--models-dir", help="Folder of model folders (org--name/config.json, org/name/, or a Hugging Face cache) to find models in (repeatable).", show_default=False)]
+OfflineOpt = Annotated[bool, typer.Option("--offline", help="Never ask the Hugging Face Hub (as HF_HUB_OFFLINE=1): bundled models, files, --models-dir and the local cache only.")]
 SeqOpt = Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence (max_model_len): 8192, 8k (=8000), 32K (=32768). Default: the model's max context.", show_default=False)]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
 KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: auto (model dtype), fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, int4.")]
@@ -31,3 +33,22 @@ KvHeadsOpt = Annotated[Optional[int], typer.Option("--kv-heads", help="What-if: 
 HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", help="What-if: override the head dimension.", show_default=False)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docs/json.md).")]
 CalibrationOpt = Annotated[Optional[str], typer.Option("--calibration", help="A site profile (kvplan calibrate --save FILE): the budget terms your own start-up logs measured (non-torch memory, activation scale, CUDA graphs, memory in use at start), applied by the engine's budget.", show_default=False)]
+
+
+def model_lookup(models_dir, offline: bool):
+    """The resolver settings --models-dir and --offline make (kvplan/model/resolve.py), for `with ...:`."""
+    from kvplan.model import resolve
+
+    return resolve.using(resolve.lookup_from_options(models_dir, offline))
+
+
+def with_model_lookup(command):
+    """A command that takes MODEL runs with its --models-dir / --offline in force for every model it resolves."""
+    import functools
+
+    @functools.wraps(command)
+    def wrapper(*args, **kwargs):
+        with model_lookup(kwargs.get("models_dir"), bool(kwargs.get("offline"))):
+            return command(*args, **kwargs)
+
+    return wrapper

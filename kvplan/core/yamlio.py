@@ -1,8 +1,19 @@
-"""Reading YAML and JSON input files safely: size-capped, no YAML aliases, one-line errors.
+"""Reading YAML and JSON input files safely: size-capped, one-line errors, YAML as the engines read it.
 
-Aliases are refused outright: no spec or deployment file needs them, and refusing them is the
-simplest complete defence against alias bombs ("billion laughs"), whose expansion happens later,
-in whatever code walks the loaded structure.
+YAML is read the way the tools that consume deployment files read it (PyYAML's safe loader, which vLLM,
+SGLang and TensorRT-LLM use; docker compose and kubectl accept the same documents):
+- anchors, aliases and `<<:` merge keys are accepted: compose files share blocks with `x-common: &default`;
+- several `---` documents per file are separate documents (Kubernetes manifests);
+- `${VAR}` is plain text here; the format readers (kvplan/check/readers/) expand it by their format's rules.
+
+Two things are refused (exit 2), each with its line:
+- an alias "bomb": aliases may repeat a subtree, and a few nested ones multiply (the "billion laughs"). The
+  composed node graph is measured before anything is built: the tree the aliases expand to may hold at most
+  ALIAS_EXPANSION times the file's own nodes (and at least MIN_EXPANDED_NODES); a recursive alias is refused;
+- a key given twice in one mapping. vLLM's yaml.safe_load keeps the last value silently; docker compose
+  (go-yaml v3: "mapping key already defined") and kubectl's strict field validation refuse the file. A file
+  that two of its readers understand differently has no single meaning to judge, so kvplan refuses it and
+  names the key. Keys a `<<:` merge brings in may be overridden: that is what merge keys are for.
 """
 
 from __future__ import annotations
@@ -17,15 +28,12 @@ import yaml
 from kvplan.core.errors import InputError
 
 MAX_FILE_BYTES = 8 * 2**20  # a spec, a config.json or a deployment file is a few KiB; 8 MiB is generous
+ALIAS_EXPANSION = 10  # the expanded tree may be this many times the file's own nodes ...
+MIN_EXPANDED_NODES = 100_000  # ... or this many nodes, whichever is more
 
-
-class _NoAliasLoader(yaml.SafeLoader):
-    def compose_node(self, parent, index):  # type: ignore[override]
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise InputError(f"YAML alias *{event.anchor} at line {event.start_mark.line + 1} is not allowed",
-                             hint="write the value out in full; aliases are refused to rule out alias bombs")
-        return super().compose_node(parent, index)
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser composes; construction is PyYAML's
 
 
 def read_text(path: Path) -> str:
@@ -54,17 +62,126 @@ def _yaml_error(err: yaml.YAMLError) -> str:
     return f"malformed YAML: {problem}"
 
 
+def _line(node: yaml.Node) -> int:
+    return node.start_mark.line + 1
+
+
+def _check_node_graph(root: yaml.Node) -> None:
+    """Refuse recursive aliases, alias bombs and repeated keys, before anything is constructed.
+
+    Aliases compose to shared node objects, so the graph is as small as the file; `expanded` counts the tree
+    they stand for (memoised per node, so a bomb is measured without being expanded)."""
+    keys = yaml.constructor.SafeConstructor()
+    own: set[int] = set()
+    expanded: dict[int, int] = {}
+    on_path: set[int] = set()  # the nodes from the root to the one being walked
+    stack: list[tuple[yaml.Node, bool]] = [(root, False)]
+    while stack:
+        node, done = stack.pop()
+        ident = id(node)
+        if done:
+            on_path.discard(ident)
+            expanded[ident] = 1 + sum(expanded[id(child)] for child in _children(node))
+            continue
+        if ident in expanded:
+            continue
+        own.add(ident)
+        on_path.add(ident)
+        if isinstance(node, yaml.MappingNode):
+            _check_keys(node, keys)
+        stack.append((node, True))
+        for child in _children(node):
+            if id(child) in on_path:
+                raise InputError(f"YAML alias at line {_line(child)} refers to a node that contains it",
+                                 hint="a recursive alias has no finite value")
+            if id(child) not in expanded:
+                stack.append((child, False))
+    limit = max(MIN_EXPANDED_NODES, ALIAS_EXPANSION * len(own))
+    if expanded[id(root)] > limit:
+        raise InputError(f"its YAML aliases expand {len(own):,} nodes to {expanded[id(root)]:,} (limit {limit:,})",
+                         hint="an alias bomb, or a file that repeats a large block through aliases: write it out")
+
+
+def _children(node: yaml.Node) -> list[yaml.Node]:
+    if isinstance(node, yaml.MappingNode):
+        return [part for pair in node.value for part in pair]
+    if isinstance(node, yaml.SequenceNode):
+        return list(node.value)
+    return []
+
+
+def _check_keys(node: yaml.MappingNode, keys: yaml.constructor.SafeConstructor) -> None:
+    seen: dict[Any, yaml.Node] = {}
+    for key_node, _ in node.value:
+        if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
+            continue  # merged keys may be overridden; complex keys do not occur in deployment files
+        if key_node.tag == _STR_TAG:
+            value = key_node.value  # nearly every key: a plain string, no constructor needed
+        else:
+            try:
+                value = keys.construct_object(key_node)  # as YAML types it: `1` and `'1'` are different keys
+            except yaml.YAMLError:
+                value = key_node.value
+        try:
+            first = seen.get(value)
+        except TypeError:  # an unhashable key is refused later, by the constructor, with its own message
+            continue
+        if first is not None:
+            raise InputError(f"key {value!r} is given twice in one mapping (lines {_line(first)} and "
+                             f"{_line(key_node)})", hint="keep one: tools disagree on which copy wins")
+        seen[value] = key_node
+
+
+def _documents(text: str, where: str, *, per_document: bool = False) -> list[Any]:
+    loader = _Loader(text)
+    docs: list[Any] = []
+    try:
+        while loader.check_node():
+            node = loader.get_node()
+            if node is None:
+                continue
+            try:
+                _check_node_graph(node)
+                docs.append(loader.construct_document(node))
+            except InputError as err:
+                if not per_document:
+                    raise err.located(where) from None
+                docs.append(err.located(where))
+            except yaml.constructor.ConstructorError as err:
+                if not per_document:
+                    raise
+                docs.append(InputError(_yaml_error(err), where=where, hint="check the document's values"))
+    finally:
+        loader.dispose()
+    return [d for d in docs if d is not None]
+
+
+def load_yaml_text(text: str, *, where: str, per_document: bool = False) -> list[Any]:
+    """Every document of a YAML text ('---' separated), None documents dropped; errors located at `where`.
+
+    `per_document`: a document that parses but cannot be built (an unhashable `{{PLACEHOLDER}}` key, a bomb) is
+    returned as its InputError in its place, so the other documents of a manifest are still read."""
+    try:
+        return _documents(text, where, per_document=per_document)
+    except InputError:
+        raise
+    except RecursionError:
+        raise InputError("is nested too deeply to read", where=where) from None
+    except yaml.YAMLError as err:
+        if _Loader is not yaml.SafeLoader:
+            # the C parser found it; PyYAML's own parser words the same error more plainly
+            try:
+                list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+            except yaml.YAMLError as plain:
+                err = plain
+            except RecursionError:
+                pass
+        raise InputError(_yaml_error(err), where=where, hint="check indentation, brackets and quotes") from None
+
+
 def load_yaml_documents(path: Path) -> list[Any]:
     """Every document of a YAML file ('---' separated); an empty file is an error."""
-    text = read_text(path)
-    try:
-        docs = [d for d in yaml.load_all(text, Loader=_NoAliasLoader) if d is not None]
-    except InputError as err:
-        raise err.located(str(path)) from None
-    except RecursionError:
-        raise InputError("is nested too deeply to read", where=str(path)) from None
-    except yaml.YAMLError as err:
-        raise InputError(_yaml_error(err), where=str(path), hint="check indentation, brackets and quotes") from None
+    docs = load_yaml_text(read_text(path), where=str(path))
     if not docs:
         raise InputError("is empty", where=str(path), hint="expected a YAML mapping")
     return docs
@@ -79,13 +196,16 @@ def load_yaml(path: Path) -> Any:
 
 def load_json(path: Path) -> Any:
     """JSON as Hugging Face writes it, including the bare Infinity/NaN that real configs carry."""
-    text = read_text(path)
+    return load_json_text(read_text(path), where=str(path))
+
+
+def load_json_text(text: str, *, where: str) -> Any:
     try:
         return json.loads(text, parse_constant=lambda c: {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}[c])
     except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=str(path)) from None
+        raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=where) from None
     except RecursionError:
-        raise InputError("is nested too deeply to read", where=str(path)) from None
+        raise InputError("is nested too deeply to read", where=where) from None
 
 
 def dump_yaml(data: Any) -> str:

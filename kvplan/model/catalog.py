@@ -1,97 +1,31 @@
 """Finding things by name: bundled model specs (model_specs/), model files, and the GPU catalog.
 
 A MODEL may be a bundled spec name or alias (e.g. its Hugging Face id), a spec YAML path, a
-config.json path, or a folder holding a config.json (DESIGN.md "Naming a model"). Nothing is
-downloaded.
+config.json path, a folder holding a config.json, or a Hugging Face id (DESIGN.md "Naming a model");
+kvplan/model/resolve.py is the one place that finds it.
 """
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
-from pathlib import Path
 
 from kvplan.core.errors import InputError, did_you_mean
-from kvplan.core.spec import ModelSpec, spec_from_mapping
+from kvplan.core.spec import ModelSpec
+# bundled model specs live in kvplan/model/bundled.py; re-exported for the commands that list them
+from kvplan.model.bundled import bundled_spec, bundled_spec_files, bundled_specs, find_bundled
+from kvplan.model.bundled import norm as _norm
 
-
-def _norm(name: str) -> str:
-    return re.sub(r"[^a-z0-9.]", "", name.lower())
-
-
-# ------------------------------------------------------------------ bundled model specs
-
-def _specs_dir():
-    return resources.files("kvplan.model_specs")
-
-
-def _load_bundled_file(entry) -> dict:
-    import yaml
-
-    # bundled files are ours and alias-free; the C loader keeps start-up fast
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    return yaml.load(entry.read_text(encoding="utf-8"), Loader=loader)
-
-
-@lru_cache(maxsize=None)
-def bundled_spec_files() -> dict[str, object]:
-    return {Path(e.name).stem: e for e in _specs_dir().iterdir() if e.name.endswith(".yaml")}
-
-
-@lru_cache(maxsize=None)
-def bundled_spec(name: str) -> ModelSpec:
-    entry = bundled_spec_files()[name]
-    return spec_from_mapping(_load_bundled_file(entry), source=f"model_specs/{entry.name}")
-
-
-def bundled_specs() -> list[ModelSpec]:
-    return [bundled_spec(n) for n in sorted(bundled_spec_files())]
-
-
-def _find_bundled(ref: str) -> ModelSpec | None:
-    files = bundled_spec_files()
-    if ref in files:
-        return bundled_spec(ref)
-    wanted = _norm(ref)
-    for name in files:  # names first (cheap), then every alias
-        if _norm(name) == wanted:
-            return bundled_spec(name)
-    for spec in bundled_specs():
-        if any(_norm(a) == wanted for a in spec.aliases):
-            return spec
-    return None
+__all__ = ["Gpu", "bundled_spec", "bundled_spec_files", "bundled_specs", "find_bundled", "find_gpu", "gpus", "resolve_model"]
 
 
 def resolve_model(ref: str) -> ModelSpec:
-    """A ModelSpec from any of the ways DESIGN.md lets a user name a model."""
-    if not ref or not ref.strip():
-        raise InputError("no model given", hint="name a bundled model (kvplan models), a spec YAML or a config.json")
-    path = Path(ref).expanduser()
-    try:
-        exists = path.exists()
-    except OSError:  # a name too long for the file system (or otherwise unusable as a path) is no file
-        exists = False
-    looks_like_path = exists or ref.endswith((".yaml", ".yml", ".json")) or "/" in ref and (ref.startswith((".", "/", "~")))
-    if exists:
-        from kvplan.model import hf_config  # only for files: a bundled name needs neither (start-up time)
-        from kvplan.core import yamlio  # only for files: a bundled name needs neither (start-up time)
+    """A ModelSpec from any of the ways DESIGN.md lets a user name a model: kvplan/model/resolve.py finds it (bundled,
+    a file, --models-dir, the Hugging Face cache, the Hub), in one order for every command."""
+    from kvplan.model import resolve
 
-        config = hf_config.find_config_json(path)
-        if path.is_dir() and config is None:
-            raise InputError("folder holds no config.json", where=str(path), hint="point at a model folder or a config.json")
-        if config is not None:
-            return hf_config.spec_from_config_file(config, yamlio.load_json(config))
-        return spec_from_mapping(yamlio.load_yaml(path), source=str(path))
-    if looks_like_path:
-        raise InputError("no such file", where=str(path), hint="check the path")
-    spec = _find_bundled(ref)
-    if spec is not None:
-        return spec
-    names = list(bundled_spec_files()) + [a for s in bundled_specs() for a in s.aliases]
-    raise InputError(f"unknown model {ref!r}", where="MODEL",
-                     hint=(did_you_mean(ref, names) or "see `kvplan models`") + "; or pass a spec YAML, a config.json or a model folder")
+    return resolve.resolve(ref).spec
 
 
 # ------------------------------------------------------------------ GPU catalog

@@ -416,13 +416,14 @@ def find_config_json(path: Path) -> Path | None:
     return None
 
 
-def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None) -> ModelSpec:
-    """The spec of a config.json; weight bytes from the checkpoint beside it when its metadata is there."""
+def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None, weights=None) -> ModelSpec:
+    """The spec of a config.json; weight bytes from the checkpoint beside it when its metadata is there, else
+    `weights` (a WeightBytes read elsewhere: a safetensors header fetched from the Hub)."""
     from kvplan.model.weights import checkpoint_weight_bytes
 
     default_name = name or (path.parent.name if path.name == "config.json" else path.stem)
     mapping = spec_mapping_from_config(raw, name=default_name, where=str(path))
-    found = checkpoint_weight_bytes(path.parent)
+    found = checkpoint_weight_bytes(path.parent) or weights
     if found is not None:
         mapping["weights_bytes"] = found.bytes
         mapping["weights_source"] = found.source

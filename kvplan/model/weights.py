@@ -79,19 +79,24 @@ def read_safetensors_header(path: Path) -> dict[str, Any]:
 
 def safetensors_bytes(path: Path) -> tuple[int, int]:
     """(bytes, tensors) of one file from its header: sum of numel x dtype size."""
+    return header_bytes(read_safetensors_header(path), where=str(path))
+
+
+def header_bytes(header: dict[str, Any], *, where: str) -> tuple[int, int]:
+    """(bytes, tensors) of one safetensors header (a local file's, or one read from the Hub with a range request)."""
     total = count = 0
-    for name, info in read_safetensors_header(path).items():
+    for name, info in header.items():
         if name == "__metadata__":
             continue
-        where = f"{path}: {name}"
+        at = f"{where}: {name}"
         if not isinstance(info, dict) or not isinstance(info.get("shape"), list) or not isinstance(info.get("dtype"), str):
-            raise InputError("tensor entry lacks a dtype or shape", where=where)
+            raise InputError("tensor entry lacks a dtype or shape", where=at)
         bits = _SAFETENSORS_BITS.get(info["dtype"])
         if bits is None:
-            raise InputError(f"unknown safetensors dtype {info['dtype']!r}", where=where)
+            raise InputError(f"unknown safetensors dtype {info['dtype']!r}", where=at)
         shape = info["shape"]
         if not all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape):
-            raise InputError(f"bad shape {shape!r}", where=where)
+            raise InputError(f"bad shape {shape!r}", where=at)
         numel = 1
         for d in shape:
             numel *= d
@@ -100,7 +105,7 @@ def safetensors_bytes(path: Path) -> tuple[int, int]:
         if isinstance(offsets, list) and len(offsets) == 2 and all(isinstance(o, int) for o in offsets):
             if offsets[1] - offsets[0] != nbytes:
                 raise InputError(f"data_offsets span {offsets[1] - offsets[0]} bytes but {info['dtype']} {shape} is {nbytes}",
-                                 where=where, hint="the header is inconsistent; the file may be damaged")
+                                 where=at, hint="the header is inconsistent; the file may be damaged")
         total += nbytes
         count += 1
     return total, count

@@ -16,7 +16,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 CASES = Path(__file__).with_name("cases.txt")
 OUTPUTS = Path(__file__).with_name("outputs.json")
-ENV = {"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb"}
+# the Hub is off and the caches are a fixed empty place, so outputs do not depend on the machine (or the network)
+ENV = {"COLUMNS": "120", "NO_COLOR": "1", "TERM": "dumb", "HF_HUB_OFFLINE": "1", "HF_HUB_CACHE": "/kvplan-golden/hf-cache",
+       "KVPLAN_CACHE_DIR": "/kvplan-golden/kvplan-cache"}
 # wall-clock figures (probe's allocation time) differ run to run: masked before comparing
 _TIMINGS = re.compile(r'("seconds": )[0-9.e+-]+')
 

@@ -1,6 +1,48 @@
-"""One reader per deployment format. Each turns one document (or command line) into a Deployment, raising
-KvplanError with the file and key when it cannot; `kvplan check` judges what they return.
+"""One reader per deployment format. Each recognises its documents by their own markers and turns them into
+deployments (kvplan/check/deployment.py), workloads that start an engine (kvplan/check/workload.py), or skips
+(documents with nothing to judge); `kvplan check` judges what they return.
 
-- kvplan_yaml: kvplan's own deployment YAML (schema: kvplan/data/deployment.schema.json);
-- vllm_serve: a `vllm serve --config` YAML file, or a `vllm serve` command line (--vllm-args).
+YAML documents, in the order they are asked (the first that claims a document reads it):
+- kserve: serving.kserve.io InferenceService, ServingRuntime, LLMInferenceService;
+- kubeai: kubeai.org Model;
+- rayserve: ray.io RayService (and RayCluster, RayJob), Ray Serve configs (`applications:`), Ray Serve LLM configs;
+- kubernetes: any other apiVersion + kind (Deployment, StatefulSet, LeaderWorkerSet, Pod, Job, ..., Dynamo);
+- compose: a `services:` mapping;
+- helm: production-stack values (`servingEngineSpec`), llm-d-modelservice values (`modelArtifacts` + decode/prefill);
+- skypilot: a task with `run:` and `resources:`;
+- trtllm_serve: a `trtllm-serve disaggregated` config (`context_servers` / `generation_servers`), an LLM-API
+  options file (`kv_cache_config`, `cuda_graph_config`, `enable_attention_dp`, ...);
+- kvplan_yaml: kvplan's own format (a key vLLM has no option for: engine, gpu, require, ...);
+- vllm_serve: a `vllm serve --config` file (its keys are vLLM options).
+Text files: scripts (shell scripts by name or shebang, Dockerfiles by name). The engine command lines found in
+any of them are read by vllm_serve, sglang_launch and trtllm_serve.
 """
+
+from __future__ import annotations
+
+from typing import Any, Callable, Mapping
+
+from kvplan.check import report
+from kvplan.check.readers import compose, helm, kserve, kubeai, kubernetes, rayserve, skypilot, trtllm_serve
+
+# (format, claims(doc), read(doc, source=, document=, where=, base_dir=)); kvplan_yaml and vllm_serve come last, in run.py
+READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
+    (report.FORMAT_KSERVE, kserve.claims, kserve.read),
+    (report.FORMAT_KUBEAI, kubeai.claims, kubeai.read),
+    (report.FORMAT_RAY, rayserve.claims, rayserve.read),
+    (report.FORMAT_KUBERNETES, kubernetes.claims, kubernetes.read),
+    (report.FORMAT_COMPOSE, compose.claims, compose.read),
+    (report.FORMAT_HELM_PRODSTACK, helm.claims_prodstack, helm.read_prodstack),
+    (report.FORMAT_HELM_LLMD, helm.claims_llmd, helm.read_llmd),
+    (report.FORMAT_SKYPILOT, skypilot.claims, skypilot.read),
+    (report.FORMAT_TRTLLM_DISAGG, lambda d: isinstance(d, Mapping) and trtllm_serve.is_disaggregated(d),
+     trtllm_serve.read_disaggregated_file),
+    (report.FORMAT_TRTLLM_OPTIONS, lambda d: isinstance(d, Mapping) and trtllm_serve.is_options(d),
+     trtllm_serve.read_options_file),
+)
+
+LOOKED_FOR = ("apiVersion + kind (Kubernetes, KServe, KubeAI, Ray)", "services: (docker compose)",
+              "servingEngineSpec or modelArtifacts (Helm values of production-stack, llm-d)",
+              "applications or llm_configs (Ray Serve)", "resources + run (SkyPilot)",
+              "kv_cache_config or context_servers (TensorRT-LLM)", "engine + model (kvplan)",
+              "vllm serve options (a --config file)")

@@ -13,8 +13,8 @@ from typing import Any, Mapping
 from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, Requirements, check_vllm_max_len,
                                      default_max_len, engine_request, located, parse_headroom, resolve_model, text,
                                      tp_from_gpus, whole)
-from kvplan.check.report import FORMAT_KVPLAN
-from kvplan.core.errors import InputError, did_you_mean
+from kvplan.check.report import FORMAT_KVPLAN, Origins
+from kvplan.core.errors import InputError, UnsupportedError, did_you_mean
 
 KVPLAN_KEYS = (
     "name", "model", "engine", "gpu", "gpu_memory", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
@@ -64,14 +64,19 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     if "gpu" in data:
         entry = located(at("gpu"), catalog.find_gpu, text(data["gpu"], where=at("gpu")))
         gpu = Hardware(entry.name, entry.capacity_bytes)
+        gpu_origin = f"gpu: {data['gpu']} (the file)"
     elif "gpu_memory" in data:
         gpu = Hardware(None, located(at("gpu_memory"), units.parse_size, data["gpu_memory"], what="gpu_memory"))
+        gpu_origin = f"gpu_memory: {data['gpu_memory']} (the file)"
     elif defaults.gpu is not None:
-        gpu = defaults.gpu
+        gpu, gpu_origin = defaults.gpu, defaults.gpu_origin
     else:
-        raise InputError("no GPU", where=where, hint="add `gpu: NAME` (kvplan gpus) or `gpu_memory: SIZE`, or pass --gpu/--gpu-mem")
+        raise UnsupportedError("no GPU named", where=where,
+                               hint="add `gpu: NAME` (kvplan gpus) or `gpu_memory: SIZE`, or pass --gpu NAME / --gpu-mem SIZE")
 
-    spec, raw_config = resolve_model(text(data["model"], where=at("model")), base_dir=base_dir, where=at("model"))
+    found = resolve_model(text(data["model"], where=at("model")), base_dir=base_dir, where=at("model"), lookup=defaults.lookup)
+    spec = found.spec
+    raw_config = (found.config, found.tokenizer_config) if found.config is not None else None
     tp = whole(data["tensor_parallel_size"], where=at("tensor_parallel_size"), high=MAX_PARALLEL) if "tensor_parallel_size" in data else None
     pp = whole(data["pipeline_parallel_size"], where=at("pipeline_parallel_size"), high=MAX_PARALLEL) if "pipeline_parallel_size" in data else 1
     tp = tp_from_gpus(tp, pp, defaults.gpus, where=at("tensor_parallel_size"))
@@ -102,8 +107,16 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=gpu, util=util,
                              reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version,
                              site=defaults.site_for(engine), **ints)
+    release = None
+    if engine == "vllm":
+        mirrored = releases.release(version).mirrors
+        release = (f"vLLM {mirrored} rules (vllm_version: {data['vllm_version']})" if "vllm_version" in data else
+                   f"vLLM {mirrored} rules (--vllm-version {defaults.vllm_version})" if defaults.vllm_version else
+                   f"vLLM {mirrored} rules (kvplan's default)")
+    origins = Origins(gpu=gpu_origin, gpus=f"tensor x pipeline parallel = {tp} x {pp}", model=found.source.describe(),
+                      engine_release=release)
     return Deployment(source=source, document=document, name=name, format=FORMAT_KVPLAN, engine=engine, request=request,
-                      requirements=requirements, key=key, gpus=tp * pp)
+                      requirements=requirements, key=key, gpus=tp * pp, origins=origins)
 
 
 def _requirements(value: Any, *, where: str, defaults: Requirements) -> Requirements:

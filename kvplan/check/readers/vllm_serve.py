@@ -1,5 +1,6 @@
-"""`vllm serve` deployments: a `--config` YAML file, or a command line (--vllm-args), read as vLLM reads them
-(kvplan/engines/vllm/serve_args.py) and judged with the vllm engine. The GPU comes from --gpu/--gpu-mem."""
+"""`vllm serve` deployments: a `--config` YAML file, or a command line (--vllm-args, or the command a container,
+service or script runs), read as vLLM reads them (kvplan/engines/vllm/serve_args.py) and judged with the vllm
+engine. The GPU comes from the file around the command line (LaunchContext.gpu), else --gpu/--gpu-mem."""
 
 from __future__ import annotations
 
@@ -8,37 +9,53 @@ import dataclasses
 from pathlib import Path
 from typing import Callable, Mapping
 
-from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, check_vllm_max_len, default_max_len,
+from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, check_vllm_max_len, default_max_len,
                                      engine_request, resolve_model, tp_from_gpus, whole)
-from kvplan.check.report import FORMAT_VLLM_ARGS
+from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.engines.vllm import serve_args
 
 # vLLM's --dtype names -> kvplan's (vllm/config/model.py _STR_DTYPE_TO_TORCH_DTYPE)
 _VLLM_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
+# environment variables that change what vLLM allocates (vllm/envs.py)
+_V0 = "VLLM_USE_V1"
 
 
 def key_style(fmt: str) -> Callable[[str], str]:
     """How a vLLM config (max-model-len) or command line (--max-model-len) spells a setting."""
     def spell(name: str) -> str:
         flag = name.replace("_", "-")
-        return f"--{flag}" if fmt == FORMAT_VLLM_ARGS else flag
+        return f"--{flag}" if fmt != "vllm-config" else flag
 
     return spell
 
 
-def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where: str, base_dir: Path,
-         defaults: Defaults, fmt: str, default_name: str) -> Deployment:
+def release_words(version: str | None, origin: str | None) -> str:
+    from kvplan.engines.vllm import releases
+
+    mirrored = releases.release(version).mirrors
+    if origin:
+        return f"vLLM {mirrored} rules ({origin})"
+    return f"vLLM {mirrored} rules (kvplan's default: the file pins no release)"
+
+
+def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     from kvplan.core import dtypes
     from kvplan.engines.vllm.engine import KV_DTYPES
 
+    where = ctx.where
     at = lambda dest: f"{where}: {args.written.get(dest, dest)}"  # noqa: E731
-    key = key_style(fmt)
+    key = ctx.key or key_style(ctx.fmt)
+    if ctx.env.get(_V0) == "0":
+        raise UnsupportedError(f"{_V0}=0 selects vLLM's V0 engine; kvplan models the V1 engine", where=where,
+                               hint="judge the V1 launch (drop VLLM_USE_V1=0)")
     model_ref = args.get("hf_config_path") or args.model
     if not model_ref:
         raise InputError("no model", where=where, hint="vLLM needs `model: NAME_OR_PATH` (or the positional model on a command line)")
-    spec, raw_config = resolve_model(model_ref, base_dir=base_dir,
-                                     where=at("hf_config_path" if args.get("hf_config_path") else "model"))
+    found = resolve_model(model_ref, base_dir=ctx.base_dir, where=at("hf_config_path" if args.get("hf_config_path") else "model"),
+                          lookup=ctx.defaults.lookup, host_paths=ctx.host_paths)
+    spec = found.spec
+    raw_config = (found.config, found.tokenizer_config) if found.config is not None else None
     blocked = serve_args.unmodelled(args)
     if raw_config is not None and args.get("quantization"):
         # naming the checkpoint's own method changes nothing: vLLM reads it from config.json anyway
@@ -49,14 +66,16 @@ def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
-    if defaults.gpu is None:
-        raise InputError("no GPU for a vLLM config", where=where, hint="pass --gpu NAME (kvplan gpus) or --gpu-mem SIZE")
+    backend = ctx.env.get("VLLM_ATTENTION_BACKEND")
+    if backend and any(layer.kind == "mla" for layer in spec.layer_specs):
+        raise UnsupportedError(f"VLLM_ATTENTION_BACKEND={backend} on an MLA model: the backend sets the KV block size",
+                               where=where, hint="drop it to judge vLLM's own choice")
     tp = args.get("tensor_parallel_size") if args.given("tensor_parallel_size") else None
     pp = args.get("pipeline_parallel_size", 1)
     for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp), ("data_parallel_size", args.get("data_parallel_size", 1))):
         if value is not None:
             whole(value, where=at(dest), high=MAX_PARALLEL)
-    tp = tp_from_gpus(tp, pp, defaults.gpus, where=at("tensor_parallel_size"))
+    tp = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"))
     seq = args.get("max_model_len")
     if seq == -1:
         raise UnsupportedError("max-model-len auto: vLLM fits the length to the memory it finds at start-up", where=at("max_model_len"),
@@ -87,21 +106,101 @@ def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where
     kv_mem = args.get("kv_cache_memory_bytes")
     if kv_mem is not None and kv_mem < 1:
         raise InputError(f"must be positive, got {kv_mem}", where=at("kv_cache_memory_bytes"))
-    notes = list(args.notes)
+    choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
+    notes = list(ctx.notes) + list(args.notes) + list(choice.notes)
     graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
         notes.append(f"{', '.join(graph)}: CUDA-graph memory is counted as with vLLM's defaults")
+    if backend:
+        notes.append(f"VLLM_ATTENTION_BACKEND={backend}: blocks are sized as vLLM's default backend sizes them")
     dp = args.get("data_parallel_size", 1)
     if dp > 1:
         notes.append(f"data-parallel-size {dp}: {dp} replicas of {tp * pp} GPUs each; judged per replica")
     # prefix caching decides how many Mamba state blocks a hybrid's request holds (kvplan/engines/vllm/engine.py)
     prefix_caching = args.get("enable_prefix_caching") if args.given("enable_prefix_caching") else None
-    request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=defaults.gpu,
+    alternatives = choice.hardware[1:]
+    request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
-                             prefix_caching=prefix_caching, site=defaults.site_for("vllm"), **ints)
+                             prefix_caching=prefix_caching, **ints)  # the site profile: with_command_line
     if args.get("enable_expert_parallel") and spec.moe is not None:
         request = dataclasses.replace(request, expert_parallel=True)
     served = args.get("served_model_name")
-    name = served[0] if served else default_name
-    return Deployment(source=source, document=document, name=str(name), format=fmt, engine="vllm", request=request,
-                      requirements=defaults.requirements, key=key, gpus=tp * pp * dp, notes=tuple(notes))
+    # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
+    # resource has
+    name = served[0] if served and ctx.fmt in (FORMAT_VLLM, FORMAT_VLLM_ARGS, FORMAT_SHELL, FORMAT_DOCKERFILE) else ctx.name
+    origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
+                      model=found.source.describe(), engine_release=release_words(ctx.version, ctx.release_origin))
+    return Deployment(source=ctx.source, document=ctx.document, name=str(name), format=ctx.fmt, engine="vllm", request=request,
+                      requirements=ctx.defaults.requirements, key=key, gpus=tp * pp * dp, notes=tuple(dict.fromkeys(notes)),
+                      origins=origins, alternatives=alternatives, gpus_available=choice.count,
+                      gpus_available_origin=choice.count_origin, flag_style=ctx.flag_style and ctx.fmt != "vllm-config")
+
+
+def read_argv(words, ctx: LaunchContext, *, positional: bool = True) -> Deployment:
+    """A vLLM command line's words (after `vllm serve`), with a `--config FILE` read from the file's folder."""
+    from kvplan.core import yamlio
+
+    def load(p: str):
+        path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
+        if not path.is_file():
+            raise UnsupportedError(f"--config {p} is not beside the deployment file: its options are unknown here",
+                                   where=ctx.where, hint="keep the config file in the repository, next to this file")
+        return yamlio.load_yaml(path)
+
+    args = refused_elsewhere(ctx, lambda version: serve_args.parse_argv(
+        list(words), where=ctx.where, load_config=load, version=version, positional=positional))
+    return read(args, ctx)
+
+
+def pinned(ctx: LaunchContext) -> bool:
+    """Whether the file (or --vllm-version) names the release it is judged by."""
+    return ctx.version is not None
+
+
+def refused_elsewhere(ctx: LaunchContext, parse):
+    """parse(version) under the release the deployment is judged by. When that release refuses the options and the
+    file pins none, a release kvplan mirrors that accepts them makes it cannot judge (the file may target that
+    release), not invalid: an option vLLM dropped or changed is not a mistake in a file that names no release."""
+    from kvplan.core.errors import KvplanError
+    from kvplan.engines.vllm import releases
+
+    try:
+        return parse(ctx.version)
+    except InputError as err:
+        if pinned(ctx):
+            raise
+        judging = releases.release(None).line
+        for r in releases.RELEASES:
+            if r.line == judging:
+                continue
+            try:
+                parse(r.mirrors)
+            except KvplanError:
+                continue
+            raise UnsupportedError(f"{err.what}; vLLM {r.mirrors} accepts it, and the file pins no release", where=err.where,
+                                   hint="pin the release in the image tag (vllm/vllm-openai:vX.Y.Z) or pass --vllm-version") from None
+        older = _older_release_accepting(err)
+        if older is not None:
+            raise UnsupportedError(f"{err.what}; vLLM {older} accepted it (a release kvplan does not model), and the file "
+                                   "pins no release", where=err.where,
+                                   hint="kvplan cannot judge a launch for that release; pin the release the file targets") from None
+        raise
+
+
+def _older_release_accepting(err: InputError) -> str | None:
+    """The newest vLLM release before 0.10 whose `serve` parser took the option an error is about
+    (kvplan/data/vllm_options_before_0.10.json, from each release's own parser), or None."""
+    import json
+    from importlib import resources
+
+    key = (err.where or "").rsplit(": ", 1)[-1].split("=", 1)[0]
+    flag = key if key.startswith("-") else "--" + key.replace("_", "-")
+    explicit = "ignored explicit argument" in err.what
+    if not (explicit or "has no serve option" in err.what):
+        return None
+    table = json.loads(resources.files("kvplan.data").joinpath("vllm_options_before_0.10.json").read_text(encoding="utf-8"))
+    for version, flags in reversed(list(table["releases"].items())):
+        kind = flags.get(flag)
+        if kind is not None and (not explicit or kind == "optional"):
+            return version
+    return None

@@ -1,5 +1,6 @@
-"""`kvplan check CONFIG...`: a CI gate for deployment configs (kvplan's deployment YAML, `vllm serve --config`
-files, vLLM command lines). The logic is kvplan.check (run.py); the output formats are kvplan.check.formats."""
+"""`kvplan check CONFIG...`: a CI gate for deployment files (Kubernetes, compose, Helm values, Ray, SkyPilot,
+scripts, Dockerfiles, TensorRT-LLM and vLLM configs, kvplan's deployment YAML, vLLM command lines). The logic is
+kvplan.check (run.py); the output formats are kvplan.check.formats."""
 
 from __future__ import annotations
 
@@ -27,8 +28,9 @@ def register(app) -> None:
 
 def check(
     configs: Annotated[Optional[List[str]], typer.Argument(
-        help="Deployment files or folders (every *.yaml / *.yml below, hidden ones skipped): kvplan deployment YAML "
-             "or `vllm serve --config` files.", show_default=False)] = None,
+        help="Deployment files or folders (every *.yaml, *.yml, *.sh and Dockerfile below, hidden ones skipped): "
+             "Kubernetes, KServe, KubeAI, Ray, compose, Helm values, SkyPilot, TensorRT-LLM, vLLM configs, scripts, "
+             "Dockerfiles, kvplan deployment YAML.", show_default=False)] = None,
     vllm_args: Annotated[Optional[List[str]], typer.Option(
         "--vllm-args", help="A vLLM command line to judge, e.g. \"serve meta-llama/Llama-3.1-8B --max-model-len 32K -tp 2\" "
                             "(repeatable).", show_default=False)] = None,
@@ -46,12 +48,18 @@ def check(
         "--require-headroom", help="Require this share of usable GPU memory free with them resident, e.g. 10% "
                                    "(where a deployment sets no require.headroom).", show_default=False)] = None,
     vllm_version: Annotated[Optional[str], typer.Option(
-        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments, any of 0.10.0 ... 0.33.x "
-                               "(default: the newest line's, 0.33.0).", show_default=False)] = None,
+        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments that pin none (an image "
+                               "tag wins): any of 0.10.0 ... 0.33.x (default: the newest line's, 0.33.0).",
+        show_default=False)] = None,
     optimistic: Annotated[bool, typer.Option(
         "--optimistic", help="Judge a modelled engine budget by its modelled value. By default check judges by the low "
                              "edge of its band (the terms' measured error): a deployment that passes only inside the band "
                              "fails, marked marginal.")] = False,
+    models_dir: Annotated[Optional[List[str]], typer.Option(
+        "--models-dir", help="Folder of model folders (org--name/config.json, org/name/, a model's folder name for a "
+                             "path on the serving host, or a Hugging Face cache) (repeatable).", show_default=False)] = None,
+    offline: Annotated[bool, typer.Option(
+        "--offline", help="Never ask the Hugging Face Hub for a model (as HF_HUB_OFFLINE=1).")] = False,
     gpu_reserved: Annotated[Optional[str], typer.Option(
         "--gpu-reserved", help="Memory each GPU already has in use when the engine starts, e.g. 1.2GiB (vLLM, SGLang and "
                                "TensorRT-LLM deployments).", show_default=False)] = None,
@@ -89,9 +97,10 @@ def check(
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
-                                  require_headroom=require_headroom, vllm_version=vllm_version, optimistic=optimistic,
-                                  gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()),
-                                  calibration=calibration)
+                           require_headroom=require_headroom, vllm_version=vllm_version, optimistic=optimistic,
+                           models_dirs=tuple(models_dir or ()), offline=offline,
+                           gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()),
+                           calibration=calibration)
     report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):

@@ -9,11 +9,12 @@ import typer
 from kvplan.cli.edge import guarded
 from kvplan.cli.options import (BatchOpt, BlockOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
                                 GpuOpt, GpuReservedOpt, GpusOpt, GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt,
-                                KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, PpOpt, ReserveOpt, SeqOpt, TpOpt)
+                                KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, ModelsDirOpt, OfflineOpt, PpOpt, ReserveOpt, SeqOpt,
+                                TpOpt, with_model_lookup)
 
 
 def register(app) -> None:
-    app.command(name="estimate")(guarded(estimate))
+    app.command(name="estimate")(guarded(with_model_lookup(estimate)))
 
 
 def estimate(
@@ -41,6 +42,8 @@ def estimate(
     head_dim: HeadDimOpt = None,
     calibration: CalibrationOpt = None,
     json_out: JsonOpt = False,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """KV cache, weights and fit for MODEL at --seq tokens x --batch sequences (exit 1 if a GPU was given and it does not fit)."""
     from kvplan import engines

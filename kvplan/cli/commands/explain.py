@@ -7,13 +7,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup, DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
 
 
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="explain")(guarded(explain))
+    app.command(name="explain")(guarded(with_model_lookup(explain)))
 
 
 def explain(
@@ -31,6 +31,8 @@ def explain(
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """Derive the KV cache of MODEL with every number substituted, layer group by layer group, and compare
     what-ifs: MHA / MQA / MLA against the model's own attention, bf16 / fp8 / int4 KV, with and without a

@@ -8,7 +8,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from kvplan.cli.options import ModelArg
+from kvplan.cli.options import ModelArg, ModelsDirOpt, OfflineOpt, with_model_lookup
 
 
 class EmitFormat(str, Enum):
@@ -21,7 +21,7 @@ class EmitFormat(str, Enum):
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="plan")(guarded(plan))
+    app.command(name="plan")(guarded(with_model_lookup(plan)))
 
 
 def plan(
@@ -49,6 +49,8 @@ def plan(
     emit_to: Annotated[Optional[str], typer.Option("--emit-to", help="The file --emit writes (the table then goes to stdout).", show_default=False)] = None,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print the tables as Markdown.")] = False,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docs/plan.md).")] = False,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """The cheapest deployments of MODEL that hold a load: every GPU kind, engine, KV dtype and TP x PP layout, sized
     by the engine's own memory model, timed by fitted latency estimates, priced per GPU hour and ranked."""

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import CalibrationOpt
+from kvplan.cli.options import CalibrationOpt, ModelsDirOpt, OfflineOpt, with_model_lookup
 
 
 class Kind(str, Enum):
@@ -23,7 +23,7 @@ class ImageFormat(str, Enum):
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="plot")(guarded(plot))
+    app.command(name="plot")(guarded(with_model_lookup(plot)))
 
 
 def plot(
@@ -44,6 +44,8 @@ def plot(
     width: Annotated[int, typer.Option("--width", help="Terminal chart width in characters.")] = 72,
     height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.")] = 18,
     calibration: CalibrationOpt = None,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """Capacity curves for MODEL: how memory and concurrency follow context length, per GPU, TP size and
     KV dtype. Writes a PNG or SVG with --output, else draws the chart in the terminal."""

@@ -9,7 +9,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import (BatchOpt, BlockOpt, GpuMemOpt, GpuOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, ModelArg,
+from kvplan.cli.options import (ModelsDirOpt, OfflineOpt, with_model_lookup, BatchOpt, BlockOpt, GpuMemOpt, GpuOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, ModelArg,
                         PpOpt, SeqOpt, TpOpt)
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when torch sees a GPU, else the CPU), cuda, cuda:N, cpu, or meta (shapes only, no memory).")]
@@ -48,6 +48,8 @@ def probe(
     kv_heads: KvHeadsOpt = None,
     head_dim: HeadDimOpt = None,
     json_out: JsonOpt = False,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """Allocate MODEL's cache with torch (GPU or CPU) and compare with the estimate, byte for byte (exit 1 on a mismatch).
 
@@ -133,4 +135,4 @@ def probe(
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="probe")(guarded(probe))
+    app.command(name="probe")(guarded(with_model_lookup(probe)))

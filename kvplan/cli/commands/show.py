@@ -5,14 +5,14 @@ from __future__ import annotations
 import sys
 
 from kvplan.cli.edge import guarded
-from kvplan.cli.options import JsonOpt, ModelArg
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup, JsonOpt, ModelArg
 
 
 def register(app) -> None:
-    app.command(name="show")(guarded(show))
+    app.command(name="show")(guarded(with_model_lookup(show)))
 
 
-def show(model: ModelArg, json_out: JsonOpt = False):
+def show(model: ModelArg, json_out: JsonOpt = False, models_dir: ModelsDirOpt = None, offline: OfflineOpt = False):
     """The resolved spec as YAML that `kvplan estimate` accepts back (turn a config.json into a spec)."""
     from kvplan.model import catalog
     from kvplan.cli import render

@@ -8,13 +8,13 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup, DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
 
 
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="simulate")(guarded(simulate))
+    app.command(name="simulate")(guarded(with_model_lookup(simulate)))
 
 
 def simulate(
@@ -35,6 +35,8 @@ def simulate(
     policies: Annotated[str, typer.Option("--policies", help="Comma list of: contiguous, pow2, oracle, paged, exact.")] = "contiguous,pow2,oracle,paged,exact",
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """Simulate admission of a workload into the KV pool of the most loaded GPU: how many requests run at
     once, how much of the pool holds K/V, and how much is wasted, per allocation policy."""

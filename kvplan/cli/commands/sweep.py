@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from kvplan.cli.options import CalibrationOpt
+from kvplan.cli.options import CalibrationOpt, ModelsDirOpt, OfflineOpt, with_model_lookup
 
 
 class Format(str, Enum):
@@ -26,7 +26,7 @@ _TEXT_CHUNK = 64
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="sweep")(guarded(sweep))
+    app.command(name="sweep")(guarded(with_model_lookup(sweep)))
 
 
 def sweep(
@@ -50,6 +50,8 @@ def sweep(
     gpu_reserved: Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU has in use before the engine starts (sglang, trtllm), e.g. 1.2GiB.", show_default=False)] = None,
     calibration: CalibrationOpt = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
+    models_dir: ModelsDirOpt = None,
+    offline: OfflineOpt = False,
 ):
     """One row per combination of the grid's axes: cache bytes, per-GPU fit, max batch and max context.
 

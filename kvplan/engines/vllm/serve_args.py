@@ -436,9 +436,16 @@ def parse_command_line(text: str, *, where: str = "--vllm-args", load_config: Ca
         raise InputError(f"cannot split the command line: {err}", where=where, hint="check the quotes") from None
     if not tokens:
         raise InputError("empty command line", where=where, hint="e.g. \"serve meta-llama/Llama-3.1-8B --max-model-len 32K\"")
+    return parse_argv(tokens, where=where, load_config=load_config, version=version)
+
+
+def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], Any] | None = None,
+               version: str | None = None, positional: bool = True) -> ServeArgs:
+    """A `vllm serve` argument list already split into words (a Kubernetes container's command + args, a compose
+    `command:` list). `positional=False` for vllm.entrypoints.openai.api_server, which takes --model only."""
     version = check_version(version)
-    argv, written, notes = _argv_from_command_line(tokens, where=where, load_config=load_config, version=version)
-    return _parse(argv, written, notes, where=where, positional=True, version=version)
+    argv, written, notes = _argv_from_command_line(list(tokens), where=where, load_config=load_config, version=version)
+    return _parse(argv, written, notes, where=where, positional=positional, version=version)
 
 
 # ------------------------------------------------------------------ what each option does to GPU memory

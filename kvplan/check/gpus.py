@@ -1,0 +1,203 @@
+"""The GPUs a deployment runs on, from what its file says: a count (resources.limits nvidia.com/gpu, compose
+device reservations, a KubeAI profile's `:8`, SkyPilot's `H100:8`) and a kind (node labels, instance types,
+SkyPilot and Ray accelerator names, KubeAI profiles: kvplan/data/gpu_labels.yaml). `--gpu` / `--gpu-mem`
+override the kind; a file that names a count but no kind cannot be judged until --gpu names it (exit 3), and
+a file that runs on something that is not a GPU (AWS Neuron, Intel Gaudi, a TPU, the CPU) cannot be judged at
+all. The choice carries where each figure came from, for the report. Pure of typer and rich."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from kvplan.core.errors import UnsupportedError
+from kvplan.engines.request import Hardware
+
+
+@dataclass(frozen=True)
+class Label:
+    key: str  # 'cloud.google.com/gke-accelerator', 'accelerator_type', 'resources.accelerators', 'resourceProfile'
+    value: str
+    where: str  # where the file says it: 'nodeSelector', 'node affinity', 'llm_configs[0].accelerator_type'
+    also: tuple[str, ...] = ()  # other values the file allows (node affinity `In: [a, b]`): the pod lands on any
+
+
+@dataclass(frozen=True)
+class GpuEvidence:
+    """What a file says about the accelerators one engine instance gets."""
+
+    count: int | None = None  # GPUs of one instance (all nodes of a multi-node group together)
+    count_where: str | None = None  # 'resources.limits nvidia.com/gpu: 8 (x 2 pods)'
+    labels: tuple[Label, ...] = ()
+    vendor: str | None = None  # 'nvidia' | 'amd', from a resource name, a device or a runtime
+    vendor_where: str | None = None
+    other: str | None = None  # a non-GPU accelerator: 'AWS Neuron devices (aws.amazon.com/neuron)'
+    all_devices: bool = False  # every GPU of the host (compose `count: all`, `--gpus all`): count unknown
+
+
+@dataclass(frozen=True)
+class GpuChoice:
+    hardware: tuple[Hardware, ...]  # one GPU, or every catalog GPU a label leaves open (each is judged)
+    origin: str  # where the kind came from
+    count: int | None  # GPUs the file gives one instance, when it says
+    count_origin: str | None
+    notes: tuple[str, ...] = ()
+
+
+# ------------------------------------------------------------------ the label table
+
+@dataclass(frozen=True)
+class LabelEntry:
+    namespace: str
+    names: tuple[str, ...]  # catalog names (several when the label does not tell them apart)
+    count: int | None  # GPUs per machine, for instance types
+    source: str
+
+
+@lru_cache(maxsize=None)
+def _table() -> dict[str, tuple[str, dict[str, LabelEntry]]]:
+    """label key -> (namespace, value -> entry)."""
+    from importlib import resources
+
+    import yaml
+
+    text = resources.files("kvplan.data").joinpath("gpu_labels.yaml").read_text(encoding="utf-8")
+    out: dict[str, tuple[str, dict[str, LabelEntry]]] = {}
+    for block in yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
+        values = {}
+        for value, target in block["values"].items():
+            count = None
+            if isinstance(target, dict):
+                count, target = target.get("count"), target["gpu"]
+            names = tuple(target) if isinstance(target, list) else (target,)
+            values[str(value)] = LabelEntry(block["namespace"], names, count, " ".join(block["source"].split()))
+        for key in block["keys"]:
+            out[key] = (block["namespace"], values)
+    return out
+
+
+def label_keys() -> tuple[str, ...]:
+    return tuple(_table())
+
+
+def lookup(key: str, value: str) -> LabelEntry | None:
+    """The table's entry for a label value; None when the key is not a GPU label at all. A key kvplan knows
+    with a value it does not is an UnsupportedError (never a guess)."""
+    table = _table().get(key)
+    if table is None:
+        return None
+    namespace, values = table
+    value = str(value).strip()
+    entry = values.get(value) or next((e for v, e in values.items() if v.lower() == value.lower()), None)
+    if entry is None and namespace == "gpu-product":
+        entry = _product_by_rule(value, values)
+    if entry is None:
+        raise UnsupportedError(f"{key}={value} names a GPU kvplan's catalog does not have",
+                               hint="pass --gpu NAME (kvplan gpus) or --gpu-mem SIZE for it")
+    return entry
+
+
+def _product_by_rule(value: str, values: dict[str, LabelEntry]) -> LabelEntry | None:
+    """GPU feature discovery's product label read back: drop -SHARED, refuse MIG slices, dashes to spaces."""
+    from kvplan.core.errors import InputError
+    from kvplan.model.catalog import find_gpu
+
+    if "-MIG-" in value:
+        raise UnsupportedError(f"nvidia.com/gpu.product={value} is a MIG slice of a GPU", hint="pass --gpu-mem SIZE for the slice")
+    base = value.removesuffix("-SHARED")
+    if base != value and base in values:
+        return values[base]
+    try:
+        gpu = find_gpu(base.replace("-", " "))
+    except InputError:
+        return None
+    source = next(iter(values.values())).source if values else "GPU feature discovery"
+    return LabelEntry("gpu-product", (gpu.name,), None, source)
+
+
+# ------------------------------------------------------------------ choosing
+
+def hardware_of(name: str) -> Hardware:
+    """A catalog GPU as the engines take it; UnsupportedError when the catalog does not have it (yet)."""
+    from kvplan.core.errors import InputError
+    from kvplan.model.catalog import find_gpu
+
+    try:
+        gpu = find_gpu(name)
+    except InputError:
+        raise UnsupportedError(f"the label's GPU {name} is not in kvplan's catalog", hint="pass --gpu NAME or --gpu-mem SIZE") from None
+    return Hardware(gpu.name, gpu.capacity_bytes)
+
+
+def choose(evidence: GpuEvidence, override: Hardware | None, override_origin: str | None, *, where: str,
+           missing: str | None = None) -> GpuChoice:
+    """The GPU(s) to judge on. --gpu wins over the file's labels; no kind at all is cannot judge."""
+    if evidence.other:
+        raise UnsupportedError(f"runs on {evidence.other}, not on a GPU; kvplan models NVIDIA and AMD GPUs", where=where,
+                               hint="nothing to judge here: the memory rules of that accelerator are not modelled")
+    notes: list[str] = []
+    named = _from_labels(evidence.labels, where=where) if evidence.labels else None
+    if override is not None:
+        if named is not None and override.name not in {h.name for h in named[0]}:
+            notes.append(f"the file's {named[1]} says {', '.join(h.name for h in named[0])}; judged on {override_origin} as given")
+        if evidence.vendor and override.name:
+            from kvplan.model.catalog import find_gpu
+
+            vendor = find_gpu(override.name).vendor
+            if vendor != evidence.vendor:
+                notes.append(f"the file asks for {evidence.vendor.upper()} GPUs ({evidence.vendor_where}); "
+                             f"judged on {override_origin} as given")
+        return GpuChoice((override,), override_origin or "--gpu", evidence.count, evidence.count_where, tuple(notes))
+    if named is None and missing is not None and not (evidence.count or evidence.all_devices or evidence.vendor):
+        raise UnsupportedError(missing, where=where, hint="pass --gpu NAME (kvplan gpus) or --gpu-mem SIZE")
+    if named is None:
+        asked = (f"it asks for {evidence.count} {(evidence.vendor or '').upper() + ' ' if evidence.vendor else ''}GPU"
+                 f"{'s' if evidence.count != 1 else ''} ({evidence.count_where}) but " if evidence.count else
+                 "it asks for every GPU of the host but " if evidence.all_devices else "")
+        raise UnsupportedError(f"{asked}names no GPU kind kvplan can read", where=where,
+                               hint="pass --gpu NAME (kvplan gpus) or --gpu-mem SIZE")
+    hardware, origin, count = named
+    if evidence.vendor:
+        from kvplan.model.catalog import find_gpu
+
+        if any(find_gpu(h.name).vendor != evidence.vendor for h in hardware if h.name):
+            notes.append(f"{origin} names {hardware[0].name} but the file asks for {evidence.vendor.upper()} GPUs "
+                         f"({evidence.vendor_where})")
+    return GpuChoice(hardware, origin, evidence.count if evidence.count is not None else count,
+                     evidence.count_where if evidence.count is not None else (f"{origin}: {count} per machine" if count else None),
+                     tuple(notes))
+
+
+def _from_labels(labels: tuple[Label, ...], *, where: str) -> tuple[tuple[Hardware, ...], str, int | None] | None:
+    """The catalog GPUs every GPU label of the file allows (their intersection), with where they were read."""
+    allowed: list[str] | None = None
+    origins: list[str] = []
+    count = None
+    for label in labels:
+        entries = []
+        for value in (label.value, *label.also):
+            try:
+                entry = lookup(label.key, value)
+            except UnsupportedError as err:
+                err.where = f"{where}: {label.where}"
+                raise
+            if entry is None:  # one value kvplan cannot place: the label says nothing it can use
+                entries = []
+                break
+            entries.append(entry)
+        if not entries:
+            continue
+        shown = label.value if not label.also else "|".join((label.value, *label.also))
+        origins.append(f"{label.where} {label.key}={shown}" if label.where and label.where != label.key
+                       else f"{label.key}={shown}")
+        names = list(dict.fromkeys(n for e in entries for n in e.names))  # any of the values: their union
+        allowed = names if allowed is None else [n for n in allowed if n in names]
+        counts = {e.count for e in entries}
+        count = count or (counts.pop() if len(counts) == 1 else None)
+    if allowed is None:
+        return None
+    origin = " + ".join(origins)
+    if not allowed:
+        raise UnsupportedError(f"its GPU labels contradict each other ({origin})", where=where,
+                               hint="pass --gpu NAME for the GPU it runs on")
+    return tuple(hardware_of(n) for n in allowed), origin, count

@@ -1,0 +1,80 @@
+"""What the format readers hand to `kvplan check` (kvplan/check/readers/): a Workload (one container, service, model
+resource, task or script that starts an engine, with what its file says around the command line), a Skip (a document
+with nothing to judge, and why), or a Failure (an error located in the file). kvplan/check/workload.py turns a
+Workload into Deployments. Pure of typer and rich."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from kvplan.check import launch, shell
+from kvplan.check.gpus import GpuEvidence
+from kvplan.core.errors import KvplanError
+
+
+@dataclass(frozen=True)
+class Workload:
+    source: str
+    document: int | None
+    name: str
+    fmt: str
+    where: str  # file#doc: key path of the container / service / spec, for messages
+    base_dir: Path
+    words: tuple[str, ...] | None = None  # the exec-form command line (command + args), expanded as the format expands it
+    script: str | None = None  # or a shell script that runs it (a `run:` block, a shell file)
+    image: str | None = None
+    env: Mapping[str, str | None] = field(default_factory=dict)  # the process environment the file gives (None: unknown)
+    gpus: GpuEvidence = GpuEvidence()
+    pins: tuple[launch.ReleasePin, ...] = ()  # releases the file pins besides the image (pip installs)
+    notes: tuple[str, ...] = ()
+    key: Callable[[str], str] | None = None  # how the file spells a setting (None: the engine's flags)
+    flag_style: bool = True
+    engine_config: tuple[str, Any] | None = None  # ('vllm', engine_kwargs) etc.: settings as a mapping, not a command line
+    requests_gpus: bool = False
+    blocker: KvplanError | None = None  # found while reading: the workload cannot be judged, and this says why
+
+
+@dataclass(frozen=True)
+class Skip:
+    source: str
+    document: int | None
+    name: str
+    fmt: str
+    reason: str
+
+
+@dataclass(frozen=True)
+class Failure:
+    source: str
+    document: int | None
+    name: str
+    fmt: str | None
+    error: KvplanError
+
+
+Item = Any  # Deployment | Workload | Skip | Failure
+
+
+# ------------------------------------------------------------------ the launches a workload runs
+
+def calls_of(workload: Workload) -> list[launch.EngineCall]:
+    """The engine launches a workload runs (a shell script it cannot read is an error here)."""
+    if workload.script is not None:
+        try:
+            return launch.calls_in_shell(workload.script, workload.env)
+        except shell.ShellSyntaxError as err:
+            from kvplan.core.errors import InputError
+
+            raise InputError(f"the shell script cannot be read: {err}", where=workload.where) from None
+    if workload.words is not None:
+        return launch.calls_in_words(list(workload.words), workload.env, image=workload.image)
+    return []
+
+
+def runs_engine(workload: Workload) -> bool:
+    try:
+        return bool(workload.engine_config or calls_of(workload))
+    except KvplanError:
+        return True  # an unreadable script is reported, not skipped

@@ -1,0 +1,313 @@
+"""Engine launches in the commands a deployment file runs: `vllm serve`, `python -m vllm.entrypoints.openai.api_server`,
+`python -m sglang.launch_server`, `sglang serve`, `trtllm-serve`, NVIDIA Dynamo workers, and the wrappers around
+them (`nohup`, `exec`, `env A=B`, `sh -c "..."`, `docker run [options] IMAGE ...`). Also the engine release a
+file pins: an image tag (`vllm/vllm-openai:v0.8.5`, `lmsysorg/sglang:v0.4.5-cu125`) or a pip pin
+(`pip install vllm==0.10.1`). Pure of typer and rich."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import PurePosixPath
+from typing import Mapping
+
+from kvplan.check import shell
+from kvplan.check.gpus import GpuEvidence
+
+VLLM, SGLANG, TRTLLM, DYNAMO = "vllm", "sglang", "trtllm", "dynamo"
+ENGINE_TITLES = {VLLM: "vLLM", SGLANG: "SGLang", TRTLLM: "TensorRT-LLM", DYNAMO: "NVIDIA Dynamo"}
+
+# python -m <module> -> (engine, launcher words as people write them, takes a positional model)
+_MODULES = {
+    "vllm.entrypoints.openai.api_server": (VLLM, False),
+    "vllm.entrypoints.api_server": (VLLM, False),
+    "sglang.launch_server": (SGLANG, False),
+    "tensorrt_llm.commands.serve": (TRTLLM, True),
+    "dynamo.trtllm": (DYNAMO, False),
+    "dynamo.vllm": (DYNAMO, False),
+    "dynamo.sglang": (DYNAMO, False),
+}
+_SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
+_WRAPPERS = {"nohup", "exec", "time", "command", "stdbuf", "setsid", "numactl", "taskset", "tini", "dumb-init"}
+
+
+@dataclass(frozen=True)
+class EngineCall:
+    """One engine started by a command."""
+
+    engine: str  # vllm | sglang | trtllm | dynamo
+    launcher: str  # as the file starts it: 'vllm serve', 'python3 -m vllm.entrypoints.openai.api_server'
+    args: tuple[str, ...]  # the engine's own arguments
+    positional: bool = True  # whether the launcher takes the model as a positional argument (vllm serve does)
+    env: Mapping[str, str | None] = field(default_factory=dict)  # variables set for this process by the command
+    image: str | None = None  # `docker run IMAGE`
+    gpus: GpuEvidence | None = None  # `docker run --gpus`
+    subcommand: str | None = None  # trtllm-serve disaggregated; dynamo's module
+
+
+@dataclass(frozen=True)
+class ReleasePin:
+    engine: str
+    version: str | None  # None: the file names the engine's image or package but no release ('latest', a date tag)
+    origin: str  # 'image vllm/vllm-openai:v0.8.5', 'pip install vllm==0.10.1+gptoss'
+
+
+# ------------------------------------------------------------------ commands
+
+def calls_in_shell(text: str, env: Mapping[str, str | None] | None = None) -> list[EngineCall]:
+    """Every engine launch of a shell text (ShellSyntaxError when it cannot be read)."""
+    out: list[EngineCall] = []
+    for command in shell.commands(text, dict(env or {})):
+        out.extend(calls_in_words(list(command.words), {**(env or {}), **command.env}))
+    return out
+
+
+def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None, *, image: str | None = None,
+                   gpus: GpuEvidence | None = None) -> list[EngineCall]:
+    """The engine launch (if any) of one command's words, after wrappers; an exec-form argv is such a list."""
+    env = dict(env or {})
+    words = list(words)
+    while words:
+        head = PurePosixPath(words[0]).name
+        if head in _WRAPPERS:
+            words = words[1:]
+            while head in ("numactl", "taskset", "stdbuf") and words and words[0].startswith("-"):
+                words = words[2:] if "=" not in words[0] and head == "taskset" else words[1:]
+            continue
+        if head == "sudo":
+            words = words[1:]
+            while words and words[0].startswith("-"):
+                words = words[1:]
+            continue
+        if head == "env":
+            words = words[1:]
+            while words and (words[0].startswith("-") or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0], re.S)):
+                if "=" in words[0] and not words[0].startswith("-"):
+                    name, _, value = words[0].partition("=")
+                    env[name] = None if shell.MARK in value else value
+                words = words[1:]
+            continue
+        if words[:2] in (["uv", "run"], ["conda", "run"], ["mamba", "run"], ["pixi", "run"]):
+            words = words[2:]
+            while words and words[0].startswith("-"):
+                words = words[2:] if words[0] in ("-n", "--name", "-p", "--prefix", "--with", "--python") else words[1:]
+            continue
+        break
+    if not words:
+        return []
+    head = PurePosixPath(words[0]).name
+    if head in _SHELLS:
+        script = _shell_script(words[1:])
+        if script is None:
+            return []
+        try:
+            return calls_in_shell(script, env)
+        except shell.ShellSyntaxError:
+            return []
+    if head == "docker" and words[1:2] == ["run"]:
+        return _docker_run(words[2:], env)
+    if re.fullmatch(r"python(\d+(\.\d+)?)?", head):
+        rest = words[1:]
+        while rest and rest[0].startswith("-") and rest[0] != "-m":
+            rest = rest[2:] if rest[0] in ("-X", "-W") else rest[1:]
+        if len(rest) >= 2 and rest[0] == "-m":
+            module = rest[1]
+            if module == "vllm.entrypoints.cli.main" and rest[2:3] == ["serve"]:
+                return [EngineCall(VLLM, f"{words[0]} -m {module} serve", tuple(rest[3:]), True, env, image, gpus)]
+            if module in _MODULES:
+                engine, positional = _MODULES[module]
+                return [EngineCall(engine, f"{words[0]} -m {module}", tuple(rest[2:]), positional, env, image, gpus,
+                                   subcommand=module if engine == DYNAMO else None)]
+        return []
+    if head == "vllm" and words[1:2] == ["serve"]:
+        return [EngineCall(VLLM, "vllm serve", tuple(words[2:]), True, env, image, gpus)]
+    if head == "sglang" and words[1:2] == ["serve"]:
+        return [EngineCall(SGLANG, "sglang serve", tuple(words[2:]), False, env, image, gpus)]
+    if head == "trtllm-serve":
+        if words[1:2] == ["disaggregated"]:
+            return [EngineCall(TRTLLM, "trtllm-serve disaggregated", tuple(words[2:]), False, env, image, gpus,
+                               subcommand="disaggregated")]
+        if words[1:2] in (["mm_embedding_serve"], ["grpc"]):
+            return []
+        return [EngineCall(TRTLLM, "trtllm-serve", tuple(words[1:]), True, env, image, gpus)]
+    return []
+
+
+def _shell_script(args: list[str]) -> str | None:
+    """The script of `sh -c SCRIPT` (options such as -e, -x, -l may come first, or be combined: -lc)."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        if "c" in args[i][1:] and not args[i].startswith("--"):
+            return args[i + 1] if i + 1 < len(args) else None
+        i += 1
+    return None
+
+
+_DOCKER_VALUE_OPTIONS = {
+    "-p", "--publish", "-v", "--volume", "-e", "--env", "-w", "--workdir", "--name", "--shm-size", "--gpus", "--runtime",
+    "--network", "--net", "--ipc", "--entrypoint", "--env-file", "-u", "--user", "--mount", "--device", "--label", "-l",
+    "--ulimit", "--cpus", "--memory", "-m", "--hostname", "-h", "--add-host", "--cap-add", "--cap-drop",
+    "--security-opt", "--restart", "--log-driver", "--log-opt", "--platform", "--pull", "--tmpfs", "--volumes-from",
+    "--cidfile", "--dns", "--group-add", "--pid", "--uts", "--cgroupns", "--memory-swap", "--cpuset-cpus", "--stop-signal",
+}
+
+
+def _docker_run(args: list[str], env: dict) -> list[EngineCall]:
+    """`docker run [options] IMAGE [COMMAND...]`: the image, its GPUs and environment, and what it runs."""
+    container_env: dict[str, str | None] = {}
+    count = None
+    all_devices = False
+    vendor = None
+    entrypoint = None
+    gpus_given = None
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        option, eq, inline = args[i].partition("=")
+        if option in _DOCKER_VALUE_OPTIONS:
+            value = inline if eq else (args[i + 1] if i + 1 < len(args) else "")
+            i += 1 if eq else 2
+        else:
+            value = None
+            i += 1
+        if option == "--gpus" and value is not None:
+            spec = value.strip("'\"")
+            gpus_given = spec
+            if spec == "all":
+                all_devices = True
+            elif spec.isdigit():
+                count = int(spec)
+            else:
+                ids = re.search(r"device=([\d,]+)", spec)
+                count = len(ids.group(1).split(",")) if ids else None
+            vendor = "nvidia"
+        elif option == "--runtime" and value == "nvidia":
+            vendor, all_devices = "nvidia", count is None
+        elif option == "--device" and value and "/dev/kfd" in value:
+            vendor = "amd"
+        elif option in ("-e", "--env") and value:
+            name, has, val = value.partition("=")
+            container_env[name] = (None if shell.MARK in val else val) if has else env.get(name)
+        elif option == "--entrypoint" and value:
+            entrypoint = value
+    if i >= len(args):
+        return []
+    image, command = args[i], args[i + 1:]
+    evidence = GpuEvidence(count=count, count_where=f"docker run --gpus {gpus_given}: {count}" if count is not None else None,
+                           vendor=vendor,
+                           vendor_where="docker run --gpus" if vendor == "nvidia" else "docker run --device /dev/kfd",
+                           all_devices=all_devices)
+    words = ([entrypoint] if entrypoint else []) + command
+    if not words or (words[0].startswith("-") and not entrypoint):
+        default = image_entrypoint(image)
+        if default is None:
+            return []
+        words = default + words
+    return calls_in_words(words, container_env, image=image, gpus=evidence)
+
+
+# ------------------------------------------------------------------ images and releases
+
+_IMAGE = re.compile(r"^(?:(?P<registry>[^/]+\.[^/]+(?::\d+)?|localhost(?::\d+)?)/)?(?P<repo>[^:@]+)(?::(?P<tag>[^@]+))?(?:@.+)?$")
+_VERSION_TAG = re.compile(r"v?(\d+\.\d+(?:\.\d+)*(?:\.?(?:post|rc|dev)\d+)?)(?:[-+_].*)?")
+
+
+def split_image(image: str) -> tuple[str, str | None]:
+    """('vllm/vllm-openai', 'v0.8.5') for 'docker.io/vllm/vllm-openai:v0.8.5'."""
+    m = _IMAGE.match(image.strip())
+    if not m:
+        return image, None
+    return m.group("repo"), m.group("tag")
+
+
+def image_engine(image: str | None) -> str | None:
+    """The engine an image is built to run, by its name: vllm-openai (and builds named vllm-*), sglang, tensorrt-llm."""
+    if not image:
+        return None
+    repo = split_image(image)[0].lower()
+    name = repo.rsplit("/", 1)[-1]
+    if "vllm" in name:
+        return VLLM
+    if "sglang" in name:
+        return SGLANG
+    if "tensorrt-llm" in repo or "trtllm" in name:
+        return TRTLLM
+    return None
+
+
+def image_entrypoint(image: str | None) -> list[str] | None:
+    """What a container of `image` runs when only arguments are given: vLLM's images start its OpenAI server
+    (vllm/vllm-openai: ENTRYPOINT ["vllm", "serve"] in docker/Dockerfile, `python3 -m
+    vllm.entrypoints.openai.api_server` in older releases: the same options). Builds named vllm-* are taken to
+    keep that entrypoint, which the notes say."""
+    return ["vllm", "serve"] if image_engine(image) == VLLM else None
+
+
+def image_release(image: str | None) -> ReleasePin | None:
+    """The engine release an image tag pins: vllm/vllm-openai:v0.8.5 -> vLLM 0.8.5; 'latest' pins none."""
+    if not image:
+        return None
+    repo, tag = split_image(image)
+    engine = None
+    name = repo.lower().rsplit("/", 1)[-1]
+    if name in ("vllm-openai", "vllm-openai-rocm") and repo.lower().startswith("vllm/"):
+        engine = VLLM
+    elif repo.lower() == "lmsysorg/sglang":
+        engine = SGLANG
+    elif repo.lower() in ("nvidia/tensorrt-llm/release", "nvidia/tensorrt-llm/devel"):
+        engine = TRTLLM
+    if engine is None:
+        return None
+    m = _VERSION_TAG.fullmatch(tag or "")
+    return ReleasePin(engine, m.group(1) if m else None, f"image {image}")
+
+
+_PIP_PIN = re.compile(r"(?<![\w.-])(vllm|sglang|tensorrt[-_]llm)(?:\[[^\]]*\])?==\s*([0-9][0-9A-Za-z.+!-]*)")
+_PIP_ANY = re.compile(r"\b(?:pip3?|uv pip)\s+install\b[^\n]*?(?<![\w.-])[\"']?(vllm|sglang|tensorrt[-_]llm)\b")
+
+
+def pip_release(text: str | None) -> ReleasePin | None:
+    """The release a `pip install engine==X` in a setup script pins; an unpinned install pins none."""
+    if not text:
+        return None
+    m = _PIP_PIN.search(text)
+    engine_of = {"vllm": VLLM, "sglang": SGLANG, "tensorrt-llm": TRTLLM, "tensorrt_llm": TRTLLM}
+    if m:
+        return ReleasePin(engine_of[m.group(1)], m.group(2), f"pip install {m.group(1)}=={m.group(2)}")
+    m = _PIP_ANY.search(text)
+    if m:
+        return ReleasePin(engine_of[m.group(1)], None, "pip install " + m.group(1) + " (no release pinned)")
+    return None
+
+
+def container_words(image: str | None, entrypoint: list[str] | None, command: list[str] | None
+                    ) -> tuple[list[str] | None, str | None]:
+    """What a container runs, as Docker and Kubernetes combine them: the file's entrypoint (Kubernetes `command`)
+    replaces the image's, its command (Kubernetes `args`) follows. A file that gives only arguments runs them
+    through the image's entrypoint, known for vLLM's images (image_entrypoint); a command that is itself an engine
+    launch is taken as what runs. Returns (the words or None, a note when the image's entrypoint was assumed)."""
+    if entrypoint:
+        return list(entrypoint) + list(command or []), None
+    if command and calls_in_words(list(command)):
+        return list(command), None
+    default = image_entrypoint(image)
+    if default is not None:
+        return default + list(command or []), (f"image {image}: the file gives only arguments; its entrypoint is taken "
+                                               "to be vLLM's `vllm serve`")
+    return (list(command) if command else None), None
+
+
+def non_gpu_accelerator(image: str | None) -> str | None:
+    """An image built for something that is not an NVIDIA or AMD GPU, by its name (OPEA's vllm-gaudi,
+    vllm-openvino, the Neuron and TPU builds)."""
+    if not image:
+        return None
+    name = split_image(image)[0].lower()
+    if "gaudi" in name or "habana" in name:
+        return f"Intel Gaudi HPUs (image {image})"
+    if "neuron" in name:
+        return f"AWS Neuron devices (image {image})"
+    if "openvino" in name or name.endswith("-cpu") or "vllm-cpu" in name:
+        return f"the CPU (image {image})"
+    if "tpu" in name.split("/")[-1]:
+        return f"Google TPUs (image {image})"
+    return None

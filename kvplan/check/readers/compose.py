@@ -1,0 +1,232 @@
+"""docker compose files: one deployment per service that starts vLLM, SGLang or TensorRT-LLM.
+
+Read as docker compose reads them (the Compose Specification, https://github.com/compose-spec/compose-spec):
+- interpolation first, over every string of the file: `$VAR`, `${VAR}`, `${VAR:-default}` / `-default`,
+  `${VAR:?error}` / `?error`, `${VAR:+alt}` / `+alt`, nested defaults, `$$` for a literal `$`. Values come from a
+  `.env` file beside the compose file (compose's default); the shell's environment at deploy time is not known, so
+  a variable with no value and no default is "set outside the file" (cannot judge when the verdict needs it);
+- `entrypoint` replaces the image's entrypoint and `command` follows it; a string is split into words like a
+  shell would split it (no shell runs it unless the command is `sh -c`); vLLM's images run `vllm serve`;
+- GPUs: `deploy.resources.reservations.devices` (`count: N`, `count: all`, `device_ids`), `gpus:`,
+  `runtime: nvidia`; AMD through `devices: /dev/kfd`; Intel Gaudi through `runtime: habana`;
+  `CUDA_VISIBLE_DEVICES` in the service's environment narrows them.
+A file is compose when it has a `services:` mapping of services (and no Kubernetes apiVersion/kind).
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from pathlib import Path
+from typing import Any, Mapping
+
+from kvplan.check import launch, shell
+from kvplan.check.gpus import GpuEvidence
+from kvplan.check.items import Skip, Workload
+from kvplan.check.report import FORMAT_COMPOSE
+from kvplan.core.errors import InputError
+
+_TOP_LEVEL = {"version", "name", "services", "volumes", "networks", "configs", "secrets", "include", "models"}
+_SERVICE_KEYS = {"image", "build", "command", "entrypoint", "deploy", "environment", "ports", "volumes"}
+
+
+def claims(doc: Any) -> bool:
+    if not isinstance(doc, Mapping) or "apiVersion" in doc:
+        return False
+    services = doc.get("services")
+    if not isinstance(services, Mapping) or not services:
+        return False
+    if not all(str(k) in _TOP_LEVEL or str(k).startswith("x-") for k in doc):
+        return False
+    return any(isinstance(s, Mapping) and set(map(str, s)) & _SERVICE_KEYS for s in services.values())
+
+
+# ------------------------------------------------------------------ interpolation
+
+_VAR = re.compile(r"\$(\$|[A-Za-z_][A-Za-z0-9_]*|\{)")
+
+
+def interpolate(value: Any, env: Mapping[str, str]) -> Any:
+    """Compose's interpolation of every string in a loaded document (unresolved: shell.marker(name))."""
+    if isinstance(value, str):
+        return _interpolate_text(value, env)
+    if isinstance(value, list):
+        return [interpolate(v, env) for v in value]
+    if isinstance(value, Mapping):
+        return {k: interpolate(v, env) for k, v in value.items()}
+    return value
+
+
+def _interpolate_text(text: str, env: Mapping[str, str]) -> str:
+    out, i = [], 0
+    while i < len(text):
+        m = _VAR.search(text, i)
+        if not m:
+            out.append(text[i:])
+            break
+        out.append(text[i:m.start()])
+        token = m.group(1)
+        if token == "$":
+            out.append("$")
+            i = m.end()
+        elif token == "{":
+            end = _closing_brace(text, m.end())
+            out.append(_braced(text[m.end():end], env))
+            i = end + 1
+        else:
+            out.append(env[token] if token in env else shell.marker(token))
+            i = m.end()
+    return "".join(out)
+
+
+def _closing_brace(text: str, start: int) -> int:
+    depth = 1
+    for j in range(start, len(text)):
+        if text[j] == "{":
+            depth += 1
+        elif text[j] == "}":
+            depth -= 1
+            if depth == 0:
+                return j
+    raise InputError("an unterminated ${ in a value")
+
+
+def _braced(body: str, env: Mapping[str, str]) -> str:
+    m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(:?[-?+])?(.*)", body, re.S)
+    if not m:
+        return shell.marker("${" + body + "}")
+    name, op, word = m.group(1), m.group(2), m.group(3)
+    value = env.get(name)
+    empty = value is None or value == ""
+    if op is None:
+        return value if value is not None else shell.marker(name)
+    if op in (":-", "-"):
+        return _interpolate_text(word, env) if (value is None or (op == ":-" and empty)) else value
+    if op in (":+", "+"):
+        return "" if (value is None or (op == ":+" and empty)) else _interpolate_text(word, env)
+    return shell.marker(name) if (value is None or (op == ":?" and empty)) else value  # :? and ?
+
+
+def dotenv(folder: Path) -> dict[str, str]:
+    """The `.env` file beside a compose file, as compose reads it (KEY=VALUE lines, # comments, optional quotes)."""
+    path = folder / ".env"
+    if not path.is_file():
+        return {}
+    out = {}
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        line = line.strip()
+        if not line or line.startswith("#") or "=" not in line:
+            continue
+        key, _, value = line.removeprefix("export ").partition("=")
+        value = value.strip()
+        if len(value) >= 2 and value[0] == value[-1] and value[0] in "'\"":
+            value = value[1:-1]
+        out[key.strip()] = value
+    return out
+
+
+# ------------------------------------------------------------------ services
+
+def read(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
+    env = dotenv(base_dir)
+    doc = interpolate(doc, env)
+    items: list = []
+    quiet: list[str] = []
+    for name, service in (doc.get("services") or {}).items():
+        at = f"{where}: services.{name}"
+        if not isinstance(service, Mapping):
+            raise InputError("a service must be a mapping", where=at)
+        workload = _workload(str(name), service, source=source, document=document, where=at, base_dir=base_dir)
+        from kvplan.check.items import runs_engine
+
+        if workload.requests_gpus or runs_engine(workload) or workload.gpus.other:
+            items.append(workload)
+        else:
+            quiet.append(str(name))
+    if not items:
+        return [Skip(source, document, Path(source).stem, FORMAT_COMPOSE,
+                     f"no service starts vLLM, SGLang or TensorRT-LLM or asks for a GPU (services: {', '.join(quiet)})")]
+    return items
+
+
+def _words(value: Any, at: str) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, str):
+        try:
+            return shlex.split(value)
+        except ValueError as err:
+            raise InputError(f"cannot split into words: {err}", where=at) from None
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    raise InputError(f"must be a string or a list, got {type(value).__name__}", where=at)
+
+
+def environment(value: Any) -> dict[str, str | None]:
+    """A service's `environment:` (a mapping, or a list of KEY=VALUE); an unresolved value is unknown (None)."""
+    out: dict[str, str | None] = {}
+    items = value.items() if isinstance(value, Mapping) else (
+        (str(v).partition("=")[0], str(v).partition("=")[2] if "=" in str(v) else None) for v in value or [])
+    for key, val in items:
+        text = None if val is None else ("true" if val is True else "false" if val is False else str(val))
+        out[str(key)] = None if text is None or shell.MARK in text else text
+    return out
+
+
+def _workload(name: str, service: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> Workload:
+    image = service.get("image")
+    image = str(image) if image is not None else None
+    env = environment(service.get("environment"))
+    entrypoint = _words(service.get("entrypoint"), f"{where}.entrypoint")
+    command = _words(service.get("command"), f"{where}.command")
+    words, note = launch.container_words(image, entrypoint, command)
+    gpus = _gpus(service, env, where)
+    return Workload(source=source, document=document, name=name, fmt=FORMAT_COMPOSE, where=where, base_dir=base_dir,
+                    words=tuple(words) if words is not None else None, image=image, env=env, gpus=gpus,
+                    notes=(note,) if note else (), requests_gpus=gpus.count is not None or gpus.all_devices or bool(gpus.vendor))
+
+
+def _gpus(service: Mapping, env: Mapping[str, str | None], where: str) -> GpuEvidence:
+    count, count_where, all_devices, vendor, vendor_where, other = None, None, False, None, None, None
+    reservations = (((service.get("deploy") or {}).get("resources") or {}).get("reservations") or {}) \
+        if isinstance(service.get("deploy"), Mapping) else {}
+    for device in (reservations.get("devices") or []) if isinstance(reservations, Mapping) else []:
+        if not isinstance(device, Mapping):
+            continue
+        caps = [str(c) for c in device.get("capabilities") or []]
+        driver = str(device.get("driver") or "")
+        if "gpu" not in caps and driver != "nvidia":
+            continue
+        vendor, vendor_where = ("amd" if driver == "amd" else "nvidia"), "deploy.resources.reservations.devices"
+        if "device_ids" in device and isinstance(device["device_ids"], list):
+            count, count_where = len(device["device_ids"]), f"deploy.resources.reservations.devices device_ids {device['device_ids']}"
+        elif str(device.get("count", "all")) in ("all", "-1"):
+            all_devices = True
+        else:
+            try:
+                count, count_where = int(device["count"]), f"deploy.resources.reservations.devices count: {device['count']}"
+            except (TypeError, ValueError):
+                raise InputError(f"count must be a number or all, got {device['count']!r}", where=f"{where}.deploy") from None
+    gpus = service.get("gpus")
+    if gpus is not None:
+        vendor, vendor_where = "nvidia", "gpus"
+        if gpus == "all":
+            all_devices = True
+    runtime = str(service.get("runtime") or "")
+    if runtime == "nvidia":
+        vendor, vendor_where = "nvidia", "runtime: nvidia"
+        all_devices = all_devices or count is None
+    elif runtime == "habana":
+        other = "Intel Gaudi HPUs (runtime: habana)"
+    devices = [str(d) for d in service.get("devices") or []]
+    if any(d.startswith("/dev/kfd") for d in devices):
+        vendor, vendor_where = "amd", "devices: /dev/kfd"
+        all_devices = all_devices or count is None
+    visible = env.get("CUDA_VISIBLE_DEVICES") or env.get("NVIDIA_VISIBLE_DEVICES")
+    if visible and re.fullmatch(r"\d+(,\d+)*", visible):
+        ids = visible.split(",")
+        key = "CUDA_VISIBLE_DEVICES" if env.get("CUDA_VISIBLE_DEVICES") else "NVIDIA_VISIBLE_DEVICES"
+        count, count_where, all_devices = len(ids), f"environment {key}={visible}", False
+    other = other or launch.non_gpu_accelerator(str(service.get("image") or ""))
+    return GpuEvidence(count=count, count_where=count_where, vendor=vendor, vendor_where=vendor_where, other=other,
+                       all_devices=all_devices and count is None)

@@ -1,0 +1,158 @@
+"""SGLang launch commands (`python -m sglang.launch_server ...`, `sglang serve ...`), read with SGLang's own option
+table (kvplan/engines/sglang/launch_args.py) and judged with kvplan's SGLang engine. The GPU and the release come
+from the file around the command (LaunchContext)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Mapping
+
+from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
+                                     resolve_model, tp_from_gpus, whole)
+from kvplan.check.report import Origins
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.sglang import launch_args
+
+# kvplan's names for the settings a fix turns -> SGLang's flags (kvplan/engines/sglang/__init__.py EngineFlags)
+_FLAGS = {"max_model_len": "--context-length", "tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
+          "kv_cache_dtype": "--kv-cache-dtype", "gpu_memory_utilization": "--mem-fraction-static",
+          "max_num_seqs": "--max-running-requests", "block_size": "--page-size",
+          "max_num_batched_tokens": "--chunked-prefill-size", "dtype": "--dtype", "model": "--model-path"}
+_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
+
+
+def key(name: str) -> str:
+    return _FLAGS.get(name, "--" + name.replace("_", "-"))
+
+
+def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
+    """The SGLang release to judge by and how the report says it; a release kvplan does not mirror cannot be judged."""
+    from kvplan.core.errors import KvplanError
+    from kvplan.engines.sglang import releases
+
+    try:
+        chosen = releases.release(version)
+    except KvplanError as err:  # the engine's release registry says which releases it mirrors
+        raise UnsupportedError(f"SGLang {version} ({origin}) is not modelled", hint=err.hint) from None
+    # the registry names a release by the one whose source it mirrors (or, per release, by its own version)
+    name = getattr(chosen, "mirrors", None) or chosen.version
+    words = (f"SGLang {name} rules ({origin})" if origin else
+             f"SGLang {name} rules (kvplan's default: the file pins no release)")
+    return version, words
+
+
+def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
+    from kvplan.core import dtypes
+    from kvplan.engines.sglang import releases
+
+    where = ctx.where
+    at = lambda dest: f"{where}: {args.written.get(dest, key(dest))}"  # noqa: E731
+    try:
+        version, release_text = release(ctx.version, ctx.release_origin)
+    except UnsupportedError as err:
+        err.where = where
+        raise
+    model_ref = args.get("model_path")
+    if not model_ref:
+        raise InputError("no model", where=where, hint="SGLang needs --model-path NAME_OR_PATH")
+    found = resolve_model(model_ref, base_dir=ctx.base_dir, where=at("model_path"), lookup=ctx.defaults.lookup,
+                          host_paths=ctx.host_paths)
+    spec = found.spec
+    blocked = launch_args.unmodelled(args)
+    if found.config is not None and args.get("quantization"):
+        quant = found.config.get("quantization_config") or {}
+        if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == str(args.get("quantization")).lower():
+            blocked = [b for b in blocked if b[0] != args.written.get("quantization")]
+    ep = args.get("ep_size", 1)
+    tp = args.get("tp_size") if args.given("tp_size") else None
+    if ep not in (1, tp):
+        blocked.append((args.written.get("ep_size", "--ep-size"), f"expert parallelism {ep} over a tensor parallel size {tp or 1}"))
+    if not args.given("mem_fraction_static"):
+        moved = [args.written[d] for d in launch_args.MOVES_DEFAULT_FRACTION if args.given(d)]
+        if moved:
+            blocked.append((moved[0], "it moves the default --mem-fraction-static (a reserve formula on the CUDA-graph "
+                                      "batch sizes); give --mem-fraction-static to judge it"))
+    if blocked:
+        written, why = blocked[0]
+        raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
+                               hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
+    pp = args.get("pp_size", 1)
+    for dest, value in (("tp_size", tp), ("pp_size", pp), ("dp_size", args.get("dp_size", 1))):
+        if value is not None:
+            whole(value, where=at(dest), high=MAX_PARALLEL)
+    tp = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tp_size"))
+    seq = args.get("context_length")
+    if seq is None:
+        seq = default_max_len("sglang", spec, None, where=where, key=key("max_model_len"))
+    elif seq < 1:
+        raise InputError(f"must be positive, got {seq}", where=at("context_length"))
+    kv_name = args.get("kv_cache_dtype", "auto")
+    rules = releases.release(version)
+    kv_table = rules.kv_dtypes  # the release's own choices (engines/sglang/releases.py R9)
+    if kv_name not in kv_table:
+        raise InputError(f"SGLang {rules.version} has no --kv-cache-dtype {kv_name}", where=at("kv_cache_dtype"),
+                         hint="it takes " + ", ".join(sorted(kv_table)))
+    if kv_table[kv_name] is None:
+        raise UnsupportedError(f"--kv-cache-dtype {kv_name} (scales stored with the cache) is not modelled",
+                               where=at("kv_cache_dtype"), hint="fp8_e4m3, fp8_e5m2, bf16 and auto are")
+    weight_fmt = None
+    dtype = args.get("dtype", "auto")
+    if dtype != "auto" and spec.weights_bytes is None and (spec.weight_dtype or spec.dtype) in ("bf16", "fp16", "fp32"):
+        weight_fmt = dtypes.weight_format(_DTYPES[dtype])
+    util = args.get("mem_fraction_static")
+    if util is not None and not (0 < util < 1):
+        raise InputError(f"--mem-fraction-static must be between 0 and 1, got {float(util):g}", where=at("mem_fraction_static"))
+    ints = {}
+    for dest, field in (("page_size", "block_size"), ("max_running_requests", "max_num_seqs"),
+                        ("chunked_prefill_size", "max_num_batched_tokens")):
+        if args.given(dest) and args.get(dest) is not None and not (dest == "chunked_prefill_size" and args.get(dest) == -1):
+            ints[field] = whole(args.get(dest), where=at(dest))
+    choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
+    notes = list(ctx.notes) + list(args.notes) + list(choice.notes)
+    dp = args.get("dp_size", 1)
+    if dp > 1:
+        notes.append(f"--dp-size {dp}: {dp} replicas of {tp * pp} GPUs each; judged per replica")
+    if args.get("nnodes", 1) > 1:
+        notes.append(f"--nnodes {args.get('nnodes')}: tensor parallel {tp} spans the nodes")
+    request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
+                             util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version, **ints)
+    origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
+                      model=found.source.describe(), engine_release=release_text)
+    served = args.get("served_model_name")
+    return Deployment(source=ctx.source, document=ctx.document, name=str(served or ctx.name), format=ctx.fmt, engine="sglang",
+                      request=request, requirements=ctx.defaults.requirements, key=key, gpus=tp * pp * dp,
+                      notes=tuple(dict.fromkeys(notes)), origins=origins, alternatives=choice.hardware[1:],
+                      gpus_available=choice.count, gpus_available_origin=choice.count_origin, flag_style=True)
+
+
+def read_argv(words, ctx: LaunchContext) -> Deployment:
+    from kvplan.core import yamlio
+
+    def load(p: str):
+        path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
+        if not path.is_file():
+            raise UnsupportedError(f"--config {p} is not beside the deployment file: its options are unknown here",
+                                   where=ctx.where, hint="keep the config file in the repository, next to this file")
+        return yamlio.load_yaml(path)
+
+    try:
+        args = launch_args.parse_argv(list(words), where=ctx.where, load_config=load)
+    except InputError as err:
+        # kvplan has SGLang 0.5.23's option table only: a launch pinned to another release may use an option
+        # that release had (or spell a value as it did), so its refusal is not a verdict on the file
+        if ctx.version is not None and _other_release(ctx.version):
+            raise UnsupportedError(f"{err.what}; the file pins SGLang {ctx.version}, whose options kvplan does not have "
+                                   f"(it reads SGLang {launch_args.MIRRORS}'s)", where=err.where,
+                                   hint="judge it on SGLang 0.5.23 (a newer image tag) or check the option against "
+                                        "that release") from None
+        raise
+    return read(args, ctx)
+
+
+def _other_release(version: str) -> bool:
+    from kvplan.engines.sglang import releases
+
+    try:
+        return releases.release(version).version != releases.release(launch_args.MIRRORS).version
+    except InputError:
+        return True

@@ -1,0 +1,219 @@
+"""TensorRT-LLM deployments: `trtllm-serve` command lines with their `--extra_llm_api_options` YAML, a standalone
+LLM-API options YAML (judged only with a command that names its model: alone it is skipped, its keys checked),
+and `trtllm-serve disaggregated` configs (one deployment per server role). Read with
+kvplan/engines/trtllm/serve_args.py and judged with kvplan's TensorRT-LLM engine (PyTorch backend)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping
+
+from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
+                                     resolve_model, tp_from_gpus, whole)
+from kvplan.check.items import Skip, Workload
+from kvplan.check.report import FORMAT_TRTLLM_DISAGG, FORMAT_TRTLLM_OPTIONS, Origins
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.trtllm import serve_args
+
+_FLAGS = {"max_model_len": "--max_seq_len", "tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
+          "kv_cache_dtype": "kv_cache_config.dtype", "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
+          "max_num_seqs": "--max_batch_size", "block_size": "kv_cache_config.tokens_per_block",
+          "max_num_batched_tokens": "--max_num_tokens", "model": "MODEL"}
+_KEYS = {"max_model_len": "max_seq_len", "tensor_parallel_size": "tensor_parallel_size",
+         "pipeline_parallel_size": "pipeline_parallel_size", "kv_cache_dtype": "kv_cache_config.dtype",
+         "gpu_memory_utilization": "kv_cache_config.free_gpu_memory_fraction", "max_num_seqs": "max_batch_size",
+         "block_size": "kv_cache_config.tokens_per_block", "max_num_batched_tokens": "max_num_tokens", "model": "model"}
+# the LLM-API markers of an options file (keys vLLM, SGLang and kvplan's own format do not have)
+MARKERS = frozenset({"kv_cache_config", "cuda_graph_config", "enable_attention_dp", "moe_expert_parallel_size",
+                     "disable_overlap_scheduler", "cache_transceiver_config", "moe_config", "speculative_config",
+                     "print_iter_log", "enable_autotuner", "max_seq_len", "max_num_tokens", "backend"})
+
+
+def flag_key(name: str) -> str:
+    return _FLAGS.get(name, "--" + name)
+
+
+def yaml_key(name: str) -> str:
+    return _KEYS.get(name, name)
+
+
+def is_options(doc: Mapping) -> bool:
+    return bool(set(map(str, doc)) & MARKERS) and "model_loading_config" not in doc
+
+
+def is_disaggregated(doc: Mapping) -> bool:
+    return "context_servers" in doc or "generation_servers" in doc
+
+
+def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
+    from kvplan.core.errors import KvplanError
+    from kvplan.engines.trtllm import releases
+
+    try:
+        chosen = releases.release(version)
+    except KvplanError as err:  # the engine's release registry says which releases it mirrors
+        raise UnsupportedError(f"TensorRT-LLM {version} ({origin}) is not modelled", hint=err.hint) from None
+    # the registry names a release by the one whose source it mirrors (or, per release, by its own version)
+    name = getattr(chosen, "mirrors", None) or chosen.version
+    words = (f"TensorRT-LLM {name} rules ({origin})" if origin else
+             f"TensorRT-LLM {name} rules (kvplan's default: the file pins no release)")
+    return version, words
+
+
+def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Mapping[str, str] | None = None,
+                 notes: tuple[str, ...] = ()) -> Deployment:
+    """An effective LLM-API mapping (flags with the YAML over them, or a disaggregated server's) -> Deployment."""
+    from kvplan.engines.trtllm.engine import KV_DTYPES
+
+    where = ctx.where
+    written = dict(written or {})
+    key = ctx.key or flag_key
+
+    def at(dest: str) -> str:
+        return f"{where}: {written.get(dest, yaml_key(dest) if ctx.key is yaml_key else dest)}"
+
+    try:
+        version, release_text = release(ctx.version, ctx.release_origin)
+    except UnsupportedError as err:
+        err.where = where
+        raise
+    model_ref = llm_api.get("model")
+    if not model_ref:
+        raise InputError("no model", where=where, hint="trtllm-serve MODEL, or `model:` in the file")
+    found = resolve_model(str(model_ref), base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
+                          host_paths=ctx.host_paths)
+    spec = found.spec
+    blocked = serve_args.unmodelled(llm_api)
+    if blocked:
+        field, why = blocked[0]
+        raise UnsupportedError(f"{field} is set ({why}); kvplan does not model it", where=f"{where}: {field}",
+                               hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
+    tp = llm_api.get("tensor_parallel_size")
+    pp = llm_api.get("pipeline_parallel_size", 1) or 1
+    for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
+        if value is not None:
+            whole(value, where=at(dest), high=MAX_PARALLEL)
+    tp = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"))
+    ep = llm_api.get("moe_expert_parallel_size")
+    if ep not in (None, 1, tp):
+        raise UnsupportedError(f"moe_expert_parallel_size {ep} over tensor parallel {tp}: the expert layout is not modelled",
+                               where=at("moe_expert_parallel_size"))
+    seq = llm_api.get("max_seq_len")
+    if seq is None:
+        seq = default_max_len("trtllm", spec, None, where=where, key=key("max_model_len"))
+    else:
+        seq = whole(seq, where=at("max_seq_len"))
+    kv = llm_api.get("kv_cache_config") or {}
+    kv_name = str(kv.get("dtype", "auto"))
+    if kv_name not in KV_DTYPES:
+        raise UnsupportedError(f"kv_cache_config.dtype {kv_name} is not modelled", where=f"{where}: kv_cache_config.dtype",
+                               hint="auto and fp8 are")
+    util = kv.get("free_gpu_memory_fraction")
+    if util is not None:
+        if isinstance(util, bool) or not isinstance(util, (int, float, Fraction)) or not 0 < util < 1:
+            raise InputError(f"free_gpu_memory_fraction must be above 0 and below 1, got {util!r}",
+                             where=f"{where}: {written.get('free_gpu_memory_fraction', 'kv_cache_config.free_gpu_memory_fraction')}")
+        if isinstance(util, float):
+            from decimal import Decimal
+
+            util = Fraction(Decimal(repr(util)))
+    ints = {}
+    for dest, field in (("max_batch_size", "max_num_seqs"), ("max_num_tokens", "max_num_batched_tokens")):
+        if llm_api.get(dest) is not None:
+            ints[field] = whole(llm_api[dest], where=at(dest))
+    if kv.get("tokens_per_block") is not None:
+        ints["block_size"] = whole(kv["tokens_per_block"], where=f"{where}: kv_cache_config.tokens_per_block")
+    choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
+    out_notes = list(ctx.notes) + list(notes) + list(choice.notes)
+    for field in ("cuda_graph_config", "moe_config", "attn_backend"):
+        if llm_api.get(field):
+            out_notes.append(f"{field}: judged with TensorRT-LLM's defaults for it")
+    request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=None, tp=tp, pp=pp, gpu=choice.hardware[0],
+                             util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version, **ints)
+    origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
+                      model=found.source.describe(), engine_release=release_text)
+    return Deployment(source=ctx.source, document=ctx.document, name=ctx.name, format=ctx.fmt, engine="trtllm",
+                      request=request, requirements=ctx.defaults.requirements, key=key, gpus=tp * pp,
+                      notes=tuple(dict.fromkeys(out_notes)), origins=origins, alternatives=choice.hardware[1:],
+                      gpus_available=choice.count, gpus_available_origin=choice.count_origin,
+                      flag_style=ctx.key is not yaml_key)
+
+
+def read_argv(words, ctx: LaunchContext) -> Deployment:
+    """`trtllm-serve [serve] MODEL ...` words, with --extra_llm_api_options read from the file's folder."""
+    from kvplan.core import yamlio
+
+    def load(p: str):
+        path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
+        if not path.is_file():
+            raise UnsupportedError(f"--extra_llm_api_options {p} is not beside the deployment file: the LLM-API options "
+                                   "it sets (they override the flags) are unknown here", where=ctx.where,
+                                   hint="keep the options file in the repository, next to this file")
+        return yamlio.load_yaml(path)
+
+    try:
+        args = serve_args.parse_argv(list(words), where=ctx.where, load_config=load)
+    except InputError as err:
+        # the option table is trtllm-serve's of the 1.x line; a launch pinned to an older release may use an
+        # option of its own, so a refusal is not a verdict on the file
+        if ctx.version is not None and _before_one(ctx.version):
+            raise UnsupportedError(f"{err.what}; the file pins TensorRT-LLM {ctx.version}, whose trtllm-serve options "
+                                   "kvplan does not have (it reads the 1.x line's)", where=err.where,
+                                   hint="check the option against that release's trtllm-serve --help") from None
+        raise
+    return read_llm_api(args.llm_api, ctx, written=args.written, notes=args.notes)
+
+
+def _before_one(version: str) -> bool:
+    from kvplan.engines.trtllm import releases
+
+    try:
+        return not releases.release(version).at_least("1.0.0")
+    except (InputError, AttributeError, ValueError):
+        return True
+
+
+def disaggregated_servers(doc: Mapping, *, where: str) -> list[tuple[str, dict, int]]:
+    """(role, its LLM-API mapping, instances) for each server role of a `trtllm-serve disaggregated` config: the
+    top-level options, with each role's own over them (tensorrt_llm/llmapi/disagg_utils.py)."""
+    top = {k: v for k, v in doc.items() if k not in ("context_servers", "generation_servers", "hostname", "port")}
+    out = []
+    for role in ("context_servers", "generation_servers"):
+        servers = doc.get(role)
+        if servers is None:
+            continue
+        if not isinstance(servers, Mapping):
+            raise InputError(f"{role} must be a mapping", where=f"{where}: {role}")
+        own = {k: v for k, v in servers.items() if k not in ("num_instances", "urls", "router")}
+        merged = {**top, **own}
+        instances = servers.get("num_instances", 1)
+        out.append((role.replace("_servers", ""), merged, instances if isinstance(instances, int) else 1))
+    return out
+
+
+# ------------------------------------------------------------------ files
+
+def read_options_file(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
+    """A standalone `--extra_llm_api_options` file: its keys are checked; with no model it is judged only through
+    the command that uses it, so alone it is skipped."""
+    serve_args.check_llm_api(doc, where=where)
+    name = Path(source).stem
+    if not doc.get("model"):
+        return [Skip(source, document, name, FORMAT_TRTLLM_OPTIONS,
+                     "a TensorRT-LLM LLM-API options file names no model: it is judged with the trtllm-serve command "
+                     "that passes it (--extra_llm_api_options)")]
+    return [Workload(source=source, document=document, name=name, fmt=FORMAT_TRTLLM_OPTIONS, where=where,
+                     base_dir=base_dir, engine_config=("trtllm", dict(doc)), key=yaml_key, flag_style=False,
+                     requests_gpus=True)]
+
+
+def read_disaggregated_file(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
+    """A `trtllm-serve disaggregated -c` config: one deployment per server role (context, generation)."""
+    items = []
+    for role, merged, instances in disaggregated_servers(doc, where=where):
+        notes = (f"{instances} {role} server instances: judged per instance",) if instances != 1 else ()
+        items.append(Workload(source=source, document=document, name=f"{role} servers", fmt=FORMAT_TRTLLM_DISAGG,
+                              where=f"{where}: {role}_servers", base_dir=base_dir, engine_config=("trtllm", merged),
+                              key=yaml_key, flag_style=False, notes=notes, requests_gpus=True))
+    return items

@@ -1,0 +1,238 @@
+"""Workload -> Deployments for `kvplan check`: `deployments()` finds the engine launch of a Workload (what a format
+reader found, kvplan/check/items.py), expands what the file leaves to the environment (naming what it cannot), picks
+the release the file pins and hands the command line to its engine's reader (vllm_serve, sglang_launch, trtllm_serve).
+Pure of typer and rich."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Any, Mapping
+
+from kvplan.check import launch, shell
+from kvplan.check.deployment import Defaults, Deployment, LaunchContext
+from kvplan.check.gpus import GpuEvidence, choose
+from kvplan.check.items import Failure, Workload, calls_of
+from kvplan.core.errors import KvplanError, UnsupportedError
+
+
+def deployments(workload: Workload, defaults: Defaults) -> list[Deployment | Failure]:
+    """Every engine the workload starts, as a Deployment, or the error that stops it being judged."""
+    def failure(err: KvplanError) -> Failure:
+        return Failure(workload.source, workload.document, workload.name, workload.fmt, err)
+
+    if workload.blocker is not None:
+        return [failure(workload.blocker)]
+    if workload.gpus.other:  # not a GPU: nothing in the command line could make it one
+        try:
+            choose(workload.gpus, None, None, where=workload.where)
+        except KvplanError as err:
+            return [failure(err)]
+    try:
+        if workload.engine_config is not None:
+            engine, config = workload.engine_config
+            return [_from_config(workload, engine, config, defaults)]
+        calls = calls_of(workload)
+    except KvplanError as err:
+        return [failure(err)]
+    if not calls:
+        lines = (workload.script or "").strip().splitlines()
+        text = shell.display(" ".join(workload.words))[:160] if workload.words else (lines[0][:160] if lines else "")
+        engine = launch.image_engine(workload.image)
+        why = (f"runs `{text}`, which kvplan does not read as a vLLM, SGLang or TensorRT-LLM launch" if text else
+               "starts its image's own command, which the file does not show")
+        if engine:
+            why += f" (image {workload.image} is {launch.ENGINE_TITLES[engine]}'s: its arguments are made inside the container)"
+        return [failure(UnsupportedError(why, where=workload.where, hint="name the engine command in the file to judge it"))]
+    out: list[Deployment | Failure] = []
+    for index, call in enumerate(calls):
+        name = workload.name if len(calls) == 1 else f"{workload.name}#{index + 1}"
+        try:
+            out.append(_from_call(replace(workload, name=name), call, defaults))
+        except KvplanError as err:
+            out.append(Failure(workload.source, workload.document, name, workload.fmt, err))
+    return out
+
+
+def _release(workload: Workload, engine: str, image: str | None, defaults: Defaults) -> tuple[str | None, str | None]:
+    """(the release to judge by, where it came from): the image tag, else a pip pin, else --vllm-version."""
+    pins = [p for p in ([launch.image_release(image)] + list(workload.pins)) if p is not None and p.engine == engine]
+    pinned = next((p for p in pins if p.version), None)
+    if pinned is not None:
+        return pinned.version, pinned.origin
+    if engine == launch.VLLM and defaults.vllm_version:
+        return defaults.vllm_version, f"--vllm-version {defaults.vllm_version}" + (f"; {pins[0].origin}" if pins else "")
+    if pins:
+        return None, f"kvplan's default: {pins[0].origin}"
+    return None, None
+
+
+def _context(workload: Workload, engine: str, image: str | None, gpus: GpuEvidence, env, defaults: Defaults,
+             notes: tuple[str, ...] = ()) -> LaunchContext:
+    version, origin = _release(workload, engine, image, defaults)
+    if engine == launch.VLLM and version is not None:
+        from kvplan.engines.vllm import releases
+
+        try:
+            releases.release(version, where="image")
+        except KvplanError:
+            raise UnsupportedError(f"vLLM {version} ({origin}) is not modelled", where=workload.where,
+                                   hint="kvplan mirrors vLLM " + ", ".join(r.mirrors for r in releases.RELEASES)
+                                   + "; a file pinned to another release is judged once kvplan models it") from None
+    return LaunchContext(source=workload.source, document=workload.document, where=workload.where, name=workload.name,
+                         fmt=workload.fmt, base_dir=workload.base_dir, defaults=defaults, gpu=gpus, version=version,
+                         release_origin=origin, host_paths=True, notes=tuple(workload.notes) + tuple(notes),
+                         key=workload.key, flag_style=workload.flag_style, env=dict(env))
+
+
+def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) -> Deployment:
+    from kvplan.check.readers import sglang_launch, trtllm_serve, vllm_serve
+
+    image = call.image or workload.image
+    gpus = _merge(workload.gpus, call.gpus)
+    env = {**workload.env, **call.env}
+    notes: list[str] = []
+    if call.engine == launch.DYNAMO:
+        raise UnsupportedError(f"an NVIDIA Dynamo worker ({call.launcher}): its engine settings are Dynamo's own flags "
+                               "and --extra-engine-args, which kvplan does not read", where=workload.where,
+                               hint="judge the engine's own command line or options file instead")
+    if call.engine == launch.TRTLLM and call.subcommand == "disaggregated":
+        raise UnsupportedError("trtllm-serve disaggregated starts its servers from a config file (-c)", where=workload.where,
+                               hint="check that config file: kvplan reads it as a trtllm-disaggregated file")
+    args, dropped = _strip_unresolved(call, workload.where, defaults)
+    notes += dropped
+    ctx = _context(workload, call.engine, image, gpus, env, defaults, tuple(notes))
+    if call.engine == launch.VLLM:
+        return vllm_serve.read_argv(args, ctx, positional=call.positional)
+    if call.engine == launch.SGLANG:
+        return sglang_launch.read_argv(args, ctx)
+    return trtllm_serve.read_argv(args, ctx)
+
+
+def _from_config(workload: Workload, engine: str, config: Any, defaults: Defaults) -> Deployment:
+    from kvplan.check.readers import trtllm_serve, vllm_serve
+    from kvplan.engines.vllm import serve_args
+
+    ctx = _context(workload, engine, workload.image, workload.gpus, workload.env, defaults)
+    if engine == launch.VLLM:
+        if workload.fmt == "ray-serve":
+            _exact_engine_args(config, where=workload.where, version=ctx.version)
+        args = vllm_serve.refused_elsewhere(ctx, lambda version: serve_args.parse_config(config, where=workload.where,
+                                                                                        version=version))
+        return vllm_serve.read(args, replace(ctx, key=ctx.key or vllm_serve.key_style("vllm-config")))
+    return trtllm_serve.read_llm_api(config, ctx)
+
+
+def _exact_engine_args(config: Mapping, *, where: str, version: str | None) -> None:
+    """Ray Serve LLM hands engine_kwargs to vLLM's AsyncEngineArgs(**kwargs): a key is a field's exact name (no
+    argparse prefixes). One the judged release lacks is cannot judge: Ray picks the release, the file does not."""
+    from kvplan.engines.vllm import releases, serve_args
+
+    line = releases.release(version).line
+    dests = set(serve_args.options(line))
+    for key in config:
+        if str(key) != "model" and str(key).replace("-", "_") not in dests:
+            raise UnsupportedError(f"engine_kwargs.{key} is not an engine argument of vLLM {releases.release(version).mirrors}",
+                                   where=f"{where}: engine_kwargs.{key}",
+                                   hint="the vLLM release is the Ray image's; pass --vllm-version for the release it bundles")
+
+
+def _merge(base: GpuEvidence, extra: GpuEvidence | None) -> GpuEvidence:
+    if extra is None:
+        return base
+    return GpuEvidence(count=extra.count if extra.count is not None else base.count,
+                       count_where=extra.count_where if extra.count is not None else base.count_where,
+                       labels=base.labels, vendor=extra.vendor or base.vendor, vendor_where=extra.vendor_where if extra.vendor else base.vendor_where,
+                       other=base.other, all_devices=extra.all_devices or base.all_devices)
+
+
+# ------------------------------------------------------------------ values the file leaves to the environment
+
+def _option_lookup(engine: str, version: str | None):
+    """(takes_value(flag) -> bool | None, relevant(flag) -> bool) for an engine's command line."""
+    if engine == launch.VLLM:
+        from kvplan.engines.vllm import releases, serve_args
+
+        line = releases.release(version).line if version else None
+        relevant = (set(serve_args.MODELLED) | set(serve_args.NOT_MODELLED) | set(serve_args.CUDA_GRAPH_OPTIONS) | {"config"}) \
+            - {"served_model_name"}
+
+        def info(flag):
+            try:
+                opt, _, _ = serve_args.lookup(flag, where="", version=line or serve_args.DEFAULT_VERSION)
+            except KvplanError:
+                return None, True
+            return opt.kind not in ("flag", "true"), opt.dest in relevant
+        return info
+    if engine == launch.SGLANG:
+        from kvplan.engines.sglang import launch_args
+
+        relevant = set(launch_args.MODELLED) | set(launch_args.NOT_MODELLED) | set(launch_args.MOVES_DEFAULT_FRACTION) | {"config"}
+
+        def info(flag):
+            opt = launch_args.lookup(flag)
+            if opt is None:
+                return None, True
+            return launch_args.takes_value(opt), opt.dest in relevant
+        return info
+    from kvplan.engines.trtllm import serve_args as trt
+
+    relevant = {"tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "moe_expert_parallel_size",
+                "max_batch_size", "max_num_tokens", "max_seq_len", "free_gpu_memory_fraction", "backend",
+                "extra_llm_api_options"}
+
+    def info(flag):
+        opt = trt.OPTIONS.get(flag)
+        if opt is None:
+            return None, True
+        return opt.kind != "flag", opt.dest in relevant
+    return info
+
+
+def _strip_unresolved(call: launch.EngineCall, where: str, defaults: Defaults) -> tuple[list[str], list[str]]:
+    """The engine's arguments with unresolved values of options that do not change memory dropped (and noted);
+    an unresolved value kvplan needs (the model, a size, a fraction) or an unresolved list of arguments is
+    cannot judge, naming the variable."""
+    args = list(call.args)
+    if not any(shell.MARK in a for a in args):
+        return args, []
+    info = _option_lookup(call.engine, defaults.vllm_version)
+    out: list[str] = []
+    notes: list[str] = []
+    positional_seen = False
+    i = 0
+
+    def names(text: str) -> str:
+        return ", ".join(f"${n}" if not n.startswith(("$", "`")) else n for n in shell.unresolved_names(text))
+
+    while i < len(args):
+        token = args[i]
+        i += 1
+        if token.startswith("-") and not token.startswith(shell.MARK):
+            flag, eq, inline = token.partition("=")
+            if shell.MARK in flag:
+                raise UnsupportedError(f"an option's name is {names(flag)}, set outside the file", where=where,
+                                       hint="give the value in the file, or judge the launch with --vllm-args")
+            takes, relevant = info(flag)
+            value = inline if eq else (args[i] if takes and i < len(args) else None)
+            if value is not None and shell.MARK in value:
+                if relevant:
+                    raise UnsupportedError(f"{flag} is {names(value)}, set outside the file", where=where,
+                                           hint="give its value in the file (or a ${VAR:-default}) to judge it")
+                notes.append(f"{flag} {names(value)} is set outside the file; it does not change GPU memory")
+                if takes and not eq:
+                    i += 1
+                continue
+            out.append(token)
+            if takes and not eq and i < len(args):
+                out.append(args[i])
+                i += 1
+            continue
+        if shell.MARK in token:
+            if not positional_seen and call.positional:
+                raise UnsupportedError(f"the model is {names(token)}, set outside the file", where=where,
+                                       hint="give it in the file (or a ${VAR:-default}) to judge the launch")
+            raise UnsupportedError(f"its arguments include {names(token)}, set outside the file", where=where,
+                                   hint="give them in the file, or judge the launch with --vllm-args")
+        positional_seen = True
+        out.append(token)
+    return out, notes

@@ -1,0 +1,818 @@
+"""`python -m sglang.launch_server` (and `sglang serve`) arguments read the way SGLang 0.5.23 reads them.
+
+SGLang builds its parser from the ServerArgs dataclass (srt/server_args.py ServerArgs.add_cli_args, with the
+fields of srt/arg_groups/fields/); the table below is that parser's option list, dumped from SGLang 0.5.23's own
+parser object by scripts/dump_sglang_options.py (every action's option strings, kind and choices). An option
+SGLang accepts is accepted here; anything else is refused with a suggestion, as SGLang would refuse to start.
+
+argparse's own rules hold, as in SGLang: `--flag=value` and `--flag value`, an unambiguous prefix of an option
+(`--tp 2` for `--tp-size 2`), `--x` / `--no-x` for the boolean options. `--config FILE` is read as SGLang's
+ConfigArgumentMerger reads it (srt/utils/server_args_config_parser.py): each key becomes `--key` as written,
+`true` adds a store-true flag and `false` adds nothing (other booleans pass `true`/`false`), a list adds its
+items, a mapping is passed as JSON; the command line wins over the file.
+
+This module imports no yaml, typer or rich; it turns words into a LaunchArgs record. What each option does to
+GPU memory (modelled, or not: cannot judge) is at the end.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any, Callable, Mapping
+
+from kvplan.core.errors import InputError, did_you_mean
+
+MIRRORS = "0.5.23"
+
+# `kind  flags...  [choices=a|b]  [dest=name]`, one line per option of SGLang 0.5.23's parser:
+#   true: store_true          bool: --x / --no-x (BooleanOptionalAction)      str, int, float: one value
+#   hint: human_readable_int (1k = 1000, 1K = 1024)                            json: a JSON value
+#   list_*: one or more values (nargs +)    star_*: zero or more (nargs *)    optarg: zero or one value
+_TABLE = """
+    str        --model-path --model
+    str        --tokenizer-path
+    str        --tokenizer-mode choices=auto|slow
+    str        --tokenizer-backend choices=huggingface|fastokens
+    int        --tokenizer-worker-num
+    int        --detokenizer-worker-num
+    true       --skip-tokenizer-init
+    str        --load-format choices=auto|pt|safetensors|instanttensor|npcache|dummy|sharded_state|presharded|gguf|expert_pack|bitsandbytes|mistral|layered|flash_rl|remote|remote_instance|fastsafetensors|private|runai_streamer
+    str        --model-loader-extra-config
+    true       --trust-remote-code
+    hint       --context-length
+    true       --is-embedding
+    true       --enable-multimodal
+    str        --revision
+    str        --model-impl
+    str        --model-config-parser
+    str        --json-model-override-args
+    str        --dtype choices=auto|half|float16|bfloat16|float|float32
+    str        --quantization choices=awq|fp8|mxfp8|gptq|gptq_marlin|awq_marlin|bitsandbytes|gguf|modelopt|modelopt_fp8|modelopt_fp4|nvfp4_online|modelopt_mixed|petit_nvfp4|w8a8_int8|w8a8_fp8|moe_wna16|w4afp8|mxfp4|auto-round|auto-round-int8|compressed-tensors|modelslim|mxfp_w4a8|quark|quark_int4fp8_moe|quark_mxfp4|mlx_q4|mlx_q8|unquant|humming
+    str        --quantization-param-path
+    str        --kv-cache-dtype choices=auto|fp8_e5m2|fp8_e4m3|mxfp8|bf16|bfloat16|nvfp4|fp4_mx_block16
+    true       --enable-fp32-lm-head
+    str        --modelopt-quant
+    str        --modelopt-checkpoint-restore-path
+    str        --modelopt-checkpoint-save-path
+    str        --modelopt-export-path
+    true       --quantize-and-serve
+    str        --rl-quant-profile
+    bool       --enable-tf32-matmul --no-enable-tf32-matmul
+    float      --mem-fraction-static
+    int        --max-running-requests
+    int        --max-queued-requests
+    hint       --max-total-tokens
+    int        --chunked-prefill-size
+    int        --prefill-decode-interval
+    true       --enable-dynamic-chunking
+    hint       --max-prefill-tokens
+    int        --prefill-max-requests
+    str        --schedule-policy choices=lpm|random|fcfs|dfs-weight|lof|priority|routing-key|hrrn|shortest-prefill-first
+    true       --enable-priority-scheduling
+    true       --disable-priority-preemption
+    int        --default-priority-value
+    true       --abort-on-priority-when-disabled
+    true       --schedule-low-priority-values-first
+    int        --priority-scheduling-preemption-threshold
+    str        --retraction-policy choices=length|priority
+    float      --schedule-conservativeness
+    int        --page-size
+    int        --c128-page-size
+    float      --swa-full-tokens-ratio
+    true       --disable-hybrid-swa-memory
+    str        --radix-eviction-policy choices=lru|lfu|slru|priority|tlru
+    json       --radix-eviction-policy-config
+    true       --prefill-only-disable-kv-cache
+    true       --disable-radix-cache
+    true       --enable-page-major-kv-layout
+    true       --enable-unified-memory
+    true       --disable-chunked-prefix-cache
+    true       --disable-overlap-schedule
+    int        --num-continuous-decode-steps
+    int        --scheduler-recv-interval
+    true       --enable-mixed-chunk
+    int        --nccl-port
+    int        --dist-timeout
+    str        --dist-init-addr --nccl-init-addr
+    int        --gated-launch-port
+    int        --nnodes
+    int        --node-rank
+    int        --tp-size --tensor-parallel-size
+    int        --dcp-size --decode-context-parallel-size
+    int        --pp-size --pipeline-parallel-size
+    int        --pp-max-micro-batch-size
+    int        --pp-async-batch-depth
+    int        --dp-size --data-parallel-size
+    int        --attn-dp-size --attention-data-parallel-size
+    str        --load-balance-method choices=auto|round_robin|follow_bootstrap_room|total_requests|total_tokens
+    int        --attn-cp-size --attention-context-parallel-size
+    int        --moe-dp-size --moe-data-parallel-size
+    int        --dwdp-size
+    str        --dcp-comm-backend choices=ag_rs|a2a|fi_a2a
+    bool       --dcp-replicate-q-proj --no-dcp-replicate-q-proj
+    true       --enable-prefill-cp
+    str        --cp-strategy choices=zigzag|interleave
+    true       --enable-dsa-cache-layer-split
+    true       --enable-cp-decode-attn-tp
+    true       --enable-kv-cache-sharding
+    true       --enable-dp-attention-local-control-broadcast
+    true       --enable-dp-lm-head
+    bool       --enable-tp-lm-head-all-to-all --no-enable-tp-lm-head-all-to-all
+    true       --enable-attn-tp-input-scattered
+    true       --enable-shared-experts-attn-tp
+    int        --shared-experts-tp-size
+    true       --enable-dense-mlp-attn-tp
+    true       --enable-layernorm-sp
+    true       --disable-attn-tp-gather
+    true       --enable-p2p-check
+    str        --device
+    int        --base-gpu-id
+    int        --gpu-id-step
+    int        --random-seed
+    true       --mlx-enable-sampling
+    float      --watchdog-timeout
+    float      --soft-watchdog-timeout
+    true       --sleep-on-idle
+    true       --use-ray
+    list_int   --numa-node
+    list_int   --gc-threshold
+    str        --host
+    int        --port
+    str        --fastapi-root-path
+    true       --smg-grpc-mode
+    true       --grpc-mode
+    int        --grpc-port
+    str        --sidecar
+    json       --sidecar-args
+    true       --skip-server-warmup
+    str        --warmups
+    true       --enable-http2
+    int        --http2-max-concurrent-streams
+    int        --http2-initial-connection-window-size
+    str        --ssl-keyfile
+    str        --ssl-certfile
+    str        --ssl-ca-certs
+    str        --ssl-keyfile-password
+    true       --enable-ssl-refresh
+    str        --api-key
+    str        --admin-api-key
+    str        --served-model-name
+    str        --weight-version
+    str        --chat-template
+    true       --trust-request-chat-template
+    str        --hf-chat-template-name
+    str        --completion-template
+    str        --file-storage-path
+    true       --enable-cache-report
+    true       --return-input-ids
+    true       --return-output-ids
+    json       --default-chat-template-kwargs
+    true       --strip-thinking-cache
+    true       --enable-strict-thinking
+    str        --tool-server
+    str        --sampling-defaults choices=openai|model
+    int        --asr-max-buffer-seconds
+    int        --asr-max-concurrent-sessions
+    json       --preferred-sampling-params
+    true       --allow-auto-truncate
+    int        --stream-interval
+    int        --batch-notify-size
+    true       --stream-response-default-include-usage
+    true       --incremental-streaming-output
+    true       --enable-streaming-session
+    true       --enable-session-radix-cache
+    str        --log-level
+    str        --log-level-http
+    true       --log-requests
+    int        --log-requests-level choices=0|1|2|3
+    str        --log-requests-format choices=text|json
+    list_str   --log-requests-target
+    star_str   --uvicorn-access-log-exclude-prefixes
+    str        --crash-dump-folder
+    true       --show-time-cost
+    true       --enable-metrics
+    int        --smg-http-sidecar-port --grpc-http-sidecar-port
+    true       --enable-mfu-metrics
+    true       --enable-metrics-for-all-schedulers
+    int        --load-snapshot-publish-interval
+    str        --tokenizer-metrics-custom-labels-header
+    list_str   --tokenizer-metrics-allowed-custom-labels
+    json       --extra-metric-labels
+    list_float --bucket-time-to-first-token
+    list_float --bucket-inter-token-latency
+    list_float --bucket-e2e-request-latency
+    list_str   --prompt-tokens-buckets
+    list_str   --generation-tokens-buckets
+    float      --gc-warning-threshold-secs
+    int        --decode-log-interval
+    true       --enable-request-time-stats-logging
+    str        --kv-events-config
+    str        --load-publish-endpoint
+    true       --enable-forward-pass-metrics
+    str        --forward-pass-metrics-worker-id
+    str        --forward-pass-metrics-ipc-name
+    true       --enable-trace
+    str        --trace-modules
+    str        --otlp-traces-endpoint
+    true       --export-metrics-to-file
+    str        --export-metrics-to-file-dir
+    str        --constrained-json-whitespace-pattern
+    true       --constrained-json-disable-any-whitespace
+    int        --constrained-json-max-whitespace-cnt
+    str        --attention-backend choices=triton|torch_native|flex_attention|dsa|nsa|qsa|dsv4|compressed|fa3|fa4|flashinfer|llada2_cfg_flashinfer|flashmla|trtllm_mla|cutedsl_mla|tokenspeed_mla|trtllm_mha|hpc_ops|minicpm_flashattn|minicpm_flashinfer|aiter|wave|intel_amx|ascend|intel_xpu
+    str        --decode-attention-backend choices=triton|torch_native|flex_attention|dsa|nsa|qsa|dsv4|compressed|fa3|fa4|flashinfer|llada2_cfg_flashinfer|flashmla|trtllm_mla|cutedsl_mla|tokenspeed_mla|trtllm_mha|hpc_ops|minicpm_flashattn|minicpm_flashinfer|aiter|wave|intel_amx|ascend|intel_xpu
+    true       --enable-lean-attention
+    str        --prefill-attention-backend choices=triton|torch_native|flex_attention|dsa|nsa|qsa|dsv4|compressed|fa3|fa4|flashinfer|llada2_cfg_flashinfer|flashmla|trtllm_mla|cutedsl_mla|tokenspeed_mla|trtllm_mha|hpc_ops|minicpm_flashattn|minicpm_flashinfer|aiter|wave|intel_amx|ascend|intel_xpu
+    str        --grammar-backend choices=xgrammar|outlines|llguidance|none
+    str        --radix-cache-backend
+    str        --mm-attention-backend choices=sdpa|fa3|fa4|triton_attn|ascend_attn|aiter_attn|flashinfer_cudnn|amx_attn|xpu_attn
+    str        --fp8-gemm-backend choices=auto|deep_gemm|flashinfer_trtllm|flashinfer_cutlass|flashinfer_deepgemm|flashinfer_cutedsl|cutlass|triton|aiter dest=fp8_gemm_runner_backend
+    str        --fp4-gemm-backend choices=auto|flashinfer_cudnn|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_trtllm|marlin dest=fp4_gemm_runner_backend
+    str        --bf16-gemm-backend choices=auto|cutedsl|gemv|torch
+    str        --dsa-prefill-backend choices=flashmla_sparse|flashmla_sparse_q8|flashmla_kv|flashmla_auto|flashinfer_sparse_mla|triton_sparse_mla|fa3|tilelang|triton|aiter|trtllm|intel_xpu
+    str        --dsv4-prefill-backend choices=auto|flashmla_sparse|flashmla_sparse_q8
+    str        --dsa-decode-backend choices=flashmla_sparse|flashmla_sparse_q8|flashmla_kv|flashmla_auto|flashinfer_sparse_mla|fa3|tilelang|triton|aiter|trtllm|intel_xpu
+    str        --dsa-paged-mqa-logits-backend choices=auto|deepgemm|cutedsl|aiter
+    str        --dsa-topk-backend choices=sgl-kernel|torch|flashinfer
+    true       --disable-flashinfer-autotune
+    list_str   --flashinfer-autotune-skip-ops
+    str        --mamba-backend choices=triton|flashinfer
+    str        --cuda-graph-config
+    str        --cuda-graph-backend-decode choices=full|breakable|disabled
+    str        --cuda-graph-backend-prefill choices=full|breakable|disabled
+    int        --cuda-graph-max-bs-decode
+    int        --cuda-graph-max-bs-prefill
+    list_int   --cuda-graph-bs-decode
+    list_int   --cuda-graph-bs-prefill
+    hint       --cuda-graph-prefill-max-context --context-bucket
+    true       --disable-prefill-cuda-graph
+    true       --disable-decode-cuda-graph
+    true       --disable-cuda-graph-padding
+    true       --enable-profile-cuda-graph
+    true       --enable-cudagraph-gc
+    true       --debug-cuda-graph
+    true       --enable-layerwise-nvtx-marker
+    true       --enable-nccl-nvls
+    true       --enable-symm-mem
+    true       --triton-attention-reduce-in-fp32
+    int        --triton-attention-num-kv-splits
+    int        --triton-attention-split-tile-size
+    true       --flashinfer-mla-disable-ragged
+    bool       --enable-fused-qk-norm-rope --no-enable-fused-qk-norm-rope
+    true       --enable-precise-embedding-interpolation
+    true       --enable-fused-moe-sum-all-reduce
+    true       --enable-deepseek-v4-fp4-indexer
+    true       --disable-custom-all-reduce
+    true       --enable-mscclpp
+    true       --enable-torch-symm-mem
+    true       --enable-scattered-sconv
+    true       --pre-warm-nccl
+    str        --boundary-reduction choices=auto|ar|rs|rsv|rs+rsv
+    true       --enable-quant-communications
+    true       --enforce-disable-flashinfer-allreduce-fusion
+    str        --flashinfer-allreduce-fusion-backend choices=auto|trtllm|mnnvl|cutedsl
+    true       --enable-aiter-allreduce-fusion
+    true       --enable-torch-compile
+    true       --enable-torch-compile-debug-mode
+    int        --torch-compile-max-bs
+    str        --speculative-algorithm
+    str        --uno-lora-path
+    str        --speculative-draft-model-path --speculative-draft-model
+    str        --speculative-draft-model-revision
+    str        --speculative-draft-load-format choices=auto|pt|safetensors|instanttensor|npcache|dummy|sharded_state|presharded|gguf|expert_pack|bitsandbytes|mistral|layered|flash_rl|remote|remote_instance|fastsafetensors|private|runai_streamer
+    int        --speculative-num-steps
+    int        --speculative-eagle-topk
+    int        --speculative-num-draft-tokens
+    int        --speculative-dflash-block-size
+    int        --speculative-dspark-block-size
+    str        --speculative-dspark-sps-table-path
+    str        --speculative-dspark-confidence-sts-path
+    true       --speculative-dspark-align-verify-tokens-to-graph-tier
+    float      --speculative-accept-threshold-single
+    float      --speculative-accept-threshold-acc
+    true       --speculative-use-rejection-sampling
+    str        --speculative-token-map
+    str        --speculative-attention-mode choices=prefill|decode
+    str        --speculative-draft-attention-backend
+    str        --speculative-dsa-topk-backend choices=sgl-kernel|torch|flashinfer
+    str        --speculative-draft-kv-cache-dtype choices=auto|fp8_e5m2|fp8_e4m3|bf16|bfloat16
+    int        --speculative-draft-window-size
+    str        --speculative-moe-runner-backend choices=auto|deep_gemm|triton|triton_kernel|flashinfer_trtllm|experimental_sgl_trtllm|flashinfer_trtllm_routed|flashinfer_cutlass|flashinfer_mxfp4|flashinfer_cutedsl|flashinfer_megamoe|cutlass|aiter|marlin|humming|experimental_sgl_marlin|lora_cutedsl|lora_triton|lora_marlin|hpc_ops|megamoe|intel_xpu
+    str        --speculative-moe-a2a-backend choices=none|deepep|mooncake|nixl|mori|ascend_fuseep|flashinfer|megamoe|deepep_v2|pplx|ascend_tp
+    bool       --speculative-enable-w4a4-mxfp4-megamoe --no-speculative-enable-w4a4-mxfp4-megamoe
+    str        --speculative-draft-model-quantization choices=awq|fp8|mxfp8|gptq|gptq_marlin|awq_marlin|bitsandbytes|gguf|modelopt|modelopt_fp8|modelopt_fp4|nvfp4_online|modelopt_mixed|petit_nvfp4|w8a8_int8|w8a8_fp8|moe_wna16|w4afp8|mxfp4|auto-round|auto-round-int8|compressed-tensors|modelslim|mxfp_w4a8|quark|quark_int4fp8_moe|quark_mxfp4|mlx_q4|mlx_q8|unquant|humming
+    true       --enable-multi-layer-eagle
+    true       --speculative-adaptive
+    str        --speculative-adaptive-config
+    str        --decoupled-spec-bind-endpoint
+    json       --decoupled-spec-connect-endpoints
+    int        --decoupled-spec-rank
+    str        --decoupled-spec-role choices=null|verifier|drafter
+    str        --spec-trace-dir
+    int        --speculative-ngram-min-bfs-breadth
+    int        --speculative-ngram-max-bfs-breadth
+    str        --speculative-ngram-match-type choices=BFS|PROB
+    int        --speculative-ngram-max-trie-depth
+    int        --speculative-ngram-capacity
+    str        --speculative-ngram-external-corpus-path
+    int        --speculative-ngram-external-sam-budget
+    int        --speculative-ngram-external-corpus-max-tokens
+    int        --ep-size --expert-parallel-size --ep
+    str        --moe-a2a-backend choices=none|deepep|mooncake|nixl|mori|ascend_fuseep|flashinfer|megamoe|deepep_v2|pplx|ascend_tp|flashinfer_megamoe
+    true       --enable-w4a4-mxfp4-megamoe
+    str        --deepep-v2-mode choices=direct|hybrid
+    str        --moe-runner-backend choices=auto|deep_gemm|triton|triton_kernel|flashinfer_trtllm|experimental_sgl_trtllm|flashinfer_trtllm_routed|flashinfer_cutlass|flashinfer_mxfp4|flashinfer_cutedsl|flashinfer_megamoe|cutlass|aiter|marlin|humming|experimental_sgl_marlin|lora_cutedsl|lora_triton|lora_marlin|hpc_ops|megamoe|intel_xpu
+    str        --flashinfer-mxfp4-moe-precision choices=default|bf16|fp8
+    str        --deepep-mode choices=auto|normal|low_latency
+    int        --fuseep-mode choices=1|2
+    str        --deepep-dispatcher-output-dtype choices=auto|bf16|fp8|int8|nvfp4
+    int        --ep-num-redundant-experts
+    str        --ep-dispatch-algorithm choices=static|dynamic|fake|lp
+    str        --init-expert-location
+    true       --enable-eplb
+    str        --eplb-algorithm
+    int        --eplb-rebalance-num-iterations
+    int        --eplb-rebalance-layers-per-chunk
+    float      --eplb-min-rebalancing-utilization-threshold
+    str        --expert-distribution-recorder-mode choices=stat|stat_approx|per_pass|per_token
+    int        --expert-distribution-recorder-buffer-size
+    str        --expert-balancedness-report-mode choices=off|server_log|prometheus|both
+    str        --deepep-config
+    int        --moe-dense-tp-size
+    str        --elastic-ep-backend choices=none|mooncake|nixl
+    true       --enable-elastic-expert-backup
+    str        --mooncake-ib-device
+    true       --enable-waterfill
+    str        --elastic-ep-join-mode choices=scale|recover dest=ep_join_mode
+    int        --elastic-ep-join-rank-offset dest=ep_join_rank_offset
+    int        --elastic-ep-initial-size
+    int        --max-ep-size
+    float      --elastic-ep-scale-timeout
+    true       --disable-flashinfer-cutlass-moe-fp4-allgather
+    true       --disable-shared-experts-fusion
+    true       --enforce-shared-experts-fusion
+    int        --max-mamba-cache-size
+    str        --mamba-ssm-dtype choices=float32|bfloat16|float16
+    int        --mamba-max-states-per-path
+    true       --enable-mamba-cache-stochastic-rounding
+    int        --mamba-cache-philox-rounds
+    float      --mamba-full-memory-ratio
+    str        --mamba-radix-cache-strategy choices=auto|no_buffer|extra_buffer|extra_buffer_lazy
+    int        --mamba-track-interval
+    true       --enable-int8-mamba-checkpoint
+    int        --int8-mamba-ckpt-size
+    str        --linear-attn-backend choices=triton|cutedsl|flashinfer|flashkda|nvidia_kda|ptx_kda|helion|intel_xpu
+    str        --linear-attn-decode-backend choices=triton|cutedsl|flashinfer|flashkda|nvidia_kda|ptx_kda|helion|intel_xpu
+    str        --linear-attn-prefill-backend choices=triton|cutedsl|flashinfer|flashkda|nvidia_kda|ptx_kda|helion|intel_xpu
+    str        --linear-attn-verify-backend choices=triton|cutedsl|flashinfer|flashkda|nvidia_kda|ptx_kda|helion|intel_xpu|nv_cutedsl
+    true       --enable-linear-replayssm
+    int        --linear-replayssm-cache-len
+    true       --enable-linear-replayssm-spec
+    true       --enable-hierarchical-cache --enable-hicache
+    str        --hicache-host-memory-mode choices=cache|buffer_only
+    float      --hicache-ratio
+    int        --hicache-size
+    str        --hicache-write-policy choices=write_back|write_through|write_through_selective
+    str        --hicache-io-backend choices=direct|kernel|kernel_ascend
+    str        --hicache-mem-layout choices=layer_first|page_first|page_first_direct|page_first_kv_split|page_head
+    str        --hicache-storage-backend choices=file|sim|mooncake|npu_memcache|hf3fs|nixl|aibrix|dynamic|eic|simm|mori|shm|tensorcast|seaweedfs
+    str        --hicache-storage-prefetch-policy choices=best_effort|wait_complete|timeout
+    str        --hicache-storage-backend-extra-config
+    int        --hicache-storage-prefetch-retry-poll-interval
+    int        --hicache-storage-prefetch-retry-max-attempts
+    true       --enable-unified-cache-external-linker
+    str        --unified-cache-external-linker-backend choices=mooncake|mori|dynamic
+    true       --enable-hisparse
+    str        --hisparse-config --hierarchical-sparse-attention-extra-config
+    true       --enable-broadcast-mm-inputs-process
+    true       --enable-prefix-mm-cache
+    bool       --mm-enable-dp-encoder --no-mm-enable-dp-encoder
+    json       --mm-process-config
+    int        --mm-processor-worker-num
+    int        --mm-io-worker-num
+    list_str   --allowed-media-domains
+    int        --media-url-max-file-size-mb
+    int        --mm-preprocess-cache-size-mb
+    true       --trust-mm-content-hashes
+    json       --limit-mm-data-per-request
+    true       --enable-mm-global-cache
+    str        --image-processor-backend choices=auto|torchvision|pil
+    str        --mm-global-cache-backend choices=mooncake
+    true       --disable-fast-image-processor
+    str        --mm-feature-transport choices=cpu|cuda_ipc|cuda_vmm
+    true       --enable-lora
+    true       --enable-lora-overlap-loading
+    int        --max-lora-rank
+    star_str   --lora-target-modules choices=q_proj|k_proj|v_proj|o_proj|q_a_proj|kv_a_proj_with_mqa|q_b_proj|kv_b_proj|wq_b|wk|weights_proj|gate_proj|up_proj|down_proj|qkv_proj|gate_up_proj|embed_tokens|lm_head|qkvr|wo_ud|all
+    star_str   --lora-paths
+    int        --max-loaded-loras
+    int        --max-loras-per-batch
+    str        --lora-eviction-policy choices=lru|fifo
+    str        --lora-backend choices=triton|csgmv|ascend|torch_native|triton_v2
+    int        --max-lora-chunk-size choices=16|32|64|128
+    bool       --experts-shared-outer-loras --no-experts-shared-outer-loras
+    true       --lora-use-virtual-experts
+    bool       --lora-strict-loading --no-lora-strict-loading
+    float      --lora-drain-wait-threshold
+    true       --enable-two-batch-overlap
+    true       --enable-single-batch-overlap
+    float      --tbo-token-distribution-threshold
+    int        --cpu-offload-gb
+    int        --offload-group-size
+    int        --offload-num-in-group
+    int        --offload-prefetch-step
+    str        --offload-mode
+    true       --enable-lmcache
+    str        --lmcache-config-file
+    true       --enable-flexkv
+    str        --flexkv-config-file
+    str        --kt-weight-path
+    str        --kt-method
+    int        --kt-cpuinfer
+    int        --kt-threadpool-count
+    int        --kt-num-gpu-experts
+    int        --kt-max-deferred-experts-per-token
+    str        --dllm-algorithm
+    str        --dllm-algorithm-config
+    bool       --dllm-fdfo --no-dllm-fdfo
+    str        --disaggregation-mode choices=null|prefill|decode
+    str        --disaggregation-transfer-backend choices=mooncake|nixl|ascend|fake|mori|mooncake_tcp
+    int        --disaggregation-bootstrap-port
+    str        --disaggregation-ib-device
+    true       --disaggregation-decode-enable-radix-cache
+    true       --disaggregation-decode-enable-offload-kvcache
+    str        --disaggregation-decode-retraction-backup choices=cpu_tensor|host_pool|none
+    int        --num-reserved-decode-tokens
+    int        --disaggregation-decode-extra-slots
+    int        --disaggregation-decode-polling-interval
+    int        --optimistic-prefill-attempts
+    true       --encoder-only
+    true       --language-only
+    true       --language-model-only
+    str        --encoder-transfer-backend choices=auto|zmq_to_scheduler|zmq_to_tokenizer|mooncake
+    list_str   --encoder-urls
+    int        --encoder-bootstrap-port
+    list_str   --encoder-register-urls
+    true       --enable-adaptive-dispatch-to-encoder
+    true       --enable-pdmux
+    str        --pdmux-config-path
+    int        --sm-group-num
+    str        --startup-weight-load-mode choices=serial|overlap
+    star_str   --custom-weight-loader
+    true       --weight-loader-disable-mmap
+    true       --weight-loader-prefetch-checkpoints
+    int        --weight-loader-prefetch-num-threads
+    true       --weight-loader-drop-cache-after-load
+    str        --remote-instance-weight-loader-seed-instance-ip
+    int        --remote-instance-weight-loader-seed-instance-service-port
+    json       --remote-instance-weight-loader-send-weights-group-ports
+    str        --remote-instance-weight-loader-backend choices=transfer_engine|nccl|modelexpress
+    true       --remote-instance-weight-loader-start-seed-via-transfer-engine
+    int        --engine-info-bootstrap-port
+    str        --modelexpress-config
+    str        --download-dir
+    optarg     --model-checksum
+    true       --delete-ckpt-after-loading
+    str        --decrypted-config-file
+    str        --decrypted-draft-config-file
+    true       --checkpoint-engine-wait-weights-before-ready
+    true       --enable-prefill-delayer
+    int        --prefill-delayer-max-delay-passes
+    float      --prefill-delayer-token-usage-low-watermark
+    list_float --prefill-delayer-forward-passes-buckets
+    list_float --prefill-delayer-wait-seconds-buckets
+    float      --prefill-delayer-queue-min-ratio
+    float      --prefill-delayer-max-delay-ms
+    int        --min-free-slots-delay
+    true       --enable-deterministic-inference
+    str        --rl-on-policy-target choices=fsdp
+    str        --kv-canary choices=none|log|raise
+    int        --kv-canary-sweep-interval
+    true       --enable-dynamic-batch-tokenizer
+    int        --dynamic-batch-tokenizer-batch-size
+    float      --dynamic-batch-tokenizer-batch-timeout
+    true       --enable-tokenizer-batch-encode
+    true       --disable-tokenizer-batch-decode
+    str        --debug-tensor-dump-output-folder
+    list_int   --debug-tensor-dump-layers
+    str        --debug-tensor-dump-input-file
+    true       --enable-memory-saver
+    true       --enable-weights-cpu-backup
+    true       --enable-draft-weights-cpu-backup
+    true       --enable-custom-logit-processor
+    true       --enable-return-hidden-states
+    str        --return-hidden-states-mode choices=last|full
+    true       --enable-return-routed-experts
+    true       --enable-return-indexer-topk
+    int        --sampling-mask-max-tokens
+    true       --disable-outlines-disk-cache
+    true       --enable-mis
+    str        --weight-cache-mode choices=off|daemon|client
+    str        --weight-cache-socket
+    int        --weight-cache-timeout
+    json       --forward-hooks
+    str        --msprobe-dump-config
+    bool       --ple-offload-embedding --no-ple-offload-embedding
+    str        --ple-offload-backend choices=pinned|file
+    str        --ple-offload-dir
+    true       --disaggregation-enable-kv-checksum
+    true       --enable-pd-role-switch
+    int        --speculative-domino-candidate-pool-size
+    str        --flashinfer-a2a-dispatch-type choices=auto|bf16|nvfp4|mxfp8
+    int        --cuda-graph-max-seq-len-prefill
+    str        --prefill-kv-cache-dequant-dtype choices=auto|nvfp4|fp8_e4m3
+    str        --dsv4-attn-backend choices=auto|flashmla|flashmla_mega|trtllm
+    str        --otlp-service-name
+    float      --hicache-host-memory-fraction
+    true       --enable-linker-mla-dedup
+    int        --swa-prefix-tails
+    true       --enable-encoder-swa-bounded-replay
+    bool       --enable-decoder-swa-bounded-replay --no-enable-decoder-swa-bounded-replay
+    true       --enable-response-store
+    float      --disaggregation-decode-host-receive-threshold
+    str        --qsa-indexer-dtype choices=auto|bfloat16|fp8_e4m3
+    str        --disaggregation-decode-allocation-policy choices=early|prefill_complete
+    true       --speculative-use-block-verification
+    int        --speculative-draft-sink-size
+    true       --disable-aiter-allreduce-fusion-in-prefill
+    true       --disable-aiter-allreduce-fusion-in-decode
+    true       --enable-amd-monokernel
+    int        --dsa-triton-union choices=0|2|4
+    bool       --enable-dsa-fused-indexer --no-enable-dsa-fused-indexer
+    true       --enable-watermark
+    str        --watermark-config
+    int        --grpc-response-timeout-secs
+    true       --enable-paged-experts
+    int        --paged-experts-num-resident
+    true       --enable-nvidia-megakernel
+    true       --enable-megamoe-for-layernorm-sp
+    true       --enable-http-worker-reuseport
+    int        --prefill-decode-interval-min-bs
+    json       --unified-cache-external-linker-config
+    true       --enable-return-aux-hidden-states
+    list_int   --return-aux-hidden-state-layer-ids
+    str        --sampling-backend choices=intel_xpu|pytorch|flashinfer|ascend
+    str        --reasoning-parser choices=auto|apertus2509|beam|deepseek-r1|deepseek-v3|deepseek-v4|deepseek-v41|dots|glm45|ling3|hunyuan|gpt-oss|k2_horizon|kimi|kimi_k2|kimi_k3|mimo|muse|poolside_v1|qwen3|qwen3-thinking|minimax|minimax-append-think|minimax-m3|nanbeige|step3|step3p5|mistral|nemotron_3|granite_thinking_parser|interns1|gemma4|inkling|iquest_q1|cohere_command4|gigachat35|response_template
+    str        --tool-call-parser choices=auto|apertus2509|beam|cohere_command4|deepseekv3|deepseekv31|deepseekv32|deepseekv4|deepseekv41|dots|glm|glm45|glm47|gpt-oss|k2_horizon|kimi_k2|kimi_k3|lfm2|ling3|llama3|mimo|minicpm5|mistral|muse|poolside_v1|pythonic|qwen|qwen25|qwen3_coder|spark25|step3|step3p5|minimax-m2|minimax-m3|nanbeige|trinity|interns1|hermes|hunyuan|gigachat3|gigachat35|gemma4|inkling|iquest_q1|response_template
+    str        --kv-canary-real-data choices=none|partial|all
+    str        --config
+    true       --disable-cuda-graph
+    true       --enable-dp-attention
+    str        --monokernel-backend choices=amd dest=enable_amd_monokernel
+    true       --enable-flashinfer-allreduce-fusion
+"""
+
+
+@dataclass(frozen=True)
+class Option:
+    dest: str
+    kind: str
+    flags: tuple[str, ...]
+    choices: tuple[str, ...] | None
+
+    @property
+    def name(self) -> str:
+        return self.flags[0][2:]
+
+
+@lru_cache(maxsize=None)
+def options() -> dict[str, Option]:
+    """Every launch_server option, by its long name's dest ('mem_fraction_static'; two flags SGLang stores into
+    one dest, such as --monokernel-backend, keep their own entries)."""
+    out = {}
+    for line in _TABLE.strip().splitlines():
+        parts = line.split()
+        kind, rest = parts[0], parts[1:]
+        choices = next((tuple(p.split("=", 1)[1].split("|")) for p in rest if p.startswith("choices=")), None)
+        dest = next((p.split("=", 1)[1] for p in rest if p.startswith("dest=")), None)
+        flags = tuple(p for p in rest if not p.startswith(("choices=", "dest=")))
+        key = flags[0].lstrip("-").replace("-", "_")
+        out[key] = Option(dest or key, kind, flags, choices)
+    return out
+
+
+@lru_cache(maxsize=None)
+def _by_flag() -> dict[str, Option]:
+    return {flag: opt for opt in options().values() for flag in opt.flags}
+
+
+def human_readable_int(value: str) -> int:
+    """SGLang's human_readable_int (srt/utils/common.py), the same rule as vLLM's: 1k = 1000, 1K = 1024."""
+    from kvplan.engines.vllm.serve_args import human_readable_int as vllm_rule
+
+    return vllm_rule(value)
+
+
+def _float(value: str):
+    from kvplan.engines.vllm.serve_args import _exact_float
+
+    return _exact_float(value)
+
+
+def _json(value: str):
+    return json.loads(value)
+
+
+human_readable_int.__name__ = "human_readable_int"
+_float.__name__ = "float"
+_json.__name__ = "JSON"
+_TYPES: dict[str, Callable[[str], Any]] = {"str": str, "int": int, "float": _float, "hint": human_readable_int, "json": _json}
+
+
+class _ParseError(Exception):
+    pass
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # argparse would print and exit; kvplan reports it as one InputError
+        raise _ParseError(message)
+
+
+@lru_cache(maxsize=None)
+def _parser() -> _Parser:
+    parser = _Parser(prog="sglang.launch_server", add_help=False, argument_default=argparse.SUPPRESS, exit_on_error=False)
+    for opt in options().values():
+        if opt.kind == "true":
+            parser.add_argument(*opt.flags, dest=opt.dest, action="store_true")
+            continue
+        if opt.kind == "bool":
+            parser.add_argument(*opt.flags, dest=opt.dest, action=argparse.BooleanOptionalAction)
+            continue
+        base = opt.kind.split("_", 1)[1] if opt.kind.startswith(("list_", "star_")) else opt.kind
+        kwargs: dict[str, Any] = {"dest": opt.dest, "type": _TYPES.get(base, str)}
+        if opt.kind.startswith("list_"):
+            kwargs["nargs"] = "+"
+        elif opt.kind.startswith("star_"):
+            kwargs["nargs"] = "*"
+        elif opt.kind == "optarg":
+            kwargs.update(nargs="?", const="")
+        if opt.choices is not None and base in ("str", "int"):
+            kwargs["choices"] = [kwargs["type"](c) for c in opt.choices]
+        parser.add_argument(*opt.flags, **kwargs)
+    return parser
+
+
+@dataclass(frozen=True)
+class LaunchArgs:
+    """The options a launch sets explicitly (absent ones take SGLang's defaults)."""
+
+    values: Mapping[str, Any]
+    written: Mapping[str, str]  # dest -> the flag as written
+    notes: tuple[str, ...] = field(default=())
+
+    def get(self, dest: str, default: Any = None) -> Any:
+        return self.values.get(dest, default)
+
+    def given(self, dest: str) -> bool:
+        return dest in self.values
+
+
+def lookup(flag: str) -> Option | None:
+    """The option a flag names as argparse resolves it (exact, or a unique prefix); None when none does."""
+    name = flag.split("=", 1)[0]
+    index = _by_flag()
+    if name in index:
+        return index[name]
+    if name.startswith("--"):
+        starts = [f for f in index if f.startswith(name)]
+        if len({index[f].dest for f in starts}) == 1:
+            return index[starts[0]]
+    return None
+
+
+def takes_value(opt: Option) -> bool:
+    return opt.kind not in ("true", "bool")
+
+
+def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], Any] | None = None) -> LaunchArgs:
+    """A launch_server argument list -> LaunchArgs, refusing what SGLang would refuse."""
+    tokens = list(tokens)
+    written: dict[str, str] = {}
+    notes: list[str] = []
+    config_argv: list[str] = []
+    argv: list[str] = []
+    i = 0
+    while i < len(tokens):
+        token = tokens[i]
+        i += 1
+        if token == "--config":
+            if i >= len(tokens):
+                raise InputError("--config needs a file", where=f"{where}: --config")
+            path = tokens[i]
+            i += 1
+            if load_config is None:
+                raise InputError("--config is not readable here", where=f"{where}: --config")
+            config_argv = _argv_from_config(load_config(path), where=path)
+            continue
+        if token.startswith("-") and not re.fullmatch(r"-\d+(\.\d+)?", token):
+            name = token.split("=", 1)[0]
+            opt = lookup(name)
+            if opt is None:
+                longs = sorted({o.name for o in options().values()})
+                raise InputError(f"SGLang {MIRRORS} has no launch_server option {name!r}", where=f"{where}: {name}",
+                                 hint=did_you_mean(name.lstrip("-"), longs) or "see `python -m sglang.launch_server --help`")
+            if name not in opt.flags:
+                notes.append(f"{name!r} is an abbreviation of {opt.name!r} (SGLang's parser accepts it)")
+            written.setdefault(opt.dest, name)
+        argv.append(token)
+    try:
+        namespace, extra = _parser().parse_known_args(config_argv + argv)
+    except (_ParseError, argparse.ArgumentError) as err:
+        message = str(err)
+        match = re.match(r"argument ([^:]+): (.*)", message)
+        key = where
+        if match:
+            flag = match.group(1).split("/")[0]
+            opt = _by_flag().get(flag)
+            key = f"{where}: {written.get(opt.dest, flag) if opt else flag}"
+            message = match.group(2)
+        raise InputError(f"SGLang would refuse it: {message}", where=key) from None
+    if extra:
+        raise InputError(f"SGLang would refuse it: unrecognized arguments: {' '.join(extra)}", where=where)
+    return LaunchArgs(values=dict(vars(namespace)), written=written, notes=tuple(notes))
+
+
+def _argv_from_config(data: Any, *, where: str) -> list[str]:
+    if data is None:
+        return []
+    if not isinstance(data, Mapping):
+        raise InputError("an SGLang --config file holds a mapping of option: value", where=where)
+    argv: list[str] = []
+    for key, value in data.items():
+        flag = f"--{key}"
+        opt = _by_flag().get(flag)
+        if opt is None:
+            raise InputError(f"SGLang {MIRRORS} has no launch_server option {key!r}", where=f"{where}: {key}")
+        if isinstance(value, bool):
+            if opt.kind == "true":
+                if value:
+                    argv.append(flag)
+            else:
+                argv += [flag, str(value).lower()]
+        elif isinstance(value, list):
+            if value:
+                argv += [flag, *map(str, value)]
+        elif isinstance(value, Mapping):
+            argv += [flag, json.dumps(value)]
+        else:
+            argv += [flag, str(value)]
+    return argv
+
+
+# ------------------------------------------------------------------ what each option does to GPU memory
+
+# Set onto kvplan's EngineRequest (engines/sglang/engine.py reads them): model, length, parallelism, the memory
+# fraction, the KV dtype, the page, the running-request cap and the chunked-prefill size.
+MODELLED = frozenset({
+    "model_path", "dtype", "context_length", "tp_size", "pp_size", "dp_size", "mem_fraction_static", "kv_cache_dtype",
+    "page_size", "max_running_requests", "chunked_prefill_size", "nnodes", "ep_size", "quantization",
+})
+
+# Options that change what SGLang puts in GPU memory in ways kvplan does not model, with SGLang 0.5.23's default:
+# set to anything else, the launch cannot be judged (exit 3).
+NOT_MODELLED: dict[str, tuple[Any, str]] = {
+    "quantization": (None, "online or forced weight quantization changes the weight bytes by layer type"),
+    "max_total_tokens": (None, "a fixed token pool instead of the memory budget"),
+    "speculative_algorithm": (None, "a draft model's weights and KV cache"),
+    "speculative_draft_model_path": (None, "a draft model's weights and KV cache"),
+    "enable_lora": (None, "LoRA adapter weights and buffers"),
+    "lora_paths": (None, "LoRA adapter weights and buffers"),
+    "enable_dp_attention": (False, "data-parallel attention: every rank holds all KV heads of its requests"),
+    "attn_dp_size": (1, "data-parallel attention: every rank holds all KV heads of its requests"),
+    "cpu_offload_gb": (0, "weights offloaded to CPU memory"),
+    "enable_hierarchical_cache": (False, "a host-memory tier of the KV cache (HiCache)"),
+    "json_model_override_args": ("{}", "config.json values overridden at load time"),
+    "disaggregation_mode": ("null", "KV transfer buffers of prefill/decode disaggregation"),
+    "swa_full_tokens_ratio": (None, "the sliding-window pool's share"),
+    "mamba_full_memory_ratio": (None, "the Mamba state pool's share"),
+    "load_format": ("auto", "a weight format kvplan does not size (bitsandbytes, gguf, ...)"),
+}
+# with the default mem_fraction_static (a reserve formula on the CUDA-graph batch sizes and the chunk), these move
+# the budget; with an explicit --mem-fraction-static they do not
+MOVES_DEFAULT_FRACTION = ("cuda_graph_bs_decode", "cuda_graph_config", "cuda_graph_backend_decode", "disable_cuda_graph",
+                          "enable_torch_compile", "torch_compile_max_bs")
+# attention backends that keep SGLang's default page of one token (others force a page size of their own)
+PAGE_ONE_BACKENDS = frozenset({"flashinfer", "triton", "fa3", "torch_native", "flex_attention"})
+
+
+def unmodelled(args: LaunchArgs) -> list[tuple[str, str]]:
+    """(flag as written, why) for each set option that changes memory in ways kvplan does not model."""
+    out = []
+    for dest, (default, why) in NOT_MODELLED.items():
+        if not args.given(dest):
+            continue
+        value = args.get(dest)
+        if value in (default, None, False) or (isinstance(default, str) and str(value) == default):
+            continue
+        if dest == "load_format" and value in ("auto", "safetensors", "pt"):
+            continue
+        out.append((args.written.get(dest, "--" + dest.replace("_", "-")), why))
+    backend = args.get("attention_backend")
+    if backend is not None and backend not in PAGE_ONE_BACKENDS and not args.given("page_size"):
+        out.append((args.written.get("attention_backend", "--attention-backend"),
+                    f"the {backend} backend sets its own page size"))
+    return out

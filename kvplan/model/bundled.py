@@ -1,0 +1,58 @@
+"""The model specs kvplan ships (kvplan/model_specs/*.yaml), by name or alias. kvplan/model/resolve.py looks here
+first; kvplan/model/catalog.py re-exports these for its callers."""
+
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+
+from kvplan.core.spec import ModelSpec, spec_from_mapping
+
+
+def norm(name: str) -> str:
+    """A name with case and punctuation forgiven (how bundled names, aliases and GPU names are matched)."""
+    return re.sub(r"[^a-z0-9.]", "", name.lower())
+
+
+def _specs_dir():
+    return resources.files("kvplan.model_specs")
+
+
+def _load_bundled_file(entry) -> dict:
+    import yaml
+
+    # bundled files are ours and alias-free; the C loader keeps start-up fast
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    return yaml.load(entry.read_text(encoding="utf-8"), Loader=loader)
+
+
+@lru_cache(maxsize=None)
+def bundled_spec_files() -> dict[str, object]:
+    return {Path(e.name).stem: e for e in _specs_dir().iterdir() if e.name.endswith(".yaml")}
+
+
+@lru_cache(maxsize=None)
+def bundled_spec(name: str) -> ModelSpec:
+    entry = bundled_spec_files()[name]
+    return spec_from_mapping(_load_bundled_file(entry), source=f"model_specs/{entry.name}")
+
+
+def bundled_specs() -> list[ModelSpec]:
+    return [bundled_spec(n) for n in sorted(bundled_spec_files())]
+
+
+def find_bundled(ref: str) -> ModelSpec | None:
+    """The bundled spec named `ref` or carrying it as an alias (case and punctuation forgiven), else None."""
+    files = bundled_spec_files()
+    if ref in files:
+        return bundled_spec(ref)
+    wanted = norm(ref)
+    for name in files:  # names first (cheap), then every alias
+        if norm(name) == wanted:
+            return bundled_spec(name)
+    for spec in bundled_specs():
+        if any(norm(a) == wanted for a in spec.aliases):
+            return spec
+    return None

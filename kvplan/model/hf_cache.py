@@ -1,0 +1,79 @@
+"""The local Hugging Face cache, read as the Hugging Face client lays it out. Pure file reading: no network, no
+huggingface_hub import (start-up time).
+
+The layout (huggingface_hub, file_download.py and the "Manage the cache" guide):
+
+    $HF_HUB_CACHE/models--<org>--<name>/
+        refs/<branch or tag>          one line: the commit the ref points to
+        snapshots/<commit>/config.json, model.safetensors.index.json, *.safetensors   (links into blobs/)
+        blobs/<etag>
+
+The cache folder is $HF_HUB_CACHE, else $HUGGINGFACE_HUB_CACHE (the older name), else $HF_HOME/hub, else
+$XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub (huggingface_hub constants.py).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+# a Hub repository id (huggingface_hub validate_repo_id: letters, digits, '-', '_', '.'; at most one '/')
+REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
+COMMIT = re.compile(r"[0-9a-f]{40}")
+# a path into a cache snapshot, as deployment files name models (.../models--org--name/snapshots/<commit>/...)
+_SNAPSHOT_PATH = re.compile(r"(?:^|/)models--([A-Za-z0-9][A-Za-z0-9._-]*)--([A-Za-z0-9][A-Za-z0-9._-]*)/snapshots/([^/]+)")
+
+
+def cache_dir() -> Path:
+    """The Hugging Face hub cache this process would use (the environment as it is now)."""
+    env = os.environ
+    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
+        if env.get(name):
+            return Path(env[name]).expanduser()
+    if env.get("HF_HOME"):
+        return Path(env["HF_HOME"]).expanduser() / "hub"
+    base = Path(env["XDG_CACHE_HOME"]).expanduser() if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "huggingface" / "hub"
+
+
+def repo_folder(repo_id: str) -> str:
+    """'Qwen/Qwen3-32B' -> 'models--Qwen--Qwen3-32B'."""
+    return "models--" + repo_id.replace("/", "--")
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    repo_id: str
+    commit: str  # the snapshot folder's name
+    path: Path  # the snapshot folder (holds config.json)
+    ref: str | None  # the ref it was found through ('main'), None for a commit
+
+
+def find_snapshot(repo_id: str, revision: str | None, cache: Path | None = None) -> Snapshot | None:
+    """The snapshot of `repo_id` at `revision` (a branch, tag or commit; None: main) that holds a config.json."""
+    root = (cache or cache_dir()) / repo_folder(repo_id)
+    if not root.is_dir():
+        return None
+    ref = revision or "main"
+    commit = None
+    ref_file = root / "refs" / ref
+    if ref_file.is_file():
+        commit = ref_file.read_text(encoding="utf-8").strip()
+    elif COMMIT.fullmatch(ref):
+        commit, ref = ref, None
+    if not commit:
+        return None
+    folder = root / "snapshots" / commit
+    if not (folder / "config.json").is_file():
+        return None
+    return Snapshot(repo_id=repo_id, commit=commit, path=folder, ref=ref)
+
+
+def snapshot_reference(path: str) -> tuple[str, str] | None:
+    """('org/name', revision) for a path into a cache snapshot (the folder name is the commit), else None."""
+    match = _SNAPSHOT_PATH.search(path.replace("\\", "/"))
+    if not match:
+        return None
+    return f"{match.group(1)}/{match.group(2)}", match.group(3)

@@ -1,0 +1,173 @@
+"""The shell reader (kvplan/check/shell.py) and the engine-launch finder (kvplan/check/launch.py), each rule against
+what POSIX sh / bash would do with the same text (the expected words were written from the shell's rules, and the
+ones marked `sh:` were run through /bin/sh to confirm them)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+
+import pytest
+
+from kvplan.check import launch, shell
+from kvplan.check.shell import MARK, ShellSyntaxError
+
+
+def words(text, env=None):
+    return [list(c.words) for c in shell.commands(text, env)]
+
+
+def unresolved(name):
+    return f"{MARK}{name}{MARK}"
+
+
+# ------------------------------------------------------------------ expansion, quoting, operators
+
+@pytest.mark.parametrize("text, env, expected", [
+    ("vllm serve m --tp 2", {}, [["vllm", "serve", "m", "--tp", "2"]]),
+    ("echo 'a b' \"c d\" e\\ f", {}, [["echo", "a b", "c d", "e f"]]),
+    ("M=qwen\nvllm serve $M", {}, [["vllm", "serve", "qwen"]]),
+    ("vllm serve ${MODEL:-org/default}", {}, [["vllm", "serve", "org/default"]]),
+    ("vllm serve ${MODEL:-org/default}", {"MODEL": "given"}, [["vllm", "serve", "given"]]),
+    ("vllm serve ${MODEL-x}", {"MODEL": ""}, [["vllm", "serve"]]),  # `-` keeps a set empty value; unquoted, it vanishes
+    ("vllm serve \"${MODEL-x}\"", {"MODEL": ""}, [["vllm", "serve", ""]]),
+    (": ${TP:=4}\nvllm serve m -tp $TP", {}, [[":", "4"], ["vllm", "serve", "m", "-tp", "4"]]),
+    ("vllm serve m ${EXTRA:+--enforce-eager}", {"EXTRA": "1"}, [["vllm", "serve", "m", "--enforce-eager"]]),
+    ("vllm serve m ${EXTRA:+--enforce-eager}", {}, [["vllm", "serve", "m"]]),
+    ("N=2\nvllm serve m -tp $((N * 4))", {}, [["vllm", "serve", "m", "-tp", "8"]]),
+    ("ARGS='--a 1 --b'\nrun $ARGS \"$ARGS\"", {}, [["run", "--a", "1", "--b", "--a 1 --b"]]),  # field splitting
+    ("a && b || c; d | e & f", {}, [["a"], ["b"], ["c"], ["d"], ["e"], ["f"]]),
+    ("vllm serve m \\\n  --tp 2 # a comment\n", {}, [["vllm", "serve", "m", "--tp", "2"]]),
+    ("vllm serve m > log.txt 2>&1 < /dev/null", {}, [["vllm", "serve", "m"]]),  # redirections are no arguments
+    ("export HF=1 M=q\nvllm serve $M", {}, [["vllm", "serve", "q"]]),
+    # a prefix assignment is the command's, not the shell's: $M is expanded before it, from outside the file
+    ("M=a vllm serve $M", {}, [["vllm", "serve", unresolved("M")]]),
+])
+def test_words_as_the_shell_expands_them(text, env, expected):
+    assert words(text, env) == expected
+
+
+def test_prefix_assignment_is_the_commands_environment():
+    (cmd,) = shell.commands("CUDA_VISIBLE_DEVICES=0,1 vllm serve m")
+    assert cmd.words == ("vllm", "serve", "m") and cmd.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
+
+
+@pytest.mark.skipif(shutil.which("sh") is None, reason="no /bin/sh")
+@pytest.mark.parametrize("text", [
+    "M=qwen\nprintf '%s\\n' serve $M ${TP:-2} \"${X-none}\" $((3 * 4))",
+    "ARGS='--a 1'\nprintf '%s\\n' $ARGS \"$ARGS\" 'q q' e\\ f",
+    "if [ \"${MODE:-a}\" = a ]; then T=1; else T=2; fi\nprintf '%s\\n' $T",
+    ": ${P:=9}\nprintf '%s\\n' $P ${Q:+x} ${P:+y}",
+])
+def test_against_the_real_shell(text):
+    """sh: the same text run by /bin/sh (printf one word per line) gives the words kvplan reads."""
+    real = subprocess.run(["sh", "-c", text], capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"}, check=True)
+    ours = [w for c in shell.commands(text) if c.words[0] == "printf" for w in c.words[2:]]
+    assert ours == real.stdout.splitlines()
+
+
+def test_unknown_values_are_marked_and_named():
+    (cmd,) = shell.commands("vllm serve $MODEL --tp $(nproc) --x ${Y:?set Y}")
+    assert cmd.words[2] == unresolved("MODEL")
+    assert shell.unresolved_names(cmd.words[4]) == ["$(nproc)"]
+    assert shell.display(" ".join(cmd.words)) == "vllm serve $MODEL --tp $(nproc) --x $Y"
+
+
+# ------------------------------------------------------------------ control flow
+
+def test_a_decidable_if_takes_its_branch():
+    text = "if [ \"$GPU\" = h100 ]; then TP=8; elif [ -n \"$GPU\" ]; then TP=2; else TP=1; fi\nvllm serve m -tp $TP"
+    assert words(text, {"GPU": "h100"})[-1][-1] == "8"
+    assert words(text, {"GPU": "l4"})[-1][-1] == "2"
+    assert words(text, {"GPU": ""})[-1][-1] == "1"
+
+
+def test_an_undecidable_if_reads_every_branch_and_forgets_what_they_disagree_on():
+    text = "if [ -f /x ]; then TP=8; vllm serve a; else TP=1; fi\nvllm serve m -tp $TP"
+    cmds = words(text)
+    assert ["vllm", "serve", "a"] in cmds  # a command of a branch that may run is read
+    assert cmds[-1][-1] == unresolved("TP")  # TP is 8 or 1: not known
+    same = words("if [ -f /x ]; then TP=4; else TP=4; fi\nvllm serve m -tp $TP")
+    assert same[-1][-1] == "4"
+
+
+def test_loops_run_once_and_case_is_passed_over():
+    cmds = words("for i in 1 2; do echo $i; done\ncase $x in a) rm -rf /;; esac\nvllm serve m")
+    assert cmds == [["echo", unresolved("i")], ["vllm", "serve", "m"]]
+
+
+@pytest.mark.parametrize("text", ["echo 'open", "echo \"open", "if true; then echo x", "echo $((1 +"])
+def test_unreadable_text_is_a_syntax_error(text):
+    with pytest.raises(ShellSyntaxError):
+        shell.commands(text)
+
+
+# ------------------------------------------------------------------ engine launches
+
+@pytest.mark.parametrize("text, engine, launcher, args", [
+    ("vllm serve org/m --tp 2", "vllm", "vllm serve", ["org/m", "--tp", "2"]),
+    ("python3 -m vllm.entrypoints.openai.api_server --model m", "vllm", "python3 -m vllm.entrypoints.openai.api_server",
+     ["--model", "m"]),
+    ("python -m sglang.launch_server --model-path m --tp 4", "sglang", "python -m sglang.launch_server",
+     ["--model-path", "m", "--tp", "4"]),
+    ("trtllm-serve org/m --tp_size 8", "trtllm", "trtllm-serve", ["org/m", "--tp_size", "8"]),
+    ("nohup env HF_HOME=/h numactl --cpunodebind=0 vllm serve m &", "vllm", "vllm serve", ["m"]),
+    ("uv run --with vllm vllm serve m", "vllm", "vllm serve", ["m"]),
+    ("bash -lc 'vllm serve m --max-model-len 4096'", "vllm", "vllm serve", ["m", "--max-model-len", "4096"]),
+    ("exec python3 -m vllm.entrypoints.cli.main serve m", "vllm", "python3 -m vllm.entrypoints.cli.main serve", ["m"]),
+])
+def test_engine_launches_are_found_behind_wrappers(text, engine, launcher, args):
+    (call,) = launch.calls_in_shell(text)
+    assert (call.engine, call.launcher, list(call.args)) == (engine, launcher, args)
+
+
+def test_docker_run_carries_its_image_gpus_and_environment():
+    (call,) = launch.calls_in_shell("docker run --rm --gpus '\"device=0,1\"' -e TP=2 -p 8000:8000 "
+                                    "vllm/vllm-openai:v0.10.1 --model m -tp 2")
+    assert call.image == "vllm/vllm-openai:v0.10.1" and call.engine == "vllm"
+    assert list(call.args) == ["--model", "m", "-tp", "2"] and call.env.get("TP") == "2"
+    assert call.gpus.count == 2
+
+
+def test_no_engine_no_call():
+    assert launch.calls_in_shell("python app.py --port 8000\nnginx -g 'daemon off;'") == []
+
+
+@pytest.mark.parametrize("image, engine, version", [
+    ("vllm/vllm-openai:v0.8.5", "vllm", "0.8.5"),
+    ("docker.io/vllm/vllm-openai:v0.10.1.1", "vllm", "0.10.1.1"),
+    ("vllm/vllm-openai:latest", "vllm", None),
+    ("vllm/vllm-openai:nightly-0123abc", "vllm", None),
+    ("lmsysorg/sglang:v0.4.6.post1-cu124", "sglang", "0.4.6.post1"),
+    ("nvcr.io/nvidia/tensorrt-llm/release:1.0.0rc4", "trtllm", "1.0.0rc4"),
+])
+def test_image_tags_pin_releases(image, engine, version):
+    pin = launch.image_release(image)
+    assert (pin.engine, pin.version) == (engine, version) and pin.origin == f"image {image}"
+
+
+def test_images_that_pin_nothing_and_pip_pins():
+    assert launch.image_release("ghcr.io/acme/my-vllm:1.2") is None  # not vLLM's own image: its tag is the builder's
+    assert launch.image_engine("ghcr.io/acme/my-vllm:1.2") == "vllm"
+    pin = launch.pip_release("RUN pip install --no-cache-dir 'vllm==0.10.1+gptoss' transformers")
+    assert (pin.engine, pin.version) == ("vllm", "0.10.1+gptoss")
+    assert launch.pip_release("pip install -U vllm").version is None
+    assert launch.non_gpu_accelerator("opea/vllm-gaudi:latest").startswith("Intel Gaudi")
+
+
+def test_container_words_combine_entrypoint_and_command_as_kubernetes_does():
+    assert launch.container_words("vllm/vllm-openai:v0.10.1", None, ["--model", "m"]) == (
+        ["vllm", "serve", "--model", "m"],
+        "image vllm/vllm-openai:v0.10.1: the file gives only arguments; its entrypoint is taken to be vLLM's `vllm serve`")
+    assert launch.container_words("x", ["python3", "-m", "sglang.launch_server"], ["--model-path", "m"])[0] == [
+        "python3", "-m", "sglang.launch_server", "--model-path", "m"]
+    assert launch.container_words("busybox", None, None) == (None, None)
+
+
+def test_the_scripts_own_folder():
+    """$0 is the script as the reader names it; `dirname` and `cd DIR && pwd` of it are the paths beside it."""
+    env = {"0": "serve.sh"}
+    assert words('trtllm-serve m --config "$(dirname "$0")/opts.yaml"', env)[0][-1] == "./opts.yaml"
+    here = words('HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\nrun "$HERE/x"', env)
+    assert here[-1] == ["run", "./x"]
+    assert shell.unresolved_names(words("run $(dirname $1)/x")[0][1]) == ["$(dirname $1)"]  # $1 is the caller's
