@@ -366,6 +366,14 @@ _VALUES = st.sampled_from([None, True, False, 0, -1, 1, 4, 10**20, 1.5, 0.9, flo
                            "1T", "auto", "fp8", "10%", [], [1], {}, {"a": 1}, "llama-3.1-8b", "h100", "vllm", "static"])
 
 
+def test_a_gpu_memory_under_one_byte_is_bad_input_not_a_crash(tmp_path):
+    """Found by the fuzz test below: `gpu_memory: 0.9` (bytes, no unit) rounded to a 0-byte GPU, and vLLM's
+    utilization limit divided by it (ZeroDivisionError)."""
+    report = check([write(tmp_path, "tiny.yaml", "model: llama-3.1-8b\nengine: vllm\ngpu_memory: 0.9\n")])
+    v = report.verdicts[0]
+    assert (report.total, v.status) == (1, check_report.INVALID) and "less than one byte" in v.reason
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(kvplan_format=st.booleans(), data=st.data())
 def test_any_mapping_gets_a_verdict_never_a_crash(tmp_path, kvplan_format, data):

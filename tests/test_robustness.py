@@ -117,7 +117,7 @@ CASES = [
     # calibrate: a wrong --model/--models-dir is bad input (2), a log of an unknown model is "cannot describe" (3)
     (("calibrate", "{log}", "--model", "no-such-model"), 2, "--model no-such-model — unknown model"),
     (("calibrate", "{log}", "--models-dir", "{d}/nowhere"), 2, "--models-dir {d}/nowhere — no such folder"),
-    (("calibrate", "{d}/notvllm.log"), 2, "notvllm.log — not a vLLM start-up log"),
+    (("calibrate", "{d}/notvllm.log"), 2, "notvllm.log — not an engine start-up log"),
     (("calibrate", "{d}/folder.csv"), 2, "folder.csv — cannot read the file"),
 ]
 

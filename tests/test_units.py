@@ -28,7 +28,7 @@ def test_sizes_keep_binary_and_decimal_apart(text, size):
     assert parse_size(text) == size
 
 
-@pytest.mark.parametrize("text", ["80G", "-1GiB", "0", "lots", "1e9", "80gigs"])
+@pytest.mark.parametrize("text", ["80G", "-1GiB", "0", "lots", "1e9", "80gigs", "0.9", 0.9])
 def test_bad_sizes_are_refused(text):
     with pytest.raises(InputError):
         parse_size(text)

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, KvplanError
+from kvplan.engines.calibration import SiteProfile
 from kvplan.engines.request import EngineRequest, Hardware
 
 # A deployment's GPUs: TP x PP of the largest real node groups; beyond this a typo is likelier.
@@ -39,6 +40,7 @@ class CheckOptions:
     offline: bool = False  # --offline: never ask the Hugging Face Hub
     gpu_reserved: str | None = None  # memory in use on each GPU before the engine starts (engines that read it)
     engine_options: tuple[str, ...] = ()  # KEY=VALUE, applied to the deployments whose engine reads the key
+    calibration: str | None = None  # a site profile file (--calibration)
 
 
 @dataclass(frozen=True)
@@ -54,6 +56,13 @@ class Defaults:
     gpu_origin: str | None = None  # '--gpu h100-sxm-80gb' / '--gpu-mem 80GiB'
     gpu_reserved_bytes: int | None = None
     engine_options: tuple[tuple[str, str], ...] | None = None
+    site: SiteProfile | None = None  # --calibration, read once
+
+    def site_for(self, engine: str) -> SiteProfile | None:
+        """The site profile for a deployment of `engine`: only the engine it was fitted on (or any, when it says none)."""
+        if self.site is None or self.site.engine not in (None, engine):
+            return None
+        return self.site
 
 
 @dataclass(frozen=True)
@@ -156,19 +165,28 @@ def defaults(options: CheckOptions) -> Defaults:
         if not any(key in keys for keys in readers.values()):
             raise InputError(f"no engine reads {key!r}", where="--engine-option",
                              hint="; ".join(f"{n}: {', '.join(k)}" for n, k in readers.items() if k))
+    site = None
+    if options.calibration is not None:
+        from kvplan.engines.calibration import read_profile
+
+        site = read_profile(options.calibration)
     origin = (f"--gpu {gpu.name}" if options.gpu else f"--gpu-mem {options.gpu_mem}") if gpu is not None else None
     return Defaults(gpu=gpu, gpus=options.gpus, requirements=Requirements(options.require_concurrency, headroom),
                     vllm_version=options.vllm_version, lookup=resolve.lookup_from_options(options.models_dirs, options.offline),
-                    gpu_origin=origin, gpu_reserved_bytes=reserved, engine_options=opts, optimistic=options.optimistic)
+                    gpu_origin=origin, gpu_reserved_bytes=reserved, engine_options=opts, optimistic=options.optimistic,
+                    site=site)
 
 
 def with_command_line(dep: Deployment, defaults: Defaults) -> Deployment:
-    """The deployment with --gpu-reserved and the --engine-option keys its engine reads (an option meant for one
-    engine leaves the others' deployments alone)."""
+    """The deployment with --gpu-reserved, the --engine-option keys its engine reads (an option meant for one
+    engine leaves the others' deployments alone) and the --calibration profile of its engine."""
     from dataclasses import replace
 
     from kvplan import engines
 
+    site = defaults.site_for(dep.engine)
+    if site is not None and dep.request.site is not site:
+        dep = replace(dep, request=replace(dep.request, site=site))
     if defaults.gpu_reserved_bytes is None and not defaults.engine_options:
         return dep
     try:
@@ -278,7 +296,7 @@ def check_vllm_max_len(seq: int, spec, raw_config, *, where: str) -> None:
 
 def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, util, reserve, kv_mem, where, key,
                    engine_version=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None,
-                   prefix_caching=None, features=None) -> EngineRequest:
+                   prefix_caching=None, features=None, site: SiteProfile | None = None) -> EngineRequest:
     """The engine request of a deployment, with the checks every engine needs located at the file's own keys."""
     from kvplan.core import cache, dtypes
 
@@ -298,7 +316,7 @@ def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, uti
                          hardware=gpu, gpu_util=util, reserve_bytes=reserve, kv_cache_memory=kv_mem,
                          block_size=block_size, max_num_seqs=max_num_seqs,
                          max_num_batched_tokens=max_num_batched_tokens, prefix_caching=prefix_caching,
-                         engine_version=engine_version, features=features)
+                         engine_version=engine_version, features=features, site=site)
 
 
 def mapping_keys(doc: Mapping) -> set[str]:

@@ -35,6 +35,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (ke
 VllmArgsOpt = Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options, as vLLM spells them (--engine vllm): speculative decoding, LoRA, offload, data / expert / context parallelism, KV connectors, ... (docs/engines/features/).", show_default=False)]
 RateOpt = Annotated[Optional[str], typer.Option("--rate", help="Requests per second a KV connector's prefill -> decode link carries (with --vllm-args \"--kv-transfer-config ...\").", show_default=False)]
 PromptOpt = Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens per request moved by a KV connector (default: --seq).", show_default=False)]
+CalibrationOpt = Annotated[Optional[str], typer.Option("--calibration", help="A site profile (kvplan calibrate --save FILE): the budget terms your own start-up logs measured (non-torch memory, activation scale, CUDA graphs, memory in use at start), applied by the engine's budget.", show_default=False)]
 
 
 def model_lookup(models_dir, offline: bool):

@@ -69,6 +69,8 @@ def parse_size(text: str | int, *, what: str | None = None) -> int:
     if value <= 0:
         raise InputError(f"must be positive, got {text!r}", where=what)
     size = int(value)  # a fractional byte rounds down: '1.5KiB' is 1536, '0.1KiB' is 102
+    if size == 0:  # '0.9' (bytes) rounds to nothing: a GPU of 0 bytes divides by zero further on
+        raise InputError(f"{text!r} is less than one byte", where=what, hint="give a unit, e.g. 80GiB")
     if size > MAX_BYTES:
         raise InputError(f"{text!r} is beyond {MAX_BYTES} bytes", where=what)
     return size

@@ -135,8 +135,9 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                   kv_heads: int | None = None, head_dim: int | None = None,
                   engine_version: str | None = None, gpu_reserved: str | None = None,
                   engine_options: list[str] | tuple[str, ...] | None = None, vllm_args: str | None = None,
-                  rate: str | None = None, prompt: str | None = None) -> EngineRequest:
-    """Turn command-line values into an EngineRequest, validating each (every command builds its requests here)."""
+                  rate: str | None = None, prompt: str | None = None, site: SiteProfile | None = None) -> EngineRequest:
+    """Turn command-line values into an EngineRequest, validating each (every command builds its requests here).
+    `site`: a site profile already read (engines/calibration.py read_profile: --calibration FILE)."""
     from kvplan.core import dtypes, units
     from kvplan.model import catalog
 
@@ -185,7 +186,7 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory else None,
         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         engine_version=engine_version, gpu_reserved_bytes=reserved_bytes,
-        engine_options=parse_engine_options(engine_options), features=features,
+        engine_options=parse_engine_options(engine_options), features=features, site=site,
     )
 
 

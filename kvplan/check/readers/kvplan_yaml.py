@@ -121,7 +121,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
                                                   version=version, where=where, base_dir=base_dir)
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=gpu, util=util,
                              reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version,
-                             features=features, **ints)
+                             features=features, site=defaults.site_for(engine), **ints)
     release = None
     if engine == "vllm":
         mirrored = releases.release(version).mirrors

@@ -117,7 +117,8 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     alternatives = choice.hardware[1:]
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
-                             prefix_caching=prefix_caching, features=features if features.any else None, **ints)
+                             prefix_caching=prefix_caching, features=features if features.any else None,
+                             **ints)  # the site profile: with_command_line
     served = args.get("served_model_name")
     # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
     # resource has

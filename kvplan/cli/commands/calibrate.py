@@ -1,16 +1,16 @@
-"""`kvplan calibrate LOG...`: kvplan's vLLM prediction beside each figure of a real vLLM start-up log.
+"""`kvplan calibrate LOG...`: kvplan beside each figure of real vLLM, SGLang and TensorRT-LLM start-up logs, and
+(with --save) the site profile those logs measure.
 
-Exit codes: 0 when every log kvplan can describe matches where vLLM is deterministic (blocks within the
-rounding of the printed KV memory; tokens, concurrency, estimated max model length and padding layers
-exactly) — logs of models kvplan cannot describe are listed and skipped; 1 when a deterministic figure
-differs; 2 when a log is unreadable or not a vLLM log; 3 when kvplan can describe none of the logs.
-Modelled budget terms (weights, activation peak, non-torch, CUDA graphs, available memory) are reported
-with their difference and never fail the run: vLLM measures them on the GPU.
+Exit codes (kvplan/engines/logcheck.py says how a log gets its verdict): 0 when every log matches; 1 when a figure
+disagrees that rests on nothing assumed; 2 when a log is unreadable or not a start-up log, or an option is wrong
+(then nothing is saved); 3 when a log cannot be judged (nothing comparable, TP or PP assumed, the release's rules
+not mirrored, the model unknown). Several at once: 2, then 1, then 3. `--json` prints one object on every path,
+errors included: {"summary", "logs", "site", "error"}.
 """
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -22,19 +22,91 @@ def register(app) -> None:
 
 
 def calibrate(
-    logs: Annotated[list[str], typer.Argument(help="vLLM start-up log files (INFO; DEBUG adds the per-worker budget lines).", show_default=False)],
-    model: Annotated[Optional[str], typer.Option("--model", help="The model of the log(s): bundled name, spec YAML, config.json or model folder. Default: the log's model id as a bundled alias, or under --models-dir.", show_default=False)] = None,
-    models_dir: Annotated[Optional[str], typer.Option("--models-dir", help="Folder of model folders named like the Hub cache (org--name/config.json) or by the model's short name.", show_default=False)] = None,
-    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object: every log's figures and a summary.")] = False,
+    logs: Annotated[Optional[List[str]], typer.Argument(
+        help="Start-up log files of vLLM, SGLang or TensorRT-LLM, as printed or pasted (excerpts, colour codes, "
+             "process labels and hard wraps are read).", show_default=False)] = None,
+    engine: Annotated[Optional[str], typer.Option(
+        "--engine", help="Read every log as this engine's (vllm, sglang, trtllm). Default: detected from each log's "
+                         "text.", show_default=False)] = None,
+    model: Annotated[Optional[str], typer.Option(
+        "--model", help="The model of the log(s): bundled name, spec YAML, config.json or model folder. Default: the "
+                        "log's model id as a bundled alias, or under --models-dir.", show_default=False)] = None,
+    models_dir: Annotated[Optional[str], typer.Option(
+        "--models-dir", help="Folder of model folders named like the Hub cache (org--name/config.json) or by the "
+                             "model's short name.", show_default=False)] = None,
+    gpu: Annotated[Optional[str], typer.Option(
+        "--gpu", help="The GPU of logs that do not print their total memory (SGLang, TensorRT-LLM excerpts), from the "
+                      "catalog (kvplan gpus).", show_default=False)] = None,
+    gpu_mem: Annotated[Optional[str], typer.Option(
+        "--gpu-mem", help="The memory of that GPU when it is not in the catalog, e.g. 23.58GiB.", show_default=False)] = None,
+    save: Annotated[Optional[str], typer.Option(
+        "--save", help="Fit the site profile (non-torch memory, activation scale, CUDA-graph memory, memory in use at "
+                       "start) to the logs, score it leave-one-log-out, and write it to FILE (YAML; JSON for *.json).",
+                       show_default=False)] = None,
+    calibration: Annotated[Optional[str], typer.Option(
+        "--calibration", help="Compare with a site profile applied (a file written by --save).",
+        show_default=False)] = None,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object: every log's figures, a summary, "
+                                                          "the fitted site profile and any error.")] = False,
 ):
-    """Compare kvplan's vLLM model with real start-up logs: each logged figure beside kvplan's, with the difference."""
+    """Compare kvplan with real engine start-up logs: each logged figure beside kvplan's, with the difference and a
+    verdict; --save fits a site profile that --calibration applies in estimate, check, sweep and plot."""
+    from kvplan.core.errors import KvplanError
+
+    try:
+        results, summary, fit = _run(logs or [], engine=engine, model=model, models_dir=models_dir, save=save,
+                                     calibration=calibration, gpu=gpu, gpu_mem=gpu_mem)
+    except KvplanError as err:
+        if not json_out:
+            raise
+        from kvplan.core.io import to_json
+
+        print(to_json({"summary": None, "logs": [], "site": None,
+                       "error": {"where": err.where, "what": err.what, "hint": err.hint, "exit_code": err.exit_code}}))
+        raise typer.Exit(err.exit_code) from None
+    import sys
+
+    if json_out:
+        from kvplan.core.io import to_json
+
+        print(to_json({"summary": summary, "logs": results, "site": _site_json(fit, save), "error": None}))
+    else:
+        from kvplan.cli.views.calibrate import print_report
+
+        print_report(results, summary, fit, save)
+    # the contract's one line on stderr for what stops a clean run: each unreadable log (exit 2), or why nothing
+    # could be judged (exit 3); a mismatch (exit 1) is the report's own verdict
+    for r in results:
+        if r.status == "invalid":
+            print(f"error: {r.log} — {r.reason}", file=sys.stderr)
+    if summary.exit_code == 3:
+        unjudged = [r for r in results if r.status == "cannot judge"]
+        first = unjudged[0]
+        if len(results) == 1:
+            print(f"error: {first.log} — cannot judge: {first.reason}", file=sys.stderr)
+        else:
+            print(f"error: LOG — {len(unjudged)} of {len(results)} logs cannot be judged (first, {first.log}: "
+                  f"{first.reason})", file=sys.stderr)
+    if summary.exit_code:
+        raise typer.Exit(summary.exit_code)
+
+
+def _run(logs: list[str], *, engine, model, models_dir, save, calibration, gpu=None, gpu_mem=None):
     from pathlib import Path
 
-    from kvplan.engines.vllm.calibrate import calibrate_log
-    from kvplan.core.errors import EXIT_NO, InputError, UnsupportedError
+    from kvplan.core.errors import InputError
+    from kvplan.engines import logcheck
 
     if not logs:
-        raise InputError("no log given", where="LOG", hint="kvplan calibrate path/to/vllm.log")
+        raise InputError("no log given", where="LOG", hint="kvplan calibrate path/to/server.log")
+    if engine is not None:
+        key = engine.strip().lower()
+        if key not in logcheck.ENGINES:
+            from kvplan.core.errors import did_you_mean
+
+            raise InputError(f"unknown engine {engine!r}", where="--engine",
+                             hint=did_you_mean(engine, logcheck.ENGINES) or "vllm, sglang or trtllm")
+        engine = key
     # a wrong --model or --models-dir is bad input for every log (exit 2), not a model kvplan cannot describe
     if model is not None:
         from kvplan.model.catalog import resolve_model
@@ -42,75 +114,57 @@ def calibrate(
         try:
             resolve_model(model)
         except InputError as err:
-            raise InputError(err.what, where=f"--model {model}" if err.where in (None, "MODEL") else err.where, hint=err.hint) from None
+            raise InputError(err.what, where=f"--model {model}" if err.where in (None, "MODEL") else err.where,
+                             hint=err.hint) from None
     if models_dir is not None and not Path(models_dir).expanduser().is_dir():
         missing = not Path(models_dir).expanduser().exists()
         raise InputError("no such folder" if missing else "is not a folder", where=f"--models-dir {models_dir}",
                          hint="a folder of model folders named like the Hub cache (org--name/config.json)")
-    results = [calibrate_log(path, model=model, models_dir=models_dir) for path in logs]
-    described = [r for r in results if r.status == "ok"]
-    mismatched = [r for r in described if any(f.match is False for f in r.figures)]
-    errors = [r.available_error_percent for r in described if r.available_error_percent is not None]
-    summary = {
-        "logs": len(results), "described": len(described), "cannot_describe": len(results) - len(described),
-        "deterministic_mismatches": len(mismatched),
-        "available_kv_mean_abs_error_percent": round(sum(errors) / len(errors), 3) if errors else None,
-    }
-    if json_out:
-        from kvplan.core.io import to_json
+    from kvplan.engines.request import hardware_for
 
-        print(to_json({"summary": summary, "logs": results}))
-    else:
-        _print(results, summary)
-    if not described:
-        # the report above says it per log; the contract's one line on stderr says why nothing was compared
-        first = results[0]
-        if len(results) == 1:
-            raise UnsupportedError(f"cannot describe the log's model: {first.reason}", where=first.log)
-        raise UnsupportedError(f"kvplan can describe none of the {len(results)} logs (first: {first.reason})", where="LOG")
-    if mismatched:
-        raise typer.Exit(EXIT_NO)
+    hardware = hardware_for(gpu, gpu_mem)
+    site = None
+    if calibration is not None:
+        from kvplan.engines.calibration import read_profile
+
+        site = read_profile(calibration, engine=engine)
+    results = [logcheck.calibrate_path(path, engine=engine, model=model, models_dir=models_dir, site=site,
+                                       hardware=hardware) for path in logs]
+    summary = logcheck.summarize(results)
+    fit = None
+    if save is not None:
+        fit = _save(results, save, summary)
+    return results, summary, fit
 
 
-def _unit(cell: str | None, unit: str) -> str:
-    """A figure with its unit, as vLLM prints it: '50.72 GiB', '7.16x'; counts say what they count in the name.
-    A memory difference carries its percentage after the unit: '-0.01 GiB (-0.2%)'."""
-    if not cell:
-        return "—"
-    if unit == "GiB":
-        number, _, rest = cell.partition(" ")
-        return f"{number} GiB" + (f" {rest}" if rest else "")
-    if unit == "x" and cell[-1].isdigit():
-        return cell + "x"
-    return cell
+def _save(results, path: str, summary):
+    """Fit and write the profile, unless an input was invalid (exit 2: nothing half-written)."""
+    from kvplan.core.errors import InputError
+    from kvplan.core.io import write_file
+    from kvplan.engines.calibration import dump_profile
+    from kvplan.engines.sitefit import fit_site
+
+    if summary.invalid:
+        bad = next(r for r in results if r.status == "invalid")
+        raise InputError(f"not saved: {bad.reason}", where=bad.log, hint="pass only start-up logs to --save")
+    observations = [(r.log, r.site) for r in results if r.site is not None]
+    fit = fit_site(observations)
+    text = dump_profile(fit.profile, path)
+
+    def write(target: str) -> None:
+        with open(target, "w", encoding="utf-8") as f:
+            f.write(text)
+
+    write_file(path, write, what="the site profile")
+    return fit
 
 
-def _print(results, summary) -> None:
-    from rich.table import Table
-    from rich.text import Text
+def _site_json(fit, path):
+    if fit is None:
+        return None
+    from kvplan.engines.calibration import profile_to_mapping
 
-    from kvplan.cli.render import _box, console
-
-    out = console()
-    err = console(stderr=True)
-    for r in results:
-        title = f"{r.log}: {r.model_id or '?'} · vLLM {r.vllm_version or '?'} (kvplan {r.rules} rules)"
-        if r.gpu or r.tp:
-            title += f" · {r.gpu or 'unknown GPU'} · TP {r.tp} × PP {r.pp} · max_model_len {r.max_model_len:,}" if r.max_model_len else ""
-        out.print(Text(title, style="bold"))
-        if r.status != "ok":
-            out.print(f"  cannot describe: {r.reason}")
-            continue
-        t = Table(show_header=True, header_style="bold", box=_box())
-        for col, justify in (("figure", "left"), ("logged", "right"), ("kvplan", "right"), ("difference", "right"), ("", "left")):
-            t.add_column(col, justify=justify)
-        for f in r.figures:
-            mark = {True: Text("match", style="green"), False: Text("MISMATCH", style="bold red"), None: ""}[f.match]
-            t.add_row(f.name, _unit(f.logged, f.unit), _unit(f.predicted, f.unit), _unit(f.difference, f.unit), mark)
-        out.print(t)
-        for note in r.notes:
-            err.print(f"note: {note}")
-    mae = summary["available_kv_mean_abs_error_percent"]
-    out.print(Text(f"{summary['described']} of {summary['logs']} logs described; "
-                   f"{summary['deterministic_mismatches']} with a deterministic mismatch"
-                   + (f"; available KV memory mean absolute error {mae:.2f}%" if mae is not None else ""), style="bold"))
+    return {"file": path, "profile": profile_to_mapping(fit.profile), "left_out": fit.left_out,
+            "mean_error_percent_before": fit.mean_error_percent_before,
+            "mean_error_percent_after": fit.mean_error_percent_after,
+            "max_error_percent_after": fit.max_error_percent_after, "notes": fit.notes}

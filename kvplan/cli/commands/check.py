@@ -66,6 +66,9 @@ def check(
     engine_option: Annotated[Optional[List[str]], typer.Option(
         "--engine-option", help="An engine setting KEY=VALUE (repeatable), applied to the deployments whose engine "
                                 "reads it, e.g. backend=tensorrt for TensorRT-LLM.", show_default=False)] = None,
+    calibration: Annotated[Optional[str], typer.Option(
+        "--calibration", help="A site profile (kvplan calibrate --save FILE), applied to the deployments of the engine "
+                              "it was fitted on.", show_default=False)] = None,
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY) or junit (XML).")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -96,7 +99,8 @@ def check(
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
                            require_headroom=require_headroom, vllm_version=vllm_version, optimistic=optimistic,
                            models_dirs=tuple(models_dir or ()), offline=offline,
-                           gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()))
+                           gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()),
+                           calibration=calibration)
     report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):

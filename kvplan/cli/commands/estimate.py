@@ -7,7 +7,7 @@ import sys
 import typer
 
 from kvplan.cli.edge import guarded
-from kvplan.cli.options import (BatchOpt, BlockOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
+from kvplan.cli.options import (BatchOpt, BlockOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
                                 GpuOpt, GpuReservedOpt, GpusOpt, GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt,
                                 KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, ModelsDirOpt, OfflineOpt, PpOpt, PromptOpt, RateOpt,
                                 ReserveOpt, SeqOpt, TpOpt, VllmArgsOpt, with_model_lookup)
@@ -43,6 +43,7 @@ def estimate(
     vllm_args: VllmArgsOpt = None,
     rate: RateOpt = None,
     prompt: PromptOpt = None,
+    calibration: CalibrationOpt = None,
     json_out: JsonOpt = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -58,12 +59,17 @@ def estimate(
     if (vllm_args is not None or rate is not None or prompt is not None) and chosen.name != "vllm":
         flag = "--vllm-args" if vllm_args is not None else "--rate" if rate is not None else "--prompt"
         raise InputError("vLLM's options apply to --engine vllm", where=flag, hint="add --engine vllm")
+    site = None
+    if calibration is not None:
+        from kvplan.engines.calibration import read_profile
+
+        site = read_profile(calibration, engine=chosen.name)
     request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
                             gpus=gpus, tp=tp, pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
                             block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                             kv_heads=kv_heads, head_dim=head_dim, engine_version=engine_version,
                             gpu_reserved=gpu_reserved, engine_options=engine_option, vllm_args=vllm_args,
-                            rate=rate, prompt=prompt)
+                            rate=rate, prompt=prompt, site=site)
     if engine_version and chosen.name == "static":
         raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
     chosen.accepts(request)

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup
+from kvplan.cli.options import CalibrationOpt, ModelsDirOpt, OfflineOpt, with_model_lookup
 
 
 class Kind(str, Enum):
@@ -43,6 +43,7 @@ def plot(
     image_format: Annotated[Optional[ImageFormat], typer.Option("--format", help="Image format when the file name does not say.", show_default=False)] = None,
     width: Annotated[int, typer.Option("--width", help="Terminal chart width in characters.")] = 72,
     height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.")] = 18,
+    calibration: CalibrationOpt = None,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
 ):
@@ -66,7 +67,8 @@ def plot(
     if output:
         _check_matplotlib()
     spec, grid, make_request, _ = build_grid(model, seq=seq, batch=str(batch), kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp,
-                                             pp=pp, engine=engine, dtype=dtype, gpu_util=gpu_util)
+                                             pp=pp, engine=engine, dtype=dtype, gpu_util=gpu_util,
+                                             calibration=calibration)
     if len(grid.seq) < 2:
         raise InputError("a curve needs at least two context lengths", where="--seq", hint="e.g. 1K..128K*2")
     if len(grid) > 100_000:

@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup
+from kvplan.cli.options import CalibrationOpt, ModelsDirOpt, OfflineOpt, with_model_lookup
 
 
 class Format(str, Enum):
@@ -49,6 +49,7 @@ def sweep(
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options for every vllm row (speculative decoding, LoRA, offload, parallelism, KV connectors; docs/engines/features/).", show_default=False)] = None,
     engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting KEY=VALUE for every row (repeatable), as for estimate; rows of an engine that does not read the key carry the error.", show_default=False)] = None,
     gpu_reserved: Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU has in use before the engine starts (sglang, trtllm), e.g. 1.2GiB.", show_default=False)] = None,
+    calibration: CalibrationOpt = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -67,7 +68,7 @@ def sweep(
         model, seq=seq, batch=batch, kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp, engine=engine, dtype=dtype,
         gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens, engine_options=engine_option, gpu_reserved=gpu_reserved,
-        vllm_args=vllm_args)
+        vllm_args=vllm_args, calibration=calibration)
     counts = {"rows": 0, "refused": 0}
     refusals: list = []
 
@@ -93,9 +94,10 @@ def sweep(
 
 def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine, dtype=None, gpu_util=None, reserve=None,
                kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None, engine_options=None,
-               gpu_reserved=None, vllm_args=None):
+               gpu_reserved=None, vllm_args=None, calibration=None):
     """Parse the grid flags (shared with `kvplan plot`): (spec, Grid, make_request, {kv name: resolved}).
-    Bad values anywhere are bad input for the whole command (exit 2) before any row is printed."""
+    Bad values anywhere are bad input for the whole command (exit 2) before any row is printed. A site profile
+    (--calibration) goes with the requests of the engine it was fitted on; it must be one of the grid's engines."""
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
@@ -152,6 +154,14 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
 
     if vllm_args is not None and set(grid.engine) != {"vllm"}:
         raise InputError("--vllm-args applies to the vllm engine", where="--vllm-args", hint="sweep with --engine vllm")
+    site = None
+    if calibration is not None:
+        from kvplan.engines.calibration import read_profile
+
+        site = read_profile(calibration)
+        if site.engine is not None and site.engine not in engines:
+            raise InputError(f"the profile was fitted on {site.engine} logs; none of --engine {engine} is {site.engine}",
+                             where=f"--calibration {calibration}", hint=f"add --engine {site.engine}")
 
     def make_request(combo, seq_tokens: int, batch_size: int):
         from kvplan import engines as registry
@@ -160,7 +170,8 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
                             gpu=combo.gpu, gpu_mem=gpu_mem, gpus=None, tp=combo.tp, pp=combo.pp, gpu_util=gpu_util,
                             reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size,
                             max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                            gpu_reserved=gpu_reserved, engine_options=engine_options, vllm_args=vllm_args)
+                            gpu_reserved=gpu_reserved, engine_options=engine_options, vllm_args=vllm_args,
+                            site=site if site is not None and site.engine in (None, combo.engine) else None)
         registry.get(combo.engine).accepts(req)
         return req
 

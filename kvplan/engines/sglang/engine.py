@@ -308,7 +308,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> SglangEstima
             refused = (f"SGLang refuses to start: {rel.version} reads the GPU size from nvidia-smi, which shows no "
                        "memory.total on an integrated GPU (ValueError('No GPU memory values found.'); fixed in "
                        "0.4.9.post3)")
-        elif unified and not in_use and not (req.site and req.site.non_torch_bytes is not None):
+        elif unified and not in_use and not (req.site and req.site.non_torch_for(req.tp, req.pp) is not None):
             reader = "psutil's available system memory" if rel.unified_memory == "psutil" else "cudaMemGetInfo"
             raise UnsupportedError(
                 f"{hw.name or 'this GPU'} shares its memory with the CPU: SGLang {rel.version} sizes the pool from "
@@ -337,7 +337,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> SglangEstima
             mfs = mfs * Fraction(85, 100)  # arg_groups/attention_hook.py: aiter with context_len > 8192
             notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
         weights = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
-        non_torch = req.site.non_torch_bytes if req.site else None
+        non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
         link = sbudget.link_class(getattr(facts, "interconnect", None))
         bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=mfs, tp=req.tp, pp=req.pp,
                              architecture=facts.architecture if facts else None, link=link, in_use=in_use,

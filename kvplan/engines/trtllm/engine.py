@@ -245,7 +245,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> TrtllmEstima
         source = "--kv-cache-memory"
         notes.append("--kv-cache-memory is taken as kv_cache_config.max_gpu_total_bytes: the estimate is skipped")
     elif hw is not None:
-        if getattr(facts, "unified_memory", False) and not in_use_b and not (req.site and req.site.non_torch_bytes):
+        if getattr(facts, "unified_memory", False) and not in_use_b and not (req.site and req.site.non_torch_for(req.tp, req.pp)):
             raise UnsupportedError(
                 f"{hw.name or 'this GPU'} shares its memory with the CPU: TensorRT-LLM sizes the pool from "
                 "cudaMemGetInfo, which counts what the operating system and other processes hold (a public DGX Spark "
@@ -285,8 +285,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> TrtllmEstima
             if req.site is not None and req.site.activation_scale != 1:
                 peak = int(peak * req.site.activation_scale)
             non_torch = fit.non_torch_one_gpu + (fit.nccl_extra if req.tp > 1 else 0)
-            if req.site is not None and req.site.non_torch_bytes is not None:
-                non_torch = req.site.non_torch_bytes
+            if req.site is not None and req.site.non_torch_for(req.tp, req.pp) is not None:  # its layouts only
+                non_torch = req.site.non_torch_for(req.tp, req.pp)
             weights += fit.load_extra
             # T5.1: the warm-up pool: the CUDA-graph warm-up or the dummy prompts, at least max_batch_size blocks
             dummy_len = min(max_num_tokens, req.seq - 1)

@@ -538,8 +538,8 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
             if site.activation_scale != 1:
                 peak = math.ceil(peak * site.activation_scale)
                 replaced.append("activation peak")
-            if site.non_torch_bytes is not None:
-                nt = site.non_torch_bytes
+            if site.non_torch_for(tp, pp) is not None:  # measured at this layout only (communication buffers)
+                nt = site.non_torch_for(tp, pp)
                 replaced.append("non-torch memory")
             if site.cuda_graph_bytes is not None and release.cuda_graph_estimated:
                 graphs = site.cuda_graph_bytes

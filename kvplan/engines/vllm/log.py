@@ -1,31 +1,42 @@
-"""Read the figures a vLLM start-up log prints about memory and the KV cache. Pure, stdlib only.
+"""Read the figures a vLLM start-up log prints about memory and the KV cache, as users paste it. Pure, stdlib only.
 
-vLLM (v1 engine) logs, per worker process, the terms of its KV-cache budget (weights, profiled
-activation peak, non-torch memory, CUDA-graph estimate, the memory left for the cache) and, once per
-engine, what it made of that memory (blocks, tokens, concurrency). kvplan's vLLM engine model is
-calibrated and tested against such logs; this module turns one log's text into a frozen record.
+vLLM logs, per worker process, the terms of its KV-cache budget (weights, profiled activation peak, non-torch
+memory, CUDA-graph estimate, the memory left for the cache) and, once per engine (0.10: once per worker), what
+it made of that memory (blocks, tokens, concurrency). kvplan's vLLM engine model is compared with such logs;
+this module turns one log's text into a frozen record. The paste forms (labels, colours, hard wraps, excerpts
+without the `INFO MM-DD hh:mm:ss [file.py:N]` head) are undone by kvplan/engines/logtext.py; here each line's
+text is searched for vLLM's own phrases.
 
-Where each figure comes from (vLLM 0.19.0 file:function; 0.33.0 prints the same lines unless noted):
-- "worker init memory snapshot: ... total_memory=79.19GiB ..."   v1/worker/gpu_worker.py:init_device (DEBUG)
+Where each figure comes from (vLLM 0.19.0 file:function unless a release is named; research/vllm/releases.md):
+- "worker init memory snapshot: ... free_memory=78.68GiB, total_memory=79.19GiB ..."  v1/worker/gpu_worker.py:init_device (DEBUG)
 - "worker requested memory: 75.23GiB"                             v1/worker/gpu_worker.py:init_device (DEBUG)
-- "Model loading took 12.56 GiB memory and ..."                   v1/worker/gpu_model_runner.py:load_model
+- "Model loading took 12.56 GiB memory and ..."                   v1/worker/gpu_model_runner.py:load_model; 0.8.0
+  "... 19.5904 GB and N seconds", 0.8.5-0.11 "... GiB and N seconds"; V0 "Loading model weights took 14.9888 GB"
+  (worker/model_runner.py; GB there is bytes / 2**30)
 - "Memory profiling takes ... Total non KV cache memory: ...; torch peak memory increase: ...;
    non-torch forward increase memory: ...; weights memory: ..."   utils/mem_utils.py:MemoryProfilingResult
    (0.33 prints "total consumed (from mem_get_info): X" instead of the non-torch term)
+- V0 (worker/worker.py:determine_num_available_blocks): "the current vLLM instance can use total_gpu_memory (T)
+  x gpu_memory_utilization (U) = R", "model weights take W; non_torch_memory takes N; PyTorch activation peak
+  memory takes P; the rest of the memory reserved for KV Cache is K"; 0.6.4 one line "Memory profiling results:
+  total_gpu_memory=... kv_cache_size=..."; a short-lived table of the same terms, one per line
 - "Estimated CUDA graph memory: 0.84 GiB total"                   v1/worker/gpu_model_runner.py:profile_cudagraph_memory
 - "Available KV cache memory: 61.66 GiB"                          v1/worker/gpu_worker.py:determine_available_memory
 - "GPU KV cache size: N tokens", "Maximum concurrency for M tokens per request: X.XXx"
                                                                   v1/core/kv_cache_utils.py:_report_kv_cache_config
-   (0.33 prints both on one line: v1/core/kv_cache_utils.py:update_kv_cache_capacity)
+   (0.10 prints the pair once per worker, before the minimum is taken; 0.28+ prints both on one line)
+- V0 / early V1: "# GPU blocks: N, # CPU blocks: M" (0.7: "# cuda blocks", ROCm "# rocm blocks"; executor_base.py
+  initialize_cache), "# GPU blocks: N" (V1 0.7 kv_cache_utils.py)
 - "Graph capturing finished in N secs, took X GiB"                v1/worker/gpu_model_runner.py:capture_model
-- "Free memory on device (F/T GiB) on startup. ... `--kv-cache-memory=B` ..." (DEBUG)
-                                                                  v1/worker/gpu_worker.py:compile_or_warm_up_model
-- "vllm cache_config_info with initialization after num_gpu_blocks is: N"
-                                                                  v1/metrics/loggers.py (DEBUG)
+- "Free memory on device (F/T GiB) on startup. ... Actual usage is ... `--kv-cache-memory=B` ... Current kv cache
+  memory in use is X GiB" (0.10.2: "... is N bytes")              v1/worker/gpu_worker.py:compile_or_warm_up_model
+- "vllm cache_config_info with initialization after num_gpu_blocks is: N"     v1/metrics/loggers.py
+- TP and PP: the engine config line, the non-default args (or 0.8's `args: Namespace(...)`), a `vllm serve` command
+  line in the paste, "rank 0 in world size N ...", and, as a lower bound only, the worker labels (Worker_TP3).
 
 GiB figures are kept as the printed decimals (`decimal.Decimal`), never floats: vLLM prints
-`round(bytes / 2**30, 2)` (utils/mem_utils.py:format_gib) or `%.2f`, so a printed value stands for an
-interval of byte counts, which `gib_bounds` gives exactly.
+`round(bytes / 2**30, 2)` (utils/mem_utils.py:format_gib) or `%.2f` (`%.4f` for V0's weights), so a printed
+value stands for an interval of byte counts, which `gib_bounds` gives exactly.
 """
 
 from __future__ import annotations
@@ -35,6 +46,8 @@ import re
 from dataclasses import dataclass, field
 from decimal import Decimal
 from pathlib import Path
+
+from kvplan.engines.logtext import Line, lines as logical_lines, message, spaced
 
 GIB = 2**30
 
@@ -62,25 +75,25 @@ def vllm_format_gib(num_bytes: int) -> str:
 
 
 def gib_bounds(value: Decimal | str) -> tuple[int, int]:
-    """The byte interval [low, high) whose members vLLM prints as `value` GiB (2-decimal rounding).
+    """The byte interval [low, high) whose members vLLM prints as `value` GiB.
 
-    A member b satisfies round(b / 2**30, 2) == value. Exact, integers only: with c = 100 * value,
-    b qualifies when |200 * b - c * 2**31| < 2**30, and on a tie (200 * b == (2c +- 1) * 2**30,
-    possible because 2**30 / 200 = 2**27 / 25) round-half-even keeps b only when c is even.
-    "%.2f" formatting (used for the CUDA-graph figures) rounds the same way.
+    vLLM prints two decimals (format_gib drops trailing zeros: "58.1" is 58.10), V0's weights four; a
+    value with d > 2 decimals is read at d. Exact, integers only: with s = 10**d and c = s x value, b
+    qualifies when |2s x b - c x 2**31| < 2**30, and on a tie (possible because 2**30 / 2s is not whole)
+    round-half-even keeps b only when c is even. "%.2f" formatting rounds the same way.
     """
     d = Decimal(value)
-    scaled = d * 100
-    if scaled != scaled.to_integral_value():
-        raise ValueError(f"{value!r} has more than 2 decimals; not a printed vLLM GiB figure")
-    c = int(scaled)
-    lo_num = (2 * c - 1) * GIB  # 200 * (lower boundary in bytes)
-    hi_num = (2 * c + 1) * GIB  # 200 * (upper boundary in bytes)
-    low = -((-lo_num) // 200)  # ceil
-    if low * 200 == lo_num and c % 2 != 0:
+    places = max(2, -d.as_tuple().exponent) if isinstance(d.as_tuple().exponent, int) else 2
+    s = 10**places
+    c = int(d * s)
+    two_s = 2 * s
+    lo_num = (2 * c - 1) * GIB  # 2s x (lower boundary in bytes)
+    hi_num = (2 * c + 1) * GIB  # 2s x (upper boundary in bytes)
+    low = -((-lo_num) // two_s)  # ceil
+    if low * two_s == lo_num and c % 2 != 0:
         low += 1  # tie at the lower boundary rounds to c - 1 (even)
-    high = -((-hi_num) // 200)  # ceil: first b at or past the upper boundary
-    if high * 200 == hi_num and c % 2 == 0:
+    high = -((-hi_num) // two_s)  # ceil: first b at or past the upper boundary
+    if high * two_s == hi_num and c % 2 == 0:
         high += 1  # tie at the upper boundary rounds down to c (even), so it is a member
     if c == 0:
         # round() keeps the sign: (-0.005, 0) prints "-0.0", [0, 0.005) prints "0.0"
@@ -107,20 +120,30 @@ class VllmWorkerFigures:
 
     pid: int | None
     name: str | None  # the last process label seen for the pid, e.g. "Worker_PP3", "EngineCore"
-    total_memory_gib: Decimal | None = None  # init snapshot: torch.cuda.mem_get_info total
+    total_memory_gib: Decimal | None = None  # init snapshot: torch.cuda.mem_get_info total (V0: total_gpu_memory)
     init_free_memory_gib: Decimal | None = None  # init snapshot, after CUDA context and NCCL init
     init_non_torch_gib: Decimal | None = None  # init snapshot: CUDA context (+ NCCL at TP/PP >= 2)
     requested_memory_gib: Decimal | None = None  # ceil(total_memory x gpu_memory_utilization)
     weights_gib: Decimal | None = None  # "Model loading took" (or the profiling line's weights term)
     activation_peak_gib: Decimal | None = None  # torch peak memory increase during the profile run
-    non_torch_gib: Decimal | None = None  # non-torch increase since the init snapshot (0.19)
-    total_consumed_gib: Decimal | None = None  # 0.33: free memory drop since init (mem_get_info)
+    non_torch_gib: Decimal | None = None  # non-torch increase since the init snapshot (0.19; V0's non_torch_memory)
+    total_consumed_gib: Decimal | None = None  # 0.27+: free memory drop since init (mem_get_info)
     total_non_kv_gib: Decimal | None = None  # the profiling line's "Total non KV cache memory"
     cuda_graph_estimate_gib: Decimal | None = None  # "Estimated CUDA graph memory" (profiled)
     cuda_graph_actual_gib: Decimal | None = None  # graph pool after the real capture
     available_kv_gib: Decimal | None = None  # this worker's KV budget ("in use" on the advice line)
     kv_cache_memory_to_requested_bytes: int | None = None  # exact: the advice line's first number
     kv_cache_memory_to_gpu_bytes: int | None = None  # exact: the advice line's second number
+    available_kv_bytes: int | None = None  # exact: 0.10.2's "Current kv cache memory in use is N bytes"
+
+
+@dataclass(frozen=True)
+class CapacityReport:
+    """One "GPU KV cache size" / "Maximum concurrency" report (vLLM 0.10 prints one per worker's config)."""
+
+    tokens: int | None
+    concurrency: float | None  # as printed ("%.2f")
+    concurrency_tokens: int | None  # the M of "for M tokens per request"
 
 
 @dataclass(frozen=True)
@@ -128,7 +151,9 @@ class VllmLogFigures:
     """The launch settings and memory figures of one vLLM start-up log. None where absent.
 
     Single-valued memory fields are those of the reporting worker (the one that logged
-    "Available KV cache memory", rank 0); `workers` holds every worker's own figures.
+    "Available KV cache memory", rank 0); `workers` holds every worker's own figures. Where the log
+    states TP or PP, `tensor_parallel_size` / `pipeline_parallel_size` hold it and `*_source` says where
+    it was read; where it only shows worker labels, `tp_at_least` / `pp_at_least` are the lower bounds.
     """
 
     vllm_version: str | None = None
@@ -156,8 +181,8 @@ class VllmLogFigures:
     cuda_graph_gib: Decimal | None = None  # the profiled estimate (what vLLM >= 0.21 subtracts)
     cuda_graph_actual_gib: Decimal | None = None
     available_kv_gib: Decimal | None = None
-    kv_cache_tokens: int | None = None
-    max_concurrency: float | None = None  # as printed ("%.2fx")
+    kv_cache_tokens: int | None = None  # the binding report's (fewest tokens)
+    max_concurrency: float | None = None  # as printed ("%.2fx"), of the same report
     max_concurrency_tokens: int | None = None  # the M of "for M tokens per request"
     num_gpu_blocks: int | None = None
     padding_layers: int | None = None  # "Add N padding layers" (hybrid models with uneven groups)
@@ -165,6 +190,23 @@ class VllmLogFigures:
     needed_kv_gib: Decimal | None = None  # from the same error
     non_default_args: dict | None = field(default=None, hash=False)
     workers: tuple[VllmWorkerFigures, ...] = ()
+    # read from pastes (excerpts, V0, several workers)
+    engine_generation: str | None = None  # "V0" or "V1" where the log shows which
+    tp_source: str | None = None  # where tensor_parallel_size was read
+    pp_source: str | None = None
+    tp_at_least: int | None = None  # from worker labels / worker count when TP is not stated
+    pp_at_least: int | None = None
+    max_model_len_source: str | None = None
+    num_gpu_blocks_source: str | None = None  # "num_gpu_blocks is" (V1), "# GPU blocks" (V0 / V1 0.7), ...
+    num_cpu_blocks: int | None = None
+    tokens_capacity: int | None = None  # V0 error: "maximum number of tokens that can be stored in KV cache (N)"
+    capacity_reports: tuple[CapacityReport, ...] = ()
+    startup_free_gib: Decimal | None = None  # "Free memory on device (F/T GiB) on startup"
+    startup_total_gib: Decimal | None = None
+    refused_at_startup: bool = False  # "... on startup is less than desired GPU memory utilization"
+    platform: str | None = None  # "cuda", "rocm" ("Automatically detected platform")
+    runs: int = 1  # start-ups in the file (the one with the most figures is read)
+    layout_conflicts: tuple[str, ...] = ()  # sources that disagree about TP or PP, e.g. "TP 4 (command line)"
 
     def binding_worker(self) -> VllmWorkerFigures | None:
         """The worker with the least KV memory (the one that sizes the pool when layers are equal).
@@ -172,108 +214,135 @@ class VllmLogFigures:
         Under pipeline parallelism the stages may hold different layer counts, so the pool is the
         minimum of available // (page x layers) per worker; this picks by memory alone.
         """
-        known = [w for w in self.workers if w.available_kv_gib is not None]
+        known = [w for w in self.workers if w.available_kv_gib is not None or w.available_kv_bytes is not None]
         if not known:
             return None
-        return min(known, key=lambda w: w.available_kv_gib)
+        # 0.10.2 prints each worker's budget in bytes too: ranks that print the same GiB differ there
+        return min(known, key=lambda w: w.available_kv_bytes if w.available_kv_bytes is not None
+                   else w.available_kv_gib * GIB)
 
 
 # --------------------------------------------------------------------------------------------------
-# Line splitting
-
-# "(EngineCore pid=283) " opens every record of a multi-process vLLM; progress bars written with
-# carriage returns can put two records on one physical line, so records are split at each label.
-_PROC = re.compile(r"\((?P<name>[A-Za-z][\w.-]*) pid=(?P<pid>\d+)\)\s?")
-_HEAD = re.compile(
-    r"^(?P<level>DEBUG|INFO|WARNING|ERROR|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2}(?:\.\d+)?\s+"
-    r"\[(?P<src>[^\]]*)\]\s?(?P<msg>.*)$"
-)
-
-
-@dataclass(frozen=True)
-class _Record:
-    name: str | None
-    pid: int | None
-    src: str
-    msg: str
-
-
-_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")  # vLLM colours its level names when writing to a terminal
-
-
-def _records(text: str) -> list[_Record]:
-    out: list[_Record] = []
-    for raw in _ANSI.sub("", text).splitlines():
-        for piece in raw.split("\r"):
-            labels = list(_PROC.finditer(piece))
-            if not labels:
-                m = _HEAD.match(piece.strip())
-                if m:
-                    out.append(_Record(None, None, m["src"], m["msg"]))
-                continue
-            for i, lab in enumerate(labels):
-                end = labels[i + 1].start() if i + 1 < len(labels) else len(piece)
-                m = _HEAD.match(piece[lab.end():end].strip())
-                if m:
-                    out.append(_Record(lab["name"], int(lab["pid"]), m["src"], m["msg"]))
-    return out
-
-
-# --------------------------------------------------------------------------------------------------
-# Message patterns
+# Message patterns (spaced(): a literal space also matches none or several, for joined wraps and tables)
 
 _NUM = r"(-?\d+(?:\.\d+)?)"
 _INT = r"(\d[\d,]*)"
 
-_SNAPSHOT = re.compile(
+_SNAPSHOT = spaced(
     rf"worker init memory snapshot: .*?free_memory={_NUM}GiB, total_memory={_NUM}GiB, "
     rf"\w+_memory={_NUM}GiB, torch_memory={_NUM}GiB, non_torch_memory={_NUM}GiB"
 )
-_REQUESTED = re.compile(rf"worker requested memory: {_NUM}\s?GiB")
-_LOADING = re.compile(rf"Model loading took {_NUM} GiB memory")
-_PROFILE = re.compile(rf"Memory profiling takes [\d.]+ seconds\. Total non KV cache memory: {_NUM}GiB; (?P<rest>.*)")
-_PEAK = re.compile(rf"torch peak memory increase: {_NUM}GiB")
-_NON_TORCH = re.compile(rf"non-torch forward increase memory: {_NUM}GiB")
-_CONSUMED = re.compile(rf"total consumed \(from mem_get_info\): {_NUM}GiB")
-_PROFILE_WEIGHTS = re.compile(rf"weights memory: {_NUM}GiB")
-_CG_ESTIMATE = re.compile(rf"Estimated CUDA graph memory: {_NUM} GiB total")
-_CG_CAPTURED = re.compile(rf"Graph capturing finished in [\d.]+ secs, took {_NUM} GiB")
-_CG_POOL = re.compile(rf"CUDA graph pool memory: {_NUM} GiB \(actual\), {_NUM} GiB \(estimated\)")
-_AVAILABLE = re.compile(rf"Available KV cache memory: {_NUM} GiB")
-_ADVICE = re.compile(
-    r"Free memory on device \(.*?`--kv-cache-memory=(-?\d+)`.*?`--kv-cache-memory=(-?\d+)`"
-    rf".*?Current kv cache memory in use is {_NUM} GiB"
-)
-_ADVICE_UTIL = re.compile(r"Desired GPU memory utilization is \(([\d.]+), ")
-_REQUESTED_UTIL = re.compile(r"Requested memory: ([\d.]+) \(util\)")
-_KV_TOKENS = re.compile(rf"KV cache size: {_INT} tokens")
-_CONCURRENCY = re.compile(rf"Maximum concurrency for {_INT} tokens per request: ([\d.]+)x")
-_NUM_BLOCKS = re.compile(r"num_gpu_blocks is: (\d+)")
+_REQUESTED = spaced(rf"worker requested memory: {_NUM} ?GiB")
+_LOADING = spaced(rf"(?:Model loading took|Loading model weights took) {_NUM} (Gi?B)")
+_PROFILE = spaced(rf"Memory profiling takes [\d.]+ seconds\. Total non KV cache memory: {_NUM}GiB;(?P<rest>.*)")
+_PEAK = spaced(rf"torch peak memory increase: {_NUM}GiB")
+_NON_TORCH = spaced(rf"non-torch forward increase memory: {_NUM}GiB")
+_CONSUMED = spaced(rf"total consumed \(from mem_get_info\): {_NUM}GiB")
+_PROFILE_WEIGHTS = spaced(rf"weights memory: {_NUM}GiB")
+# V0 (worker/worker.py) and the 0.6.4 one-line form
+_V0_CAN_USE = spaced(rf"the current vLLM instance can use total_gpu_memory \({_NUM}GiB\) x gpu_memory_utilization "
+                     rf"\({_NUM}\) = {_NUM}GiB")
+_V0_TERMS = spaced(rf"model weights take {_NUM}GiB; non_torch_memory takes {_NUM}GiB; PyTorch activation peak memory "
+                   rf"takes {_NUM}GiB; the rest of the memory reserved for KV Cache is {_NUM}GiB")
+_V0_RESULTS = spaced(r"Memory profiling results: (?P<rest>.*\S=.*)")
+_V0_KEY = re.compile(rf"(\w+)={_NUM}(?:GiB)?")
+# the short-lived table (one term per line after "Memory profiling results:")
+_V0_TABLE = {
+    "total_gpu_memory": re.compile(rf"(?:^|\]\s*)total_gpu_memory\s+{_NUM}GiB"),
+    "gpu_memory_utilization": re.compile(rf"(?:^|\]\s*)gpu_memory_utilization\s+{_NUM}\s*$"),
+    "requested": re.compile(rf"(?:^|\]\s*)the current vLLM instance can use\s+{_NUM}GiB"),
+    "weights": re.compile(rf"(?:^|\]\s*)model weights take\s+{_NUM}GiB"),
+    "non_torch": re.compile(rf"(?:^|\]\s*)non_torch_memory\s+{_NUM}GiB"),
+    "peak": re.compile(rf"(?:^|\]\s*)PyTorch activation peak memory\s+{_NUM}GiB"),
+    "available": re.compile(rf"(?:^|\]\s*)available_kv_cache_memory\s+{_NUM}GiB"),
+}
+_CG_ESTIMATE = spaced(rf"Estimated CUDA graph memory: {_NUM} GiB total")
+_CG_CAPTURED = spaced(rf"Graph capturing finished in [\d.]+ secs?, took {_NUM} GiB")
+_CG_POOL = spaced(rf"CUDA graph pool memory: {_NUM} GiB \(actual\), {_NUM} GiB \(estimated\)")
+_AVAILABLE = spaced(rf"Available KV cache memory: {_NUM} GiB")
+# the advice line (gpu_worker.py:compile_or_warm_up_model), piece by piece: releases reword its middle
+_FREE = spaced(rf"Free memory on device (?:\S+ )?\({_NUM}/{_NUM} GiB\) on startup")
+_FREE_REFUSED = spaced(r"on startup is less than desired GPU memory utilization")
+_FREE_UTIL = spaced(rf"Desired GPU memory utilization is \(([\d.]+), {_NUM} GiB\)")
+_FREE_WEIGHT = spaced(rf"{_NUM} GiB for weight")
+_FREE_PEAK = spaced(rf"{_NUM} GiB for peak activation")
+_FREE_NON_TORCH = spaced(rf"{_NUM} GiB for non-torch memory")
+_FREE_CONSUMED = spaced(rf"{_NUM} GiB for consumed memory")
+_FREE_GRAPHS = spaced(rf"{_NUM} GiB for CUDAGraph memory")
+_ADVICE_BYTES = re.compile(r"`--kv-cache-memory=(-?\d+)`")
+_IN_USE = spaced(rf"Current kv cache memory in use is {_NUM} (GiB|bytes)")
+_REQUESTED_UTIL = spaced(r"Requested memory: ([\d.]+) \(util\)")
+_GRAPH_UTIL = spaced(r"The current --gpu-memory-utilization=([\d.]+) is equivalent")
+_KV_TOKENS = spaced(rf"GPU KV cache size: {_INT} tokens")
+_CONCURRENCY = spaced(rf"Maximum concurrency for {_INT} tokens per request: ([\d.]+)x")
+_NUM_BLOCKS = spaced(r"num_gpu_blocks is: (\d+)")
+_DEVICE_BLOCKS = spaced(r"(?:#\s*)?\b(GPU|CUDA|cuda|rocm|xpu|hpu|tpu|neuron) blocks: (\d+)(?:, # CPU blocks: (\d+))?")
 _PADDING = re.compile(r"Add (\d+) padding layers")
-_TOO_SMALL = re.compile(rf"max seq len \((\d+)\), \({_NUM} GiB KV cache is needed")
-_EST_LEN = re.compile(r"the estimated maximum model length is (\d+)")
-_VERSION_ENGINE = re.compile(r"Initializing a V1 LLM engine \(v([^)]+)\) with config: (?P<cfg>.*)")
-_VERSION_BANNER = re.compile(r"\bversion (\d+\.\d+\.\d+\S*)")
-_NON_DEFAULT = re.compile(r"non-default args: (\{.*\})\s*$")
-_MNBT = re.compile(
+_TOO_SMALL = spaced(rf"max seq len \((\d+)\), \({_NUM} Gi?B KV cache is needed, which is larger than the available KV "
+                    rf"cache memory \({_NUM} Gi?B\)")
+_EST_LEN = spaced(r"the estimated maximum model length is (\d+)")
+_V0_TOO_SMALL = spaced(r"The model's max seq len \((\d+)\) is larger than the maximum number of tokens that can be "
+                       r"stored in KV cache \((\d+)\)")
+_VERSION_ENGINE = spaced(r"Initializing a (V[01]) LLM engine \(v([^)\s]+)\) with config: (?P<cfg>.*)")
+_VERSION_SERVER = spaced(r"vLLM API server version (\d+\.\d+\S*)")
+_VERSION_BANNER = re.compile(r"[█▀▄]\s+version (\d+\.\d+\.\d+\S*)")  # the 0.1x block-letter banner
+_NON_DEFAULT = spaced(r"non-default args: (\{.*)")
+_NAMESPACE = spaced(r"args: Namespace\((.*)")
+_MNBT = spaced(
     r"(?:Defaulting max_num_batched_tokens to |Chunked prefill is enabled with max_num_batched_tokens=)(\d+)"
 )
-_MAX_SEQS = re.compile(r"Defaulting max_num_seqs to (\d+)")
-_BACKEND = re.compile(r"Using (\w+) attention backend")
-_BLOCK_SET = re.compile(r"Setting (?:kv cache|attention) block size to (\d+)")
+_MAX_SEQS = spaced(r"Defaulting max_num_seqs to (\d+)")
+_BACKEND = re.compile(r"Using (\w+) attention backend|Using (Flash Attention|FlashInfer|XFormers|Triton|ROCmFlashAttention) backend")
+_BLOCK_SET = spaced(r"Setting (?:kv cache|attention) block size to (\d+)")
+_MAX_LEN = spaced(r"Using max model len (\d+)")
+_WORLD = spaced(r"rank \d+ in world size (\d+) is assigned as DP rank \d+, PP rank (\d+),(?: PCP rank \d+,)? TP rank (\d+)")
+_WORLD_SIZE = re.compile(r"\bworld_size=(\d+) rank=\d+")
+_PLATFORM = spaced(r"Automatically detected platform (\w+)")
+_COMMAND = re.compile(r"(?:^|[\s`$])(?:vllm serve|vllm\.entrypoints\.openai\.api_server|vllm/vllm-openai\S*)(?=\s|$)")
+_LABEL_RANK = {"tp": re.compile(r"TP ?(\d+)"), "pp": re.compile(r"PP ?(\d+)")}
+# v1/executor/multiproc_executor.py WorkerProc.setup_proc_title_and_log_prefix: "Worker" + _DP{r} if dp > 1, + _PP{r}
+# if pp > 1, (+ _PCP{r}), + _TP{r} if tp > 1, (+ _DCP{r}), + _EP{r} with expert parallelism
+_V1_WORKER = re.compile(r"Worker(?:_DP\d+)?(?:_PP\d+)?(?:_PCP\d+)?(?:_TP\d+)?(?:_DCP\d+)?(?:_EP\d+)?")
+# lines only a worker prints: with one GPU the engine core runs the worker itself (UniProcExecutor), so they come
+# from the EngineCore process
+_WORKER_PHRASES = spaced(r"Available KV cache memory|Model loading took|Memory profiling takes|Estimated CUDA graph")
 
-# keys of the engine config line ("with config: model='...', ..., kv_cache_dtype=auto, ...")
+# keys of the engine config line ("with config: model='...', ..., kv_cache_dtype=auto, ...") and of 0.8's
+# `args: Namespace(...)`, which spells values the same way
 _CFG = {
     "model": re.compile(r"(?:^|, )model='([^']*)'"),
     "dtype": re.compile(r"(?:^|, )dtype=([^,]+)"),
     "max_seq_len": re.compile(r"(?:^|, )max_seq_len=(\d+)"),
+    "max_model_len": re.compile(r"(?:^|, )max_model_len=(\d+)"),
     "tensor_parallel_size": re.compile(r"(?:^|, )tensor_parallel_size=(\d+)"),
     "pipeline_parallel_size": re.compile(r"(?:^|, )pipeline_parallel_size=(\d+)"),
     "quantization": re.compile(r"(?:^|, )quantization=([^,]+)"),
     "enforce_eager": re.compile(r"(?:^|, )enforce_eager=(True|False)"),
     "kv_cache_dtype": re.compile(r"(?:^|, )kv_cache_dtype=([^,]+)"),
     "enable_prefix_caching": re.compile(r"(?:^|, )enable_prefix_caching=(True|False|None)"),
+    "gpu_memory_utilization": re.compile(r"(?:^|, )gpu_memory_utilization=([\d.]+)"),
+    "block_size": re.compile(r"(?:^|, )block_size=(\d+)"),
+    "max_num_seqs": re.compile(r"(?:^|, )max_num_seqs=(\d+)"),
+    "max_num_batched_tokens": re.compile(r"(?:^|, )max_num_batched_tokens=(\d+)"),
 }
+# `vllm serve` options a pasted command line may show (either spelling, "=" or a space before the value)
+_FLAGS = {
+    "tensor_parallel_size": r"--tensor[-_]parallel[-_]size|-tp",
+    "pipeline_parallel_size": r"--pipeline[-_]parallel[-_]size|-pp",
+    "max_model_len": r"--max[-_]model[-_]len",
+    "gpu_memory_utilization": r"--gpu[-_]memory[-_]utilization",
+    "kv_cache_dtype": r"--kv[-_]cache[-_]dtype",
+    "dtype": r"--dtype",
+    "quantization": r"--quantization|-q",
+    "block_size": r"--block[-_]size",
+    "max_num_seqs": r"--max[-_]num[-_]seqs",
+    "max_num_batched_tokens": r"--max[-_]num[-_]batched[-_]tokens",
+    "model": r"--model",
+}
+_FLAG_VALUE = {key: re.compile(rf"(?:^|\s)(?:{flags})(?:=|\s+)([^\s\\`]+)") for key, flags in _FLAGS.items()}
+# a quoted key of the non-default args dict, for excerpts cut before its end (or holding objects literal_eval
+# cannot read)
+_ARG_VALUE = re.compile(r"'(\w+)': ('(?:[^'\\]|\\.)*'|-?\d+(?:\.\d+)?|True|False|None)")
 
 
 def _dec(s: str | None) -> Decimal | None:
@@ -288,13 +357,104 @@ def _bool(s: str | None) -> bool | None:
     return {"True": True, "False": False}.get(s) if s is not None else None
 
 
+def _literal(s: str):
+    try:
+        return ast.literal_eval(s)
+    except (ValueError, SyntaxError):
+        return s.strip("'")
+
+
+def _dict_text(text: str) -> str | None:
+    """The balanced {...} at the start of text (None when the excerpt cut it off)."""
+    depth, quote = 0, None
+    for i, ch in enumerate(text):
+        if quote:
+            if ch == quote and text[i - 1] != "\\":
+                quote = None
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "{[(":
+            depth += 1
+        elif ch in "}])":
+            depth -= 1
+            if depth == 0:
+                return text[:i + 1]
+    return None
+
+
+def _non_default_args(text: str) -> dict | None:
+    """The non-default args dict: read whole when it is a literal, else the quoted scalar keys it shows."""
+    whole = _dict_text(text)
+    if whole is not None:
+        try:
+            parsed = ast.literal_eval(whole)
+            if isinstance(parsed, dict):
+                return parsed
+        except (ValueError, SyntaxError):
+            pass  # a repr vLLM could not print as literals (an enum, an object): keep the plain keys
+    found = {k: _literal(v) for k, v in _ARG_VALUE.findall(text)}
+    return found or None
+
+
 # --------------------------------------------------------------------------------------------------
 # Parsing
 
+_FIGURE_PATTERNS = (_AVAILABLE, _KV_TOKENS, _CONCURRENCY, _NUM_BLOCKS, _DEVICE_BLOCKS, _LOADING, _PROFILE, _V0_CAN_USE,
+                    _V0_TERMS, _V0_RESULTS, _FREE, _TOO_SMALL, _V0_TOO_SMALL, _SNAPSHOT, _CG_ESTIMATE,
+                    _V0_TABLE["available"], _V0_TABLE["total_gpu_memory"])
+
+
+def _runs(records: list[Line]) -> list[list[Line]]:
+    """The start-ups a paste holds: a new one begins at a `vllm serve` command or a server banner that follows
+    memory or capacity figures of an earlier one."""
+    runs: list[list[Line]] = [[]]
+    has_figures = False
+    for rec in records:
+        starts = _COMMAND.search(rec.text) or _VERSION_SERVER.search(rec.text) or _VERSION_BANNER.search(rec.text)
+        if starts and has_figures:
+            runs.append([])
+            has_figures = False
+        runs[-1].append(rec)
+        if any(p.search(rec.text) for p in _FIGURE_PATTERNS):
+            has_figures = True
+    return [r for r in runs if r]
+
+
+def _command_lines(records: list[Line]) -> list[str]:
+    """`vllm serve ...` commands in the paste, with their backslash-continued lines joined."""
+    out: list[str] = []
+    i = 0
+    while i < len(records):
+        text = records[i].text
+        if _COMMAND.search(text):
+            parts = [text]
+            while parts[-1].rstrip().endswith("\\") and i + 1 < len(records):
+                i += 1
+                parts.append(records[i].text)
+            out.append(" ".join(p.rstrip().rstrip("\\") for p in parts))
+        i += 1
+    return out
+
+
+def _command_model(command: str) -> str | None:
+    """The model a command names: --model, else the first positional after `serve` / the image."""
+    m = _COMMAND.search(command)
+    rest = command[m.end():].replace("\\", " ").split() if m else []
+    for token in rest:
+        if token.startswith("-"):
+            break
+        return token.strip("`'\"")
+    return None
+
 
 def parse_vllm_log(text: str) -> VllmLogFigures:
-    """The figures of one vLLM start-up log; raises ValueError when the text is not one."""
-    records = _records(text)
+    """The figures of one vLLM start-up log; raises ValueError when the text holds none."""
+    all_records = logical_lines(text)
+    runs = _runs(all_records)
+    counts = [sum(1 for rec in r if any(p.search(rec.text) for p in _FIGURE_PATTERNS)) for r in runs]
+    with_figures = [r for r, n in zip(runs, counts) if n]
+    # the start-up with the most figure lines (a summary quoting a few lines, a second run cut short, lose)
+    records = runs[max(range(len(runs)), key=lambda i: (counts[i], -i))] if runs else []
     workers: dict[int | None, dict] = {}
     names: dict[int | None, str | None] = {}
     order: list[int | None] = []
@@ -302,8 +462,10 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
     engine_cfg: dict[str, str] = {}
     non_default: dict | None = None
     reporting_pid: object = ...  # the pid that logged "Available KV cache memory"
+    reports: list[dict] = []
+    table: dict[str, Decimal] = {}
 
-    def worker(rec: _Record) -> dict:
+    def worker(rec: Line) -> dict:
         if rec.pid not in workers:
             workers[rec.pid] = {}
             order.append(rec.pid)
@@ -315,25 +477,40 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
             top[key] = value
 
     for rec in records:
-        msg = rec.msg
+        msg = rec.text
         if rec.pid in names:
             names[rec.pid] = rec.name
+        if rec.name:
+            for key, pat in _LABEL_RANK.items():
+                if k := pat.search(rec.name):
+                    top[f"{key}_label_max"] = max(top.get(f"{key}_label_max", 0), int(k[1]) + 1)
+            if _V1_WORKER.fullmatch(rec.name):
+                top.setdefault("v1_worker_labels", set()).add(rec.name)
+            if "VllmWorkerProcess" in rec.name or "RayWorkerWrapper" in rec.name:
+                top.setdefault("extra_workers", set()).add(rec.pid)
+            if rec.name.startswith("EngineCore") and _WORKER_PHRASES.search(msg):
+                top["engine_core_worker"] = True
+        if m := _PLATFORM.search(msg):
+            first("platform", m[1].lower())
         if m := _VERSION_ENGINE.search(msg):
-            first("vllm_version", m[1])
+            first("engine_generation", m[1])
+            first("vllm_version", m[2])
             cfg = m["cfg"]
             for key, pat in _CFG.items():
                 if (k := pat.search(cfg)) and key not in engine_cfg:
                     engine_cfg[key] = k[1].strip()
-        elif (m := _VERSION_BANNER.search(msg)) and "entrypoints" in rec.src:
+        elif m := _VERSION_SERVER.search(msg):
+            first("server_version", m[1])
+        elif m := _VERSION_BANNER.search(msg):
             first("banner_version", m[1])
         elif m := _NON_DEFAULT.search(msg):
             if non_default is None:
-                try:
-                    parsed = ast.literal_eval(m[1])
-                except (ValueError, SyntaxError):
-                    parsed = None  # a repr vLLM could not print as literals (an enum, an object)
-                if isinstance(parsed, dict):
-                    non_default = parsed
+                non_default = _non_default_args(m[1])
+                top["non_default_whole"] = _dict_text(m[1]) is not None
+        elif m := _NAMESPACE.search(msg):
+            for key, pat in _CFG.items():
+                if k := pat.search(m[1]):
+                    top.setdefault("namespace", {}).setdefault(key, k[1].strip().strip("'"))
         elif m := _SNAPSHOT.search(msg):
             w = worker(rec)
             w.setdefault("init_free_memory_gib", _dec(m[1]))
@@ -355,6 +532,35 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
                 w["total_consumed_gib"] = _dec(k[1])
             if k := _PROFILE_WEIGHTS.search(rest):
                 w["profile_weights_gib"] = _dec(k[1])
+        elif m := _V0_CAN_USE.search(msg):
+            w = worker(rec)
+            w.setdefault("total_memory_gib", _dec(m[1]))
+            w.setdefault("requested_memory_gib", _dec(m[3]))
+            first("util_from_log", m[2])
+            first("engine_generation", "V0")
+        elif m := _V0_TERMS.search(msg):
+            w = worker(rec)
+            w.setdefault("profile_weights_gib", _dec(m[1]))
+            w["non_torch_gib"] = _dec(m[2])
+            w["activation_peak_gib"] = _dec(m[3])
+            w["available_kv_gib"] = _dec(m[4])
+            first("engine_generation", "V0")
+            if reporting_pid is ...:
+                reporting_pid = rec.pid
+        elif m := _V0_RESULTS.search(msg):
+            values = {k: Decimal(v) for k, v in _V0_KEY.findall(m["rest"])}
+            w = worker(rec)
+            if "total_gpu_memory" in values:
+                w.setdefault("total_memory_gib", values["total_gpu_memory"])
+            if "non_torch_memory" in values:
+                w["non_torch_gib"] = values["non_torch_memory"]
+            if "kv_cache_size" in values:
+                w["available_kv_gib"] = values["kv_cache_size"]
+                if reporting_pid is ...:
+                    reporting_pid = rec.pid
+            if "gpu_memory_utilization" in values:
+                first("util_from_log", str(values["gpu_memory_utilization"]))
+            first("engine_generation", "V0")
         elif m := _CG_ESTIMATE.search(msg):
             worker(rec)["cuda_graph_estimate_gib"] = _dec(m[1])
         elif m := _CG_CAPTURED.search(msg):
@@ -367,31 +573,67 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
             worker(rec)["available_kv_gib"] = _dec(m[1])
             if reporting_pid is ...:
                 reporting_pid = rec.pid
-        elif m := _ADVICE.search(msg):
+        elif m := _FREE.search(msg):
             w = worker(rec)
-            w["kv_cache_memory_to_requested_bytes"] = int(m[1])
-            w["kv_cache_memory_to_gpu_bytes"] = int(m[2])
-            w.setdefault("available_kv_gib", _dec(m[3]))
-            if k := _ADVICE_UTIL.search(msg):
+            first("startup_free_gib", _dec(m[1]))
+            first("startup_total_gib", _dec(m[2]))
+            w.setdefault("total_memory_gib", _dec(m[2]))
+            w.setdefault("init_free_memory_gib", _dec(m[1]))
+            if _FREE_REFUSED.search(msg):
+                top["refused_at_startup"] = True
+            if k := _FREE_UTIL.search(msg):
                 first("util_from_log", k[1])
+                w.setdefault("requested_memory_gib", _dec(k[2]))
+            for pat, key in ((_FREE_WEIGHT, "weights_gib"), (_FREE_PEAK, "activation_peak_gib"),
+                             (_FREE_NON_TORCH, "non_torch_gib"), (_FREE_CONSUMED, "total_consumed_gib"),
+                             (_FREE_GRAPHS, "cuda_graph_actual_gib")):
+                if k := pat.search(msg):
+                    w.setdefault(key, _dec(k[1]))
+            advice = _ADVICE_BYTES.findall(msg)
+            if len(advice) >= 2:
+                w["kv_cache_memory_to_requested_bytes"] = int(advice[0])
+                w["kv_cache_memory_to_gpu_bytes"] = int(advice[1])
+            if k := _IN_USE.search(msg):
+                if k[2] == "bytes":
+                    w["available_kv_bytes"] = int(Decimal(k[1]))
+                else:
+                    w.setdefault("available_kv_gib", _dec(k[1]))
         elif m := _REQUESTED_UTIL.search(msg):
             first("util_from_log", m[1])
-        elif "GPU KV cache size" in msg or "Maximum concurrency for" in msg:
-            # 0.19 prints two lines, 0.33 one line holding both
-            if k := _KV_TOKENS.search(msg):
-                first("kv_cache_tokens", _int(k[1]))
-            if k := _CONCURRENCY.search(msg):
-                first("max_concurrency_tokens", _int(k[1]))
-                first("max_concurrency", float(k[2]))
+        elif m := _GRAPH_UTIL.search(msg):
+            first("util_from_log", m[1])
+        elif "GPU KV cache size" in msg or "Maximum concurrency for" in msg or _KV_TOKENS.search(msg) \
+                or _CONCURRENCY.search(msg):
+            # 0.19 prints two lines, 0.28+ one line holding both; 0.10 a pair per worker
+            k_tok, k_conc = _KV_TOKENS.search(msg), _CONCURRENCY.search(msg)
+            if k_tok:
+                reports.append({"tokens": _int(k_tok[1])})
+            if k_conc:
+                if not reports or "concurrency" in reports[-1] or (k_tok is None and reports[-1].get("closed")):
+                    reports.append({})
+                reports[-1].update(concurrency=float(k_conc[2]), concurrency_tokens=_int(k_conc[1]))
         elif m := _NUM_BLOCKS.search(msg):
             first("num_gpu_blocks", int(m[1]))
+            first("num_gpu_blocks_source", "num_gpu_blocks is")
+        elif m := _DEVICE_BLOCKS.search(msg):
+            top["device_blocks"] = int(m[2])  # the last one: the executor's minimum over workers
+            if m[3] is not None:
+                first("num_cpu_blocks", int(m[3]))
+                first("engine_generation", "V0")
         elif m := _PADDING.search(msg):
             # one warning per attention type that needed padding; every worker may repeat it
-            top.setdefault("padding_by_line", set()).add((rec.pid, m[0], msg))
+            top.setdefault("padding_by_line", set()).add((rec.pid, m[0], message(msg)))
         elif m := _TOO_SMALL.search(msg):
             first("needed_kv_gib", _dec(m[2]))
+            first("error_max_len", int(m[1]))
+            worker(rec).setdefault("available_kv_gib", _dec(m[3]))
+            if reporting_pid is ...:
+                reporting_pid = rec.pid
             if k := _EST_LEN.search(msg):
                 first("estimated_max_model_len", int(k[1]))
+        elif m := _V0_TOO_SMALL.search(msg):
+            first("error_max_len", int(m[1]))
+            first("tokens_capacity", int(m[2]))
         elif m := _MNBT.search(msg):
             # "Defaulting max_num_batched_tokens to N" comes first; the scheduler's
             # "Chunked prefill is enabled with max_num_batched_tokens=N" is the final value
@@ -399,15 +641,45 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
         elif m := _MAX_SEQS.search(msg):
             top["max_num_seqs"] = int(m[1])
         elif m := _BACKEND.search(msg):
-            first("attention_backend", m[1])
+            first("attention_backend", m[1] or m[2])
         elif m := _BLOCK_SET.search(msg):
             top["block_size_logged"] = int(m[1])
+        elif m := _MAX_LEN.search(msg):
+            first("max_len_logged", int(m[1]))
+        elif m := _WORLD.search(msg):
+            first("world_size", int(m[1]))
+        elif m := _WORLD_SIZE.search(msg):
+            first("world_size", int(m[1]))
+        else:
+            for key, pat in _V0_TABLE.items():
+                if k := pat.search(msg):
+                    table.setdefault(key, Decimal(k[1]))
+                    break
 
-    version = top.get("vllm_version") or top.get("banner_version")
-    if version is None and non_default is None and not workers and top.get("kv_cache_tokens") is None:
+    if table:
+        # the table form of V0's profile (one run's terms, the driver worker's)
+        w = workers.setdefault(None, {})
+        if None not in order:
+            order.append(None)
+        for key, field_name in (("total_gpu_memory", "total_memory_gib"), ("requested", "requested_memory_gib"),
+                                ("weights", "profile_weights_gib"), ("non_torch", "non_torch_gib"),
+                                ("peak", "activation_peak_gib"), ("available", "available_kv_gib")):
+            if key in table:
+                w.setdefault(field_name, table[key])
+        if "gpu_memory_utilization" in table:
+            first("util_from_log", str(table["gpu_memory_utilization"]))
+        if "available" in table and reporting_pid is ...:
+            reporting_pid = None
+        first("engine_generation", "V0")
+
+    commands = _command_lines(records)
+    version = top.get("vllm_version") or top.get("server_version") or top.get("banner_version")
+    has_figures = bool(workers or reports or top.get("num_gpu_blocks") is not None or top.get("device_blocks") is not None
+                       or top.get("tokens_capacity") is not None)
+    if not has_figures and not (version or engine_cfg or non_default or top.get("namespace")):
         raise ValueError(
-            "not a vLLM start-up log: found no vLLM version banner, engine config, memory "
-            "profiling or KV-cache line"
+            "not a vLLM start-up log: found none of vLLM's start-up lines (version banner, engine config, "
+            "non-default args, memory profile, Available KV cache memory, GPU KV cache size, # GPU blocks)"
         )
 
     worker_records = []
@@ -431,17 +703,31 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
         return next((getattr(w, attr) for w in worker_records if getattr(w, attr) is not None), None)
 
     nd = non_default or {}
+    ns = top.get("namespace", {})
+    flags: dict[str, str] = {}
+    for command in commands:
+        for key, pat in _FLAG_VALUE.items():
+            if (k := pat.search(command)) and key not in flags:
+                flags[key] = k[1].strip("'\"")
+        if "model" not in flags and (model := _command_model(command)):
+            flags["model"] = model
 
     def pick(*candidates):
         return next((c for c in candidates if c is not None), None)
 
+    layout = _parallel_layout(engine_cfg, nd, bool(top.get("non_default_whole")), ns, flags, commands, top)
+    tp, tp_source, pp, pp_source, tp_at_least, pp_at_least, layout_conflicts = layout
+
     util = nd.get("gpu_memory_utilization")
-    if util is None and top.get("util_from_log") is not None:
-        util = float(top["util_from_log"])
+    if util is None:
+        util = pick(_opt_float(engine_cfg.get("gpu_memory_utilization")), _opt_float(ns.get("gpu_memory_utilization")),
+                    _opt_float(top.get("util_from_log")), _opt_float(flags.get("gpu_memory_utilization")))
     quant = engine_cfg.get("quantization")
     if quant in (None, "None"):
-        quant = nd.get("quantization")
-    block_size = pick(top.get("block_size_logged"), nd.get("block_size"))
+        quant = pick(nd.get("quantization"), None if ns.get("quantization") in (None, "None") else ns.get("quantization"),
+                     flags.get("quantization"))
+    block_size = pick(top.get("block_size_logged"), _opt_int(nd.get("block_size")), _opt_int(ns.get("block_size")),
+                      _opt_int(flags.get("block_size")))
     padding = top.get("padding_by_line")
     padding_layers = None
     if padding:
@@ -449,23 +735,47 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
         first_pid = min(padding, key=lambda t: (t[0] is None, t[0] or 0))[0]
         padding_layers = sum(int(_PADDING.search(m)[1]) for pid, _, m in padding if pid == first_pid)
 
+    capacity = tuple(CapacityReport(r.get("tokens"), r.get("concurrency"), r.get("concurrency_tokens")) for r in reports)
+    # the pool is the minimum over workers (v1/core/kv_cache_utils.py unify_kv_cache_configs): the report with the
+    # fewest tokens is the binding one
+    binding = min((r for r in capacity if r.tokens is not None), key=lambda r: r.tokens, default=None)
+    if binding is None and capacity:
+        binding = min(capacity, key=lambda r: r.concurrency if r.concurrency is not None else float("inf"))
+    conc_tokens = binding.concurrency_tokens if binding else None
+    max_len_candidates = ((_opt_int(engine_cfg.get("max_seq_len")), "engine config"),
+                          (_opt_int(nd.get("max_model_len")), "non-default args"),
+                          (_opt_int(ns.get("max_model_len")), "args"), (top.get("max_len_logged"), "Using max model len"),
+                          (_opt_int(flags.get("max_model_len")), "command line"),
+                          (conc_tokens, "Maximum concurrency line"), (top.get("error_max_len"), "error line"))
+    max_len, max_len_source = next(((v, s) for v, s in max_len_candidates if v is not None), (None, None))
+    num_blocks = top.get("num_gpu_blocks")
+    blocks_source = top.get("num_gpu_blocks_source")
+    if num_blocks is None and top.get("device_blocks") is not None:
+        num_blocks, blocks_source = top["device_blocks"], "# GPU blocks"
+    generation = top.get("engine_generation")
+    if generation is None and version is not None and _version_key(version) >= (0, 11):
+        generation = "V1"  # V0 was removed in 0.11
+
     return VllmLogFigures(
         vllm_version=version,
-        model=pick(engine_cfg.get("model"), nd.get("model"), nd.get("model_tag")),
-        tensor_parallel_size=pick(_opt_int(engine_cfg.get("tensor_parallel_size")), nd.get("tensor_parallel_size")),
-        pipeline_parallel_size=pick(
-            _opt_int(engine_cfg.get("pipeline_parallel_size")), nd.get("pipeline_parallel_size")
-        ),
-        max_model_len=pick(_opt_int(engine_cfg.get("max_seq_len")), _opt_int(nd.get("max_model_len"))),
+        model=pick(engine_cfg.get("model"), nd.get("model"), nd.get("model_tag"), ns.get("model"), flags.get("model")),
+        tensor_parallel_size=tp,
+        pipeline_parallel_size=pp,
+        layout_conflicts=layout_conflicts,
+        max_model_len=max_len,
         gpu_memory_utilization=None if util is None else float(util),
-        kv_cache_dtype=pick(engine_cfg.get("kv_cache_dtype"), nd.get("kv_cache_dtype")),
-        dtype=pick(engine_cfg.get("dtype"), nd.get("dtype")),
+        kv_cache_dtype=pick(engine_cfg.get("kv_cache_dtype"), nd.get("kv_cache_dtype"), ns.get("kv_cache_dtype"),
+                            flags.get("kv_cache_dtype")),
+        dtype=pick(engine_cfg.get("dtype"), nd.get("dtype"), ns.get("dtype"), flags.get("dtype")),
         quantization=quant,
         block_size=block_size,
-        enable_prefix_caching=pick(_bool(engine_cfg.get("enable_prefix_caching")), nd.get("enable_prefix_caching")),
-        enforce_eager=pick(_bool(engine_cfg.get("enforce_eager")), nd.get("enforce_eager")),
-        max_num_batched_tokens=pick(nd.get("max_num_batched_tokens"), top.get("max_num_batched_tokens")),
-        max_num_seqs=pick(nd.get("max_num_seqs"), top.get("max_num_seqs")),
+        enable_prefix_caching=pick(_bool(engine_cfg.get("enable_prefix_caching")), nd.get("enable_prefix_caching"),
+                                   _bool(ns.get("enable_prefix_caching"))),
+        enforce_eager=pick(_bool(engine_cfg.get("enforce_eager")), nd.get("enforce_eager"), _bool(ns.get("enforce_eager"))),
+        max_num_batched_tokens=pick(_opt_int(nd.get("max_num_batched_tokens")), top.get("max_num_batched_tokens"),
+                                    _opt_int(ns.get("max_num_batched_tokens")), _opt_int(flags.get("max_num_batched_tokens"))),
+        max_num_seqs=pick(_opt_int(nd.get("max_num_seqs")), top.get("max_num_seqs"), _opt_int(ns.get("max_num_seqs")),
+                          _opt_int(flags.get("max_num_seqs"))),
         attention_backend=top.get("attention_backend"),
         total_memory_gib=from_workers("total_memory_gib"),
         requested_memory_gib=from_workers("requested_memory_gib"),
@@ -477,24 +787,98 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
         cuda_graph_gib=from_workers("cuda_graph_estimate_gib"),
         cuda_graph_actual_gib=from_workers("cuda_graph_actual_gib"),
         available_kv_gib=from_workers("available_kv_gib"),
-        kv_cache_tokens=top.get("kv_cache_tokens"),
-        max_concurrency=top.get("max_concurrency"),
-        max_concurrency_tokens=top.get("max_concurrency_tokens"),
-        num_gpu_blocks=top.get("num_gpu_blocks"),
+        kv_cache_tokens=binding.tokens if binding else None,
+        max_concurrency=binding.concurrency if binding else None,
+        max_concurrency_tokens=conc_tokens,
+        num_gpu_blocks=num_blocks,
         padding_layers=padding_layers,
         estimated_max_model_len=top.get("estimated_max_model_len"),
         needed_kv_gib=top.get("needed_kv_gib"),
         non_default_args=non_default,
         workers=tuple(worker_records),
+        engine_generation=generation,
+        tp_source=tp_source,
+        pp_source=pp_source,
+        tp_at_least=tp_at_least,
+        pp_at_least=pp_at_least,
+        max_model_len_source=max_len_source,
+        num_gpu_blocks_source=blocks_source,
+        num_cpu_blocks=top.get("num_cpu_blocks"),
+        tokens_capacity=top.get("tokens_capacity"),
+        capacity_reports=capacity,
+        startup_free_gib=top.get("startup_free_gib"),
+        startup_total_gib=top.get("startup_total_gib"),
+        refused_at_startup=bool(top.get("refused_at_startup")),
+        platform=top.get("platform"),
+        runs=len(with_figures) or 1,
     )
+
+
+def _parallel_layout(engine_cfg: dict, nd: dict, nd_whole: bool, ns: dict, flags: dict, commands: list[str],
+                     top: dict):
+    """(tp, tp_source, pp, pp_source, tp_at_least, pp_at_least, conflicts): TP and PP from every line that shows
+    them, the first source in this order winning; a lower bound where only worker labels show ranks."""
+    found: dict[str, list[tuple[int, str]]] = {"tensor_parallel_size": [], "pipeline_parallel_size": []}
+    for key, values in found.items():
+        for value, source in ((_opt_int(engine_cfg.get(key)), "engine config"), (_opt_int(nd.get(key)), "non-default args"),
+                              (_opt_int(ns.get(key)), "args"), (_opt_int(flags.get(key)), "command line")):
+            if value is not None:
+                values.append((value, source))
+        if nd_whole and key not in nd:
+            # vLLM prints every argument that differs from its default: a whole dict without the key says 1
+            values.append((1, "non-default args (not set: 1)"))
+        if commands and not flags.get(key) and not any("--config" in c for c in commands) and flags.get("model"):
+            values.append((1, "command line (not set: 1)"))
+    world = top.get("world_size")
+    tp_values, pp_values = found["tensor_parallel_size"], found["pipeline_parallel_size"]
+    if world is not None:
+        if world == 1:
+            tp_values.append((1, "world size 1"))
+            pp_values.append((1, "world size 1"))
+        elif tp_values and world % tp_values[0][0] == 0:
+            pp_values.append((world // tp_values[0][0], f"world size {world} / TP"))
+    labels = top.get("v1_worker_labels") or set()
+    if labels:
+        # the label format states which of TP and PP is above 1 (not the size: only the ranks that logged show)
+        if not any("_PP" in n for n in labels):
+            pp_values.append((1, "worker labels (no _PP rank)"))
+        if not any("_TP" in n for n in labels):
+            tp_values.append((1, "worker labels (no _TP rank)"))
+    if top.get("engine_core_worker") and not labels and not top.get("extra_workers"):
+        tp_values.append((1, "one worker inside the engine core"))
+        pp_values.append((1, "one worker inside the engine core"))
+    extra = len(top.get("extra_workers", ())) + (1 if top.get("extra_workers") else 0)  # V0: + the driver
+    tp_floor = max(top.get("tp_label_max", 0), extra) or None
+    pp_floor = top.get("pp_label_max")
+    conflicts: list[str] = []
+
+    def settle(values: list[tuple[int, str]], floor: int | None, what: str):
+        if not values:
+            return None, None, floor
+        value, source = values[0]
+        distinct = sorted({v for v, _ in values})
+        if len(distinct) > 1:
+            conflicts.append(f"{what} " + ", ".join(f"{v} ({s})" for v, s in values))
+        if floor is not None and value < floor:
+            conflicts.append(f"{what} {value} ({source}) but worker labels show rank {floor - 1}")
+        return value, source, None
+
+    tp, tp_source, tp_at_least = settle(tp_values, tp_floor, "TP")
+    pp, pp_source, pp_at_least = settle(pp_values, pp_floor, "PP")
+    return tp, tp_source, pp, pp_source, tp_at_least, pp_at_least, tuple(conflicts)
 
 
 def _natural(name: str) -> tuple:
     return tuple(int(t) if t.isdigit() else t for t in re.split(r"(\d+)", name))
 
 
+def _version_key(version: str) -> tuple[int, int]:
+    m = re.match(r"v?(\d+)\.(\d+)", version)
+    return (int(m[1]), int(m[2])) if m else (0, 0)
+
+
 def _opt_int(v) -> int | None:
-    if v is None:
+    if v is None or isinstance(v, bool):
         return None
     if isinstance(v, int):
         return v
@@ -502,6 +886,15 @@ def _opt_int(v) -> int | None:
         return int(str(v).replace(",", ""))
     except ValueError:
         return None  # a human-readable length such as "8k" in the args; the engine line has the number
+
+
+def _opt_float(v) -> float | None:
+    if v is None or isinstance(v, bool):
+        return None
+    try:
+        return float(v)
+    except (TypeError, ValueError):
+        return None
 
 
 def parse_vllm_log_file(path: str | Path) -> VllmLogFigures:
