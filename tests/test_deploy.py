@@ -87,7 +87,7 @@ def test_hugging_face_ids_find_bundled_specs(tmp_path):
     ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ntensor_paralel_size: 2\n", "tensor_paralel_size", "did you mean"),
     ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ngpu_memory: 80GiB\n", "gpu_memory", "not both"),
     ("model: llama-3.1-8b\nengine: vllm\ngpu_memory: 80G\n", "gpu_memory", "ambiguous"),
-    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 1.7K\n", "max_model_len", "whole number"),
+    ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 1.7K\n", "max_model_len", "decimals are not allowed with the binary suffix K"),  # vLLM refuses 1.7K too
     ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 2.0\n", "tensor_parallel_size", "whole number"),
     ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\npipeline_parallel_size: 64\n", "pipeline_parallel_size", "layers"),
     ("model: llama-3.1-8b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 12\n", "tensor_parallel_size", "32 attention heads"),

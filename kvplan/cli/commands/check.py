@@ -8,6 +8,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from kvplan.cli.options import whole_number
+
 
 class OutputFormat(str, Enum):
     """The same members as kvplan.check.formats.Format (a test keeps them equal); declared here so that
@@ -38,10 +40,10 @@ def check(
         "--gpu-mem", help="Memory of one GPU not in the catalog, e.g. 80GiB (instead of --gpu).", show_default=False)] = None,
     gpus: Annotated[Optional[int], typer.Option(
         "--gpus", help="GPUs per deployment (= TP x PP); sets the tensor parallel size where none is given.",
-        show_default=False)] = None,
+        show_default=False, parser=whole_number)] = None,
     require_concurrency: Annotated[Optional[int], typer.Option(
         "--require-concurrency", help="Require at least N requests of max_model_len at once (where a deployment "
-                                      "sets no require.concurrency).", show_default=False)] = None,
+                                      "sets no require.concurrency).", show_default=False, parser=whole_number)] = None,
     require_headroom: Annotated[Optional[str], typer.Option(
         "--require-headroom", help="Require this share of usable GPU memory free with them resident, e.g. 10% "
                                    "(where a deployment sets no require.headroom).", show_default=False)] = None,

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+from kvplan.cli.options import DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt, whole_number
 
 
 def register(app) -> None:
@@ -19,7 +19,7 @@ def register(app) -> None:
 def explain(
     model: ModelArg,
     seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence. Default: the model's max context.", show_default=False)] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", parser=whole_number)] = 1,
     kv_dtype: KvDtypeOpt = "auto",
     dtype: DtypeOpt = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog: adds max batch per what-if and latency bounds.", show_default=False)] = None,
@@ -27,7 +27,7 @@ def explain(
     tp: TpOpt = None,
     pp: PpOpt = 1,
     gpu_util: GpuUtilOpt = None,
-    window: Annotated[int, typer.Option("--window", help="Window for the sliding-window what-if on models without one.")] = 4096,
+    window: Annotated[int, typer.Option("--window", help="Window for the sliding-window what-if on models without one.", parser=whole_number)] = 4096,
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,

@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvplan.cli.options import whole_number
+
 
 class Kind(str, Enum):
     capacity = "capacity"
@@ -28,7 +30,7 @@ def plot(
     model: Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, or a folder with one.", show_default=False)],
     kind: Annotated[Kind, typer.Option("--kind", "-k", help="capacity: weights + cache per GPU vs context, against each GPU's usable memory; concurrency: the most sequences that fit vs context.")] = Kind.capacity,
     seq: Annotated[str, typer.Option("--seq", "-s", help="Context lengths (x axis): a list or range, e.g. 1K..128K*2.")] = "1K..128K*2",
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the capacity chart's cache.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the capacity chart's cache.", parser=whole_number)] = 1,
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV dtypes, comma separated: one curve each.")] = "auto",
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPUs from the catalog, comma separated: one curve and one usable-memory line each.", show_default=False)] = None,
     gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog, e.g. 80GiB.", show_default=False)] = None,
@@ -39,8 +41,8 @@ def plot(
     gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory usable.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write an image (.png or .svg; needs matplotlib: pip install 'kvplan[plot]'). Without it: a terminal chart.", show_default=False)] = None,
     image_format: Annotated[Optional[ImageFormat], typer.Option("--format", help="Image format when the file name does not say.", show_default=False)] = None,
-    width: Annotated[int, typer.Option("--width", help="Terminal chart width in characters.")] = 72,
-    height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.")] = 18,
+    width: Annotated[int, typer.Option("--width", help="Terminal chart width in characters.", parser=whole_number)] = 72,
+    height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.", parser=whole_number)] = 18,
 ):
     """Capacity curves for MODEL: how memory and concurrency follow context length, per GPU, TP size and
     KV dtype. Writes a PNG or SVG with --output, else draws the chart in the terminal."""

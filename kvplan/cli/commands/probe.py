@@ -10,13 +10,13 @@ from typing import Annotated, Optional
 import typer
 
 from kvplan.cli.options import (BatchOpt, BlockOpt, GpuMemOpt, GpuOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, ModelArg,
-                        PpOpt, SeqOpt, TpOpt)
+                        PpOpt, SeqOpt, TpOpt, whole_number)
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when torch sees a GPU, else the CPU), cuda, cuda:N, cpu, or meta (shapes only, no memory).")]
 LayoutOpt = Annotated[Optional[str], typer.Option("--layout", help="static (contiguous [batch, heads, len, dim] per layer) or paged (vLLM-style block pools). Default: static, or paged with --engine vllm.", show_default=False)]
 ProbeEngineOpt = Annotated[str, typer.Option("--engine", help="static, or vllm: the paged pool vLLM would allocate (num_gpu_blocks from --gpu/--gpu-mem/--kv-cache-memory, else from the probed GPU's memory).")]
-NumBlocksOpt = Annotated[Optional[int], typer.Option("--num-blocks", help="Paged: blocks in every attention layer's pool (default: what --seq x --batch needs).", show_default=False)]
-StageOpt = Annotated[Optional[int], typer.Option("--stage", help="One process with --pp: which pipeline stage to allocate (default: the most loaded).", show_default=False)]
+NumBlocksOpt = Annotated[Optional[int], typer.Option("--num-blocks", help="Paged: blocks in every attention layer's pool (default: what --seq x --batch needs).", show_default=False, parser=whole_number)]
+StageOpt = Annotated[Optional[int], typer.Option("--stage", help="One process with --pp: which pipeline stage to allocate (default: the most loaded).", show_default=False, parser=whole_number)]
 FindMaxOpt = Annotated[bool, typer.Option("--find-max", help="Grow the cache (sequences, or blocks when paged) until the budget or the device refuses; compare with kvplan's maximum.")]
 MaxBytesOpt = Annotated[Optional[str], typer.Option("--max-bytes", help="--find-max: never hold more than this (required on cpu/meta), e.g. 1GiB.", show_default=False)]
 MaxFractionOpt = Annotated[str, typer.Option("--max-fraction", help="--find-max: never hold more than this share of the free device memory.")]

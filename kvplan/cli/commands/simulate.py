@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+from kvplan.cli.options import DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt, whole_number
 
 
 def register(app) -> None:
@@ -30,10 +30,10 @@ def simulate(
     gpu_util: GpuUtilOpt = None,
     reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back for runtime overhead; overrides --gpu-util.", show_default=False)] = None,
     kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV pool; skips the budget model (no GPU needed).", show_default=False)] = None,
-    block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).")] = 16,
-    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).")] = 0,
+    block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).", parser=whole_number)] = 16,
+    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).", parser=whole_number)] = 0,
     policies: Annotated[str, typer.Option("--policies", help="Comma list of: contiguous, pow2, oracle, paged, exact.")] = "contiguous,pow2,oracle,paged,exact",
-    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False)] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False, parser=whole_number)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
 ):
     """Simulate admission of a workload into the KV pool of the most loaded GPU: how many requests run at

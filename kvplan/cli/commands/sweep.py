@@ -7,6 +7,8 @@ from typing import Annotated, Optional
 
 import typer
 
+from kvplan.cli.options import whole_number
+
 
 class Format(str, Enum):
     text = "text"
@@ -41,9 +43,9 @@ def sweep(
     gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory the engine may use.", show_default=False)] = None,
     reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back (static engine).", show_default=False)] = None,
     kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV cache; skips the budget model.", show_default=False)] = None,
-    block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False)] = None,
-    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False)] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)] = None,
+    block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False, parser=whole_number)] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False, parser=whole_number)] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False, parser=whole_number)] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
 ):
     """One row per combination of the grid's axes: cache bytes, per-GPU fit, max batch and max context.
