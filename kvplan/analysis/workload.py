@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import random
 from collections import defaultdict, deque
@@ -46,8 +45,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from kvplan.core import files, jsonio
 from kvplan.core.errors import DoesNotFitError, InputError, UnsupportedError, did_you_mean
-from kvplan.core.units import MAX_TOKENS
+from kvplan.core.units import MAX_TOKENS, parse_decimal, parse_int, shown
 
 MAX_REQUESTS = 1_000_000
 # a million requests of CSV is ~15 MB; the cap keeps a wrong file (a log, a dump) from filling memory
@@ -69,15 +69,14 @@ def _count(value, where: str, *, unit: str = "token") -> int:
     """A positive whole number from a file cell, a JSON/YAML value or inline text; None is a missing cell."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise InputError("is missing", where=where, hint=f"give a whole number of {unit}s")
-    if isinstance(value, bool):
-        raise InputError(f"must be a whole number of {unit}s, got {value!r}", where=where)
-    number = int(value) if isinstance(value, float) and value.is_integer() else value  # JSON writers print 512.0
-    try:
-        n = int(str(number).strip().replace("_", "")) if not isinstance(number, int) else number
-    except ValueError:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON writers print 512.0
+    try:  # the one number parser: ASCII digits, no commas (kvplan.core.units)
+        n = parse_int(value, what=where, minimum=None)
+    except InputError:
         raise InputError(f"must be a whole number of {unit}s, got {_shown(value)}", where=where, hint="e.g. 512") from None
     if n < 1:
-        raise InputError(f"must be at least 1 {unit}, got {n}", where=where)
+        raise InputError(f"must be at least 1 {unit}, got {shown(n)}", where=where)
     # far above any context length (or workload size); also keeps a typo from driving the simulation into huge integers
     limit = MAX_REQUESTS if unit == "request" else MAX_TOKENS
     if n > limit:
@@ -87,8 +86,7 @@ def _count(value, where: str, *, unit: str = "token") -> int:
 
 
 def _shown(value) -> str:
-    text = repr(value) if not isinstance(value, str) else repr(value.strip())
-    return text if len(text) <= 40 else text[:37] + "..."
+    return shown(value.strip() if isinstance(value, str) else value)
 
 
 def _pick(keys: Iterable[str], wanted: tuple[str, ...]) -> str | None:
@@ -131,14 +129,8 @@ def read_jsonl_text(text: str, *, where: str) -> list[Request]:
     for line_no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not JSON: {err.msg} (column {err.colno})", where=f"{where}:{line_no}",
-                             hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}') from None
-        except RecursionError:
-            raise InputError("is nested too deeply to read", where=f"{where}:{line_no}",
-                             hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}') from None
+        obj = jsonio.loads(line, where=f"{where}:{line_no}",
+                           hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}')
         if not isinstance(obj, Mapping):
             raise InputError("each line must be a JSON object", where=f"{where}:{line_no}", hint='{"prompt_tokens": 100, "output_tokens": 200}')
         p_key, o_key = _pick(obj.keys(), _PROMPT_KEYS), _pick(obj.keys(), _OUTPUT_KEYS)
@@ -200,9 +192,9 @@ def parse_percentiles(value, *, where: str) -> Percentiles:
     for key, tokens in value.items():
         name = str(key).strip().lower()
         name = {"min": "p0", "max": "p100", "median": "p50"}.get(name, name)
-        try:
-            pct = Fraction(name[1:]) if name.startswith("p") else None
-        except (ValueError, ZeroDivisionError):
+        try:  # bounded digits and exponent: 'p1e999999999' must not expand a billion-digit number
+            pct = parse_decimal(name[1:], what=where, percent=False)[0] if name.startswith("p") else None
+        except InputError:
             pct = None
         if pct is None or not 0 <= pct <= 100:
             raise InputError(f"unknown key {key!r}", where=where, hint="percentiles are written p0..p100 (or min, median, max)")
@@ -265,8 +257,8 @@ def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
                              hint="e.g. prompt=p50:100,p99:2000;output=p50:200,p99:1500;requests=500")
         if key in ("requests", "seed"):
             try:
-                mapping[key] = int(value.strip())
-            except ValueError:
+                mapping[key] = parse_int(value, what=where, minimum=None)
+            except InputError:
                 raise InputError(f"{key} must be a whole number, got {_shown(value)}", where=where,
                                  hint=f"e.g. {key}=500" if key == "requests" else "e.g. seed=0") from None
             continue
@@ -291,20 +283,11 @@ def load(path_or_spec: str, *, load_yaml=None) -> tuple[list[Request], str]:
     path = Path(path_or_spec).expanduser()
     where = str(path)
     try:
-        if path.is_dir():
-            raise InputError("is a directory, expected a file", where=where, hint=what)
-        if not path.exists():
-            raise InputError("no such file", where=where, hint=what)
-        size = path.stat().st_size
-        if size > MAX_WORKLOAD_BYTES:
-            raise InputError(f"is {size:,} bytes; workload files are limited to {MAX_WORKLOAD_BYTES:,}", where=where,
-                             hint="sample the workload")
-        # utf-8-sig: spreadsheet programs put a byte-order mark before the CSV header
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", where=where, hint=what) from None
-    except OSError as err:  # permission denied, a name too long, a FIFO that fails to read
-        raise InputError(f"cannot read: {err.strerror or err}", where=where, hint=what) from None
+        # the bounded reader (core/files.py): a FIFO or a device is refused, not read forever; utf-8-sig: spreadsheet
+        # programs put a byte-order mark before the CSV header
+        text = files.read_text(path, limit=MAX_WORKLOAD_BYTES, encoding="utf-8-sig", what="workload files")
+    except InputError as err:
+        raise InputError(err.what, where=err.where, hint=err.hint or what) from None
     suffix = path.suffix.lower()
     if suffix == ".csv":
         return read_csv_text(text, where=where), path.name
@@ -312,13 +295,7 @@ def load(path_or_spec: str, *, load_yaml=None) -> tuple[list[Request], str]:
         return read_jsonl_text(text, where=where), path.name
     if suffix in (".yaml", ".yml", ".json"):
         if suffix == ".json":
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=where,
-                                 hint="check brackets, commas and quotes") from None
-            except RecursionError:
-                raise InputError("is nested too deeply to read", where=where, hint="a mapping with prompt_tokens and output_tokens") from None
+            data = jsonio.loads(text, where=where, hint="a mapping of prompt_tokens and output_tokens percentiles")
         else:
             data = load_yaml(path)
         description = data.get("description") if isinstance(data, Mapping) else None

@@ -13,23 +13,34 @@ from kvplan.check.deployment import CheckOptions, Defaults, defaults as validate
 from kvplan.check.readers import kvplan_yaml, vllm_serve
 from kvplan.check.report import (FORMAT_KVPLAN, FORMAT_VLLM, FORMAT_VLLM_ARGS, CheckReport, Verdict, failed_verdict,
                                  make_report)
+from kvplan.core import files
 from kvplan.core.errors import InputError, KvplanError
 
 
 def collect(paths) -> list[tuple[str, Path | None, InputError | None]]:
-    """Each path given, folders expanded to their *.yaml / *.yml files (sorted, hidden ones skipped)."""
+    """Each path given, folders expanded to their *.yaml / *.yml files, any case (sorted, hidden ones skipped).
+
+    A YAML name in a folder that is not a regular file (a FIFO, a socket, a symlink to a device or to nothing) is
+    reported as invalid, not skipped: a CI gate that silently reads less than it was given passes too easily."""
     out: list[tuple[str, Path | None, InputError | None]] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             found = sorted(
-                (p for p in path.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file()
+                (p for p in path.rglob("*") if p.suffix.lower() in (".yaml", ".yml") and not p.is_dir()
                  and not any(part.startswith(".") for part in p.relative_to(path).parts)),
                 key=lambda p: p.relative_to(path).as_posix())
             if not found:
                 out.append((str(given), None, InputError("holds no *.yaml or *.yml files", where=str(given))))
-            out.extend(((path / p.relative_to(path)).as_posix(), p, None) for p in found)
-        elif path.exists():
+            for p in found:
+                display = (path / p.relative_to(path)).as_posix()
+                try:
+                    files.check_regular(p, where=display)
+                except InputError as err:
+                    out.append((display, None, err))
+                    continue
+                out.append((display, p, None))
+        elif path.exists() or path.is_symlink():
             out.append((Path(given).as_posix(), path, None))
         else:
             out.append((str(given), None, InputError("no such file or folder", where=str(given), hint="check the path")))

@@ -1,4 +1,4 @@
-"""Reading YAML and JSON input files safely: size-capped, no YAML aliases, one-line errors.
+"""Reading YAML and JSON input files safely: through the bounded reader (core/files.py), no YAML aliases, one-line errors.
 
 Aliases are refused outright: no spec or deployment file needs them, and refusing them is the
 simplest complete defence against alias bombs ("billion laughs"), whose expansion happens later,
@@ -7,13 +7,12 @@ in whatever code walks the loaded structure.
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kvplan.core import files
 from kvplan.core.errors import InputError
 
 MAX_FILE_BYTES = 8 * 2**20  # a spec, a config.json or a deployment file is a few KiB; 8 MiB is generous
@@ -29,21 +28,8 @@ class _NoAliasLoader(yaml.SafeLoader):
 
 
 def read_text(path: Path) -> str:
-    try:
-        if path.is_dir():
-            raise InputError("is a directory, expected a file", where=str(path))
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"is {size} bytes; input files are limited to {MAX_FILE_BYTES}", where=str(path))
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", where=str(path), hint="check the path") from None
-    except PermissionError:
-        raise InputError("permission denied", where=str(path)) from None
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", where=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", where=str(path)) from None
+    # the bounded reader: regular files only, size-capped, never blocking on a FIFO (core/files.py)
+    return files.read_text(path, limit=MAX_FILE_BYTES)
 
 
 def _yaml_error(err: yaml.YAMLError) -> str:
@@ -65,6 +51,8 @@ def load_yaml_documents(path: Path) -> list[Any]:
         raise InputError("is nested too deeply to read", where=str(path)) from None
     except yaml.YAMLError as err:
         raise InputError(_yaml_error(err), where=str(path), hint="check indentation, brackets and quotes") from None
+    except ValueError:  # an integer of more than 4,300 digits: Python's int() refuses to convert it
+        raise InputError("holds a number too long to read (more than 4,300 digits)", where=str(path)) from None
     if not docs:
         raise InputError("is empty", where=str(path), hint="expected a YAML mapping")
     return docs
@@ -78,14 +66,10 @@ def load_yaml(path: Path) -> Any:
 
 
 def load_json(path: Path) -> Any:
-    """JSON as Hugging Face writes it, including the bare Infinity/NaN that real configs carry."""
-    text = read_text(path)
-    try:
-        return json.loads(text, parse_constant=lambda c: {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}[c])
-    except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=str(path)) from None
-    except RecursionError:
-        raise InputError("is nested too deeply to read", where=str(path)) from None
+    """JSON as Hugging Face writes it (bare Infinity/NaN), strictly: kvplan.core.jsonio."""
+    from kvplan.core.jsonio import load_json as strict
+
+    return strict(path)
 
 
 def dump_yaml(data: Any) -> str:

@@ -403,7 +403,12 @@ def find_config_json(path: Path) -> Path | None:
     """A config.json path, or a folder holding one (a Hugging Face snapshot), or None."""
     if path.is_dir():
         candidate = path / "config.json"
-        return candidate if candidate.is_file() else None
+        if candidate.is_symlink() or candidate.exists():
+            from kvplan.core.files import check_regular
+
+            check_regular(candidate)  # a config.json that is a FIFO or a link to a device is refused, not skipped
+            return candidate
+        return None
     if path.suffix == ".json":
         return path
     return None

@@ -25,13 +25,13 @@ In order of preference (hf_config.py asks in this order and records which one an
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from kvplan.core import files, jsonio
 from kvplan.core.errors import InputError
 from kvplan.model.params import EXPERT, LINEAR, Tensor
 
@@ -54,24 +54,24 @@ class WeightBytes:
 
 def read_safetensors_header(path: Path) -> dict[str, Any]:
     """The JSON header of one .safetensors file; only its first 8 + N bytes are read."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                raise InputError("is too short to be a safetensors file", where=str(path))
-            (length,) = struct.unpack("<Q", head)
-            if length > MAX_HEADER_BYTES:
-                raise InputError(f"claims a {length}-byte header (limit {MAX_HEADER_BYTES})", where=str(path),
-                                 hint="not a safetensors file, or a damaged one")
-            text = f.read(length)
-    except OSError as err:
-        raise InputError(f"cannot be read: {err.strerror or err}", where=str(path)) from None
+    # the bounded reader: a FIFO or a device named model.safetensors is refused before anything is read
+    head = files.read_bytes(path, prefix=8)
+    if len(head) < 8:
+        raise InputError("is too short to be a safetensors file", where=str(path))
+    (length,) = struct.unpack("<Q", head)
+    if length > MAX_HEADER_BYTES:
+        raise InputError(f"claims a {length}-byte header (limit {MAX_HEADER_BYTES})", where=str(path),
+                         hint="not a safetensors file, or a damaged one")
+    text = files.read_bytes(path, prefix=8 + length)[8:]
     if len(text) < length:
         raise InputError("ends inside its header", where=str(path), hint="the file is truncated")
     try:
-        header = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = jsonio.loads(text.decode("utf-8"), where=str(path))
+    except UnicodeDecodeError:
         raise InputError("has a header that is not JSON", where=str(path), hint="not a safetensors file") from None
+    except InputError as err:  # malformed, a key given twice, an integer of absurd length
+        raise InputError(f"has a header that is not JSON kvplan can read: {err.what}", where=str(path),
+                         hint="not a safetensors file, or a damaged one") from None
     if not isinstance(header, dict):
         raise InputError("has a header that is not a JSON object", where=str(path))
     return header
