@@ -48,7 +48,10 @@ def shown(value) -> str:
     """A value for an error message, never longer than a line: an integer of many digits by its digit count."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
         return f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'more than 4,000'} digits"
-    text = repr(value)
+    try:
+        text = repr(value)
+    except ValueError:  # a list or mapping holding an integer past Python's 4,300-digit printing limit
+        return f"a {type(value).__name__} holding a number too long to print"
     return text if len(text) <= 60 else text[:57] + "..."
 
 
@@ -90,29 +93,32 @@ def parse_int(value, *, what: str | None, minimum: int | None = 1, maximum: int 
     return _bounded(int(text), what=what, minimum=minimum, maximum=maximum)
 
 
+def human_readable_int(text: str, *, what: str | None = None) -> int:
+    """vLLM's human_readable_int, unbounded in sign and size as vLLM's is (a `vllm serve` file is read with it),
+    and with kvplan's stricter text: ASCII digits, no commas, bounded length."""
+    raw = _text(text, what=what, example="8192, 8k (=8000) or 32K (=32768)")
+    match = _TOKENS.fullmatch(raw)
+    if not match:
+        if _INTEGER.fullmatch(raw):
+            return int(raw)  # vLLM's plain int(value): a sign is allowed
+        raise InputError(f"{text!r} is not a token count", where=what, hint="e.g. 8192, 8k (=8000) or 32K (=32768)")
+    number, suffix = match.groups()
+    number = number.replace("_", "")
+    if "." in number and suffix in _BINARY_SUFFIX:
+        raise InputError(f"{text!r}: decimals are not allowed with the binary suffix {suffix} (vLLM refuses them too)",
+                         where=what, hint=f"did you mean {number}{suffix.lower()}?")
+    if "." in number and not suffix:
+        raise InputError(f"{text!r} is not a whole number of tokens", where=what, hint="e.g. 8192 or 25.6k")
+    if suffix in _DECIMAL_SUFFIX:
+        return int(float(number) * _DECIMAL_SUFFIX[suffix])  # vLLM: '1.0001k' is 1000 there, and so here
+    return int(number) * _BINARY_SUFFIX.get(suffix, 1)
+
+
 def parse_tokens(text: str | int, *, what: str | None = None) -> int:
     """'8192', '8k', '8K', '128K', '25.6k' -> tokens, as vLLM's human_readable_int reads them."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise InputError(f"must be a number of tokens, got {shown(text)}", where=what, hint="e.g. 8192, 8k or 32K")
-    if isinstance(text, int):
-        tokens = text
-    else:
-        raw = _text(text, what=what, example="8192, 8k (=8000) or 32K (=32768)")
-        match = _TOKENS.fullmatch(raw)
-        if not match:
-            raise InputError(f"{text!r} is not a token count", where=what, hint="e.g. 8192, 8k (=8000) or 32K (=32768)")
-        number, suffix = match.groups()
-        number = number.replace("_", "")
-        if "." in number and suffix in _BINARY_SUFFIX:
-            raise InputError(f"{text!r}: decimals are not allowed with the binary suffix {suffix} (vLLM refuses them too)",
-                             where=what, hint=f"did you mean {number}{suffix.lower()}?")
-        if "." in number and not suffix:
-            raise InputError(f"{text!r} is not a whole number of tokens", where=what, hint="e.g. 8192 or 25.6k")
-        if suffix in _DECIMAL_SUFFIX:
-            # vLLM: int(float(number) * mult); '1.0001k' is 1000 there, and so here
-            tokens = int(float(number) * _DECIMAL_SUFFIX[suffix])
-        else:
-            tokens = int(number) * _BINARY_SUFFIX.get(suffix, 1)
+    tokens = text if isinstance(text, int) else human_readable_int(text, what=what)
     if tokens <= 0:
         raise InputError(f"must be positive, got {shown(text)}", where=what)
     if tokens > MAX_TOKENS:

@@ -16,6 +16,7 @@ from functools import cached_property
 from kvplan.core.dtypes import WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
+from kvplan.core.units import shown
 from kvplan.engines.calibration import SiteProfile
 
 
@@ -68,9 +69,9 @@ def check_count(value: int | None, flag: str) -> None:
     if value is None:
         return
     if value < 1:
-        raise InputError(f"must be at least 1, got {value}", where=flag)
+        raise InputError(f"must be at least 1, got {shown(value)}", where=flag)
     if value > LIMITS[flag]:
-        raise InputError(f"{value} is implausibly large (limit {LIMITS[flag]})", where=flag)
+        raise InputError(f"{shown(value)} is implausibly large (limit {LIMITS[flag]})", where=flag)
 
 
 def split_gpus(gpus: int | None, tp: int | None, pp: int, *, where: str = "--gpus") -> int:

@@ -15,6 +15,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, Require
                                      tp_from_gpus, whole)
 from kvplan.check.report import FORMAT_KVPLAN
 from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.units import shown
 
 KVPLAN_KEYS = (
     "name", "model", "engine", "gpu", "gpu_memory", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
@@ -109,7 +110,7 @@ def _requirements(value: Any, *, where: str, defaults: Requirements) -> Requirem
     if value is None:
         return defaults
     if not isinstance(value, Mapping):
-        raise InputError(f"must be a mapping with concurrency and/or headroom, got {value!r}", where=where)
+        raise InputError(f"must be a mapping with concurrency and/or headroom, got {shown(value)}", where=where)
     for k in value:
         if k not in REQUIRE_KEYS:
             raise InputError(f"unknown requirement {k!r}", where=f"{where}.{k}",

@@ -92,7 +92,7 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
-    from kvplan.engines.request import build_request
+    from kvplan.engines.request import LIMITS, build_request
     from kvplan.core.dtypes import dtype as lookup, resolve_kv_dtype
     from kvplan.engines import ENGINE_NAMES
     from kvplan.core.errors import InputError, did_you_mean
@@ -102,14 +102,10 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
                         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens)
 
     def whole(where: str):
+        # each value within the bound every command holds it to (engines/request.py LIMITS): a value beyond it is
+        # bad input for the whole sweep, refused before any row (it would be the same error on every row)
         def parse(text: str) -> int:
-            try:
-                value = int(text.strip().replace("_", ""))
-            except ValueError:
-                raise InputError(f"{text!r} is not a whole number", where=where) from None
-            if value < 1:
-                raise InputError(f"must be at least 1, got {value}", where=where)
-            return value
+            return units.parse_int(text, what=where, minimum=1, maximum=LIMITS[where])
         return parse
 
     def names(text: str | None, where: str) -> tuple:
