@@ -53,7 +53,6 @@ def probe(
 
     Under torchrun every rank allocates its own TP/PP shard and rank 0 reports them all.
     """
-    import sys
 
     from kvplan.cli import render
     from kvplan.core import units
@@ -107,8 +106,9 @@ def probe(
         result = run_probe(request, options, engine_estimate=engine_estimate)
     except KeyboardInterrupt:
         # measure/findmax free their tensors in `finally`; say so and leave like a shell does on SIGINT
-        print("error: interrupted — the probe freed the memory it held", file=sys.stderr)
-        raise typer.Exit(130) from None
+        from kvplan.cli.edge import Interrupted
+
+        raise Interrupted("the probe freed the memory it held", where="interrupted") from None
     except KvplanError as err:
         if env is not None and env.rank != 0:
             raise typer.Exit(err.exit_code) from None  # rank 0 reports every rank's error once
