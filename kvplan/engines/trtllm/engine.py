@@ -35,7 +35,7 @@ from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
 from kvplan.core.units import MAX_TOKENS
-from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
+from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.request import EngineRequest
 from kvplan.engines.result import EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, request_terms, verdict_terms
 from kvplan.engines.static import model_weights
@@ -128,9 +128,14 @@ def pool_tokens(total: int, *, weights: int, peak: int, non_torch: int, temp_blo
     return temp, budget_b, max(min(est_tokens, cap), 0)
 
 
-def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> TrtllmEstimate:
+def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> TrtllmEstimate:
     """The pool TensorRT-LLM builds for this deployment (max_seq left None when search_max_seq is False: the
     search for it re-runs the estimate that way)."""
+    if not pool_capped and req.kv_cache_memory is not None and req.hardware is not None:
+        # issue 15: max_gpu_total_bytes beside free_gpu_memory_fraction: the smaller wins
+        return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="TensorRT-LLM",
+                              rule="with free_gpu_memory_fraction the smaller of the two wins (KvCacheConfig."
+                                   "max_gpu_total_bytes; maintainer comment on NVIDIA/TensorRT-LLM#2773)")
     releases.release(req.engine_version)
     spec = req.spec
     if any(layer.kind == STATE for layer in spec.layer_specs):

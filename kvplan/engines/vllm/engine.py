@@ -37,6 +37,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType
@@ -387,9 +388,11 @@ def _in_flight(rel: Release, mnbt: int, pp: int) -> int:
 
 # --------------------------------------------------------------------------------------------- estimate
 
-def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate:
+def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: bool = False) -> VllmEstimate:
     """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
     None when search_max_seq is False: _longest_seq re-runs the estimate that way)."""
+    if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
+        return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
     rel = releases.release(req.engine_version)
     spec = req.spec
     if req.batch < 1:
@@ -572,6 +575,35 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
         log_lines=tuple(log_lines), refusal=refused, suggestions=(),
     )
     return result
+
+
+def _given_pool_on_the_gpu(req: EngineRequest, result: VllmEstimate) -> VllmEstimate:
+    """kv_cache_memory_bytes with a GPU (issue 15: a 79 GiB pool on an H100 beside 15 GiB of weights was a "yes").
+
+    vLLM takes the pool as given and skips the budget (v1/worker/gpu_worker.py determine_available_memory: it still
+    runs the profile, then returns kv_cache_memory_bytes), so nothing refuses a pool the GPU cannot hold until the
+    allocation or the CUDA-graph capture after it runs out of memory. The pool must fit in what the whole GPU
+    (utilization 1: the fraction is not applied) leaves after the CUDA context, the weights, the activation peak,
+    non-torch memory and the CUDA graphs, each modelled as for the budget; beyond that it is a definite no."""
+    rel = releases.release(req.engine_version)
+    hw = req.hardware
+    whole_gpu = budget_model.vllm_budgets(req.spec, weight_fmt=req.weight_fmt, model_dtype=model_dtype(req), tp=req.tp,
+                                          pp=req.pp, total_bytes=hw.capacity_bytes, util=Fraction(1),
+                                          max_num_batched_tokens=result.max_num_batched_tokens,
+                                          max_num_seqs=result.max_num_seqs, release=rel)
+    b = min(whole_gpu, key=lambda x: x.total_bytes - x.context_bytes - x.non_kv_bytes - x.cuda_graph_bytes)
+    room = b.total_bytes - b.context_bytes - b.non_kv_bytes - b.cuda_graph_bytes
+    usable = room + b.weights_bytes
+    pool = result.per_gpu.cache_bytes if result.per_gpu else req.kv_cache_memory
+    per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=usable, weights_bytes=b.weights_bytes,
+                     cache_bytes=pool, reserved_bytes=hw.capacity_bytes - usable, free_bytes=room - pool)
+    if req.kv_cache_memory <= room:
+        return dataclasses.replace(result, per_gpu=per_gpu)
+    why = (f"vLLM cannot hold a KV cache of {req.kv_cache_memory:,} B (kv_cache_memory_bytes) on {hw.name or 'this GPU'}: "
+           f"{max(room, 0):,} B are left after the CUDA context, the weights, the activation peak, non-torch memory and "
+           "the CUDA graphs (modelled); it would run out of memory allocating the cache")
+    return dataclasses.replace(result, per_gpu=per_gpu, **verdict_terms(False, False), max_batch=0, max_seq=0,
+                               refusal=why, notes=result.notes + (why,))
 
 
 def _state_bytes_per_request(layout: _Layout, shapes: list[_WorkerShape], tp: int) -> int:
