@@ -85,3 +85,12 @@ def test_a_spec_with_an_integer_too_long_to_print_is_one_error(tmp_path):
     spec = (ROOT / "model_specs" / "llama-3.1-8b.yaml").read_text()
     (tmp_path / "s.yaml").write_text(spec.replace("\nlayers: 32", "\nlayers: 0x" + "f" * 5000))
     one_error(kvplan("estimate", tmp_path / "s.yaml"), 2, "layers — an integer of more than 4,000 digits is implausibly large")
+
+
+def test_explain_of_a_model_with_no_attention_layers(tmp_path):
+    # every what-if's "vs model" ratio divides by the model's own cache, 0 B here: a TypeError before
+    (tmp_path / "none.yaml").write_text("name: no-attention\nlayers: 4\nattention_heads: 8\nhead_dim: 64\ndtype: bf16\n"
+                                        "params: 1000000\nlayout: {default: none}\n")
+    p = kvplan("explain", tmp_path / "none.yaml", "--gpu", "h100")
+    assert p.returncode == 0, p.stderr
+    assert "0 B" in p.stdout

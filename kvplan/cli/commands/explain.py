@@ -123,7 +123,8 @@ def _print(result, est) -> None:
         if w.error:
             rows.append([w.name, "—", "—", "—"] + (["—"] if has_gpu else []) + [w.error])
         else:
-            rows.append([w.name, format_bytes(w.kv_bytes_per_token), format_bytes(w.cache_bytes), f"{w.ratio:.2f}x"]
+            rows.append([w.name, format_bytes(w.kv_bytes_per_token), format_bytes(w.cache_bytes),
+                         f"{w.ratio:.2f}x" if w.ratio is not None else "—"]
                         + ([f"{w.max_batch:,}" if w.max_batch is not None else "—"] if has_gpu else []) + [w.description])
     # figures keep their width and the words wrap (figures_table): at 100 columns rich would otherwise squeeze all
     render.print_whole(out, render.figures_table(f"what-ifs at {format_tokens(result.seq)} tokens x {result.batch} "
