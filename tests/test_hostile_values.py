@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from kvplan.core.errors import InputError
+
 ROOT = Path(__file__).resolve().parents[1]
 M = "llama-3.1-8b"
 GUARD_S = 60
@@ -94,3 +96,15 @@ def test_explain_of_a_model_with_no_attention_layers(tmp_path):
     p = kvplan("explain", tmp_path / "none.yaml", "--gpu", "h100")
     assert p.returncode == 0, p.stderr
     assert "0 B" in p.stdout
+
+
+def test_a_million_requests_are_refused_before_they_are_drawn():
+    # ran 21 s before refusing; now the count alone decides, before the distribution is sampled. The arithmetic:
+    # 1,000,000 requests x 5 policies x 5 steps each = 25,000,000 > the 20,000,000-step cap (analysis/workload.py)
+    from kvplan.analysis import workload as wl
+
+    assert wl.max_requests_for(wl.POLICIES) == 20_000_000 // (5 * 5) == 800_000
+    p = kvplan("simulate", M, "-w", "prompt=p50:100;output=p50:100;requests=1000000", "--gpu", "h100")
+    one_error(p, 2, "--workload: requests — simulating 1,000,000 requests would take minutes")
+    with pytest.raises(InputError, match="would take minutes"):
+        wl.parse_inline("prompt=p50:100;output=p50:100;requests=1000000", max_requests=800_000)

@@ -97,6 +97,14 @@ def _pick(keys: Iterable[str], wanted: tuple[str, ...]) -> str | None:
     return None
 
 
+def _check_work(n: int, max_requests: int | None, where: str) -> None:
+    """Refuse, before a distribution's requests are even drawn, a count no simulation of the chosen policies can
+    finish in seconds (max_requests from max_requests_for)."""
+    if max_requests is not None and n > max_requests:
+        raise InputError(f"simulating {n:,} requests would take minutes (at most {max_requests:,} for the policies "
+                         "chosen)", where=where, hint="sample fewer requests, or simulate fewer --policies")
+
+
 def _check_size(n: int, where: str) -> None:
     if n > MAX_REQUESTS:
         raise InputError(f"more than {MAX_REQUESTS:,} requests", where=where, hint="sample the workload")
@@ -209,7 +217,7 @@ def parse_percentiles(value, *, where: str) -> Percentiles:
     return Percentiles(tuple(points))
 
 
-def from_distribution(mapping: Mapping, *, where: str) -> list[Request]:
+def from_distribution(mapping: Mapping, *, where: str, max_requests: int | None = None) -> list[Request]:
     """A deterministic sample: requests at evenly spaced quantiles (i + 0.5) / n of each length, the output
     quantiles shuffled with a fixed seed so that prompt and output lengths are independent."""
     allowed = {"prompt_tokens", "output_tokens", "requests", "seed", "description"}
@@ -228,6 +236,7 @@ def from_distribution(mapping: Mapping, *, where: str) -> list[Request]:
     output = parse_percentiles(mapping["output_tokens"], where=f"{where}: output_tokens")
     n = _count(mapping.get("requests", 1000), f"{where}: requests", unit="request")
     _check_size(n, f"{where}: requests")
+    _check_work(n, max_requests, f"{where}: requests")
     seed = mapping.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"must be a whole number, got {_shown(seed)}", where=f"{where}: seed", hint="e.g. seed: 0")
@@ -238,7 +247,7 @@ def from_distribution(mapping: Mapping, *, where: str) -> list[Request]:
     return [Request(prompts[i], outputs[order[i]]) for i in range(n)]
 
 
-def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
+def parse_inline(text: str, *, where: str = "--workload", max_requests: int | None = None) -> list[Request]:
     """'prompt=p50:100,p99:2000;output=p50:200,p99:1500;requests=500' -> requests."""
     mapping: dict = {}
     names = {"prompt": "prompt_tokens", "prompt_tokens": "prompt_tokens", "output": "output_tokens",
@@ -269,17 +278,17 @@ def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
                 raise InputError(f"cannot read {item.strip()!r}", where=where, hint="percentile:tokens, e.g. p50:100")
             points[pct.strip()] = tokens.strip()
         mapping[key] = points
-    return from_distribution(mapping, where=where)
+    return from_distribution(mapping, where=where, max_requests=max_requests)
 
 
-def load(path_or_spec: str, *, load_yaml=None) -> tuple[list[Request], str]:
+def load(path_or_spec: str, *, load_yaml=None, max_requests: int | None = None) -> tuple[list[Request], str]:
     """Requests and a short description from a CSV, JSONL, YAML/JSON distribution file, or an inline
     distribution. `load_yaml(path)` reads YAML (the caller's, so this module imports no yaml)."""
     what = "a CSV or JSONL of prompt/output lengths, a YAML distribution, or prompt=...;output=..."
     if not str(path_or_spec).strip():
         raise InputError("is empty", where="--workload", hint=what)
     if "=" in path_or_spec and not Path(path_or_spec).expanduser().exists():
-        return parse_inline(path_or_spec), "inline distribution"
+        return parse_inline(path_or_spec, max_requests=max_requests), "inline distribution"
     path = Path(path_or_spec).expanduser()
     where = str(path)
     try:
@@ -290,16 +299,20 @@ def load(path_or_spec: str, *, load_yaml=None) -> tuple[list[Request], str]:
         raise InputError(err.what, where=err.where, hint=err.hint or what) from None
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return read_csv_text(text, where=where), path.name
+        requests = read_csv_text(text, where=where)
+        _check_work(len(requests), max_requests, where)
+        return requests, path.name
     if suffix in (".jsonl", ".ndjson"):
-        return read_jsonl_text(text, where=where), path.name
+        requests = read_jsonl_text(text, where=where)
+        _check_work(len(requests), max_requests, where)
+        return requests, path.name
     if suffix in (".yaml", ".yml", ".json"):
         if suffix == ".json":
             data = jsonio.loads(text, where=where, hint="a mapping of prompt_tokens and output_tokens percentiles")
         else:
             data = load_yaml(path)
         description = data.get("description") if isinstance(data, Mapping) else None
-        return from_distribution(data, where=where), description or path.name
+        return from_distribution(data, where=where, max_requests=max_requests), description or path.name
     raise InputError(f"unknown workload format {suffix or '(no extension)'!r}", where=where,
                      hint=".csv or .jsonl of requests, or a .yaml/.json distribution")
 
@@ -583,6 +596,15 @@ class _Rec:
 # One policy runs ~0.2-0.5 M engine steps a second (tests/test_workload.py keeps the examples far below);
 # above this the run takes minutes, which reads as a hang, so it is refused up front.
 MAX_SIM_STEPS = 20_000_000
+# Admitting and retiring one request costs about as much as 5 engine steps (measured on this code: 200,000 short
+# requests under the 5 policies, ~13 us per request and policy, against 2-5 us per step): the work of a run is
+# counted in steps with each request weighing this much, so a million short requests are refused as well.
+REQUEST_STEPS = 5
+
+
+def max_requests_for(policies) -> int:
+    """The most requests whose admissions alone stay within MAX_SIM_STEPS under these policies."""
+    return MAX_SIM_STEPS // (REQUEST_STEPS * max(len(tuple(policies)), 1))
 
 
 def _estimated_steps(admitted: list[Request], runs: dict, pool: int, max_seqs: int | None) -> int:
@@ -637,9 +659,15 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
     if not admitted:
         raise InputError(f"every prompt{' with the shared prefix' if shared_prefix else ''} has {max_model_len:,} "
                          f"token{'s' if max_model_len != 1 else ''} or more (max_model_len)", where="--seq", hint="raise --seq (max_model_len)")
+    runs = {p: _Run(p, cost, pool_bytes, max_model_len, block_size, shared_prefix, max_num_seqs) for p in policies}
+    # refused up front, from the request count and the policies' costs on a sample, before anything walks every
+    # request (issue 15: a million requests ran 21 s before the refusal)
+    steps = _estimated_steps(admitted, runs, pool_bytes, max_num_seqs) + REQUEST_STEPS * len(admitted) * len(runs)
+    if steps > MAX_SIM_STEPS:
+        raise InputError(f"simulating {len(admitted):,} requests would take about {steps:,} engine steps (minutes)",
+                         where="--workload", hint="sample fewer requests, shorten the outputs, or lower --seq")
     # each policy must be able to hold any one request at its longest alone, or it could never run it (and a
     # growing request would preempt itself forever)
-    runs = {p: _Run(p, cost, pool_bytes, max_model_len, block_size, shared_prefix, max_num_seqs) for p in policies}
     for policy, run in runs.items():
         def peak(r: Request) -> int:
             own_final = r.prompt - run.share_of(r.prompt) + r.output - 1
@@ -649,10 +677,6 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
         if peak(worst) > pool_bytes:
             raise InputError(f"a request of {worst.prompt:,} + {worst.output:,} tokens needs {peak(worst):,} B under {policy}, "
                              f"more than the pool's {pool_bytes:,} B", where="--seq", hint="lower --seq (max_model_len) or add memory")
-    steps = _estimated_steps(admitted, runs, pool_bytes, max_num_seqs)
-    if steps > MAX_SIM_STEPS:
-        raise InputError(f"simulating {len(admitted):,} requests would take about {steps:,} engine steps (minutes)",
-                         where="--workload", hint="sample fewer requests, shorten the outputs, or lower --seq")
     if rejected:
         notes.append(f"{rejected:,} requests have prompts of max_model_len tokens or more and were rejected")
     if truncated:

@@ -55,7 +55,8 @@ def simulate(
     chosen = tuple(dict.fromkeys(p.strip().lower() for p in policies.split(",") if p.strip()))
     if not chosen:
         raise InputError("names no policy", where="--policies", hint="e.g. contiguous,paged")
-    requests, description = wl.load(workload, load_yaml=yamlio.load_yaml)
+    # a count no simulation of these policies finishes in seconds is refused before the requests are drawn
+    requests, description = wl.load(workload, load_yaml=yamlio.load_yaml, max_requests=wl.max_requests_for(chosen))
     request = build_request(model, seq=seq, batch=1, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None, tp=tp,
                             pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size)
     est = static.estimate(request)
