@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
 from kvplan.core.errors import InputError, KvplanError
+from kvplan.core.text import csv_cell
 from kvplan.core.units import MAX_TOKENS, parse_int
 from kvplan.engines.static import kv_dtype as static_kv_dtype
 
@@ -314,6 +315,8 @@ def csv_value(value) -> str:
         return "true"
     if value is False:
         return "false"
+    if isinstance(value, str):  # model, engine, GPU, KV dtype, error: a spreadsheet must not run them as formulas
+        return csv_cell(value)
     return str(value)
 
 

@@ -47,6 +47,7 @@ from typing import Iterable, Mapping
 
 from kvplan.core import files, jsonio
 from kvplan.core.errors import DoesNotFitError, InputError, UnsupportedError, did_you_mean
+from kvplan.core.text import visible
 from kvplan.core.units import MAX_TOKENS, parse_decimal, parse_int, shown
 
 MAX_REQUESTS = 1_000_000
@@ -312,6 +313,7 @@ def load(path_or_spec: str, *, load_yaml=None, max_requests: int | None = None) 
         else:
             data = load_yaml(path)
         description = data.get("description") if isinstance(data, Mapping) else None
+        description = visible(description) if isinstance(description, str) and description.strip() else None
         return from_distribution(data, where=where, max_requests=max_requests), description or path.name
     raise InputError(f"unknown workload format {suffix or '(no extension)'!r}", where=where,
                      hint=".csv or .jsonl of requests, or a .yaml/.json distribution")

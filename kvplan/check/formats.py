@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Callable
 
 from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, CheckReport, Verdict, short_tokens
+from kvplan.core.text import visible
 from kvplan.core.units import format_bytes
 
 
@@ -70,8 +71,10 @@ def _gpu_cell(v: Verdict) -> str:
 
 
 def _row(v: Verdict) -> list[str]:
-    return [v.label, v.name, v.model or "—", v.engine or "—", _gpu_cell(v),
-            short_tokens(v.max_model_len) if v.max_model_len else "—", concurrency_cell(v), headroom_cell(v)]
+    # file names and deployment names come from users: control characters are shown as escapes in every format
+    return [visible(c) for c in (v.label, v.name, v.model or "—", v.engine or "—", _gpu_cell(v),
+                                 short_tokens(v.max_model_len) if v.max_model_len else "—", concurrency_cell(v),
+                                 headroom_cell(v))]
 
 
 _HEADERS = ["deployment", "name", "model", "engine", "GPUs", "max len", "concurrency", "headroom"]
@@ -95,9 +98,9 @@ def render_text(report: CheckReport) -> str:
         out.append("")
     for v in details:
         if v.status in (INVALID, CANNOT_JUDGE):  # the reason is the error line, which names file and key
-            out.append(f"{_STATUS_TEXT[v.status]} {v.reason}")
+            out.append(f"{_STATUS_TEXT[v.status]} {visible(v.reason)}")
             continue
-        out.append(f"{_STATUS_TEXT[v.status]} {v.label} ({v.name}): {v.reason}")
+        out.append(f"{_STATUS_TEXT[v.status]} {visible(v.label)} ({visible(v.name)}): {visible(v.reason)}")
         f = v.figures
         if f is not None and f.usable_bytes is not None:
             pool = "KV cache pool" if f.available_kv_bytes is not None else "cache"
@@ -121,8 +124,13 @@ def render_json(report: CheckReport) -> str:
 # ------------------------------------------------------------------ markdown
 
 def _md(text: str) -> str:
-    """A table cell: pipes escaped, no line breaks."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """A table cell: pipes escaped, no line breaks, control characters as escapes."""
+    return visible(" ".join(str(text).split())).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """Inline code; a backtick inside would end it early."""
+    return "`" + text.replace("`", "'") + "`"
 
 
 def render_markdown(report: CheckReport) -> str:
@@ -131,14 +139,14 @@ def render_markdown(report: CheckReport) -> str:
     out.append("|---|" + "|".join("---:" if h in ("max len", "concurrency", "headroom") else "---" for h in _HEADERS) + "|---|")
     for v in report.verdicts:
         cells = [_STATUS_MARK[v.status]] + _row(v) + [v.reason]
-        cells[1] = f"`{cells[1]}`"
+        cells[1] = _code(cells[1])
         out.append("| " + " | ".join(_md(c) for c in cells) + " |")
     fixes = [v for v in report.verdicts if v.suggestions]
     if fixes:
         out += ["", "### Fixes", "", "Each change alone makes the deployment pass (checked with the same engine model)."]
         out.append("")
         for v in fixes:
-            out.append(f"- `{v.label}` ({_md(v.name)}): " + " · ".join(f"`{s}`" for s in v.suggestions))
+            out.append(f"- {_code(_md(v.label))} ({_md(v.name)}): " + " · ".join(f"`{s}`" for s in v.suggestions))
     return "\n".join(out) + "\n"
 
 
@@ -157,18 +165,22 @@ def render_junit(report: CheckReport) -> str:
     ET.SubElement(props, "property", {"name": "vllm_version", "value": report.vllm_version})
     ET.SubElement(props, "property", {"name": "exit_code", "value": str(report.exit_code)})
     for v in report.verdicts:
-        case = ET.SubElement(suite, "testcase", {"classname": v.source, "name": v.label if v.label != v.source else v.name,
-                                                 "file": v.source, "time": "0"})
+        # XML 1.0 cannot hold most control characters at all (a parser rejects the file): shown as escapes
+        case = ET.SubElement(suite, "testcase", {"classname": visible(v.source),
+                                                 "name": visible(v.label if v.label != v.source else v.name),
+                                                 "file": visible(v.source), "time": "0"})
         body = [f"{k}: {val}" for k, val in (("model", v.model), ("engine", v.engine), ("GPUs", _gpu_cell(v)),
                                              ("max_model_len", v.max_model_len), ("concurrency", concurrency_cell(v)),
                                              ("headroom", headroom_cell(v))) if val not in (None, "—")]
         body += [f"fix: {s}" for s in v.suggestions] + [f"note: {n}" for n in v.notes]
+        body = [visible(line) for line in body]
+        reason = visible(v.reason)
         if v.status == FAIL:
-            ET.SubElement(case, "failure", {"message": v.reason, "type": "fail"}).text = "\n".join([v.reason] + body)
+            ET.SubElement(case, "failure", {"message": reason, "type": "fail"}).text = "\n".join([reason] + body)
         elif v.status in (INVALID, CANNOT_JUDGE):
-            ET.SubElement(case, "error", {"message": v.reason, "type": v.status}).text = v.reason
+            ET.SubElement(case, "error", {"message": reason, "type": v.status}).text = reason
         if body and v.status in (PASS, FAIL):
-            ET.SubElement(case, "system-out").text = "\n".join([v.reason] + body)
+            ET.SubElement(case, "system-out").text = "\n".join([reason] + body)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

@@ -19,7 +19,9 @@ def console(stderr: bool = False):
     width = int(os.environ.get("COLUMNS", "0") or 0) or None
     if width is None and not stream.isatty():
         width = 120  # rich assumes 80 columns off a terminal, which truncates exact byte counts in pipes and CI logs
-    return Console(file=stream, width=width, highlight=False, soft_wrap=stderr)
+    # markup and emoji off: a model or file name like '[/x]' or ':smile:' is text to show, not a style to apply
+    # (rich raised MarkupError on an unmatched closing tag); styles are given as rich Text objects instead
+    return Console(file=stream, width=width, highlight=False, soft_wrap=stderr, markup=False, emoji=False)
 
 
 def figures_table(title: str | None, headers: list[str], rows: list[list[str]], *, text: tuple[int, ...] = (0,)):
@@ -57,7 +59,8 @@ def print_whole(console, renderable) -> None:
         console.print(renderable)
         return
     need = measured.maximum  # too narrow anyway: print it unwrapped and let the terminal fold the lines
-    Console(file=console.file, width=need, highlight=False, color_system=console.color_system).print(renderable)
+    Console(file=console.file, width=need, highlight=False, color_system=console.color_system, markup=False,
+            emoji=False).print(renderable)
 
 
 def size(n: int | None) -> str:

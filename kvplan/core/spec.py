@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
-from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.errors import InputError, check_name, did_you_mean
 from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabulary: re-exported for readers of specs)
     CHUNKED, FULL, HEADED_KINDS, LAYER_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec, MlaSpec, StateSpec,
     make_layer)
@@ -228,7 +228,7 @@ def _build(data: Any) -> ModelSpec:
     for key in _REQUIRED:
         if not r.has(key):
             raise InputError("is required", where=key, hint=_REQUIRED_HINTS.get(key))
-    name = r.str("name")
+    name = check_name(r.str("name"), where="name")
     layers = r.int("layers", maximum=MAX_LAYERS)
     heads = r.int("attention_heads", maximum=MAX_HEADS)
     kv_heads = r.int("kv_heads", default=heads, maximum=MAX_HEADS)
@@ -297,6 +297,10 @@ def _build(data: Any) -> ModelSpec:
     aliases = r.list("aliases") or []
     if not all(isinstance(a, str) and a.strip() for a in aliases):
         raise InputError("must be a list of names", where="aliases")
+    for alias in aliases:
+        check_name(alias, where="aliases")
+    if r.has("architecture"):
+        check_name(r.str("architecture"), where="architecture")
 
     params = r.int("params")
     active = r.int("active_params")

@@ -16,6 +16,7 @@ from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model.params import count_params
 from kvplan.core.spec import (CHUNKED, FULL, MAX_DIM, MAX_HEADS, MAX_LAYERS, MLA, NONE, SLIDING, STATE, ModelSpec,
                               spec_from_mapping)
+from kvplan.core.text import visible
 from kvplan.core.units import shown
 
 # vLLM downcasts a float32 (or dtype-less) config to the platform's preferred 16-bit dtype: bf16 on every GPU
@@ -268,7 +269,10 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         notes.append(f"model_type {model_type!r} is not one kvplan is tested on: read with the common config.json "
                      "conventions (check the layout with `kvplan show`)")
 
-    spec: dict[str, Any] = {"name": name, "architecture": (raw.get("architectures") or [model_type])[0], "layers": layers,
+    # both come from file and folder names nobody validated: escaped, never refused (kvplan.core.text)
+    archs = raw.get("architectures")
+    architecture = visible(archs[0] if isinstance(archs, list) and archs else model_type)
+    spec: dict[str, Any] = {"name": visible(name), "architecture": architecture or None, "layers": layers,
                             "hidden_size": hidden, "dtype": dtype}
     if isinstance(cfg.get("vocab_size"), int):
         spec["vocab_size"] = cfg["vocab_size"]

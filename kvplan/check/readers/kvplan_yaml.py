@@ -14,7 +14,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, Require
                                      default_max_len, engine_request, located, parse_headroom, resolve_model, text,
                                      tp_from_gpus, whole)
 from kvplan.check.report import FORMAT_KVPLAN
-from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.errors import InputError, check_name, did_you_mean
 from kvplan.core.units import shown
 
 KVPLAN_KEYS = (
@@ -53,7 +53,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         if k not in data:
             raise InputError(f"missing key {k!r}", where=where,
                              hint="engine: static | vllm | sglang | trtllm" if k == "engine" else "a bundled model name, a model folder or a config.json")
-    name = text(data["name"], where=at("name")) if "name" in data else (
+    name = check_name(text(data["name"], where=at("name")), where=at("name")) if "name" in data else (
         f"{Path(source).stem}#{document}" if document else Path(source).stem)
     engine = text(data["engine"], where=at("engine"))
     if engine not in ENGINE_NAMES:

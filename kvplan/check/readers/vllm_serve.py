@@ -10,6 +10,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, check_v
                                      engine_request, resolve_model, tp_from_gpus, whole)
 from kvplan.check.report import FORMAT_VLLM_ARGS
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.text import visible
 from kvplan.engines.vllm import serve_args
 
 # vLLM's --dtype names -> kvplan's (vllm/config/model.py _STR_DTYPE_TO_TORCH_DTYPE)
@@ -99,5 +100,6 @@ def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where
                              prefix_caching=prefix_caching, **ints)
     served = args.get("served_model_name")
     name = served[0] if served else default_name
-    return Deployment(source=source, document=document, name=str(name), format=fmt, engine="vllm", request=request,
+    # vLLM takes any served name; it is shown in every report format, so its control characters are escaped
+    return Deployment(source=source, document=document, name=visible(name), format=fmt, engine="vllm", request=request,
                       requirements=defaults.requirements, key=key, gpus=tp * pp * dp, notes=tuple(notes))

@@ -6,8 +6,16 @@ from kvplan.cli.render import size
 from kvplan.core.units import format_bytes, format_tokens
 
 
-def _verdict(ok: bool) -> str:
-    return "[green]yes[/green]" if ok else "[red]NO[/red]"
+def _verdict(ok: bool):
+    from rich.text import Text
+
+    return Text("yes", style="green") if ok else Text("NO", style="red")
+
+
+def _bold(text: str):
+    from rich.text import Text
+
+    return Text(text, style="bold")
 
 
 def tables(result) -> list:
@@ -26,7 +34,7 @@ def tables(result) -> list:
             t.add_column(col, justify=justify)
         for g in result.groups:
             t.add_row(g.label, str(g.layers), "\n".join(g.shapes), size(g.estimated_bytes), size(g.measured_bytes), _verdict(g.match))
-        t.add_row("[bold]total[/bold]", "", f"{sum(g.tensors for g in result.groups)} tensors", size(result.estimated_bytes),
+        t.add_row(_bold("total"), "", f"{sum(g.tensors for g in result.groups)} tensors", size(result.estimated_bytes),
                   size(result.measured_bytes), _verdict(result.match))
         out.append(t)
         out.append(_device_table(result))
@@ -103,7 +111,7 @@ def _bench_table(b):
     for g in b.groups:
         t.add_row(g.label, str(g.layers), format_bytes(g.bytes_per_layer), f"{g.seconds_per_layer * 1e6:,.1f} µs",
                   f"{g.bytes_per_s / 1e9:,.1f} GB/s")
-    t.add_row("[bold]all layers[/bold]", "", format_bytes(b.kv_bytes_per_step), f"{b.seconds_per_token * 1e3:,.3f} ms/token",
+    t.add_row(_bold("all layers"), "", format_bytes(b.kv_bytes_per_step), f"{b.seconds_per_token * 1e3:,.3f} ms/token",
               f"{b.achieved_bytes_per_s / 1e9:,.1f} GB/s")
     if b.catalog_bytes_per_s:
         t.add_row(f"catalog {b.gpu}", "", "", f"{b.catalog_seconds_per_token * 1e3:,.3f} ms/token",
