@@ -204,13 +204,27 @@ def _y_text(chart: Chart, value: float) -> str:
 
 # ------------------------------------------------------------------ matplotlib (optional)
 
-def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 120) -> None:
-    """Write the chart as PNG or SVG (by `fmt` or the file's extension). Needs matplotlib (kvplan[plot])."""
+def image_format(path: str, fmt: str | None) -> str:
+    """'png' or 'svg' for an image file: --format when given, else the file's extension; a --format that
+    contradicts the extension is refused (issue 15: `-o c.svg --format png` wrote a PNG named .svg)."""
     from pathlib import Path
 
-    fmt = (fmt or Path(path).suffix.lstrip(".")).lower()
+    if not path:
+        raise InputError("is empty", where="--output", hint="give a file name, or leave the option out")
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if fmt and suffix in ("png", "svg") and suffix != fmt.lower():
+        raise InputError(f"--format {fmt} but the file is named .{suffix}", where="--format",
+                         hint="name the file for its format, or leave --format out")
+    fmt = (fmt or suffix).lower()
     if fmt not in ("png", "svg"):
-        raise InputError(f"cannot write a {fmt or 'format-less'} image", where="--output", hint="name the file .png or .svg, or pass --format png|svg")
+        raise InputError(f"cannot write a {fmt or 'format-less'} image", where="--output",
+                         hint="name the file .png or .svg, or pass --format png|svg")
+    return fmt
+
+
+def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 120) -> None:
+    """Write the chart as PNG or SVG (by `fmt` or the file's extension). Needs matplotlib (kvplan[plot])."""
+    fmt = image_format(path, fmt)
     try:
         # a bare Figure (no pyplot) draws with the Agg/SVG canvases and touches no GUI backend
         from matplotlib.figure import Figure

@@ -84,7 +84,7 @@ def check(
         if verdict.status in (INVALID, CANNOT_JUDGE):
             print(f"error: {verdict.reason}", file=sys.stderr)
     text = report_formats.render(report, chosen)
-    if output:
+    if output is not None:
         from kvplan.core.io import write_file
 
         def write(target: str) -> None:

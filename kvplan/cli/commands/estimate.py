@@ -44,9 +44,11 @@ def estimate(
     from kvplan.cli import render, views
     from kvplan.core.errors import EXIT_NO, InputError
     from kvplan.engines import fixes
-    from kvplan.engines.request import build_request
+    from kvplan.engines.request import build_request, refuse_paged_flags
 
     chosen = engines.get(engine)
+    refuse_paged_flags((chosen.name,), block_size=block_size, max_num_seqs=max_num_seqs,
+                       max_num_batched_tokens=max_num_batched_tokens)
     request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
                             gpus=gpus, tp=tp, pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
                             block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,

@@ -57,17 +57,18 @@ def explain(
     room = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes if est.per_gpu else None
 
     bounds, notes = None, []
-    if gpu:
-        p = units.parse_tokens(prompt, what="--prompt") if prompt else max(est.seq // 2, 1)
-        o = units.parse_tokens(output, what="--output") if output else max(est.seq - p, 1)
+    if gpu is not None:
+        p = units.parse_tokens(prompt, what="--prompt") if prompt is not None else max(est.seq // 2, 1)
+        o = units.parse_tokens(output, what="--output") if output is not None else max(est.seq - p, 1)
         try:
             bounds = latency.bounds(spec, cache, gpu=catalog.find_gpu(gpu), weights_bytes=est.weights_bytes,
                                     weight_dtype=est.dtype, prompt=p, output=o,
                                     batch=_max_batch(cache, room, p + o) or None)
         except KvplanError as err:
             notes.append(f"no latency bounds: {err.one_line()}")
-    elif prompt or output:
-        raise InputError("latency bounds need a GPU from the catalog", where="--prompt" if prompt else "--output", hint="add --gpu NAME")
+    elif prompt is not None or output is not None:
+        raise InputError("latency bounds need a GPU from the catalog", where="--prompt" if prompt is not None else "--output",
+                         hint="add --gpu NAME")
     result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
     if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
         raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")

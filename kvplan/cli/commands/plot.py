@@ -61,7 +61,11 @@ def plot(
             raise InputError(f"must be from {low} to {high} characters, got {value}" if flag == "--width" else
                              f"must be from {low} to {high} lines, got {value}", where=flag,
                              hint="the defaults are 72 x 18" if not output else "it sizes the terminal chart only; drop it with --output")
-    if output:
+    if image_format is not None and output is None:
+        raise InputError("--format chooses the image format of --output", where="--format",
+                         hint="add -o FILE.png or -o FILE.svg, or leave --format out for a terminal chart")
+    if output is not None:
+        plotting.image_format(output, image_format.value if image_format else None)  # before any work
         _check_matplotlib()
     spec, grid, make_request, _ = build_grid(model, seq=seq, batch=str(batch), kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp,
                                              pp=pp, engine=engine, dtype=dtype, gpu_util=gpu_util)
@@ -79,7 +83,7 @@ def plot(
         chart = plotting.concurrency_chart(rows, model=spec.name)
     for message in sorted({r.error for r in rows if r.error}):
         print(f"note: left out: {message}", file=sys.stderr)
-    if output:
+    if output is not None:
         plotting.render_file(chart, output, fmt=image_format.value if image_format else None)
         print(f"wrote {output}", file=sys.stderr)
     else:

@@ -72,6 +72,8 @@ def probe(
         raise InputError(f"must be at least 1, got {num_blocks}", where="--num-blocks")
     if num_blocks is not None and layout_name != PAGED:
         raise InputError("--num-blocks sizes the paged pools", where="--num-blocks", hint="add --layout paged")
+    if block_size is not None and layout_name != PAGED:
+        raise InputError("--block-size sizes the paged pools' blocks", where="--block-size", hint="add --layout paged")
     if stage is not None and stage < 0:
         raise InputError(f"must be 0 or more, got {stage}", where="--stage")
     if (max_bytes is not None or max_fraction != "0.95") and not find_max:

@@ -92,7 +92,7 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
-    from kvplan.engines.request import LIMITS, build_request
+    from kvplan.engines.request import LIMITS, build_request, refuse_paged_flags
     from kvplan.core.dtypes import dtype as lookup, resolve_kv_dtype
     from kvplan.engines import ENGINE_NAMES
     from kvplan.core.errors import InputError, did_you_mean
@@ -121,6 +121,8 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
         if name not in ENGINE_NAMES:
             raise InputError(f"unknown engine {name!r}", where="--engine",
                              hint=did_you_mean(name, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
+    refuse_paged_flags(engines, block_size=block_size, max_num_seqs=max_num_seqs,
+                       max_num_batched_tokens=max_num_batched_tokens)
     gpus = names(gpu, "--gpu")
     if gpu is not None:
         gpus = tuple(dict.fromkeys(catalog.find_gpu(g).name for g in gpus))
@@ -155,10 +157,11 @@ def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memo
     from kvplan.core import dtypes, units
     from kvplan.core.errors import InputError
 
-    if gpu and gpu_mem:
+    if gpu is not None and gpu_mem is not None:
         raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem", hint="--gpu for catalog GPUs, --gpu-mem for others")
-    if reserve is not None and not (gpu or gpu_mem):
-        raise InputError("--reserve needs a GPU", where="--reserve", hint="add --gpu NAME or --gpu-mem SIZE")
+    for flag, value in (("--reserve", reserve), ("--gpu-util", gpu_util)):
+        if value is not None and gpu is None and gpu_mem is None:
+            raise InputError(f"{flag} needs a GPU", where=flag, hint="add --gpu NAME or --gpu-mem SIZE")
     for flag, value in (("--block-size", block_size), ("--max-num-seqs", max_num_seqs),
                         ("--max-num-batched-tokens", max_num_batched_tokens)):
         if value is not None and value < 1:

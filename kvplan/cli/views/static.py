@@ -33,7 +33,7 @@ def tables(est: Estimate) -> list:
         where = f"{est.gpu or 'custom GPU'}" + (f", most loaded of {est.gpus}" if est.gpus > 1 else "")
         table.add_row(Text(f"per GPU ({where})", style="bold"), "")
         table.add_row("  capacity", size(g.capacity_bytes))
-        table.add_row("  reserve (runtime overhead)", size(g.reserved_bytes))
+        table.add_row(f"  kept back ({est.reserved_by})" if est.reserved_by else "  kept back", size(g.reserved_bytes))
         table.add_row("  weights", size(g.weights_bytes))
         table.add_row("  cache", size(g.cache_bytes))
         table.add_row("  left", Text(size(g.free_bytes), style="" if g.free_bytes >= 0 else "red"))
