@@ -286,3 +286,36 @@ def test_simulate_with_no_room_for_the_cache_is_a_no_not_bad_input(invoke):
     result = invoke("simulate", "llama-3.1-70b", "--workload", str(ROOT / "examples" / "workloads" / "sample.csv"),
                     "--seq", "2048", "--gpu", "l4")
     assert result.exit_code == 1 and "no memory is left for the KV cache" in result.stderr
+
+
+# ------------------------------------------------------------------ issue 15, owned by the calibrate branch
+# strict xfails: they pass once kvplan/engines/vllm/calibrate.py / cli/commands/calibrate.py (branch calibrate) fix
+# them, and then fail as "XPASS" until the marker is removed
+
+def _real_log_text() -> str:
+    return sorted(LOGS.glob("*.log"))[0].read_text(encoding="utf-8")
+
+
+@pytest.mark.xfail(strict=True, reason="calibrate branch: a log with no figure to compare passes as '0 with a "
+                                       "deterministic mismatch', exit 0 (kvplan/cli/commands/calibrate.py)")
+def test_calibrate_of_a_log_where_nothing_could_be_compared_is_not_a_pass(invoke, tmp_path):
+    # a real log cut before vLLM printed its KV cache figures: every comparison is empty
+    text = _real_log_text()
+    log = tmp_path / "cut.log"
+    log.write_text(text[:text.index("Available KV cache memory")].rsplit("\n", 1)[0] + "\n", encoding="utf-8")
+    result = invoke("calibrate", log)
+    assert result.exit_code in (2, 3), (result.exit_code, result.stdout[-300:])
+
+
+@pytest.mark.xfail(strict=True, reason="calibrate branch: the 'mean absolute error' of a negative logged KV memory is "
+                                       "negative (kvplan/engines/vllm/calibrate.py available_error_percent)")
+def test_a_mean_absolute_error_is_never_negative(invoke, tmp_path):
+    import json
+    import re
+
+    log = tmp_path / "negative.log"
+    # vLLM logs a negative available memory when the weights and activations exceed the budget
+    log.write_text(re.sub(r"Available KV cache memory: ([0-9.]+) GiB", r"Available KV cache memory: -\1 GiB", _real_log_text()),
+                   encoding="utf-8")
+    summary = json.loads(invoke("calibrate", log, "--json").stdout)["summary"]
+    assert summary["available_kv_mean_abs_error_percent"] is None or summary["available_kv_mean_abs_error_percent"] >= 0
