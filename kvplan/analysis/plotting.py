@@ -116,9 +116,11 @@ def token_label(n: int) -> str:
 
 # ------------------------------------------------------------------ terminal
 
-def render_text(chart: Chart, *, width: int = 72, height: int = 18) -> str:
-    """The chart as lines of unicode text: y axis on the left, log2 x axis below, a legend after."""
+def render_text(chart: Chart, *, width: int = 72, height: int = 18, columns: int | None = None) -> str:
+    """The chart as lines of unicode text: y axis on the left, log2 x axis below, a legend after. With `columns`
+    (the terminal's), the title and legend wrap between words at that width; no line has trailing spaces."""
     import math
+    import textwrap
 
     width, height = max(width, 20), max(height, 6)
     xs = sorted({x for s in chart.series for x in s.xs})
@@ -173,7 +175,13 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18) -> str:
         legend.append(f" {marker}  {s.label}")
     labels = {0: hi, height - 1: lo, (height - 1) // 2: (hi + lo) / 2}
     gutter = 10
-    lines = [chart.title, f"{chart.y_label}" + (" (log scale)" if chart.y_log else "")]
+
+    def wrapped(text: str, indent: str = "") -> list[str]:
+        if not columns:
+            return [text]
+        return textwrap.wrap(text, columns, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [text]
+
+    lines = wrapped(chart.title) + [f"{chart.y_label}" + (" (log scale)" if chart.y_log else "")]
     for r in range(height):
         label = ""
         if r in labels:
@@ -191,9 +199,10 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18) -> str:
             tick_labels[start:start + len(text)] = text
     lines.append(" " * gutter + " └" + "".join(axis))
     lines.append(" " * (gutter + 2) + "".join(tick_labels).rstrip())
-    lines.append(" " * (gutter + 2) + chart.x_label + " (log scale)")
-    lines += legend
-    return "\n".join(lines) + "\n"
+    lines += wrapped(" " * (gutter + 2) + chart.x_label + " (log scale)", " " * (gutter + 2))
+    for item in legend:
+        lines += wrapped(item, "     ")
+    return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def _y_text(chart: Chart, value: float) -> str:

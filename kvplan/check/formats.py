@@ -11,7 +11,7 @@ from enum import Enum
 from typing import Callable
 
 from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, CheckReport, Verdict, short_tokens
-from kvplan.core.text import visible
+from kvplan.core.text import visible, wrap_pairs
 from kvplan.core.units import format_bytes
 
 
@@ -82,7 +82,10 @@ _HEADERS = ["deployment", "name", "model", "engine", "GPUs", "max len", "concurr
 
 # ------------------------------------------------------------------ text
 
-def render_text(report: CheckReport) -> str:
+def render_text(report: CheckReport, width: int | None = None) -> str:
+    """The text report: a table, or, when `width` is given (the terminal's) and the table is wider, one record per
+    deployment (its status and file on one line, the rest wrapped below), so no name or figure runs past the edge.
+    The same report and width give the same bytes; without a width (a file written with -o) always the table."""
     rows = [[_STATUS_TEXT[v.status]] + _row(v) for v in report.verdicts]
     header = ["status"] + _HEADERS
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
@@ -91,26 +94,45 @@ def render_text(report: CheckReport) -> str:
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    out = [f"kvplan check · vLLM deployments judged by vLLM {report.vllm_version} rules", "", line(header)]
-    out += [line(r) for r in rows]
+    out = _wrapped(f"kvplan check · vLLM deployments judged by vLLM {report.vllm_version} rules", width, "", "") + [""]
+    if width is None or sum(widths) + 2 * (len(widths) - 1) <= width:
+        out += [line(header)] + [line(r) for r in rows]
+    else:
+        for r in rows:
+            out += _wrapped(f"{r[0]}  {r[1]}", width, "", "    ")
+            out += ["    " + line for line in wrap_pairs([f"{h} {c}" for h, c in zip(header[2:], r[2:]) if c != "—"],
+                                                       width - 4)]
     details = [v for v in report.verdicts if v.status != PASS]
     if details:
         out.append("")
     for v in details:
         if v.status in (INVALID, CANNOT_JUDGE):  # the reason is the error line, which names file and key
-            out.append(f"{_STATUS_TEXT[v.status]} {visible(v.reason)}")
+            out += _wrapped(f"{_STATUS_TEXT[v.status]} {visible(v.reason)}", width, "", "    ")
             continue
-        out.append(f"{_STATUS_TEXT[v.status]} {visible(v.label)} ({visible(v.name)}): {visible(v.reason)}")
+        out += _wrapped(f"{_STATUS_TEXT[v.status]} {visible(v.label)} ({visible(v.name)}): {visible(v.reason)}", width,
+                        "", "    ")
         f = v.figures
         if f is not None and f.usable_bytes is not None:
             pool = "KV cache pool" if f.available_kv_bytes is not None else "cache"
-            out.append(f"  per GPU: usable {format_bytes(f.usable_bytes)}, weights {format_bytes(f.weights_bytes)}, "
-                       f"{pool} {format_bytes(f.cache_bytes)}"
-                       + (f"; longest max_model_len that starts: {f.longest_context:,}" if f.longest_context else ""))
+            out += _wrapped(f"per GPU: usable {format_bytes(f.usable_bytes)}, weights {format_bytes(f.weights_bytes)}, "
+                            f"{pool} {format_bytes(f.cache_bytes)}"
+                            + (f"; longest max_model_len that starts: {f.longest_context:,}" if f.longest_context else ""),
+                            width, "  ", "    ")
         if v.suggestions:
-            out.append("  fix (any one): " + " | ".join(v.suggestions))
-    out += ["", summary_line(report)]
+            out += _wrapped("fix (any one): " + " | ".join(v.suggestions), width, "  ", "    ")
+    out += [""] + _wrapped(summary_line(report), width, "", "")
     return "\n".join(out) + "\n"
+
+
+def _wrapped(text: str, width: int | None, first: str, rest: str) -> list[str]:
+    """`text` after `first`, wrapped between words at `width` with `rest` before the later lines (never inside a
+    word: a path or a figure stays whole); one line without a width."""
+    import textwrap
+
+    if width is None:
+        return [first + text]
+    return textwrap.wrap(text, max(width, 20), initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                         break_on_hyphens=False) or [first]
 
 
 # ------------------------------------------------------------------ json

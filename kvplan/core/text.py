@@ -54,3 +54,24 @@ def csv_cell(value) -> str:
     if text.startswith(_FORMULA_START):
         return "'" + text
     return text
+
+
+def wrap_pairs(pairs: list[str], width: int) -> list[str]:
+    """Items joined by ' · ' into lines of at most `width`, breaking only between items; an item longer than a line
+    wraps between its words, never inside one (a path or a figure stays whole, even past the edge)."""
+    import textwrap
+
+    lines: list[str] = []
+    line = ""
+    for pair in pairs:
+        if line and len(line) + 3 + len(pair) <= width:
+            line += " · " + pair
+            continue
+        if line:
+            lines.append(line)
+        parts = textwrap.wrap(pair, max(width, 10), break_long_words=False, break_on_hyphens=False) or [pair]
+        lines.extend(parts[:-1])
+        line = parts[-1]
+    if line:
+        lines.append(line)
+    return lines

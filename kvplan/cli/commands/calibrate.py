@@ -86,10 +86,9 @@ def _unit(cell: str | None, unit: str) -> str:
 
 
 def _print(results, summary) -> None:
-    from rich.table import Table
     from rich.text import Text
 
-    from kvplan.cli.render import _box, console
+    from kvplan.cli.render import console, print_table
 
     out = console()
     err = console(stderr=True)
@@ -101,13 +100,11 @@ def _print(results, summary) -> None:
         if r.status != "ok":
             out.print(f"  cannot describe: {r.reason}")
             continue
-        t = Table(show_header=True, header_style="bold", box=_box())
-        for col, justify in (("figure", "left"), ("logged", "right"), ("kvplan", "right"), ("difference", "right"), ("", "left")):
-            t.add_column(col, justify=justify)
-        for f in r.figures:
-            mark = {True: Text("match", style="green"), False: Text("MISMATCH", style="bold red"), None: ""}[f.match]
-            t.add_row(f.name, _unit(f.logged, f.unit), _unit(f.predicted, f.unit), _unit(f.difference, f.unit), mark)
-        out.print(t)
+        rows = [[f.name, _unit(f.logged, f.unit), _unit(f.predicted, f.unit), _unit(f.difference, f.unit),
+                 {True: "match", False: "MISMATCH", None: ""}[f.match]] for f in r.figures]
+        # the figures keep their width; below the table's narrowest form each figure is a record (print_table)
+        print_table(out, None, ["figure", "logged", "kvplan", "difference", ""], rows, text=(0, 4),
+                    styles=["bold red" if f.match is False else None for f in r.figures], simple=True)
         for note in r.notes:
             err.print(f"note: {note}")
     mae = summary["available_kv_mean_abs_error_percent"]

@@ -83,7 +83,11 @@ def check(
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):
             print(f"error: {verdict.reason}", file=sys.stderr)
-    text = report_formats.render(report, chosen)
+    from kvplan.cli.render import width
+
+    # the text table fits the terminal on stdout (records when it is wider); a file gets the whole table
+    text = report_formats.render(report, chosen) if output is not None or chosen is not report_formats.Format.TEXT \
+        else report_formats.render_text(report, width())
     if output is not None:
         from kvplan.core.io import write_file
 
@@ -92,7 +96,7 @@ def check(
                 f.write(text)
 
         write_file(output, write, what="the report")
-        sys.stdout.write(report_formats.render(report, report_formats.Format.TEXT))
+        sys.stdout.write(report_formats.render_text(report, width()))
     else:
         sys.stdout.write(text)
     sys.stdout.flush()

@@ -65,7 +65,7 @@ def estimate(
     else:
         out = render.console()
         for table in views.tables(result):
-            out.print(table)
+            render.print_fitting(out, table)
         err = render.console(stderr=True)
         for note in result.notes:
             err.print(f"note: {note}")

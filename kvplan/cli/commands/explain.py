@@ -90,7 +90,6 @@ def _max_batch(cache, room, tokens: int) -> int:
 
 
 def _print(result, est) -> None:
-    from rich.table import Table
 
     from kvplan.cli import render
     from kvplan.core.units import format_bytes, format_tokens
@@ -99,23 +98,23 @@ def _print(result, est) -> None:
     head = f"{result.model} · {format_tokens(result.seq)} tokens x {result.batch} seq · KV {result.kv_dtype}"
     if result.tp > 1 or result.pp > 1:
         head += f" · TP {result.tp} x PP {result.pp}"
-    table = Table(title=f"{head}: the KV cache, layer group by layer group", title_justify="left", header_style="bold")
     stages = result.pp > 1
-    if stages:
-        table.add_column("stage", justify="right")
-    for col, justify in (("layers", "left"), ("per token, per layer, per GPU", "left"), ("x layers x tokens x seqs x GPUs", "left"),
-                         ("bytes", "right")):
-        table.add_column(col, justify=justify)
+    headers = (["stage"] if stages else []) + ["layers", "per token, per layer, per GPU", "x layers x tokens x seqs x GPUs",
+                                               "bytes"]
+    rows = []
     for g in result.groups:
         label = f"{g.layers} {g.kind}" + (f" ({g.tokens:,}-token window)" if g.kind == "sliding" else
                                           f" ({g.tokens:,}-token chunk)" if g.kind == "chunked" else "")
         per = g.state_formula if g.state_formula else g.per_token_formula
         cells = [label, per, g.total_formula.rsplit(" = ", 1)[0], f"{format_bytes(g.total_bytes)}"]
-        table.add_row(*([str(g.stage)] if stages else []) + cells)
-    total = [""] * (1 if stages else 0) + ["total", f"K/V per token (all layers, all GPUs): {result.kv_bytes_per_token:,} B",
-                                           f"= estimate's cache_bytes {est.cache_bytes:,} B", format_bytes(result.cache_bytes)]
-    table.add_row(*total, style="bold")
-    out.print(table)
+        rows.append(([str(g.stage)] if stages else []) + cells)
+    rows.append([""] * (1 if stages else 0) + ["total", f"K/V per token (all layers, all GPUs): {result.kv_bytes_per_token:,} B",
+                                                f"= estimate's cache_bytes {est.cache_bytes:,} B", format_bytes(result.cache_bytes)])
+    first = 1 if stages else 0
+    # the formulas are words that wrap; the bytes keep their width (render.print_table: records when even that is too wide)
+    render.print_table(out, f"{head}: the KV cache, layer group by layer group", headers, rows,
+                       text=(first, first + 1, first + 2), keys=tuple(range(first + 1)),
+                       styles=[None] * (len(rows) - 1) + ["bold"])
 
     has_gpu = any(w.max_batch is not None for w in result.what_ifs)
     headers = ["variant", "KV/token", "cache", "vs model"] + ([f"max seqs on {est.gpu or 'GPU'}"] if has_gpu else []) + ["what changes"]
@@ -128,8 +127,8 @@ def _print(result, est) -> None:
                          f"{w.ratio:.2f}x" if w.ratio is not None else "—"]
                         + ([f"{w.max_batch:,}" if w.max_batch is not None else "—"] if has_gpu else []) + [w.description])
     # figures keep their width and the words wrap (figures_table): at 100 columns rich would otherwise squeeze all
-    render.print_whole(out, render.figures_table(f"what-ifs at {format_tokens(result.seq)} tokens x {result.batch} "
-                                                 "(weights unchanged)", headers, rows, text=(0, len(headers) - 1)))
+    render.print_table(out, f"what-ifs at {format_tokens(result.seq)} tokens x {result.batch} (weights unchanged)",
+                       headers, rows, text=(0, len(headers) - 1))
 
     b = result.latency
     if b is not None:
@@ -146,11 +145,10 @@ def _print(result, est) -> None:
             row(f"decode step, {b.batch:,} seqs (the most that fit): {b.decode_batch_tokens_per_s:,.0f} tok/s", b.decode_batch)
         row(f"generate {b.output_tokens:,} tokens with KV cache", b.generate_cached)
         row(f"generate {b.output_tokens:,} tokens, no cache", b.generate_no_cache)
-        lat = render.figures_table(
-            f"lower bounds on {b.gpu} x {b.tp * b.pp} ({b.peak_flops_dtype} {b.peak_flops_per_s / 1e12:,.0f} TFLOP/s, "
+        render.print_table(
+            out, f"lower bounds on {b.gpu} x {b.tp * b.pp} ({b.peak_flops_dtype} {b.peak_flops_per_s / 1e12:,.0f} TFLOP/s, "
             f"{b.hbm_bytes_per_s / 1e12:.2f} TB/s per GPU): real runs are slower",
             ["phase", "FLOPs", "bytes read", "compute floor", "memory floor", "lower bound", "bound by"], rows, text=(0, 6))
-        render.print_whole(out, lat)
         err = render.console(stderr=True)
         err.print(f"note: without a KV cache the same generation needs {b.no_cache_flops_ratio:,.0f}x the FLOPs and at least "
                   f"{b.no_cache_time_ratio:,.1f}x the time (docs/latency.md)")

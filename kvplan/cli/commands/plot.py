@@ -41,7 +41,7 @@ def plot(
     gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory usable.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write an image (.png or .svg; needs matplotlib: pip install 'kvplan[plot]'). Without it: a terminal chart.", show_default=False)] = None,
     image_format: Annotated[Optional[ImageFormat], typer.Option("--format", help="Image format when the file name does not say.", show_default=False)] = None,
-    width: Annotated[int, typer.Option("--width", help="Terminal chart width in characters.", parser=whole_number)] = 72,
+    width: Annotated[Optional[int], typer.Option("--width", help="Terminal chart width in characters. Default: 72, or less to fit the terminal.", show_default=False, parser=whole_number)] = None,
     height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.", parser=whole_number)] = 18,
 ):
     """Capacity curves for MODEL: how memory and concurrency follow context length, per GPU, TP size and
@@ -55,6 +55,10 @@ def plot(
 
     if batch < 1:
         raise InputError(f"must be at least 1, got {batch}", where="--batch")
+    from kvplan.cli import render
+
+    if width is None:  # the plot area, beside the y axis labels (12 columns), fits the terminal
+        width = max(20, min(72, render.width() - 14))
     # the terminal chart needs room for its axis labels; beyond these it only wraps into noise
     for flag, value, low, high in (("--width", width, 20, 1000), ("--height", height, 6, 500)):
         if not low <= value <= high:
@@ -87,7 +91,7 @@ def plot(
         plotting.render_file(chart, output, fmt=image_format.value if image_format else None)
         print(f"wrote {output}", file=sys.stderr)
     else:
-        sys.stdout.write(plotting.render_text(chart, width=width, height=height))
+        sys.stdout.write(plotting.render_text(chart, width=width, height=height, columns=render.width()))
 
 
 def _check_matplotlib() -> None:

@@ -123,7 +123,7 @@ def probe(
 
             out = render.console()
             for table in tables(result):
-                out.print(table)
+                render.print_fitting(out, table)
             err = render.console(stderr=True)
             for note in result.notes:
                 err.print(f"note: {note}", markup=False)

@@ -78,15 +78,13 @@ def _pct(x: float | None) -> str:
 
 
 def _print(r) -> None:
-    from rich.table import Table
-
     from kvplan.cli import render
     from kvplan.core.units import format_bytes, format_tokens
 
     out = render.console()
     where = f"{r.gpu or 'GPU'}" + (f" (TP {r.tp} x PP {r.pp}, most loaded GPU)" if r.tp * r.pp > 1 else "")
-    head = Table(title=f"{r.model} · workload {r.workload} · max_model_len {format_tokens(r.max_model_len)} · KV {r.kv_dtype}",
-                 title_justify="left", header_style="bold")
+    head = render.quantity_table(f"{r.model} · workload {r.workload} · max_model_len {format_tokens(r.max_model_len)} · "
+                                 f"KV {r.kv_dtype}")
     head.add_column("quantity")
     head.add_column("value", justify="right")
     head.add_row("requests", f"{r.requests:,}" + (f" ({r.rejected:,} rejected, {r.truncated:,} outputs cut)" if r.rejected or r.truncated else ""))
@@ -97,23 +95,21 @@ def _print(r) -> None:
     head.add_row("pool in tokens (full length)", f"{r.pool_bytes // r.kv_bytes_per_token:,}" if r.kv_bytes_per_token else "—")
     if r.shared_prefix:
         head.add_row("shared prefix", f"{r.shared_prefix:,} tokens")
-    out.print(head)
+    render.print_fitting(out, head)
 
     # two tables of few columns rather than one of eleven: at 100 columns rich would cut the figures ("546,…")
     names = [p.policy + (f" ({p.block_size})" if p.block_size else "") + ("" if p.saturated else " *") for p in r.policies]
-    admission = render.figures_table(
-        "requests running at once under each allocation policy (all queued at step 0; means over the saturated steps)",
+    render.print_table(
+        out, "requests running at once under each allocation policy (all queued at step 0; means over the saturated steps)",
         ["policy", "running (mean)", "peak", "preempted", "recomputed tokens", "throughput"],
         [[name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", f"{p.preemptions:,}", f"{p.recomputed_tokens:,}",
           f"{p.relative_throughput:.2f}x" if p.relative_throughput is not None else f"{p.tokens_per_step:,.1f} tok/step"]
          for name, p in zip(names, r.policies)])
-    render.print_whole(out, admission)
-    memory = render.figures_table(
-        f"the {format_bytes(r.pool_bytes)} pool under each policy (shares of the pool, then of the allocated bytes)",
+    render.print_table(
+        out, f"the {format_bytes(r.pool_bytes)} pool under each policy (shares of the pool, then of the allocated bytes)",
         ["policy", "K/V in pool", "allocated", "waste", "of which reserved", "never used"],
         [[name, _pct(p.utilisation), _pct(p.allocation), _pct(p.waste), _pct(p.waste_reserved), _pct(p.waste_never_used)]
          for name, p in zip(names, r.policies)])
-    render.print_whole(out, memory)
     err = render.console(stderr=True)
     err.print("waste = allocated bytes not holding K/V, of the allocated; throughput = output tokens per step relative to contiguous "
               "(recomputation after preemption not charged)"

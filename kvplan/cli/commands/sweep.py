@@ -236,7 +236,12 @@ def _title(grid, model: str, kv_names: dict) -> str:
 
 
 def _write_text(stream, grid, model: str, kv_names: dict) -> None:
+    """The grid as a table streamed in chunks of rows. Every column is as wide as its widest cell so far (a header
+    wraps between its words instead), so no figure is ever cut; when a chunk's table is wider than the terminal,
+    that chunk and every later one is printed as records instead: each row's axes on a line, its figures wrapped
+    between them below (render.print_records)."""
     from rich import box
+    from rich.measure import Measurement
     from rich.table import Table
 
     from kvplan.cli import render
@@ -244,37 +249,53 @@ def _write_text(stream, grid, model: str, kv_names: dict) -> None:
     console = render.console()
     has_gpu = grid.gpu != (None,)
     cols = _columns(grid, has_gpu, grid.engine)
-    # never truncate a figure: widen past the terminal if the columns need it (2 spaces between columns)
-    needed = sum(width + 2 for _, _, width, _ in cols) + 60
-    if console.width < needed:
-        console.width = needed
     console.print(_title(grid, model, kv_names), style="bold", highlight=False)
-    first, chunk = True, []
+    axes = {"engine", "gpu", "tp", "pp", "kv_dtype", "seq", "batch"}
+    keys = tuple(i for i, (_, attr, _, _) in enumerate(cols) if attr in axes)
+    headers = [header for header, *_ in cols] + ["error"]
+    # the widths only grow from chunk to chunk, so the columns of later chunks stay under the first one's headers
+    widths = [max(len(w) for w in header.split()) for header in headers]
+    state = {"first": True, "records": False}
 
-    def flush(chunk, first):
-        table = Table(box=box.SIMPLE_HEAD, show_header=first, show_edge=False, pad_edge=False, header_style="bold")
-        for header, _, width, _ in cols:
-            table.add_column(header, justify="right", width=width, no_wrap=True)
-        if any(row.error for row in chunk):
-            table.add_column("error", justify="left", no_wrap=False)
-        for row in chunk:
-            cells = [fmt(getattr(row, attr)) for _, attr, _, fmt in cols]
-            if row.error:
-                cells = [fmt(getattr(row, attr)) if attr in ("engine", "gpu", "tp", "pp", "kv_dtype", "seq", "batch") else ""
-                         for _, attr, _, fmt in cols] + [row.error]
-            elif len(table.columns) > len(cols):
-                cells.append("")
-            table.add_row(*cells, style="red" if row.fits is False else None)
-        console.print(table)
+    def cells_of(row) -> list[str]:
+        return ([fmt(getattr(row, attr)) if not row.error or attr in axes else "" for _, attr, _, fmt in cols]
+                + [row.error or ""])
+
+    def flush(chunk):
+        rows = [cells_of(row) for row in chunk]
+        for row in rows:
+            for i, cell in enumerate(row[:-1]):
+                widths[i] = max(widths[i], len(cell))
+            widths[-1] = max([widths[-1]] + [len(w) for w in row[-1].split()])
+        errors = any(row.error for row in chunk)
+        table = Table(box=box.SIMPLE_HEAD, show_header=state["first"], show_edge=False, pad_edge=False,
+                      header_style="bold", collapse_padding=True)
+        for header, width in zip(headers[:-1], widths):
+            table.add_column(header, justify="right", width=width)
+        if errors:  # the error words wrap in what is left; never below the longest word
+            table.add_column("error", justify="left", min_width=widths[-1])
+        for row, cells in zip(chunk, rows):
+            table.add_row(*(cells if errors else cells[:-1]), style="red" if row.fits is False else None)
+        narrowest = Measurement.get(console, console.options.update_width(10_000), table).minimum
+        state["records"] = state["records"] or narrowest > console.width
+        if state["records"]:
+            # a record's axes say what they are ('TP 2 · seq 32K'); a name (engine, GPU) says it by itself
+            named = [[f"{headers[i]} {c}" if i in keys and cols[i][1] not in ("engine", "gpu") and c else c
+                      for i, c in enumerate(row)] for row in rows]
+            render.print_records(console, None, headers, named, keys=keys)
+        else:
+            console.print(table)
         console.file.flush()
+        state["first"] = False
 
+    chunk = []
     for row in stream:
         chunk.append(row)
         if len(chunk) >= _TEXT_CHUNK:
-            flush(chunk, first)
-            first, chunk = False, []
-    if chunk or first:
-        flush(chunk, first)
+            flush(chunk)
+            chunk = []
+    if chunk or state["first"]:
+        flush(chunk)
 
 
 def _iter_markdown(stream, grid, model: str, kv_names: dict):
