@@ -105,5 +105,6 @@ def test_schema_doc_examples_match_the_bundled_specs():
     from kvplan.core import spec as spec_module
 
     for key in spec_module._TOP_KEYS | {f"layout.{k}" for k in spec_module._LAYOUT_KEYS} | \
-            {f"mla.{k}" for k in spec_module._MLA_KEYS} | {f"state.{k}" for k in spec_module._STATE_KEYS}:
+            {f"mla.{k}" for k in spec_module._MLA_KEYS} | {f"state.{k}" for k in spec_module._STATE_KEYS} | \
+            {f"moe.{k}" for k in spec_module._MOE_KEYS}:
         assert f"`{key}`" in text, key

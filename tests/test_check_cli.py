@@ -186,8 +186,12 @@ def test_json_flag_is_format_json(cli):
 def test_vllm_args_command_line(cli):
     code, report, _ = run_json(cli, "--vllm-args", "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 32K -tp 1", *GPU)
     assert code == 0 and report["verdicts"][0]["format"] == "vllm-args" and report["verdicts"][0]["max_model_len"] == 32768
-    code, report, _ = run_json(cli, "--vllm-args", "serve meta-llama/Llama-3.1-70B-Instruct -tp 2 --max-model-len 128K", *GPU)
+    line = "serve meta-llama/Llama-3.1-70B-Instruct -tp 2 --max-model-len 128K"
+    code, report, _ = run_json(cli, "--vllm-args", line, *GPU, "--optimistic")
     assert code == 1 and report["verdicts"][0]["suggestions"][0].startswith("--max-model-len ")
+    # judged by the low edge of the band, nothing is left for the cache at TP 2: the fix is more GPUs
+    code, report, _ = run_json(cli, "--vllm-args", line, *GPU)
+    assert code == 1 and report["verdicts"][0]["suggestions"][0].startswith("--tensor-parallel-size 4")
 
 
 def test_cli_requirements_apply_to_vllm_configs(cli):
@@ -205,8 +209,11 @@ def test_usage_errors_stop_the_run(cli):
     assert code == 2 and err.startswith("error: --gpu — unknown GPU")
     code, _, err = cli("check", DEPLOY, *GPU, "--require-headroom", "150%")
     assert code == 2 and "--require-headroom" in err
-    code, _, err = cli("check", DEPLOY, *GPU, "--vllm-version", "0.5")
+    code, _, err = cli("check", DEPLOY, *GPU, "--vllm-version", "vllm-latest")
     assert code == 2 and "--vllm-version" in err
+    # a real release kvplan does not model (V0): cannot judge, exit 3, saying why
+    code, _, err = cli("check", DEPLOY, *GPU, "--vllm-version", "0.5")
+    assert code == 3 and "--vllm-version" in err and "older than 0.10" in err
 
 
 def test_vllm_version_switch(cli):
@@ -214,7 +221,7 @@ def test_vllm_version_switch(cli):
     _, new, _ = run_json(cli, path, *GPU)
     _, old, _ = run_json(cli, path, *GPU, "--vllm-version", "0.19.0")
     assert new["vllm_version"] == "0.33.0" and old["vllm_version"] == "0.19.0"
-    assert "judged by vLLM 0.19.0 rules" in old["verdicts"][0]["notes"]
+    assert "judged by vLLM 0.19.0 rules (line 0.18-0.19)" in old["verdicts"][0]["notes"]
     # --disable-prefix-caching exists only from 0.33 on
     assert run_json(cli, "--vllm-args", "serve llama-3.1-8b --disable-prefix-caching", *GPU)[0] == 0
     code, report, _ = run_json(cli, "--vllm-args", "serve llama-3.1-8b --disable-prefix-caching", *GPU, "--vllm-version", "0.19")

@@ -33,7 +33,9 @@ def check(paths, options=H100, lines=()):
     return run.run_check([str(p) for p in paths], options, lines)
 
 
-def one(folder, text, options=H100, name="d.yaml"):
+def one(folder, text, options=H100, name="d.yaml", optimistic=False):
+    if optimistic:
+        options = dataclasses.replace(options, optimistic=True)
     report = check([write(folder, name, text)], options)
     assert report.total == 1
     return report.verdicts[0]
@@ -191,8 +193,12 @@ def test_vllm_figures_are_the_vllm_engines(tmp_path, configs):
     req = kvplan_yaml.read({"model": "llama-3.1-8b", "engine": "vllm", "gpu": "h100", "max_model_len": "32K"},
                                    source="x", document=None, where="x", base_dir=tmp_path,
                                    defaults=deployment.defaults(H100)).request
-    result = vllm.estimate(req)
+    # check judges a modelled budget by the low edge of its band: its figures are the estimate's there
+    result = vllm.estimate(dataclasses.replace(req, budget_edge="low"))
     assert v.figures.max_concurrency == result.max_concurrency and v.figures.num_gpu_blocks == result.num_gpu_blocks
+    nominal = vllm.estimate(req)
+    assert v.figures.available_kv_bytes == nominal.available_kv_bytes_low < nominal.available_kv_bytes
+    assert any("judged by the low edge" in n for n in v.notes)
     # the pool is preallocated: headroom is the part 4 requests leave unused, over what vLLM may use
     unused = (result.num_gpu_blocks - 4 * result.blocks_per_request) * result.bytes_per_block + result.per_gpu.free_bytes
     assert v.figures.headroom_bytes == unused
@@ -200,10 +206,33 @@ def test_vllm_figures_are_the_vllm_engines(tmp_path, configs):
 
 
 def test_a_vllm_start_failure_reads_like_vllms_error(tmp_path):
-    v = one(tmp_path, "model: llama-3.1-70b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 2\nmax_model_len: 128K\n")
+    text = "model: llama-3.1-70b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 2\nmax_model_len: 128K\n"
+    v = one(tmp_path, text, optimistic=True)
     assert v.status == "fail"
     assert re.fullmatch(r"one request of 128K tokens needs [\d.]+ GiB of KV cache per GPU, [\d.]+ GiB available; "
                         r"longest that fits: [\d,]+ tokens", v.reason), v.reason
+    # the modelled 1.4 GiB is inside the band; its low edge leaves nothing for the cache
+    v = one(tmp_path, text)
+    assert v.status == "fail" and v.reason.startswith("no memory is left for the KV cache")
+
+
+def test_a_marginal_pass_is_a_fail_that_says_so(tmp_path):
+    """A concurrency requirement between what the low edge of the band holds and what the modelled budget holds:
+    check fails it and says marginal; --optimistic passes it. (Llama-3.1-8B on one H100: a max_model_len whose
+    logged concurrency crosses a whole number inside the band.)"""
+    for tokens in (2048, 3072, 4096, 5120, 6144, 7168):
+        base = f"model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: {tokens}\n"
+        nominal, low = one(tmp_path, base, optimistic=True), one(tmp_path, base)
+        need = int(nominal.figures.max_concurrency)
+        if low.figures.max_concurrency < need <= nominal.figures.max_batch:
+            break
+    else:
+        raise AssertionError("no length puts a whole concurrency inside the band")
+    text = base + f"require: {{concurrency: {need}}}\n"
+    optimistic = one(tmp_path, text, optimistic=True)
+    pessimistic = one(tmp_path, text)
+    assert optimistic.status == "pass" and pessimistic.status == "fail"
+    assert pessimistic.reason.startswith("marginal: passes with the modelled budget but not at the low edge")
 
 
 def test_max_num_seqs_caps_concurrency(tmp_path):
@@ -376,6 +405,18 @@ def test_vllm_prefix_caching_reaches_the_engine(tmp_path, configs):
     old = one(tmp_path, base + "enable-prefix-caching: true\n", deployment.CheckOptions(gpu="h100-sxm-80gb", vllm_version="0.19"),
               name="old.yaml")
     assert old.status == "cannot_judge" and "prefix caching" in old.reason and ": enable-prefix-caching" in old.reason
+
+
+def test_check_names_the_pin_of_the_pool_it_judged(tmp_path):
+    """Pinning kv_cache_memory_bytes to the value check prints makes vLLM's pool exactly the blocks check judged
+    (vLLM 0.10.2+; the low edge of the band by default), and the same deployment pinned passes on the same figures."""
+    text = "model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 32K\n"
+    v = one(tmp_path, text)
+    note = next(n for n in v.notes if n.startswith("pin it:"))
+    pin = int(re.search(r"kv_cache_memory_bytes (\d+)", note).group(1))
+    assert f"exactly the {v.figures.num_gpu_blocks:,} blocks" in note and "fit beside it" in note
+    pinned = one(tmp_path, text + f"kv_cache_memory_bytes: {pin}\n")
+    assert pinned.figures.num_gpu_blocks == v.figures.num_gpu_blocks and pinned.status == v.status == "pass"
 
 
 def test_check_offers_the_fp8_fix_estimate_finds(tmp_path):

@@ -1,4 +1,5 @@
-"""Reading `vllm serve` arguments as vLLM 0.19.0 / 0.33.0 read them (kvplan/engines/vllm/serve_args.py)."""
+"""Reading `vllm serve` arguments as the vLLM release a file pins reads them (kvplan/engines/vllm/serve_args.py, with
+the option tables dumped from each release's own parser in kvplan/data/vllm_options)."""
 
 import argparse
 import json
@@ -7,7 +8,7 @@ import pytest
 
 from kvplan.engines.vllm.releases import RELEASES
 
-LINES = [r.line for r in RELEASES]
+LINES = [r.first for r in RELEASES]
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -32,22 +33,43 @@ def error(fn, *args, **kw) -> InputError:
 # ------------------------------------------------------------------ the option tables
 
 def test_tables_hold_each_release_option_list():
+    # the counts of options/0.19.0.json and 0.33.0.json (research dumps of vLLM's own parser, 231 and 320 actions)
     assert len(va.options("0.19")) == 231 and len(va.options("0.33")) == 320
-    for version in LINES:
+    for version in va.table_releases():
         opts = va.options(version)
         for dest in ("model", "max_model_len", "tensor_parallel_size", "pipeline_parallel_size", "gpu_memory_utilization",
-                     "kv_cache_dtype", "block_size", "max_num_seqs", "max_num_batched_tokens", "kv_cache_memory_bytes",
+                     "kv_cache_dtype", "block_size", "max_num_seqs", "max_num_batched_tokens",
                      "port", "enforce_eager", "enable_prefix_caching", "speculative_config"):
             assert dest in opts, (version, dest)
         for opt in opts.values():  # the long name is the dest, as vLLM derives it
             assert opt.flags[0] == "--" + opt.dest.replace("_", "-")
+
+
+def test_the_registry_and_the_tables_agree():
+    """A rule of releases.py that the parser shows is the parser's: --kv-cache-memory-bytes from 0.10.2,
+    EnableDisableAction switches in 0.33, the gpu_memory_utilization default 0.9 / 0.92."""
+    from fractions import Fraction
+
+    from kvplan.engines.vllm import releases
+
+    assert va.table_releases()[0] == "0.10.0" and va.table_releases()[-1] == "0.33.0" and len(va.table_releases()) == 28
+    for table in va.table_releases():
+        rel = releases.release(table)
+        opts = va.options(table)
+        assert ("kv_cache_memory_bytes" in opts) == rel.kv_cache_memory_option, table
+        assert ("!--disable-prefix-caching" in opts["enable_prefix_caching"].flags) == rel.enable_disable_switches, table
+        assert Fraction(str(opts["gpu_memory_utilization"].default)) == rel.default_gpu_util, table
+    # a launch is read by the newest table at or before its release
+    assert va.table_release("0.19.5") == "0.19.1" and va.table_release("0.10.1") == "0.10.0"
+    assert va.table_release("0.11.0rc2") == "0.11.0" and va.table_release("0.33.0") == "0.33.0"
+    assert "kv_cache_memory_bytes" not in va.options("0.10.1") and "kv_cache_memory_bytes" in va.options("0.10.2")
     assert va.options("0.19")["tensor_parallel_size"].flags == ("--tensor-parallel-size", "-tp")
     assert "!--disable-prefix-caching" in va.options("0.33")["enable_prefix_caching"].flags
 
 
-def test_one_table_serves_both_releases():
-    """Lines marked only=RELEASE exist in that release; 0.33's --disable-x/--enable-x inverses are derived as
-    its EnableDisableAction does (vllm/utils/argparse_utils.py), after the switch's own names."""
+def test_each_release_has_its_own_table():
+    """Each release's options are its parser's; 0.33's --disable-x/--enable-x inverses are derived as its
+    EnableDisableAction does (vllm/utils/argparse_utils.py), after the switch's own names."""
     assert va.options("0.19")["enable_expert_parallel"].flags == ("--enable-expert-parallel", "-ep",
                                                                   "!--no-enable-expert-parallel")
     assert va.options("0.33")["enable_expert_parallel"].flags == ("--enable-expert-parallel", "-ep",
@@ -57,9 +79,12 @@ def test_one_table_serves_both_releases():
                                                                   "!--no-disable-sliding-window")
     assert va.options("0.33")["trust_remote_code"].flags == ("--trust-remote-code", "!--no-trust-remote-code")
     assert "grpc_port" in va.options("0.33") and "grpc_port" not in va.options("0.19")
-    assert va.options("0.19")["kv_cache_dtype"].choices[:2] == ("auto", "bfloat16")  # each release's own order
-    assert va.options("0.33")["kv_cache_dtype"].choices[:2] == ("auto", "float16")
-    assert not any("only=" in f for version in LINES for o in va.options(version).values() for f in o.flags)
+    # releases.md "accepted --kv-cache-dtype values": packed formats from 0.20.2, NVFP4 from 0.20.2, octave in 0.33
+    assert "nvfp4" not in va.options("0.19")["kv_cache_dtype"].choices and "fp8_inc" in va.options("0.19")["kv_cache_dtype"].choices
+    assert "nvfp4" in va.options("0.20.2")["kv_cache_dtype"].choices and "octave_k3v4" in va.options("0.33")["kv_cache_dtype"].choices
+    assert "octave_k3v4" not in va.options("0.32")["kv_cache_dtype"].choices
+    assert va.options("0.10.2")["kv_cache_dtype"].choices == ("auto", "fp8", "fp8_e4m3", "fp8_e5m2", "fp8_inc")
+    assert "grpc_port" in va.options("0.33") and "swap_space" in va.options("0.17.1") and "swap_space" not in va.options("0.18.1")
 
 
 def test_memory_classification_names_real_options():
@@ -75,11 +100,16 @@ def test_one_release_registry_serves_the_engine_and_the_option_table():
     (0.19.5 was refused by check and accepted by estimate before they shared it)."""
     from kvplan.engines.vllm import releases
 
-    assert va.DEFAULT_VERSION == releases.DEFAULT.line == "0.33"
-    assert va.check_version("0.19.0") == va.check_version("v0.19") == va.check_version("0.19.5") == "0.19"
-    assert va.check_version(None) == "0.33"
+    from kvplan.core.errors import UnsupportedError
+
+    assert va.DEFAULT_VERSION == releases.DEFAULT.version == "0.33.0" and releases.DEFAULT.line == "0.33"
+    assert va.check_version("0.19.0") == va.check_version("v0.19") == "0.19.0" and va.check_version("0.19.5") == "0.19.5"
+    assert va.check_version(None) == "0.33.0"
     assert releases.release("0.19.5").mirrors == "0.19.0" and releases.release("v0.33.1").line == "0.33"
-    assert "--vllm-version" in error(va.check_version, "0.5").where
+    assert "--vllm-version" in error(va.check_version, "banana").where
+    with pytest.raises(UnsupportedError) as info:  # before 0.10: not modelled (exit 3), not a bad input
+        va.check_version("0.5")
+    assert info.value.where == "--vllm-version"
 
 
 # ------------------------------------------------------------------ vLLM's value parsers

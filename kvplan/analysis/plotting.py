@@ -27,6 +27,7 @@ class Series:
     xs: tuple[int, ...]
     ys: tuple[float, ...]
     limit: bool = False  # a horizontal limit (usable memory), drawn dashed
+    scatter: bool = False  # points only, not joined (plans, not a curve)
 
 
 @dataclass(frozen=True)
@@ -36,6 +37,7 @@ class Chart:
     y_label: str
     series: tuple[Series, ...]
     y_log: bool = False
+    x_unit: str = "tokens"  # how x ticks are written: tokens (1K, 32K) or ms
 
 
 def _key_label(row, varying: dict, *, gpu: bool = True) -> str:
@@ -106,6 +108,28 @@ def concurrency_chart(rows: Iterable, *, model: str) -> Chart:
                  y_label="max concurrent sequences", series=series, y_log=y_log)
 
 
+def x_tick(chart: Chart, x) -> str:
+    return f"{x:,.3g} ms" if chart.x_unit == "ms" else token_label(x)
+
+
+def pareto_chart(points, *, model: str) -> Chart:
+    """Plans' cost per million output tokens against their TPOT estimate, one series per engine, and the Pareto front
+    (the plans no other is both cheaper and faster than)."""
+    if not points:
+        raise InputError("no priced plan with a latency estimate to draw", where="--plot", hint="give --price for the GPUs")
+    by_engine: dict[str, list] = {}
+    for p in points:
+        by_engine.setdefault(p.engine, []).append(p)
+    series = [Series(engine, tuple(p.tpot_ms for p in pts), tuple(p.usd_per_million_output_tokens for p in pts), scatter=True)
+              for engine, pts in sorted(by_engine.items())]
+    front = sorted((p for p in points if p.front), key=lambda p: p.tpot_ms)
+    series.append(Series("Pareto front", tuple(p.tpot_ms for p in front), tuple(p.usd_per_million_output_tokens for p in front)))
+    ys = [p.usd_per_million_output_tokens for p in points]
+    return Chart(title=f"{model}: cost per million output tokens vs TPOT of every plan", x_label="TPOT estimate (ms)",
+                 y_label="$ per million output tokens", series=tuple(series),
+                 y_log=min(ys) > 0 and max(ys) / min(ys) > 50, x_unit="ms")
+
+
 def token_label(n: int) -> str:
     if n >= 1 << 20 and n % (1 << 20) == 0:
         return f"{n >> 20}M"
@@ -161,7 +185,7 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18, columns: int
     for i, s in enumerate(curves):
         marker = _MARKERS[i % len(_MARKERS)]
         pts = sorted(zip(s.xs, s.ys))
-        for (xa, ya), (xb, yb) in zip(pts, pts[1:]):  # join neighbouring points with light dots
+        for (xa, ya), (xb, yb) in ([] if s.scatter else zip(pts, pts[1:])):  # join neighbouring points with light dots
             ca, cb = col(xa), col(xb)
             for c in range(ca + 1, cb):
                 frac = (c - ca) / (cb - ca)
@@ -193,7 +217,7 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18, columns: int
     for x in xs:
         c = col(x)
         axis[c] = "┬"
-        text = token_label(x)
+        text = x_tick(chart, x)
         start = max(0, min(c - len(text) // 2, width + 8 - len(text)))
         if all(ch == " " for ch in tick_labels[max(0, start - 1):start + len(text) + 1]):
             tick_labels[start:start + len(text)] = text
@@ -247,8 +271,8 @@ def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 1
     limits = [s for s in chart.series if s.limit]
     for i, s in enumerate(curves):
         pts = sorted(zip(s.xs, s.ys))
-        ax.plot([x for x, _ in pts], [y for _, y in pts], marker=_MPL_MARKERS[i % len(_MPL_MARKERS)], markersize=4, linewidth=1.6,
-                label=s.label)
+        ax.plot([x for x, _ in pts], [y for _, y in pts], marker=_MPL_MARKERS[i % len(_MPL_MARKERS)], markersize=4,
+                linewidth=0 if s.scatter else 1.6, label=s.label)
     for i, s in enumerate(limits):
         ax.axhline(s.ys[0], linestyle="--" if "usable" in s.label else ":", linewidth=1.2, color=f"C{(len(curves) + i) % 10}",
                    label=f"{s.label} ({_y_text(chart, s.ys[0])})")
@@ -256,7 +280,11 @@ def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 1
     xs = sorted({x for s in chart.series for x in s.xs})
     ax.xaxis.set_major_locator(FixedLocator(xs))
     ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: token_label(int(round(v)))))
+    if chart.x_unit == "ms":
+        ax.xaxis.set_major_locator(FixedLocator(xs[:: max(1, len(xs) // 8)]))
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.3g}"))
+    else:
+        ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: token_label(int(round(v)))))
     if chart.y_log:
         ax.set_yscale("log")
     else:

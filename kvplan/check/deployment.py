@@ -34,6 +34,9 @@ class CheckOptions:
     require_concurrency: int | None = None
     require_headroom: str | None = None
     vllm_version: str | None = None  # None: the vllm engine's default release
+    optimistic: bool = False  # judge a modelled budget by its value, not by the low edge of its band
+    gpu_reserved: str | None = None  # memory in use on each GPU before the engine starts (engines that read it)
+    engine_options: tuple[str, ...] = ()  # KEY=VALUE, applied to the deployments whose engine reads the key
 
 
 @dataclass(frozen=True)
@@ -44,6 +47,9 @@ class Defaults:
     gpus: int | None
     requirements: Requirements
     vllm_version: str | None  # as given (validated against the release registry)
+    optimistic: bool = False
+    gpu_reserved_bytes: int | None = None
+    engine_options: tuple[tuple[str, str], ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -95,8 +101,42 @@ def defaults(options: CheckOptions) -> Defaults:
             raise InputError(f"must be at least 1, got {shown(value)}", where=flag)
     headroom = parse_headroom(options.require_headroom, where="--require-headroom") if options.require_headroom is not None else None
     releases.release(options.vllm_version, where="--vllm-version")
+    from kvplan import engines
+    from kvplan.core.units import parse_size
+    from kvplan.engines.request import parse_engine_options
+
+    reserved = parse_size(options.gpu_reserved, what="--gpu-reserved") if options.gpu_reserved else None
+    opts = parse_engine_options(list(options.engine_options))
+    readers = {name: engines.get(name).option_keys for name in engines.ENGINE_NAMES} if opts else {}
+    for key, _ in opts or ():
+        if not any(key in keys for keys in readers.values()):
+            raise InputError(f"no engine reads {key!r}", where="--engine-option",
+                             hint="; ".join(f"{n}: {', '.join(k)}" for n, k in readers.items() if k))
     return Defaults(gpu=gpu, gpus=options.gpus, requirements=Requirements(options.require_concurrency, headroom),
-                    vllm_version=options.vllm_version)
+                    vllm_version=options.vllm_version, gpu_reserved_bytes=reserved, engine_options=opts,
+                    optimistic=options.optimistic)
+
+
+def with_command_line(dep: Deployment, defaults: Defaults) -> Deployment:
+    """The deployment with --gpu-reserved and the --engine-option keys its engine reads (an option meant for one
+    engine leaves the others' deployments alone)."""
+    from dataclasses import replace
+
+    from kvplan import engines
+
+    if defaults.gpu_reserved_bytes is None and not defaults.engine_options:
+        return dep
+    try:
+        engine = engines.get(dep.engine)
+    except KvplanError:
+        return dep  # the judge reports the engine at the deployment's own key
+    req = dep.request
+    if defaults.gpu_reserved_bytes is not None and engine.takes_gpu_reserved:
+        req = replace(req, gpu_reserved_bytes=defaults.gpu_reserved_bytes)
+    mine = tuple((k, v) for k, v in defaults.engine_options or () if k in engine.option_keys)
+    if mine:
+        req = replace(req, engine_options=tuple((dict(req.engine_options or ()) | dict(mine)).items()))
+    return dep if req is dep.request else replace(dep, request=req)
 
 
 # ------------------------------------------------------------------ values as files write them

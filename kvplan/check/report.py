@@ -103,7 +103,7 @@ def make_report(verdicts, vllm_version: str | None = None) -> CheckReport:
     count = {s: sum(1 for v in verdicts if v.status == s) for s in STATUSES}
     return CheckReport(verdicts=verdicts, total=len(verdicts), passed=count[PASS], failed=count[FAIL],
                        invalid=count[INVALID], cannot_judge=count[CANNOT_JUDGE], exit_code=exit_code(verdicts),
-                       vllm_version=releases.release(vllm_version, where="--vllm-version").mirrors)
+                       vllm_version=releases.release(vllm_version, where="--vllm-version").version)
 
 
 def failed_verdict(source, document, name, fmt, err: KvplanError) -> Verdict:

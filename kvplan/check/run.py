@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check import judge as judging
-from kvplan.check.deployment import CheckOptions, Defaults, defaults as validate
+from kvplan.check.deployment import CheckOptions, Defaults, defaults as validate, with_command_line
 from kvplan.check.readers import kvplan_yaml, vllm_serve
 from kvplan.check.report import (FORMAT_KVPLAN, FORMAT_VLLM, FORMAT_VLLM_ARGS, CheckReport, Verdict, failed_verdict,
                                  make_report)
@@ -100,7 +100,7 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
             args = serve_args.parse_config(doc, where=where, version=defaults.vllm_version)
             dep = vllm_serve.read(args, source=display, document=document, where=where, base_dir=path.parent,
                                   defaults=defaults, fmt=FORMAT_VLLM, default_name=name)
-        return judging.judge(dep)
+        return judging.judge(with_command_line(dep, defaults), optimistic=defaults.optimistic)
     except KvplanError as err:
         if isinstance(doc, Mapping) and isinstance(doc.get("name"), str) and fmt == FORMAT_KVPLAN:
             name = doc["name"]
@@ -118,6 +118,6 @@ def _judge_command_line(text: str, *, where: str, defaults: Defaults) -> Verdict
         args = serve_args.parse_command_line(text, where=where, load_config=load, version=defaults.vllm_version)
         dep = vllm_serve.read(args, source=where, document=None, where=where, base_dir=Path.cwd(), defaults=defaults,
                               fmt=FORMAT_VLLM_ARGS, default_name=args.model or "vllm serve")
-        return judging.judge(dep)
+        return judging.judge(with_command_line(dep, defaults), optimistic=defaults.optimistic)
     except KvplanError as err:
         return failed_verdict(where, None, "vllm serve", FORMAT_VLLM_ARGS, err)

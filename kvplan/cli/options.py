@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -33,7 +33,9 @@ GpusOpt = Annotated[Optional[int], typer.Option("--gpus", help="Number of GPUs (
 TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor parallel size.", show_default=False, parser=whole_number)]
 PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline parallel size.", parser=whole_number)]
 EngineOpt = Annotated[str, typer.Option("--engine", help="static (contiguous, like transformers' StaticCache), vllm, sglang, trtllm.")]
-EngineVersionOpt = Annotated[Optional[str], typer.Option("--engine-version", help="Engine release whose rules to mirror: vllm 0.33 (default) or 0.19; sglang 0.5.23; trtllm 1.x.", show_default=False)]
+EngineVersionOpt = Annotated[Optional[str], typer.Option("--engine-version", help="Engine release whose rules to mirror: vllm any of 0.10.0 ... 0.33.x (default 0.33); sglang 0.3.0 ... 0.5.23 (default 0.5.23); trtllm 0.5 ... 1.x (default 1.x).", show_default=False)]
+EngineOptionOpt = Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting as KEY=VALUE (repeatable). trtllm: backend=tensorrt|pytorch, max_batch_size, max_num_tokens, max_input_len, activation_bytes (the engine's execution context), max_tokens, max_gpu_total_bytes; sglang: attention_backend.", show_default=False)]
+GpuReservedOpt = Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU already has in use when the engine starts (a desktop's display, WSL2, another process), e.g. 1.2GiB; the sglang and trtllm budgets subtract it; vllm counts it in its start check.", show_default=False)]
 GpuUtilOpt = Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory the engine may use (vLLM gpu_memory_utilization). static default 0.9.", show_default=False)]
 ReserveOpt = Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back for runtime overhead (static engine); overrides --gpu-util.", show_default=False)]
 KvMemOpt = Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV cache (vLLM kv_cache_memory_bytes); skips the budget model.", show_default=False)]

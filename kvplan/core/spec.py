@@ -38,6 +38,19 @@ MAX_PARAMS = 10**14
 
 
 @dataclass(frozen=True)
+class MoeSpec:
+    """Routed experts, as the engines size their fused-MoE kernels (the parameter count has them already)."""
+
+    experts: int
+    experts_per_token: int
+    intermediate_size: int  # one expert's MLP width
+    layers: int  # decoder layers with routed experts
+    shared_intermediate_size: int = 0  # the shared experts as one MLP beside the fused kernel
+    dense_intermediate_size: int = 0  # the MLP width of the layers without experts (0: none)
+    gated: bool = True  # gate and up projections fused (SiLU-and-multiply); False: up only (squared ReLU)
+
+
+@dataclass(frozen=True)
 class Layout:
     """The compact, editable form of the per-layer layout, as written in a spec file."""
 
@@ -72,6 +85,8 @@ class ModelSpec:
     tie_word_embeddings: bool | None = None  # None: the source does not say
     mla: MlaSpec | None = None
     state: StateSpec | None = None
+    moe: MoeSpec | None = None
+    quant_method: str | None = None  # config.json's quantization_config.quant_method ("fp8", "mxfp4", "awq", ...)
     aliases: tuple[str, ...] = ()
     architecture: str | None = None
     provenance: str | None = None
@@ -100,11 +115,13 @@ _TOP_KEYS = {
     "name", "aliases", "provenance", "architecture", "notes", "layers", "attention_heads", "kv_heads",
     "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
     "active_params", "vision_params", "weights_bytes", "weights_source", "max_context", "layout",
-    "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state",
+    "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state", "moe", "quant_method",
 }
 _REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
 _LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads"}
 _MLA_KEYS = {"kv_lora_rank", "qk_rope_head_dim"}
+_MOE_KEYS = {"experts", "experts_per_token", "intermediate_size", "layers", "shared_intermediate_size",
+             "dense_intermediate_size", "gated"}
 _STATE_KEYS = {"conv_shape", "recurrent_shape", "conv_dtype", "recurrent_dtype"}
 
 
@@ -248,6 +265,20 @@ def _build(data: Any) -> ModelSpec:
                 raise InputError("is required", where=f"mla.{key}")
         mla = MlaSpec(m.int("kv_lora_rank", maximum=MAX_DIM), m.int("qk_rope_head_dim", minimum=0, maximum=MAX_DIM))
 
+    moe = None
+    if (m := r.sub("moe", _MOE_KEYS)) is not None:
+        for key in ("experts", "experts_per_token", "intermediate_size", "layers"):
+            if not m.has(key):
+                raise InputError("is required", where=f"moe.{key}")
+        moe = MoeSpec(m.int("experts", maximum=1 << 20), m.int("experts_per_token", maximum=1 << 20),
+                      m.int("intermediate_size", maximum=MAX_DIM), m.int("layers", maximum=layers),
+                      m.int("shared_intermediate_size", default=0, minimum=0, maximum=MAX_DIM),
+                      m.int("dense_intermediate_size", default=0, minimum=0, maximum=MAX_DIM),
+                      True if m.bool("gated") is None else m.bool("gated"))
+        if moe.experts_per_token > moe.experts:
+            raise InputError(f"experts_per_token ({moe.experts_per_token}) exceeds experts ({moe.experts})",
+                             where="moe.experts_per_token")
+
     state = None
     if (s := r.sub("state", _STATE_KEYS)) is not None:
         for key in ("conv_shape", "recurrent_shape"):
@@ -313,8 +344,8 @@ def _build(data: Any) -> ModelSpec:
         weight_dtype=r.dtype("weight_dtype"), weights_bytes=r.int("weights_bytes", maximum=1 << 60),
         weights_source=r.str("weights_source"), active_params=active, vision_params=r.int("vision_params", minimum=0),
         max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
-        tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
-        aliases=tuple(a.strip() for a in aliases), architecture=r.str("architecture"),
+        tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state, moe=moe,
+        quant_method=r.str("quant_method"), aliases=tuple(a.strip() for a in aliases), architecture=r.str("architecture"),
         provenance=r.str("provenance"), notes=r.str("notes"),
     )
 
@@ -394,7 +425,7 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
             out[key] = getattr(spec, key)
     out["dtype"] = spec.dtype
     for key in ("weight_dtype", "params", "active_params", "vision_params", "weights_bytes", "weights_source",
-                "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings"):
+                "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings", "quant_method"):
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)
     layout: dict[str, Any] = {}
@@ -410,6 +441,15 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         out["layout"] = layout
     if spec.mla:
         out["mla"] = {"kv_lora_rank": spec.mla.kv_lora_rank, "qk_rope_head_dim": spec.mla.qk_rope_head_dim}
+    if spec.moe:
+        out["moe"] = {"experts": spec.moe.experts, "experts_per_token": spec.moe.experts_per_token,
+                      "intermediate_size": spec.moe.intermediate_size, "layers": spec.moe.layers}
+        if spec.moe.shared_intermediate_size:
+            out["moe"]["shared_intermediate_size"] = spec.moe.shared_intermediate_size
+        if spec.moe.dense_intermediate_size:
+            out["moe"]["dense_intermediate_size"] = spec.moe.dense_intermediate_size
+        if not spec.moe.gated:
+            out["moe"]["gated"] = False
     if spec.state:
         out["state"] = {"conv_shape": list(spec.state.conv_shape), "recurrent_shape": list(spec.state.recurrent_shape),
                         "conv_dtype": spec.state.conv_dtype, "recurrent_dtype": spec.state.recurrent_dtype}

@@ -55,6 +55,20 @@ class Engine:
     # the highest memory fraction this engine accepts for the request behind a result (vLLM: what is free after
     # the CUDA context at start-up); None: flags.util_limit
     util_max: Callable[[Any], Fraction | None] = lambda result: None
+    # the --engine-option keys this engine reads, and whether its budget subtracts --gpu-reserved
+    option_keys: tuple[str, ...] = ()
+    takes_gpu_reserved: bool = False
+
+    def accepts(self, req: EngineRequest) -> None:
+        """InputError for an --engine-option key or --gpu-reserved this engine does not read (never ignored)."""
+        for key, _ in req.engine_options or ():
+            if key not in self.option_keys:
+                hint = (f"{self.title} reads " + ", ".join(self.option_keys)) if self.option_keys else \
+                    f"{self.title} takes no --engine-option"
+                raise InputError(f"{self.title} has no engine option {key!r}", where="--engine-option", hint=hint)
+        if req.gpu_reserved_bytes is not None and not self.takes_gpu_reserved:
+            raise InputError(f"the {self.name} engine's budget does not read it", where="--gpu-reserved",
+                             hint="it applies to --engine sglang and trtllm")
 
 
 def get(name: str) -> Engine:

@@ -57,6 +57,24 @@ class EngineRequest:
     prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
     engine_version: str | None = None  # the release whose rules apply, as given; None: the engine's default
     site: SiteProfile | None = None  # terms measured at the user's site (kvplan calibrate --save; engines/calibration.py)
+    # which edge of a modelled budget's band to size the pool by: None (the modelled value), "low", "high";
+    # kvplan check judges by "low" (a verdict that holds only inside the band is not a pass)
+    budget_edge: str | None = None
+    # vLLM --enable-expert-parallel at data parallel 1: each TP rank holds whole experts (E / tp of them) rather than
+    # a slice of every expert; the weights are the same bytes, the fused-MoE workspace is wider
+    expert_parallel: bool = False
+    # memory each GPU has in use before the engine starts (--gpu-reserved: a desktop's display, WSL2, another process)
+    gpu_reserved_bytes: int | None = None
+    # engine settings kvplan has no shared flag for (--engine-option KEY=VALUE), as given; each engine reads its own
+    # keys (engines.Engine.option_keys) and refuses the others
+    engine_options: tuple[tuple[str, str], ...] | None = None
+
+    def option(self, key: str) -> str | None:
+        """The value of --engine-option KEY=VALUE, None when not given."""
+        for k, v in self.engine_options or ():
+            if k == key:
+                return v
+        return None
 
 
 # Upper bounds far beyond any deployment: they catch typos and keep every loop and table finite.
@@ -123,7 +141,8 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                   reserve: str | None = None, kv_cache_memory: str | None = None, block_size: int | None = None,
                   max_num_seqs: int | None = None, max_num_batched_tokens: int | None = None,
                   kv_heads: int | None = None, head_dim: int | None = None,
-                  engine_version: str | None = None) -> EngineRequest:
+                  engine_version: str | None = None, gpu_reserved: str | None = None,
+                  engine_options: list[str] | tuple[str, ...] | None = None) -> EngineRequest:
     """Turn command-line values into an EngineRequest, validating each (every command builds its requests here)."""
     from kvplan.core import dtypes, units
     from kvplan.model import catalog
@@ -158,13 +177,38 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         reserve_bytes = units.parse_size(reserve, what="--reserve")
         if reserve_bytes >= hardware.capacity_bytes:
             raise InputError(f"reserve {reserve_bytes} B leaves nothing of {hardware.capacity_bytes} B", where="--reserve")
+    reserved_bytes = None
+    if gpu_reserved:
+        if hardware is None:
+            raise InputError("--gpu-reserved needs a GPU", where="--gpu-reserved", hint="add --gpu NAME or --gpu-mem SIZE")
+        reserved_bytes = units.parse_size(gpu_reserved, what="--gpu-reserved")
+        if reserved_bytes >= hardware.capacity_bytes:
+            raise InputError(f"{reserved_bytes} B in use leaves nothing of the GPU's {hardware.capacity_bytes} B",
+                             where="--gpu-reserved")
     return EngineRequest(
         spec=spec, seq=seq_tokens, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
         hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
         kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory is not None else None,
         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-        engine_version=engine_version,
+        engine_version=engine_version, gpu_reserved_bytes=reserved_bytes,
+        engine_options=parse_engine_options(engine_options),
     )
+
+
+def parse_engine_options(items: list[str] | tuple[str, ...] | None) -> tuple[tuple[str, str], ...] | None:
+    """--engine-option KEY=VALUE (repeatable) -> ((key, value), ...); a key given twice is an error."""
+    if not items:
+        return None
+    out: dict[str, str] = {}
+    for item in items:
+        key, sep, value = str(item).partition("=")
+        key, value = key.strip().lower().replace("-", "_"), value.strip()
+        if not sep or not key or not value:
+            raise InputError(f"{item!r} is not KEY=VALUE", where="--engine-option", hint="e.g. --engine-option backend=tensorrt")
+        if key in out:
+            raise InputError(f"{key} given twice", where="--engine-option")
+        out[key] = value
+    return tuple(out.items())
 
 
 def override_spec(spec: ModelSpec, *, kv_heads: int | None, head_dim: int | None) -> ModelSpec:

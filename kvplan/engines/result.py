@@ -9,6 +9,7 @@ Estimate (engines/static.py) and the paged engines' EngineEstimate extend it, so
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 from kvplan.core.cache import CacheModel
@@ -53,10 +54,13 @@ class Refused:
 
 @dataclass(frozen=True)
 class PoolTooShort:
-    """A token pool that holds fewer tokens than one request of max_model_len (SGLang, TensorRT-LLM)."""
+    """A token pool that holds fewer tokens than one request of max_model_len (SGLang, TensorRT-LLM). Both engines
+    start anyway: `action` says what the engine does instead of failing ("TensorRT-LLM starts with max_seq_len
+    reduced to 86,720"), None where the release's behaviour is not known."""
 
     available_kv_bytes: int
     longest: int
+    action: str | None = None
 
 
 StartProblem = NoKvMemory | RequestTooLong | Refused | PoolTooShort
@@ -136,12 +140,19 @@ class EngineEstimate(ContractEstimate):
     starts: bool | None  # the engine starts and serves one request of `seq` (fits = starts and serves_batch)
 
 
+@lru_cache(maxsize=4096)
+def _kv_bytes_per_token(spec, kv: DType, tp: int, pp: int) -> int:
+    """CacheModel(...).kv_bytes_per_token, remembered: searches (kvplan plan, sweep) ask it for the same few layouts
+    thousands of times, and building the layer groups is most of an engine estimate's time."""
+    return CacheModel(spec, kv, tp, pp).kv_bytes_per_token
+
+
 def request_terms(req: EngineRequest, kv: DType, *, engine: str, engine_version: str) -> dict[str, Any]:
     """The EngineEstimate fields that follow from the request alone (keyword arguments for the result)."""
     spec, hw = req.spec, req.hardware
     return dict(model=spec.name, engine=engine, seq=req.seq, batch=req.batch, kv_dtype=kv.name,
                 dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
-                kv_bytes_per_token=CacheModel(spec, kv, req.tp, req.pp).kv_bytes_per_token, params=spec.params,
+                kv_bytes_per_token=_kv_bytes_per_token(spec, kv, req.tp, req.pp), params=spec.params,
                 gpu=hw.name if hw else None, engine_version=engine_version, tp=req.tp, pp=req.pp, gpus=req.tp * req.pp)
 
 

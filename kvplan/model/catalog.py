@@ -144,6 +144,7 @@ def gpus() -> tuple[Gpu, ...]:
     return tuple(out)
 
 
+@lru_cache(maxsize=1024)
 def find_gpu(ref: str) -> Gpu:
     """Lenient lookup: 'h100', 'H100-SXM5-80GB', 'NVIDIA H100 80GB HBM3' all find the H100 SXM."""
     wanted = _norm(ref)

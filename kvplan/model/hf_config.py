@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.model.params import count_params
+from kvplan.model.params import count_params, moe_summary
 from kvplan.core.spec import (CHUNKED, FULL, MAX_DIM, MAX_HEADS, MAX_LAYERS, MLA, NONE, SLIDING, STATE, ModelSpec,
                               spec_from_mapping)
 from kvplan.core.text import visible
@@ -308,8 +308,14 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
 
     try:
         counted = count_params(raw, cfg, spec)
+        moe = moe_summary(cfg, model_type, layers)
     except KvplanError as err:
         raise err.located(where) from None
+    if moe:
+        # the spec file writes only what differs from the defaults (gated, no shared experts)
+        spec["moe"] = {k: v for k, v in moe.items()
+                       if not (k == "gated" and v) and not (k in ("shared_intermediate_size", "dense_intermediate_size")
+                                                            and not v)}
     spec["params"] = counted.total
     if counted.tied is not None:
         spec["tie_word_embeddings"] = counted.tied
@@ -337,6 +343,7 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         else:
             spec["weights_bytes"] = counted_bytes.bytes
             spec["weights_source"] = counted_bytes.source
+            spec["quant_method"] = str(quant.get("quant_method")).lower()
             fmt = _QUANT_WEIGHT_DTYPE.get(str(quant.get("quant_method") or "").lower())
             if fmt:
                 spec["weight_dtype"] = fmt

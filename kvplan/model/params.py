@@ -307,6 +307,44 @@ def _is_moe_layer(cfg: Mapping, model_type: str, i: int) -> bool:
     return True  # Mixtral, gpt-oss, PhiMoE, OLMoE: every layer
 
 
+def moe_summary(cfg: Mapping, model_type: str, layers: int) -> dict | None:
+    """The routed-expert shape the serving engines size their fused-MoE workspaces by (vLLM
+    model_executor/layers/fused_moe): experts, top-k, the per-expert width, how many layers are MoE layers, the
+    shared experts' width (an ordinary MLP beside the fused kernel), the dense layers' MLP width (0: every layer is a
+    MoE layer) and whether the experts are gated
+    (gate and up fused, SiLU-and-multiply; Nemotron-H's squared-ReLU experts are not). None for a dense model."""
+    if model_type == "nemotron_h":
+        pattern = str(cfg.get("hybrid_override_pattern") or "")
+        moe_layers = pattern.count("E")
+        if not moe_layers or not cfg.get("n_routed_experts"):
+            return None
+        return {"experts": int(cfg["n_routed_experts"]), "experts_per_token": int(cfg.get("num_experts_per_tok") or 1),
+                "intermediate_size": int(cfg["moe_intermediate_size"]), "layers": moe_layers,
+                "shared_intermediate_size": int(cfg.get("moe_shared_expert_intermediate_size") or 0)
+                * int(cfg.get("n_shared_experts") or 1),
+                "dense_intermediate_size": int(cfg.get("intermediate_size") or 0) if "-" in pattern else 0, "gated": False}
+    experts = _get(cfg, "num_local_experts", "num_experts", "n_routed_experts")
+    if not experts:
+        return None
+    moe_layers = sum(1 for i in range(layers) if _is_moe_layer(cfg, model_type, i))
+    if not moe_layers:
+        return None
+    inter = int(_get(cfg, "moe_intermediate_size", "intermediate_size"))
+    dense = 0
+    if moe_layers < layers:  # DeepSeek's first dense layers, Qwen's mlp_only_layers: an ordinary MLP of intermediate_size
+        dense = int(_get(cfg, "intermediate_size_mlp" if model_type == "llama4_text" else "intermediate_size", default=0) or 0)
+    shared = 0
+    if cfg.get("n_shared_experts"):
+        shared = int(cfg["n_shared_experts"]) * inter
+    elif cfg.get("shared_expert_intermediate_size"):
+        shared = int(cfg["shared_expert_intermediate_size"])
+    elif model_type == "llama4_text":
+        shared = int(cfg["intermediate_size"])
+    return {"experts": int(experts), "experts_per_token": int(_get(cfg, "num_experts_per_tok", "experts_per_token", default=1)),
+            "intermediate_size": inter, "layers": moe_layers, "shared_intermediate_size": shared,
+            "dense_intermediate_size": dense, "gated": True}
+
+
 # families whose config classes default the MLP width to 4 x hidden when the config leaves it out
 _FOUR_X_HIDDEN_MLP = frozenset({"gpt2", "falcon", "gpt_bigcode", "gpt_neox"})
 

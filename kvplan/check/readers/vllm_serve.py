@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from pathlib import Path
 from typing import Callable, Mapping
 
@@ -98,6 +100,8 @@ def read(args: serve_args.ServeArgs, *, source: str, document: int | None, where
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=defaults.gpu,
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
                              prefix_caching=prefix_caching, **ints)
+    if args.get("enable_expert_parallel") and spec.moe is not None:
+        request = dataclasses.replace(request, expert_parallel=True)
     served = args.get("served_model_name")
     name = served[0] if served else default_name
     # vLLM takes any served name; it is shown in every report format, so its control characters are escaped

@@ -48,8 +48,18 @@ def check(
         "--require-headroom", help="Require this share of usable GPU memory free with them resident, e.g. 10% "
                                    "(where a deployment sets no require.headroom).", show_default=False)] = None,
     vllm_version: Annotated[Optional[str], typer.Option(
-        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments: 0.19.0 or 0.33.0 "
-                               "(default: the vllm engine's, 0.33.0).", show_default=False)] = None,
+        "--vllm-version", help="vLLM release whose options and rules judge vLLM deployments, any of 0.10.0 ... 0.33.x "
+                               "(default: the newest line's, 0.33.0).", show_default=False)] = None,
+    optimistic: Annotated[bool, typer.Option(
+        "--optimistic", help="Judge a modelled engine budget by its modelled value. By default check judges by the low "
+                             "edge of its band (the terms' measured error): a deployment that passes only inside the band "
+                             "fails, marked marginal.")] = False,
+    gpu_reserved: Annotated[Optional[str], typer.Option(
+        "--gpu-reserved", help="Memory each GPU already has in use when the engine starts, e.g. 1.2GiB (vLLM, SGLang and "
+                               "TensorRT-LLM deployments).", show_default=False)] = None,
+    engine_option: Annotated[Optional[List[str]], typer.Option(
+        "--engine-option", help="An engine setting KEY=VALUE (repeatable), applied to the deployments whose engine "
+                                "reads it, e.g. backend=tensorrt for TensorRT-LLM.", show_default=False)] = None,
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY) or junit (XML).")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -78,7 +88,8 @@ def check(
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
-                                  require_headroom=require_headroom, vllm_version=vllm_version)
+                                  require_headroom=require_headroom, vllm_version=vllm_version, optimistic=optimistic,
+                                  gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()))
     report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):

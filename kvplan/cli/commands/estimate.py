@@ -7,9 +7,9 @@ import sys
 import typer
 
 from kvplan.cli.edge import guarded
-from kvplan.cli.options import (BatchOpt, BlockOpt, DtypeOpt, EngineOpt, EngineVersionOpt, GpuMemOpt, GpuOpt, GpusOpt,
-                                GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, MaxSeqsOpt, MaxTokOpt,
-                                ModelArg, PpOpt, ReserveOpt, SeqOpt, TpOpt)
+from kvplan.cli.options import (BatchOpt, BlockOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
+                                GpuOpt, GpuReservedOpt, GpusOpt, GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt,
+                                KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, PpOpt, ReserveOpt, SeqOpt, TpOpt)
 
 
 def register(app) -> None:
@@ -29,7 +29,9 @@ def estimate(
     pp: PpOpt = 1,
     engine: EngineOpt = "static",
     engine_version: EngineVersionOpt = None,
+    engine_option: EngineOptionOpt = None,
     gpu_util: GpuUtilOpt = None,
+    gpu_reserved: GpuReservedOpt = None,
     reserve: ReserveOpt = None,
     kv_cache_memory: KvMemOpt = None,
     block_size: BlockOpt = None,
@@ -52,9 +54,11 @@ def estimate(
     request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
                             gpus=gpus, tp=tp, pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
                             block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                            kv_heads=kv_heads, head_dim=head_dim, engine_version=engine_version)
+                            kv_heads=kv_heads, head_dim=head_dim, engine_version=engine_version,
+                            gpu_reserved=gpu_reserved, engine_options=engine_option)
     if engine_version and chosen.name == "static":
         raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
+    chosen.accepts(request)
     result = fixes.attach(chosen, request, chosen.estimate(request))
     if request.spec.source and request.spec.source.endswith(".json") and request.spec.notes:
         # what kvplan assumed while reading a config.json (a missing dtype, an untested model_type): on stderr,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from enum import Enum
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -46,6 +46,8 @@ def sweep(
     block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False, parser=whole_number)] = None,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False, parser=whole_number)] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False, parser=whole_number)] = None,
+    engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting KEY=VALUE for every row (repeatable), as for estimate; rows of an engine that does not read the key carry the error.", show_default=False)] = None,
+    gpu_reserved: Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU has in use before the engine starts (sglang, trtllm), e.g. 1.2GiB.", show_default=False)] = None,
     fmt: Annotated[Format, typer.Option("--format", "-f", help="text (aligned table), csv, jsonl (one JSON object per row) or markdown. All stream.")] = Format.text,
 ):
     """One row per combination of the grid's axes: cache bytes, per-GPU fit, max batch and max context.
@@ -61,7 +63,7 @@ def sweep(
     spec, grid, make_request, kv_names = build_grid(
         model, seq=seq, batch=batch, kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp, engine=engine, dtype=dtype,
         gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
-        max_num_batched_tokens=max_num_batched_tokens)
+        max_num_batched_tokens=max_num_batched_tokens, engine_options=engine_option, gpu_reserved=gpu_reserved)
     counts = {"rows": 0, "refused": 0}
     refusals: list = []
 
@@ -86,7 +88,8 @@ def sweep(
 
 
 def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine, dtype=None, gpu_util=None, reserve=None,
-               kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None):
+               kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None, engine_options=None,
+               gpu_reserved=None):
     """Parse the grid flags (shared with `kvplan plot`): (spec, Grid, make_request, {kv name: resolved}).
     Bad values anywhere are bad input for the whole command (exit 2) before any row is printed."""
     from kvplan.model import catalog
@@ -99,7 +102,8 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
 
     spec = catalog.resolve_model(model)
     _check_single_flags(dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
-                        block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens)
+                        block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                        gpu_reserved=gpu_reserved)
 
     def whole(where: str):
         # each value within the bound every command holds it to (engines/request.py LIMITS): a value beyond it is
@@ -142,16 +146,21 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
         raise (err.located("--kv-dtype") if err.where is None else err) from None
 
     def make_request(combo, seq_tokens: int, batch_size: int):
-        return build_request(model, seq=str(seq_tokens), batch=batch_size, kv_dtype=combo.kv_dtype, dtype=dtype, gpu=combo.gpu,
-                             gpu_mem=gpu_mem, gpus=None, tp=combo.tp, pp=combo.pp, gpu_util=gpu_util, reserve=reserve,
-                             kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
-                             max_num_batched_tokens=max_num_batched_tokens)
+        from kvplan import engines as registry
+
+        req = build_request(model, seq=str(seq_tokens), batch=batch_size, kv_dtype=combo.kv_dtype, dtype=dtype,
+                            gpu=combo.gpu, gpu_mem=gpu_mem, gpus=None, tp=combo.tp, pp=combo.pp, gpu_util=gpu_util,
+                            reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size,
+                            max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                            gpu_reserved=gpu_reserved, engine_options=engine_options)
+        registry.get(combo.engine).accepts(req)
+        return req
 
     return spec, grid, make_request, kv_names
 
 
 def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memory, block_size, max_num_seqs,
-                        max_num_batched_tokens) -> None:
+                        max_num_batched_tokens, gpu_reserved=None) -> None:
     """The one-value flags are wrong for every row alike: refuse them before any row is printed, instead of
     streaming a grid of rows that all carry the same error."""
     from kvplan.core import dtypes, units
@@ -173,7 +182,8 @@ def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memo
             raise (err.located("--dtype") if err.where is None else err) from None
     if gpu_util is not None:
         units.parse_fraction(gpu_util, what="--gpu-util")
-    for flag, value in (("--gpu-mem", gpu_mem), ("--reserve", reserve), ("--kv-cache-memory", kv_cache_memory)):
+    for flag, value in (("--gpu-mem", gpu_mem), ("--reserve", reserve), ("--kv-cache-memory", kv_cache_memory),
+                        ("--gpu-reserved", gpu_reserved)):
         if value is not None:
             units.parse_size(value, what=flag)
 

@@ -25,3 +25,22 @@ def view_end(result, out: list) -> list:
         out.append(Text("what would fit:", style="bold"))
         out += [Text(f"  {s}") for s in result.suggestions]
     return out
+
+
+def band_rows(table, result) -> None:
+    """The modelled budget's band, and the setting that pins the pool at its low edge (SGLang --max-total-tokens,
+    TensorRT-LLM kv_cache_config.max_tokens) with whether the request shape still fits pinned there."""
+    from rich.text import Text
+
+    from kvplan.cli.render import size
+
+    r = result
+    if r.budget_source != "model" or r.available_kv_bytes_low is None:
+        return
+    table.add_row("  band (the measured out-of-sample error, both ways)",
+                  f"{size(r.available_kv_bytes_low)} … {size(r.available_kv_bytes_high)}")
+    if r.marginal:
+        table.add_row(Text("  marginal: it fits at one edge of the band and not at the other", style="bold yellow"), "")
+    if r.pin_flag:
+        fits = "still fits" if r.pinned_fits else "does not fit"
+        table.add_row(f"  pin the pool at the low edge: {r.pin_flag}", f"the request {fits}")

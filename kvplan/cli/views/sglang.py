@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kvplan.cli.views.common import view_end, view_start
+from kvplan.cli.views.common import band_rows, view_end, view_start
 from kvplan.engines.sglang.engine import SglangEstimate
 
 
@@ -15,28 +15,35 @@ def tables(result: SglangEstimate) -> list:
     from kvplan.core.units import format_tokens
 
     r = result
-    out = view_start(r, f"{r.model} · {r.engine_version} · context {format_tokens(r.seq)} · batch {r.batch} · "
+    out = view_start(r, f"{r.model} · SGLang {r.sglang_version} · context {format_tokens(r.seq)} · batch {r.batch} · "
                         f"KV {r.kv_dtype} · page {r.page_size}")
     t = out[1]
     t.add_row("cell size (bytes per token, one GPU)", size(r.cell_size))
     if r.mamba_state_per_request_bytes:
         t.add_row("Mamba state per request (SSM in float32)", size(r.mamba_state_per_request_bytes))
-    if r.budget_source == "model":
+    if r.budget_source == "model" and r.free_before_load_bytes is not None:
         t.add_section()
         t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; P and A modelled, SGLang measures them)", style="bold"), "")
-        t.add_row(f"  mem_fraction_static (GPU {r.gpu_mem_mib:,} MiB, reserve {r.reserved_mib:,.0f} MiB)",
-                  r.mem_fraction_static or "—")
+        reserve = f", reserve {r.reserved_mib:,.0f} MiB" if r.reserved_mib is not None else ""
+        t.add_row(f"  mem_fraction_static (GPU {r.gpu_mem_mib:,} MiB{reserve})", r.mem_fraction_static or "—")
+        t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
+        t.add_row("  − CUDA context (measured)", size(r.cuda_context_bytes))
+        if r.dist_init_bytes:
+            t.add_row("  − NCCL and all-reduce at init (measured)", size(r.dist_init_bytes))
+        if r.in_use_bytes:
+            t.add_row("  − in use before start (--gpu-reserved, site profile)", size(r.in_use_bytes))
         t.add_row("  P: free before loading", size(r.free_before_load_bytes))
-        t.add_row("  − weights (and load buffers)", size(r.weights_per_gpu_bytes))
+        t.add_row("  − weights", size(r.weights_per_gpu_bytes))
         t.add_row("  A: free after loading", size(r.free_after_load_bytes))
         kept = None
-        if r.mem_fraction_static is not None and r.free_before_load_bytes is not None:
+        if r.mem_fraction_static is not None:
             kept = r.free_before_load_bytes * (1 - Fraction(r.mem_fraction_static))
             kept = kept.numerator // kept.denominator
         t.add_row("  − P × (1 − mem_fraction_static): activations, CUDA graphs", size(kept))
     if r.available_kv_bytes is not None:
         t.add_row("  = KV pool budget" + (" (after the Mamba pool)" if r.max_mamba_cache_size is not None else ""),
                   size(r.available_kv_bytes))
+    band_rows(t, r)
     if r.max_total_num_tokens is not None:
         t.add_section()
         t.add_row("max_total_num_tokens", f"{r.max_total_num_tokens:,}")
@@ -46,8 +53,14 @@ def tables(result: SglangEstimate) -> list:
             t.add_row("max_mamba_cache_size", f"{r.max_mamba_cache_size:,}")
         t.add_row("max_running_requests", f"{r.max_running_requests:,}" if r.max_running_requests else "—")
         t.add_section()
-        verdict = (f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of {format_tokens(r.seq)}" if r.fits else
-                   f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once" if r.starts else "does NOT fit")
+        if r.fits:
+            verdict = f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of {format_tokens(r.seq)}"
+        elif r.starts:
+            verdict = f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once"
+        elif r.estimated_max_model_len is not None:
+            verdict = f"does NOT fit {format_tokens(r.seq)}: starts with requests capped shorter"
+        else:
+            verdict = "does NOT fit"
         t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
         if r.estimated_max_model_len is not None:
             t.add_row("  longest request SGLang admits", format_tokens(r.estimated_max_model_len))

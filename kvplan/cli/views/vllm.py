@@ -14,8 +14,12 @@ def tables(result: VllmEstimate) -> list:
     from kvplan.core.units import format_tokens
 
     r = result
-    out = view_start(r, f"{r.model} · vLLM {r.vllm_version} · max_model_len {format_tokens(r.seq)} · batch {r.batch} · "
-                        f"KV {r.kv_dtype} · block {r.block_size}")
+
+    def gib(n: int) -> str:
+        return f"{n / 2**30:.2f}"
+
+    out = view_start(r, f"{r.model} · vLLM {r.vllm_release} ({r.vllm_version} rules) · max_model_len "
+                        f"{format_tokens(r.seq)} · batch {r.batch} · KV {r.kv_dtype} · block {r.block_size}")
     t = out[1]
     t.add_row(Text("KV cache layout (one GPU of the pool-sizing stage)", style="bold"), "")
     for g in r.kv_cache_groups[:8]:
@@ -38,11 +42,25 @@ def tables(result: VllmEstimate) -> list:
         t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
         t.add_row(f"  requested = total × gpu_memory_utilization {r.gpu_memory_utilization}", size(r.requested_bytes))
         t.add_row("  − weights", size(r.weights_per_gpu_bytes))
-        t.add_row("  − activation peak (profile run)", size(r.activation_peak_bytes))
+        t.add_row("  − activation peak (profile run)"
+                  + (f", fused-MoE workspace {size(r.moe_workspace_bytes)}" if r.moe_workspace_bytes else ""),
+                  size(r.activation_peak_bytes))
         t.add_row("  − non-torch memory" + (" (NCCL buffers)" if r.tp > 1 else ""), size(r.non_torch_bytes))
-        t.add_row("  − CUDA graphs" + ("" if r.cuda_graph_subtracted else " (0.19: logged, not subtracted)"),
-                  size(r.cuda_graph_bytes) if r.cuda_graph_subtracted else f"({size(r.cuda_graph_bytes)})")
-        t.add_row("  = available KV cache memory", size(r.available_kv_bytes))
+        if r.cuda_graph_subtracted:
+            t.add_row("  − CUDA graphs (estimate)", size(r.cuda_graph_bytes))
+        elif r.cuda_graph_bytes:
+            t.add_row("  − CUDA graphs (logged, not subtracted before 0.20)", f"({size(r.cuda_graph_bytes)})")
+        t.add_row("  = available KV cache memory" + (f" (at the {r.budget_edge} edge)" if r.budget_edge else ""),
+                  size(r.available_kv_bytes))
+        if r.available_kv_bytes_low is not None and r.available_kv_bytes_high is not None:
+            t.add_row("    band (the terms' measured leave-out error)",
+                      f"{gib(r.available_kv_bytes_low)} … {gib(r.available_kv_bytes_high)} GiB")
+        if r.pinned_kv_cache_memory_bytes is not None:
+            t.add_row(f"  pin it: --kv-cache-memory-bytes {r.pinned_kv_cache_memory_bytes}",
+                      f"exactly {r.num_gpu_blocks:,} blocks")
+            t.add_row("    weights, activations, graphs beside that pool",
+                      f"fit, {gib(r.pinned_spare_bytes)} GiB to spare" if r.pinned_fits_beside else
+                      Text(f"do NOT fit: {gib(-r.pinned_spare_bytes)} GiB short", style="bold red"))
     elif r.budget_source == "--kv-cache-memory":
         t.add_section()
         t.add_row("available KV cache memory (--kv-cache-memory)", size(r.available_kv_bytes))
@@ -56,13 +74,15 @@ def tables(result: VllmEstimate) -> list:
         else:
             t.add_row(Text("vLLM fails: no available memory for the cache blocks", style="bold red"), "")
         t.add_section()
+        marginal = " — marginal: not at the low edge of the band" if r.marginal and r.fits else (
+            " — marginal: it does at the high edge of the band" if r.marginal else "")
         if r.fits:
-            verdict = f"fits: starts and holds {r.batch} sequence{'s' if r.batch > 1 else ''} of max_model_len"
+            verdict = f"fits: starts and holds {r.batch} sequence{'s' if r.batch > 1 else ''} of max_model_len{marginal}"
         elif r.starts:
-            verdict = f"does NOT fit: starts, but holds {r.max_batch} of the {r.batch} sequences at once"
+            verdict = f"does NOT fit: starts, but holds {r.max_batch} of the {r.batch} sequences at once{marginal}"
         else:
-            verdict = "does NOT start"
-        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
+            verdict = "does NOT start" + marginal
+        t.add_row("verdict", Text(verdict, style=("bold yellow" if r.marginal else "bold green") if r.fits else "bold red"))
         if r.estimated_max_model_len is not None:
             t.add_row("  estimated maximum model length", format_tokens(r.estimated_max_model_len))
         t.add_row(f"sequences of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")

@@ -1,11 +1,12 @@
-"""SGLang: the token pool its model runner sizes."""
+"""SGLang: the token pool its model runner sizes, release by release (0.3.0 ... 0.5.23)."""
 
 from __future__ import annotations
 
 from fractions import Fraction
 
 from kvplan.engines import Engine, EngineFlags
-from kvplan.engines.sglang.engine import SglangEstimate, default_mem_fraction, estimate, read_kv_dtype
+from kvplan.engines.sglang.budget import default_mem_fraction
+from kvplan.engines.sglang.engine import OPTION_KEYS, SglangEstimate, estimate, read_kv_dtype
 
 ENGINE = Engine(
     name="sglang", title="SGLang", estimate=estimate, kv_dtype=read_kv_dtype,
@@ -13,6 +14,7 @@ ENGINE = Engine(
                       kv_fp8_name="fp8_e4m3"),
     util_of=lambda req, r: None if r.mem_fraction_static is None else Fraction(r.mem_fraction_static),
     util_max=lambda r: Fraction(95, 100),
+    option_keys=OPTION_KEYS, takes_gpu_reserved=True,
 )
 
 __all__ = ["ENGINE", "estimate", "SglangEstimate", "default_mem_fraction"]

@@ -1,26 +1,25 @@
-"""SGLang: how big the token pool of `python -m sglang.launch_server` will be. Pure.
+"""SGLang: how big the token pool of `python -m sglang.launch_server` will be, release by release. Pure.
 
-Mirrors SGLang 0.5.23 as read in docs/engines/sglang.md (rules S1-S13, each with its source file):
+The rules of each release come from releases.py (0.3.0 ... 0.5.23, read from every wheel); the arithmetic of the
+newest is walked through in docs/engines/sglang.md (S1-S13):
 
 - cell size (S2): bytes one token takes over this rank's layers: KV heads per rank x (head_dim + v_head_dim)
   x dtype bytes per attention layer (heads replicated when tp > KV heads); MLA: the latent, not split by TP;
-- budget (S4-S6): everything free before the weights load (P) times mem_fraction_static is the static area
-  for weights + KV; the pool gets rest = A - P x (1 - mem_fraction_static), A being the memory free after
-  loading. mem_fraction_static defaults to a reserve formula on the GPU size (nvidia-smi MiB), the chunked
-  prefill size and the CUDA-graph batch sizes;
-- tokens (S7, S8): max_total_num_tokens = rest // cell size, rounded down to the page size (1 on Hopper);
-- sliding windows (S12): a separate SWA pool only for whitelisted architectures (gpt-oss, Llama 4, Gemma 4,
-  ...); Gemma-2/3, Mistral and Phi-3 are sized as full attention; Llama 4's chunked-local layers are its SWA
-  layers, the window being attention_chunk_size;
-- Mamba / linear-attention hybrids (S13): a state pool of max_mamba_cache_size requests takes m / (1 + m) of
-  the rest (m = 0.9), the SSM state in float32 by default; the cell counts attention layers only.
+- budget (S4-S6, budget.py): everything free before the weights load (P) times mem_fraction_static is the
+  static area for weights + KV; the pool gets rest = A - P x (1 - mem_fraction_static), A being the memory free
+  after loading. The default mem_fraction_static is the release's rule (a TP table up to 0.4.6, reserve
+  formulas after), times the release's multimodal factor;
+- tokens (S7, S8): max_total_num_tokens = rest // cell size, rounded down to the page size (from 0.4.4; 1 on
+  Hopper, 64 for MHA on Blackwell from 0.5.7);
+- sliding windows (S12, R4): a separate SWA pool for the models the release splits (none before 0.4.9.post3;
+  any sliding-window model class to 0.5.6; an allowlist from 0.5.8);
+- Mamba / linear-attention hybrids (S13, R5): a state pool takes m / (1 + m) of the rest (m = 0.9 from
+  0.5.3.post3, 0.2 in 0.5.3.post2; a fixed 512 requests in 0.5.2-0.5.3.post1; not served before 0.5.2).
 
-SGLang measures P and A at start-up; kvplan models them as total minus the CUDA context (and NCCL at
-TP >= 2) and P minus the weights: those two inputs are measured, not derived, and the notes say so.
-`starts`: SGLang starts and its pool holds one request of `seq` tokens (it starts with a smaller pool too,
-capping requests at max_total_num_tokens - 1, which `estimated_max_model_len` reports); `max_batch`: requests
-of `seq` the pool holds at once (tokens // seq rounded up to whole pages), capped at max_running_requests;
-`fits` = `starts` and `batch` <= `max_batch`.
+SGLang measures P and A at start-up; kvplan models them (budget.py: measured CUDA context and distributed init,
+what --gpu-reserved and the site profile say is in use) and says so in the notes. A pool shorter than the context
+does not stop SGLang (R3): it starts with requests capped at max_total_num_tokens - 1 tokens, which
+`estimated_max_model_len` reports and the PoolTooShort problem words; `fits` stays false then.
 """
 
 from __future__ import annotations
@@ -31,52 +30,52 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kvplan.core.cache import layer_state_bytes, layer_token_bytes
-from kvplan.core.dtypes import DType
+from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
 from kvplan.core.units import MAX_TOKENS
-from kvplan.engines.paged import cap_given_pool, kv_dtype, longest, model_dtype
+from kvplan.engines.paged import cap_given_pool, longest, model_dtype
 from kvplan.engines.request import EngineRequest
 from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, Refused, request_terms,
                                    verdict_terms)
+from kvplan.engines.sglang import budget as sbudget
 from kvplan.engines.sglang import releases
+from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
 from kvplan.engines.static import model_weights
 from kvplan.engines.vllm import budget as vbudget
 
-ENGINE_VERSION = "SGLang 0.5.23"
 GIB = 2**30
 MIB = 2**20
 
-# --kv-cache-dtype choices (srt/server_args.py) that kvplan models; fp4_e2m1 / mxfp8 are not
-KV_DTYPES = {"auto": "", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16", "bfloat16": "bf16",
-             "fp16": "fp16", "float16": "fp16"}
-# configs/model_config.py is_hybrid_swa_model: architectures with a separate sliding-window pool
-HYBRID_SWA_ARCHITECTURES = {"GptOssForCausalLM", "Llama4ForConditionalGeneration", "Gemma4ForCausalLM",
-                            "Gemma4ForConditionalGeneration", "MiMoV2FlashForCausalLM", "MellumForCausalLM"}
 LLAMA4 = "Llama4ForConditionalGeneration"
-SWA_FULL_TOKENS_RATIO = Fraction(4, 5)  # --swa-full-tokens-ratio default 0.8
-MAMBA_FULL_MEMORY_RATIO = Fraction(9, 10)  # --mamba-full-memory-ratio default 0.9
+DEEPSEEK_V3 = {"DeepseekV3ForCausalLM"}
+QWEN3_NEXT = "Qwen3NextForCausalLM"
+SWA_FULL_TOKENS_RATIO = Fraction(4, 5)  # --swa-full-tokens-ratio default 0.8 (0.4.9.post3+)
 MAMBA_SLOTS_PER_REQUEST = 3  # radix cache on, no extra buffer: r_m = 3
+MAMBA_FIXED_REQUESTS = 512  # 0.5.2-0.5.3.post1: --max-running-requests or 512 state slots
 # Architectures SGLang 0.5.23 has no model for (S13: Jamba)
 UNSERVED = {"JambaForCausalLM": "Jamba has no SGLang model in 0.5.23"}
-# Measured inputs (docs/engines/sglang.md worked example, one public SGLang log of Llama-3.1-8B on an H100):
-# "Load weight begin. avail mem=78.81 GB" on a 79.19 GiB GPU: 0.38 GiB CUDA context; the load took 0.13 GiB
-# beyond the weights. At TP >= 2 NCCL adds ~1 GiB (vLLM's measurement, vllm budget.py): an assumption.
-CUDA_CONTEXT = 389 * MIB
-CUDA_CONTEXT_MULTI = 1420 * MIB
-LOAD_OVERHEAD = 133 * MIB
+# --attention-backend choices that force a page size (R7), with the first release that has them
+BACKEND_PAGES = {"flashinfer": (1, "0.3.0"), "triton": (1, "0.3.0"), "torch_native": (1, "0.4.0"),
+                 "fa3": (1, "0.4.5.post1"), "aiter": (1, "0.4.7"), "flashmla": (64, "0.4.6"),
+                 "cutlass_mla": (128, "0.4.7"), "trtllm_mla": (64, "0.5.1"), "trtllm_mha": (64, "0.5.1")}
+OPTION_KEYS = ("attention_backend",)
 
 
 @dataclass(frozen=True)
 class SglangEstimate(EngineEstimate):
     """available_kv_bytes: the rest after the Mamba pool; budget_source "model": P and A modelled."""
 
+    sglang_version: str  # the release whose rules were applied
     page_size: int
     cell_size: int  # bytes per token on the most loaded rank (S2)
     mem_fraction_static: str | None
     gpu_mem_mib: int | None  # what SGLang reads from nvidia-smi
     chunked_prefill_size: int | None
     reserved_mib: float | None  # S5
+    cuda_context_bytes: int | None  # in P: measured constants (budget.py)
+    dist_init_bytes: int | None
+    in_use_bytes: int | None  # --gpu-reserved + the site profile's memory in use
     free_before_load_bytes: int | None  # P (measured by SGLang; modelled)
     free_after_load_bytes: int | None  # A
     weights_per_gpu_bytes: int | None
@@ -85,6 +84,10 @@ class SglangEstimate(EngineEstimate):
     max_total_num_tokens: int | None
     swa_tokens: int | None  # the sliding-window pool (hybrid SWA architectures)
     max_running_requests: int | None
+    # the flag that makes the pool what kvplan assumes: --max-total-tokens at the band's low edge, and whether
+    # the request shape still fits with the pool pinned there
+    pin_flag: str | None
+    pinned_fits: bool | None
 
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
@@ -92,11 +95,13 @@ class SglangEstimate(EngineEstimate):
         problem = None
         if not self.fits:
             if self.max_total_num_tokens == 0:
-                problem = Refused(NO_ROOM)
+                problem = Refused(next((n for n in self.notes if n.startswith("SGLang refuses")), NO_ROOM))
             elif self.available_kv_bytes <= 0:
                 problem = NoKvMemory()
             elif self.estimated_max_model_len:
-                problem = PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len)
+                problem = PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len,
+                                       action=f"SGLang starts, with requests capped at {self.estimated_max_model_len:,} "
+                                              f"tokens (--context-length stays {self.seq:,})")
         pool = self.per_gpu.cache_bytes if self.per_gpu else None
         per_request = None
         slots, page = self.max_total_num_tokens, self.page_size
@@ -127,63 +132,84 @@ def _pp_counts(layers: int, pp: int) -> list[int]:
 
 def _gpu_mib(hw) -> tuple[int, list[str]]:
     """nvidia-smi's memory.total of the GPU (the catalog's reading), which SGLang's defaults read (S4)."""
-    from kvplan.model.catalog import find_gpu
-
-    smi = find_gpu(hw.name).nvidia_smi_total_mib if hw.name else None
+    facts = hw.facts
+    smi = facts.nvidia_smi_total_mib if facts is not None else None
     if smi is not None:
         return smi, []
     return hw.capacity_bytes // MIB, ["SGLang reads the GPU size from nvidia-smi; kvplan used the runtime capacity "
                                       "in MiB (nvidia-smi shows a little more)"]
 
 
-def _capture_sizes(limit: int) -> int:
-    sizes = [1, 2, 4, 8, 12] + list(range(16, 257, 8)) + list(range(272, 497, 16)) + list(range(512, limit + 1, 32))
-    sizes = [s for s in sizes if s <= limit]
-    if limit not in sizes:
-        sizes.append(limit)
-    return len(sizes)
-
-
-def _prefill_sizes(limit: int) -> int:
-    """How many prefill CUDA-graph sizes SGLang captures up to `limit` tokens: counted, not listed, so an
-    absurd limit costs nothing."""
-    ranges = (range(4, 33, 4), range(48, 257, 16), range(288, 513, 32), range(576, 1025, 64), range(1280, 4097, 256),
-              range(4608, limit + 1, 512))
-    return sum(len(range(r.start, min(r.stop, limit + 1), r.step)) for r in ranges)
-
-
-def default_mem_fraction(gpu_mib: int, tp: int, pp: int, mla: bool, *, chunked_prefill_size: int | None = None,
-                         max_running_requests: int | None = None) -> tuple[Fraction, int, float]:
-    """(mem_fraction_static, chunked_prefill_size, reserved MiB): arg_groups/memory_hook.py
-    handle_gpu_memory_settings for a text-only model on CUDA (S4); the two flags replace the GPU-size defaults
-    (--max-running-requests lowers the decode CUDA-graph batch size when smaller)."""
-    bins = [(20480, 2048, 8, 8), (35840, 4096, 48, 160), (61440, 4096, 32, 160), (92160, 8192, 256, 512),
-            (163840, 8192, 256, 512)]
-    chunk, bs_small, bs_big = 16384, 512, 512
-    for limit, c, b1, b2 in bins:
-        if gpu_mib < limit:
-            chunk, bs_small, bs_big = c, b1, b2
-            break
-    max_bs = bs_big if tp >= 4 else bs_small
-    if chunked_prefill_size is not None:
-        chunk = chunked_prefill_size
-    if max_running_requests is not None:
-        max_bs = min(max_bs, max_running_requests)
-    graph = 2 * max_bs
-    if mla:
-        graph += 1536
-    elif pp == 1:  # prefill ("breakable") graphs are off under pipeline parallelism
-        graph += 8 * _prefill_sizes(chunk)
-    reserved = 512 + 1.5 * max(chunk, 2048) + tp * pp / 8 * 1024 + graph
-    if gpu_mib > 61440:
-        reserved = max(reserved, 10240)
-    frac = round((gpu_mib - reserved) / gpu_mib, 3)
-    return Fraction(str(frac)), chunk, reserved
-
-
 def _state_fp32(state: StateSpec) -> StateSpec:
     """SGLang keeps the SSM (recurrent) state in float32 by default (configs/mamba_utils.py; S13)."""
     return dataclasses.replace(state, recurrent_dtype="fp32")
+
+
+def _page_size(req: EngineRequest, rel: releases.Release, mla: bool) -> tuple[int, str | None]:
+    """The page size SGLang runs with (R7): --page-size, else the attention backend's (given, or SGLang's default
+    for the GPU); 1 before 0.4.4, which has no pages."""
+    backend = req.option("attention_backend")
+    if req.block_size is not None:
+        if not rel.page_rounding:
+            raise InputError(f"SGLang {rel.version} has no --page-size (it came in 0.4.4)", where="--block-size")
+        return req.block_size, None
+    if backend is not None:
+        name = backend.strip().lower()
+        if name not in BACKEND_PAGES:
+            raise InputError(f"SGLang has no attention backend {backend!r} kvplan knows", where="--engine-option",
+                             hint="attention_backend=" + "|".join(BACKEND_PAGES))
+        page, first = BACKEND_PAGES[name]
+        if not rel.at_least(first):
+            raise InputError(f"SGLang {rel.version} has no --attention-backend {name} (from {first})",
+                             where="--engine-option")
+        return (page if rel.page_rounding else 1), None
+    facts = req.hardware.facts if req.hardware is not None else None
+    if facts is not None and facts.architecture == "blackwell":
+        if mla and req.spec.architecture in DEEPSEEK_V3:
+            page = rel.blackwell_deepseek_page
+            why = "trtllm_mla"
+        elif mla:
+            page, why = 1, "flashinfer"
+        else:
+            page, why = rel.blackwell_mha_page, "trtllm_mha"
+        if page > 1:
+            return page, f"on Blackwell SGLang {rel.version} picks the {why} attention backend: pages of {page} tokens"
+    return 1, None
+
+
+def _uses_swa(rel: releases.Release, spec, windowed: set[str]) -> bool:
+    """Whether this release gives the model a separate sliding-window pool (R4)."""
+    if not windowed or rel.swa_rule == "none":
+        return False
+    if rel.swa_rule == "sliding_classes":
+        return SLIDING in windowed and spec.architecture in rel.swa_classes
+    return spec.architecture in rel.swa_allowlist
+
+
+def read_kv_dtype(req: EngineRequest) -> DType:
+    """The request's --kv-cache-dtype as the chosen SGLang release reads it (R9: no release takes fp16/float16)."""
+    rel = releases.release(req.engine_version)
+    name = (req.kv_dtype or "auto").strip().lower()
+    table = rel.kv_dtypes
+    if name not in table:
+        raise InputError(f"SGLang has no KV-cache dtype {req.kv_dtype!r}", where="--kv-dtype",
+                         hint=f"SGLang {rel.version} takes --kv-cache-dtype " + ", ".join(sorted(table)))
+    target = table[name]
+    if target is None:
+        raise UnsupportedError(f"SGLang's --kv-cache-dtype {name} (scales stored with the cache) is not modelled",
+                               where="--kv-dtype", hint="give fp8_e4m3 or auto")
+    return model_dtype(req) if not target else dtype(target)
+
+
+@dataclass(frozen=True)
+class _Pool:
+    """The pools SGLang builds from one budget (the rest, in bytes)."""
+
+    available: int
+    tokens: int
+    swa_tokens: int | None
+    max_mamba: int | None
+    starts: bool
 
 
 def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> SglangEstimate:
@@ -193,8 +219,12 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="SGLang",
                               rule="SGLang uses its profiled value instead (\"max_total_tokens=... is larger than the "
                                    "profiled value ... Use the profiled value instead\", model_runner init_memory_pool)")
-    releases.release(req.engine_version)
+    rel = releases.release(req.engine_version)
     spec = req.spec
+    for key, _ in req.engine_options or ():
+        if key not in OPTION_KEYS:
+            raise InputError(f"SGLang has no engine option {key!r}", where="--engine-option",
+                             hint="SGLang reads " + ", ".join(OPTION_KEYS))
     if spec.architecture in UNSERVED:
         raise UnsupportedError(UNSERVED[spec.architecture], where="--engine sglang",
                                hint="try --engine vllm, which serves it")
@@ -202,7 +232,6 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
     kv = read_kv_dtype(req)
     act = model_dtype(req)
-    page = req.block_size or 1
     notes: list[str] = []
     if req.hardware is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; SGLang's budget is its own (mem_fraction_static)")
@@ -211,12 +240,26 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     if has_state and not attn_kinds & {*HEADED_KINDS, MLA}:
         raise UnsupportedError("pure Mamba models on SGLang are not modelled", where="--engine sglang",
                                hint="try --engine vllm")
+    mamba_ratio = None
+    if has_state:
+        if rel.mamba_rule is None:
+            raise UnsupportedError(f"SGLang {rel.version} serves no Mamba / linear-attention hybrid (from 0.5.2)",
+                                   where="--engine-version", hint="give --engine-version 0.5.23")
+        if rel.mamba_rule == "fixed" and spec.architecture != QWEN3_NEXT:
+            raise UnsupportedError(f"SGLang {rel.version} serves only Qwen3-Next among the hybrids (more from "
+                                   "0.5.3.post2)", where="--engine-version", hint="give --engine-version 0.5.23")
+        if rel.mamba_rule != "fixed":
+            mamba_ratio = rel.mamba_rule
+    mla = MLA in attn_kinds
+    page, page_note = _page_size(req, rel, mla)
+    if page_note:
+        notes.append(page_note)
     windowed = attn_kinds & set(WINDOWED_KINDS)
     if len(windowed) > 1:
         raise UnsupportedError("sliding and chunked-local layers in one model: SGLang's SWA pool has one window "
                                "(sliding_window, else attention_chunk_size); not modelled", where="--engine sglang",
                                hint="try --engine vllm")
-    swa = spec.architecture in HYBRID_SWA_ARCHITECTURES and bool(windowed)
+    swa = _uses_swa(rel, spec, windowed)
     # SGLang's one SWA window (model_runner_components/load_model_utils.py resolve_sliding_window_size): the
     # config's sliding_window, else attention_chunk_size, so Llama 4's chunked-local layers live in the SWA pool
     swa_window = spec.attention_chunk_size if CHUNKED in windowed else spec.sliding_window
@@ -232,8 +275,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
                                    hint="try --engine vllm")
     if windowed and not swa:
         what = "sliding" if SLIDING in windowed else "chunked-local"
-        notes.append(f"SGLang has no sliding-window pool for {spec.architecture or 'this architecture'}: {what} layers "
-                     "are sized as full attention (S12)")
+        notes.append(f"SGLang {rel.version} has no sliding-window pool for {spec.architecture or 'this architecture'}: "
+                     f"{what} layers are sized as full attention (R4)")
     counts = _pp_counts(spec.layers, req.pp)
     stages, start = [], 0
     for n in counts:
@@ -249,90 +292,143 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         return full, slide, state
 
     per_stage = [cells(layers) for layers in stages]
-    mla = MLA in attn_kinds
     hw = req.hardware
-    common = request_terms(req, kv, engine="sglang", engine_version=ENGINE_VERSION)
+    facts = hw.facts if hw is not None else None
+    common = request_terms(req, kv, engine="sglang", engine_version=f"SGLang {rel.version}")
     weights_total, _ = model_weights(spec, req.weight_fmt)
     mfs = gpu_mib = chunk = reserved = None
-    P = A = w_gpu = None
-    rests: list[int] | None = None
+    bud = None
+    band = 0
+    refused: str | None = None
+    rest: int | None = None
+    in_use = (req.gpu_reserved_bytes or 0) + (req.site.memory_in_use_bytes if req.site else 0)
     if req.kv_cache_memory is not None:
-        rests = [req.kv_cache_memory] * req.pp
+        rest = req.kv_cache_memory
         source = "--kv-cache-memory"
         notes.append("SGLang has no cache-size flag: --kv-cache-memory is taken as the rest it would compute "
                      "(cap it in SGLang with --max-total-tokens)")
     elif hw is not None:
+        unified = bool(getattr(facts, "unified_memory", False))
+        if unified and rel.unified_memory == "fails":
+            refused = (f"SGLang refuses to start: {rel.version} reads the GPU size from nvidia-smi, which shows no "
+                       "memory.total on an integrated GPU (ValueError('No GPU memory values found.'); fixed in "
+                       "0.4.9.post3)")
+        elif unified and not in_use and not (req.site and req.site.non_torch_bytes is not None):
+            reader = "psutil's available system memory" if rel.unified_memory == "psutil" else "cudaMemGetInfo"
+            raise UnsupportedError(
+                f"{hw.name or 'this GPU'} shares its memory with the CPU: SGLang {rel.version} sizes the pool from "
+                f"{reader}, which depends on what the operating system and other processes hold (a public DGX Spark "
+                "log shows 49 GiB in use outside the engine); kvplan cannot know it", where="--gpu",
+                hint="give --gpu-reserved SIZE (the memory in use before SGLang starts) or --kv-cache-memory SIZE")
         gpu_mib, gnotes = _gpu_mib(hw)
         notes += gnotes
+        multimodal = bool(spec.vision_params)
+        rocm = facts is not None and facts.vendor == "amd"
         # --max-num-batched-tokens / --max-num-seqs stand for SGLang's --chunked-prefill-size / --max-running-requests
-        mfs, chunk, reserved = default_mem_fraction(gpu_mib, req.tp, req.pp, mla,
+        mfs, chunk, reserved = default_mem_fraction(gpu_mib, req.tp, req.pp, mla, rel=rel,
                                                     chunked_prefill_size=req.max_num_batched_tokens,
-                                                    max_running_requests=req.max_num_seqs)
-        if req.gpu_util is not None:
+                                                    max_running_requests=req.max_num_seqs,
+                                                    prefill_graphs=not multimodal and not rocm)
+        user_given = req.gpu_util is not None
+        if user_given:
             mfs = req.gpu_util
-        if spec.vision_params:
-            notes.append("vision-language models: SGLang lowers mem_fraction_static further (adjust_mem_fraction_for_vlm); "
-                         "not modelled")
+        if multimodal:
+            factor = multimodal_factor(rel, spec.vision_params, user_given=user_given)
+            if factor != 1:
+                mfs = mfs * factor
+                notes.append(f"vision-language model: SGLang {rel.version} multiplies mem_fraction_static by "
+                             f"{float(factor):.3f}" + (" (also the value given)" if user_given else ""))
+        if rocm and rel.at_least("0.5.10") and not user_given and req.seq > 8192:
+            mfs = mfs * Fraction(85, 100)  # arg_groups/attention_hook.py: aiter with context_len > 8192
+            notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
         weights = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
-        context = CUDA_CONTEXT if req.tp * req.pp == 1 else CUDA_CONTEXT_MULTI
-        P = hw.capacity_bytes - context
-        w_gpu = max(weights)
-        A = P - w_gpu - LOAD_OVERHEAD  # min over ranks: the heaviest stage
-        # SGLang computes in GiB floats: rest = A - P x (1 - mfs), then int(rest x 2**30)
-        rest_gib = A / GIB - P / GIB * (1 - float(mfs))
-        rests = [int(rest_gib * GIB)] * req.pp
+        non_torch = req.site.non_torch_bytes if req.site else None
+        link = sbudget.link_class(getattr(facts, "interconnect", None))
+        bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=mfs, tp=req.tp, pp=req.pp,
+                             architecture=facts.architecture if facts else None, link=link, in_use=in_use,
+                             non_torch=non_torch)
+        rest = bud.rest_bytes
+        band = sbudget.band_bytes(bud, req.tp * req.pp, link)
         source = "model"
         notes.append("SGLang measures the free memory before (P) and after (A) loading; kvplan models P as total minus "
-                     "the CUDA context and A as P minus the weights (docs/engines/sglang.md S5)")
+                     "the CUDA context and distributed init it measured on public logs (and what is in use before "
+                     "start), A as P minus the weights (docs/engines/sglang.md S5)")
     else:
         source = "none"
         notes.append("no GPU given: the token pool needs --gpu/--gpu-mem or --kv-cache-memory")
 
     mamba_per_req = max(s for _, _, s in per_stage)
-    tokens = swa_tokens = max_mamba = running = est_len = None
-    fits = max_batch = max_seq = serves = None
-    available = None
-    if rests is not None:
-        rest = min(rests)
+    full_cell = max(f for f, _, _ in per_stage)
+    swa_cell = max(s for _, s, _ in per_stage)
+    layers_full = max(sum(1 for x in st if x.kind in (FULL, MLA)) for st in stages)
+    layers_swa = max(sum(1 for x in st if x.kind in WINDOWED_KINDS) for st in stages)
+
+    def pool(rest_b: int) -> _Pool:
+        """What SGLang builds from a rest of rest_b bytes (R3-R5)."""
+        max_mamba = None
         if has_state:
-            budget_b = rest * MAMBA_FULL_MEMORY_RATIO / (1 + MAMBA_FULL_MEMORY_RATIO)
-            max_mamba = max(int((budget_b - mamba_per_req) // mamba_per_req), 0) if mamba_per_req else 0
-            rest -= (max_mamba + 1) * mamba_per_req
-        available = rest
-        full_cell = max(f for f, _, _ in per_stage)
-        swa_cell = max(s for _, s, _ in per_stage)
-        if rest <= 0 or full_cell == 0:
+            if mamba_ratio is None:  # 0.5.2-0.5.3.post1: a fixed state pool
+                max_mamba = req.max_num_seqs or MAMBA_FIXED_REQUESTS
+                rest_b -= max_mamba * mamba_per_req
+            else:
+                budget_b = rest_b * mamba_ratio / (1 + mamba_ratio)
+                max_mamba = max(int((budget_b - mamba_per_req) // mamba_per_req), 0) if mamba_per_req else 0
+                rest_b -= (max_mamba + 1) * mamba_per_req
+        swa_tokens = None
+        if rest_b <= 0 or full_cell == 0:
             tokens = 0
-            notes.append(NO_ROOM)
+        elif swa and rel.swa_split == "layer_ratio":
+            # 0.4.9.post3-0.5.6 (set_num_token_hybrid): the pool sized as all-full, then split by layer counts
+            n_all = rest_b // (full_cell + swa_cell)
+            total = n_all * (layers_full + layers_swa)
+            tokens = int(total / (SWA_FULL_TOKENS_RATIO * layers_swa + layers_full))
+            swa_tokens = int(tokens * SWA_FULL_TOKENS_RATIO)
         elif swa:
             cell = full_cell + SWA_FULL_TOKENS_RATIO * swa_cell
-            tokens = math.floor(rest / cell) // page * page
+            tokens = math.floor(rest_b / cell) // page * page
             swa_tokens = math.floor(tokens * SWA_FULL_TOKENS_RATIO) // page * page
         else:
-            tokens = rest // full_cell // page * page
-        starts = tokens > 0 and (not swa or swa_tokens > (swa_window or 0) + page)
+            tokens = rest_b // full_cell // page * page
+        ok = tokens > 0 and (not swa or swa_tokens > (swa_window or 0) + page)
+        return _Pool(available=rest_b, tokens=tokens, swa_tokens=swa_tokens, max_mamba=max_mamba, starts=ok)
 
-        def running_at(context_len: int) -> int:
-            """max_running_requests at --context-length context_len (S11): more slots for shorter contexts."""
-            n = min(max(int(tokens / context_len * 512), 2048), 4096)
-            if req.max_num_seqs is not None:  # --max-running-requests
-                n = req.max_num_seqs
-            n = min(n, tokens // 2)
-            if has_state and max_mamba is not None:
-                n = min(n, max_mamba // MAMBA_SLOTS_PER_REQUEST)
-            return n
+    def slots(m: int) -> int:
+        """Token slots one request of m tokens takes: whole pages (the paged allocator)."""
+        return -(-m // page) * page
 
+    def running_at(p: _Pool, context_len: int) -> int:
+        """max_running_requests at --context-length context_len (S11): more slots for shorter contexts."""
+        n = min(max(int(p.tokens / context_len * 512), 2048), 4096)
+        if req.max_num_seqs is not None:  # --max-running-requests
+            n = req.max_num_seqs
+        n = min(n, p.tokens // 2)
+        if has_state and p.max_mamba is not None:
+            n = min(n, p.max_mamba // MAMBA_SLOTS_PER_REQUEST)
+        return n
+
+    def fits_at(p: _Pool) -> bool:
+        return p.starts and p.tokens >= req.seq and req.batch <= min(p.tokens // slots(req.seq), running_at(p, req.seq))
+
+    p = pool(rest) if rest is not None and refused is None else None
+    available = p.available if p is not None else None
+    tokens = swa_tokens = max_mamba = running = est_len = None
+    fits = max_batch = max_seq = serves = None
+    low = high = marginal = pin_flag = pinned_fits = None
+    if refused is not None:
+        tokens, fits, serves, max_batch, max_seq = 0, False, False, 0, 0
+        notes.append(refused)
+    if p is not None:
+        tokens, swa_tokens, max_mamba = p.tokens, p.swa_tokens, p.max_mamba
+        if not p.starts and tokens == 0:
+            notes.append(f"SGLang refuses to start: \"{rel.no_room_message}\" (the weights leave no memory for the KV "
+                         "cache)")
         if tokens > 0:
-            running = running_at(req.seq)
-        fits = starts and tokens >= req.seq
-        if starts and tokens < req.seq:
+            running = running_at(p, req.seq)
+        fits = p.starts and tokens >= req.seq
+        if p.starts and tokens < req.seq:
             est_len = tokens - 1
-            notes.append(f"SGLang starts but warns \"KV pool holds {tokens:,} tokens, fewer than --context-length "
-                         f"{req.seq:,}\": requests are capped at {tokens - 1:,} tokens")
-        def slots(m: int) -> int:
-            """Token slots one request of m tokens takes: whole pages (the paged allocator)."""
-            return -(-m // page) * page
-
+            notes.append(f"SGLang starts with a pool of {tokens:,} tokens, fewer than --context-length {req.seq:,}: "
+                         f"requests are capped at {tokens - 1:,} tokens (max_req_len; R3)")
         max_batch = min(tokens // slots(req.seq), running or 0) if fits else 0
         serves = fits and req.batch <= max_batch
         if fits and not serves:
@@ -342,35 +438,53 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         # pages), and B running slots at L. L = N fits (max_req_len = min(L - 1, N - 1) = L - 1, as at any
         # L <= N). Both limits shrink as L grows, so the test is monotone.
         cap = spec.max_context or MAX_TOKENS
-        max_seq = longest(lambda m: req.batch <= min(tokens // slots(m), running_at(m)), 1, cap) if starts else 0
+        max_seq = longest(lambda m: req.batch <= min(tokens // slots(m), running_at(p, m)), 1, cap) if p.starts else 0
         max_seq = max(max_seq, 0)
+        if source == "--kv-cache-memory":
+            low = high = available
+        elif source == "model":
+            lo_p, hi_p = pool(rest - band), pool(rest + band)
+            low, high = lo_p.available, hi_p.available
+            marginal = fits_at(lo_p) != fits_at(hi_p)
+            if lo_p.tokens > 0:
+                pin_flag = f"--max-total-tokens {lo_p.tokens}"
+                # pinned at the low edge the pool is that size whatever the real budget (SGLang caps at it)
+                pinned_fits = fits_at(lo_p)
     per_gpu = None
-    if hw is not None and available is not None and P is not None:
-        pool = (tokens or 0) * max(f for f, _, _ in per_stage) + (swa_tokens or 0) * max(s for _, s, _ in per_stage)
-        static = int(P * float(mfs))
-        per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=static, weights_bytes=w_gpu,
-                         cache_bytes=pool, reserved_bytes=hw.capacity_bytes - static,
-                         free_bytes=static - w_gpu - pool)
+    if bud is not None and p is not None:
+        pool_b = (tokens or 0) * full_cell + (swa_tokens or 0) * swa_cell
+        static = int(bud.free_before_load_bytes * float(mfs))
+        per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=static, weights_bytes=bud.weights_bytes,
+                         cache_bytes=pool_b, reserved_bytes=hw.capacity_bytes - static,
+                         free_bytes=static - bud.weights_bytes - pool_b)
     full_all = sum(f for f, _, _ in per_stage) * req.tp
     swa_all = sum(s for _, s, _ in per_stage) * req.tp
     seq_swa = min(req.seq, swa_window or req.seq)
     kv_one = full_all * req.seq + swa_all * seq_swa
     state_one = sum(s for _, _, s in per_stage) * req.tp
-    result = SglangEstimate(
+    terms = verdict_terms(fits, serves)
+    if refused is not None:
+        terms["starts"] = False
+    return SglangEstimate(
         **common, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
         cache_bytes=(kv_one + state_one) * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
-        max_seq=max_seq, notes=tuple(notes), **verdict_terms(fits, serves), page_size=page,
-        cell_size=max(f for f, _, _ in per_stage), mem_fraction_static=None if mfs is None else str(float(mfs)),
-        gpu_mem_mib=gpu_mib, chunked_prefill_size=chunk, reserved_mib=reserved, free_before_load_bytes=P,
-        free_after_load_bytes=A, weights_per_gpu_bytes=w_gpu, available_kv_bytes=available, available_kv_bytes_low=available if source == "--kv-cache-memory" else None,
-        available_kv_bytes_high=available if source == "--kv-cache-memory" else None, marginal=None,
+        max_seq=max_seq, notes=tuple(notes), **terms, sglang_version=rel.version, page_size=page,
+        cell_size=full_cell, mem_fraction_static=None if mfs is None else _fraction_text(mfs),
+        gpu_mem_mib=gpu_mib, chunked_prefill_size=chunk, reserved_mib=reserved,
+        cuda_context_bytes=bud.context_bytes if bud else None, dist_init_bytes=bud.dist_init_bytes if bud else None,
+        in_use_bytes=bud.in_use_bytes if bud else None,
+        free_before_load_bytes=bud.free_before_load_bytes if bud else None,
+        free_after_load_bytes=bud.free_after_load_bytes if bud else None,
+        weights_per_gpu_bytes=bud.weights_bytes if bud else None, available_kv_bytes=available,
+        available_kv_bytes_low=low, available_kv_bytes_high=high, marginal=marginal,
         mamba_state_per_request_bytes=mamba_per_req, max_mamba_cache_size=max_mamba, max_total_num_tokens=tokens,
         swa_tokens=swa_tokens, max_running_requests=running, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(),
+        suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits,
     )
-    return result
 
 
-def read_kv_dtype(req: EngineRequest) -> DType:
-    """The request's --kv-cache-dtype as SGLang reads it (srt/server_args.py choices)."""
-    return kv_dtype(req, KV_DTYPES, engine="SGLang", flag="--kv-cache-dtype")
+def _fraction_text(f: Fraction) -> str:
+    """mem_fraction_static as SGLang prints it: a float, three decimals where the release rounds it."""
+    value = float(f)
+    text = f"{value:.6f}".rstrip("0").rstrip(".")
+    return text if text else "0"

@@ -1,28 +1,24 @@
-"""TensorRT-LLM (PyTorch backend, `trtllm-serve` / LLM API): the paged KV pool it will build. Pure.
+"""TensorRT-LLM: the paged KV pool its executor builds, for both backends, release by release. Pure.
 
-Mirrors TensorRT-LLM 1.x, PyTorch backend, KVCacheManager V1, as read in docs/engines/trtllm.md (rules
-T1-T11 with their source files):
+The release rules come from releases.py; the PyTorch backend's arithmetic is walked through in
+docs/engines/trtllm.md (T1-T11), the TensorRT-engine backend's in /work/research/trtllm/releases.md (E1-E8):
 
 - bytes per token (T2): 2 x sum over this rank's attention layers of ceil(KV heads / tp) x head_dim x dtype
   bytes (ceil: with tp > KV heads every rank holds one head); MLA: one latent per layer, not split by TP;
-- the estimator's bytes per token (T3): kv_factor x layers x (head_dim x KV heads // tp) x dtype bytes —
-  smaller than T2 when tp > KV heads, so the estimate asks for more tokens than fit and T6's cap decides;
-- budget (T5): after the weights, a temporary KV pool for the warm-up, a profiling run, then
-  kv_budget = (total - peak + temporary pool) x free_gpu_memory_fraction (0.9): the fraction applies to what
-  is left after weights, activations and non-torch memory;
-- pool (T6): min(kv_budget // T3, fraction x free now // T2) tokens, in blocks of tokens_per_block (32);
-- a request of L tokens holds ceil(L / 32) blocks under GUARANTEED_NO_EVICT (T9), at most max_batch_size
-  (2048) requests; when the pool is shorter than max_seq_len, TRT-LLM lowers max_seq_len to it and starts
-  (T7): `estimated_max_model_len` reports that bound;
-- layers mixing sliding and full attention (Gemma-3, gpt-oss) get one pool share per distinct window (T10).
+- PyTorch backend (T3-T6, budget.py): a warm-up with a temporary pool, a profiling run, then
+  kv_budget = (total - peak + temporary pool) x free_gpu_memory_fraction; the estimator's bytes per token (T3)
+  may be smaller than the pool's (tp > KV heads), and fraction x free now // T2 caps it; blocks are floored;
+- TensorRT-engine backend (E1-E3): no profiling run; the engine, its execution context (activations, fixed at
+  build time), the runtime and decoder buffers (max_batch_size x vocabulary) and NCCL are allocated first, and
+  the pool is fraction x what is free then; blocks are rounded up (ceilDiv);
+- free_gpu_memory_fraction defaults to 0.85 before 0.8, 0.9 after; tokens_per_block is 32 on the PyTorch backend
+  and a build setting of the engine (64 through 0.16, 32 from 0.19);
+- sliding windows (T10, E3): one pool share per distinct window, equal on the PyTorch backend, weighted by
+  bytes x window x layers on the engine backend (from 0.18; before it one pool at the full length);
+- a pool shorter than max_seq_len (T7, E5): TensorRT-LLM lowers max_seq_len and starts; `estimated_max_model_len`
+  is the length it starts with, and the PoolTooShort problem says so (`fits` stays false).
 
-`starts`: the pool holds one request of `seq` (max_seq_len); `max_batch`: requests of `seq` held at once;
-`fits` = `starts` and `batch` <= `max_batch`.
-
-TensorRT-LLM measures the peak at start-up; kvplan models the activation peak like vLLM's forward and takes
-the non-torch memory (CUDA context, cuBLAS workspace, CUDA graphs; NCCL at TP >= 2) as an assumed constant:
-no TensorRT-LLM log was available to calibrate against, and the notes say so. Mamba hybrids use a separate
-state manager that kvplan does not model, and Llama 4's chunked-local layers are not modelled either (exit 3).
+Mamba hybrids use a separate state manager kvplan does not model, nor Llama 4's chunked-local layers (exit 3).
 """
 
 from __future__ import annotations
@@ -34,49 +30,59 @@ from fractions import Fraction
 from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
-from kvplan.core.units import MAX_TOKENS
+from kvplan.core.units import MAX_TOKENS, parse_size
 from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.request import EngineRequest
 from kvplan.engines.result import EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, request_terms, verdict_terms
 from kvplan.engines.static import model_weights
+from kvplan.engines.trtllm import budget as tbudget
 from kvplan.engines.trtllm import releases
+from kvplan.engines.trtllm.budget import pool_tokens
+from kvplan.engines.trtllm.releases import PYTORCH, TENSORRT
 from kvplan.engines.vllm import budget as vbudget
 
-ENGINE_VERSION = "TensorRT-LLM 1.x PyTorch backend, KVCacheManager (V1)"
 GIB = 2**30
 MIB = 2**20
-TOKENS_PER_BLOCK = 32  # KvCacheConfig.tokens_per_block
-FREE_FRACTION = Fraction(9, 10)  # KvCacheConfig.free_gpu_memory_fraction
-MAX_BATCH_SIZE = 2048  # BaseLlmArgs.max_batch_size
-MAX_NUM_TOKENS = 8192  # BaseLlmArgs.max_num_tokens
+MAX_BATCH_SIZE = 2048  # BaseLlmArgs.max_batch_size; trtllm-build --max_batch_size default
+MAX_NUM_TOKENS = 8192  # BaseLlmArgs.max_num_tokens; trtllm-build --max_num_tokens default
+MAX_INPUT_LEN = 1024  # BaseLlmArgs.max_input_len; trtllm-build --max_input_len default
 CUDA_GRAPH_MAX_BS = 128  # CudaGraphConfig().max_batch_size
 # kv_cache_config.dtype: "auto" (model dtype, or fp8 for checkpoints with an FP8 KV cache), "fp8"; nvfp4 not modelled
 KV_DTYPES = {"auto": "", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "bf16": "bf16", "bfloat16": "bf16",
              "fp16": "fp16", "float16": "fp16"}
-# Assumed, not calibrated (docs/engines/trtllm.md worked example): CUDA context, cuBLAS workspace and CUDA graphs
-# of a one-GPU run; at TP >= 2 the NCCL buffers vLLM measured on H100 (vllm budget.py).
-NON_TORCH_ONE_GPU = GIB
-NCCL_EXTRA = vbudget.NON_TORCH_TP2 - vbudget.NON_TORCH_ONE_GPU
+# --engine-option keys: the backend, the engine's build settings, the execution context trtllm-build reports,
+# and the kv_cache_config caps
+OPTION_KEYS = ("backend", "max_batch_size", "max_num_tokens", "max_input_len", "activation_bytes", "max_tokens",
+               "max_gpu_total_bytes")
 
 
 @dataclass(frozen=True)
 class TrtllmEstimate(EngineEstimate):
     """available_kv_bytes: the pool's bytes."""
 
+    trtllm_version: str  # the release whose rules were applied
+    backend: str  # tensorrt (trtllm-build engine) or pytorch
     tokens_per_block: int
     bytes_per_token: int  # T2, one GPU
-    estimator_bytes_per_token: int  # T3, one GPU
+    estimator_bytes_per_token: int  # T3, one GPU (PyTorch backend)
     free_gpu_memory_fraction: str | None
+    max_batch_size: int
+    max_num_tokens: int
     weights_per_gpu_bytes: int | None
-    activation_peak_bytes: int | None
-    non_torch_bytes: int | None
+    activation_peak_bytes: int | None  # PyTorch: the warm-up's; engine: the execution context
+    non_torch_bytes: int | None  # PyTorch: outside torch at the peak; engine: CUDA context + NCCL
+    engine_buffers_bytes: int | None  # engine backend: runtime buffers + decoder
+    in_use_bytes: int | None  # --gpu-reserved + the site profile's memory in use
     temporary_pool_bytes: int | None
-    kv_budget_bytes: int | None  # "available KV cache memory when calculating max tokens"
+    kv_budget_bytes: int | None  # "available KV cache memory when calculating max tokens" / fraction x free
     max_tokens: int | None
     num_blocks: int | None  # primary blocks
     kv_cache_tokens: int | None  # blocks x tokens_per_block
     window_blocks: tuple[tuple[int, int], ...]  # VSWA: (window, blocks) per distinct window
     max_concurrency: int | None  # requests of seq tokens: blocks // ceil(seq / 32), capped at max_batch_size
+    # the setting that makes the pool what kvplan assumes (its low edge) and whether the shape fits pinned there
+    pin_flag: str | None
+    pinned_fits: bool | None
 
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
@@ -86,7 +92,10 @@ class TrtllmEstimate(EngineEstimate):
             if self.available_kv_bytes <= 0:
                 problem = NoKvMemory()
             elif self.estimated_max_model_len:
-                problem = PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len)
+                action = None
+                if any(n.startswith("TensorRT-LLM starts") for n in self.notes):
+                    action = f"TensorRT-LLM starts with max_seq_len reduced to {self.estimated_max_model_len:,}"
+                problem = PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len, action=action)
         pool = self.per_gpu.cache_bytes if self.per_gpu else None
         per_request = None
         slots, block = self.kv_cache_tokens, self.tokens_per_block
@@ -109,23 +118,31 @@ def _pp_counts(layers: int, pp: int) -> list[int]:
     return [base + (1 if i < extra else 0) for i in range(pp)]
 
 
-def pool_tokens(total: int, *, weights: int, peak: int, non_torch: int, temp_blocks: int, bytes_per_token: int,
-                estimator_bytes_per_token: int, tokens_per_block: int, fraction: Fraction) -> tuple[int, int, int]:
-    """(temporary pool bytes, kv_budget, max_tokens) of T5-T6, in TensorRT-LLM's float arithmetic.
+def _options(req: EngineRequest) -> dict:
+    """--engine-option values read and checked: counts as integers, sizes as bytes."""
+    out: dict = {}
+    for key, value in req.engine_options or ():
+        if key not in OPTION_KEYS:
+            raise InputError(f"TensorRT-LLM has no engine option {key!r}", where="--engine-option",
+                             hint="TensorRT-LLM reads " + ", ".join(OPTION_KEYS))
+        if key == "backend":
+            out[key] = value
+        elif key in ("activation_bytes", "max_gpu_total_bytes"):
+            out[key] = parse_size(value, what=f"--engine-option {key}")
+        else:
+            try:
+                n = int(value.replace("_", ""))
+            except ValueError:
+                raise InputError(f"{key}={value!r} is not a whole number", where="--engine-option") from None
+            if n < 1 or n > 2**40:
+                raise InputError(f"{key}={n} is out of range", where="--engine-option")
+            out[key] = n
+    return out
 
-    The warm-up pool is capped at fraction x free-after-load / bytes per token; kv_budget =
-    int((total - peak_total + temporary pool) x fraction) with peak_total = weights + activations + non-torch +
-    the temporary pool; the estimate kv_budget // T3 bytes is capped by fraction x (memory free when the manager
-    is built: total - weights - non-torch) // T2 bytes."""
-    f = float(fraction)
-    free_after_load = total - weights - non_torch
-    temp_blocks = min(temp_blocks, int(f * free_after_load / bytes_per_token) // tokens_per_block)
-    temp = max(temp_blocks, 0) * tokens_per_block * bytes_per_token
-    peak_total = weights + peak + non_torch + temp
-    budget_b = int((total - peak_total + temp) * f)
-    est_tokens = budget_b // estimator_bytes_per_token if budget_b > 0 else 0
-    cap = int(f * free_after_load / bytes_per_token)
-    return temp, budget_b, max(min(est_tokens, cap), 0)
+
+def read_kv_dtype(req: EngineRequest) -> DType:
+    """The request's kv_cache_config.dtype as TensorRT-LLM reads it."""
+    return kv_dtype(req, KV_DTYPES, engine="TensorRT-LLM", flag="kv_cache_config.dtype")
 
 
 def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> TrtllmEstimate:
@@ -136,7 +153,9 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="TensorRT-LLM",
                               rule="with free_gpu_memory_fraction the smaller of the two wins (KvCacheConfig."
                                    "max_gpu_total_bytes; maintainer comment on NVIDIA/TensorRT-LLM#2773)")
-    releases.release(req.engine_version)
+    rel = releases.release(req.engine_version)
+    opts = _options(req)
+    be = releases.backend(rel, opts.get("backend"))
     spec = req.spec
     if any(layer.kind == STATE for layer in spec.layer_specs):
         raise UnsupportedError("TensorRT-LLM's Mamba hybrid cache (MambaHybridCacheManager) is not modelled",
@@ -151,19 +170,27 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
     kv = read_kv_dtype(req)
     act = model_dtype(req)
-    tpb = req.block_size or TOKENS_PER_BLOCK
+    engine_be = be == TENSORRT
+    round_up = engine_be or rel.pytorch_blocks == "ceil"  # ceilDiv(max_tokens, tokens_per_block), else floor
+    tpb = req.block_size or (rel.engine_tokens_per_block if engine_be else releases.PYTORCH_TOKENS_PER_BLOCK)
     b = kv.bits // 8 or 1
     notes: list[str] = []
     if req.hardware is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; TensorRT-LLM's budget is its own")
-    # --max-num-seqs / --max-num-batched-tokens stand for max_batch_size / max_num_tokens
-    max_batch_size = req.max_num_seqs or MAX_BATCH_SIZE
-    max_num_tokens = req.max_num_batched_tokens or MAX_NUM_TOKENS
+    # --max-num-seqs / --max-num-batched-tokens stand for max_batch_size / max_num_tokens (build settings of an
+    # engine); --engine-option names them directly
+    max_batch_size = opts.get("max_batch_size") or req.max_num_seqs or MAX_BATCH_SIZE
+    max_num_tokens = opts.get("max_num_tokens") or req.max_num_batched_tokens or MAX_NUM_TOKENS
+    max_input_len = opts.get("max_input_len") or MAX_INPUT_LEN
+    cap_tokens = opts.get("max_tokens")
+    cap_bytes = opts.get("max_gpu_total_bytes")
     counts = _pp_counts(spec.layers, req.pp)
     stages, start = [], 0
     for n in counts:
         stages.append(spec.layer_specs[start:start + n])
         start += n
+    # the engine backend before 0.18 keeps one pool at the full length for every layer (a single window)
+    windows_apply = not engine_be or rel.engine_vswa
 
     def t2(layers) -> dict[int | None, int]:
         """Bytes per token of one GPU, per attention window (None = full attention)."""
@@ -175,7 +202,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
                 per = layer.mla.latent_dim * b
             else:
                 continue
-            w = layer.window if layer.kind == SLIDING and layer.window < req.seq else None
+            w = layer.window if layer.kind == SLIDING and layer.window < req.seq and windows_apply else None
             out[w] = out.get(w, 0) + per
         return out
 
@@ -191,74 +218,167 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     per_stage = [t2(layers) for layers in stages]
     heavy = max(range(req.pp), key=lambda s: sum(per_stage[s].values()))
     windows = per_stage[heavy]
+    layer_counts: dict[int | None, int] = {}
+    for layer in stages[heavy]:
+        if layer.kind in (FULL, SLIDING, MLA):
+            w = layer.window if layer.kind == SLIDING and layer.window < req.seq and windows_apply else None
+            layer_counts[w] = layer_counts.get(w, 0) + 1
     bpt = sum(windows.values())
-    bpt3 = t3(stages[heavy])
+    bpt3 = t3(stages[heavy]) if not engine_be else bpt
     if bpt == 0:
         raise UnsupportedError("the model has no attention layer", where=spec.source or spec.name)
     vswa = len(windows) > 1
     if vswa:
-        notes.append("sliding and full layers: TensorRT-LLM gives each window an equal share of the pool (VSWA, T10); "
-                     "whether a model fills its windows in automatically depends on its model code")
+        notes.append("sliding and full layers: TensorRT-LLM gives each window its own share of the pool (VSWA, T10): "
+                     + ("equal shares on the PyTorch backend" if not engine_be else
+                        "weighted by bytes x window x layers on the engine backend"))
+    elif engine_be and not rel.engine_vswa and any(x.kind == SLIDING for x in spec.layer_specs):
+        notes.append(f"TensorRT-LLM {rel.version}'s engine runtime keeps one pool at the full length for every layer "
+                     "(no per-window pools before 0.18)")
     hw = req.hardware
-    common = request_terms(req, kv, engine="trtllm", engine_version=ENGINE_VERSION)
+    facts = hw.facts if hw is not None else None
+    common = request_terms(req, kv, engine="trtllm", engine_version=f"TensorRT-LLM {rel.version} {be} backend")
     weights_total, _ = model_weights(spec, req.weight_fmt)
-    frac = req.gpu_util if req.gpu_util is not None else FREE_FRACTION
-    weights = peak = non_torch = temp = budget_b = None
+    frac = req.gpu_util if req.gpu_util is not None else rel.free_fraction
+    weights = peak = non_torch = temp = budget_b = buffers = in_use = None
+    band = 0
+    fit = tbudget.constants()
+    in_use_b = (req.gpu_reserved_bytes or 0) + (req.site.memory_in_use_bytes if req.site else 0)
     if req.kv_cache_memory is not None:
         pool_bytes = req.kv_cache_memory
         max_tokens = pool_bytes // bpt
         source = "--kv-cache-memory"
         notes.append("--kv-cache-memory is taken as kv_cache_config.max_gpu_total_bytes: the estimate is skipped")
     elif hw is not None:
+        if getattr(facts, "unified_memory", False) and not in_use_b and not (req.site and req.site.non_torch_bytes):
+            raise UnsupportedError(
+                f"{hw.name or 'this GPU'} shares its memory with the CPU: TensorRT-LLM sizes the pool from "
+                "cudaMemGetInfo, which counts what the operating system and other processes hold (a public DGX Spark "
+                "log: 49 GiB outside torch, 5.95 GiB left for the cache of gpt-oss-120b); kvplan cannot know it",
+                where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before TensorRT-LLM starts) or "
+                                    "--kv-cache-memory SIZE")
+        in_use = in_use_b
         weights = max(vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp))
-        peak = vbudget.activation_peak_bytes(spec, act, stage=0, pp=1, tp=req.tp, max_num_batched_tokens=max_num_tokens,
-                                             max_num_seqs=1) - vbudget.PROFILE_BASE_BYTES
-        non_torch = NON_TORCH_ONE_GPU + (NCCL_EXTRA if req.tp > 1 else 0)
-        # T5.1: the warm-up pool: the CUDA-graph warm-up or the dummy prompts, at least max_batch_size blocks
-        dummy_len = min(max_num_tokens, req.seq - 1)
-        n_full, rest = divmod(max_num_tokens, dummy_len) if dummy_len > 0 else (0, 0)
-        dummy_blocks = n_full * cdiv(dummy_len + 1, tpb) + (cdiv(rest + 1, tpb) if rest else 0)
-        graph_blocks = cdiv(req.seq + 1, tpb) + CUDA_GRAPH_MAX_BS - 1
-        temp_blocks = max(dummy_blocks, graph_blocks, max_batch_size)
-        temp, budget_b, max_tokens = pool_tokens(hw.capacity_bytes, weights=weights, peak=peak, non_torch=non_torch,
-                                                 temp_blocks=temp_blocks, bytes_per_token=bpt,
-                                                 estimator_bytes_per_token=bpt3, tokens_per_block=tpb, fraction=frac)
-        pool_bytes = budget_b if vswa else max_tokens * bpt
-        source = "model"
-        notes.append("TensorRT-LLM profiles the peak at start-up; kvplan models the activations like vLLM's forward and "
-                     "assumes 1 GiB of non-torch memory (+ NCCL at TP >= 2): not calibrated against a TensorRT-LLM log")
-        if bpt3 < bpt:
-            notes.append(f"tp {req.tp} > KV heads: the estimator counts {bpt3:,} B per token, the pool stores {bpt:,} B "
-                         "(T3): the pool is capped by the free memory instead")
+        link = _link(facts)
+        if engine_be:
+            given = opts.get("activation_bytes")
+            activation = given if given is not None else _execution_context(spec, act, req.tp, max_num_tokens)
+            if given is None:
+                notes.append("the engine's execution context (activations, fixed by trtllm-build) is modelled from "
+                             "max_num_tokens; give --engine-option activation_bytes=SIZE (\"Allocated X MiB for "
+                             "execution context memory\") for the real one")
+            vocab = spec.vocab_size or 0
+            eb = tbudget.engine_budget(hw.capacity_bytes, weights=weights, activation=activation,
+                                       batch_x_vocab=max_batch_size * vocab, tp=req.tp,
+                                       architecture=facts.architecture if facts else None, link=link, fraction=frac,
+                                       in_use=in_use, fit=fit)
+            peak, buffers, non_torch = activation, eb.buffers_bytes, eb.context_bytes + eb.nccl_bytes
+            budget_b = eb.pool_bytes
+            max_tokens = budget_b // bpt if budget_b > 0 else 0
+            if cap_tokens is not None:
+                max_tokens = cap_tokens if rel.max_tokens_rule == "replaces" else min(max_tokens, cap_tokens)
+            if cap_bytes is not None:
+                max_tokens = min(max_tokens, cap_bytes // bpt)
+            pool_bytes = budget_b
+            band = tbudget.engine_band_bytes(eb, req.tp, link)
+            notes.append("the TensorRT-engine backend sizes the pool from what is free after the engine, its execution "
+                         "context, runtime and decoder buffers are allocated (no profiling run); kvplan models them")
+        else:
+            peak = int((vbudget.activation_peak_bytes(spec, act, stage=0, pp=1, tp=req.tp,
+                                                      max_num_batched_tokens=max_num_tokens, max_num_seqs=1)
+                        - vbudget.PROFILE_BASE_BYTES) * fit.activation_ratio)
+            if req.site is not None and req.site.activation_scale != 1:
+                peak = int(peak * req.site.activation_scale)
+            non_torch = fit.non_torch_one_gpu + (fit.nccl_extra if req.tp > 1 else 0)
+            if req.site is not None and req.site.non_torch_bytes is not None:
+                non_torch = req.site.non_torch_bytes
+            weights += fit.load_extra
+            # T5.1: the warm-up pool: the CUDA-graph warm-up or the dummy prompts, at least max_batch_size blocks
+            dummy_len = min(max_num_tokens, req.seq - 1)
+            n_full, rest = divmod(max_num_tokens, dummy_len) if dummy_len > 0 else (0, 0)
+            dummy_blocks = n_full * cdiv(dummy_len + 1, tpb) + (cdiv(rest + 1, tpb) if rest else 0)
+            graph_blocks = cdiv(req.seq + 1, tpb) + CUDA_GRAPH_MAX_BS - 1
+            temp_blocks = max(dummy_blocks, graph_blocks, max_batch_size)
+            # memory in use before start counts as non-torch memory (the profile reads device used - torch allocated)
+            temp, budget_b, max_tokens = pool_tokens(hw.capacity_bytes, weights=weights, peak=peak,
+                                                     non_torch=non_torch + in_use, temp_blocks=temp_blocks,
+                                                     bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
+                                                     tokens_per_block=tpb, fraction=frac)
+            if cap_tokens is not None:
+                max_tokens = min(max_tokens, cap_tokens)
+            if cap_bytes is not None:
+                budget_b = min(budget_b, cap_bytes)
+                max_tokens = min(max_tokens, cap_bytes // bpt3)
+            pool_bytes = budget_b if vswa else max_tokens * bpt
+            band = tbudget.pytorch_band_bytes(frac, req.tp)
+            notes.append("TensorRT-LLM profiles the peak at start-up; kvplan models the activations (kvplan's forward "
+                         "model x the ratio measured on TensorRT-LLM logs) and the memory outside torch as measured on "
+                         "TensorRT-LLM logs (docs/engines/trtllm.md)")
+            if bpt3 < bpt:
+                notes.append(f"tp {req.tp} > KV heads: the estimator counts {bpt3:,} B per token, the pool stores "
+                             f"{bpt:,} B (T3): the pool is capped by the free memory instead")
     else:
         pool_bytes = max_tokens = None
         source = "none"
         notes.append("no GPU given: the pool needs --gpu/--gpu-mem or --kv-cache-memory")
+    if hw is not None and req.kv_cache_memory is None:
+        source = "model"
+
+    def blocks_of(pool_b: int, tokens_cap: int) -> tuple[int, dict]:
+        """(primary blocks, {window: blocks}) from a pool of pool_b bytes and the max_tokens cap."""
+        if vswa:
+            if engine_be:  # BlockManager::calculateWindowSizeToShare: bytes x window x layers
+                weight = {w: Fraction(per, bpt) * (w or req.seq) * layer_counts.get(w, 1) for w, per in windows.items()}
+            else:
+                weight = {w: Fraction(1) for w in windows}
+            total_w = sum(weight.values())
+            per_window = {}
+            for w, per in windows.items():
+                share_tokens = int(Fraction(max(pool_b, 0)) * weight[w] / total_w / per)
+                per_window[w] = cdiv(share_tokens, tpb) if round_up else share_tokens // tpb
+            return (per_window[None] if None in per_window else min(per_window.values())), per_window
+        return (cdiv(tokens_cap, tpb) if round_up else tokens_cap // tpb), {}
 
     num_blocks = tokens = conc = est_len = None
     fits = max_batch = max_seq = serves = None
+    low = high = marginal = pin_flag = pinned_fits = None
     window_blocks: tuple[tuple[int, int], ...] = ()
     if max_tokens is not None:
-        if vswa:
-            share = Fraction(max(pool_bytes, 0), len(windows))
-            per_window = {w: int(share / per) // tpb for w, per in windows.items()}
-            window_blocks = tuple((w or req.seq, n) for w, n in sorted(per_window.items(), key=lambda kv: kv[0] or 0))
-            need = {w: cdiv(min(req.seq, w or req.seq), tpb) for w in windows}
-            num_blocks = per_window[None] if None in per_window else min(per_window.values())
-            conc = min(per_window[w] // need[w] for w in windows)
-            # the longest length every window's share holds once (T7 shrinks windows from the smallest up)
-            bound = min((per_window[w] * tpb if w is None else req.seq) for w in windows)
-        else:
-            num_blocks = max_tokens // tpb
-            conc = num_blocks // cdiv(req.seq, tpb)
-            bound = num_blocks * tpb
+        num_blocks, per_window = blocks_of(pool_bytes, max_tokens)
+
+        def shape(nb: int, pw: dict) -> tuple[int, int, bool]:
+            """(requests of seq at once, the longest length one request gets, fits) for a pool of nb blocks."""
+            if vswa:
+                need = {w: cdiv(min(req.seq, w or req.seq), tpb) for w in windows}
+                c = min(pw[w] // need[w] for w in windows)
+                # the longest length every window's share holds once (T7 shrinks windows from the smallest up)
+                bound = min((pw[w] * tpb if w is None else req.seq) for w in windows)
+            else:
+                c = nb // cdiv(req.seq, tpb)
+                bound = nb * tpb
+                if engine_be and nb * tpb < req.seq:
+                    # clampWindowSizesToFitAtLeastOneSequence (calculateMaxAttentionWindow, beam 1)
+                    inp = min(max_input_len, req.seq - 1)
+                    out = req.seq - inp
+                    bound = min(out + (nb - cdiv(out, tpb)) * tpb, req.seq)
+            c = min(c, max_batch_size)
+            ok = nb > 0 and bound >= req.seq
+            return c, bound, ok and req.batch <= c
+
+        window_blocks = tuple((w or req.seq, n) for w, n in sorted(per_window.items(), key=lambda kv: kv[0] or 0))
         tokens = num_blocks * tpb
-        conc = min(conc, max_batch_size)
+        conc, bound, _ = shape(num_blocks, per_window)
         starts = num_blocks > 0
         fits = starts and bound >= req.seq
         if starts and not fits:
             est_len = bound
-            notes.append(f"TensorRT-LLM starts but lowers max_seq_len to {bound:,} (\"Adjusted max_seq_len\", T7)")
+            short = PYTORCH if not engine_be else rel.engine_short_pool
+            if short:
+                notes.append(f"TensorRT-LLM starts with max_seq_len reduced to {bound:,} (\"Adjusted max_seq_len\" / "
+                             "\"maxSequenceLen is reduced to maxAttentionWindow\", T7/E5)")
+            else:
+                notes.append(f"the pool holds one request of at most {bound:,} tokens; what TensorRT-LLM {rel.version}'s "
+                             "engine runtime does then (lower max_seq_len or fail) was not read")
         max_batch = conc if fits else 0
         serves = fits and req.batch <= max_batch
         if fits and not serves:
@@ -274,28 +394,54 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             max_seq = max(longest(fits_at, 1, spec.max_context or MAX_TOKENS), 0)
         if not starts:
             notes.append("no memory is left for the KV cache after the weights and the profiled peak")
+        if source == "--kv-cache-memory":
+            low = high = pool_bytes
+        elif source == "model":
+            low, high = pool_bytes - band, pool_bytes + band
+
+            def edge(pool_b: int) -> tuple[int, dict]:
+                cap = max(pool_b, 0) // (bpt if engine_be else bpt3)
+                if cap_tokens is not None:
+                    cap = min(cap, cap_tokens)
+                return blocks_of(pool_b, cap)
+
+            lo_nb, lo_pw = edge(low)
+            hi_nb, hi_pw = edge(high)
+            marginal = shape(lo_nb, lo_pw)[2] != shape(hi_nb, hi_pw)[2]
+            if lo_nb > 0:
+                pin_flag = f"kv_cache_config: {{max_tokens: {lo_nb * tpb}}}"
+                pinned_fits = shape(lo_nb, lo_pw)[2]
     per_gpu = None
     if hw is not None and weights is not None:
         pool = (tokens or 0) * bpt if not vswa else max(pool_bytes, 0)
+        other = (peak or 0) + (non_torch or 0) + (buffers or 0) + (in_use or 0)
         per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=hw.capacity_bytes, weights_bytes=weights,
-                         cache_bytes=pool, reserved_bytes=peak + non_torch,
-                         free_bytes=hw.capacity_bytes - weights - peak - non_torch - pool)
+                         cache_bytes=pool, reserved_bytes=other, free_bytes=hw.capacity_bytes - weights - other - pool)
     all_windows = [t2(layers) for layers in stages]
     kv_one = req.tp * sum(per * cdiv(min(req.seq, w or req.seq), tpb) * tpb for st in all_windows for w, per in st.items())
-    result = TrtllmEstimate(
+    return TrtllmEstimate(
         **common, kv_bytes=kv_one * req.batch, state_bytes=0, cache_bytes=kv_one * req.batch,
         weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch, max_seq=max_seq, notes=tuple(notes),
-        **verdict_terms(fits, serves), tokens_per_block=tpb, bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
-        free_gpu_memory_fraction=None if source == "none" else str(float(frac)), weights_per_gpu_bytes=weights,
-        activation_peak_bytes=peak, non_torch_bytes=non_torch, temporary_pool_bytes=temp, kv_budget_bytes=budget_b,
-        available_kv_bytes=pool_bytes, available_kv_bytes_low=pool_bytes if source == "--kv-cache-memory" else None,
-        available_kv_bytes_high=pool_bytes if source == "--kv-cache-memory" else None, marginal=None, max_tokens=max_tokens, num_blocks=num_blocks, kv_cache_tokens=tokens,
-        window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(),
+        **verdict_terms(fits, serves), trtllm_version=rel.version, backend=be, tokens_per_block=tpb,
+        bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
+        free_gpu_memory_fraction=None if source == "none" else str(float(frac)), max_batch_size=max_batch_size,
+        max_num_tokens=max_num_tokens, weights_per_gpu_bytes=weights, activation_peak_bytes=peak,
+        non_torch_bytes=non_torch, engine_buffers_bytes=buffers, in_use_bytes=in_use, temporary_pool_bytes=temp,
+        kv_budget_bytes=budget_b, available_kv_bytes=pool_bytes, available_kv_bytes_low=low,
+        available_kv_bytes_high=high, marginal=marginal, max_tokens=max_tokens, num_blocks=num_blocks,
+        kv_cache_tokens=tokens, window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len,
+        budget_source=source, suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits,
     )
-    return result
 
 
-def read_kv_dtype(req: EngineRequest) -> DType:
-    """The request's kv_cache_config.dtype as TensorRT-LLM reads it."""
-    return kv_dtype(req, KV_DTYPES, engine="TensorRT-LLM", flag="kv_cache_config.dtype")
+def _link(facts) -> str | None:
+    from kvplan.engines.sglang.budget import link_class
+
+    return link_class(getattr(facts, "interconnect", None))
+
+
+def _execution_context(spec, act: DType, tp: int, max_num_tokens: int) -> int:
+    """The engine's activation memory when trtllm-build's figure is not given: kvplan's forward model of
+    max_num_tokens tokens (vLLM's, the widest point of one decoder layer), an assumption."""
+    return vbudget.activation_peak_bytes(spec, act, stage=0, pp=1, tp=tp, max_num_batched_tokens=max_num_tokens,
+                                         max_num_seqs=1) - vbudget.PROFILE_BASE_BYTES

@@ -13,7 +13,8 @@ def _util_max(result: VllmEstimate) -> Fraction | None:
     budget = result.workers[0].budget if result.workers else None
     if budget is None:
         return None
-    return Fraction((budget.total_bytes - budget.context_bytes) * 100 // budget.total_bytes, 100)
+    free = budget.total_bytes - budget.context_bytes - budget.memory_in_use_bytes
+    return Fraction(max(free, 0) * 100 // budget.total_bytes, 100)
 
 
 ENGINE = Engine(
@@ -21,7 +22,7 @@ ENGINE = Engine(
     flags=EngineFlags("--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8", "--gpu-memory-utilization",
                       "--kv-cache-memory-bytes"),
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
-    util_max=_util_max,
+    util_max=_util_max, takes_gpu_reserved=True,
 )
 
 __all__ = ["ENGINE", "estimate", "VllmEstimate"]

@@ -1,35 +1,36 @@
 """vLLM (v1 engine): what `vllm serve` will make of a model and its flags. Pure.
 
-Mirrors vLLM 0.33.0 by default and 0.19.0 with `version="0.19"` (the version of the 42 real logs in
-tests/data/vllm_logs); docs/engines/vllm.md gives every rule with the vLLM file and function it was read
-from, and section 9 there lists what differs between the two. In short:
+Mirrors the release line of `--engine-version` (kvplan/engines/vllm/releases.py: 0.10 ... 0.33, default the
+newest); docs/engines/vllm.md gives every rule with the vLLM file and function it was read from. In short:
 
 - per-layer page (one block of B tokens): B x KV heads per TP rank x (head_dim + v_head_dim) x dtype bytes
   for full, sliding and chunked-local attention; B x (kv_lora_rank + qk_rope_head_dim) x dtype bytes for MLA
   (not split by TP); the recurrent state for Mamba / linear attention, padded to the attention page in hybrids,
-  whose attention block grows until one page holds a state (0.19: model_executor/models/config.py
-  HybridAttentionMambaModelConfig, 16-token steps; 0.33: platforms/interface.py _align_hybrid_block_size,
-  64-token steps for Qwen3-Next / Qwen3.5 GDN layers under FlashInfer's GDN prefill with prefix caching);
+  whose attention block grows until one page holds a state (until 0.19: model_executor/models/config.py
+  HybridAttentionMambaModelConfig, 16-token steps; 0.20+: platforms/interface.py _align_hybrid_block_size,
+  64-token steps for Qwen3-Next / Qwen3.5 GDN layers under FlashInfer's GDN prefill with prefix caching in 0.33);
 - layers are grouped (v1/core/kv_cache_utils.py get_kv_cache_groups): one group when every layer is alike;
-  otherwise one bucket per layer spec, a group size of the smallest bucket (the largest when it is < 1.5x the
-  smallest), buckets split into groups of that size and padded ("Add N padding layers");
+  otherwise one bucket per layer spec, a group size of the smallest bucket (0.12+: the largest when it is < 1.25x,
+  0.18+ < 1.5x the smallest), buckets split into groups of that size and padded ("Add N padding layers");
 - one pool: num_gpu_blocks = available // (group size x page), the minimum over workers (PP stages);
 - a request of max_model_len M needs, per group, cdiv(M, B) blocks (full, MLA), cdiv(min(W - 1 +
   tokens in flight, M), B) + 1 (sliding window W), cdiv(min(C + tokens in flight, M), B) (chunked-local
-  attention of chunk C, Llama 4), 1 (Mamba; with prefix caching, on by default for 0.33 hybrids, 2, and 3
-  for GDN layers that export prefill checkpoints);
-- logged: "GPU KV cache size: N tokens" (0.19: num_gpu_blocks // groups x B; 0.33: int(concurrency x M)),
+  attention of chunk C, Llama 4; charged the whole length in 0.10.1-0.13), 1 (Mamba; with prefix caching, on by
+  default for hybrids from 0.26, 2, and 3 for GDN layers that export prefill checkpoints in 0.33);
+- logged: "GPU KV cache size: N tokens" (until 0.19: num_gpu_blocks // groups x B; 0.20+: int(concurrency x M)),
   "Maximum concurrency for M tokens per request: X.XXx" (num_gpu_blocks / blocks per request), or the
-  does-not-fit error with the estimated maximum model length (binary search; 0.33 keeps one block back).
+  does-not-fit error with the estimated maximum model length (binary search; 0.29+ keep one block back).
 
-The budget (`available`) is modelled in budget.py unless --kv-cache-memory gives it.
+The budget (`available`) is modelled in budget.py unless --kv-cache-memory gives it; a modelled budget carries a
+band (available_kv_bytes_low / _high) from the measured leave-out error of its terms. vLLM on ROCm and on GPUs
+whose memory the host shares (GH200, GB200, DGX Spark) is not predicted (exit 3) unless the budget is given.
 
 What the contract's fields mean here: `starts` says whether vLLM would start and serve one request of
 max_model_len (`seq`); `max_batch` is how many sequences of `seq` tokens the pool holds at once, the null
 block left out ((num_gpu_blocks - 1) // blocks per request), capped at max_num_seqs; `fits` = `starts` and
 `batch` <= `max_batch` (DESIGN.md: "whether the request shape fits"; the same as `starts` at --batch 1, the
 default); `max_seq` is the longest max_model_len at which vLLM starts and holds `batch` such sequences,
-capped at the model's context.
+capped at the model's context; `marginal` says the verdict differs at the two edges of the band.
 """
 
 from __future__ import annotations
@@ -54,8 +55,8 @@ from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.budget import VllmBudget
 from kvplan.engines.vllm.releases import Release
 
-ENGINE_VERSION = "vLLM 0.33.0, v1 engine (0.19.0 rules with the version switch)"
-DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (both versions)
+ENGINE_VERSION = "vLLM v1 engine, release lines 0.10-0.33 (--engine-version; default the newest)"
+DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (every release line)
 
 # --kv-cache-dtype spellings vLLM takes (config/cache.py CacheDType) and what they store; '' = the model dtype.
 # fp8 means e4m3 on NVIDIA. fp8_inc / fp8_ds_mla and 0.33's packed formats are not modelled.
@@ -112,7 +113,8 @@ class VllmEstimate(EngineEstimate):
     available_kv_bytes and bytes_per_block: of the worker that sizes the pool; budget_source "model" is
     budget.py."""
 
-    vllm_version: str
+    vllm_version: str  # the release line whose rules applied ("0.18-0.19")
+    vllm_release: str  # the release they were applied for ("0.19.1")
     block_size: int
     max_num_batched_tokens: int
     max_num_seqs: int
@@ -132,6 +134,15 @@ class VllmEstimate(EngineEstimate):
     non_torch_bytes: int | None
     cuda_graph_bytes: int | None
     cuda_graph_subtracted: bool | None
+    moe_workspace_bytes: int | None  # the fused-MoE workspace inside activation_peak_bytes
+    budget_uncertainty_bytes: int | None  # the band's half width (available_kv_bytes_low / _high)
+    budget_edge: str | None  # "low" / "high": the pool was sized at that edge of the band (check's pessimistic view)
+    # --kv-cache-memory-bytes that makes vLLM's pool exactly num_gpu_blocks (None: the release has no such option or
+    # the budget is not modelled), whether weights + activations + non-torch + graphs fit beside it on every GPU, and
+    # the bytes to spare on the tightest
+    pinned_kv_cache_memory_bytes: int | None
+    pinned_fits_beside: bool | None
+    pinned_spare_bytes: int | None
     workers: tuple[VllmWorker, ...]
     log_lines: tuple[str, ...]  # what vLLM would log about the cache
     refusal: str | None  # why vLLM refuses to start although the pool would hold the request, in its terms
@@ -165,8 +176,10 @@ class VllmEstimate(EngineEstimate):
 def refusal(b: VllmBudget, *, multi_gpu: bool) -> str:
     """vLLM's start-up refusal when the memory free at the init snapshot is below the memory asked for
     (v1/worker/utils.py request_memory)."""
+    in_use = f" and the {b.memory_in_use_bytes:,} B already in use" if b.memory_in_use_bytes else ""
     return (f"vLLM refuses to start: {b.gpu_memory_utilization} x {b.total_bytes:,} B requested is more than the "
-            f"{b.total_bytes - b.context_bytes:,} B free after the CUDA context" + (" and NCCL" if multi_gpu else "")
+            f"{b.total_bytes - b.context_bytes - b.memory_in_use_bytes:,} B free after the CUDA context"
+            + (" and NCCL" if multi_gpu else "") + in_use
             + " (\"Free memory on device ... is less than desired GPU memory utilization\")")
 
 
@@ -248,9 +261,15 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release) -
             block_size = needed
         mamba_page = block_size * per_token  # "Padding mamba page size by X%"
     specs: dict[int, _Spec] = {}
+    chunked_as_full = not rel.chunked_local_hybrid and any(layer.kind == CHUNKED for _, layer in attn)
+    if chunked_as_full:
+        notes.append(f"vLLM {rel.version} turns its hybrid KV cache manager off for chunked-local attention "
+                     "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0 in 0.10.1-0.13): those layers "
+                     "are charged the whole max_model_len")
     for i, layer in attn:
-        window = layer.window if layer.kind in WINDOWED_KINDS else None
-        specs[i] = _Spec(layer.kind, window, block_size, block_size * layer_token_bytes(layer, kv, tp))
+        kind = FULL if chunked_as_full and layer.kind == CHUNKED else layer.kind
+        window = layer.window if kind in WINDOWED_KINDS else None
+        specs[i] = _Spec(kind, window, block_size, block_size * layer_token_bytes(layer, kv, tp))
     if state:
         if any(layer_state_bytes(layer, tp) != layer_state_bytes(state[0][1], tp) for _, layer in state) and attn:
             raise UnsupportedError("Mamba layers with different state sizes in one hybrid model are not modelled",
@@ -280,7 +299,7 @@ def _mamba_cache_mode(req: EngineRequest, rel: Release, *, hybrid: bool) -> tupl
                                hint="judge it without prefix caching")
     notes = []
     checkpoint = None
-    if req.spec.architecture in GDN_CHECKPOINT_ARCHITECTURES:
+    if rel.gdn_prefill_checkpoints and req.spec.architecture in GDN_CHECKPOINT_ARCHITECTURES:
         from kvplan.model.catalog import find_gpu
 
         name = req.hardware.name if req.hardware is not None else None
@@ -299,9 +318,34 @@ def _mamba_cache_mode(req: EngineRequest, rel: Release, *, hybrid: bool) -> tupl
     return held, checkpoint, notes
 
 
+def _default_block_size(req: EngineRequest, rel: Release) -> tuple[int, list[str]]:
+    """The block size vLLM picks when --block-size is not given: 16, except MLA models, whose attention backend
+    decides by GPU (platforms/cuda.py; releases.Release.mla_block_hopper / mla_block_sm10x)."""
+    if not any(layer.kind == MLA for layer in req.spec.layer_specs):
+        return DEFAULT_BLOCK_SIZE, []
+    facts = req.hardware.facts if req.hardware is not None else None
+    cc = facts.compute_capability if facts is not None else None
+    if cc is None:
+        return DEFAULT_BLOCK_SIZE, ["MLA: no GPU named, block size 16 assumed; on Hopper vLLM 0.10-0.17 picks FlashMLA "
+                                    "(64), on SM10x CUTLASS / FlashInfer MLA (128 / 64 / 32 by release): give --gpu or "
+                                    "--block-size"]
+    major = int(cc.split(".")[0]) if not cc.startswith("gfx") else None
+    if major == 9:
+        size = rel.mla_block_hopper
+        why = "FlashMLA (64 tokens)" if size == 64 else "FLASH_ATTN_MLA, first on Hopper (16)"
+    elif major == 10:
+        size = rel.mla_block_sm10x
+        why = {128: "CUTLASS MLA (128 tokens)", 64: "FlashInfer MLA (64 tokens)", 32: "FlashInfer MLA (32 tokens)"}[size]
+    else:
+        return DEFAULT_BLOCK_SIZE, []
+    return size, [f"MLA on {req.hardware.name}: vLLM {rel.version} picks {why} unless told otherwise "
+                  "(platforms/cuda.py); pass --block-size if your attention backend differs"]
+
+
 def _layout(req: EngineRequest, kv: DType, rel: Release) -> _Layout:
-    block_size = req.block_size or DEFAULT_BLOCK_SIZE
+    block_size, block_notes = (req.block_size, []) if req.block_size else _default_block_size(req, rel)
     block_size, specs, notes = _layer_specs(req, kv, block_size, rel)
+    notes = block_notes + notes
     if not specs:
         raise UnsupportedError("the model has no layer with a KV cache or state; vLLM treats it as attention-free",
                                where=req.spec.source or req.spec.name)
@@ -311,21 +355,25 @@ def _layout(req: EngineRequest, kv: DType, rel: Release) -> _Layout:
         return _Layout(block_size, specs, [(specs[order[0]], order)], False, [], 0, notes)
     families = {(s.family, s.window) for s in distinct}
     if len(families) == 1 and len({s.block_size for s in distinct}) == 1:
+        if not rel.uniform_type_groups:
+            raise UnsupportedError(f"vLLM {rel.version} has no KV-cache group for layers of one kind with different page "
+                                   "sizes (UniformTypeKVCacheSpecs came in 0.11; 0.10 raises NotImplementedError)",
+                                   where=req.spec.source or req.spec.name, hint="judge it as vLLM 0.11 or newer")
         # UniformTypeKVCacheSpecs: one group; a block holds every layer's own page
         return _Layout(block_size, specs, [(specs[order[0]], order)], True, [], 0, notes)
-    # hybrid: unify page sizes (kv_cache_utils.py unify_kv_cache_spec_page_size)
+    # hybrid: unify page sizes (kv_cache_utils.py unify_kv_cache_spec_page_size, 0.12+; 0.10-0.11 need them equal)
     top = max(s.page for s in distinct)
     unified: dict[_Spec, _Spec] = {}
     for s in distinct:
         if s.page == top:
             unified[s] = s
-        elif top % s.page == 0 and s.kind != MAMBA:
+        elif top % s.page == 0 and s.kind != MAMBA and rel.page_unification != "equal":
             unified[s] = dataclasses.replace(s, block_size=s.block_size * (top // s.page), page=top)
         elif rel.pads_uneven_pages and s.kind != MLA:
             unified[s] = dataclasses.replace(s, page=top)  # 0.33 pads the page instead
         else:
-            raise UnsupportedError(f"vLLM {rel.line} cannot unify KV pages of {s.page:,} and {top:,} bytes in one model "
-                                   "(NotImplementedError in unify_kv_cache_spec_page_size)",
+            raise UnsupportedError(f"vLLM {rel.version} cannot unify KV pages of {s.page:,} and {top:,} bytes in one "
+                                   "model (NotImplementedError in get_kv_cache_config / unify_kv_cache_spec_page_size)",
                                    where=req.spec.source or req.spec.name)
     specs = {i: unified[specs[i]] for i in order}
     buckets: dict[_Spec, list[int]] = {}
@@ -333,7 +381,7 @@ def _layout(req: EngineRequest, kv: DType, rel: Release) -> _Layout:
         buckets.setdefault(specs[i], []).append(i)
     sizes = [len(v) for v in buckets.values()]
     group_size = min(sizes)
-    if max(sizes) < 1.5 * min(sizes):
+    if rel.group_size_max_within is not None and max(sizes) < rel.group_size_max_within * min(sizes):
         group_size = max(sizes)
     groups, warnings, padding = [], [], 0
     for s, layers in buckets.items():
@@ -381,22 +429,93 @@ def _blocks_per_request(layout: _Layout, max_model_len: int, in_flight: int) -> 
 
 def _in_flight(rel: Release, mnbt: int, pp: int) -> int:
     """Tokens scheduled but not settled, which sliding layers keep beyond the window: max_num_batched_tokens
-    in 0.19; max_concurrent_batches x max_num_batched_tokens in 0.33 (config/vllm.py max_in_flight_tokens:
-    async scheduling on the V2 model runner, both defaults, runs pp + 1 batches at once)."""
-    return (pp + 1) * mnbt if rel.async_scheduling else mnbt
+    until 0.25; max_concurrent_batches x max_num_batched_tokens from 0.26 (config/vllm.py max_in_flight_tokens): the
+    V1 model runner with async scheduling (on by default from 0.14, off with PP) runs 2 batches at PP 1, else PP;
+    the V2 model runner (0.29+ default) pp + 1."""
+    if rel.in_flight == "v2_async":
+        return (pp + 1) * mnbt
+    if rel.in_flight == "v1_async":
+        return (2 if pp == 1 else pp) * mnbt
+    return mnbt
 
 
 # --------------------------------------------------------------------------------------------- estimate
 
+def _check_device(req: EngineRequest, rel: Release) -> None:
+    """Devices whose budget kvplan does not predict (exit 3), unless --kv-cache-memory gives the budget."""
+    facts = req.hardware.facts if req.hardware is not None else None
+    if facts is None or req.kv_cache_memory is not None:
+        return
+    if facts.rocm:
+        raise UnsupportedError(
+            f"vLLM's memory budget on ROCm ({facts.name}) is not modelled: its attention backends (ROCm Triton / AITER), "
+            "fused-MoE kernels (AITER), sampler and memory accounting (the CUDA-graph estimate only from 0.26) differ "
+            "from CUDA's, and no ROCm start-up log that splits the budget was available to check them",
+            where="--gpu", hint="give --kv-cache-memory SIZE (vLLM's --kv-cache-memory-bytes): the blocks are then exact")
+    in_use = (req.site.memory_in_use_bytes if req.site is not None else 0) + (req.gpu_reserved_bytes or 0)
+    if facts.unified_memory and not in_use:
+        raise UnsupportedError(
+            f"{facts.name} shares its memory with the host: vLLM sizes its budget from the total "
+            f"({facts.capacity_bytes / 2**30:.2f} GiB) but starts only if that much is free, and what is free depends on "
+            "what the host and other processes use, which kvplan cannot see",
+            where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before vLLM starts) or --kv-cache-memory "
+                                "SIZE, or a site profile fitted by kvplan calibrate on one of this machine's logs")
+
+
+def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
+                notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
+    """The modelled budget of one GPU per pipeline stage for a request with a GPU, resolved as estimate resolves it
+    (the release's defaults for the scheduler limits and the utilization; the site profile's terms). `constants`
+    other than the fitted ones serve the benchmark's leave-one-log-out fits."""
+    rel = releases.release(req.engine_version)
+    hw = req.hardware
+    mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
+                                                        hw.capacity_bytes, hw.name, rel)
+    util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util
+    site = req.site if req.site is not None and req.site.engine in (None, "vllm") else None
+    return budget_model.vllm_budgets(req.spec, weight_fmt=req.weight_fmt, model_dtype=model_dtype(req), tp=req.tp,
+                                     pp=req.pp, total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
+                                     max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
+                                     expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
+                                     notes=notes)
+
+
+def _workers(shapes: list[_WorkerShape], available: list[int], budgets, layout: _Layout, blocks_req: int,
+             in_flight: int, reserve_null: bool, seq: int) -> list[VllmWorker]:
+    out = []
+    for shape, avail in zip(shapes, available):
+        need = shape.bytes_per_block * blocks_req
+        room = avail - (shape.bytes_per_block if reserve_null else 0)
+        ok = avail > 0 and need <= room
+        est_len = None
+        if avail > 0 and not ok:
+            est_len = longest(lambda m: shape.bytes_per_block * _blocks_per_request(layout, m, in_flight) <= room, 1, seq)
+        out.append(VllmWorker(stage=shape.stage, layers=shape.layers, group_size=shape.group_size,
+                              bytes_per_block=shape.bytes_per_block, available_kv_bytes=avail,
+                              num_blocks=max(avail // shape.bytes_per_block, 0), needed_kv_bytes=need, fits=ok,
+                              estimated_max_model_len=est_len, budget=budgets[shape.stage] if budgets else None))
+    return out
+
+
+def _holds(workers: list[VllmWorker], blocks_req: int, batch: int, max_seqs: int) -> bool:
+    """The request shape fits a pool of these workers (start, one request of max_model_len, `batch` at once)."""
+    if not all(w.fits for w in workers):
+        return False
+    blocks = min(w.num_blocks for w in workers)
+    return batch <= min(max(blocks - 1, 0) // blocks_req, max_seqs)
+
+
 def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: bool = False) -> VllmEstimate:
     """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
-    None when search_max_seq is False: _longest_seq re-runs the estimate that way)."""
+    None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
+    "high" a modelled budget is taken at that edge of its band (check judges by the low edge)."""
     if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
         return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
     rel = releases.release(req.engine_version)
     spec = req.spec
     if req.batch < 1:
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
+    _check_device(req, rel)
     kv = read_kv_dtype(req)
     act = model_dtype(req)
     layout = _layout(req, kv, rel)
@@ -422,14 +541,21 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util
 
     budgets: tuple[VllmBudget, ...] | None = None
+    edges: tuple[list[int], list[int]] | None = None
     if req.kv_cache_memory is not None:
         available = [req.kv_cache_memory] * req.pp
         source = "--kv-cache-memory"
+        if not rel.kv_cache_memory_option:
+            notes.append(f"vLLM {rel.version} has no --kv-cache-memory-bytes (it came in 0.10.2): the given KV memory "
+                         "is taken as what its budget would leave")
     elif hw is not None:
-        budgets = budget_model.vllm_budgets(spec, weight_fmt=req.weight_fmt, model_dtype=act, tp=req.tp, pp=req.pp,
-                                            total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
-                                            max_num_seqs=max_seqs, release=rel)
-        available = [b.available_bytes for b in budgets]
+        budget_notes: list[str] = []
+        budgets = budgets_for(req, notes=budget_notes)
+        notes += budget_notes
+        nominal = [b.available_bytes for b in budgets]
+        edges = ([b.available_bytes - b.uncertainty_bytes for b in budgets],
+                 [b.available_bytes + b.uncertainty_bytes for b in budgets])
+        available = {"low": edges[0], "high": edges[1]}.get(req.budget_edge or "", nominal)
         source = "model"
     else:
         available = None
@@ -438,19 +564,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     reserve_null = rel.null_block_reserved_before_fit
     workers: list[VllmWorker] = []
     if available is not None:
-        for shape, avail in zip(shapes, available):
-            need = shape.bytes_per_block * blocks_req
-            room = avail - (shape.bytes_per_block if reserve_null else 0)
-            ok = avail > 0 and need <= room
-            est_len = None
-            if avail > 0 and not ok:
-                est_len = longest(lambda m: shape.bytes_per_block * _blocks_per_request(layout, m, in_flight) <= room,
-                                  1, req.seq)
-            workers.append(VllmWorker(stage=shape.stage, layers=shape.layers, group_size=shape.group_size,
-                                      bytes_per_block=shape.bytes_per_block, available_kv_bytes=avail,
-                                      num_blocks=max(avail // shape.bytes_per_block, 0), needed_kv_bytes=need, fits=ok,
-                                      estimated_max_model_len=est_len,
-                                      budget=budgets[shape.stage] if budgets else None))
+        workers = _workers(shapes, available, budgets, layout, blocks_req, in_flight, reserve_null, req.seq)
 
     groups = _public_groups(layout, req.seq, in_flight)
     common = request_terms(req, kv, engine="vllm", engine_version=ENGINE_VERSION)
@@ -465,6 +579,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     fits = max_batch = max_seq = serves = None
     binding = None
     refused = None
+    marginal = None
+    low_kv = high_kv = None
     log_lines: list[str] = list(f"WARNING {w}" for w in layout.padding_warnings)
     if workers:
         binding = min(workers, key=lambda w: (w.num_blocks, w.stage))
@@ -513,10 +629,24 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
             max_seq = 0
         elif search_max_seq:
             max_seq = _longest_seq(req, layout, workers, in_flight, reserve_null, (mnbt, max_seqs), rel)
+        if edges is not None:
+            band = binding.budget.uncertainty_bytes
+            centre = binding.available_kv_bytes + {"low": band, "high": -band}.get(req.budget_edge or "", 0)
+            low_kv, high_kv = centre - band, centre + band
+            at = [_holds(_workers(shapes, e, budgets, layout, blocks_req, in_flight, reserve_null, req.seq), blocks_req,
+                         req.batch, max_seqs) and starts and not too_long for e in edges]
+            marginal = at[0] != at[1]
+            if marginal:
+                notes.append(f"marginal: the budget's band ({_gib(low_kv)}-{_gib(high_kv)} GiB of KV memory, the measured "
+                             f"error of its terms) holds the request shape at its high edge but not at its low edge")
+        elif source == "--kv-cache-memory":
+            low_kv = high_kv = binding.available_kv_bytes
+            marginal = False
     if source == "none":
         notes.append("no GPU given: blocks, tokens and concurrency need --gpu/--gpu-mem or --kv-cache-memory")
 
     per_gpu = None
+    pin = pin_fits = pin_spare = None
     if hw is not None and binding is not None:
         b = binding.budget
         pool = binding.num_blocks * binding.bytes_per_block
@@ -526,6 +656,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
                              weights_bytes=b.weights_bytes, cache_bytes=pool,
                              reserved_bytes=hw.capacity_bytes - b.requested_bytes,
                              free_bytes=b.requested_bytes - non_kv - pool)
+            if rel.kv_cache_memory_option and binding.num_blocks > 0:
+                pin, pin_fits, pin_spare = _pin(workers, binding.num_blocks, hw.capacity_bytes)
         else:
             weights_gpu = cdiv(weights_total, req.tp * req.pp)
             per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=weights_gpu + binding.available_kv_bytes,
@@ -547,32 +679,33 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
             notes.append(f"chunked-local layers hold the current chunk plus the tokens in flight ({c:,} + {in_flight:,} "
                          "tokens a request), not the whole max_model_len; with EAGLE or VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_"
                          "HYBRID_KV_CACHE=0 vLLM turns its hybrid KV cache manager off and charges them the whole length")
-    if any(s.kind == MLA for s in layout.specs.values()):
-        notes.append("MLA with FlashMLA (block size 64) or CUTLASS MLA (128) changes the block size; pass --block-size "
-                     "if your backend is one of them")
     if budgets is not None:
-        notes.append("budget terms are modelled (vLLM measures them at start-up); constants calibrated on vLLM 0.19.0 "
-                     "logs from H100 80GB (docs/engines/calibration.md)")
+        notes.append(f"budget terms are modelled for vLLM {rel.version} (vLLM measures them at start-up); its constants "
+                     "were measured on public start-up logs, the band is their leave-out error "
+                     "(docs/engines/calibration.md)" + (f"; from the site profile: {', '.join(b0.site_terms)}"
+                                                         if b0 is not None and b0.site_terms else ""))
 
     result = VllmEstimate(
         **common, kv_bytes=kv_per_request * req.batch, state_bytes=state_per_request * req.batch,
         cache_bytes=per_request * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
         max_seq=max_seq, notes=tuple(notes), **verdict_terms(fits, serves), vllm_version=rel.line,
-        block_size=layout.block_size, max_num_batched_tokens=mnbt, max_num_seqs=max_seqs,
+        vllm_release=rel.version, block_size=layout.block_size, max_num_batched_tokens=mnbt, max_num_seqs=max_seqs,
         gpu_memory_utilization=budget_model._fraction_text(util) if source == "model" else None,
         kv_cache_groups=groups, padding_layers=layout.padding_layers, padding_warnings=tuple(layout.padding_warnings),
         group_size=binding.group_size if binding else shapes[0].group_size,
         bytes_per_block=binding.bytes_per_block if binding else None, blocks_per_request=blocks_req,
         available_kv_bytes=binding.available_kv_bytes if binding else None,
-        available_kv_bytes_low=binding.available_kv_bytes if binding and source == "--kv-cache-memory" else None,
-        available_kv_bytes_high=binding.available_kv_bytes if binding and source == "--kv-cache-memory" else None,
-        marginal=None, num_gpu_blocks=num_blocks,
+        available_kv_bytes_low=low_kv, available_kv_bytes_high=high_kv, marginal=marginal, num_gpu_blocks=num_blocks,
         kv_cache_tokens=tokens, max_concurrency=concurrency, estimated_max_model_len=est_len, budget_source=source,
+        budget_edge=req.budget_edge if source == "model" and req.budget_edge in ("low", "high") else None,
         requested_bytes=b0.requested_bytes if b0 else None, weights_per_gpu_bytes=b0.weights_bytes if b0 else None,
         activation_peak_bytes=b0.activation_peak_bytes if b0 else None,
         non_torch_bytes=b0.non_torch_bytes if b0 else None, cuda_graph_bytes=b0.cuda_graph_bytes if b0 else None,
-        cuda_graph_subtracted=b0.cuda_graph_subtracted if b0 else None, workers=tuple(workers),
-        log_lines=tuple(log_lines), refusal=refused, suggestions=(),
+        cuda_graph_subtracted=b0.cuda_graph_subtracted if b0 else None,
+        moe_workspace_bytes=b0.moe_workspace_bytes if b0 else None,
+        budget_uncertainty_bytes=b0.uncertainty_bytes if b0 else None,
+        pinned_kv_cache_memory_bytes=pin, pinned_fits_beside=pin_fits, pinned_spare_bytes=pin_spare,
+        workers=tuple(workers), log_lines=tuple(log_lines), refusal=refused, suggestions=(),
     )
     return result
 
@@ -587,12 +720,11 @@ def _given_pool_on_the_gpu(req: EngineRequest, result: VllmEstimate) -> VllmEsti
     non-torch memory and the CUDA graphs, each modelled as for the budget; beyond that it is a definite no."""
     rel = releases.release(req.engine_version)
     hw = req.hardware
-    whole_gpu = budget_model.vllm_budgets(req.spec, weight_fmt=req.weight_fmt, model_dtype=model_dtype(req), tp=req.tp,
-                                          pp=req.pp, total_bytes=hw.capacity_bytes, util=Fraction(1),
-                                          max_num_batched_tokens=result.max_num_batched_tokens,
-                                          max_num_seqs=result.max_num_seqs, release=rel)
-    b = min(whole_gpu, key=lambda x: x.total_bytes - x.context_bytes - x.non_kv_bytes - x.cuda_graph_bytes)
-    room = b.total_bytes - b.context_bytes - b.non_kv_bytes - b.cuda_graph_bytes
+    whole_gpu = budgets_for(dataclasses.replace(req, kv_cache_memory=None, gpu_util=Fraction(1),
+                                                max_num_batched_tokens=result.max_num_batched_tokens,
+                                                max_num_seqs=result.max_num_seqs))
+    b = min(whole_gpu, key=lambda x: x.total_bytes - x.memory_in_use_bytes - x.context_bytes - x.beside_pool_bytes)
+    room = b.total_bytes - b.memory_in_use_bytes - b.context_bytes - b.beside_pool_bytes
     usable = room + b.weights_bytes
     pool = result.per_gpu.cache_bytes if result.per_gpu else req.kv_cache_memory
     per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=usable, weights_bytes=b.weights_bytes,
@@ -604,6 +736,18 @@ def _given_pool_on_the_gpu(req: EngineRequest, result: VllmEstimate) -> VllmEsti
            "the CUDA graphs (modelled); it would run out of memory allocating the cache")
     return dataclasses.replace(result, per_gpu=per_gpu, **verdict_terms(False, False), max_batch=0, max_seq=0,
                                refusal=why, notes=result.notes + (why,))
+
+
+def _pin(workers: list[VllmWorker], blocks: int, capacity: int) -> tuple[int, bool, int]:
+    """The --kv-cache-memory-bytes that makes vLLM's pool exactly `blocks` blocks, whether the weights, activation
+    peak, non-torch memory, CUDA graphs and CUDA context fit beside that pool on every GPU, and the bytes to spare
+    on the tightest one. vLLM gives every worker the same bytes (gpu_worker.py determine_available_memory returns
+    kv_cache_memory_bytes) and keeps the minimum of their block counts, so the value is `blocks` times the largest
+    bytes per block of any worker: that worker gets exactly `blocks`, the others at least as many."""
+    pin = blocks * max(w.bytes_per_block for w in workers)
+    spare = min(capacity - w.budget.memory_in_use_bytes - w.budget.context_bytes - w.budget.beside_pool_bytes - pin
+                for w in workers)
+    return pin, spare >= 0, spare
 
 
 def _state_bytes_per_request(layout: _Layout, shapes: list[_WorkerShape], tp: int) -> int:

@@ -2,114 +2,324 @@
 the release it changed in and the vLLM file it was read from. Every consumer (the engine, the budget, the
 `vllm serve` option table, check, calibrate) asks this registry; a version string is parsed here only.
 
-A line is named by its first two numbers ("0.19") and mirrors one release whose source was read (`mirrors`);
-any release of the line ("0.19.1", "v0.19.5rc1") gets its rules.
+Read from each release's own wheel (`pip download --no-deps vllm==X`, the `.py` files; the studied releases are
+listed in /work/research/vllm/releases.md and, for the option tables, in kvplan/data/vllm_options/). Citations are
+`file:function` under `vllm/`. A line is what users run ("0.18-0.19"); where a rule changed inside a line (a patch
+release), PATCHES says so and `release(version)` applies it, so the rules object of "0.10.1.1" is exact for that
+release. A rule first seen in a studied release X is dated to the first release of X's line when the releases
+between were not read (e.g. the 0.20 line's rules come from 0.20.2; 0.20.0 and 0.20.1 were not read).
+
+Releases before 0.10 are refused (exit 3), not guessed: 0.6-0.7 run the V0 engine (a profile of one batch of the
+whole max_model_len while chunked prefill is off below 32K, CPU swap blocks, its own block count), and 0.8-0.9 the
+first V1 releases, whose budget counts absolute peaks (CUDA context and weights inside) and that fall back to V0
+for many features; neither shares the 0.10+ budget or layout rules. Releases newer than the newest line are
+refused too: their rules were not read.
+
+Adding a release line: one Release below (a copy of the line before it with the rules that changed) and its
+option table, kvplan/data/vllm_options/<release>.json (scripts/vllm_option_table.py writes it from vLLM's parser).
 """
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.errors import InputError, UnsupportedError
+
+GIB = 2**30
+
+
+@dataclass(frozen=True)
+class BatchTier:
+    """One row of `vllm serve`'s default scheduler limits (engine/arg_utils.py get_batch_defaults): a device with
+    at least `min_total_gib` GiB of memory whose lower-cased name does not contain `excludes` gets these."""
+
+    min_total_gib: int
+    excludes: str | None
+    max_num_batched_tokens: int
+    max_num_seqs: int
+
+
+# engine/arg_utils.py _set_default_args_v1 (0.10-0.11) / get_batch_defaults (0.11.2+): >= 70 GiB and not an A100:
+# 8192 tokens / 1024 sequences for the API server; every other GPU 2048 / 256 (the LLM class doubles the tokens;
+# kvplan models `vllm serve`). 0.28 (get_batch_defaults) adds a first tier of 16384 / 1024 at >= 160 GiB.
+TIERS_70 = (BatchTier(70, "a100", 8192, 1024), BatchTier(0, None, 2048, 256))
+TIERS_160 = (BatchTier(160, None, 16384, 1024),) + TIERS_70
+
+# The sampler warm-up of the profile run (v1/worker/gpu_model_runner.py _dummy_sampler_run: top-k and top-p on
+# [num_reqs, vocab] float32 logits), by the implementation each release picks on CUDA
+# (v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__):
+SAMPLER_SORT = "sort"  # apply_top_k_top_p: a full sort of the vocabulary (FlashInfer absent or off)
+SAMPLER_TRITON = "triton"  # apply_top_k_top_p_triton (0.17+, batches of >= 8): no sort
+SAMPLER_FLASHINFER = "flashinfer"  # top_k_top_p_sampling_from_logits (0.21+ default)
+
+MOE_DIRECT = "direct"  # fused_moe.py fused_experts_impl: workspace freed after each layer
+MOE_MODULAR = "modular"  # FusedMoEModularKernel + TritonExperts: one persistent workspace
+
+BUDGET_PEAK = "peak"  # requested - (weights + torch peak increase + non-torch increase)
+BUDGET_CONSUMED = "consumed"  # requested - (free-memory drop + transient torch peak) - graph estimate
 
 
 @dataclass(frozen=True)
 class Release:
-    """The rules of one vLLM release line (v1 engine)."""
+    """The rules of one vLLM release line (v1 engine). Each field says what it rules, the file it was read from and
+    the release it changed in; `release(version)` returns a copy with a line's patch-release changes applied."""
 
-    line: str  # "0.19"
-    mirrors: str  # the release whose source was read: "0.19.0"
-    # config/cache.py CacheConfig.gpu_memory_utilization: Field(default=0.9); 0.92 from the 0.3x line
+    line: str  # what users run: "0.18-0.19"
+    first: str  # the first release of the line
+    mirrors: str  # the release whose source was read for it
+    version: str  # the release these rules are for (set by release(); = mirrors in RELEASES)
+
+    # --- defaults ------------------------------------------------------------------------------------------
+    # config/cache.py CacheConfig.gpu_memory_utilization: 0.9; 0.92 from 0.20 (0.20.2 read)
     default_gpu_util: Fraction
-    # v1/worker/gpu_worker.py determine_available_memory: 0.19 logs the profiled CUDA-graph estimate, later lines
-    # subtract it from the KV budget
+    # engine/arg_utils.py get_batch_defaults (see TIERS_70 / TIERS_160)
+    batch_tiers: tuple[BatchTier, ...]
+    # engine/arg_utils.py: a defaulted max_num_seqs is capped at max_num_batched_tokens (0.10.1+)
+    max_num_seqs_capped_at_batched_tokens: bool
+    # engine/arg_utils.py: defaulted max_num_batched_tokens capped at max_num_seqs x max_model_len (0.11.2+)
+    batched_tokens_capped_at_seqs_x_len: bool
+
+    # --- the memory budget (v1/worker/gpu_worker.py determine_available_memory) ----------------------------
+    # requested = total x util as a float until 0.13; math.ceil from 0.14 (v1/worker/utils.py request_memory)
+    requested_ceil: bool
+    # v1/worker/gpu_worker.py init_device: 0.10 takes the init snapshot before distributed init, so NCCL's
+    # communicators count in the profile's non-torch increase; 0.11+ after it (outside the budget)
+    nccl_in_budget: bool
+    # BUDGET_PEAK until 0.26; BUDGET_CONSUMED from 0.27 (utils/mem_utils.py memory_profiling total_consumed)
+    budget_formula: str
+    # v1/worker/gpu_model_runner.py profile_cudagraph_memory: the estimate exists from 0.18, and is subtracted by
+    # default from 0.20 (envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 1)
+    cuda_graph_estimated: bool
     cuda_graph_subtracted: bool
-    # v1/core/kv_cache_utils.py: 0.19 logs "GPU KV cache size" as num_gpu_blocks // groups x block_size; later
-    # lines as int(concurrency x max_model_len)
+    # config/vllm.py _set_cudagraph_sizes: the largest capture size is min(2 x max_num_seqs, ceiling): 512; 1024 on
+    # SM10x from 0.29
+    cuda_graph_ceiling_sm10x: int
+    # v1/sample/ops/topk_topp_sampler.py: SAMPLER_SORT until 0.16 (0.10-0.11: FlashInfer only when the optional
+    # flashinfer package is installed, which the public 0.10/0.11 logs show it was not: "FlashInfer is not
+    # available"; 0.12-0.20: FlashInfer opt-in, VLLM_USE_FLASHINFER_SAMPLER=1); SAMPLER_TRITON from 0.17 (0.17.1
+    # read, absent in 0.16.0); SAMPLER_FLASHINFER by default from 0.21 (envs.py default True)
+    sampler: str
+    # model_executor/layers/fused_moe: the unquantized / fp8 MoE runs fused_experts_impl (MOE_DIRECT) until 0.13,
+    # the modular TritonExperts kernel with a persistent WorkspaceManager buffer (MOE_MODULAR) from 0.14
+    # (unquantized_fused_moe_method.py process_weights_after_loading)
+    fused_moe: str
+    # envs.py VLLM_FUSED_MOE_CHUNK_SIZE: tokens per fused-MoE chunk, 32768 until 0.11, 16384 in 0.12-0.17,
+    # removed in 0.18 (None: one chunk of all tokens)
+    fused_moe_chunk: int | None
+    # model_executor/layers/quantization/mxfp4.py get_mxfp4_backend on Hopper without FlashInfer's MXFP4 MoE:
+    # Marlin (vllm#23278 logs the Marlin fallback on an H100 with 0.10.1) until 0.11; triton_kernels from 0.12
+    mxfp4_hopper_backend: str
+
+    # --- KV layout (v1/core/kv_cache_utils.py; 0.33: v1/core/kv_cache_planning.py) --------------------------
+    # _get_kv_cache_groups_uniform_page_size: group size = the smallest layer count per spec; 0.12: the largest
+    # when it is < 1.25 x the smallest; 0.18: < 1.5 x (None: always the smallest)
+    group_size_max_within: Fraction | None
+    # pages of different sizes in one model: "equal" (0.10-0.11: NotImplementedError unless Mamba pages were
+    # padded to the attention page beforehand), "divide" (0.12+ unify_kv_cache_spec_page_size: each must divide
+    # the largest, its block size multiplied), "pad" (0.33: smaller pages padded, MLA excepted)
+    page_unification: str
+    # UniformTypeKVCacheSpecs: layers of one kind with different pages in one group (0.11+); 0.10 refuses them
+    uniform_type_groups: bool
+    # config/vllm.py + envs.py VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE: chunked-local layers keep their
+    # own groups (0.10.0; 0.14+: default 1); 0.10.1-0.13 default 0: the hybrid manager is off for them and they
+    # are charged the whole max_model_len
+    chunked_local_hybrid: bool
+    # "GPU KV cache size": num_gpu_blocks // groups x block size until 0.19; int(concurrency x max_model_len) 0.20+
     tokens_logged_from_concurrency: bool
-    # v1/core/kv_cache_utils.py check_enough_kv_cache_memory: later lines keep the null block back before the fit test
+    # check_enough_kv_cache_memory keeps the null block back before the fit test (0.29+)
     null_block_reserved_before_fit: bool
-    # config/vllm.py max_in_flight_tokens: 0.19 counts one batch of max_num_batched_tokens in flight; later lines
-    # schedule asynchronously on the V2 model runner, pp + 1 batches at once
-    async_scheduling: bool
-    # engine/arg_utils.py get_batch_defaults: the 0.3x line adds 16384 / 1024 on GPUs of >= 160 GiB
-    large_gpu_batch_defaults: bool
-    # config/model.py ModelConfig.is_prefix_caching_supported: hybrid (attention + Mamba) models default to prefix
-    # caching from the 0.3x line (mamba_cache_mode "align"); 0.19 serves them without it and refuses it
+    # sliding-window / chunked-local tokens in flight: one batch of max_num_batched_tokens until 0.25;
+    # config/vllm.py max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens from 0.26 (V1 model
+    # runner: 2 batches with async scheduling at PP 1, else PP); the V2 model runner (0.29+ default): PP + 1
+    in_flight: str  # "one" | "v1_async" | "v2_async"
+    # config/model.py ModelConfig.is_prefix_caching_supported: generative hybrid models default to prefix caching
+    # (mamba_cache_mode "align") from 0.26
     hybrid_prefix_caching: bool
-    # hybrid attention + Mamba block size: MLA attention aligns to 64 tokens in 0.19
-    # (model_executor/models/config.py HybridAttentionMambaModelConfig), 128 later
-    # (platforms/interface.py _align_hybrid_block_size), which also aligns to at least the requested block size
-    # and to the GDN prefill checkpoints
+    # hybrid attention + Mamba block size: alignment 16 (MLA 64) in model_executor/models/config.py
+    # HybridAttentionMambaModelConfig until 0.19; platforms/interface.py _align_hybrid_block_size from 0.20 (MLA
+    # 128, at least the requested block size)
     hybrid_mla_alignment: int
     hybrid_align_to_block_size: bool
-    # v1/core/kv_cache_utils.py unify_kv_cache_spec_page_size: 0.19 raises NotImplementedError for pages that do
-    # not divide the largest one; later lines pad the smaller page (not MLA's)
+    # the GDN layers (Qwen3-Next, Qwen3.5) export FlashInfer prefill checkpoints every 64 tokens with prefix
+    # caching (v1/attention/backends/gdn_attn.py FLASHINFER_GDN_CHECKPOINT_ALIGNMENT, 0.33)
+    gdn_prefill_checkpoints: bool
     pads_uneven_pages: bool
-    # vllm/utils/argparse_utils.py: 0.3x registers EnableDisableAction for switches (--disable-x for --enable-x)
+    # MLA block size when --block-size is not given, by GPU (platforms/cuda.py): Hopper FlashMLA 64 until 0.17,
+    # FLASH_ATTN_MLA (16) first from 0.18; SM10x: CUTLASS_MLA 128 (0.10.2-0.14), FLASHINFER_MLA 64 (0.15-0.17,
+    # qk_nope_head_dim 128) and 32 (0.18+); elsewhere (Ampere, Ada, SM12x) TRITON_MLA 16
+    mla_block_hopper: int
+    mla_block_sm10x: int
+
+    # --- parser and log -------------------------------------------------------------------------------------
+    # config/cache.py CacheConfig.kv_cache_memory_bytes: --kv-cache-memory-bytes exists from 0.10.2
+    kv_cache_memory_option: bool
+    # vllm/utils/argparse_utils.py: 0.33 registers EnableDisableAction for switches (--disable-x for --enable-x; the
+    # option tables carry each switch's action, serve_args derives the spellings from it)
     enable_disable_switches: bool
-    # the spelling of vLLM's not-fit error: 0.19 writes "the models's max seq len"
+    # utils/argparse_utils.py load_config_file: a config file's `false` becomes --no-KEY where it exists (0.28+)
+    config_false_as_no_flag: bool
+    # the spelling of vLLM's not-fit error: "the models's max seq len" until 0.21, "model's" from 0.22
     not_fit_possessive: str
+    # GiB in log lines: "%.2f" until 0.13; utils/mem_utils.py format_gib str(round(x, 2)) from 0.14
+    format_gib_rounding: bool
+
+    @property
+    def first_key(self) -> tuple[int, int, int, int]:
+        return _key(self.first)
 
 
-RELEASES = (
-    Release(line="0.19", mirrors="0.19.0", default_gpu_util=Fraction(9, 10), cuda_graph_subtracted=False,
-            tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, async_scheduling=False,
-            large_gpu_batch_defaults=False, hybrid_prefix_caching=False, hybrid_mla_alignment=64,
-            hybrid_align_to_block_size=False, pads_uneven_pages=False, enable_disable_switches=False,
-            not_fit_possessive="models's"),
-    Release(line="0.33", mirrors="0.33.0", default_gpu_util=Fraction(23, 25), cuda_graph_subtracted=True,
-            tokens_logged_from_concurrency=True, null_block_reserved_before_fit=True, async_scheduling=True,
-            large_gpu_batch_defaults=True, hybrid_prefix_caching=True, hybrid_mla_alignment=128,
-            hybrid_align_to_block_size=True, pads_uneven_pages=True, enable_disable_switches=True,
-            not_fit_possessive="model's"),
+def _line(**rules) -> Release:
+    return Release(version=rules["mirrors"], **rules)
+
+
+_BASE = dict(
+    default_gpu_util=Fraction(9, 10), batch_tiers=TIERS_70, max_num_seqs_capped_at_batched_tokens=True,
+    batched_tokens_capped_at_seqs_x_len=True, requested_ceil=False, nccl_in_budget=False, budget_formula=BUDGET_PEAK,
+    cuda_graph_estimated=False, cuda_graph_subtracted=False, cuda_graph_ceiling_sm10x=512, sampler=SAMPLER_SORT,
+    fused_moe=MOE_DIRECT, fused_moe_chunk=32768, mxfp4_hopper_backend="marlin", group_size_max_within=None,
+    page_unification="equal", uniform_type_groups=True, chunked_local_hybrid=False,
+    tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, in_flight="one",
+    hybrid_prefix_caching=False, hybrid_mla_alignment=64, hybrid_align_to_block_size=False,
+    gdn_prefill_checkpoints=False, pads_uneven_pages=False, mla_block_hopper=64, mla_block_sm10x=128,
+    kv_cache_memory_option=True, enable_disable_switches=False, config_false_as_no_flag=False,
+    not_fit_possessive="models's",
+    format_gib_rounding=False,
 )
+
+
+def _after(previous: dict, **changes) -> dict:
+    return {**previous, **changes}
+
+
+_L10 = _after(_BASE, line="0.10", first="0.10.0", mirrors="0.10.2", nccl_in_budget=True, uniform_type_groups=False,
+              batched_tokens_capped_at_seqs_x_len=False, chunked_local_hybrid=False)
+_L11 = _after(_L10, line="0.11", first="0.11.0", mirrors="0.11.0", nccl_in_budget=False, uniform_type_groups=True)
+_L12 = _after(_L11, line="0.12-0.13", first="0.12.0", mirrors="0.13.0", batched_tokens_capped_at_seqs_x_len=True,
+              fused_moe_chunk=16384, group_size_max_within=Fraction(5, 4), page_unification="divide",
+              mxfp4_hopper_backend="triton")
+_L14 = _after(_L12, line="0.14-0.17", first="0.14.0", mirrors="0.14.1", requested_ceil=True, fused_moe=MOE_MODULAR,
+              chunked_local_hybrid=True, format_gib_rounding=True, mla_block_sm10x=128)
+_L18 = _after(_L14, line="0.18-0.19", first="0.18.0", mirrors="0.19.0", cuda_graph_estimated=True,
+              sampler=SAMPLER_TRITON, fused_moe_chunk=None, group_size_max_within=Fraction(3, 2), mla_block_hopper=16,
+              mla_block_sm10x=32)
+_L20 = _after(_L18, line="0.20-0.25", first="0.20.0", mirrors="0.20.2", default_gpu_util=Fraction(23, 25),
+              cuda_graph_subtracted=True, tokens_logged_from_concurrency=True, hybrid_mla_alignment=128,
+              hybrid_align_to_block_size=True)
+_L26 = _after(_L20, line="0.26", first="0.26.0", mirrors="0.26.0", sampler=SAMPLER_FLASHINFER, in_flight="v1_async",
+              hybrid_prefix_caching=True, not_fit_possessive="model's")
+_L27 = _after(_L26, line="0.27", first="0.27.0", mirrors="0.27.1", budget_formula=BUDGET_CONSUMED)
+_L28 = _after(_L27, line="0.28", first="0.28.0", mirrors="0.28.0", batch_tiers=TIERS_160, config_false_as_no_flag=True)
+_L29 = _after(_L28, line="0.29-0.30", first="0.29.0", mirrors="0.29.0", null_block_reserved_before_fit=True,
+              in_flight="v2_async", cuda_graph_ceiling_sm10x=1024)
+_L31 = _after(_L29, line="0.31-0.32", first="0.31.0", mirrors="0.31.0")
+_L33 = _after(_L31, line="0.33", first="0.33.0", mirrors="0.33.0", gdn_prefill_checkpoints=True, pads_uneven_pages=True,
+              enable_disable_switches=True)
+
+RELEASES = tuple(_line(**rules) for rules in (_L10, _L11, _L12, _L14, _L18, _L20, _L26, _L27, _L28, _L29, _L31, _L33))
 DEFAULT = RELEASES[-1]
-_BY_LINE = {r.line: r for r in RELEASES}
-_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+)(?:\.\d+)?)?([a-z0-9.+-]*)", re.IGNORECASE)
+
+# Rules that changed inside a line, at the release given (the first studied release that shows it; the patch
+# releases before it were not read): (release, field, value, source).
+PATCHES = (
+    ("0.10.1", "max_num_seqs_capped_at_batched_tokens", True, "engine/arg_utils.py _set_default_args_v1 (0.10.1.1)"),
+    ("0.10.0", "max_num_seqs_capped_at_batched_tokens", False, "engine/arg_utils.py _set_default_args_v1 (0.10.0)"),
+    ("0.10.0", "chunked_local_hybrid", True, "envs.py: VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE added in 0.10.1"),
+    ("0.10.1", "chunked_local_hybrid", False, "envs.py VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE default 0"),
+    ("0.10.0", "kv_cache_memory_option", False, "config/cache.py CacheConfig.kv_cache_memory_bytes (added in 0.10.2)"),
+    ("0.10.2", "kv_cache_memory_option", True, "config/cache.py CacheConfig.kv_cache_memory_bytes"),
+    ("0.11.2", "batched_tokens_capped_at_seqs_x_len", True, "engine/arg_utils.py get_batch_defaults (0.11.2)"),
+    ("0.17.0", "sampler", SAMPLER_TRITON, "v1/sample/ops/topk_topp_triton.py (in 0.17.1, not in 0.16.0)"),
+    ("0.14.0", "sampler", SAMPLER_SORT, "v1/sample/ops/topk_topp_sampler.py apply_top_k_top_p"),
+    ("0.21.0", "sampler", SAMPLER_FLASHINFER, "envs.py VLLM_USE_FLASHINFER_SAMPLER default True (0.21.0)"),
+    ("0.20.0", "sampler", SAMPLER_TRITON, "envs.py VLLM_USE_FLASHINFER_SAMPLER default None (0.20.2)"),
+    ("0.22.0", "not_fit_possessive", "model's", "v1/core/kv_cache_utils.py _check_enough_kv_cache_memory (0.22.1)"),
+    ("0.15.0", "mla_block_sm10x", 64, "platforms/cuda.py: FLASHINFER_MLA first on SM10x for qk_nope_head_dim 128 (0.15.1)"),
+)
+
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.(\d+))?(?:\.?(?:post|rc|dev|a|b)[0-9a-z.+]*|\+[0-9a-z.]+)*",
+                      re.IGNORECASE)
 
 
 def parse(version: str) -> tuple[int, int, int] | None:
-    """'0.19', '0.19.5', 'v0.11.0rc2', '0.10.1.1' -> (major, minor, patch); None when it is not a version."""
+    """'0.19', '0.19.5', 'v0.11.0rc2', '0.10.1.1', '0.15.2rc1.dev93+g11a4c9d30' -> (major, minor, patch); None when
+    it is not a version."""
     m = _VERSION.fullmatch(str(version).strip())
     if not m:
         return None
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
+def _key(version: str) -> tuple[int, int, int, int]:
+    """'0.10.1.1' -> (0, 10, 1, 1): the four-part order vLLM's releases sort in (pre-releases as their release)."""
+    m = _VERSION.fullmatch(str(version).strip())
+    if not m:
+        raise ValueError(version)
+    return tuple(int(m.group(i) or 0) for i in (1, 2, 3, 4))  # type: ignore[return-value]
+
+
+# between patches of one field, the one of the highest release <= version wins
+_PATCHES = sorted(PATCHES, key=lambda p: _key(p[0]))
+OLDEST, NEWEST = RELEASES[0], RELEASES[-1]
+
+
 def release(version: str | None, *, where: str = "--engine-version") -> Release:
-    """The rules for a vLLM release as a user names it; None -> DEFAULT. InputError for a line not mirrored."""
+    """The rules for a vLLM release as a user names it; None -> DEFAULT (the newest line). InputError for what is
+    not a version; UnsupportedError (exit 3) for releases before 0.10 or after the newest line."""
     if version is None:
         return DEFAULT
-    parsed = parse(version)
-    line = f"{parsed[0]}.{parsed[1]}" if parsed else None
-    if line in _BY_LINE:
-        return _BY_LINE[line]
-    lines = [r.line for r in RELEASES]
-    close = did_you_mean(str(version).strip().lstrip("v"), lines)
-    raise InputError(f"vLLM version {version!r} is not modelled", where=where,
-                     hint=(f"{close} " if close else "") + f"kvplan mirrors vLLM {', '.join(r.line for r in RELEASES)}")
+    text = str(version).strip()
+    named = next((r for r in RELEASES if r.line == text and parse(text) is None), None)
+    if named is not None:  # a line's own name ("0.18-0.19"): the release read for it
+        return named
+    if parse(text) is None:
+        raise InputError(f"{text!r} is not a vLLM version", where=where, hint="e.g. 0.19.1, 0.11.0rc2 or 0.10.1.1")
+    key = _key(text)
+    if key < OLDEST.first_key:
+        raise UnsupportedError(
+            f"vLLM {text} is older than 0.10, which kvplan does not model: 0.6-0.7 run the V0 engine (a profile of one "
+            "batch of the whole max_model_len when chunked prefill is off, CPU swap blocks) and 0.8-0.9 the first V1 "
+            "releases (a budget of absolute peaks, V0 fallbacks)", where=where,
+            hint=f"judge it as {OLDEST.first} or newer (--engine-version {OLDEST.first})")
+    if key[:2] > NEWEST.first_key[:2]:
+        raise UnsupportedError(f"vLLM {text} is newer than {NEWEST.line}, the newest line kvplan has read", where=where,
+                               hint=f"judge it by {NEWEST.line}'s rules with --engine-version {NEWEST.mirrors}")
+    line = [r for r in RELEASES if r.first_key <= key][-1]
+    changes = {}
+    for at, name, value, _source in _PATCHES:
+        if line.first_key <= _key(at) <= key:
+            changes[name] = value
+    return dataclasses.replace(line, version=_canonical(text), **changes)
+
+
+def _canonical(version: str) -> str:
+    """'v0.19' -> '0.19.0', '0.11.0rc2' -> '0.11.0rc2' (the release as vLLM spells it, without a leading v)."""
+    text = version.strip().lstrip("vV")
+    return text if text.count(".") >= 2 else text + ".0"
 
 
 def closest(version: str | None) -> tuple[Release, str | None]:
-    """The mirrored line nearest below a logged version (the oldest line for older releases), and a note when the
-    log's release is not itself mirrored (calibrate compares any log)."""
+    """The rules a logged version is compared with, and a note when kvplan had to choose: a log that names no
+    version or an unreadable one gets the oldest line; one older than 0.10 the oldest line, one newer than the
+    newest line the newest (calibrate compares any log)."""
     if not version:
-        return RELEASES[0], f"the log does not say its vLLM version; {RELEASES[0].line} rules applied"
-    parsed = parse(version)
-    if parsed is None:
-        return RELEASES[0], f"vLLM version {version!r} not understood; {RELEASES[0].line} rules applied"
-    line = f"{parsed[0]}.{parsed[1]}"
-    if line in _BY_LINE:
-        return _BY_LINE[line], None
-    below = [r for r in RELEASES if _key(r.line) <= parsed[:2]]
-    chosen = below[-1] if below else RELEASES[0]
-    return chosen, (f"kvplan mirrors vLLM {' and '.join(r.line for r in RELEASES)}; this {version} log is compared "
-                    f"with the {chosen.line} rules")
+        return OLDEST, f"the log does not say its vLLM version; {OLDEST.line} rules applied"
+    if parse(version) is None:
+        return OLDEST, f"vLLM version {version!r} not understood; {OLDEST.line} rules applied"
+    key = _key(version)
+    if key < OLDEST.first_key:
+        return OLDEST, f"kvplan models vLLM 0.10 and later; this {version} log is compared with the {OLDEST.line} rules"
+    if key[:2] > NEWEST.first_key[:2]:
+        return release(NEWEST.mirrors), f"this {version} log is newer than {NEWEST.line}; compared with its rules"
+    return release(version), None
 
 
-def _key(line: str) -> tuple[int, int]:
-    major, minor = line.split(".")
-    return int(major), int(minor)
+def at_least(version: str, than: str) -> bool:
+    """Whether one release is at or after another (for the option tables, which are per studied release)."""
+    return _key(version) >= _key(than)
+
+
+def sort_key(version: str) -> tuple[int, int, int, int]:
+    return _key(version)

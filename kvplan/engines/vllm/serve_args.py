@@ -1,15 +1,20 @@
-"""`vllm serve` arguments read the way vLLM 0.19.0 reads them: from a `--config` YAML file or a command line.
+"""`vllm serve` arguments read the way the vLLM release a file pins reads them: from a `--config` YAML file or a
+command line.
 
 vLLM builds its `serve` parser from EngineArgs, FrontendArgs and the serve subcommand
 (vllm/engine/arg_utils.py EngineArgs.add_cli_args, vllm/entrypoints/openai/cli_args.py
-make_arg_parser, vllm/entrypoints/cli/serve.py). The table below is that parser's option list,
-dumped from vLLM 0.19.0's own parser object (every action's option strings, value type and
-choices), so an option vLLM accepts is accepted here and anything else is refused with a suggestion.
+make_arg_parser, vllm/entrypoints/cli/serve.py). Its option list (every action's option strings, value type,
+choices and default) is data here, one table per studied release in kvplan/data/vllm_options/<release>.json,
+dumped from that release's own parser object by scripts/vllm_option_table.py (torch stubbed; see its docstring
+to regenerate or add a release). A launch is read by the table of the newest studied release at or before the
+release it names (0.19.5 -> 0.19.1's table), so an option that release accepts is accepted here and anything else
+is refused with a suggestion.
 
 How vLLM turns a config file into arguments (vllm/utils/argparse_utils.py
 FlexibleArgumentParser.load_config_file and parse_args), mirrored here:
   - each key becomes `--key`; underscores in the name become dashes (`max_model_len` works);
-  - `true` adds the bare flag, `false` adds nothing (so `enforce-eager: false` is vLLM's default);
+  - `true` adds the bare flag, `false` adds nothing (so `enforce-eager: false` is vLLM's default; 0.28+ pass
+    `--no-KEY` where that flag exists);
   - a list adds its items as separate values, a mapping is passed as JSON, anything else as str(value),
     which is why `tensor-parallel-size: 4.0` is refused (int('4.0') fails in vLLM too);
   - argparse accepts an unambiguous prefix of an option (`--max-model` for `--max-model-len`).
@@ -29,373 +34,33 @@ import shlex
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
+from importlib import resources
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean
 from kvplan.engines.vllm import releases
 
-# The vLLM release lines whose `serve` options are mirrored are kvplan/engines/vllm/releases.py's; `version` below is
-# a line ("0.19", "0.33"), the key of the table's only= marks.
-DEFAULT_VERSION = releases.DEFAULT.line
+# a `version` below is any vLLM release string ("0.19.5"); DEFAULT_VERSION is the newest line's release
+DEFAULT_VERSION = releases.DEFAULT.version
 
-# One table for both releases: `kind  flags...  [choices=a|b|...]  [only=RELEASE]`; the first flag is the long
-# name, a flag written !--x sets a switch off, and a line marked only=0.19 or only=0.33 is an option of (or the
-# spelling in) that release alone; every other line is in both.
-#   flag: an on/off switch     true: store_true        int, float, str: one value
-#   hint: vLLM's human_readable_int                    hint_auto: that, or -1 / auto (max-model-len)
-#   opt_*: also "None" or "" for None                  json: a JSON object (a mapping in YAML)
-#   list_*: one or more values                         optarg: zero or one value    append: repeatable
-#   config: another config file
-# 0.19 switches are argparse's BooleanOptionalAction (--x / --no-x). 0.33 registers EnableDisableAction in its
-# place (vllm/utils/argparse_utils.py FlexibleArgumentParser.__init__), which also takes --disable-x for
-# --enable-x and --enable-x for --disable-x: _ENABLE_DISABLE releases derive that inverse; the table leaves it out.
-_INVERSE_PREFIXES = {"--enable-": "--disable-", "--disable-": "--enable-"}
-_TABLE = """
-    true       --headless
-    int        --api-server-count -asc
-    config     --config
-    true       --grpc  only=0.33
-    list_str   --lora-modules
-    str        --chat-template
-    str        --chat-template-content-format  choices=auto|openai|string
-    flag       --trust-request-chat-template !--no-trust-request-chat-template
-    flag       --trust-request-mm-kwargs !--no-trust-request-mm-kwargs  only=0.33
-    json       --default-chat-template-kwargs
-    json       --reasoning-effort-map  only=0.33
-    str        --response-role
-    flag       --return-tokens-as-token-ids !--no-return-tokens-as-token-ids
-    flag       --enable-auto-tool-choice !--no-enable-auto-tool-choice
-    flag       --exclude-tools-when-tool-choice-none !--no-exclude-tools-when-tool-choice-none
-    str        --tool-call-parser
-    str        --tool-parser-plugin
-    str        --tool-strict-level  choices=auto|function|parameter  only=0.33
-    str        --tool-server
-    str        --log-config-file  only=0.19
-    opt_int    --max-log-len
-    flag       --enable-prompt-tokens-details !--no-enable-prompt-tokens-details
-    flag       --enable-per-request-metrics !--no-enable-per-request-metrics  only=0.33
-    flag       --enable-server-load-tracking !--no-enable-server-load-tracking
-    flag       --enable-force-include-usage !--no-enable-force-include-usage
-    int        --sse-keep-alive-interval  only=0.33
-    flag       --enable-tokenizer-info-endpoint !--no-enable-tokenizer-info-endpoint
-    flag       --enable-log-outputs !--no-enable-log-outputs
-    flag       --enable-log-deltas !--no-enable-log-deltas
-    flag       --cohere-is-reasoning-model !--no-cohere-is-reasoning-model  only=0.33
-    str        --cohere-format  only=0.33
-    str        --anthropic-disabled-thinking-effort  choices=auto|high|low|max|medium|none|xhigh  only=0.33
-    flag       --log-error-stack !--no-log-error-stack
-    flag       --tokens-only !--no-tokens-only
-    flag       --enable-scale-out !--no-enable-scale-out  only=0.33
-    str        --fingerprint-mode  choices=custom|full|hash|none  only=0.33
-    str        --fingerprint-value  only=0.33
-    str        --host
-    int        --port
-    opt_int    --grpc-port  only=0.33
-    int        --data-parallel-supervisor-port  only=0.33
-    float      --dp-supervisor-probe-interval-s  only=0.33
-    float      --dp-supervisor-probe-timeout-s  only=0.33
-    int        --dp-supervisor-probe-failure-threshold  only=0.33
-    str        --uds
-    str        --uvicorn-log-level  choices=critical|debug|error|info|trace|warning
-    flag       --disable-uvicorn-access-log !--no-disable-uvicorn-access-log
-    str        --disable-access-log-for-endpoints
-    flag       --allow-credentials !--no-allow-credentials
-    json       --allowed-origins
-    json       --allowed-methods
-    json       --allowed-headers
-    list_str   --api-key
-    str        --ssl-keyfile
-    str        --ssl-certfile
-    str        --ssl-ca-certs
-    flag       --enable-ssl-refresh !--no-enable-ssl-refresh
-    int        --ssl-cert-reqs
-    str        --ssl-ciphers
-    str        --root-path
-    append     --middleware
-    flag       --enable-request-id-headers !--no-enable-request-id-headers
-    flag       --disable-fastapi-docs !--no-disable-fastapi-docs
-    int        --h11-max-incomplete-event-size
-    int        --h11-max-header-count
-    flag       --enable-offline-docs !--no-enable-offline-docs
-    flag       --enable-flash-late-interaction !--no-enable-flash-late-interaction  only=0.33
-    str        --model
-    str        --runner  choices=auto|draft|generate|pooling
-    str        --convert  choices=auto|classify|embed|none
-    str        --tokenizer
-    str        --tokenizer-mode
-    flag       --trust-remote-code !--no-trust-remote-code
-    str        --dtype  choices=auto|bfloat16|float|float16|float32|half
-    int        --seed
-    str        --hf-config-path
-    str        --allowed-local-media-path
-    list_str   --allowed-media-domains
-    str        --revision
-    str        --code-revision
-    str        --tokenizer-revision
-    hint_auto  --max-model-len
-    str        --quantization -q
-    json       --quantization-config  only=0.33
-    flag       --allow-deprecated-quantization !--no-allow-deprecated-quantization
-    flag       --enforce-eager !--no-enforce-eager
-    flag       --enable-return-routed-experts !--no-enable-return-routed-experts
-    flag       --return-sampling-mask !--no-return-sampling-mask  only=0.33
-    int        --max-logprobs
-    str        --logprobs-mode  choices=processed_logits|processed_logprobs|raw_logits|raw_logprobs
-    flag       --use-fp64-gumbel !--no-use-fp64-gumbel  only=0.33
-    flag       --enable-trace-replay !--no-enable-trace-replay  only=0.33
-    flag       --disable-sliding-window !--no-disable-sliding-window
-    flag       --disable-cascade-attn !--no-disable-cascade-attn
-    flag       --skip-tokenizer-init !--no-skip-tokenizer-init
-    flag       --enable-prompt-embeds !--no-enable-prompt-embeds
-    list_str   --served-model-name
-    str        --config-format
-    optarg     --hf-token
-    json       --hf-overrides
-    json       --model-class-overrides  only=0.33
-    json       --pooler-config
-    str        --generation-config
-    json       --override-generation-config
-    flag       --enable-sleep-mode !--no-enable-sleep-mode
-    str        --sleep-mode-backend  only=0.33
-    flag       --sleep-mode-offload-cudagraph !--no-sleep-mode-offload-cudagraph  only=0.33
-    list_str   --sleep-preserve-parameter-names  only=0.33
-    flag       --enable-cumem-allocator !--no-enable-cumem-allocator  only=0.33
-    flag       --enable-nccl-comm-suspend !--no-enable-nccl-comm-suspend  only=0.33
-    str        --model-impl
-    str        --override-attention-dtype  only=0.19
-    list_str   --logits-processors
-    str        --io-processor-plugin
-    int        --renderer-num-workers
-    str        --load-format
-    str        --download-dir
-    str        --safetensors-load-strategy  only=0.19
-    str        --safetensors-load-strategy  choices=eager|lazy|prefetch|torchao  only=0.33
-    int        --safetensors-prefetch-num-threads  only=0.33
-    hint       --safetensors-prefetch-block-size  only=0.33
-    json       --model-loader-extra-config
-    list_str   --ignore-patterns
-    flag       --use-tqdm-on-load !--no-use-tqdm-on-load
-    json       --pt-load-map-location
-    str        --attention-backend
-    str        --mamba-backend  only=0.33
-    str        --mamba-ssu-algorithm  choices=auto|horizontal|simple|vertical  only=0.33
-    flag       --enable-mamba-cache-stochastic-rounding !--no-enable-mamba-cache-stochastic-rounding  only=0.33
-    int        --mamba-cache-philox-rounds  only=0.33
-    str        --reasoning-parser
-    str        --reasoning-parser-plugin
-    str        --distributed-executor-backend
-    int        --pipeline-parallel-size -pp
-    str        --master-addr
-    int        --master-port
-    int        --nnodes -n
-    int        --node-rank -r
-    opt_int    --distributed-timeout-seconds
-    opt_int    --cpu-distributed-timeout-seconds  only=0.33
-    flag       --numa-bind !--no-numa-bind  only=0.33
-    list_int   --numa-bind-nodes  only=0.33
-    list_str   --numa-bind-cpus  only=0.33
-    str        --device-ids  only=0.33
-    int        --tensor-parallel-size -tp
-    int        --decode-context-parallel-size -dcp
-    str        --dcp-comm-backend  choices=a2a|ag_rs
-    flag       --dcp-q-replicate !--no-dcp-q-replicate  only=0.33
-    int        --dcp-kv-cache-interleave-size
-    int        --cp-kv-cache-interleave-size
-    int        --prefill-context-parallel-size -pcp
-    int        --data-parallel-size -dp
-    int        --data-parallel-rank -dpn
-    int        --data-parallel-start-rank -dpr
-    int        --data-parallel-size-local -dpl
-    str        --data-parallel-address -dpa
-    int        --data-parallel-rpc-port -dpp
-    str        --data-parallel-backend -dpb
-    flag       --data-parallel-hybrid-lb -dph !--no-data-parallel-hybrid-lb
-    flag       --data-parallel-external-lb -dpe !--no-data-parallel-external-lb
-    true       --data-parallel-multi-port-external-lb -dpm  only=0.33
-    flag       --enable-hc-sp !--no-enable-hc-sp  only=0.33
-    flag       --enable-expert-parallel -ep !--no-enable-expert-parallel
-    flag       --enable-batch-sharded-sampling !--no-enable-batch-sharded-sampling  only=0.33
-    flag       --enable-ep-weight-filter !--no-enable-ep-weight-filter
-    str        --all2all-backend  choices=allgather_reducescatter|deepep_high_throughput|deepep_low_latency|flashinfer_all2allv|flashinfer_nvlink_one_sided|flashinfer_nvlink_two_sided|mori|naive|nixl_ep|pplx  only=0.19
-    str        --all2all-backend  choices=allgather_reducescatter|deepep_high_throughput|deepep_low_latency|deepep_v2|flashinfer_all2allv|flashinfer_nvlink_one_sided|flashinfer_nvlink_two_sided|moonep|mori_high_throughput|mori_low_latency|naive|nixl_ep|pplx  only=0.33
-    flag       --enable-dbo !--no-enable-dbo
-    flag       --enable-shm-tensor-arena !--no-enable-shm-tensor-arena  only=0.33
-    int        --ubatch-size
-    flag       --enable-elastic-ep !--no-enable-elastic-ep
-    int        --elastic-ep-max-dp-size  only=0.33
-    int        --dbo-decode-token-threshold
-    int        --dp-sync-interval  only=0.33
-    int        --dbo-prefill-token-threshold
-    flag       --disable-nccl-for-dp-synchronization !--no-disable-nccl-for-dp-synchronization
-    flag       --enable-eplb !--no-enable-eplb
-    json       --eplb-config
-    str        --expert-placement-strategy  choices=linear|round_robin
-    opt_int    --max-parallel-loading-workers
-    flag       --ray-workers-use-nsight !--no-ray-workers-use-nsight
-    flag       --disable-custom-all-reduce !--no-disable-custom-all-reduce
-    str        --worker-cls
-    str        --worker-extension-cls
-    flag       --enable-fault-tolerance !--no-enable-fault-tolerance  only=0.33
-    json       --fault-tolerance-config  only=0.33
-    int        --block-size
-    float      --gpu-memory-utilization  only=0.19
-    float      --gpu-memory-utilization --device-memory-utilization  only=0.33
-    opt_hint   --kv-cache-memory-bytes
-    str        --kv-cache-dtype  choices=auto|bfloat16|float16|fp8|fp8_ds_mla|fp8_e4m3|fp8_e5m2|fp8_inc  only=0.19
-    str        --kv-cache-dtype  choices=auto|float16|bfloat16|fp8|fp8_e4m3|fp8_e5m2|fp8_inc|fp8_ds_mla|nvfp4_ds_mla|turboquant_k8v4|turboquant_4bit_nc|turboquant_k3v4_nc|turboquant_3bit_nc|octave_k3v4|octave_k3v3|octave_k3v3_compact|ultraquant_4bit|int4_per_token_head|int8_per_token_head|fp8_per_token_head|nvfp4|nvfp4_4over6  only=0.33
-    opt_int    --num-gpu-blocks-override
-    flag       --enable-prefix-caching !--no-enable-prefix-caching
-    str        --prefix-caching-hash-algo  choices=sha256|sha256_cbor|xxhash|xxhash_cbor
-    flag       --calculate-kv-scales !--no-calculate-kv-scales  only=0.19
-    opt_int    --prefix-cache-retention-interval  only=0.33
-    list_str   --kv-cache-dtype-skip-layers
-    flag       --kv-sharing-fast-prefill !--no-kv-sharing-fast-prefill
-    str        --mamba-cache-dtype  choices=auto|float16|float32  only=0.19
-    str        --mamba-ssm-cache-dtype  choices=auto|float16|float32  only=0.19
-    flag       --swa-bounded-replay !--no-swa-bounded-replay  only=0.33
-    str        --mamba-cache-dtype  choices=auto|bfloat16|float16|float32  only=0.33
-    str        --mamba-ssm-cache-dtype  choices=auto|bfloat16|float16|float32  only=0.33
-    opt_int    --mamba-block-size
-    str        --mamba-cache-mode  choices=align|all|none  only=0.19
-    opt_int    --prefix-match-unit  only=0.33
-    str        --mamba-cache-mode  choices=align|none  only=0.33
-    flag       --enable-mamba-shared-prefix-checkpoint !--no-enable-mamba-shared-prefix-checkpoint  only=0.33
-    int        --replayssm-buffer-len  only=0.33
-    flag       --use-replayssm !--no-use-replayssm  only=0.33
-    opt_float  --kv-offloading-size
-    str        --kv-offloading-backend  choices=lmcache|native
-    str        --offload-backend  choices=auto|prefetch|uva
-    float      --cpu-offload-gb
-    list_str   --cpu-offload-params
-    int        --offload-group-size
-    int        --offload-num-in-group
-    int        --offload-prefetch-step
-    list_str   --offload-params
-    flag       --language-model-only !--no-language-model-only
-    json       --limit-mm-per-prompt
-    flag       --enable-mm-embeds !--no-enable-mm-embeds
-    json       --media-io-kwargs
-    json       --mm-processor-kwargs
-    float      --mm-processor-cache-gb
-    str        --mm-processor-cache-type  choices=lru|shm
-    str        --mm-hasher-algorithm  choices=blake3|sha256|sha512  only=0.33
-    int        --mm-shm-cache-max-object-size-mb
-    flag       --mm-encoder-only !--no-mm-encoder-only
-    str        --mm-encoder-tp-mode  choices=data|weights
-    str        --mm-encoder-attn-backend
-    str        --mm-encoder-attn-dtype  choices=fp8  only=0.33
-    str        --mm-encoder-fp8-scale-path  only=0.33
-    str        --mm-encoder-fp8-scale-save-path  only=0.33
-    float      --mm-encoder-fp8-scale-save-margin  only=0.33
-    flag       --interleave-mm-strings !--no-interleave-mm-strings
-    flag       --skip-mm-profiling !--no-skip-mm-profiling
-    opt_float  --video-pruning-rate
-    str        --video-pruning-method  choices=evs|vidcom2  only=0.33
-    str        --mm-tensor-ipc  choices=direct_rpc|torch_shm
-    str        --mm-processor-device  choices=auto|cpu  only=0.33
-    float      --mm-ipc-gpu-memory-gb  only=0.33
-    flag       --mm-device-do-normalize !--no-mm-device-do-normalize  only=0.33
-    flag       --enable-lora !--no-enable-lora
-    int        --max-loras
-    int        --max-lora-rank  choices=1|8|16|32|64|128|256|320|512
-    str        --lora-dtype  choices=auto|bfloat16|float16
-    flag       --enable-tower-connector-lora !--no-enable-tower-connector-lora
-    opt_int    --max-cpu-loras
-    flag       --fully-sharded-loras !--no-fully-sharded-loras
-    list_str   --lora-target-modules
-    json       --default-mm-loras
-    flag       --specialize-active-lora !--no-specialize-active-lora
-    flag       --enable-mixed-moe-lora-format !--no-enable-mixed-moe-lora-format  only=0.33
-    flag       --enable-moe-shared-loras !--no-enable-moe-shared-loras  only=0.33
-    opt_int    --max-lora-cls-labels  only=0.33
-    json       --logging-config  only=0.33
-    str        --log-level  choices=CRITICAL|ERROR|WARNING|INFO|DEBUG|NOTSET  only=0.33
-    str        --log-config-file  only=0.33
-    str        --show-hidden-metrics-for-version
-    str        --otlp-traces-endpoint
-    list_str   --collect-detailed-traces  choices=all|model|worker|None|model,worker|model,all|worker,model|worker,all|all,model|all,worker  only=0.19
-    list_str   --collect-detailed-traces  choices=all|model|worker  only=0.33
-    str        --per-request-spec-decode-metrics  choices=detailed|none|summary  only=0.33
-    flag       --kv-cache-metrics !--no-kv-cache-metrics
-    float      --kv-cache-metrics-sample
-    json       --custom-histogram-buckets  only=0.33
-    flag       --cudagraph-metrics !--no-cudagraph-metrics
-    flag       --enable-layerwise-nvtx-tracing !--no-enable-layerwise-nvtx-tracing
-    flag       --enable-mfu-metrics !--no-enable-mfu-metrics
-    flag       --enable-logging-iteration-details !--no-enable-logging-iteration-details
-    str        --jit-monitor-mode  choices=error|warn  only=0.33
-    flag       --jit-monitor-verbose !--no-jit-monitor-verbose  only=0.33
-    hint       --max-num-batched-tokens
-    opt_hint   --max-num-scheduled-tokens  only=0.33
-    int        --max-num-seqs
-    int        --max-num-partial-prefills  only=0.19
-    int        --max-long-partial-prefills  only=0.19
-    opt_int    --max-num-active-seqs  only=0.33
-    opt_int    --max-num-queued-reqs  only=0.33
-    opt_hint   --max-num-queued-tokens  only=0.33
-    int        --long-prefill-token-threshold
-    flag       --long-prefill-token-threshold-adaptive !--no-long-prefill-token-threshold-adaptive  only=0.33
-    str        --scheduling-policy  choices=fcfs|priority
-    flag       --enable-chunked-prefill !--no-enable-chunked-prefill
-    flag       --disable-chunked-mm-input !--no-disable-chunked-mm-input
-    str        --scheduler-cls
-    flag       --scheduler-reserve-full-isl !--no-scheduler-reserve-full-isl
-    float      --watermark  only=0.33
-    int        --prefill-schedule-interval  only=0.33
-    flag       --disable-hybrid-kv-cache-manager !--no-disable-hybrid-kv-cache-manager
-    flag       --async-scheduling !--no-async-scheduling
-    int        --stream-interval
-    list_int   --cudagraph-capture-sizes
-    int        --max-cudagraph-capture-size
-    json       --ir-op-priority  only=0.33
-    flag       --enable-flashinfer-autotune !--no-enable-flashinfer-autotune
-    str        --moe-backend  choices=aiter|auto|cutlass|deep_gemm|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_trtllm|marlin|triton  only=0.19
-    flag       --monokernel !--no-monokernel  only=0.33
-    str        --moe-backend  choices=aiter|aiter_mega_moe|aiter_triton_mxfp4_bf16|aiter_triton_mxfp4_mxfp4|auto|b12x|batched_triton|cutlass|deep_gemm|deep_gemm_mega_moe|emulation|flashinfer_b12x|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_moe_ep_cutedsl|flashinfer_moe_ep_mega_deep_gemm|flashinfer_trtllm|flydsl|hpc|humming|marlin|rdna3|triton|triton_unfused  only=0.33
-    str        --linear-backend  choices=aiter|auto|b12x|conch|cutlass|deep_gemm|emulation|exllama|fbgemm|flashinfer_b12x|flashinfer_cudnn|flashinfer_cutedsl|flashinfer_cutlass|flashinfer_trtllm|humming|machete|marlin|torch|triton|xpu|xpu_woq  only=0.33
-    str        --sparse-indexer-topk-backend  choices=aiter|auto|cooperative|deep_select|flashinfer|per_row|persistent|torch  only=0.33
-    json       --speculative-config -sc
-    str        --spec-method  choices=bailing_hybrid_mtp|bailing_hybrid_v3_mtp|custom_class|deepseek_mtp|dflash|dots3_note_mtp|draft_model|dspark|eagle|eagle3|ernie_mtp|exaone4_5_mtp|exaone_moe_mtp|extract_hidden_states|gemma4_mtp|glm4_moe_lite_mtp|glm4_moe_mtp|glm5_next_mtp|glm_ocr_mtp|hy_v3_mtp|hy_v4_mtp|inkling_mtp|kimi_k3_mtp|longcat_flash_mtp|mimo_mtp|mimo_v2_mtp|minimax_m3_mtp|mtp|nemotron_h_mtp|ngram|ngram_gpu|pangu_ultra_moe_mtp|qwen3_5_mtp|qwen3_next_mtp|qwen4_exp_mtp|step3p5_mtp|step5_mtp|suffix  only=0.33
-    str        --spec-model  only=0.33
-    int        --spec-tokens  only=0.33
-    json       --watermark-config  only=0.33
-    json       --diffusion-config -dc  only=0.33
-    json       --kv-transfer-config
-    json       --kv-events-config
-    json       --ec-transfer-config
-    json       --ec-manager-config  only=0.33
-    json       --compilation-config -cc
-    json       --attention-config -ac
-    json       --engram-config  only=0.33
-    json       --reasoning-config
-    json       --kernel-config
-    json       --additional-config
-    json       --structured-outputs-config
-    json       --aux-output-config  only=0.33
-    json       --profiler-config
-    json       --watchdog-config  only=0.33
-    str        --optimization-level
-    str        --performance-mode  choices=balanced|interactivity|throughput
-    json       --weight-transfer-config
-    true       --disable-log-stats
-    true       --aggregate-engine-logging
-    flag       --fail-on-environ-validation !--no-fail-on-environ-validation
-    int        --shutdown-timeout
-    str        --gdn-prefill-backend  choices=flashinfer|triton  only=0.19
-    str        --gdn-prefill-backend  choices=flashinfer|triton|cutedsl|aiter_flydsl|sycl  only=0.33
-    str        --kda-prefill-backend  choices=auto|triton|flashkda|flashinfer|fused  only=0.33
-    str        --kda-decode-backend  choices=auto|native|flashinfer|triton  only=0.33
-    flag       --enable-log-requests !--no-enable-log-requests
-    true       --grpc  only=0.19
-"""
+# Kinds of the tables (scripts/vllm_option_table.py names them after the argparse action and type):
+#   flag: an on/off switch (BooleanOptionalAction, EnableDisableAction)   true: store_true
+#   int, float, str, bool: one value     hint: vLLM's human_readable_int    hint_auto: that, or -1 / auto
+#   opt_*: also "None" or "" for None    json: a JSON object (a mapping in YAML)
+#   list_*: one or more values           optarg: zero or one value    append: repeatable    config: a config file
+# EnableDisableAction (0.33, vllm/utils/argparse_utils.py FlexibleArgumentParser.__init__) also takes --disable-x
+# for --enable-x and --enable-x for --disable-x: the tables list those among the negative spellings.
+# Choices the table marks "checked_by config" (0.33's `Literal | str` options) parse as any string in vLLM and are
+# refused by its config dataclass at start-up; kvplan refuses them at the key, which is where vLLM fails.
 
 
 @dataclass(frozen=True)
 class Option:
     dest: str
     kind: str
-    flags: tuple[str, ...]
+    flags: tuple[str, ...]  # positive spellings, then "!--no-x" negatives
     choices: tuple[str, ...] | None
+    default: Any = None  # the release's parser default (None where it has none)
 
     @property
     def name(self) -> str:
@@ -404,35 +69,50 @@ class Option:
 
 
 def check_version(version: str | None) -> str:
-    """Any release of a mirrored line ('0.19', '0.19.5', 'v0.33.0') -> its line; None -> the default line."""
-    return releases.release(version, where="--vllm-version").line
+    """Any vLLM release ('0.19', '0.19.5', 'v0.33.0') -> the release as kvplan names it ('0.19.5'); None -> the
+    newest line's. InputError for what is not a version, UnsupportedError for releases kvplan does not model."""
+    return releases.release(version, where="--vllm-version").version
 
 
 @lru_cache(maxsize=None)
+def table_releases() -> tuple[str, ...]:
+    """The studied releases whose option tables ship (kvplan/data/vllm_options/<release>.json), oldest first."""
+    names = [e.name[:-5] for e in resources.files("kvplan.data").joinpath("vllm_options").iterdir()
+             if e.name.endswith(".json")]
+    return tuple(sorted(names, key=releases.sort_key))
+
+
+def table_release(version: str = DEFAULT_VERSION) -> str:
+    """The studied release whose parser reads a launch of `version`: the newest one at or before it."""
+    version = check_version(version)
+    older = [t for t in table_releases() if releases.at_least(version, t)]
+    return older[-1] if older else table_releases()[0]
+
+
 def options(version: str = DEFAULT_VERSION) -> dict[str, Option]:
     """Every `vllm serve` option of that vLLM release, by dest ('max_model_len')."""
+    return _table(table_release(version))
+
+
+@lru_cache(maxsize=None)
+def _table(table: str) -> dict[str, Option]:
+    text = resources.files("kvplan.data").joinpath("vllm_options", f"{table}.json").read_text(encoding="utf-8")
     out = {}
-    for line in _TABLE.strip().splitlines():
-        parts = line.split()
-        kind, rest = parts[0], parts[1:]
-        only = next((p.split("=", 1)[1] for p in rest if p.startswith("only=")), None)
-        if only is not None and only != version:
-            continue
-        choices = next((tuple(p.split("=", 1)[1].split("|")) for p in rest if p.startswith("choices=")), None)
-        flags = tuple(p for p in rest if not p.startswith(("choices=", "only=")))
-        if kind == "flag" and releases.release(version).enable_disable_switches:
-            on = tuple(f for f in flags if not f.startswith("!"))
-            inverses = tuple("!" + inverse + f.removeprefix(prefix) for f in on
-                             for prefix, inverse in _INVERSE_PREFIXES.items() if f.startswith(prefix))
-            flags = on + inverses + flags[len(on):]
-        dest = flags[0][2:].replace("-", "_")
-        out[dest] = Option(dest, kind, flags, choices)
+    for entry in json.loads(text)["options"]:
+        flags = tuple(entry["flags"])
+        negatives = tuple("!" + n for n in entry.get("negative", ()))
+        choices = tuple(entry["choices"]) if "choices" in entry else None
+        out[entry["dest"]] = Option(entry["dest"], entry["kind"], flags + negatives, choices, entry.get("default"))
     return out
 
 
-@lru_cache(maxsize=None)
 def _by_flag(version: str) -> dict[str, Option]:
-    return {flag.lstrip("!"): opt for opt in options(version).values() for flag in opt.flags}
+    return _flags(table_release(version))
+
+
+@lru_cache(maxsize=None)
+def _flags(table: str) -> dict[str, Option]:
+    return {flag.lstrip("!"): opt for opt in _table(table).values() for flag in opt.flags}
 
 
 # ------------------------------------------------------------------ vLLM's value parsers
@@ -503,10 +183,19 @@ def _int(value: str) -> int:
 _int.__name__ = "int"
 _exact_float.__name__ = "float"
 
+def _bool(value: str) -> bool:
+    """argparse's `type=bool` (a few 0.11 guided-decoding options): every non-empty string is True."""
+    return bool(value)
+
+
+_bool.__name__ = "bool"
+
 _TYPES: dict[str, Callable[[str], Any]] = {
-    "int": _int, "float": _exact_float, "str": str, "hint": human_readable_int, "hint_auto": human_readable_int_or_auto,
-    "opt_int": _optional(_int), "opt_float": _optional(_exact_float), "opt_hint": _optional(human_readable_int),
-    "json": str, "list_str": str, "list_int": _int, "optarg": str, "append": str, "config": str,
+    "int": _int, "float": _exact_float, "str": str, "bool": _bool, "hint": human_readable_int,
+    "hint_auto": human_readable_int_or_auto, "opt_int": _optional(_int), "opt_float": _optional(_exact_float),
+    "opt_hint": _optional(human_readable_int), "opt_str": _optional(str), "json": str, "opt_json": _optional(str),
+    "list_str": str, "list_int": _int, "list_opt_str": _optional(str), "list_opt_int": _optional(_int),
+    "list_opt_float": _optional(_exact_float), "optarg": str, "append": str, "config": str,
 }
 
 
@@ -519,11 +208,15 @@ class _Parser(argparse.ArgumentParser):
         raise _ParseError(message)
 
 
-@lru_cache(maxsize=None)
 def _parser(version: str) -> _Parser:
+    return _table_parser(table_release(version))
+
+
+@lru_cache(maxsize=None)
+def _table_parser(table: str) -> _Parser:
     parser = _Parser(prog="vllm serve", add_help=False, argument_default=argparse.SUPPRESS, exit_on_error=False)
     parser.add_argument("model_tag", nargs="?")
-    for opt in options(version).values():
+    for opt in _table(table).values():
         kwargs: dict[str, Any] = {"dest": opt.dest}
         if opt.kind == "flag":
             on = [f for f in opt.flags if not f.startswith("!")]
@@ -597,7 +290,7 @@ def lookup(key: str, *, where: str, version: str = DEFAULT_VERSION) -> tuple[Opt
                              + (", ..." if len(starts) > 6 else ""), where=where, hint="write the full option name")
     longs = sorted({o.name for o in options(version).values()})
     plain = key.lstrip("-").replace("_", "-")
-    raise InputError(f"vLLM {releases.release(version).mirrors} has no serve option {key!r}", where=where,
+    raise InputError(f"vLLM {table_release(version)} has no serve option {key!r}", where=where,
                      hint=did_you_mean(plain, longs) or "see `vllm serve --help`")
 
 
@@ -628,8 +321,8 @@ def _argv_from_mapping(data: Any, *, where: str, version: str) -> tuple[list[str
         if isinstance(value, bool):
             if value:
                 argv.append(flag)
-            elif releases.release(version).enable_disable_switches and f"--no-{key}" in _by_flag(version):
-                argv.append(f"--no-{key}")  # 0.33 passes false on as --no-KEY when that flag exists
+            elif releases.release(version).config_false_as_no_flag and f"--no-{key}" in _by_flag(version):
+                argv.append(f"--no-{key}")  # 0.28+ pass false on as --no-KEY when that flag exists
         elif isinstance(value, list):
             if value:
                 argv.append(flag)

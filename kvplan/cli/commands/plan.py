@@ -1,0 +1,226 @@
+"""`kvplan plan MODEL`: the cheapest deployments that hold a load, ranked, with the reason each rejected family of
+candidates failed, the chosen plan's launch flags and a deployment file `kvplan check` passes (docs/plan.md)."""
+
+from __future__ import annotations
+
+from enum import Enum
+from typing import Annotated, List, Optional
+
+import typer
+
+from kvplan.cli.options import ModelArg
+
+
+class EmitFormat(str, Enum):
+    kvplan = "kvplan"
+    vllm_config = "vllm-config"
+    compose = "compose"
+    k8s = "k8s"
+
+
+def register(app) -> None:
+    from kvplan.cli.edge import guarded
+
+    app.command(name="plan")(guarded(plan))
+
+
+def plan(
+    model: ModelArg,
+    concurrency: Annotated[Optional[int], typer.Option("--concurrency", "-n", help="The load as N sequences at once (with --seq, or a length mix from --workload / --prompt and --output).", show_default=False)] = None,
+    seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence (prompt + output) for --concurrency, and max_model_len; with a length mix, the longest request by default.", show_default=False)] = None,
+    rate: Annotated[Optional[float], typer.Option("--rate", "-r", help="The load as R requests per second (with --workload, or --prompt and --output).", show_default=False)] = None,
+    workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Request lengths as `kvplan simulate` reads them: CSV/JSONL of prompt_tokens,output_tokens, a YAML/JSON distribution, or inline 'prompt=p50:100,p99:2000;output=p50:200,p99:1500'.", show_default=False)] = None,
+    prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt lengths: a number of tokens or percentiles 'p50:200,p99:2000' (default with --seq: half of it).", show_default=False)] = None,
+    output: Annotated[Optional[str], typer.Option("--output", help="Output lengths: a number of tokens or percentiles 'p50:300,p99:1000' (default with --seq: half of it).", show_default=False)] = None,
+    ttft: Annotated[Optional[float], typer.Option("--ttft", help="P99 time-to-first-token target in milliseconds.", show_default=False)] = None,
+    tpot: Annotated[Optional[float], typer.Option("--tpot", help="P99 time-per-output-token target in milliseconds.", show_default=False)] = None,
+    gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU kinds to consider, comma separated (default: the whole catalog, kvplan gpus).", show_default=False)] = None,
+    engine: Annotated[str, typer.Option("--engine", help="Engines to consider, comma separated: vllm, sglang, trtllm.")] = "vllm,sglang,trtllm",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtypes to consider, comma separated (auto = the model's).")] = "auto,fp8",
+    dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight format (bf16, fp16, fp8, int8, int4). Default: the checkpoint's.", show_default=False)] = None,
+    max_gpus: Annotated[int, typer.Option("--max-gpus", help="The most GPUs a plan may use in all (replicas x TP x PP).")] = 64,
+    gpus_per_node: Annotated[Optional[int], typer.Option("--gpus-per-node", help="GPUs in one node (TP stays inside a node). Default: per GPU kind (kvplan/data/nodes.yaml: 8 for most).", show_default=False)] = None,
+    expert_parallel: Annotated[bool, typer.Option("--expert-parallel", help="MoE models: launch with expert parallelism over the TP ranks (the same bytes per GPU).")] = False,
+    price: Annotated[Optional[List[str]], typer.Option("--price", help="A price in dollars per GPU hour, NAME=DOLLARS (repeatable), e.g. h100-sxm-80gb=2.49.", show_default=False)] = None,
+    prices: Annotated[Optional[str], typer.Option("--prices", help="A YAML file of your prices: `gpu-name: dollars per GPU hour`, or a list like kvplan/data/prices.yaml.", show_default=False)] = None,
+    top: Annotated[int, typer.Option("--top", help="Plans shown in the table (--json has them all).")] = 10,
+    plot: Annotated[Optional[str], typer.Option("--plot", help="Write the cost per million output tokens against TPOT of every plan, Pareto front marked: .png or .svg (needs matplotlib), or .txt (a text chart).", show_default=False)] = None,
+    emit: Annotated[Optional[EmitFormat], typer.Option("--emit", help="Write a deployment file of the chosen plan: kvplan (any engine), vllm-config, compose or k8s (the best vLLM plan). On stdout unless --emit-to.", show_default=False)] = None,
+    emit_to: Annotated[Optional[str], typer.Option("--emit-to", help="The file --emit writes (the table then goes to stdout).", show_default=False)] = None,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print the tables as Markdown.")] = False,
+    json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docs/plan.md).")] = False,
+):
+    """The cheapest deployments of MODEL that hold a load: every GPU kind, engine, KV dtype and TP x PP layout, sized
+    by the engine's own memory model, timed by fitted latency estimates, priced per GPU hour and ranked."""
+    import dataclasses
+    from pathlib import Path
+
+    from kvplan import engines
+    from kvplan.analysis import emit as emitting
+    from kvplan.analysis import plan as planning
+    from kvplan.cli import render
+    from kvplan.core import yamlio
+    from kvplan.core.errors import EXIT_NO, InputError
+    from kvplan.engines.request import build_request
+    from kvplan.model import catalog, efficiency, fleet
+
+    for flag, value, low in (("--max-gpus", max_gpus, 1), ("--top", top, 1), ("--gpus-per-node", gpus_per_node, 1)):
+        if value is not None and not low <= value <= 4096:
+            raise InputError(f"must be from {low} to 4096, got {value}", where=flag)
+    for flag, value in (("--ttft", ttft), ("--tpot", tpot)):
+        if value is not None and not (0 < value < 1e9):
+            raise InputError(f"must be a positive number of milliseconds, got {value:g}", where=flag)
+    if json_out and markdown:
+        raise InputError("give --json or --markdown, not both", where="--markdown")
+    if emit is not None and not emit_to and (json_out or markdown):
+        raise InputError("--emit without --emit-to prints the deployment file on stdout, which --json or --markdown "
+                         "also want", where="--emit", hint="add --emit-to FILE")
+    if emit_to and emit is None:
+        raise InputError("--emit-to needs --emit FORMAT", where="--emit-to", hint="e.g. --emit kvplan --emit-to deploy.yaml")
+    if plot:
+        _check_plot(plot)
+    requests, description, max_len = _lengths(seq, workload, prompt, output, concurrency=concurrency, rate=rate,
+                                              load_yaml=yamlio.load_yaml)
+    load = planning.load_of(requests, concurrency=concurrency, rate=rate, max_model_len=max_len, description=description)
+    base = build_request(model, seq=str(load.max_model_len), batch=1, kv_dtype="auto", dtype=dtype, gpu=None, gpu_mem=None,
+                         gpus=None, tp=None, pp=1)
+    gpus = _gpus(gpu)
+    axes = planning.Axes(gpus=gpus, engines=_names(engine, "--engine"), kv_dtypes=_names(kv_dtype, "--kv-dtype"),
+                         max_gpus=max_gpus, gpus_per_node=gpus_per_node, expert_parallel=expert_parallel)
+    table = fleet.price_table(prices, list(price or []), load_yaml=yamlio.load_yaml)
+    result = planning.search(base, load, planning.Targets(ttft, tpot), axes, prices=table, get_engine=engines.get,
+                             factors_for=efficiency.factors_for, node_of=fleet.node)
+    ref = emitting.model_reference(base.spec, model)
+    result = dataclasses.replace(result, launch=tuple(_launches(result, ref, emitting)))
+
+    written = None
+    if emit is not None and result.plans:
+        chosen = result.plans[0] if emit is EmitFormat.kvplan else next((p for p in result.plans if p.engine == "vllm"), None)
+        if chosen is None:
+            raise InputError(f"--emit {emit.value} writes a vLLM deployment and no vLLM plan holds the load", where="--emit",
+                             hint="--emit kvplan writes the chosen plan for any engine")
+        name = emit_to or "FILE"
+        text = emitting.render(emit.value, chosen, load, model=base.spec.name, ref=ref, weight_dtype_given=dtype,
+                               file_name=name, gpu_facts=catalog.find_gpu(chosen.gpu))
+        if emit_to:
+            render.write_file(emit_to, lambda target: Path(target).write_text(text, encoding="utf-8"), what="the deployment file")
+            written = emit_to
+        else:
+            print(text, end="")
+    if plot and result.plans:
+        _write_plot(result, plot)
+    if emit is not None and not emit_to:
+        pass  # stdout carries the deployment file alone
+    elif json_out:
+        print(render.to_json(result))
+    elif markdown:
+        from kvplan.cli.views import plan as view
+
+        print(view.markdown(result, top=top), end="")
+    else:
+        from kvplan.cli.views import plan as view
+
+        out = render.console()
+        for item in view.tables(result, top=top):
+            render.print_fitting(out, item)
+    err = render.console(stderr=True)
+    if not json_out:
+        for note in result.notes:
+            err.print(f"note: {note}")
+        if written:
+            err.print(f"wrote {written}")
+        if plot and result.plans:
+            err.print(f"wrote {plot}")
+    if not result.plans:
+        raise typer.Exit(EXIT_NO)
+
+
+def _names(text: str, flag: str) -> tuple[str, ...]:
+    from kvplan.core.errors import InputError
+
+    names = tuple(dict.fromkeys(n.strip().lower() for n in text.split(",") if n.strip()))
+    if not names:
+        raise InputError("names nothing", where=flag)
+    return names
+
+
+def _gpus(text: str | None):
+    from kvplan.model import catalog
+
+    if text is None:
+        return catalog.gpus()
+    return tuple({catalog.find_gpu(name).name: catalog.find_gpu(name) for name in _names(text, "--gpu")}.values())
+
+
+def _lengths(seq, workload, prompt, output, *, concurrency, rate, load_yaml):
+    """(requests, description, max_model_len or None) from --seq, --workload, or --prompt/--output."""
+    from kvplan.analysis import workload as wl
+    from kvplan.core import units
+    from kvplan.core.errors import InputError
+
+    max_len = units.parse_tokens(seq, what="--seq") if seq is not None else None
+    if workload and (prompt or output):
+        raise InputError("give --workload or --prompt/--output, not both", where="--workload")
+    if workload:
+        requests, description = wl.load(workload, load_yaml=load_yaml)
+        return requests, description, max_len
+    if prompt or output:
+        if max_len is not None and (prompt is None or output is None):
+            half = max(1, max_len // 2)
+            prompt = prompt or str(max_len - half)
+            output = output or str(half)
+        if prompt is None or output is None:
+            raise InputError("give both --prompt and --output", where="--prompt" if prompt is None else "--output",
+                             hint="a number of tokens or percentiles, e.g. --prompt p50:200,p99:2000 --output 300")
+        spec = f"prompt={_points(prompt)};output={_points(output)}"
+        requests = wl.parse_inline(spec, where="--prompt/--output")
+        return requests, f"prompt {prompt}, output {output}", max_len
+    if max_len is None:
+        raise InputError("the load needs lengths", where="--seq",
+                         hint="--seq L (with --concurrency), --workload FILE, or --prompt and --output")
+    half = max(1, max_len // 2)
+    return [wl.Request(max(1, max_len - half), half)], f"{max_len:,} tokens ({max_len - half:,} prompt + {half:,} output)", max_len
+
+
+def _points(text: str) -> str:
+    """'512' -> 'p50:512' (a fixed length); percentile lists pass through."""
+    text = text.strip()
+    return f"p50:{text}" if ":" not in text else text
+
+
+def _launches(result, ref, emitting):
+    seen, out = set(), []
+    for p in result.plans:
+        if p.engine in seen:
+            continue
+        seen.add(p.engine)
+        out.append(emitting.launch(p, ref))
+    return out
+
+
+def _check_plot(path: str) -> None:
+    import importlib.util
+    from pathlib import Path
+
+    from kvplan.core.errors import InputError
+
+    suffix = Path(path).suffix.lower()
+    if suffix not in (".png", ".svg", ".txt"):
+        raise InputError(f"cannot write a {suffix or 'format-less'} chart", where="--plot", hint="name the file .png, .svg or .txt")
+    if suffix != ".txt" and importlib.util.find_spec("matplotlib") is None:
+        raise InputError("drawing image files needs matplotlib", where="--plot",
+                         hint="pip install 'kvplan[plot]', or name the file .txt for a text chart")
+
+
+def _write_plot(result, path: str) -> None:
+    from pathlib import Path
+
+    from kvplan.analysis import plotting
+    from kvplan.cli import render
+
+    chart = plotting.pareto_chart(result.pareto, model=result.model)
+    if Path(path).suffix.lower() == ".txt":
+        text = plotting.render_text(chart)
+        render.write_file(path, lambda target: Path(target).write_text(text, encoding="utf-8"), what="the chart")
+    else:
+        plotting.render_file(chart, path)

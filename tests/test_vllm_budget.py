@@ -1,0 +1,310 @@
+"""vLLM's memory budget across release lines and GPUs (kvplan/engines/vllm/budget.py, releases.py): hand-checked
+figures from vLLM's source (/work/research/vllm/moe_workspace.md, releases.md, the MXFP4 kernels' padding), public
+start-up logs (tests/data/vllm_logs_public), the band, the pin and the site profile."""
+
+from __future__ import annotations
+
+import dataclasses
+import importlib.util
+import math
+import sys
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvplan.core.dtypes import dtype
+from kvplan.core.errors import UnsupportedError
+from kvplan.engines import vllm
+from kvplan.engines.calibration import SiteProfile
+from kvplan.engines.request import Hardware
+from kvplan.engines.vllm import budget, releases
+from kvplan.engines.vllm.engine import budgets_for
+from kvplan.engines.vllm.log import gib_bounds
+from kvplan.model.catalog import find_gpu, resolve_model
+
+from engine_requests import engine_request
+
+ROOT = Path(__file__).resolve().parent.parent
+CONFIGS = ROOT / "tests" / "data" / "hf_configs"
+GIB = 2**30
+
+
+def _bench():
+    spec = importlib.util.spec_from_file_location("vllm_budget_error", ROOT / "benchmarks" / "vllm_budget_error.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules["vllm_budget_error"] = module  # dataclasses look their module up while the class is built
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCH = _bench()
+PUBLIC, _ = BENCH.public_runs()
+
+
+def _on(gpu: str):
+    g = find_gpu(gpu)
+    return Hardware(g.name, g.capacity_bytes)
+
+
+# ------------------------------------------------------------------------------------------ the release registry
+
+@pytest.mark.parametrize("version, line", [
+    ("0.10.0", "0.10"), ("0.10.1.1", "0.10"), ("0.11.0rc2", "0.11"), ("0.11.2.dev69+g3fb0d9099", "0.11"),
+    ("0.12.0", "0.12-0.13"), ("0.13.0", "0.12-0.13"), ("0.14.1", "0.14-0.17"), ("0.15.2rc1.dev93+g11a4c9d30", "0.14-0.17"),
+    ("0.17.1", "0.14-0.17"), ("0.18.1", "0.18-0.19"), ("0.19.5", "0.18-0.19"), ("0.20.1", "0.20-0.25"),
+    ("0.25.1", "0.20-0.25"), ("0.26.0", "0.26"), ("0.27.1", "0.27"), ("0.28.0", "0.28"), ("0.30.0", "0.29-0.30"),
+    ("0.32.0", "0.31-0.32"), ("v0.33.0", "0.33")])
+def test_any_release_string_finds_its_line(version, line):
+    assert releases.release(version).line == line
+
+
+def test_rules_change_where_the_source_says():
+    r = releases.release
+    # releases.md: gpu_memory_utilization 0.9 -> 0.92 at 0.20; requested ceil from 0.14; NCCL in the budget in 0.10 only
+    assert r("0.19.1").default_gpu_util == Fraction(9, 10) and r("0.20.2").default_gpu_util == Fraction(23, 25)
+    assert not r("0.13.0").requested_ceil and r("0.14.1").requested_ceil
+    assert r("0.10.2").nccl_in_budget and not r("0.11.0").nccl_in_budget
+    # --kv-cache-memory-bytes from 0.10.2; a defaulted max_num_seqs capped at max_num_batched_tokens from 0.10.1
+    assert not r("0.10.1.1").kv_cache_memory_option and r("0.10.2").kv_cache_memory_option
+    assert not r("0.10.0").max_num_seqs_capped_at_batched_tokens and r("0.10.1.1").max_num_seqs_capped_at_batched_tokens
+    # the sampler: full sort until 0.16, Triton top-k/top-p from 0.17, FlashInfer by default from 0.21
+    assert r("0.16.0").sampler == "sort" and r("0.17.1").sampler == "triton" and r("0.21.0").sampler == "flashinfer"
+    # CUDA graphs: estimated from 0.18, subtracted from 0.20; the budget on the free-memory drop from 0.27
+    assert (r("0.17.1").cuda_graph_estimated, r("0.19.0").cuda_graph_subtracted, r("0.20.2").cuda_graph_subtracted) == (
+        False, False, True)
+    assert r("0.26.0").budget_formula == "peak" and r("0.27.1").budget_formula == "consumed"
+    # grouping thresholds (kv_cache_utils.py): min only, then 1.25x (0.12), 1.5x (0.18)
+    assert [r(v).group_size_max_within for v in ("0.11.0", "0.12.0", "0.18.1")] == [None, Fraction(5, 4), Fraction(3, 2)]
+
+
+def test_a_release_line_is_one_rules_object_and_one_option_table():
+    """Adding a line is a Release plus kvplan/data/vllm_options/<release>.json: every line's mirrored release has
+    its table, and no table belongs to a release kvplan refuses."""
+    from kvplan.engines.vllm import serve_args
+
+    tables = set(serve_args.table_releases())
+    for line in releases.RELEASES:
+        assert line.mirrors in tables, line.line
+        assert releases.release(line.first).line == line.line
+    for table in tables:
+        releases.release(table)  # never UnsupportedError
+
+
+# ------------------------------------------------------------------------------------------ derived terms
+
+def test_fused_moe_workspace_is_the_research_formula():
+    """moe_workspace.md's worked check: Qwen1.5-MoE-A2.7B, T = 8192, k = 4, I = 1408 (N = 2816, A = 1408), K = 2048,
+    bf16. 0.19 (modular TritonExperts): T k (max(A, K) + max(N, K)) b = 8192 x 4 x 4864 x 2; <= 0.13 (direct
+    fused_experts_impl): T k (max(N, K) + A) b = 8192 x 4 x 4224 x 2."""
+    spec = resolve_model("qwen1.5-moe-a2.7b")
+    assert budget.moe_workspace_bytes(spec, 8192, 1, 2, releases.release("0.19.0")) == 8192 * 4 * 4864 * 2 == 318_767_104
+    assert budget.moe_workspace_bytes(spec, 8192, 1, 2, releases.release("0.13.0")) == 8192 * 4 * 4224 * 2 == 276_824_064
+    # and the 0.19 log's peak (2.47 GiB) now holds it: within 0.05 GiB (it was 0.28 GiB short without it)
+    req = engine_request(spec, hw=_on("h100"), engine_version="0.19.0", gpu_util=Fraction(95, 100))
+    assert abs(budgets_for(req)[0].activation_peak_bytes / GIB - 2.47) < 0.05
+
+
+def test_mxfp4_experts_are_padded_to_the_marlin_tiles():
+    """gpt-oss-120b, Marlin (mxfp4.py create_weights: I to a multiple of 128, H to 256): I 2880 -> 2944, H 2880 -> 3072.
+    Per expert: gate_up 5888 x 1536 B + scales 5888 x 96 + bias 5888 x 2, down 3072 x 1472 + scales 3072 x 92 + bias
+    3072 x 2; 128 experts x 36 layers. vLLM 0.10.1 logs 65.9651 GiB on an H100 (vllm#23278)."""
+    spec = resolve_model("gpt-oss-120b")
+    per_expert = 5888 * 1536 + 5888 * 96 + 5888 * 2 + 3072 * 1472 + 3072 * 92 + 3072 * 2
+    _, loaded = budget.mxfp4_expert_bytes(spec, 1, "marlin")
+    assert loaded == 36 * 128 * per_expert == 66_501_476_352
+    weights = budgets_for(engine_request(spec, seq=131072, hw=_on("h100"), engine_version="0.10.1"))[0].weights_bytes
+    assert abs(weights / GIB - 65.9651) < 0.1
+    # triton_kernels pads I to 64 only (2880 stays): the checkpoint's bytes plus the bf16 biases
+    checkpoint, triton = budget.mxfp4_expert_bytes(spec, 1, "triton")
+    assert triton == 36 * 128 * (5760 * 1440 + 5760 * 90 + 5760 * 2 + 2880 * 1440 + 2880 * 90 + 2880 * 2)
+
+
+@pytest.mark.parametrize("name, logged_peak", [("idx-h200-2x-qwen3-next-80b-tp2-v0102", "5.58"),
+                                               ("idx-l40s-8x-qwen3-235b-2507-fp8-tp8-ep-v0102", "1.4")])
+def test_the_sort_sampler_sets_the_0_10_peak(name, logged_peak):
+    """0.10.2 without FlashInfer ("FlashInfer is not available" in the logs) sorts [R, vocab] float32 logits: 38 B a
+    logit in all. H200 x2, Qwen3-Next (R = 1024, vocab 151936): 5.58 GiB logged; L40S x8 (R = 256): 1.4 GiB.
+    (The 0.19 formula, 14 B a logit, would give 2.1 and 0.6.)"""
+    run = next(r for r in PUBLIC if r.name == name)
+    assert abs(budgets_for(run.request)[0].activation_peak_bytes / GIB - float(logged_peak)) < 0.1
+
+
+def test_gpt_oss_120b_on_one_h100_is_no_longer_eleven_gib():
+    """vllm#27508: 0.95 x 79.19 GiB, --max-num-batched-tokens 1024; vLLM had 1.71 GiB of KV memory and failed at
+    131072 tokens. The issue's kvplan said 11 GiB; the Marlin-padded experts (+5.1 GiB) and the sort sampler on a
+    201088-token vocabulary (7.1 GiB) account for it."""
+    run = next(r for r in PUBLIC if r.name.startswith("vllm-issue27508"))
+    est = vllm.estimate(run.request)
+    assert 1.5 * GIB < est.available_kv_bytes < 2.2 * GIB and est.starts is False
+    assert est.available_kv_bytes_low <= 1.71 * GIB <= est.available_kv_bytes_high
+
+
+def test_batch_defaults_follow_the_release_and_the_gpu():
+    """engine/arg_utils.py get_batch_defaults: >= 70 GiB and not an A100: 8192 / 1024, else 2048 / 256; 0.28 adds
+    16384 / 1024 at >= 160 GiB."""
+    limits = lambda gpu, v: budget.default_batch_limits(find_gpu(gpu).capacity_bytes, gpu, releases.release(v))  # noqa: E731
+    assert limits("l40s", "0.10.2") == (2048, 256) and limits("a100-80gb", "0.19.0") == (2048, 256)
+    assert limits("h200", "0.27.1") == (8192, 1024) and limits("h200", "0.28.0") == (8192, 1024)
+    assert limits("b200", "0.27.1") == (8192, 1024) and limits("b200", "0.28.0") == (16384, 1024)
+    assert limits("rtx-pro-6000", "0.27.1") == (8192, 1024)
+
+
+def test_non_torch_setup_follows_the_interconnect():
+    """custom_all_reduce.py: custom all-reduce only over NVLink or for two PCIe GPUs; the non-torch figure differs."""
+    r19 = releases.release("0.19.0")
+    assert budget.non_torch_setup(8, 1, r19, find_gpu("l40s").interconnect) == "pcie"
+    assert budget.non_torch_setup(2, 1, r19, find_gpu("h100").interconnect) == "nvlink"
+    assert budget.non_torch_setup(1, 1, releases.release("0.10.2"), None) == "one-0.10"
+    assert budget.non_torch_setup(1, 4, r19, None) == "pp"
+    assert budget.non_torch_bytes(4, 1, r19, "nvlink") == budget.non_torch_bytes(2, 1, r19, "nvlink") + 2 * 37_938_878
+    assert budget.non_torch_bytes(8, 1, r19, "pcie") == budget.non_torch_bytes(2, 1, r19, "pcie")
+
+
+def test_cuda_graph_capture_sizes():
+    """config/vllm.py _set_cudagraph_sizes: [1, 2, 4] + 8..248 by 8 + 256..512 by 16 = 3 + 31 + 17 = 51 at
+    max_num_seqs 1024; at 32 sequences up to 64: 1, 2, 4, 8 .. 64 = 3 + 8."""
+    r = releases.release("0.19.0")
+    assert budget.cuda_graph_capture_sizes(1024, 8192, r) == 51
+    assert budget.cuda_graph_capture_sizes(32, 8192, r) == 11
+    assert budget.cuda_graph_capture_sizes(1024, 8192, releases.release("0.29.0"), sm10x=True) == 51 + 32
+
+
+def test_mla_block_size_follows_the_gpu_and_release():
+    """platforms/cuda.py: FlashMLA (64) on Hopper until 0.17, FLASH_ATTN_MLA (16) from 0.18; SM10x CUTLASS MLA (128)
+    0.10.2-0.14, FlashInfer MLA 64 (0.15-0.17) and 32 (0.18+)."""
+    spec = resolve_model("deepseek-v3")
+    size = lambda gpu, v: vllm.estimate(dataclasses.replace(  # noqa: E731
+        engine_request(spec, seq=8192, tp=8, hw=_on(gpu), engine_version=v), kv_cache_memory=GIB)).block_size
+    assert (size("h200", "0.17.1"), size("h200", "0.19.0"), size("b200", "0.14.1"), size("b200", "0.16.0"),
+            size("b200", "0.33.0")) == (64, 16, 128, 64, 32)
+    assert vllm.estimate(engine_request(spec, seq=8192, tp=8, mem=GIB)).block_size == 16  # no GPU: 16, with a note
+
+
+def test_releases_that_cannot_lay_out_a_model_say_so():
+    """0.10 has no UniformTypeKVCacheSpecs (full-attention layers with different pages: here 8 and 4 KV heads) and
+    raises NotImplementedError; 0.11 groups them. 0.10.1-0.13 charge chunked-local layers the whole length
+    (Llama 4: the hybrid manager is off for them)."""
+    from kvplan.core.spec import spec_from_mapping
+
+    mixed = spec_from_mapping({"name": "mixed-heads", "layers": 4, "attention_heads": 8, "kv_heads": 8, "head_dim": 128,
+                               "dtype": "bf16", "params": 10**9, "layout": {"kv_heads": [8, 8, 4, 4]}})
+    with pytest.raises(UnsupportedError, match="UniformTypeKVCacheSpecs"):
+        vllm.estimate(engine_request(mixed, mem=GIB, engine_version="0.10.2"))
+    assert vllm.estimate(engine_request(mixed, mem=GIB, engine_version="0.11.0")).num_gpu_blocks > 0
+    scout = lambda v: vllm.estimate(engine_request("llama-4-scout", seq=131072, tp=4, mem=8 * GIB, engine_version=v))  # noqa: E731
+    assert scout("0.11.0").blocks_per_request == 131072 // 16  # one group of full attention: the whole length
+    # 0.14+ keep the chunked-local groups: 3 of 4 layer slots hold a chunk, not the whole length
+    assert scout("0.14.1").max_concurrency > 2.5 * scout("0.11.0").max_concurrency
+
+
+# ------------------------------------------------------------------------------------------ band, pin, site
+
+def test_the_band_is_the_terms_error():
+    req = engine_request("llama-3.1-8b", seq=32768, hw=_on("h100"))
+    est = vllm.estimate(req)
+    band = est.budget_uncertainty_bytes
+    assert band > 0 and est.available_kv_bytes_low == est.available_kv_bytes - band
+    assert est.available_kv_bytes_high == est.available_kv_bytes + band and est.marginal is False
+    given = vllm.estimate(dataclasses.replace(req, kv_cache_memory=20 * GIB))
+    assert given.available_kv_bytes_low == given.available_kv_bytes_high == 20 * GIB and given.marginal is False
+    low = vllm.estimate(dataclasses.replace(req, budget_edge="low"))
+    assert low.available_kv_bytes == est.available_kv_bytes_low and low.budget_edge == "low"
+
+
+def test_a_verdict_inside_the_band_is_marginal():
+    """Llama-3.1-70B at TP 2 on H100 at 128K: the modelled budget holds one request of 8,7xx tokens but the low
+    edge nothing; at 9K max_model_len the verdict differs across the band."""
+    base = engine_request("llama-3.1-70b", seq=9000, tp=2, hw=_on("h100"))
+    est = vllm.estimate(base)
+    need = est.blocks_per_request * est.bytes_per_block
+    assert est.available_kv_bytes_low < need <= est.available_kv_bytes_high
+    assert est.marginal is True and any(n.startswith("marginal") for n in est.notes)
+
+
+@pytest.mark.parametrize("model, tp, pp, gpu", [("llama-3.1-8b", 1, 1, "h100"), ("gemma-3-27b", 1, 1, "h100"),
+                                                ("llama-3.1-8b", 1, 2, "a100-80gb"), ("qwen3-next-80b-a3b", 4, 1, "h100")])
+def test_the_pin_makes_the_pool_exact(model, tp, pp, gpu):
+    """--kv-cache-memory-bytes = the pinned value: vLLM's pool is then exactly kvplan's block count (every worker gets
+    the bytes; the one with the most bytes per block gets exactly the count)."""
+    req = engine_request(model, seq=32768, tp=tp, pp=pp, hw=_on(gpu))
+    est = vllm.estimate(req)
+    pinned = vllm.estimate(dataclasses.replace(req, kv_cache_memory=est.pinned_kv_cache_memory_bytes))
+    assert pinned.num_gpu_blocks == est.num_gpu_blocks
+    one_less = vllm.estimate(dataclasses.replace(req, kv_cache_memory=est.pinned_kv_cache_memory_bytes - 1))
+    assert one_less.num_gpu_blocks == est.num_gpu_blocks - 1
+    b = est.workers[0].budget
+    beside = b.weights_bytes + b.activation_peak_bytes + b.non_torch_bytes + b.cuda_graph_bytes + b.context_bytes
+    assert est.pinned_spare_bytes <= b.total_bytes - beside - est.pinned_kv_cache_memory_bytes
+    assert est.pinned_fits_beside == (est.pinned_spare_bytes >= 0)
+
+
+def test_no_pin_before_0_10_2():
+    est = vllm.estimate(engine_request("llama-3.1-8b", seq=8192, hw=_on("h100"), engine_version="0.10.1.1"))
+    assert est.pinned_kv_cache_memory_bytes is None and est.num_gpu_blocks > 0
+
+
+def test_a_site_profile_replaces_the_terms_it_measured():
+    """engines/calibration.py SiteProfile: non-torch and CUDA-graph memory replaced, the activation peak scaled, the
+    memory in use subtracted from what is free at start (vLLM then refuses when it is short)."""
+    req = engine_request("llama-3.1-8b", seq=8192, hw=_on("h100"))  # 0.33: graphs subtracted
+    base = budgets_for(req)[0]
+    site = SiteProfile(engine="vllm", memory_in_use_bytes=3 * GIB, non_torch_bytes=512 * 2**20,
+                       activation_scale=Fraction(3, 2), cuda_graph_bytes=GIB)
+    b = budgets_for(dataclasses.replace(req, site=site))[0]
+    assert b.non_torch_bytes == 512 * 2**20 and b.cuda_graph_bytes == GIB
+    assert b.activation_peak_bytes == math.ceil(base.activation_peak_bytes * Fraction(3, 2))
+    assert b.available_bytes == b.requested_bytes - b.weights_bytes - b.activation_peak_bytes - 512 * 2**20 - GIB
+    assert b.starts  # 79.19 - 0.51 context - 3 in use >= 0.92 x 79.19
+    est = vllm.estimate(dataclasses.replace(req, site=dataclasses.replace(site, memory_in_use_bytes=8 * GIB)))
+    assert est.starts is False and est.refusal is not None
+    # another engine's profile is not applied
+    other = budgets_for(dataclasses.replace(req, site=dataclasses.replace(site, engine="sglang")))
+    assert other[0] == base
+
+
+def test_rocm_and_shared_memory_gpus_are_not_guessed():
+    with pytest.raises(UnsupportedError, match="ROCm"):
+        vllm.estimate(engine_request("llama-3.1-8b", hw=_on("mi300x")))
+    with pytest.raises(UnsupportedError, match="shares its memory with the host"):
+        vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gb10")))
+    # with the budget given, or the memory in use measured at the site, kvplan answers
+    assert vllm.estimate(engine_request("llama-3.1-8b", hw=_on("mi300x"), mem=8 * GIB)).num_gpu_blocks
+    spark = vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gb10"), site=SiteProfile("vllm", 60 * GIB)))
+    assert spark.starts is False  # 0.92 x 121.6 GiB asked, 60 GiB of it in use by the host
+
+
+# ------------------------------------------------------------------------------------------ public logs
+
+@pytest.mark.parametrize("run", [r for r in PUBLIC if r.available is not None and r.available > 0
+                                 and (r.blocks, r.tokens, r.concurrency) != (None, None, None)], ids=lambda r: r.name)
+def test_public_logs_blocks_tokens_concurrency_exact(run):
+    """Given the logged KV memory, vLLM's blocks, tokens and concurrency exactly (0.10, 0.27 rules; L40S x8 with
+    expert parallelism, H200 x2 Qwen3-Next with 544-token attention blocks, RTX PRO 6000 x4, an A100 40 GB)."""
+    assert BENCH.given_budget(run) == "exact"
+
+
+@pytest.mark.parametrize("run", [r for r in PUBLIC if r.available is not None], ids=lambda r: r.name)
+def test_public_logs_inside_the_band(run):
+    """End to end (GPU, release and flags only), every scored public log's KV memory is inside kvplan's band."""
+    est = vllm.estimate(run.request)
+    logged = float(run.available) * GIB
+    assert est.available_kv_bytes_low - 0.005 * GIB <= logged <= est.available_kv_bytes_high + 0.005 * GIB
+    lo, hi = gib_bounds(Decimal(run.available)) if run.available > 0 else (None, None)
+    if run.group == "public-index-id" and lo is not None:  # and within 2% of it where the setup's terms were measured
+        assert abs(est.available_kv_bytes - logged) / logged < 0.02
+
+
+def test_gpu_reserved_moves_vllms_start_check_only():
+    """--gpu-reserved: vLLM's budget is a fraction of the total (requested = total x util), so memory in use before
+    it starts changes no term; vLLM refuses when what is left free is below the requested memory."""
+    req = engine_request("llama-3.1-8b", seq=8192, hw=_on("h100"))
+    base = vllm.estimate(req)
+    small = vllm.estimate(dataclasses.replace(req, gpu_reserved_bytes=2 * GIB))
+    assert small.available_kv_bytes == base.available_kv_bytes and small.starts
+    big = vllm.estimate(dataclasses.replace(req, gpu_reserved_bytes=8 * GIB))
+    assert big.starts is False and "already in use" in big.refusal
+    # on a unified-memory GPU the memory in use makes the estimate possible
+    spark = vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gb10"), gpu_reserved_bytes=4 * GIB))
+    assert spark.starts is True
