@@ -37,6 +37,7 @@ sys.path.insert(0, str(HERE))
 from kvplan.core.dtypes import dtype as lookup_dtype  # noqa: E402
 from kvplan.engines import vllm  # noqa: E402
 from kvplan.engines.request import EngineRequest, Hardware  # noqa: E402
+from kvplan.engines.features import Features, ParallelOptions  # noqa: E402
 from kvplan.engines.vllm import budget as B  # noqa: E402
 from kvplan.engines.vllm import releases  # noqa: E402
 from kvplan.engines.vllm.engine import budgets_for  # noqa: E402
@@ -201,7 +202,8 @@ def public_runs() -> tuple[list[Run], list[tuple[str, str]]]:
         req = EngineRequest(spec=spec, seq=r["seq"], batch=1, tp=r["tp"], pp=r.get("pp", 1),
                             hardware=Hardware(gpu.name, gpu.capacity_bytes), gpu_util=Fraction(r["util"]),
                             max_num_seqs=r.get("max_num_seqs"), max_num_batched_tokens=r.get("mnbt"),
-                            engine_version=r["version"], expert_parallel=r.get("ep", False))
+                            engine_version=r["version"],
+                            features=Features(parallel=ParallelOptions(expert_parallel=True)) if r.get("ep") else None)
         dec = lambda k: Decimal(r[k]) if r.get(k) is not None else None  # noqa: E731
         out.append(Run(r["id"], r["group"], gpu.name, req, dec("available"), dec("weights"), dec("peak"),
                        dec("non_torch"), consumed=dec("consumed"), blocks=r.get("blocks"), tokens=r.get("tokens"),

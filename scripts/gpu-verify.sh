@@ -17,7 +17,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-PYTHON="${PYTHON:-python}"
+# the interpreter: $PYTHON when given (the tests pass their own), else the repository's venv when there is one,
+# else python3 -- never whichever `python` happens to be first on PATH with no kvplan in it
+if [[ -z "${PYTHON:-}" ]]; then
+  if [[ -x .venv/bin/python ]]; then PYTHON=.venv/bin/python; else PYTHON="$(command -v python3 || command -v python)"; fi
+fi
 device="cuda"
 out=""
 args=()

@@ -8,6 +8,11 @@ CONFIGS = DATA / "hf_configs"
 
 # pin the terminal width so rendered tables are the same everywhere
 os.environ.setdefault("COLUMNS", "120")
+# every `python -m kvplan` a test starts imports this tree's kvplan, wherever pytest was started from: an editable
+# install of another checkout (or none) must not answer instead (tests/test_suite_invocation.py checks it)
+ROOT = Path(__file__).resolve().parents[1]
+os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
+                                                         if p and p != str(ROOT)])
 
 # No test touches the internet: the Hugging Face Hub is off for the whole session (tests of the Hub path start a
 # stand-in server on loopback and turn it back on for themselves), and the Hugging Face and kvplan caches are empty

@@ -69,8 +69,9 @@ def test_calibrate_not_a_log_exits_2_and_json_stays_one_object(cli, tmp_path):
     for args in ((), ("--model", "no-such-model"), (LOGS[0], "--engine", "vlm"),
                  (LOGS[0], "--calibration", tmp_path / "none.yaml")):
         code, out, err = cli("calibrate", *args, "--json")
-        d = json.loads(out)  # one object even for a usage error
-        assert code == 2 and d["error"]["exit_code"] == 2 and d["logs"] == [] and err == ""
+        d = json.loads(out)  # one object even for a usage error, and the contract's one stderr line beside it
+        assert code == 2 and d["error"]["exit_code"] == 2 and d["logs"] == []
+        assert err.count("\n") == 1 and err.startswith(f"error: {d['error']['where']} — {d['error']['what']}")
 
 
 def test_calibrate_mismatch_exits_1(cli, tmp_path):

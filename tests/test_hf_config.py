@@ -12,6 +12,8 @@ from kvplan.core.cache import CacheModel
 from kvplan.model.catalog import resolve_model
 from kvplan.core.dtypes import dtype
 from kvplan.core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE
+from kvplan.core.errors import InputError
+from kvplan.model.hf_config import spec_mapping_from_config
 
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "hf_configs"
@@ -176,10 +178,42 @@ def test_bad_configs_exit_with_a_message_naming_the_field(cli, tmp_path, what, r
     path = _write(tmp_path, raw)
     exit_code, out, err = cli("estimate", path, "--seq", "8192", "--json")
     assert exit_code == code, err
-    assert out == ""
+    assert json.loads(out)["exit_code"] == code  # --json: the error as one JSON object (docs/json.md)
     line = err.strip()
     assert line.startswith("error: ") and "\n" not in line
     assert f"{path}: {field}" in line
+
+
+# issue 15: values of the wrong type or out of range were passed as good (intermediate_size -1: exit 0 and 2.4 bn
+# parameters for an 8B), mislabelled ("cannot find the number of layers", exit 3, for a layer count that is there)
+# or a traceback (weight_block_size [0, 0]: ZeroDivisionError; 10**30 layers: OverflowError)
+_BAD_VALUES = [
+    ("intermediate_size", -1), ("head_dim", 0), ("num_hidden_layers", 0), ("num_hidden_layers", -3),
+    ("num_hidden_layers", "32"), ("num_hidden_layers", 10**30), ("max_position_embeddings", -5),
+    ("max_position_embeddings", 0), ("max_position_embeddings", float("inf")), ("max_position_embeddings", 1e30),
+    ("num_attention_heads", "x"), ("num_key_value_heads", 0), ("vocab_size", True), ("hidden_size", 2.5),
+    ("rope_scaling", {"rope_type": "llama3", "factor": float("nan")}),
+]
+
+
+@pytest.mark.parametrize("key, value", _BAD_VALUES, ids=[f"{k}={v!r}"[:40] for k, v in _BAD_VALUES])
+def test_every_config_value_is_validated_naming_key_and_value(cli, tmp_path, key, value):
+    raw = json.loads((CONFIGS / "llama-3.1-8b.json").read_text())
+    raw[key] = value
+    path = _write(tmp_path, raw)
+    exit_code, out, err = cli("estimate", path)
+    line = err.strip()
+    assert exit_code == 2 and out == "" and "\n" not in line and "Traceback" not in err, err
+    assert line.startswith(f"error: {path}: {key}") and " — " in line
+
+
+def test_an_fp8_block_size_of_zero_is_named():
+    raw = json.loads((CONFIGS / "deepseek-v3.json").read_text())
+    raw["quantization_config"]["weight_block_size"] = [0, 0]
+    with pytest.raises(InputError) as err:
+        spec_mapping_from_config(raw, name="x", where="config.json")
+    assert err.value.one_line() == ("config.json: quantization_config.weight_block_size — must be two positive whole "
+                                    "numbers, got [0, 0] (e.g. [128, 128])")
 
 
 @pytest.mark.parametrize("name", ["llama-4-scout-17b-16e-instruct.json", "llama-4-maverick-17b-128e-instruct.json"])

@@ -3,7 +3,7 @@ exit 2 (3 for what kvplan does not model), no traceback, nothing on stdout and n
 
 The cases come from a driver that threw ~1000 bad inputs at every command (malformed, empty, binary and deeply
 nested files, folders for files, zero/negative/huge/inf/nan numbers, unknown names and keys, impossible
-parallelism, unwritable -o paths). Those whose cause lives outside the commands are strict xfails below,
+parallelism, unwritable -o paths). Those whose cause lives outside the commands are below,
 each naming the module to fix. In-process (CliRunner) except where the entry point's own handling matters.
 """
 
@@ -286,3 +286,30 @@ def test_simulate_with_no_room_for_the_cache_is_a_no_not_bad_input(invoke):
     result = invoke("simulate", "llama-3.1-70b", "--workload", str(ROOT / "examples" / "workloads" / "sample.csv"),
                     "--seq", "2048", "--gpu", "l4")
     assert result.exit_code == 1 and "no memory is left for the KV cache" in result.stderr
+
+
+# ------------------------------------------------------------------ issue 15: calibrate's two wrong passes
+
+def _real_log_text() -> str:
+    return sorted(LOGS.glob("*.log"))[0].read_text(encoding="utf-8")
+
+
+def test_calibrate_of_a_log_where_nothing_could_be_compared_is_not_a_pass(invoke, tmp_path):
+    # a real log cut before vLLM printed its KV cache figures: every comparison is empty
+    text = _real_log_text()
+    log = tmp_path / "cut.log"
+    log.write_text(text[:text.index("Available KV cache memory")].rsplit("\n", 1)[0] + "\n", encoding="utf-8")
+    result = invoke("calibrate", log)
+    assert result.exit_code in (2, 3), (result.exit_code, result.stdout[-300:])
+
+
+def test_a_mean_absolute_error_is_never_negative(invoke, tmp_path):
+    import json
+    import re
+
+    log = tmp_path / "negative.log"
+    # vLLM logs a negative available memory when the weights and activations exceed the budget
+    log.write_text(re.sub(r"Available KV cache memory: ([0-9.]+) GiB", r"Available KV cache memory: -\1 GiB", _real_log_text()),
+                   encoding="utf-8")
+    summary = json.loads(invoke("calibrate", log, "--json").stdout)["summary"]
+    assert summary["available_kv_mean_abs_error_percent"] is None or summary["available_kv_mean_abs_error_percent"] >= 0

@@ -65,7 +65,8 @@ def test_bad_profiles_are_exit_2_naming_the_key(cli, tmp_path, change, key):
     assert err.value.where == f"{path}: {key}"
     code, out, stderr = cli("estimate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "h100-sxm-80gb",
                             "--calibration", path, "--json")
-    assert code == 2 and out == "" and stderr.startswith(f"error: {path}: {key} — ")
+    # --json: the error is also the one JSON object on stdout (docs/json.md)
+    assert code == 2 and json.loads(out)["error"]["where"] == f"{path}: {key}" and stderr.startswith(f"error: {path}: {key} — ")
 
 
 def test_sizes_may_be_written_with_units(tmp_path):

@@ -140,9 +140,11 @@ def token_label(n: int) -> str:
 
 # ------------------------------------------------------------------ terminal
 
-def render_text(chart: Chart, *, width: int = 72, height: int = 18) -> str:
-    """The chart as lines of unicode text: y axis on the left, log2 x axis below, a legend after."""
+def render_text(chart: Chart, *, width: int = 72, height: int = 18, columns: int | None = None) -> str:
+    """The chart as lines of unicode text: y axis on the left, log2 x axis below, a legend after. With `columns`
+    (the terminal's), the title and legend wrap between words at that width; no line has trailing spaces."""
     import math
+    import textwrap
 
     width, height = max(width, 20), max(height, 6)
     xs = sorted({x for s in chart.series for x in s.xs})
@@ -197,7 +199,13 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18) -> str:
         legend.append(f" {marker}  {s.label}")
     labels = {0: hi, height - 1: lo, (height - 1) // 2: (hi + lo) / 2}
     gutter = 10
-    lines = [chart.title, f"{chart.y_label}" + (" (log scale)" if chart.y_log else "")]
+
+    def wrapped(text: str, indent: str = "") -> list[str]:
+        if not columns:
+            return [text]
+        return textwrap.wrap(text, columns, subsequent_indent=indent, break_long_words=False, break_on_hyphens=False) or [text]
+
+    lines = wrapped(chart.title) + [f"{chart.y_label}" + (" (log scale)" if chart.y_log else "")]
     for r in range(height):
         label = ""
         if r in labels:
@@ -215,9 +223,10 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18) -> str:
             tick_labels[start:start + len(text)] = text
     lines.append(" " * gutter + " └" + "".join(axis))
     lines.append(" " * (gutter + 2) + "".join(tick_labels).rstrip())
-    lines.append(" " * (gutter + 2) + chart.x_label + " (log scale)")
-    lines += legend
-    return "\n".join(lines) + "\n"
+    lines += wrapped(" " * (gutter + 2) + chart.x_label + " (log scale)", " " * (gutter + 2))
+    for item in legend:
+        lines += wrapped(item, "     ")
+    return "\n".join(line.rstrip() for line in lines) + "\n"
 
 
 def _y_text(chart: Chart, value: float) -> str:
@@ -228,13 +237,27 @@ def _y_text(chart: Chart, value: float) -> str:
 
 # ------------------------------------------------------------------ matplotlib (optional)
 
-def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 120) -> None:
-    """Write the chart as PNG or SVG (by `fmt` or the file's extension). Needs matplotlib (kvplan[plot])."""
+def image_format(path: str, fmt: str | None) -> str:
+    """'png' or 'svg' for an image file: --format when given, else the file's extension; a --format that
+    contradicts the extension is refused (issue 15: `-o c.svg --format png` wrote a PNG named .svg)."""
     from pathlib import Path
 
-    fmt = (fmt or Path(path).suffix.lstrip(".")).lower()
+    if not path:
+        raise InputError("is empty", where="--output", hint="give a file name, or leave the option out")
+    suffix = Path(path).suffix.lstrip(".").lower()
+    if fmt and suffix in ("png", "svg") and suffix != fmt.lower():
+        raise InputError(f"--format {fmt} but the file is named .{suffix}", where="--format",
+                         hint="name the file for its format, or leave --format out")
+    fmt = (fmt or suffix).lower()
     if fmt not in ("png", "svg"):
-        raise InputError(f"cannot write a {fmt or 'format-less'} image", where="--output", hint="name the file .png or .svg, or pass --format png|svg")
+        raise InputError(f"cannot write a {fmt or 'format-less'} image", where="--output",
+                         hint="name the file .png or .svg, or pass --format png|svg")
+    return fmt
+
+
+def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 120) -> None:
+    """Write the chart as PNG or SVG (by `fmt` or the file's extension). Needs matplotlib (kvplan[plot])."""
+    fmt = image_format(path, fmt)
     try:
         # a bare Figure (no pyplot) draws with the Agg/SVG canvases and touches no GUI backend
         from matplotlib.figure import Figure

@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from typing import Callable, Iterable, Iterator, Sequence
 
 from kvplan.core.errors import InputError, KvplanError
-from kvplan.core.units import MAX_TOKENS
+from kvplan.core.text import csv_cell
+from kvplan.core.units import MAX_TOKENS, parse_int
 from kvplan.engines.static import kv_dtype as static_kv_dtype
 
 # A grid is expanded eagerly (its axes are short lists); this bounds one axis and the whole product so
@@ -32,7 +33,7 @@ from kvplan.engines.static import kv_dtype as static_kv_dtype
 MAX_AXIS_VALUES = 100_000
 MAX_ROWS = 50_000_000
 
-_RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^*+]+?)\s*(?:(?P<op>[*+])\s*(?P<step>\d+))?$")
+_RANGE = re.compile(r"^(?P<lo>[^.]+?)\s*\.\.\s*(?P<hi>[^*+]+?)\s*(?:(?P<op>[*+])\s*(?P<step>[^*+]+))?$")
 
 
 def parse_axis(text: str, parse_one: Callable[[str], object], *, where: str, default_step: str | None = None) -> tuple:
@@ -73,7 +74,7 @@ def parse_axis(text: str, parse_one: Callable[[str], object], *, where: str, def
             if default_step is None:
                 raise InputError(f"range {part!r} needs a step", where=where, hint="write A..B*k or A..B+k")
             op, step = default_step[0], default_step[1:]
-        step = int(step)
+        step = parse_int(step, what=where, minimum=None)  # the one number parser: ASCII digits, bounded length
         if hi < lo:
             raise InputError(f"range {part!r} runs backwards", where=where, hint=f"write {match.group('hi')}..{match.group('lo')}")
         if (op == "*" and step < 2) or (op == "+" and step < 1):
@@ -314,6 +315,8 @@ def csv_value(value) -> str:
         return "true"
     if value is False:
         return "false"
+    if isinstance(value, str):  # model, engine, GPU, KV dtype, error: a spreadsheet must not run them as formulas
+        return csv_cell(value)
     return str(value)
 
 

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 import math
 import random
 from collections import defaultdict, deque
@@ -46,8 +45,10 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Iterable, Mapping
 
+from kvplan.core import files, jsonio
 from kvplan.core.errors import DoesNotFitError, InputError, UnsupportedError, did_you_mean
-from kvplan.core.units import MAX_TOKENS
+from kvplan.core.text import visible
+from kvplan.core.units import MAX_TOKENS, parse_decimal, parse_int, shown
 
 MAX_REQUESTS = 1_000_000
 # a million requests of CSV is ~15 MB; the cap keeps a wrong file (a log, a dump) from filling memory
@@ -69,15 +70,14 @@ def _count(value, where: str, *, unit: str = "token") -> int:
     """A positive whole number from a file cell, a JSON/YAML value or inline text; None is a missing cell."""
     if value is None or (isinstance(value, str) and not value.strip()):
         raise InputError("is missing", where=where, hint=f"give a whole number of {unit}s")
-    if isinstance(value, bool):
-        raise InputError(f"must be a whole number of {unit}s, got {value!r}", where=where)
-    number = int(value) if isinstance(value, float) and value.is_integer() else value  # JSON writers print 512.0
-    try:
-        n = int(str(number).strip().replace("_", "")) if not isinstance(number, int) else number
-    except ValueError:
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)  # JSON writers print 512.0
+    try:  # the one number parser: ASCII digits, no commas (kvplan.core.units)
+        n = parse_int(value, what=where, minimum=None)
+    except InputError:
         raise InputError(f"must be a whole number of {unit}s, got {_shown(value)}", where=where, hint="e.g. 512") from None
     if n < 1:
-        raise InputError(f"must be at least 1 {unit}, got {n}", where=where)
+        raise InputError(f"must be at least 1 {unit}, got {shown(n)}", where=where)
     # far above any context length (or workload size); also keeps a typo from driving the simulation into huge integers
     limit = MAX_REQUESTS if unit == "request" else MAX_TOKENS
     if n > limit:
@@ -87,8 +87,7 @@ def _count(value, where: str, *, unit: str = "token") -> int:
 
 
 def _shown(value) -> str:
-    text = repr(value) if not isinstance(value, str) else repr(value.strip())
-    return text if len(text) <= 40 else text[:37] + "..."
+    return shown(value.strip() if isinstance(value, str) else value)
 
 
 def _pick(keys: Iterable[str], wanted: tuple[str, ...]) -> str | None:
@@ -97,6 +96,14 @@ def _pick(keys: Iterable[str], wanted: tuple[str, ...]) -> str | None:
         if name in lowered:
             return lowered[name]
     return None
+
+
+def _check_work(n: int, max_requests: int | None, where: str) -> None:
+    """Refuse, before a distribution's requests are even drawn, a count no simulation of the chosen policies can
+    finish in seconds (max_requests from max_requests_for)."""
+    if max_requests is not None and n > max_requests:
+        raise InputError(f"simulating {n:,} requests would take minutes (at most {max_requests:,} for the policies "
+                         "chosen)", where=where, hint="sample fewer requests, or simulate fewer --policies")
 
 
 def _check_size(n: int, where: str) -> None:
@@ -131,14 +138,8 @@ def read_jsonl_text(text: str, *, where: str) -> list[Request]:
     for line_no, line in enumerate(text.splitlines(), 1):
         if not line.strip():
             continue
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError as err:
-            raise InputError(f"not JSON: {err.msg} (column {err.colno})", where=f"{where}:{line_no}",
-                             hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}') from None
-        except RecursionError:
-            raise InputError("is nested too deeply to read", where=f"{where}:{line_no}",
-                             hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}') from None
+        obj = jsonio.loads(line, where=f"{where}:{line_no}",
+                           hint='one object per line, e.g. {"prompt_tokens": 100, "output_tokens": 200}')
         if not isinstance(obj, Mapping):
             raise InputError("each line must be a JSON object", where=f"{where}:{line_no}", hint='{"prompt_tokens": 100, "output_tokens": 200}')
         p_key, o_key = _pick(obj.keys(), _PROMPT_KEYS), _pick(obj.keys(), _OUTPUT_KEYS)
@@ -200,9 +201,9 @@ def parse_percentiles(value, *, where: str) -> Percentiles:
     for key, tokens in value.items():
         name = str(key).strip().lower()
         name = {"min": "p0", "max": "p100", "median": "p50"}.get(name, name)
-        try:
-            pct = Fraction(name[1:]) if name.startswith("p") else None
-        except (ValueError, ZeroDivisionError):
+        try:  # bounded digits and exponent: 'p1e999999999' must not expand a billion-digit number
+            pct = parse_decimal(name[1:], what=where, percent=False)[0] if name.startswith("p") else None
+        except InputError:
             pct = None
         if pct is None or not 0 <= pct <= 100:
             raise InputError(f"unknown key {key!r}", where=where, hint="percentiles are written p0..p100 (or min, median, max)")
@@ -217,7 +218,7 @@ def parse_percentiles(value, *, where: str) -> Percentiles:
     return Percentiles(tuple(points))
 
 
-def from_distribution(mapping: Mapping, *, where: str) -> list[Request]:
+def from_distribution(mapping: Mapping, *, where: str, max_requests: int | None = None) -> list[Request]:
     """A deterministic sample: requests at evenly spaced quantiles (i + 0.5) / n of each length, the output
     quantiles shuffled with a fixed seed so that prompt and output lengths are independent."""
     allowed = {"prompt_tokens", "output_tokens", "requests", "seed", "description"}
@@ -236,6 +237,7 @@ def from_distribution(mapping: Mapping, *, where: str) -> list[Request]:
     output = parse_percentiles(mapping["output_tokens"], where=f"{where}: output_tokens")
     n = _count(mapping.get("requests", 1000), f"{where}: requests", unit="request")
     _check_size(n, f"{where}: requests")
+    _check_work(n, max_requests, f"{where}: requests")
     seed = mapping.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise InputError(f"must be a whole number, got {_shown(seed)}", where=f"{where}: seed", hint="e.g. seed: 0")
@@ -246,7 +248,7 @@ def from_distribution(mapping: Mapping, *, where: str) -> list[Request]:
     return [Request(prompts[i], outputs[order[i]]) for i in range(n)]
 
 
-def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
+def parse_inline(text: str, *, where: str = "--workload", max_requests: int | None = None) -> list[Request]:
     """'prompt=p50:100,p99:2000;output=p50:200,p99:1500;requests=500' -> requests."""
     mapping: dict = {}
     names = {"prompt": "prompt_tokens", "prompt_tokens": "prompt_tokens", "output": "output_tokens",
@@ -265,8 +267,8 @@ def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
                              hint="e.g. prompt=p50:100,p99:2000;output=p50:200,p99:1500;requests=500")
         if key in ("requests", "seed"):
             try:
-                mapping[key] = int(value.strip())
-            except ValueError:
+                mapping[key] = parse_int(value, what=where, minimum=None)
+            except InputError:
                 raise InputError(f"{key} must be a whole number, got {_shown(value)}", where=where,
                                  hint=f"e.g. {key}=500" if key == "requests" else "e.g. seed=0") from None
             continue
@@ -277,52 +279,42 @@ def parse_inline(text: str, *, where: str = "--workload") -> list[Request]:
                 raise InputError(f"cannot read {item.strip()!r}", where=where, hint="percentile:tokens, e.g. p50:100")
             points[pct.strip()] = tokens.strip()
         mapping[key] = points
-    return from_distribution(mapping, where=where)
+    return from_distribution(mapping, where=where, max_requests=max_requests)
 
 
-def load(path_or_spec: str, *, load_yaml=None) -> tuple[list[Request], str]:
+def load(path_or_spec: str, *, load_yaml=None, max_requests: int | None = None) -> tuple[list[Request], str]:
     """Requests and a short description from a CSV, JSONL, YAML/JSON distribution file, or an inline
     distribution. `load_yaml(path)` reads YAML (the caller's, so this module imports no yaml)."""
     what = "a CSV or JSONL of prompt/output lengths, a YAML distribution, or prompt=...;output=..."
     if not str(path_or_spec).strip():
         raise InputError("is empty", where="--workload", hint=what)
     if "=" in path_or_spec and not Path(path_or_spec).expanduser().exists():
-        return parse_inline(path_or_spec), "inline distribution"
+        return parse_inline(path_or_spec, max_requests=max_requests), "inline distribution"
     path = Path(path_or_spec).expanduser()
     where = str(path)
     try:
-        if path.is_dir():
-            raise InputError("is a directory, expected a file", where=where, hint=what)
-        if not path.exists():
-            raise InputError("no such file", where=where, hint=what)
-        size = path.stat().st_size
-        if size > MAX_WORKLOAD_BYTES:
-            raise InputError(f"is {size:,} bytes; workload files are limited to {MAX_WORKLOAD_BYTES:,}", where=where,
-                             hint="sample the workload")
-        # utf-8-sig: spreadsheet programs put a byte-order mark before the CSV header
-        text = path.read_text(encoding="utf-8-sig")
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", where=where, hint=what) from None
-    except OSError as err:  # permission denied, a name too long, a FIFO that fails to read
-        raise InputError(f"cannot read: {err.strerror or err}", where=where, hint=what) from None
+        # the bounded reader (core/files.py): a FIFO or a device is refused, not read forever; utf-8-sig: spreadsheet
+        # programs put a byte-order mark before the CSV header
+        text = files.read_text(path, limit=MAX_WORKLOAD_BYTES, encoding="utf-8-sig", what="workload files")
+    except InputError as err:
+        raise InputError(err.what, where=err.where, hint=err.hint or what) from None
     suffix = path.suffix.lower()
     if suffix == ".csv":
-        return read_csv_text(text, where=where), path.name
+        requests = read_csv_text(text, where=where)
+        _check_work(len(requests), max_requests, where)
+        return requests, path.name
     if suffix in (".jsonl", ".ndjson"):
-        return read_jsonl_text(text, where=where), path.name
+        requests = read_jsonl_text(text, where=where)
+        _check_work(len(requests), max_requests, where)
+        return requests, path.name
     if suffix in (".yaml", ".yml", ".json"):
         if suffix == ".json":
-            try:
-                data = json.loads(text)
-            except json.JSONDecodeError as err:
-                raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=where,
-                                 hint="check brackets, commas and quotes") from None
-            except RecursionError:
-                raise InputError("is nested too deeply to read", where=where, hint="a mapping with prompt_tokens and output_tokens") from None
+            data = jsonio.loads(text, where=where, hint="a mapping of prompt_tokens and output_tokens percentiles")
         else:
             data = load_yaml(path)
         description = data.get("description") if isinstance(data, Mapping) else None
-        return from_distribution(data, where=where), description or path.name
+        description = visible(description) if isinstance(description, str) and description.strip() else None
+        return from_distribution(data, where=where, max_requests=max_requests), description or path.name
     raise InputError(f"unknown workload format {suffix or '(no extension)'!r}", where=where,
                      hint=".csv or .jsonl of requests, or a .yaml/.json distribution")
 
@@ -606,6 +598,15 @@ class _Rec:
 # One policy runs ~0.2-0.5 M engine steps a second (tests/test_workload.py keeps the examples far below);
 # above this the run takes minutes, which reads as a hang, so it is refused up front.
 MAX_SIM_STEPS = 20_000_000
+# Admitting and retiring one request costs about as much as 5 engine steps (measured on this code: 200,000 short
+# requests under the 5 policies, ~13 us per request and policy, against 2-5 us per step): the work of a run is
+# counted in steps with each request weighing this much, so a million short requests are refused as well.
+REQUEST_STEPS = 5
+
+
+def max_requests_for(policies) -> int:
+    """The most requests whose admissions alone stay within MAX_SIM_STEPS under these policies."""
+    return MAX_SIM_STEPS // (REQUEST_STEPS * max(len(tuple(policies)), 1))
 
 
 def _estimated_steps(admitted: list[Request], runs: dict, pool: int, max_seqs: int | None) -> int:
@@ -660,9 +661,15 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
     if not admitted:
         raise InputError(f"every prompt{' with the shared prefix' if shared_prefix else ''} has {max_model_len:,} "
                          f"token{'s' if max_model_len != 1 else ''} or more (max_model_len)", where="--seq", hint="raise --seq (max_model_len)")
+    runs = {p: _Run(p, cost, pool_bytes, max_model_len, block_size, shared_prefix, max_num_seqs) for p in policies}
+    # refused up front, from the request count and the policies' costs on a sample, before anything walks every
+    # request (issue 15: a million requests ran 21 s before the refusal)
+    steps = _estimated_steps(admitted, runs, pool_bytes, max_num_seqs) + REQUEST_STEPS * len(admitted) * len(runs)
+    if steps > MAX_SIM_STEPS:
+        raise InputError(f"simulating {len(admitted):,} requests would take about {steps:,} engine steps (minutes)",
+                         where="--workload", hint="sample fewer requests, shorten the outputs, or lower --seq")
     # each policy must be able to hold any one request at its longest alone, or it could never run it (and a
     # growing request would preempt itself forever)
-    runs = {p: _Run(p, cost, pool_bytes, max_model_len, block_size, shared_prefix, max_num_seqs) for p in policies}
     for policy, run in runs.items():
         def peak(r: Request) -> int:
             own_final = r.prompt - run.share_of(r.prompt) + r.output - 1
@@ -672,10 +679,6 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
         if peak(worst) > pool_bytes:
             raise InputError(f"a request of {worst.prompt:,} + {worst.output:,} tokens needs {peak(worst):,} B under {policy}, "
                              f"more than the pool's {pool_bytes:,} B", where="--seq", hint="lower --seq (max_model_len) or add memory")
-    steps = _estimated_steps(admitted, runs, pool_bytes, max_num_seqs)
-    if steps > MAX_SIM_STEPS:
-        raise InputError(f"simulating {len(admitted):,} requests would take about {steps:,} engine steps (minutes)",
-                         where="--workload", hint="sample fewer requests, shorten the outputs, or lower --seq")
     if rejected:
         notes.append(f"{rejected:,} requests have prompts of max_model_len tokens or more and were rejected")
     if truncated:

@@ -13,6 +13,7 @@ from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, KvplanError
 from kvplan.engines.calibration import SiteProfile
+from kvplan.core.units import shown
 from kvplan.engines.request import EngineRequest, Hardware
 
 # A deployment's GPUs: TP x PP of the largest real node groups; beyond this a typo is likelier.
@@ -123,21 +124,19 @@ class LaunchContext:
 
 def parse_headroom(value: Any, *, where: str) -> Fraction:
     """'10%' or 0.1 -> Fraction(1, 10); 0% allowed, 100% not."""
-    from decimal import Decimal, InvalidOperation
+    from kvplan.core.units import parse_decimal
 
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise InputError(f"headroom must be a percentage, got {value!r}", where=where, hint="e.g. 10%")
+        raise InputError(f"headroom must be a percentage, got {shown(value)}", where=where, hint="e.g. 10%")
+    try:  # the one number parser: bounded digits and exponent, ASCII, no commas
+        number, percent = parse_decimal(value, what=where)
+    except InputError:
+        raise InputError(f"headroom {shown(value)} is not a percentage", where=where, hint="e.g. 10% (or 0.1)") from None
     raw = str(value).strip()
-    try:
-        number = Fraction(Decimal(raw.rstrip("%").strip()))
-    except (InvalidOperation, ValueError):
-        raise InputError(f"headroom {value!r} is not a percentage", where=where, hint="e.g. 10% (or 0.1)") from None
-    if raw.endswith("%"):
-        number /= 100
-    elif number >= 1:
-        raise InputError(f"headroom {value!r} is ambiguous", where=where, hint=f"write {raw}% for a percentage, or a fraction below 1")
+    if not percent and number >= 1:
+        raise InputError(f"headroom {shown(value)} is ambiguous", where=where, hint=f"write {raw}% for a percentage, or a fraction below 1")
     if not 0 <= number < 1:
-        raise InputError(f"headroom must be from 0% to below 100%, got {value!r}", where=where)
+        raise InputError(f"headroom must be from 0% to below 100%, got {shown(value)}", where=where)
     return number
 
 
@@ -151,7 +150,7 @@ def defaults(options: CheckOptions) -> Defaults:
     gpu = hardware_for(options.gpu, options.gpu_mem)
     for flag, value in (("--gpus", options.gpus), ("--require-concurrency", options.require_concurrency)):
         if value is not None and value < 1:
-            raise InputError(f"must be at least 1, got {value}", where=flag)
+            raise InputError(f"must be at least 1, got {shown(value)}", where=flag)
     headroom = parse_headroom(options.require_headroom, where="--require-headroom") if options.require_headroom is not None else None
     releases.release(options.vllm_version, where="--vllm-version")
     from kvplan import engines
@@ -206,15 +205,16 @@ def with_command_line(dep: Deployment, defaults: Defaults) -> Deployment:
 
 def whole(value: Any, *, where: str, low: int = 1, high: int | None = None) -> int:
     if isinstance(value, bool) or not isinstance(value, int):
-        raise InputError(f"must be a whole number, got {value!r}", where=where)
+        raise InputError(f"must be a whole number, got {shown(value)}", where=where)
     if value < low or (high is not None and value > high):
-        raise InputError(f"must be from {low} to {high}, got {value}" if high else f"must be at least {low}, got {value}", where=where)
+        raise InputError(f"must be from {low} to {high}, got {shown(value)}" if high else
+                         f"must be at least {low}, got {shown(value)}", where=where)
     return value
 
 
 def text(value: Any, *, where: str) -> str:
     if not isinstance(value, str) or not value.strip():
-        raise InputError(f"must be text, got {value!r}", where=where)
+        raise InputError(f"must be text, got {shown(value)}", where=where)
     return value.strip()
 
 

@@ -11,6 +11,7 @@ from enum import Enum
 from typing import Callable
 
 from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, SKIPPED, CheckReport, Verdict, short_tokens
+from kvplan.core.text import visible, wrap_pairs
 from kvplan.core.units import format_bytes
 
 
@@ -81,8 +82,10 @@ def _gpu_cell(v: Verdict) -> str:
 
 
 def _row(v: Verdict) -> list[str]:
-    return [v.label, v.name, v.model or "—", v.engine or "—", _gpu_cell(v),
-            short_tokens(v.max_model_len) if v.max_model_len else "—", concurrency_cell(v), headroom_cell(v)]
+    # file names and deployment names come from users: control characters are shown as escapes in every format
+    return [visible(c) for c in (v.label, v.name, v.model or "—", v.engine or "—", _gpu_cell(v),
+                                 short_tokens(v.max_model_len) if v.max_model_len else "—", concurrency_cell(v),
+                                 headroom_cell(v))]
 
 
 _HEADERS = ["deployment", "name", "model", "engine", "GPUs", "max len", "concurrency", "headroom"]
@@ -90,7 +93,10 @@ _HEADERS = ["deployment", "name", "model", "engine", "GPUs", "max len", "concurr
 
 # ------------------------------------------------------------------ text
 
-def render_text(report: CheckReport) -> str:
+def render_text(report: CheckReport, width: int | None = None) -> str:
+    """The text report: a table, or, when `width` is given (the terminal's) and the table is wider, one record per
+    deployment (its status and file on one line, the rest wrapped below), so no name or figure runs past the edge.
+    The same report and width give the same bytes; without a width (a file written with -o) always the table."""
     rows = [[_STATUS_TEXT[v.status]] + _row(v) for v in report.verdicts]
     header = ["status"] + _HEADERS
     widths = [max(len(r[i]) for r in rows + [header]) for i in range(len(header))]
@@ -99,34 +105,54 @@ def render_text(report: CheckReport) -> str:
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    out = [f"kvplan check · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules", "", line(header)]
-    out += [line(r) for r in rows]
+    out = _wrapped(f"kvplan check · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules", width, "", "") + [""]
+    if width is None or sum(widths) + 2 * (len(widths) - 1) <= width:
+        out += [line(header)] + [line(r) for r in rows]
+    else:
+        for r in rows:
+            out += _wrapped(f"{r[0]}  {r[1]}", width, "", "    ")
+            out += ["    " + line for line in wrap_pairs([f"{h} {c}" for h, c in zip(header[2:], r[2:]) if c != "—"],
+                                                       width - 4)]
     details = [v for v in report.verdicts if v.status != PASS]
     if details:
         out.append("")
     for v in details:
         if v.status == SKIPPED:
-            out.append(f"skipped {v.label} ({v.name}): {v.reason}")
+            out += _wrapped(f"skipped {visible(v.label)} ({visible(v.name)}): {visible(v.reason)}", width, "", "    ")
             continue
         if v.status in (INVALID, CANNOT_JUDGE):  # the reason is the error line, which names file and key
-            out.append(f"{_STATUS_TEXT[v.status]} {v.reason}")
+            out += _wrapped(f"{_STATUS_TEXT[v.status]} {visible(v.reason)}", width, "", "    ")
             continue
-        out.append(f"{_STATUS_TEXT[v.status]} {v.label} ({v.name}): {v.reason}")
+        out += _wrapped(f"{_STATUS_TEXT[v.status]} {visible(v.label)} ({visible(v.name)}): {visible(v.reason)}", width,
+                        "", "    ")
         f = v.figures
         if f is not None and f.usable_bytes is not None:
             pool = "KV cache pool" if f.available_kv_bytes is not None else "cache"
-            out.append(f"  per GPU: usable {format_bytes(f.usable_bytes)}, weights {format_bytes(f.weights_bytes)}, "
-                       f"{pool} {format_bytes(f.cache_bytes)}"
-                       + (f"; longest max_model_len that starts: {f.longest_context:,}" if f.longest_context else ""))
+            out += _wrapped(f"per GPU: usable {format_bytes(f.usable_bytes)}, weights {format_bytes(f.weights_bytes)}, "
+                            f"{pool} {format_bytes(f.cache_bytes)}"
+                            + (f"; longest max_model_len that starts: {f.longest_context:,}" if f.longest_context else ""),
+                            width, "  ", "    ")
         if v.suggestions:
-            out.append("  fix (any one): " + " | ".join(v.suggestions))
+            out += _wrapped("fix (any one): " + " | ".join(v.suggestions), width, "  ", "    ")
     sourced = [v for v in report.verdicts if v.origins is not None and v.status in (PASS, FAIL, CANNOT_JUDGE)]
     if sourced:
-        out += ["", "where the inputs came from:"]
+        out += [""] + _wrapped("where the inputs came from:", width, "", "")
         for v in sourced:
-            out.append(f"  {v.label} ({v.name}): " + " · ".join(origin_lines(v)))
-    out += ["", summary_line(report)]
+            out += _wrapped(f"{visible(v.label)} ({visible(v.name)}): " + " · ".join(visible(o) for o in origin_lines(v)),
+                            width, "  ", "    ")
+    out += [""] + _wrapped(summary_line(report), width, "", "")
     return "\n".join(out) + "\n"
+
+
+def _wrapped(text: str, width: int | None, first: str, rest: str) -> list[str]:
+    """`text` after `first`, wrapped between words at `width` with `rest` before the later lines (never inside a
+    word: a path or a figure stays whole); one line without a width."""
+    import textwrap
+
+    if width is None:
+        return [first + text]
+    return textwrap.wrap(text, max(width, 20), initial_indent=first, subsequent_indent=rest, break_long_words=False,
+                         break_on_hyphens=False) or [first]
 
 
 # ------------------------------------------------------------------ json
@@ -140,8 +166,13 @@ def render_json(report: CheckReport) -> str:
 # ------------------------------------------------------------------ markdown
 
 def _md(text: str) -> str:
-    """A table cell: pipes escaped, no line breaks."""
-    return " ".join(str(text).split()).replace("|", "\\|")
+    """A table cell: pipes escaped, no line breaks, control characters as escapes."""
+    return visible(" ".join(str(text).split())).replace("|", "\\|")
+
+
+def _code(text: str) -> str:
+    """Inline code; a backtick inside would end it early."""
+    return "`" + text.replace("`", "'") + "`"
 
 
 def render_markdown(report: CheckReport) -> str:
@@ -150,19 +181,19 @@ def render_markdown(report: CheckReport) -> str:
     out.append("|---|" + "|".join("---:" if h in ("max len", "concurrency", "headroom") else "---" for h in _HEADERS) + "|---|")
     for v in report.verdicts:
         cells = [_STATUS_MARK[v.status]] + _row(v) + [v.reason]
-        cells[1] = f"`{cells[1]}`"
+        cells[1] = _code(cells[1])
         out.append("| " + " | ".join(_md(c) for c in cells) + " |")
     fixes = [v for v in report.verdicts if v.suggestions]
     if fixes:
         out += ["", "### Fixes", "", "Each change alone makes the deployment pass (checked with the same engine model)."]
         out.append("")
         for v in fixes:
-            out.append(f"- `{v.label}` ({_md(v.name)}): " + " · ".join(f"`{s}`" for s in v.suggestions))
+            out.append(f"- {_code(_md(v.label))} ({_md(v.name)}): " + " · ".join(f"`{s}`" for s in v.suggestions))
     sourced = [v for v in report.verdicts if v.origins is not None and v.status in (PASS, FAIL, CANNOT_JUDGE)]
     if sourced:
         out += ["", "### Where the inputs came from", ""]
         for v in sourced:
-            out.append(f"- `{v.label}` ({_md(v.name)}): " + " · ".join(_md(line) for line in origin_lines(v)))
+            out.append(f"- {_code(_md(v.label))} ({_md(v.name)}): " + " · ".join(_md(line) for line in origin_lines(v)))
     return "\n".join(out) + "\n"
 
 
@@ -182,8 +213,10 @@ def render_junit(report: CheckReport) -> str:
     ET.SubElement(props, "property", {"name": "vllm_version", "value": report.vllm_version})
     ET.SubElement(props, "property", {"name": "exit_code", "value": str(report.exit_code)})
     for v in report.verdicts:
-        case = ET.SubElement(suite, "testcase", {"classname": v.source, "name": v.label if v.label != v.source else v.name,
-                                                 "file": v.source, "time": "0"})
+        # XML 1.0 cannot hold most control characters at all (a parser rejects the file): shown as escapes
+        case = ET.SubElement(suite, "testcase", {"classname": visible(v.source),
+                                                 "name": visible(v.label if v.label != v.source else v.name),
+                                                 "file": visible(v.source), "time": "0"})
         body = [f"{k}: {val}" for k, val in (("model", v.model), ("engine", v.engine), ("GPUs", _gpu_cell(v)),
                                              ("max_model_len", v.max_model_len), ("concurrency", concurrency_cell(v)),
                                              ("headroom", headroom_cell(v))) if val not in (None, "—")]
@@ -194,15 +227,17 @@ def render_junit(report: CheckReport) -> str:
             for what, where in (("gpu_from", v.origins.gpu), ("gpus_from", v.origins.gpus), ("model_from", v.origins.model),
                                 ("release_from", v.origins.engine_release)):
                 if where:
-                    ET.SubElement(props, "property", {"name": what, "value": where})
+                    ET.SubElement(props, "property", {"name": what, "value": visible(where)})
+        body = [visible(line) for line in body]
+        reason = visible(v.reason)
         if v.status == FAIL:
-            ET.SubElement(case, "failure", {"message": v.reason, "type": "fail"}).text = "\n".join([v.reason] + body)
+            ET.SubElement(case, "failure", {"message": reason, "type": "fail"}).text = "\n".join([reason] + body)
         elif v.status in (INVALID, CANNOT_JUDGE):
-            ET.SubElement(case, "error", {"message": v.reason, "type": v.status}).text = v.reason
+            ET.SubElement(case, "error", {"message": reason, "type": v.status}).text = reason
         elif v.status == SKIPPED:
-            ET.SubElement(case, "skipped", {"message": v.reason})
+            ET.SubElement(case, "skipped", {"message": visible(v.reason)})
         if body and v.status in (PASS, FAIL):
-            ET.SubElement(case, "system-out").text = "\n".join([v.reason] + body)
+            ET.SubElement(case, "system-out").text = "\n".join([reason] + body)
     ET.indent(root)
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 

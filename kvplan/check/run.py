@@ -21,6 +21,7 @@ from kvplan.check.readers import LOOKED_FOR, READERS, kvplan_yaml, scripts, vllm
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.workload import deployments
+from kvplan.core import files
 from kvplan.core.errors import InputError, KvplanError
 
 YAML_SUFFIXES = (".yaml", ".yml")
@@ -29,24 +30,34 @@ SHELL_SUFFIXES = (".sh", ".bash")
 
 def is_deployment_file(path: Path) -> bool:
     """The files a folder is walked for."""
-    return path.suffix in YAML_SUFFIXES + SHELL_SUFFIXES or scripts.is_dockerfile(path)
+    return path.suffix.lower() in YAML_SUFFIXES + SHELL_SUFFIXES or scripts.is_dockerfile(path)
 
 
 def collect(paths) -> list[tuple[str, Path | None, InputError | None]]:
-    """Each path given, folders expanded to their deployment files (sorted, hidden ones skipped)."""
+    """Each path given, folders expanded to their deployment files, any case of suffix (sorted, hidden ones skipped).
+
+    A deployment file name in a folder that is not a regular file (a FIFO, a socket, a symlink to a device or to
+    nothing) is reported as invalid, not skipped: a CI gate that silently reads less than it was given passes too easily."""
     out: list[tuple[str, Path | None, InputError | None]] = []
     for given in paths:
         path = Path(given)
         if path.is_dir():
             found = sorted(
-                (p for p in path.rglob("*") if p.is_file() and is_deployment_file(p)
+                (p for p in path.rglob("*") if not p.is_dir() and is_deployment_file(p)
                  and not any(part.startswith(".") for part in p.relative_to(path).parts)),
                 key=lambda p: p.relative_to(path).as_posix())
             if not found:
                 out.append((str(given), None, InputError(
                     "holds no deployment files (*.yaml, *.yml, *.sh, Dockerfile)", where=str(given))))
-            out.extend(((path / p.relative_to(path)).as_posix(), p, None) for p in found)
-        elif path.exists():
+            for p in found:
+                display = (path / p.relative_to(path)).as_posix()
+                try:
+                    files.check_regular(p, where=display)
+                except InputError as err:
+                    out.append((display, None, err))
+                    continue
+                out.append((display, p, None))
+        elif path.exists() or path.is_symlink():
             out.append((Path(given).as_posix(), path, None))
         else:
             out.append((str(given), None, InputError("no such file or folder", where=str(given), hint="check the path")))
@@ -185,7 +196,7 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
             raise InputError("vLLM reads one YAML document per --config file", where=where,
                              hint="split the file, or add `engine: vllm` and a GPU to make it a kvplan deployment")
         args = serve_args.parse_config(doc, where=where, version=defaults.vllm_version)
-        if not args.model and not args.get("hf_config_path"):
+        if "model" not in doc and not args.model and not args.get("hf_config_path"):  # `model: false` is bad input
             return [skipped_verdict(display, document, name, FORMAT_VLLM, "a vllm serve --config file that names no "
                                     "model: judged with the command line that gives it (--vllm-args \"serve MODEL "
                                     f"--config {display}\")")]

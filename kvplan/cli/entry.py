@@ -57,13 +57,25 @@ def register_commands(wanted: str | None = None) -> None:
 
 
 def main() -> None:
-    """Entry point: runs the app and turns usage errors (unknown option, bad int...) into the contract's one line."""
+    """Entry point: runs the app and turns usage errors (unknown option, bad int...) into the contract's one line
+    (and, with --json, the JSON error object; kvplan.cli.edge)."""
+    from kvplan.cli import edge
+
     register_commands(sys.argv[1] if len(sys.argv) > 1 else None)
+    stdout = sys.stdout
+    sys.stdout = edge.Sink(stdout)  # typer's own output (--help) is written through it too
     try:
         code = app(standalone_mode=False)
+    except edge.OutputError as err:  # typer's own output (--help) to a full disk
+        edge.report(err, as_json=False, stdout_used=True)
+        edge.silence_stdout(stdout)
+        sys.exit(err.exit_code)
     except KeyboardInterrupt:
-        print("error: interrupted", file=sys.stderr)
-        sys.exit(130)
+        edge.report(edge.Interrupted("interrupted"), as_json=_json_asked(sys.argv), stdout_used=False)
+        sys.exit(edge.EXIT_INTERRUPTED)
+    except edge.OutputClosed:  # typer's own output (--help) to a reader that went away
+        edge.silence_stdout(stdout)
+        sys.exit(edge.EXIT_PIPE_CLOSED)
     except Exception as exc:  # typer's own (vendored click) usage errors carry exit_code and format_message
         if not (hasattr(exc, "format_message") and hasattr(exc, "exit_code")):
             raise
@@ -73,11 +85,29 @@ def main() -> None:
         ctx = getattr(exc, "ctx", None)
         command = ctx.command_path if ctx is not None else "kvplan"
         message = " ".join(str(exc.format_message()).split())
-        print(f"error: {command} — {message} (see '{command} --help')", file=sys.stderr)
+        error = edge.KvplanError(message, where=command, hint=f"see '{command} --help'")
+        error.exit_code = exc.exit_code
+        edge.report(error, as_json=_json_asked(sys.argv), stdout_used=False)
         sys.exit(exc.exit_code)
+    finally:
+        sys.stdout = stdout
+    failed = edge.finish()  # what typer printed itself (--help, --version) may still sit in the buffer
+    if failed is not None:
+        sys.exit(failed)
     if type(code).__name__ == "Abort" or code is None:
         sys.exit(0 if code is None else 1)
     sys.exit(code if isinstance(code, int) else 0)
+
+
+def _json_asked(argv: list[str]) -> bool:
+    """--json (or check's --format json) on the command line, before any `--`."""
+    words = argv[1:argv.index("--")] if "--" in argv else argv[1:]
+    for i, word in enumerate(words):
+        if word == "--json" or word in ("--format=json", "-fjson"):
+            return True
+        if word in ("--format", "-f") and i + 1 < len(words) and words[i + 1] == "json":
+            return True
+    return False
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -7,18 +7,33 @@ from typing import Annotated, List, Optional
 import typer
 
 
+def whole_number(value) -> int:
+    """typer's parser for every whole-number option: ASCII digits only, as kvplan.core.units reads numbers (click's
+    int() would take full-width or Arabic-Indic digits); the range is each command's to check."""
+    from kvplan.core.errors import InputError
+    from kvplan.core.units import parse_int
+
+    try:
+        return parse_int(value, what=None, minimum=None)
+    except InputError as err:
+        raise typer.BadParameter(err.what) from None
+
+
+whole_number.__name__ = "int"  # typer names the value after its parser in --help: `--batch <int>`, as before
+
+
 ModelArg = Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, a folder with one, or a Hugging Face id (org/name[@revision]: --models-dir, the Hugging Face cache, then the Hub).", show_default=False)]
 ModelsDirOpt = Annotated[Optional[List[str]], typer.Option("--models-dir", help="Folder of model folders (org--name/config.json, org/name/, or a Hugging Face cache) to find models in (repeatable).", show_default=False)]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Never ask the Hugging Face Hub (as HF_HUB_OFFLINE=1): bundled models, files, --models-dir and the local cache only.")]
 SeqOpt = Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence (max_model_len): 8192, 8k (=8000), 32K (=32768). Default: the model's max context.", show_default=False)]
-BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")]
+BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", parser=whole_number)]
 KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: auto (model dtype), fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, int4.")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format: bf16, fp16, fp32, fp8, int8, int4 (GPTQ/AWQ, group 128). Default: the model's.", show_default=False)]
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog (kvplan gpus), e.g. h100-sxm-80gb, h100, a100-80gb.", show_default=False)]
 GpuMemOpt = Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU, for GPUs not in the catalog: 80GiB, 24GB, 81559MiB.", show_default=False)]
-GpusOpt = Annotated[Optional[int], typer.Option("--gpus", help="Number of GPUs (= TP x PP); sets --tp when --tp is not given.", show_default=False)]
-TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor parallel size.", show_default=False)]
-PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline parallel size.")]
+GpusOpt = Annotated[Optional[int], typer.Option("--gpus", help="Number of GPUs (= TP x PP); sets --tp when --tp is not given.", show_default=False, parser=whole_number)]
+TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor parallel size.", show_default=False, parser=whole_number)]
+PpOpt = Annotated[int, typer.Option("--pp", help="Pipeline parallel size.", parser=whole_number)]
 EngineOpt = Annotated[str, typer.Option("--engine", help="static (contiguous, like transformers' StaticCache), vllm, sglang, trtllm.")]
 EngineVersionOpt = Annotated[Optional[str], typer.Option("--engine-version", help="Engine release whose rules to mirror: vllm any of 0.10.0 ... 0.33.x (default 0.33); sglang 0.3.0 ... 0.5.23 (default 0.5.23); trtllm 0.5 ... 1.x (default 1.x).", show_default=False)]
 EngineOptionOpt = Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting as KEY=VALUE (repeatable). trtllm: backend=tensorrt|pytorch, max_batch_size, max_num_tokens, max_input_len, activation_bytes (the engine's execution context), max_tokens, max_gpu_total_bytes; sglang: attention_backend.", show_default=False)]
@@ -26,11 +41,11 @@ GpuReservedOpt = Annotated[Optional[str], typer.Option("--gpu-reserved", help="M
 GpuUtilOpt = Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory the engine may use (vLLM gpu_memory_utilization). static default 0.9.", show_default=False)]
 ReserveOpt = Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back for runtime overhead (static engine); overrides --gpu-util.", show_default=False)]
 KvMemOpt = Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV cache (vLLM kv_cache_memory_bytes); skips the budget model.", show_default=False)]
-BlockOpt = Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens (engine default when absent).", show_default=False)]
-MaxSeqsOpt = Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False)]
-MaxTokOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)]
-KvHeadsOpt = Annotated[Optional[int], typer.Option("--kv-heads", help="What-if: override the KV heads of every attention layer.", show_default=False)]
-HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", help="What-if: override the head dimension.", show_default=False)]
+BlockOpt = Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens (engine default when absent).", show_default=False, parser=whole_number)]
+MaxSeqsOpt = Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False, parser=whole_number)]
+MaxTokOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False, parser=whole_number)]
+KvHeadsOpt = Annotated[Optional[int], typer.Option("--kv-heads", help="What-if: override the KV heads of every attention layer.", show_default=False, parser=whole_number)]
+HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", help="What-if: override the head dimension.", show_default=False, parser=whole_number)]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docs/json.md).")]
 VllmArgsOpt = Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options, as vLLM spells them (--engine vllm): speculative decoding, LoRA, offload, data / expert / context parallelism, KV connectors, ... (docs/engines/features/).", show_default=False)]
 RateOpt = Annotated[Optional[str], typer.Option("--rate", help="Requests per second a KV connector's prefill -> decode link carries (with --vllm-args \"--kv-transfer-config ...\").", show_default=False)]

@@ -12,52 +12,236 @@ from kvplan.core.io import to_json, write_file  # noqa: F401  (commands print th
 from kvplan.core.units import format_bytes
 
 
+class _Lines:
+    """A text stream that writes whole lines without their trailing spaces (rich pads every table line to the
+    table's width); a partial line waits for its end. Everything else is the stream's own (isatty, fileno...)."""
+
+    def __init__(self, stream):
+        self._stream = stream
+        self._partial = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._partial + text).split("\n")
+        self._partial = lines.pop()
+        if lines:
+            self._stream.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._partial:
+            self._stream.write(self._partial)
+            self._partial = ""
+        self._stream.flush()
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+
+def width() -> int:
+    """The terminal's columns: COLUMNS when it is a whole number, else the terminal's, else 120 off a terminal (rich
+    assumes 80, which would narrow every table in pipes and CI logs). Never below 20: narrower is not a terminal
+    anyone reads, and every layout below is made to fit 20."""
+    import shutil
+
+    given = os.environ.get("COLUMNS", "").strip()
+    if given.isascii() and given.isdigit() and int(given[:6]) > 0:
+        return max(int(given[:6]), 20)
+    if sys.stdout.isatty():
+        return max(shutil.get_terminal_size((120, 24)).columns, 20)
+    return 120
+
+
 def console(stderr: bool = False):
     from rich.console import Console
 
     stream = sys.stderr if stderr else sys.stdout
-    width = int(os.environ.get("COLUMNS", "0") or 0) or None
-    if width is None and not stream.isatty():
-        width = 120  # rich assumes 80 columns off a terminal, which truncates exact byte counts in pipes and CI logs
-    return Console(file=stream, width=width, highlight=False, soft_wrap=stderr)
+    # markup and emoji off: a model or file name like '[/x]' or ':smile:' is text to show, not a style to apply
+    # (rich raised MarkupError on an unmatched closing tag); styles are given as rich Text objects instead
+    return Console(file=_Lines(stream), width=width(), highlight=False, soft_wrap=stderr, markup=False, emoji=False)
 
 
-def figures_table(title: str | None, headers: list[str], rows: list[list[str]], *, text: tuple[int, ...] = (0,)):
+def _plain(cell) -> str:
+    return cell.plain if hasattr(cell, "plain") else str(cell)
+
+
+def _longest_line(cell: str) -> int:
+    return max((len(line) for line in cell.split("\n")), default=0)
+
+
+def _longest_word(cell: str) -> int:
+    return max((len(w) for w in cell.split()), default=0)
+
+
+def figures_table(title: str | None, headers: list[str], rows: list[list[str]], *, text: tuple[int, ...] = (0,),
+                  names: tuple[int, ...] = (), keys: tuple[int, ...] = (0,), styles: list | None = None,
+                  simple: bool = False):
     """A rich table whose figures are never cut: each figure column is at least as wide as its widest cell, so
     a narrow terminal wraps the text columns and the headers ("running" over "(mean)") instead of printing
-    "546,…". Columns listed in `text` are left-aligned words that may wrap; the others right-aligned figures."""
+    "546,…". Columns listed in `text` are left-aligned words that may wrap; those in `names` left-aligned and
+    whole (a name the user types); the others right-aligned figures. It keeps its cells, so that print_fitting
+    can show it as records (`keys`: the cells that head each record) where even its narrowest form is too wide.
+    `simple`: a rule under the header and no box (long listings), same widths."""
     from rich.table import Table
 
-    table = Table(title=title, title_justify="left", header_style="bold")
+    table = Table(title=title, title_justify="left", header_style="bold", **({"box": _box()} if simple else {}))
     for i, header in enumerate(headers):
-        widest = max((len(row[i]) for row in rows), default=0)
-        longest_word = max((len(w) for row in rows for w in row[i].split()), default=0)
-        header_word = max((len(w) for w in header.split()), default=0)
-        if i in text:
-            table.add_column(header, justify="left", min_width=max(min(longest_word, 16), min(header_word, 12)))
+        widest = max((_longest_line(row[i]) for row in rows), default=0)
+        longest_word = max((_longest_word(row[i]) for row in rows), default=0)
+        header_word = _longest_word(header)
+        if i in names:
+            table.add_column(header, justify="left", no_wrap=True, min_width=max(widest, header_word))
+        elif i in text:
+            # a word is never folded across lines: the column is at least as wide as its longest word
+            table.add_column(header, justify="left", min_width=max(longest_word, header_word))
         else:
-            table.add_column(header, justify="right", min_width=max(widest, min(header_word, 12)))
-    for row in rows:
-        table.add_row(*row)
+            table.add_column(header, justify="right", min_width=max(widest, header_word))
+    for i, row in enumerate(rows):
+        table.add_row(*row, style=styles[i] if styles else None)
+    table.records = (title, list(headers), [list(r) for r in rows], keys)
+    table.flexible = set(text)
     return table
 
 
-def print_whole(console, renderable) -> None:
-    """Print without cropping: when even the narrowest layout is wider than the terminal, print at the width
-    it needs and let the terminal wrap the lines (rich would cut them at the edge, figures and all)."""
-    from rich.console import Console
+def quantity_table(title: str | None = None):
+    """The quantity/value table (the estimate views, simulate's workload, probe --find-max): both columns wrap
+    between words, never inside one, and it keeps its cells so that print_fitting shows it as records where its
+    narrowest form is too wide. A label written with leading spaces ('  weights') is a sub-item: it keeps its
+    indent on every line when the label wraps (rich would start the continuation at the margin, where it reads as
+    a new item), and in the records."""
+    from rich.padding import Padding
+    from rich.table import Table
+
+    class QuantityTable(Table):
+        def __init__(self, **kwargs):
+            super().__init__(**kwargs)
+            self._cells: list[list[str]] = []
+            self.flexible = {0, 1}
+
+        @property
+        def records(self):
+            return (self.title, [""] * len(self.columns), self._cells, (0,))
+
+        def add_row(self, *cells, **kwargs):
+            plain = [_plain(c) for c in cells]
+            self._cells.append(plain)
+            for column, cell in zip(self.columns, plain):
+                indent = len(cell) - len(cell.lstrip(" "))
+                column.min_width = max(column.min_width or 0, indent + _longest_word(cell), _longest_word(column.header))
+            first, *rest = cells or ("",)
+            if isinstance(first, str) and first.startswith(" "):
+                indent = len(first) - len(first.lstrip(" "))
+                first = Padding(first.lstrip(" "), (0, 0, 0, indent))
+            return super().add_row(first, *rest, **kwargs)
+
+    return QuantityTable(title=title, title_justify="left", show_header=True, header_style="bold", box=_box())
+
+
+def needed_width(console, table) -> int:
+    """The fewest columns `table` takes without cutting a cell's figure: rich's measure ignores min_width under
+    pressure, so the floors and the borders (3 per column) are counted as well."""
     from rich.measure import Measurement
 
-    measured = Measurement.get(console, console.options.update_width(10_000), renderable)
-    need = measured.minimum
-    columns = getattr(renderable, "columns", None)
-    if columns:  # rich's measure ignores min_width under pressure; count the floors and the borders (3 per column)
+    need = Measurement.get(console, console.options.update_width(10_000), table).minimum
+    columns = getattr(table, "columns", None)
+    if columns:
         need = max(need, sum((c.min_width or 1) + 3 for c in columns) + 1)
-    if need <= console.width:
+    return need
+
+
+def print_table(console, title: str | None, headers: list[str], rows: list[list[str]], *, text: tuple[int, ...] = (0,),
+                names: tuple[int, ...] = (), keys: tuple[int, ...] = (0,), styles: list | None = None,
+                simple: bool = False) -> None:
+    """A table when it fits the terminal (figures whole, text columns wrapped); else the same cells as records,
+    one per row: its `keys` cells on a line, then `header value` pairs joined by ' · ' and wrapped between pairs,
+    so nothing is ever cut or printed past the edge, whatever the width."""
+    print_fitting(console, figures_table(title, headers, rows, text=text, names=names, keys=keys, styles=styles,
+                                         simple=simple))
+
+
+def print_fitting(console, renderable) -> None:
+    """Print a renderable; a table that keeps its cells (figures_table, quantity_table) and does not fit the
+    terminal even at its narrowest is printed as records instead (rich would cut its figures or fold its words)."""
+    records = getattr(renderable, "records", None)
+    if records is None:
         console.print(renderable)
         return
-    need = measured.maximum  # too narrow anyway: print it unwrapped and let the terminal fold the lines
-    Console(file=console.file, width=need, highlight=False, color_system=console.color_system).print(renderable)
+    if needed_width(console, renderable) <= console.width:
+        _share_width(console, renderable)
+        console.print(renderable)
+        return
+    title, headers, rows, keys = records
+
+    def one_line(cell: str) -> str:  # the cell's words on one line, its indent kept (a sub-item stays one)
+        return cell[:len(cell) - len(cell.lstrip(" "))] + " ".join(cell.split())
+
+    print_records(console, title, headers, [[one_line(c) for c in row] for row in rows], keys=keys)
+
+
+def _share_width(console, table) -> None:
+    """Give each column of a table that must shrink an explicit width: every column gets its floor (figures and
+    names their widest cell, text its longest word); the room left goes to the text columns by water-filling (the
+    narrowest raised first to what it would take unwrapped, the rest alike), then what remains unwraps the
+    headers of the figure columns, narrowest first. A wrapped cell costs a line in every row it wraps, a wrapped
+    header one line in all, hence that order (left to itself rich shrinks every wrappable column in proportion and
+    folds words, or crops a column below its min_width)."""
+    from rich.measure import Measurement
+
+    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
+    if natural <= console.width:
+        return
+    _, _, rows, _ = table.records
+    columns = table.columns
+    room = console.width - (3 * len(columns) + 1)  # borders and padding
+    widths = [c.min_width or 1 for c in columns]
+    wants = [max(widths[i], max(_longest_line(cell) for cell in [_plain(c.header)] + [r[i] for r in rows if i < len(r)]))
+             for i, c in enumerate(columns)]
+    flexible = [i for i in range(len(columns)) if i in table.flexible]
+
+    def raise_to(level: int, among: list[int]) -> list[int]:
+        return [max(widths[i], min(wants[i], level)) if i in among else widths[i] for i in range(len(columns))]
+
+    level = 0
+    while level < max(wants) and sum(raise_to(level + 1, flexible)) <= room:
+        level += 1
+    widths = raise_to(level, flexible)
+    spare = room - sum(widths)
+    for i in flexible:  # what is left (less than one per column below its want) goes left to right
+        if spare > 0 and widths[i] < wants[i]:
+            widths[i] += 1
+            spare -= 1
+    for i in sorted((i for i in range(len(columns)) if i not in flexible), key=lambda i: wants[i] - widths[i]):
+        extra = min(wants[i] - widths[i], spare)
+        if extra == wants[i] - widths[i]:  # a header unwrapped whole, or not at all
+            widths[i] += extra
+            spare -= extra
+    for c, w in zip(columns, widths):
+        c.width = w
+
+
+def print_records(console, title: str | None, headers: list[str], rows: list[list[str]], *,
+                  keys: tuple[int, ...] = (0,)) -> None:
+    """Rows as records: the `keys` cells joined by ' · ' on a line, then the other cells as `header value` pairs
+    (the value alone where the header is empty) indented below it, wrapped between pairs and words, never inside
+    a word, so a figure or a path is whole even where it is longer than the line."""
+    from rich.text import Text
+
+    from kvplan.core.text import wrap_pairs
+
+    def emit(text: str, style: str | None = None) -> None:
+        # soft_wrap: the line is already wrapped; rich would fold a word longer than the terminal
+        console.print(Text(text, style=style), soft_wrap=True)
+
+    if title:
+        for line in wrap_pairs([title], console.width):
+            emit(line, "bold")
+    for row in rows:
+        head = " · ".join(row[i].strip() for i in keys if row[i].strip())
+        lead = min((len(row[i]) - len(row[i].lstrip(" ")) for i in keys if row[i].strip()), default=0)
+        for line in wrap_pairs([head], console.width - lead) if head else []:
+            emit(" " * lead + line, "bold" if not lead else None)
+        pairs = [f"{h} {c}" if h else c for i, (h, c) in enumerate(zip(headers, row)) if i not in keys and c]
+        for line in wrap_pairs(pairs, console.width - lead - 2):
+            emit(" " * (lead + 2) + line)
 
 
 def size(n: int | None) -> str:

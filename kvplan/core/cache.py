@@ -20,6 +20,7 @@ from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError
 from kvplan.core.layers import LayerSpec, kv_heads_per_rank  # noqa: F401  (kv_heads_per_rank: the rule engines cite)
 from kvplan.core.spec import ModelSpec
+from kvplan.core.units import shown
 
 MAX_PARALLEL = 4096
 
@@ -106,7 +107,7 @@ class CacheModel:
     def __post_init__(self):
         for name, value in (("--tp", self.tp), ("--pp", self.pp)):
             if not isinstance(value, int) or value < 1 or value > MAX_PARALLEL:
-                raise InputError(f"must be a whole number from 1 to {MAX_PARALLEL}, got {value!r}", where=name)
+                raise InputError(f"must be a whole number from 1 to {MAX_PARALLEL}, got {shown(value)}", where=name)
         for layer in self.spec.layer_specs:  # validates tp against every layer's KV heads, once
             layer.heads_per_rank(self.tp)
 

@@ -28,10 +28,14 @@ class KvplanError(Exception):
         return self
 
     def one_line(self) -> str:
+        """`<where> — <what> (<hint>)` on one line: runs of spaces and newlines become one space, and the other
+        control characters (an ESC in a file name) are shown as escapes (kvplan.core.text.visible)."""
+        from kvplan.core.text import visible
+
         text = f"{self.where} — {self.what}" if self.where else self.what
         if self.hint:
             text += f" ({self.hint})"
-        return " ".join(text.split())
+        return visible(" ".join(text.split()))
 
 
 class InputError(KvplanError):
@@ -61,3 +65,15 @@ def did_you_mean(word: str, choices, *, n: int = 3) -> str | None:
     if not close:
         return None
     return "did you mean " + " or ".join(repr(lowered[c]) for c in close) + "?"
+
+
+def check_name(value: str, *, where: str) -> str:
+    """A name kvplan's own files define (a spec's, a deployment's): control characters are refused, since they
+    would break every report the name appears in (kvplan.core.text)."""
+    from kvplan.core.text import first_control, visible
+
+    bad = first_control(value)
+    if bad is not None:
+        raise InputError(f"holds the control character {bad} ({visible(value)!r})", where=where,
+                         hint="names are shown in tables, YAML, JUnit XML and CSV: use letters, digits and punctuation")
+    return value

@@ -35,6 +35,8 @@ def write_file(path: str, write, *, what: str = "the output") -> None:
 
     from kvplan.core.errors import InputError
 
+    if not path:
+        raise InputError("is empty", where="--output", hint="give a file name, or leave the option out")
     target = os.path.realpath(os.path.expanduser(path))  # through a symlink, not over it
     try:
         if os.path.isdir(target):

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
-from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.errors import InputError, check_name, did_you_mean
 from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabulary: re-exported for readers of specs)
     CHUNKED, FULL, HEADED_KINDS, LAYER_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec, MlaSpec, StateSpec,
     make_layer)
+from kvplan.core.units import shown
 
 # other spellings seen in configs and papers, accepted in spec files
 _KIND_ALIASES = {
@@ -164,25 +165,25 @@ class _Reader:
         if value is None:
             return default
         if isinstance(value, bool) or not isinstance(value, int):
-            raise InputError(f"must be a whole number, got {value!r}", where=self._where(key))
+            raise InputError(f"must be a whole number, got {shown(value)}", where=self._where(key))
         if value < minimum:
-            raise InputError(f"must be at least {minimum}, got {value}", where=self._where(key))
+            raise InputError(f"must be at least {minimum}, got {shown(value)}", where=self._where(key))
         if value > maximum:
-            raise InputError(f"{value} is implausibly large (limit {maximum})", where=self._where(key))
+            raise InputError(f"{shown(value)} is implausibly large (limit {maximum})", where=self._where(key))
         return value
 
     def bool(self, key: str) -> bool | None:
         value = self.data.get(key)
         if value is None or isinstance(value, bool):
             return value
-        raise InputError(f"must be true or false, got {value!r}", where=self._where(key))
+        raise InputError(f"must be true or false, got {shown(value)}", where=self._where(key))
 
     def str(self, key: str, *, default: str | None = None) -> str | None:
         value = self.data.get(key)
         if value is None:
             return default
         if not isinstance(value, str) or not value.strip():
-            raise InputError(f"must be a non-empty string, got {value!r}", where=self._where(key))
+            raise InputError(f"must be a non-empty string, got {shown(value)}", where=self._where(key))
         return value.strip()
 
     def dtype(self, key: str, *, default: str | None = None) -> str | None:
@@ -199,7 +200,7 @@ class _Reader:
         if value is None:
             return None
         if not isinstance(value, list) or not value:
-            raise InputError(f"must be a non-empty list, got {value!r}", where=self._where(key))
+            raise InputError(f"must be a non-empty list, got {shown(value)}", where=self._where(key))
         return value
 
     def sub(self, key: str, allowed: set[str]) -> "_Reader | None":
@@ -228,19 +229,19 @@ def _expand_runs(items: list, where: str) -> list:
 
 def _kind(value: Any, where: str) -> str:
     if not isinstance(value, str):
-        raise InputError(f"layer kind must be a string, got {value!r}", where=where,
+        raise InputError(f"layer kind must be a string, got {shown(value)}", where=where,
                          hint="one of " + ", ".join(LAYER_KINDS))
     key = value.strip().lower()
     key = _KIND_ALIASES.get(key, key)
     if key not in LAYER_KINDS:
-        raise InputError(f"unknown layer kind {value!r}", where=where,
+        raise InputError(f"unknown layer kind {shown(value)}", where=where,
                          hint=did_you_mean(value, list(LAYER_KINDS) + list(_KIND_ALIASES)) or "one of " + ", ".join(LAYER_KINDS))
     return key
 
 
 def _shape(value: Any, where: str) -> tuple[int, ...]:
     if not isinstance(value, list) or not value or not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_DIM for v in value):
-        raise InputError(f"must be a list of positive whole numbers (a tensor shape), got {value!r}", where=where,
+        raise InputError(f"must be a list of positive whole numbers (a tensor shape), got {shown(value)}", where=where,
                          hint="e.g. [8192, 3]")
     return tuple(value)
 
@@ -259,7 +260,7 @@ def _build(data: Any) -> ModelSpec:
     for key in _REQUIRED:
         if not r.has(key):
             raise InputError("is required", where=key, hint=_REQUIRED_HINTS.get(key))
-    name = r.str("name")
+    name = check_name(r.str("name"), where="name")
     layers = r.int("layers", maximum=MAX_LAYERS)
     heads = r.int("attention_heads", maximum=MAX_HEADS)
     kv_heads = r.int("kv_heads", default=heads, maximum=MAX_HEADS)
@@ -349,6 +350,10 @@ def _build(data: Any) -> ModelSpec:
     aliases = r.list("aliases") or []
     if not all(isinstance(a, str) and a.strip() for a in aliases):
         raise InputError("must be a list of names", where="aliases")
+    for alias in aliases:
+        check_name(alias, where="aliases")
+    if r.has("architecture"):
+        check_name(r.str("architecture"), where="architecture")
 
     params = r.int("params")
     active = r.int("active_params")

@@ -1,14 +1,26 @@
-"""Parse and format token counts and byte sizes. Pure: integers in, integers out.
+"""Parse and format token counts, byte sizes, whole numbers and fractions: the one number parser of every flag
+and every file format. Pure: text or numbers in, integers (or exact Fractions) out.
 
-Token counts follow vLLM's --max-model-len reading: 8k = 8000 (k = 1000), 8K = 8192 (K = 1024),
-also m/M and g/G. Sizes take binary (KiB, MiB, GiB, TiB) and decimal (KB, MB, GB, TB) units or plain
-bytes; a bare "80G" is ambiguous and refused.
+Token counts follow vLLM's own reading of --max-model-len (vllm/utils/argparse_utils.py human_readable_int,
+0.19 to 0.33): a plain integer, or digits with one suffix: k/m/g/t = 10**3/10**6/10**9/10**12 (decimals allowed:
+'25.6k' = int(float('25.6') x 1000), as vLLM computes it), K/M/G/T = 2**10/2**20/2**30/2**40 (whole numbers only:
+vLLM refuses '1.5K'). Sizes take binary (KiB, MiB, GiB, TiB) and decimal (KB, MB, GB, TB) units or plain bytes;
+a bare "80G" is ambiguous and refused.
+
+Stricter than Python's int() and float() on purpose, so that a typo is an error and never a different number:
+- ASCII digits only: int() also reads full-width ('８１９２') and Arabic-Indic digits;
+- no commas: '4096,8192' is not 40,968,192, and '8,0GiB' is not 80 GiB (a list of values is for `kvplan sweep`);
+  underscores only between digits, as Python writes them ('32_768');
+- bounded text: at most MAX_NUMBER_CHARS characters and a 3-digit exponent, so '1e999999999' is refused at once
+  instead of being expanded into a billion-digit integer;
+- a value far out of range is shown by its digit count: Python refuses to print an integer of more than 4,300
+  digits (ValueError), and no message should be 4,300 digits long anyway.
 """
 
 from __future__ import annotations
 
 import re
-from decimal import Decimal, InvalidOperation
+from decimal import Decimal
 from fractions import Fraction
 
 from kvplan.core.errors import InputError
@@ -16,78 +28,151 @@ from kvplan.core.errors import InputError
 # Upper bounds that keep every loop and table finite; far above any real deployment.
 MAX_TOKENS = 2**40
 MAX_BYTES = 2**60
+MAX_NUMBER_CHARS = 64  # '1_099_511_627_776' is 17; a number in a config file or on a command line is never 64
 
-_TOKEN_SUFFIX = {"": 1, "k": 1000, "K": 1024, "m": 1000**2, "M": 1024**2, "g": 1000**3, "G": 1024**3}
+_DECIMAL_SUFFIX = {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}
+_BINARY_SUFFIX = {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}
 _SIZE_UNITS = {
     "b": 1, "": 1,
     "kb": 1000, "mb": 1000**2, "gb": 1000**3, "tb": 1000**4,
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
-_NUMBER = r"(\d+(?:\.\d+)?|\.\d+)"
+_DIGITS = r"\d+(?:_\d+)*"
+_INTEGER = re.compile(rf"[+-]?{_DIGITS}", re.ASCII)
+_TOKENS = re.compile(rf"({_DIGITS}(?:\.\d+)?)([kKmMgGtT]?)", re.ASCII)
+_SIZE = re.compile(rf"({_DIGITS}(?:\.\d+)?|\.\d+)\s*([A-Za-z]*)", re.ASCII)
+_DECIMAL = re.compile(rf"[+-]?(?:{_DIGITS}(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{{1,3}})?", re.ASCII)
+
+
+def shown(value) -> str:
+    """A value for an error message, never longer than a line: an integer of many digits by its digit count."""
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
+        return f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'more than 4,000'} digits"
+    try:
+        text = repr(value)
+    except ValueError:  # a list or mapping holding an integer past Python's 4,300-digit printing limit
+        return f"a {type(value).__name__} holding a number too long to print"
+    return text if len(text) <= 60 else text[:57] + "..."
+
+
+def _text(value, *, what: str | None, example: str) -> str:
+    """The number's text, stripped, or one InputError saying why it cannot be a number at all."""
+    text = str(value).strip()
+    if not text:
+        raise InputError("is empty", where=what, hint=f"e.g. {example}")
+    if len(text) > MAX_NUMBER_CHARS:
+        raise InputError(f"{len(text):,} characters are too long for a number", where=what, hint=f"e.g. {example}")
+    if not text.isascii():
+        raise InputError(f"{shown(text)} holds characters other than ASCII digits", where=what,
+                         hint=f"write the digits 0-9, e.g. {example}")
+    if "," in text:
+        raise InputError(f"{text!r} holds a comma: numbers take no thousands separators", where=what,
+                         hint=f"e.g. {example}; several values are for `kvplan sweep`")
+    return text
+
+
+def _bounded(value: int, *, what: str | None, minimum: int | None, maximum: int | None, noun: str = "") -> int:
+    if minimum is not None and value < minimum:
+        raise InputError(f"must be at least {minimum}{noun}, got {shown(value)}", where=what)
+    if maximum is not None and value > maximum:
+        raise InputError(f"{shown(value)} is implausibly large (limit {maximum})", where=what)
+    return value
+
+
+def parse_int(value, *, what: str | None, minimum: int | None = 1, maximum: int | None = None) -> int:
+    """A whole number from a flag or a file: an int (not a bool), or ASCII digits ('32_768' allowed)."""
+    if isinstance(value, bool):
+        raise InputError(f"must be a whole number, got {value!r}", where=what)
+    if isinstance(value, int):
+        return _bounded(value, what=what, minimum=minimum, maximum=maximum)
+    if not isinstance(value, str):
+        raise InputError(f"must be a whole number, got {shown(value)}", where=what)
+    text = _text(value, what=what, example="8")
+    if not _INTEGER.fullmatch(text):
+        raise InputError(f"{text!r} is not a whole number", where=what)
+    return _bounded(int(text), what=what, minimum=minimum, maximum=maximum)
+
+
+def human_readable_int(text: str, *, what: str | None = None) -> int:
+    """vLLM's human_readable_int, unbounded in sign and size as vLLM's is (a `vllm serve` file is read with it),
+    and with kvplan's stricter text: ASCII digits, no commas, bounded length."""
+    raw = _text(text, what=what, example="8192, 8k (=8000) or 32K (=32768)")
+    match = _TOKENS.fullmatch(raw)
+    if not match:
+        if _INTEGER.fullmatch(raw):
+            return int(raw)  # vLLM's plain int(value): a sign is allowed
+        raise InputError(f"{text!r} is not a token count", where=what, hint="e.g. 8192, 8k (=8000) or 32K (=32768)")
+    number, suffix = match.groups()
+    number = number.replace("_", "")
+    if "." in number and suffix in _BINARY_SUFFIX:
+        raise InputError(f"{text!r}: decimals are not allowed with the binary suffix {suffix} (vLLM refuses them too)",
+                         where=what, hint=f"did you mean {number}{suffix.lower()}?")
+    if "." in number and not suffix:
+        raise InputError(f"{text!r} is not a whole number of tokens", where=what, hint="e.g. 8192 or 25.6k")
+    if suffix in _DECIMAL_SUFFIX:
+        return int(float(number) * _DECIMAL_SUFFIX[suffix])  # vLLM: '1.0001k' is 1000 there, and so here
+    return int(number) * _BINARY_SUFFIX.get(suffix, 1)
 
 
 def parse_tokens(text: str | int, *, what: str | None = None) -> int:
-    """'8192', '8k', '8K', '128K' -> tokens. Fractions like '1.5K' must come out whole."""
-    if isinstance(text, bool):
-        raise InputError(f"must be a number of tokens, got {text!r}", where=what, hint="e.g. 8192, 8k or 32K")
-    if isinstance(text, int):
-        value = Fraction(text)
-    else:
-        match = re.fullmatch(_NUMBER + r"\s*([kKmMgG]?)", str(text).strip().replace("_", "").replace(",", ""))
-        if not match:
-            raise InputError(f"{text!r} is not a token count", where=what, hint="e.g. 8192, 8k (=8000) or 32K (=32768)")
-        value = Fraction(Decimal(match.group(1))) * _TOKEN_SUFFIX[match.group(2)]
-    if value.denominator != 1:
-        raise InputError(f"{text!r} is not a whole number of tokens", where=what)
-    tokens = int(value)
+    """'8192', '8k', '8K', '128K', '25.6k' -> tokens, as vLLM's human_readable_int reads them."""
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise InputError(f"must be a number of tokens, got {shown(text)}", where=what, hint="e.g. 8192, 8k or 32K")
+    tokens = text if isinstance(text, int) else human_readable_int(text, what=what)
     if tokens <= 0:
-        raise InputError(f"must be positive, got {text!r}", where=what)
+        raise InputError(f"must be positive, got {shown(text)}", where=what)
     if tokens > MAX_TOKENS:
-        raise InputError(f"{text!r} is beyond {MAX_TOKENS} tokens", where=what)
+        raise InputError(f"{shown(text)} is beyond {MAX_TOKENS} tokens", where=what)
     return tokens
 
 
 def parse_size(text: str | int, *, what: str | None = None) -> int:
     """'80GiB', '80GB', '81559MiB' or a plain integer of bytes -> bytes."""
-    if isinstance(text, bool):
-        raise InputError(f"must be a size, got {text!r}", where=what, hint="e.g. 80GiB, 80GB or 85899345920")
+    if isinstance(text, bool) or not isinstance(text, (int, str)):
+        raise InputError(f"must be a size, got {shown(text)}", where=what, hint="e.g. 80GiB, 80GB or 85899345920")
     if isinstance(text, int):
         value = Fraction(text)
     else:
-        raw = str(text).strip().replace("_", "").replace(",", "")
-        match = re.fullmatch(_NUMBER + r"\s*([A-Za-z]*)", raw)
+        raw = _text(text, what=what, example="80GiB")
+        match = _SIZE.fullmatch(raw)
         unit = match.group(2).lower() if match else None
         if not match or unit not in _SIZE_UNITS:
             hint = "binary units KiB/MiB/GiB/TiB or decimal KB/MB/GB/TB, e.g. 80GiB"
             if unit in {"k", "m", "g", "t"}:
                 hint = f"'{match.group(2)}' is ambiguous: write {match.group(2).upper()}iB (binary) or {match.group(2).upper()}B (decimal)"
             raise InputError(f"{text!r} is not a size", where=what, hint=hint)
-        try:
-            value = Fraction(Decimal(match.group(1))) * _SIZE_UNITS[unit]
-        except InvalidOperation:  # pragma: no cover - the regex admits only decimals
-            raise InputError(f"{text!r} is not a size", where=what) from None
+        value = Fraction(Decimal(match.group(1).replace("_", ""))) * _SIZE_UNITS[unit]
     if value <= 0:
-        raise InputError(f"must be positive, got {text!r}", where=what)
+        raise InputError(f"must be positive, got {shown(text)}", where=what)
     size = int(value)  # a fractional byte rounds down: '1.5KiB' is 1536, '0.1KiB' is 102
     if size == 0:  # '0.9' (bytes) rounds to nothing: a GPU of 0 bytes divides by zero further on
         raise InputError(f"{text!r} is less than one byte", where=what, hint="give a unit, e.g. 80GiB")
     if size > MAX_BYTES:
-        raise InputError(f"{text!r} is beyond {MAX_BYTES} bytes", where=what)
+        raise InputError(f"{shown(text)} is beyond {MAX_BYTES} bytes", where=what)
     return size
 
 
-def parse_fraction(text: str | float, *, what: str, low: Fraction = Fraction(0), high: Fraction = Fraction(1)) -> Fraction:
+def parse_decimal(value, *, what: str | None, percent: bool = True) -> tuple[Fraction, bool]:
+    """(exact value, written with %) of '0.9', '90%', '9e-1', 0.9 (a float from YAML is read as it is written).
+    NaN, infinities and exponents of more than 3 digits are refused."""
+    if isinstance(value, Fraction):
+        return value, False
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise InputError(f"must be a number, got {shown(value)}", where=what, hint="e.g. 0.9 or 90%")
+    raw = _text(repr(value) if isinstance(value, float) else value, what=what, example="0.9 or 90%")
+    is_percent = percent and raw.endswith("%")
+    body = raw[:-1].strip() if is_percent else raw
+    if not _DECIMAL.fullmatch(body):
+        raise InputError(f"{shown(value)} is not a number", where=what, hint="e.g. 0.9 or 90%")
+    number = Fraction(Decimal(body.replace("_", "")))
+    return (number / 100 if is_percent else number), is_percent
+
+
+def parse_fraction(text, *, what: str, low: Fraction = Fraction(0), high: Fraction = Fraction(1)) -> Fraction:
     """'0.9', '90%' -> Fraction(9, 10), exact: 0.9 x bytes must not pick up binary float error."""
-    raw = str(text).strip()
-    percent = raw.endswith("%")
-    try:
-        value = Fraction(Decimal(raw.rstrip("%").strip()))
-    except (InvalidOperation, ValueError, OverflowError):  # 'nan' and 'inf' parse as Decimals but are no fractions
-        raise InputError(f"{text!r} is not a number", where=what, hint="e.g. 0.9 or 90%") from None
-    if percent:
-        value /= 100
+    value, _ = parse_decimal(text, what=what)
     if not (low < value <= high):
-        raise InputError(f"must be in ({float(low):g}, {float(high):g}], got {text!r}", where=what)
+        raise InputError(f"must be in ({float(low):g}, {float(high):g}], got {shown(text)}", where=what)
     return value
 
 

@@ -1,4 +1,5 @@
-"""Reading YAML and JSON input files safely: size-capped, one-line errors, YAML as the engines read it.
+"""Reading YAML and JSON input files safely: through the bounded reader (core/files.py), one-line errors, YAML as
+the engines read it (aliases and merge keys accepted, alias bombs refused).
 
 YAML is read the way the tools that consume deployment files read it (PyYAML's safe loader, which vLLM,
 SGLang and TensorRT-LLM use; docker compose and kubectl accept the same documents):
@@ -18,13 +19,12 @@ Two things are refused (exit 2), each with its line:
 
 from __future__ import annotations
 
-import json
-import math
 from pathlib import Path
 from typing import Any
 
 import yaml
 
+from kvplan.core import files
 from kvplan.core.errors import InputError
 
 MAX_FILE_BYTES = 8 * 2**20  # a spec, a config.json or a deployment file is a few KiB; 8 MiB is generous
@@ -37,21 +37,8 @@ _Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # the C parser composes
 
 
 def read_text(path: Path) -> str:
-    try:
-        if path.is_dir():
-            raise InputError("is a directory, expected a file", where=str(path))
-        size = path.stat().st_size
-        if size > MAX_FILE_BYTES:
-            raise InputError(f"is {size} bytes; input files are limited to {MAX_FILE_BYTES}", where=str(path))
-        return path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        raise InputError("no such file", where=str(path), hint="check the path") from None
-    except PermissionError:
-        raise InputError("permission denied", where=str(path)) from None
-    except UnicodeDecodeError:
-        raise InputError("is not UTF-8 text", where=str(path)) from None
-    except IsADirectoryError:
-        raise InputError("is a directory, expected a file", where=str(path)) from None
+    # the bounded reader: regular files only, size-capped, never blocking on a FIFO (core/files.py)
+    return files.read_text(path, limit=MAX_FILE_BYTES)
 
 
 def _yaml_error(err: yaml.YAMLError) -> str:
@@ -167,6 +154,8 @@ def load_yaml_text(text: str, *, where: str, per_document: bool = False) -> list
         raise
     except RecursionError:
         raise InputError("is nested too deeply to read", where=where) from None
+    except ValueError:  # an integer of more than 4,300 digits: Python's int() refuses to convert it
+        raise InputError("holds a number too long to read (more than 4,300 digits)", where=where) from None
     except yaml.YAMLError as err:
         if _Loader is not yaml.SafeLoader:
             # the C parser found it; PyYAML's own parser words the same error more plainly
@@ -195,17 +184,17 @@ def load_yaml(path: Path) -> Any:
 
 
 def load_json(path: Path) -> Any:
-    """JSON as Hugging Face writes it, including the bare Infinity/NaN that real configs carry."""
-    return load_json_text(read_text(path), where=str(path))
+    """JSON as Hugging Face writes it (bare Infinity/NaN), strictly: kvplan.core.jsonio."""
+    from kvplan.core.jsonio import load_json as strict
+
+    return strict(path)
 
 
 def load_json_text(text: str, *, where: str) -> Any:
-    try:
-        return json.loads(text, parse_constant=lambda c: {"Infinity": math.inf, "-Infinity": -math.inf, "NaN": math.nan}[c])
-    except json.JSONDecodeError as err:
-        raise InputError(f"malformed JSON at line {err.lineno}, column {err.colno}: {err.msg}", where=where) from None
-    except RecursionError:
-        raise InputError("is nested too deeply to read", where=where) from None
+    """JSON inside another file (a --kv-transfer-config value, a ConfigMap entry), read as load_json reads a file."""
+    from kvplan.core.jsonio import loads
+
+    return loads(text, where=where)
 
 
 def dump_yaml(data: Any) -> str:

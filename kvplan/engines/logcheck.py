@@ -166,19 +166,17 @@ def _range_text(values: list, fmt: str) -> str | None:
 # ------------------------------------------------------------------------------------------ reading
 
 def read_log(path: str | Path) -> str:
-    """A log file's text (UTF-8, undecodable bytes replaced: logs carry progress-bar glyphs and mojibake)."""
+    """A log file's text (UTF-8, undecodable bytes replaced: logs carry progress-bar glyphs and mojibake), through
+    the bounded reader (core/files.py): a FIFO, a device or a socket named as a log is refused, never read forever."""
+    from kvplan.core import files
+
     p = Path(path)
+    if p.is_dir():
+        raise InputError("cannot read the file (it is a directory)", where=str(path))
     try:
-        if p.is_dir():
-            raise InputError("cannot read the file (it is a directory)", where=str(path))
-        size = p.stat().st_size
-        if size > MAX_LOG_BYTES:
-            raise InputError(f"is {size:,} bytes; start-up logs are limited to {MAX_LOG_BYTES:,}", where=str(path))
-        return p.read_text(encoding="utf-8", errors="replace")
-    except FileNotFoundError:
-        raise InputError("cannot read the file (no such file)", where=str(path), hint="check the path") from None
-    except OSError as exc:
-        raise InputError(f"cannot read the file ({exc.strerror or exc})", where=str(path)) from None
+        return files.read_text(p, limit=MAX_LOG_BYTES, where=str(path), errors="replace", what="start-up logs")
+    except InputError as err:
+        raise InputError(f"cannot read the file ({err.what})", where=str(path), hint=err.hint) from None
 
 
 def invalid(path: str, what: str, engine: str | None = None) -> LogCalibration:

@@ -61,3 +61,21 @@ def longest(fits: Callable[[int], bool], low: int, high: int) -> int:
         mid = (lo + hi) // 2
         lo, hi = (mid, hi) if fits(mid) else (lo, mid)
     return lo
+
+
+def cap_given_pool(estimate: Callable, req: EngineRequest, *, search_max_seq: bool, engine: str, rule: str):
+    """SGLang and TensorRT-LLM with --kv-cache-memory and a GPU: the engine takes the smaller of the pool the user
+    gives and the one it profiles (`rule` cites where each says so), so a pool larger than what is left after the
+    weights and activations is the profiled one, never more than the GPU holds (issue 15: a 79 GiB pool on an
+    80 GB GPU next to 15 GiB of weights was a "yes"). `estimate` is the engine's, called with pool_capped=True."""
+    import dataclasses
+
+    given = estimate(req, search_max_seq=search_max_seq, pool_capped=True)
+    modelled = estimate(dataclasses.replace(req, kv_cache_memory=None), search_max_seq=search_max_seq, pool_capped=True)
+    if given.available_kv_bytes is None or modelled.available_kv_bytes is None:
+        return given
+    if given.available_kv_bytes <= modelled.available_kv_bytes:
+        return given
+    note = (f"--kv-cache-memory {req.kv_cache_memory:,} B is more than the {max(modelled.available_kv_bytes, 0):,} B "
+            f"{engine} finds for the cache on this GPU after the weights and activations; {rule}")
+    return dataclasses.replace(modelled, notes=modelled.notes + (note,))

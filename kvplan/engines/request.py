@@ -16,6 +16,7 @@ from functools import cached_property
 from kvplan.core.dtypes import WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
+from kvplan.core.units import shown
 from kvplan.engines.calibration import SiteProfile
 from kvplan.engines.features import Features
 
@@ -94,9 +95,24 @@ def check_count(value: int | None, flag: str) -> None:
     if value is None:
         return
     if value < 1:
-        raise InputError(f"must be at least 1, got {value}", where=flag)
+        raise InputError(f"must be at least 1, got {shown(value)}", where=flag)
     if value > LIMITS[flag]:
-        raise InputError(f"{value} is implausibly large (limit {LIMITS[flag]})", where=flag)
+        raise InputError(f"{shown(value)} is implausibly large (limit {LIMITS[flag]})", where=flag)
+
+
+# flags that size a paged engine's pool or scheduler: the static engine (one contiguous cache per sequence) has none
+PAGED_ONLY_FLAGS = ("--block-size", "--max-num-seqs", "--max-num-batched-tokens")
+
+
+def refuse_paged_flags(engines, **given) -> None:
+    """Refuse the paged engines' flags when every engine asked for is the static one: they would change nothing
+    and say nothing (issue 15). `given` maps flag names (block_size=...) to their values."""
+    if any(e != "static" for e in engines):
+        return
+    for flag in PAGED_ONLY_FLAGS:
+        if given.get(flag.lstrip("-").replace("-", "_")) is not None:
+            raise InputError(f"the static engine has no {flag[2:].replace('-', ' ')} to set", where=flag,
+                             hint="it applies to --engine vllm, sglang or trtllm")
 
 
 def split_gpus(gpus: int | None, tp: int | None, pp: int, *, where: str = "--gpus") -> int:
@@ -118,12 +134,12 @@ def hardware_for(gpu: str | None, gpu_mem: str | None) -> Hardware | None:
     from kvplan.core import units
     from kvplan.model import catalog
 
-    if gpu and gpu_mem:
+    if gpu is not None and gpu_mem is not None:
         raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem")
-    if gpu:
+    if gpu is not None:  # an empty name is an error (catalog.find_gpu), not "no GPU"
         entry = catalog.find_gpu(gpu)
         return Hardware(entry.name, entry.capacity_bytes)
-    if gpu_mem:
+    if gpu_mem is not None:
         return Hardware(None, units.parse_size(gpu_mem, what="--gpu-mem"))
     return None
 
@@ -144,7 +160,7 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     spec = catalog.resolve_model(model)
     if kv_heads is not None or head_dim is not None:
         spec = override_spec(spec, kv_heads=kv_heads, head_dim=head_dim)
-    if gpu and gpu_mem:
+    if gpu is not None and gpu_mem is not None:
         raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem")
     for flag, value in (("--batch", batch), ("--pp", pp), ("--tp", tp), ("--gpus", gpus), ("--block-size", block_size),
                         ("--max-num-seqs", max_num_seqs), ("--max-num-batched-tokens", max_num_batched_tokens)):
@@ -161,8 +177,11 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         raise err.located("--dtype") from None
     util = units.parse_fraction(gpu_util, what="--gpu-util") if gpu_util is not None else None
     hardware = hardware_for(gpu, gpu_mem)
+    if util is not None and hardware is None:
+        # a share of no GPU's memory means nothing: said, not ignored (issue 15)
+        raise InputError("--gpu-util needs a GPU", where="--gpu-util", hint="add --gpu NAME or --gpu-mem SIZE")
     reserve_bytes = None
-    if reserve:
+    if reserve is not None:
         if hardware is None:
             raise InputError("--reserve needs a GPU", where="--reserve", hint="add --gpu NAME or --gpu-mem SIZE")
         reserve_bytes = units.parse_size(reserve, what="--reserve")
@@ -183,7 +202,7 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     return EngineRequest(
         spec=spec, seq=seq_tokens, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
         hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
-        kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory else None,
+        kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory is not None else None,
         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         engine_version=engine_version, gpu_reserved_bytes=reserved_bytes,
         engine_options=parse_engine_options(engine_options), features=features, site=site,

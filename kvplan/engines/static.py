@@ -8,6 +8,7 @@ slack) is explicit: capacity x (1 - gpu_util) by default, or --reserve SIZE.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
@@ -38,6 +39,9 @@ class Estimate(ContractEstimate):
     weights_source: str
     max_seq_limited_by: str | None  # "memory", "model max_context" or "token limit"
     max_context: int | None
+    # what sets per_gpu.reserved_bytes, for people: "--reserve", "--gpu-util 0.5", "--gpu-util 0.9 (default)",
+    # "--kv-cache-memory"; None without a GPU (issue 15: the reserve was labelled --reserve whatever set it)
+    reserved_by: str | None = None
 
 
 @dataclass(frozen=True)
@@ -90,8 +94,28 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> Estimate:
         capacity = hardware.capacity_bytes if hardware is not None else needed
         hardware = Hardware(hardware.name if hardware else None, capacity)
         b = Budget(capacity, max(capacity - needed, 0))
-    return _estimate(req.spec, seq=req.seq, batch=req.batch, kv=kv_dtype(req), weight_fmt=req.weight_fmt,
-                     tp=req.tp, pp=req.pp, gpu=hardware.name if hardware else None, budget_=b)
+    result = _estimate(req.spec, seq=req.seq, batch=req.batch, kv=kv_dtype(req), weight_fmt=req.weight_fmt,
+                       tp=req.tp, pp=req.pp, gpu=hardware.name if hardware else None, budget_=b)
+    if b is not None:
+        result = dataclasses.replace(result, reserved_by=_reserved_by(req))
+    if req.kv_cache_memory is not None and req.hardware is not None and needed > req.hardware.capacity_bytes:
+        # issue 15: a cache that the GPU cannot hold beside the weights was judged against what is left instead
+        why = (f"the weights ({needed - req.kv_cache_memory:,} B per GPU) and --kv-cache-memory ({req.kv_cache_memory:,} B) "
+               f"need {needed:,} B, more than the GPU's {req.hardware.capacity_bytes:,} B")
+        per_gpu = dataclasses.replace(result.per_gpu, free_bytes=req.hardware.capacity_bytes - needed)
+        result = dataclasses.replace(result, per_gpu=per_gpu, fits=False, max_batch=0, max_seq=0,
+                                     max_seq_limited_by="memory", notes=result.notes + (why,))
+    return result
+
+
+def _reserved_by(req: EngineRequest) -> str:
+    if req.kv_cache_memory is not None:
+        return "--kv-cache-memory"
+    if req.reserve_bytes is not None:
+        return "--reserve"
+    if req.gpu_util is not None:
+        return f"--gpu-util {float(req.gpu_util)!r}"  # 0.9 and 1e-30 as written, not 9/10
+    return "--gpu-util 0.9 (default)"
 
 
 def _estimate(spec: ModelSpec, *, seq: int, batch: int, kv: DType, weight_fmt: WeightFormat | None, tp: int, pp: int,

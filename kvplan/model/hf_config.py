@@ -7,13 +7,17 @@ UnsupportedError (exit 3) naming the fields, never guessed.
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model.params import count_params, moe_summary, mtp_layer_params, routed_expert_params
-from kvplan.core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping
+from kvplan.core.spec import (CHUNKED, FULL, MAX_DIM, MAX_HEADS, MAX_LAYERS, MLA, NONE, SLIDING, STATE, ModelSpec,
+                              spec_from_mapping)
+from kvplan.core.text import visible
+from kvplan.core.units import shown
 
 # vLLM downcasts a float32 (or dtype-less) config to the platform's preferred 16-bit dtype: bf16 on every GPU
 # from Ampere on (vllm/config/model.py _resolve_auto_dtype: supported_dtypes[0]; CudaPlatform lists bf16
@@ -148,11 +152,101 @@ def _linear_attention_state(cfg: Mapping) -> dict:
     return {"conv_shape": [2 * k_heads * k_dim + v_heads * v_dim, kernel - 1], "recurrent_shape": [v_heads, k_dim, v_dim]}
 
 
+# ---------------------------------------------------------------- every value kvplan reads, validated first
+
+# (keys, least value, greatest value): whole numbers kvplan reads from a config.json. A value of the wrong type or
+# out of range is the file's error (exit 2, naming the key and the value), never a silent fallback or a figure
+# computed from it: `intermediate_size: -1` gave 2.4 bn parameters for an 8B model, `head_dim: 0` fell back to
+# hidden / heads, an astronomically large layer count overflowed. The bounds are far beyond any published model.
+_WHOLE = (
+    (("num_hidden_layers", "n_layer", "num_layers", "n_layers"), 1, MAX_LAYERS),
+    (("hidden_size", "n_embd", "d_model"), 1, MAX_DIM),
+    (("num_attention_heads", "n_head", "num_heads"), 1, MAX_HEADS),
+    (("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num", "num_attention_groups"), 1, MAX_HEADS),
+    (("head_dim", "attention_head_dim", "mamba_head_dim"), 1, MAX_DIM),
+    (("intermediate_size", "ffn_hidden_size", "intermediate_size_mlp", "moe_intermediate_size",
+      "shared_expert_intermediate_size"), 1, MAX_DIM),
+    (("moe_shared_expert_intermediate_size",), 0, MAX_DIM),
+    (("vocab_size",), 1, 1 << 30),
+    (("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length",
+      "original_max_position_embeddings"), 1, 1 << 40),
+    (("sliding_window", "attention_chunk_size"), 0, 1 << 40),
+    (("kv_lora_rank", "q_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim"), 0, MAX_DIM),
+    (("num_local_experts", "num_experts", "n_routed_experts", "num_experts_per_tok", "experts_per_token"), 1, 1 << 20),
+    (("n_shared_experts", "first_k_dense_replace", "num_nextn_predict_layers", "expert_layer_offset",
+      "attn_layer_offset", "max_window_layers"), 0, MAX_LAYERS),
+    (("moe_layer_freq", "expert_layer_period", "interleave_moe_layer_step", "decoder_sparse_step", "attn_layer_period",
+      "full_attention_interval", "sliding_window_pattern", "_sliding_window_pattern", "no_rope_layer_interval",
+      "num_ln_in_parallel_attn"), 1, MAX_LAYERS),
+    (("mamba_d_conv", "conv_kernel", "d_conv", "linear_conv_kernel_dim"), 1, 1 << 10),
+    (("mamba_d_state", "ssm_state_size", "state_size", "d_state", "mamba_num_heads", "n_groups", "mamba_n_groups",
+      "mamba_expand", "expand", "linear_num_key_heads", "linear_key_head_dim", "linear_num_value_heads",
+      "linear_value_head_dim", "mamba_dt_rank", "time_step_rank"), 1, MAX_DIM),
+)
+_PER_LAYER_LISTS = frozenset({"moe_layer_freq"})
+_VISION_WHOLE = ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "num_channels", "image_size",
+                 "projector_input_dim", "projector_output_dim", "vision_output_dim", "spatial_merge_size")
+
+
+def _whole(value: Any, *, key: str, low: int, high: int, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise InputError(f"must be a whole number from {low:,} to {high:,}, got {shown(value)}", where=f"{where}: {key}",
+                         hint="the file is damaged or not a Hugging Face config.json")
+    if not low <= value <= high:
+        raise InputError(f"must be from {low:,} to {high:,}, got {shown(value)}", where=f"{where}: {key}",
+                         hint="the file is damaged or not a Hugging Face config.json")
+
+
+def _positive_number(value: Any, *, key: str, where: str) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
+        raise InputError(f"must be a positive finite number, got {shown(value)}", where=f"{where}: {key}")
+
+
+def validate_config(raw: Mapping, cfg: Mapping, where: str) -> None:
+    """Every value kvplan reads from a config.json, checked before any is used (InputError naming key and value).
+    Keys kvplan does not read are not looked at; null means absent, as transformers reads it."""
+    for keys, low, high in _WHOLE:
+        for key in keys:
+            value = cfg.get(key)
+            if isinstance(value, list) and key in _PER_LAYER_LISTS:  # MiMo-V2: moe_layer_freq as one flag per layer
+                for i, item in enumerate(value):
+                    _whole(item, key=f"{key}[{i}]", low=0, high=1, where=where)
+            elif value is not None:
+                _whole(value, key=key, low=low, high=high, where=where)
+    vision = raw.get("vision_config")
+    if isinstance(vision, Mapping):
+        for key in _VISION_WHOLE:
+            if vision.get(key) is not None:
+                _whole(vision[key], key=f"vision_config.{key}", low=1, high=MAX_DIM, where=where)
+    for key in ("rope_scaling", "rope_parameters"):
+        rope = cfg.get(key)
+        groups = (list(rope.values()) if rope and all(isinstance(v, Mapping) for v in rope.values()) else [rope]) \
+            if isinstance(rope, Mapping) else []
+        for group in groups:
+            if group.get("factor") is not None:
+                _positive_number(group["factor"], key=f"{key}.factor", where=where)
+            if group.get("original_max_position_embeddings") is not None:
+                _whole(group["original_max_position_embeddings"], key=f"{key}.original_max_position_embeddings",
+                       low=1, high=1 << 40, where=where)
+    for i, block in enumerate(cfg.get("block_configs") or []):
+        ffn = (block or {}).get("ffn") if isinstance(block, Mapping) else None
+        if isinstance(ffn, Mapping) and ffn.get("ffn_mult") is not None:
+            _positive_number(ffn["ffn_mult"], key=f"block_configs[{i}].ffn.ffn_mult", where=where)
+    quant = raw.get("quantization_config") or cfg.get("quantization_config")
+    if isinstance(quant, Mapping) and quant.get("weight_block_size") is not None:
+        block = quant["weight_block_size"]
+        if not (isinstance(block, list) and len(block) == 2
+                and all(isinstance(b, int) and not isinstance(b, bool) and 1 <= b <= MAX_DIM for b in block)):
+            raise InputError(f"must be two positive whole numbers, got {shown(block)}",
+                             where=f"{where}: quantization_config.weight_block_size", hint="e.g. [128, 128]")
+
+
 def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
     """A spec mapping (see spec.py) from a config.json's contents."""
     if not isinstance(raw, Mapping):
         raise InputError("config.json must hold a JSON object", where=where)
     cfg = text_config(raw)
+    validate_config(raw, cfg, where)
     model_type = str(cfg.get("model_type") or raw.get("model_type") or "")
     if model_type in _REFUSED_MODEL_TYPES:
         raise UnsupportedError(f"model_type {model_type!r} is not modelled", where=f"{where}: model_type",
@@ -175,7 +269,10 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         notes.append(f"model_type {model_type!r} is not one kvplan is tested on: read with the common config.json "
                      "conventions (check the layout with `kvplan show`)")
 
-    spec: dict[str, Any] = {"name": name, "architecture": (raw.get("architectures") or [model_type])[0], "layers": layers,
+    # both come from file and folder names nobody validated: escaped, never refused (kvplan.core.text)
+    archs = raw.get("architectures")
+    architecture = visible(archs[0] if isinstance(archs, list) and archs else model_type)
+    spec: dict[str, Any] = {"name": visible(name), "architecture": architecture or None, "layers": layers,
                             "hidden_size": hidden, "dtype": dtype}
     if isinstance(cfg.get("vocab_size"), int):
         spec["vocab_size"] = cfg["vocab_size"]
@@ -246,6 +343,10 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
 
         try:
             counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits)
+        except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
+            # a setting of the wrong type or zero (bits: "x", group_size: 0, a block_structure of one number)
+            raise InputError("holds a setting kvplan cannot read as a number (bits, group_size, block sizes)",
+                             where=f"{where}: quantization_config", hint="the file is damaged") from None
         except NotModelled as err:
             notes.append(f"{err}; weight bytes are params x {dtype}, more than the quantized checkpoint holds (try --dtype)")
         else:
@@ -419,7 +520,12 @@ def find_config_json(path: Path) -> Path | None:
     """A config.json path, or a folder holding one (a Hugging Face snapshot), or None."""
     if path.is_dir():
         candidate = path / "config.json"
-        return candidate if candidate.is_file() else None
+        if candidate.is_symlink() or candidate.exists():
+            from kvplan.core.files import check_regular
+
+            check_regular(candidate)  # a config.json that is a FIFO or a link to a device is refused, not skipped
+            return candidate
+        return None
     if path.suffix == ".json":
         return path
     return None

@@ -25,13 +25,13 @@ In order of preference (hf_config.py asks in this order and records which one an
 
 from __future__ import annotations
 
-import json
 import re
 import struct
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from kvplan.core import files, jsonio
 from kvplan.core.errors import InputError
 from kvplan.model.params import EXPERT, LINEAR, Tensor
 
@@ -54,24 +54,24 @@ class WeightBytes:
 
 def read_safetensors_header(path: Path) -> dict[str, Any]:
     """The JSON header of one .safetensors file; only its first 8 + N bytes are read."""
-    try:
-        with open(path, "rb") as f:
-            head = f.read(8)
-            if len(head) < 8:
-                raise InputError("is too short to be a safetensors file", where=str(path))
-            (length,) = struct.unpack("<Q", head)
-            if length > MAX_HEADER_BYTES:
-                raise InputError(f"claims a {length}-byte header (limit {MAX_HEADER_BYTES})", where=str(path),
-                                 hint="not a safetensors file, or a damaged one")
-            text = f.read(length)
-    except OSError as err:
-        raise InputError(f"cannot be read: {err.strerror or err}", where=str(path)) from None
+    # the bounded reader: a FIFO or a device named model.safetensors is refused before anything is read
+    head = files.read_bytes(path, prefix=8)
+    if len(head) < 8:
+        raise InputError("is too short to be a safetensors file", where=str(path))
+    (length,) = struct.unpack("<Q", head)
+    if length > MAX_HEADER_BYTES:
+        raise InputError(f"claims a {length}-byte header (limit {MAX_HEADER_BYTES})", where=str(path),
+                         hint="not a safetensors file, or a damaged one")
+    text = files.read_bytes(path, prefix=8 + length)[8:]
     if len(text) < length:
         raise InputError("ends inside its header", where=str(path), hint="the file is truncated")
     try:
-        header = json.loads(text.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError):
+        header = jsonio.loads(text.decode("utf-8"), where=str(path))
+    except UnicodeDecodeError:
         raise InputError("has a header that is not JSON", where=str(path), hint="not a safetensors file") from None
+    except InputError as err:  # malformed, a key given twice, an integer of absurd length
+        raise InputError(f"has a header that is not JSON kvplan can read: {err.what}", where=str(path),
+                         hint="not a safetensors file, or a damaged one") from None
     if not isinstance(header, dict):
         raise InputError("has a header that is not a JSON object", where=str(path))
     return header
@@ -159,28 +159,48 @@ def _module_of(name: str) -> str:
 _LAYER_PREFIX = re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?(?:layers|h|blocks)\.(\*|\d+)\.")
 
 
-def _covers(pattern: str, module: str, layer: int) -> bool:
-    """Whether one exclusion entry covers `module` (a path below the layer, e.g. 'self_attn.q_proj') in layer
-    `layer`. Plain entries name modules ('lm_head', 'gate', 'model.layers.*.self_attn', 'model.layers.3.mlp');
-    're:' entries are regular expressions matched against the full module name (compressed-tensors `ignore`)."""
-    full = f"model.layers.{layer}.{module}"
-    if pattern.startswith("re:"):
-        return re.match(pattern[3:], full) is not None
-    m = _LAYER_PREFIX.match(pattern)
-    if m:
-        if m.group(1) != "*" and int(m.group(1)) != layer:
-            return False
-        pattern = pattern[m.end():]
-    return module == pattern or module.startswith(pattern + ".") or module.endswith("." + pattern)
+class _Exclusions:
+    """An exclusion list (modules_to_not_convert / ignore), indexed once: which entries cover `module` (a path below
+    the layer, e.g. 'self_attn.q_proj') in layer `layer`. Plain entries name modules ('lm_head', 'gate',
+    'model.layers.*.self_attn', 'model.layers.3.mlp') and cover the module itself, what is below it and what ends
+    with it; 're:' entries are regular expressions matched against the full module name (compressed-tensors
+    `ignore`). Lists of thousands of per-layer entries are common (a whole checkpoint's gates): set lookups keep
+    them linear."""
+
+    def __init__(self, patterns: Iterable):
+        self.regexes = []
+        self.any_layer: set[str] = set()
+        self.by_layer: dict[int, set[str]] = {}
+        for p in patterns:
+            if not isinstance(p, str):
+                continue
+            if p.startswith("re:"):
+                self.regexes.append(re.compile(p[3:]))
+                continue
+            m = _LAYER_PREFIX.match(p)
+            if m is None:
+                self.any_layer.add(p)
+            elif m.group(1) == "*":
+                self.any_layer.add(p[m.end():])
+            else:
+                self.by_layer.setdefault(int(m.group(1)), set()).add(p[m.end():])
+
+    def covers(self, module: str, layer: int) -> bool:
+        parts = module.split(".")
+        # the module, the modules it is below (prefixes) and the names it ends with (suffixes)
+        names = {".".join(parts[:i]) for i in range(1, len(parts) + 1)} | {".".join(parts[i:]) for i in range(1, len(parts))}
+        if names & self.any_layer or names & self.by_layer.get(layer, set()):
+            return True
+        full = f"model.layers.{layer}.{module}"
+        return any(r.match(full) for r in self.regexes)
 
 
-def _excluded(tensor: Tensor, patterns: list) -> bool:
-    """Whether an exclusion list (modules_to_not_convert / ignore) leaves this tensor unquantized in every layer.
-    The inventory has one entry per class of tensor, not per layer: an entry that covers a quantized module
-    in some layers only cannot be applied exactly, so it is refused (NotModelled)."""
+def _excluded(tensor: Tensor, exclusions: _Exclusions) -> bool:
+    """Whether an exclusion list leaves this tensor unquantized in every layer. The inventory has one entry per
+    class of tensor, not per layer: an entry that covers a quantized module in some layers only cannot be applied
+    exactly, so it is refused (NotModelled)."""
     module = _module_of(tensor.name)
-    patterns = [p for p in patterns if isinstance(p, str)]
-    hits = [any(_covers(p, module, layer) for p in patterns) for layer in (0, 1, 2, 7)]
+    hits = [exclusions.covers(module, layer) for layer in (0, 1, 2, 7)]
     if any(hits) and not all(hits):
         raise NotModelled(f"the quantization exclusions name single layers of {module}")
     return hits[0]
@@ -188,10 +208,10 @@ def _excluded(tensor: Tensor, patterns: list) -> bool:
 
 def _matrices(tensors: Iterable[Tensor], exclude: Iterable) -> tuple[list[Tensor], list[Tensor]]:
     """(quantized [out, in] matrices, everything else)."""
-    exclude = list(exclude)
+    exclusions = _Exclusions(exclude)
     quantized, rest = [], []
     for t in tensors:
-        if t.kind in (LINEAR, EXPERT) and len(t.shape) == 2 and not _excluded(t, exclude):
+        if t.kind in (LINEAR, EXPERT) and len(t.shape) == 2 and not _excluded(t, exclusions):
             quantized.append(t)
         else:
             rest.append(t)

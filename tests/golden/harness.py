@@ -29,13 +29,18 @@ def cases() -> list[str]:
 
 
 def run(command: str) -> dict:
-    """{'exit': code, 'stdout': text, 'stderr': text} of `kvplan <command>` run from the repository root."""
+    """{'exit': code, 'stdout': text, 'stderr': text} of `kvplan <command>` run from the repository root. A case
+    may start with `COLUMNS=N ` (as a shell line would) to run at another terminal width than 120."""
     from kvplan.cli import main
 
+    env = dict(ENV)
+    width = re.match(r"COLUMNS=(\d+) +", command)
+    if width:
+        env["COLUMNS"], command = width.group(1), command[width.end():]
     out, err = io.StringIO(), io.StringIO()
-    saved_env = {k: os.environ.get(k) for k in ENV}
+    saved_env = {k: os.environ.get(k) for k in env}
     saved_argv, saved_cwd = sys.argv, os.getcwd()
-    os.environ.update(ENV)
+    os.environ.update(env)
     os.environ.pop("FORCE_COLOR", None)
     sys.argv = ["kvplan", *shlex.split(command)]
     os.chdir(ROOT)

@@ -14,7 +14,8 @@ from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, Require
                                      default_max_len, engine_request, located, parse_headroom, resolve_model, text,
                                      tp_from_gpus, whole)
 from kvplan.check.report import FORMAT_KVPLAN, Origins
-from kvplan.core.errors import InputError, UnsupportedError, did_you_mean
+from kvplan.core.errors import InputError, UnsupportedError, check_name, did_you_mean
+from kvplan.core.units import shown
 
 # vLLM's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors, ...: docs/engines/features/),
 # read by vLLM's own option table and kvplan/engines/vllm/launch.py, with kvplan's keys for what a launch leaves to
@@ -65,7 +66,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         if k not in data:
             raise InputError(f"missing key {k!r}", where=where,
                              hint="engine: static | vllm | sglang | trtllm" if k == "engine" else "a bundled model name, a model folder or a config.json")
-    name = text(data["name"], where=at("name")) if "name" in data else (
+    name = check_name(text(data["name"], where=at("name")), where=at("name")) if "name" in data else (
         f"{Path(source).stem}#{document}" if document else Path(source).stem)
     engine = text(data["engine"], where=at("engine"))
     if engine not in ENGINE_NAMES:
@@ -191,7 +192,7 @@ def _requirements(value: Any, *, where: str, defaults: Requirements) -> Requirem
     if value is None:
         return defaults
     if not isinstance(value, Mapping):
-        raise InputError(f"must be a mapping with concurrency and/or headroom, got {value!r}", where=where)
+        raise InputError(f"must be a mapping with concurrency and/or headroom, got {shown(value)}", where=where)
     for k in value:
         if k not in REQUIRE_KEYS:
             raise InputError(f"unknown requirement {k!r}", where=f"{where}.{k}",

@@ -12,6 +12,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, ch
                                      engine_request, resolve_model, tp_from_gpus, whole)
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.text import visible
 from kvplan.engines.vllm import launch, serve_args
 
 # vLLM's --dtype names -> kvplan's (vllm/config/model.py _STR_DTYPE_TO_TORCH_DTYPE)
@@ -123,6 +124,8 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
     # resource has
     name = served[0] if served and ctx.fmt in (FORMAT_VLLM, FORMAT_VLLM_ARGS, FORMAT_SHELL, FORMAT_DOCKERFILE) else ctx.name
+    # vLLM takes any served name; it is shown in every report format, so its control characters are escaped
+    name = visible(str(name))
     origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
                       model=found.source.describe(), engine_release=release_words(ctx.version, ctx.release_origin))
     return Deployment(source=ctx.source, document=ctx.document, name=str(name), format=ctx.fmt, engine="vllm", request=request,

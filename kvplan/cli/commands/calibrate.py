@@ -10,6 +10,8 @@ errors included: {"summary", "logs", "site", "error"}.
 
 from __future__ import annotations
 
+import sys
+
 from typing import Annotated, List, Optional
 
 import typer
@@ -63,8 +65,8 @@ def calibrate(
 
         print(to_json({"summary": None, "logs": [], "site": None,
                        "error": {"where": err.where, "what": err.what, "hint": err.hint, "exit_code": err.exit_code}}))
+        print(f"error: {err.one_line()}", file=sys.stderr)  # the contract's one line, beside the JSON object
         raise typer.Exit(err.exit_code) from None
-    import sys
 
     if json_out:
         from kvplan.core.io import to_json

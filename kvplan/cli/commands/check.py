@@ -9,6 +9,8 @@ from typing import Annotated, List, Optional
 
 import typer
 
+from kvplan.cli.options import whole_number
+
 
 class OutputFormat(str, Enum):
     """The same members as kvplan.check.formats.Format (a test keeps them equal); declared here so that
@@ -40,10 +42,10 @@ def check(
         "--gpu-mem", help="Memory of one GPU not in the catalog, e.g. 80GiB (instead of --gpu).", show_default=False)] = None,
     gpus: Annotated[Optional[int], typer.Option(
         "--gpus", help="GPUs per deployment (= TP x PP); sets the tensor parallel size where none is given.",
-        show_default=False)] = None,
+        show_default=False, parser=whole_number)] = None,
     require_concurrency: Annotated[Optional[int], typer.Option(
         "--require-concurrency", help="Require at least N requests of max_model_len at once (where a deployment "
-                                      "sets no require.concurrency).", show_default=False)] = None,
+                                      "sets no require.concurrency).", show_default=False, parser=whole_number)] = None,
     require_headroom: Annotated[Optional[str], typer.Option(
         "--require-headroom", help="Require this share of usable GPU memory free with them resident, e.g. 10% "
                                    "(where a deployment sets no require.headroom).", show_default=False)] = None,
@@ -105,8 +107,12 @@ def check(
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):
             print(f"error: {verdict.reason}", file=sys.stderr)
-    text = report_formats.render(report, chosen)
-    if output:
+    from kvplan.cli.render import width
+
+    # the text table fits the terminal on stdout (records when it is wider); a file gets the whole table
+    text = report_formats.render(report, chosen) if output is not None or chosen is not report_formats.Format.TEXT \
+        else report_formats.render_text(report, width())
+    if output is not None:
         from kvplan.core.io import write_file
 
         def write(target: str) -> None:
@@ -114,7 +120,7 @@ def check(
                 f.write(text)
 
         write_file(output, write, what="the report")
-        sys.stdout.write(report_formats.render(report, report_formats.Format.TEXT))
+        sys.stdout.write(report_formats.render_text(report, width()))
     else:
         sys.stdout.write(text)
     sys.stdout.flush()

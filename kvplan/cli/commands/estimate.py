@@ -53,9 +53,11 @@ def estimate(
     from kvplan.cli import render, views
     from kvplan.core.errors import EXIT_NO, InputError
     from kvplan.engines import fixes
-    from kvplan.engines.request import build_request
+    from kvplan.engines.request import build_request, refuse_paged_flags
 
     chosen = engines.get(engine)
+    refuse_paged_flags((chosen.name,), block_size=block_size, max_num_seqs=max_num_seqs,
+                       max_num_batched_tokens=max_num_batched_tokens)
     if (vllm_args is not None or rate is not None or prompt is not None) and chosen.name != "vllm":
         flag = "--vllm-args" if vllm_args is not None else "--rate" if rate is not None else "--prompt"
         raise InputError("vLLM's options apply to --engine vllm", where=flag, hint="add --engine vllm")
@@ -83,7 +85,7 @@ def estimate(
     else:
         out = render.console()
         for table in views.tables(result):
-            out.print(table)
+            render.print_fitting(out, table)
         err = render.console(stderr=True)
         for note in result.notes:
             err.print(f"note: {note}")

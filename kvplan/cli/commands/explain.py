@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup, DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup, DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt, whole_number
 
 
 def register(app) -> None:
@@ -19,7 +19,7 @@ def register(app) -> None:
 def explain(
     model: ModelArg,
     seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence. Default: the model's max context.", show_default=False)] = None,
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", parser=whole_number)] = 1,
     kv_dtype: KvDtypeOpt = "auto",
     dtype: DtypeOpt = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog: adds max batch per what-if and latency bounds.", show_default=False)] = None,
@@ -27,7 +27,7 @@ def explain(
     tp: TpOpt = None,
     pp: PpOpt = 1,
     gpu_util: GpuUtilOpt = None,
-    window: Annotated[int, typer.Option("--window", help="Window for the sliding-window what-if on models without one.")] = 4096,
+    window: Annotated[int, typer.Option("--window", help="Window for the sliding-window what-if on models without one.", parser=whole_number)] = 4096,
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options: each term they add (drafter, LoRA slots, offload tiers, parallelism, KV connectors) derived with its numbers (docs/engines/features/).", show_default=False)] = None,
@@ -60,17 +60,18 @@ def explain(
     room = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes if est.per_gpu else None
 
     bounds, notes = None, []
-    if gpu:
-        p = units.parse_tokens(prompt, what="--prompt") if prompt else max(est.seq // 2, 1)
-        o = units.parse_tokens(output, what="--output") if output else max(est.seq - p, 1)
+    if gpu is not None:
+        p = units.parse_tokens(prompt, what="--prompt") if prompt is not None else max(est.seq // 2, 1)
+        o = units.parse_tokens(output, what="--output") if output is not None else max(est.seq - p, 1)
         try:
             bounds = latency.bounds(spec, cache, gpu=catalog.find_gpu(gpu), weights_bytes=est.weights_bytes,
                                     weight_dtype=est.dtype, prompt=p, output=o,
                                     batch=_max_batch(cache, room, p + o) or None)
         except KvplanError as err:
             notes.append(f"no latency bounds: {err.one_line()}")
-    elif prompt or output:
-        raise InputError("latency bounds need a GPU from the catalog", where="--prompt" if prompt else "--output", hint="add --gpu NAME")
+    elif prompt is not None or output is not None:
+        raise InputError("latency bounds need a GPU from the catalog", where="--prompt" if prompt is not None else "--output",
+                         hint="add --gpu NAME")
     result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
     if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
         raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")
@@ -100,7 +101,6 @@ def _max_batch(cache, room, tokens: int) -> int:
 
 
 def _print(result, est) -> None:
-    from rich.table import Table
 
     from kvplan.cli import render
     from kvplan.core.units import format_bytes, format_tokens
@@ -109,28 +109,28 @@ def _print(result, est) -> None:
     head = f"{result.model} · {format_tokens(result.seq)} tokens x {result.batch} seq · KV {result.kv_dtype}"
     if result.tp > 1 or result.pp > 1:
         head += f" · TP {result.tp} x PP {result.pp}"
-    table = Table(title=f"{head}: the KV cache, layer group by layer group", title_justify="left", header_style="bold")
     stages = result.pp > 1
-    if stages:
-        table.add_column("stage", justify="right")
-    for col, justify in (("layers", "left"), ("per token, per layer, per GPU", "left"), ("x layers x tokens x seqs x GPUs", "left"),
-                         ("bytes", "right")):
-        table.add_column(col, justify=justify)
+    headers = (["stage"] if stages else []) + ["layers", "per token, per layer, per GPU", "x layers x tokens x seqs x GPUs",
+                                               "bytes"]
+    rows = []
     for g in result.groups:
         label = f"{g.layers} {g.kind}" + (f" ({g.tokens:,}-token window)" if g.kind == "sliding" else
                                           f" ({g.tokens:,}-token chunk)" if g.kind == "chunked" else "")
         per = g.state_formula if g.state_formula else g.per_token_formula
         cells = [label, per, g.total_formula.rsplit(" = ", 1)[0], f"{format_bytes(g.total_bytes)}"]
-        table.add_row(*([str(g.stage)] if stages else []) + cells)
-    total = [""] * (1 if stages else 0) + ["total", f"K/V per token (all layers, all GPUs): {result.kv_bytes_per_token:,} B",
-                                           f"= estimate's cache_bytes {est.cache_bytes:,} B", format_bytes(result.cache_bytes)]
-    table.add_row(*total, style="bold")
-    out.print(table)
+        rows.append(([str(g.stage)] if stages else []) + cells)
+    rows.append([""] * (1 if stages else 0) + ["total", f"K/V per token (all layers, all GPUs): {result.kv_bytes_per_token:,} B",
+                                                f"= estimate's cache_bytes {est.cache_bytes:,} B", format_bytes(result.cache_bytes)])
+    first = 1 if stages else 0
+    # the formulas are words that wrap; the bytes keep their width (render.print_table: records when even that is too wide)
+    render.print_table(out, f"{head}: the KV cache, layer group by layer group", headers, rows,
+                       text=(first, first + 1, first + 2), keys=tuple(range(first + 1)),
+                       styles=[None] * (len(rows) - 1) + ["bold"])
 
     if result.extra_terms:
         rows = [[t.option, t.what, t.formula, format_bytes(t.bytes) if t.bytes is not None else "—"]
                 for t in result.extra_terms]
-        render.print_whole(out, render.figures_table("what the vLLM launch options add (vLLM's own terms, per GPU unless said)",
+        render.print_fitting(out, render.figures_table("what the vLLM launch options add (vLLM's own terms, per GPU unless said)",
                                                      ["option", "term", "how", "bytes"], rows, text=(0, 1, 2)))
 
     has_gpu = any(w.max_batch is not None for w in result.what_ifs)
@@ -140,11 +140,12 @@ def _print(result, est) -> None:
         if w.error:
             rows.append([w.name, "—", "—", "—"] + (["—"] if has_gpu else []) + [w.error])
         else:
-            rows.append([w.name, format_bytes(w.kv_bytes_per_token), format_bytes(w.cache_bytes), f"{w.ratio:.2f}x"]
+            rows.append([w.name, format_bytes(w.kv_bytes_per_token), format_bytes(w.cache_bytes),
+                         f"{w.ratio:.2f}x" if w.ratio is not None else "—"]
                         + ([f"{w.max_batch:,}" if w.max_batch is not None else "—"] if has_gpu else []) + [w.description])
     # figures keep their width and the words wrap (figures_table): at 100 columns rich would otherwise squeeze all
-    render.print_whole(out, render.figures_table(f"what-ifs at {format_tokens(result.seq)} tokens x {result.batch} "
-                                                 "(weights unchanged)", headers, rows, text=(0, len(headers) - 1)))
+    render.print_table(out, f"what-ifs at {format_tokens(result.seq)} tokens x {result.batch} (weights unchanged)",
+                       headers, rows, text=(0, len(headers) - 1))
 
     b = result.latency
     if b is not None:
@@ -161,11 +162,10 @@ def _print(result, est) -> None:
             row(f"decode step, {b.batch:,} seqs (the most that fit): {b.decode_batch_tokens_per_s:,.0f} tok/s", b.decode_batch)
         row(f"generate {b.output_tokens:,} tokens with KV cache", b.generate_cached)
         row(f"generate {b.output_tokens:,} tokens, no cache", b.generate_no_cache)
-        lat = render.figures_table(
-            f"lower bounds on {b.gpu} x {b.tp * b.pp} ({b.peak_flops_dtype} {b.peak_flops_per_s / 1e12:,.0f} TFLOP/s, "
+        render.print_table(
+            out, f"lower bounds on {b.gpu} x {b.tp * b.pp} ({b.peak_flops_dtype} {b.peak_flops_per_s / 1e12:,.0f} TFLOP/s, "
             f"{b.hbm_bytes_per_s / 1e12:.2f} TB/s per GPU): real runs are slower",
             ["phase", "FLOPs", "bytes read", "compute floor", "memory floor", "lower bound", "bound by"], rows, text=(0, 6))
-        render.print_whole(out, lat)
         err = render.console(stderr=True)
         err.print(f"note: without a KV cache the same generation needs {b.no_cache_flops_ratio:,.0f}x the FLOPs and at least "
                   f"{b.no_cache_time_ratio:,.1f}x the time (docs/latency.md)")

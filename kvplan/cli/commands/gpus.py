@@ -21,16 +21,11 @@ def gpus(json_out: JsonOpt = False):
     if json_out:
         print(render.to_json({"gpus": [dataclasses.asdict(g) for g in entries]}))
         return
-    from rich.table import Table
-
     from kvplan.core.units import format_bytes
 
-    table = Table(title=f"{len(entries)} GPUs (capacity as the runtime reports it)", title_justify="left", header_style="bold")
-    for col, justify in (("name", "left"), ("marketed", "right"), ("capacity", "right"), ("bytes", "right"),
-                         ("HBM TB/s", "right"), ("bf16 TFLOP/s", "right")):
-        table.add_column(col, justify=justify)
-    for g in entries:
-        table.add_row(g.name, g.marketing_memory, format_bytes(g.capacity_bytes), f"{g.capacity_bytes:,}",
-                      f"{g.hbm_bandwidth_bytes_per_s / 1e12:.2f}" if g.hbm_bandwidth_bytes_per_s else "—",
-                      f"{g.bf16_dense_flops / 1e12:.0f}" if g.bf16_dense_flops else "—")
-    render.console().print(table)
+    rows = [[g.name, g.marketing_memory, format_bytes(g.capacity_bytes), f"{g.capacity_bytes:,}",
+             f"{g.hbm_bandwidth_bytes_per_s / 1e12:.2f}" if g.hbm_bandwidth_bytes_per_s else "—",
+             f"{g.bf16_dense_flops / 1e12:.0f}" if g.bf16_dense_flops else "—"] for g in entries]
+    # the name is what --gpu takes and the bytes are exact: never cut (at 80 columns rich printed 'v100-sxm2-…')
+    render.print_table(render.console(), f"{len(entries)} GPUs (capacity as the runtime reports it)",
+                       ["name", "marketed", "capacity", "bytes", "HBM TB/s", "bf16 TFLOP/s"], rows, text=(), names=(0,))

@@ -27,22 +27,13 @@ def models(json_out: JsonOpt = False):
     if json_out:
         print(render.to_json({"models": rows}))
         return
-    from rich.table import Table
-
     from kvplan.core.units import format_bytes
 
-    from rich import box
-
-    table = Table(title=f"{len(rows)} bundled model specs (KV per token in the model dtype)", title_justify="left",
-                  header_style="bold", box=box.SIMPLE_HEAD)
     cells = [[r["name"], str(r["layers"]), str(r["attention_heads"]), str(r["kv_heads"]), str(r["head_dim"]), r["layout"],
               f"{r['params'] / 1e9:,.2f} bn", format_bytes(r["kv_bytes_per_token"]),
               f"{r['max_context']:,}" if r["max_context"] else "—"] for r in rows]
-    for i, (col, justify) in enumerate((("name", "left"), ("layers", "right"), ("heads", "right"), ("kv", "right"), ("hd", "right"),
-                                        ("layout", "left"), ("params", "right"), ("KV/token", "right"), ("max ctx", "right"))):
-        # every column but the layout keeps its widest cell whole: a narrow terminal wraps the layout words
-        widest = max([len(col)] + [len(c[i]) for c in cells])
-        table.add_column(col, justify=justify, no_wrap=col != "layout", min_width=18 if col == "layout" else widest)
-    for c in cells:
-        table.add_row(*c)
-    render.print_whole(render.console(), table)
+    # every figure and the name (which users type) keep their width; the layout words wrap; below the table's
+    # narrowest form each model is a record (render.print_table)
+    render.print_table(render.console(), f"{len(rows)} bundled model specs (KV per token in the model dtype)",
+                       ["name", "layers", "heads", "kv", "hd", "layout", "params", "KV/token", "max ctx"], cells,
+                       text=(5,), names=(0,), keys=(0,), simple=True)

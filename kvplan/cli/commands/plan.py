@@ -124,7 +124,7 @@ def plan(
 
         out = render.console()
         for item in view.tables(result, top=top):
-            render.print_whole(out, item)
+            render.print_fitting(out, item)
     err = render.console(stderr=True)
     if not json_out:
         for note in result.notes:

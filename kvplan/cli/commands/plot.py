@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import CalibrationOpt, ModelsDirOpt, OfflineOpt, with_model_lookup
+from kvplan.cli.options import CalibrationOpt, ModelsDirOpt, OfflineOpt, with_model_lookup, whole_number
 
 
 class Kind(str, Enum):
@@ -30,7 +30,7 @@ def plot(
     model: Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, or a folder with one.", show_default=False)],
     kind: Annotated[Kind, typer.Option("--kind", "-k", help="capacity: weights + cache per GPU vs context, against each GPU's usable memory; concurrency: the most sequences that fit vs context.")] = Kind.capacity,
     seq: Annotated[str, typer.Option("--seq", "-s", help="Context lengths (x axis): a list or range, e.g. 1K..128K*2.")] = "1K..128K*2",
-    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the capacity chart's cache.")] = 1,
+    batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the capacity chart's cache.", parser=whole_number)] = 1,
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV dtypes, comma separated: one curve each.")] = "auto",
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPUs from the catalog, comma separated: one curve and one usable-memory line each.", show_default=False)] = None,
     gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog, e.g. 80GiB.", show_default=False)] = None,
@@ -41,8 +41,8 @@ def plot(
     gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory usable.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write an image (.png or .svg; needs matplotlib: pip install 'kvplan[plot]'). Without it: a terminal chart.", show_default=False)] = None,
     image_format: Annotated[Optional[ImageFormat], typer.Option("--format", help="Image format when the file name does not say.", show_default=False)] = None,
-    width: Annotated[int, typer.Option("--width", help="Terminal chart width in characters.")] = 72,
-    height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.")] = 18,
+    width: Annotated[Optional[int], typer.Option("--width", help="Terminal chart width in characters. Default: 72, or less to fit the terminal.", show_default=False, parser=whole_number)] = None,
+    height: Annotated[int, typer.Option("--height", help="Terminal chart height in lines.", parser=whole_number)] = 18,
     calibration: CalibrationOpt = None,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -58,13 +58,21 @@ def plot(
 
     if batch < 1:
         raise InputError(f"must be at least 1, got {batch}", where="--batch")
+    from kvplan.cli import render
+
+    if width is None:  # the plot area, beside the y axis labels (12 columns), fits the terminal
+        width = max(20, min(72, render.width() - 14))
     # the terminal chart needs room for its axis labels; beyond these it only wraps into noise
     for flag, value, low, high in (("--width", width, 20, 1000), ("--height", height, 6, 500)):
         if not low <= value <= high:
             raise InputError(f"must be from {low} to {high} characters, got {value}" if flag == "--width" else
                              f"must be from {low} to {high} lines, got {value}", where=flag,
                              hint="the defaults are 72 x 18" if not output else "it sizes the terminal chart only; drop it with --output")
-    if output:
+    if image_format is not None and output is None:
+        raise InputError("--format chooses the image format of --output", where="--format",
+                         hint="add -o FILE.png or -o FILE.svg, or leave --format out for a terminal chart")
+    if output is not None:
+        plotting.image_format(output, image_format.value if image_format else None)  # before any work
         _check_matplotlib()
     spec, grid, make_request, _ = build_grid(model, seq=seq, batch=str(batch), kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp,
                                              pp=pp, engine=engine, dtype=dtype, gpu_util=gpu_util,
@@ -83,11 +91,11 @@ def plot(
         chart = plotting.concurrency_chart(rows, model=spec.name)
     for message in sorted({r.error for r in rows if r.error}):
         print(f"note: left out: {message}", file=sys.stderr)
-    if output:
+    if output is not None:
         plotting.render_file(chart, output, fmt=image_format.value if image_format else None)
         print(f"wrote {output}", file=sys.stderr)
     else:
-        sys.stdout.write(plotting.render_text(chart, width=width, height=height))
+        sys.stdout.write(plotting.render_text(chart, width=width, height=height, columns=render.width()))
 
 
 def _check_matplotlib() -> None:

@@ -10,13 +10,13 @@ from typing import Annotated, Optional
 import typer
 
 from kvplan.cli.options import (ModelsDirOpt, OfflineOpt, with_model_lookup, BatchOpt, BlockOpt, GpuMemOpt, GpuOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt, KvMemOpt, ModelArg,
-                        PpOpt, SeqOpt, TpOpt)
+                        PpOpt, SeqOpt, TpOpt, whole_number)
 
 DeviceOpt = Annotated[str, typer.Option("--device", help="auto (CUDA when torch sees a GPU, else the CPU), cuda, cuda:N, cpu, or meta (shapes only, no memory).")]
 LayoutOpt = Annotated[Optional[str], typer.Option("--layout", help="static (contiguous [batch, heads, len, dim] per layer) or paged (vLLM-style block pools). Default: static, or paged with --engine vllm.", show_default=False)]
 ProbeEngineOpt = Annotated[str, typer.Option("--engine", help="static, or vllm: the paged pool vLLM would allocate (num_gpu_blocks from --gpu/--gpu-mem/--kv-cache-memory, else from the probed GPU's memory).")]
-NumBlocksOpt = Annotated[Optional[int], typer.Option("--num-blocks", help="Paged: blocks in every attention layer's pool (default: what --seq x --batch needs).", show_default=False)]
-StageOpt = Annotated[Optional[int], typer.Option("--stage", help="One process with --pp: which pipeline stage to allocate (default: the most loaded).", show_default=False)]
+NumBlocksOpt = Annotated[Optional[int], typer.Option("--num-blocks", help="Paged: blocks in every attention layer's pool (default: what --seq x --batch needs).", show_default=False, parser=whole_number)]
+StageOpt = Annotated[Optional[int], typer.Option("--stage", help="One process with --pp: which pipeline stage to allocate (default: the most loaded).", show_default=False, parser=whole_number)]
 FindMaxOpt = Annotated[bool, typer.Option("--find-max", help="Grow the cache (sequences, or blocks when paged) until the budget or the device refuses; compare with kvplan's maximum.")]
 MaxBytesOpt = Annotated[Optional[str], typer.Option("--max-bytes", help="--find-max: never hold more than this (required on cpu/meta), e.g. 1GiB.", show_default=False)]
 MaxFractionOpt = Annotated[str, typer.Option("--max-fraction", help="--find-max: never hold more than this share of the free device memory.")]
@@ -55,7 +55,6 @@ def probe(
 
     Under torchrun every rank allocates its own TP/PP shard and rank 0 reports them all.
     """
-    import sys
 
     from kvplan.cli import render
     from kvplan.core import units
@@ -75,6 +74,8 @@ def probe(
         raise InputError(f"must be at least 1, got {num_blocks}", where="--num-blocks")
     if num_blocks is not None and layout_name != PAGED:
         raise InputError("--num-blocks sizes the paged pools", where="--num-blocks", hint="add --layout paged")
+    if block_size is not None and layout_name != PAGED:
+        raise InputError("--block-size sizes the paged pools' blocks", where="--block-size", hint="add --layout paged")
     if stage is not None and stage < 0:
         raise InputError(f"must be 0 or more, got {stage}", where="--stage")
     if (max_bytes is not None or max_fraction != "0.95") and not find_max:
@@ -109,8 +110,9 @@ def probe(
         result = run_probe(request, options, engine_estimate=engine_estimate)
     except KeyboardInterrupt:
         # measure/findmax free their tensors in `finally`; say so and leave like a shell does on SIGINT
-        print("error: interrupted — the probe freed the memory it held", file=sys.stderr)
-        raise typer.Exit(130) from None
+        from kvplan.cli.edge import Interrupted
+
+        raise Interrupted("the probe freed the memory it held", where="interrupted") from None
     except KvplanError as err:
         if env is not None and env.rank != 0:
             raise typer.Exit(err.exit_code) from None  # rank 0 reports every rank's error once
@@ -123,7 +125,7 @@ def probe(
 
             out = render.console()
             for table in tables(result):
-                out.print(table)
+                render.print_fitting(out, table)
             err = render.console(stderr=True)
             for note in result.notes:
                 err.print(f"note: {note}", markup=False)

@@ -18,11 +18,13 @@ def show(model: ModelArg, json_out: JsonOpt = False, models_dir: ModelsDirOpt = 
     from kvplan.cli import render
     from kvplan.core import yamlio
     from kvplan.core.spec import spec_to_mapping
+    from kvplan.core.text import visible
 
     spec = catalog.resolve_model(model)
     mapping = spec_to_mapping(spec)
     if json_out:
         print(render.to_json(mapping))
     else:
-        sys.stdout.write(f"# kvplan spec for {spec.name}, resolved from {spec.source or 'bundled'}\n")
+        # a comment line: a newline in a folder or file name would end it and start a YAML key (visible escapes it)
+        sys.stdout.write(f"# kvplan spec for {visible(spec.name)}, resolved from {visible(spec.source or 'bundled')}\n")
         sys.stdout.write(yamlio.dump_yaml(mapping))

@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup, DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup, DtypeOpt, GpuMemOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt, whole_number
 
 
 def register(app) -> None:
@@ -30,10 +30,10 @@ def simulate(
     gpu_util: GpuUtilOpt = None,
     reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back for runtime overhead; overrides --gpu-util.", show_default=False)] = None,
     kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV pool; skips the budget model (no GPU needed).", show_default=False)] = None,
-    block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).")] = 16,
-    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).")] = 0,
+    block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).", parser=whole_number)] = 16,
+    shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).", parser=whole_number)] = 0,
     policies: Annotated[str, typer.Option("--policies", help="Comma list of: contiguous, pow2, oracle, paged, exact.")] = "contiguous,pow2,oracle,paged,exact",
-    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False)] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False, parser=whole_number)] = None,
     kv_host: Annotated[Optional[str], typer.Option("--kv-host", help="Host memory for offloaded KV blocks, this GPU's share (vLLM --kv-offloading-size / TP ranks, LMCache's max_local_cpu_size): the tier view in tokens and warm requests (docs/workloads.md).", show_default=False)] = None,
     kv_disk: Annotated[Optional[str], typer.Option("--kv-disk", help="Disk for offloaded KV blocks, this GPU's share (LMCache's max_local_disk_size).", show_default=False)] = None,
     prefix_hit_rate: Annotated[Optional[float], typer.Option("--prefix-hit-rate", help="Share of prompt tokens found in a cache tier (0-1): the prefill tokens that reuse saves.", show_default=False)] = None,
@@ -60,7 +60,8 @@ def simulate(
     chosen = tuple(dict.fromkeys(p.strip().lower() for p in policies.split(",") if p.strip()))
     if not chosen:
         raise InputError("names no policy", where="--policies", hint="e.g. contiguous,paged")
-    requests, description = wl.load(workload, load_yaml=yamlio.load_yaml)
+    # a count no simulation of these policies finishes in seconds is refused before the requests are drawn
+    requests, description = wl.load(workload, load_yaml=yamlio.load_yaml, max_requests=wl.max_requests_for(chosen))
     request = build_request(model, seq=seq, batch=1, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None, tp=tp,
                             pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size)
     est = static.estimate(request)
@@ -99,7 +100,7 @@ def _print_tiers(t) -> None:
              f"{t.warm_requests_host:,.1f}"]]
     table = render.figures_table(f"KV tiers: finished requests kept warm at the mean length of {t.mean_request_tokens:,.0f} tokens",
                                  ["tier", "tokens", "of which", "warm requests"], rows, text=(0, 2))
-    render.print_whole(render.console(), table)
+    render.print_fitting(render.console(), table)
     if t.prefix_hit_rate is not None:
         render.console(stderr=True).print(
             f"note: a prefix hit rate of {t.prefix_hit_rate:.0%} saves {t.prefill_tokens_saved_per_request:,.1f} prefill tokens "
@@ -111,15 +112,13 @@ def _pct(x: float | None) -> str:
 
 
 def _print(r) -> None:
-    from rich.table import Table
-
     from kvplan.cli import render
     from kvplan.core.units import format_bytes, format_tokens
 
     out = render.console()
     where = f"{r.gpu or 'GPU'}" + (f" (TP {r.tp} x PP {r.pp}, most loaded GPU)" if r.tp * r.pp > 1 else "")
-    head = Table(title=f"{r.model} · workload {r.workload} · max_model_len {format_tokens(r.max_model_len)} · KV {r.kv_dtype}",
-                 title_justify="left", header_style="bold")
+    head = render.quantity_table(f"{r.model} · workload {r.workload} · max_model_len {format_tokens(r.max_model_len)} · "
+                                 f"KV {r.kv_dtype}")
     head.add_column("quantity")
     head.add_column("value", justify="right")
     head.add_row("requests", f"{r.requests:,}" + (f" ({r.rejected:,} rejected, {r.truncated:,} outputs cut)" if r.rejected or r.truncated else ""))
@@ -130,23 +129,21 @@ def _print(r) -> None:
     head.add_row("pool in tokens (full length)", f"{r.pool_bytes // r.kv_bytes_per_token:,}" if r.kv_bytes_per_token else "—")
     if r.shared_prefix:
         head.add_row("shared prefix", f"{r.shared_prefix:,} tokens")
-    out.print(head)
+    render.print_fitting(out, head)
 
     # two tables of few columns rather than one of eleven: at 100 columns rich would cut the figures ("546,…")
     names = [p.policy + (f" ({p.block_size})" if p.block_size else "") + ("" if p.saturated else " *") for p in r.policies]
-    admission = render.figures_table(
-        "requests running at once under each allocation policy (all queued at step 0; means over the saturated steps)",
+    render.print_table(
+        out, "requests running at once under each allocation policy (all queued at step 0; means over the saturated steps)",
         ["policy", "running (mean)", "peak", "preempted", "recomputed tokens", "throughput"],
         [[name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", f"{p.preemptions:,}", f"{p.recomputed_tokens:,}",
           f"{p.relative_throughput:.2f}x" if p.relative_throughput is not None else f"{p.tokens_per_step:,.1f} tok/step"]
          for name, p in zip(names, r.policies)])
-    render.print_whole(out, admission)
-    memory = render.figures_table(
-        f"the {format_bytes(r.pool_bytes)} pool under each policy (shares of the pool, then of the allocated bytes)",
+    render.print_table(
+        out, f"the {format_bytes(r.pool_bytes)} pool under each policy (shares of the pool, then of the allocated bytes)",
         ["policy", "K/V in pool", "allocated", "waste", "of which reserved", "never used"],
         [[name, _pct(p.utilisation), _pct(p.allocation), _pct(p.waste), _pct(p.waste_reserved), _pct(p.waste_never_used)]
          for name, p in zip(names, r.policies)])
-    render.print_whole(out, memory)
     err = render.console(stderr=True)
     err.print("waste = allocated bytes not holding K/V, of the allocated; throughput = output tokens per step relative to contiguous "
               "(recomputation after preemption not charged)"

@@ -7,7 +7,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from kvplan.cli.options import CalibrationOpt, ModelsDirOpt, OfflineOpt, with_model_lookup
+from kvplan.cli.options import CalibrationOpt, ModelsDirOpt, OfflineOpt, with_model_lookup, whole_number
 
 
 class Format(str, Enum):
@@ -43,9 +43,9 @@ def sweep(
     gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory the engine may use.", show_default=False)] = None,
     reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back (static engine).", show_default=False)] = None,
     kv_cache_memory: Annotated[Optional[str], typer.Option("--kv-cache-memory", help="Bytes per GPU for the KV cache; skips the budget model.", show_default=False)] = None,
-    block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False)] = None,
-    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False)] = None,
-    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False)] = None,
+    block_size: Annotated[Optional[int], typer.Option("--block-size", help="Paged-attention block size in tokens.", show_default=False, parser=whole_number)] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False, parser=whole_number)] = None,
+    max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False, parser=whole_number)] = None,
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options for every vllm row (speculative decoding, LoRA, offload, parallelism, KV connectors; docs/engines/features/).", show_default=False)] = None,
     engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting KEY=VALUE for every row (repeatable), as for estimate; rows of an engine that does not read the key carry the error.", show_default=False)] = None,
     gpu_reserved: Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU has in use before the engine starts (sglang, trtllm), e.g. 1.2GiB.", show_default=False)] = None,
@@ -101,24 +101,21 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
-    from kvplan.engines.request import build_request
+    from kvplan.engines.request import LIMITS, build_request, refuse_paged_flags
     from kvplan.core.dtypes import dtype as lookup, resolve_kv_dtype
     from kvplan.engines import ENGINE_NAMES
     from kvplan.core.errors import InputError, did_you_mean
 
     spec = catalog.resolve_model(model)
     _check_single_flags(dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
-                        block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens)
+                        block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                        gpu_reserved=gpu_reserved)
 
     def whole(where: str):
+        # each value within the bound every command holds it to (engines/request.py LIMITS): a value beyond it is
+        # bad input for the whole sweep, refused before any row (it would be the same error on every row)
         def parse(text: str) -> int:
-            try:
-                value = int(text.strip().replace("_", ""))
-            except ValueError:
-                raise InputError(f"{text!r} is not a whole number", where=where) from None
-            if value < 1:
-                raise InputError(f"must be at least 1, got {value}", where=where)
-            return value
+            return units.parse_int(text, what=where, minimum=1, maximum=LIMITS[where])
         return parse
 
     def names(text: str | None, where: str) -> tuple:
@@ -134,6 +131,8 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
         if name not in ENGINE_NAMES:
             raise InputError(f"unknown engine {name!r}", where="--engine",
                              hint=did_you_mean(name, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
+    refuse_paged_flags(engines, block_size=block_size, max_num_seqs=max_num_seqs,
+                       max_num_batched_tokens=max_num_batched_tokens)
     gpus = names(gpu, "--gpu")
     if gpu is not None:
         gpus = tuple(dict.fromkeys(catalog.find_gpu(g).name for g in gpus))
@@ -179,16 +178,17 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
 
 
 def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memory, block_size, max_num_seqs,
-                        max_num_batched_tokens) -> None:
+                        max_num_batched_tokens, gpu_reserved=None) -> None:
     """The one-value flags are wrong for every row alike: refuse them before any row is printed, instead of
     streaming a grid of rows that all carry the same error."""
     from kvplan.core import dtypes, units
     from kvplan.core.errors import InputError
 
-    if gpu and gpu_mem:
+    if gpu is not None and gpu_mem is not None:
         raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem", hint="--gpu for catalog GPUs, --gpu-mem for others")
-    if reserve is not None and not (gpu or gpu_mem):
-        raise InputError("--reserve needs a GPU", where="--reserve", hint="add --gpu NAME or --gpu-mem SIZE")
+    for flag, value in (("--reserve", reserve), ("--gpu-util", gpu_util)):
+        if value is not None and gpu is None and gpu_mem is None:
+            raise InputError(f"{flag} needs a GPU", where=flag, hint="add --gpu NAME or --gpu-mem SIZE")
     for flag, value in (("--block-size", block_size), ("--max-num-seqs", max_num_seqs),
                         ("--max-num-batched-tokens", max_num_batched_tokens)):
         if value is not None and value < 1:
@@ -200,7 +200,8 @@ def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memo
             raise (err.located("--dtype") if err.where is None else err) from None
     if gpu_util is not None:
         units.parse_fraction(gpu_util, what="--gpu-util")
-    for flag, value in (("--gpu-mem", gpu_mem), ("--reserve", reserve), ("--kv-cache-memory", kv_cache_memory)):
+    for flag, value in (("--gpu-mem", gpu_mem), ("--reserve", reserve), ("--kv-cache-memory", kv_cache_memory),
+                        ("--gpu-reserved", gpu_reserved)):
         if value is not None:
             units.parse_size(value, what=flag)
 
@@ -263,7 +264,12 @@ def _title(grid, model: str, kv_names: dict) -> str:
 
 
 def _write_text(stream, grid, model: str, kv_names: dict) -> None:
+    """The grid as a table streamed in chunks of rows. Every column is as wide as its widest cell so far (a header
+    wraps between its words instead), so no figure is ever cut; when a chunk's table is wider than the terminal,
+    that chunk and every later one is printed as records instead: each row's axes on a line, its figures wrapped
+    between them below (render.print_records)."""
     from rich import box
+    from rich.measure import Measurement
     from rich.table import Table
 
     from kvplan.cli import render
@@ -271,37 +277,53 @@ def _write_text(stream, grid, model: str, kv_names: dict) -> None:
     console = render.console()
     has_gpu = grid.gpu != (None,)
     cols = _columns(grid, has_gpu, grid.engine)
-    # never truncate a figure: widen past the terminal if the columns need it (2 spaces between columns)
-    needed = sum(width + 2 for _, _, width, _ in cols) + 60
-    if console.width < needed:
-        console.width = needed
     console.print(_title(grid, model, kv_names), style="bold", highlight=False)
-    first, chunk = True, []
+    axes = {"engine", "gpu", "tp", "pp", "kv_dtype", "seq", "batch"}
+    keys = tuple(i for i, (_, attr, _, _) in enumerate(cols) if attr in axes)
+    headers = [header for header, *_ in cols] + ["error"]
+    # the widths only grow from chunk to chunk, so the columns of later chunks stay under the first one's headers
+    widths = [max(len(w) for w in header.split()) for header in headers]
+    state = {"first": True, "records": False}
 
-    def flush(chunk, first):
-        table = Table(box=box.SIMPLE_HEAD, show_header=first, show_edge=False, pad_edge=False, header_style="bold")
-        for header, _, width, _ in cols:
-            table.add_column(header, justify="right", width=width, no_wrap=True)
-        if any(row.error for row in chunk):
-            table.add_column("error", justify="left", no_wrap=False)
-        for row in chunk:
-            cells = [fmt(getattr(row, attr)) for _, attr, _, fmt in cols]
-            if row.error:
-                cells = [fmt(getattr(row, attr)) if attr in ("engine", "gpu", "tp", "pp", "kv_dtype", "seq", "batch") else ""
-                         for _, attr, _, fmt in cols] + [row.error]
-            elif len(table.columns) > len(cols):
-                cells.append("")
-            table.add_row(*cells, style="red" if row.fits is False else None)
-        console.print(table)
+    def cells_of(row) -> list[str]:
+        return ([fmt(getattr(row, attr)) if not row.error or attr in axes else "" for _, attr, _, fmt in cols]
+                + [row.error or ""])
+
+    def flush(chunk):
+        rows = [cells_of(row) for row in chunk]
+        for row in rows:
+            for i, cell in enumerate(row[:-1]):
+                widths[i] = max(widths[i], len(cell))
+            widths[-1] = max([widths[-1]] + [len(w) for w in row[-1].split()])
+        errors = any(row.error for row in chunk)
+        table = Table(box=box.SIMPLE_HEAD, show_header=state["first"], show_edge=False, pad_edge=False,
+                      header_style="bold", collapse_padding=True)
+        for header, width in zip(headers[:-1], widths):
+            table.add_column(header, justify="right", width=width)
+        if errors:  # the error words wrap in what is left; never below the longest word
+            table.add_column("error", justify="left", min_width=widths[-1])
+        for row, cells in zip(chunk, rows):
+            table.add_row(*(cells if errors else cells[:-1]), style="red" if row.fits is False else None)
+        narrowest = Measurement.get(console, console.options.update_width(10_000), table).minimum
+        state["records"] = state["records"] or narrowest > console.width
+        if state["records"]:
+            # a record's axes say what they are ('TP 2 · seq 32K'); a name (engine, GPU) says it by itself
+            named = [[f"{headers[i]} {c}" if i in keys and cols[i][1] not in ("engine", "gpu") and c else c
+                      for i, c in enumerate(row)] for row in rows]
+            render.print_records(console, None, headers, named, keys=keys)
+        else:
+            console.print(table)
         console.file.flush()
+        state["first"] = False
 
+    chunk = []
     for row in stream:
         chunk.append(row)
         if len(chunk) >= _TEXT_CHUNK:
-            flush(chunk, first)
-            first, chunk = False, []
-    if chunk or first:
-        flush(chunk, first)
+            flush(chunk)
+            chunk = []
+    if chunk or state["first"]:
+        flush(chunk)
 
 
 def _iter_markdown(stream, grid, model: str, kv_names: dict):

@@ -34,10 +34,9 @@ def _title(r) -> str:
 
 
 def print_report(results, summary, fit, save_path) -> None:
-    from rich.table import Table
     from rich.text import Text
 
-    from kvplan.cli.render import _box, console
+    from kvplan.cli.render import console, print_table
 
     out = console()
     err = console(stderr=True)
@@ -47,17 +46,17 @@ def print_report(results, summary, fit, save_path) -> None:
     for r in shown:
         out.print(Text(_title(r), style="bold"))
         if r.figures:
-            t = Table(show_header=True, header_style="bold", box=_box())
-            for col, justify in (("figure", "left"), ("basis", "left"), ("logged", "right"), ("kvplan", "right"),
-                                 ("difference", "right"), ("", "left")):
-                t.add_column(col, justify=justify)
+            rows, styles = [], []
             for f in r.figures:
                 word, style = MARKS[f.match]
                 if f.match is False and f.assumed:
                     word, style = "differs (assumed input)", "yellow"
-                t.add_row(f.name, f.basis, _unit(f.logged, f.unit), _unit(f.predicted, f.unit),
-                          _unit(f.difference, f.unit), Text(word, style=style))
-            out.print(t)
+                rows.append([f.name, f.basis, _unit(f.logged, f.unit), _unit(f.predicted, f.unit),
+                             _unit(f.difference, f.unit), word])
+                styles.append(style if f.match is False else None)
+            # the figures keep their width; below the table's narrowest form each figure is a record (print_table)
+            print_table(out, None, ["figure", "basis", "logged", "kvplan", "difference", ""], rows, text=(0, 1, 5),
+                        styles=styles, simple=True)
         style = {"match": "green", "mismatch": "bold red", "cannot judge": "yellow", "invalid": "bold red"}[r.status]
         out.print(Text(f"  {r.status}: {r.reason}", style=style))
         for line in r.read:

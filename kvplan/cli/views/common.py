@@ -5,14 +5,13 @@ from __future__ import annotations
 
 def view_start(result, head: str) -> list:
     """The header line (TP x PP added when either is > 1) and the quantity/value table every engine view fills."""
-    from rich.table import Table
     from rich.text import Text
 
-    from kvplan.cli.render import _box
+    from kvplan.cli.render import quantity_table
 
     if result.tp > 1 or result.pp > 1:
         head += f" · TP {result.tp} × PP {result.pp}"
-    table = Table(show_header=True, header_style="bold", box=_box())
+    table = quantity_table()
     table.add_column("quantity")
     table.add_column("value", justify="right")
     return [Text(head, style="bold"), table]

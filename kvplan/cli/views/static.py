@@ -4,20 +4,21 @@ from __future__ import annotations
 
 import os
 
-from kvplan.cli.render import _box, size
+from kvplan.cli.render import quantity_table, size
 from kvplan.core.units import format_tokens
 from kvplan.engines.static import Estimate
 
 
 def tables(est: Estimate) -> list:
     """The human view of an Estimate: one header line, then cache, weights and the GPU verdict in one table."""
-    from rich.table import Table
     from rich.text import Text
 
     header = f"{est.model} · {format_tokens(est.seq)} tokens × {est.batch} sequence{'s' if est.batch > 1 else ''} · KV {est.kv_dtype} · engine {est.engine}"
     if est.tp > 1 or est.pp > 1:
         header += f" · TP {est.tp} × PP {est.pp}"
-    table = Table(show_header=True, header_style="bold", box=None if os.environ.get("KVPLAN_PLAIN") else _box())
+    table = quantity_table()
+    if os.environ.get("KVPLAN_PLAIN"):
+        table.box = None
     table.add_column("quantity")
     table.add_column("value", justify="right")
     table.add_row("KV cache per token", size(est.kv_bytes_per_token))
@@ -33,7 +34,7 @@ def tables(est: Estimate) -> list:
         where = f"{est.gpu or 'custom GPU'}" + (f", most loaded of {est.gpus}" if est.gpus > 1 else "")
         table.add_row(Text(f"per GPU ({where})", style="bold"), "")
         table.add_row("  capacity", size(g.capacity_bytes))
-        table.add_row("  reserve (runtime overhead)", size(g.reserved_bytes))
+        table.add_row(f"  kept back ({est.reserved_by})" if est.reserved_by else "  kept back", size(g.reserved_bytes))
         table.add_row("  weights", size(g.weights_bytes))
         table.add_row("  cache", size(g.cache_bytes))
         table.add_row("  left", Text(size(g.free_bytes), style="" if g.free_bytes >= 0 else "red"))

@@ -34,7 +34,7 @@ from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
 from kvplan.core.units import MAX_TOKENS
-from kvplan.engines.paged import longest, model_dtype
+from kvplan.engines.paged import cap_given_pool, longest, model_dtype
 from kvplan.engines.request import EngineRequest
 from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, Refused, request_terms,
                                    verdict_terms)
@@ -212,8 +212,13 @@ class _Pool:
     starts: bool
 
 
-def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> SglangEstimate:
+def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> SglangEstimate:
     """The token pool SGLang builds for this deployment (the longest context is a closed-form search here)."""
+    if not pool_capped and req.kv_cache_memory is not None and req.hardware is not None:
+        # issue 15: a pool larger than the GPU leaves is SGLang's profiled one
+        return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="SGLang",
+                              rule="SGLang uses its profiled value instead (\"max_total_tokens=... is larger than the "
+                                   "profiled value ... Use the profiled value instead\", model_runner init_memory_pool)")
     rel = releases.release(req.engine_version)
     spec = req.spec
     for key, _ in req.engine_options or ():

@@ -31,7 +31,7 @@ from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
 from kvplan.core.units import MAX_TOKENS, parse_size
-from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
+from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.request import EngineRequest
 from kvplan.engines.result import EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, request_terms, verdict_terms
 from kvplan.engines.static import model_weights
@@ -145,9 +145,14 @@ def read_kv_dtype(req: EngineRequest) -> DType:
     return kv_dtype(req, KV_DTYPES, engine="TensorRT-LLM", flag="kv_cache_config.dtype")
 
 
-def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> TrtllmEstimate:
+def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> TrtllmEstimate:
     """The pool TensorRT-LLM builds for this deployment (max_seq left None when search_max_seq is False: the
     search for it re-runs the estimate that way)."""
+    if not pool_capped and req.kv_cache_memory is not None and req.hardware is not None:
+        # issue 15: max_gpu_total_bytes beside free_gpu_memory_fraction: the smaller wins
+        return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="TensorRT-LLM",
+                              rule="with free_gpu_memory_fraction the smaller of the two wins (KvCacheConfig."
+                                   "max_gpu_total_bytes; maintainer comment on NVIDIA/TensorRT-LLM#2773)")
     rel = releases.release(req.engine_version)
     opts = _options(req)
     be = releases.backend(rel, opts.get("backend"))

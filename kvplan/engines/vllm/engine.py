@@ -38,6 +38,7 @@ from __future__ import annotations
 import dataclasses
 import math
 from dataclasses import dataclass
+from fractions import Fraction
 
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType
@@ -527,10 +528,12 @@ def _holds(workers: list[VllmWorker], blocks_req: int, batch: int, max_seqs: int
     return batch <= min(max(blocks - 1, 0) // blocks_req, max_seqs)
 
 
-def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate:
+def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: bool = False) -> VllmEstimate:
     """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
     None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
     "high" a modelled budget is taken at that edge of its band (check judges by the low edge)."""
+    if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
+        return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
     rel = releases.release(req.engine_version)
     spec = req.spec
     if req.batch < 1:
@@ -758,6 +761,34 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> VllmEstimate
         workers=tuple(workers), log_lines=tuple(log_lines), refusal=refused, suggestions=(), features=feature_record,
     )
     return result
+
+
+def _given_pool_on_the_gpu(req: EngineRequest, result: VllmEstimate) -> VllmEstimate:
+    """kv_cache_memory_bytes with a GPU (issue 15: a 79 GiB pool on an H100 beside 15 GiB of weights was a "yes").
+
+    vLLM takes the pool as given and skips the budget (v1/worker/gpu_worker.py determine_available_memory: it still
+    runs the profile, then returns kv_cache_memory_bytes), so nothing refuses a pool the GPU cannot hold until the
+    allocation or the CUDA-graph capture after it runs out of memory. The pool must fit in what the whole GPU
+    (utilization 1: the fraction is not applied) leaves after the CUDA context, the weights, the activation peak,
+    non-torch memory and the CUDA graphs, each modelled as for the budget; beyond that it is a definite no."""
+    rel = releases.release(req.engine_version)
+    hw = req.hardware
+    whole_gpu = budgets_for(dataclasses.replace(req, kv_cache_memory=None, gpu_util=Fraction(1),
+                                                max_num_batched_tokens=result.max_num_batched_tokens,
+                                                max_num_seqs=result.max_num_seqs))
+    b = min(whole_gpu, key=lambda x: x.total_bytes - x.memory_in_use_bytes - x.context_bytes - x.beside_pool_bytes)
+    room = b.total_bytes - b.memory_in_use_bytes - b.context_bytes - b.beside_pool_bytes
+    usable = room + b.weights_bytes
+    pool = result.per_gpu.cache_bytes if result.per_gpu else req.kv_cache_memory
+    per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=usable, weights_bytes=b.weights_bytes,
+                     cache_bytes=pool, reserved_bytes=hw.capacity_bytes - usable, free_bytes=room - pool)
+    if req.kv_cache_memory <= room:
+        return dataclasses.replace(result, per_gpu=per_gpu)
+    why = (f"vLLM cannot hold a KV cache of {req.kv_cache_memory:,} B (kv_cache_memory_bytes) on {hw.name or 'this GPU'}: "
+           f"{max(room, 0):,} B are left after the CUDA context, the weights, the activation peak, non-torch memory and "
+           "the CUDA graphs (modelled); it would run out of memory allocating the cache")
+    return dataclasses.replace(result, per_gpu=per_gpu, **verdict_terms(False, False), max_batch=0, max_seq=0,
+                               refusal=why, notes=result.notes + (why,))
 
 
 def _pin(workers: list[VllmWorker], blocks: int, capacity: int) -> tuple[int, bool, int]:

@@ -97,6 +97,13 @@ def features_of(req: EngineRequest) -> Features:
     return req.features or Features()
 
 
+def _only_expert_parallel(f: Features) -> bool:
+    """--enable-expert-parallel and nothing else (data parallel 1): each TP rank holds whole experts, the same bytes;
+    the budget's fused-MoE workspace (budget.py, every release line) is what changes, so no studied line is needed."""
+    return (f.parallel is not None and not dataclasses.replace(f, parallel=None).any
+            and dataclasses.replace(f.parallel, expert_parallel=False).default)
+
+
 def backend_rules_apply(rel) -> bool:
     """Whether backend.py's attention-backend priorities (read in 0.19.0 and 0.33.0) are the release's: from 0.18
     FLASH_ATTN_MLA leads on Hopper and FlashInfer MLA on SM 10.x (releases.Release.mla_block_hopper / _sm10x);
@@ -176,7 +183,7 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
     """The pool's layers, block size and splits for this launch (`kv_names`: vLLM's --kv-cache-dtype spellings, for
     the drafter's own kv_cache_dtype)."""
     f = features_of(req)
-    line = studied_line(rel) if f.any else None
+    line = studied_line(rel) if f.any and not _only_expert_parallel(f) else None
     spec, notes = built_spec(req.spec, f)
     refusal = None
     if f.kv_cache_dtype_skip_layers and kv.name == act.name:

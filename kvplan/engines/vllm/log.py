@@ -899,11 +899,14 @@ def _opt_float(v) -> float | None:
 
 def parse_vllm_log_file(path: str | Path) -> VllmLogFigures:
     """Read and parse a log file; ValueError (naming the file) when it is unreadable or not a vLLM log."""
+    from kvplan.core import files
+    from kvplan.core.errors import InputError
+
     p = Path(path)
-    try:
-        text = p.read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise ValueError(f"{p}: cannot read the file ({exc.strerror or exc})") from exc
+    try:  # the bounded reader: a FIFO or /dev/zero named as a log is refused, not read forever
+        text = files.read_text(p, limit=files.MAX_LOG_BYTES, errors="replace", what="logs")
+    except InputError as exc:
+        raise ValueError(f"{p}: cannot read the file ({exc.what})") from None
     try:
         return parse_vllm_log(text)
     except ValueError as exc:

@@ -28,10 +28,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
 from fractions import Fraction
 from functools import lru_cache
 from importlib import resources
@@ -118,21 +118,18 @@ def _flags(table: str) -> dict[str, Option]:
 # ------------------------------------------------------------------ vLLM's value parsers
 
 def human_readable_int(value: str) -> int:
-    """vLLM's human_readable_int (vllm/engine/arg_utils.py): '1k' = 1000, '1K' = 1024, '25.6k' = 25600.
+    """vLLM's human_readable_int (vllm/utils/argparse_utils.py in 0.33.0; engine/arg_utils.py before): '1k' = 1000,
+    '1K' = 1024, '25.6k' = 25600, '1.5K' refused. Decimal suffixes go through float as in vLLM, so the rare value
+    that float rounds down ('1.001k' -> 1000) comes out as vLLM itself reads it. The text is read by kvplan's one
+    number parser (kvplan.core.units): ASCII digits, no commas, bounded length (int() would take more)."""
+    from kvplan.core.units import human_readable_int as parse
 
-    Decimal suffixes go through float as in vLLM, so the rare value that float rounds down
-    ('1.001k' -> 1000) comes out as vLLM itself reads it.
-    """
-    value = value.strip()
-    match = re.fullmatch(r"(\d+(?:\.\d+)?)([kKmMgGtT])", value)
-    if match:
-        number, suffix = match.groups()
-        if suffix in "kmgt":
-            return int(float(number) * {"k": 10**3, "m": 10**6, "g": 10**9, "t": 10**12}[suffix])
-        if "." in number:
-            raise argparse.ArgumentTypeError(f"decimals are not allowed with binary suffixes like {suffix}; did you mean {number}{suffix.lower()}?")
-        return int(number) * {"K": 2**10, "M": 2**20, "G": 2**30, "T": 2**40}[suffix]
-    return int(value)
+    try:
+        return parse(value)
+    except InputError as err:
+        if "binary suffix" in err.what:  # vLLM's own ArgumentTypeError for '1.5K'
+            raise argparse.ArgumentTypeError(err.what) from None
+        raise ValueError(value) from None  # argparse: "invalid human_readable_int value: 'x'", as from vLLM
 
 
 human_readable_int.__name__ = "human_readable_int"
@@ -147,12 +144,19 @@ def human_readable_int_or_auto(value: str) -> int:
 
 
 def _exact_float(value: str) -> Fraction | float:
-    """argparse type for float options: checked as vLLM checks it (float()), kept exact when finite,
-    so that 0.9 x capacity picks up no binary rounding."""
+    """argparse type for float options: checked as vLLM checks it (float()), kept exact when finite, so that 0.9 x
+    capacity picks up no binary rounding. The exact value comes from kvplan's number parser, which bounds the
+    exponent: Fraction(Decimal('1e999999999')) would expand a billion-digit integer."""
+    from kvplan.core.units import parse_decimal
+
+    if not value.strip().isascii():
+        raise ValueError(value)  # float() would read full-width digits; argparse: "invalid float value"
     number = float(value)
+    if not math.isfinite(number):
+        return number  # inf / nan: kept as vLLM has them, refused later
     try:
-        return Fraction(Decimal(value.strip()))
-    except (InvalidOperation, ValueError, OverflowError):  # inf / nan: kept as vLLM has them, refused later
+        return parse_decimal(value, what=None, percent=False)[0]
+    except InputError:  # an exponent past 3 digits: the float (0.0 or a huge value) is what vLLM has
         return number
 
 
@@ -167,7 +171,13 @@ def _optional(inner: Callable[[str], Any]) -> Callable[[str], Any]:
 
 
 def _int(value: str) -> int:
-    return int(value)
+    """vLLM's int(value), read by kvplan's number parser (ASCII digits, bounded length)."""
+    from kvplan.core.units import parse_int
+
+    try:
+        return parse_int(value, what=None, minimum=None)
+    except InputError:
+        raise ValueError(value) from None  # argparse words it as vLLM's parser does: "invalid int value: '4.0'"
 
 
 _int.__name__ = "int"
