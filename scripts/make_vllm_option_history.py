@@ -1,6 +1,6 @@
 """Write kvplan/data/vllm_options_before_0.10.json: the `vllm serve` options of the vLLM releases before 0.10, which
-kvplan does not model, from the option tables dumped from each release's own parser (/work/research/vllm/options,
-made by /work/research/vllm/option_table.py). `kvplan check` uses them for one thing only: a deployment that pins no
+kvplan does not model, from the option tables dumped from each release's own parser (a folder of <version>.json tables made by
+scripts/vllm_option_table.py, given as the first argument). `kvplan check` uses them for one thing only: a deployment that pins no
 vLLM release and uses an option only those releases had is "cannot judge" (it may target them), not invalid.
 
     python scripts/make_vllm_option_history.py [RESEARCH_OPTIONS_DIR]
@@ -17,7 +17,7 @@ OUT = Path(__file__).resolve().parents[1] / "kvplan" / "data" / "vllm_options_be
 
 
 def main() -> None:
-    folder = Path(sys.argv[1]) if len(sys.argv) > 1 else Path("/work/research/vllm/options")
+    folder = Path(sys.argv[1])
     table: dict[str, dict[str, str]] = {}
     for version in RELEASES:
         data = json.loads((folder / f"{version}.json").read_text(encoding="utf-8"))
@@ -30,8 +30,8 @@ def main() -> None:
             for flag in opt["long"] + opt["short"] + opt["negative"]:
                 flags[flag] = "switch" if flag in opt["negative"] else kind
         table[version] = dict(sorted(flags.items()))
-    OUT.write_text(json.dumps({"source": "vLLM's own `serve` parser of each release, dumped by /work/research/vllm/"
-                                         "option_table.py (research/vllm/options/<version>.json)",
+    OUT.write_text(json.dumps({"source": "vLLM's own `serve` parser of each release, dumped by scripts/vllm_"
+                                         "option_table.py",
                                "releases": table}, indent=0, sort_keys=False) + "\n", encoding="utf-8")
     print(f"{OUT}: {', '.join(f'{v} ({len(t)} flags)' for v, t in table.items())}")
 

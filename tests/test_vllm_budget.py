@@ -1,5 +1,5 @@
 """vLLM's memory budget across release lines and GPUs (kvplan/engines/vllm/budget.py, releases.py): hand-checked
-figures from vLLM's source (/work/research/vllm/moe_workspace.md, releases.md, the MXFP4 kernels' padding), public
+figures from vLLM's source (docs/research/vllm-moe-workspace.md, releases.md, the MXFP4 kernels' padding), public
 start-up logs (tests/data/vllm_logs_public), the band, the pin and the site profile."""
 
 from __future__ import annotations

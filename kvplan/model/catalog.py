@@ -1,7 +1,7 @@
 """Finding things by name: bundled model specs (model_specs/), model files, and the GPU catalog.
 
 A MODEL may be a bundled spec name or alias (e.g. its Hugging Face id), a spec YAML path, a
-config.json path, a folder holding a config.json, or a Hugging Face id (DESIGN.md "Naming a model");
+config.json path, a folder holding a config.json, or a Hugging Face id (docs/models.md);
 kvplan/model/resolve.py is the one place that finds it.
 """
 
@@ -21,7 +21,7 @@ __all__ = ["Gpu", "bundled_spec", "bundled_spec_files", "bundled_specs", "find_b
 
 
 def resolve_model(ref: str) -> ModelSpec:
-    """A ModelSpec from any of the ways DESIGN.md lets a user name a model: kvplan/model/resolve.py finds it (bundled,
+    """A ModelSpec from any of the ways a user may name a model (docs/models.md): kvplan/model/resolve.py finds it (bundled,
     a file, --models-dir, the Hugging Face cache, the Hub), in one order for every command."""
     from kvplan.model import resolve
 

@@ -1,6 +1,6 @@
 """SGLang's memory budget for the token pool, modelled term by term. Pure: integers of bytes out.
 
-SGLang (every release, R3 of /work/research/sglang/releases.md) measures two free-memory readings with
+SGLang (every release, R3 of docs/research/sglang-releases.md) measures two free-memory readings with
 `get_available_gpu_memory` (free bytes / 2**30, after empty_cache, the minimum over the ranks):
 
     P = free when init_torch_distributed ends       "Load weight begin. avail mem=P GB"

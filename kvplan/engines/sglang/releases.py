@@ -2,7 +2,7 @@
 releases stated once, with the first release that has it and the SGLang file it was read from.
 
 Read from every SGLang wheel PyPI has (110 releases, `pip download --no-deps sglang==X`, python sources only;
-the tables with the exact code are in /work/research/sglang/releases.md, rules R1-R9). Paths are relative to
+the tables with the exact code are in docs/research/sglang-releases.md, rules R1-R9). Paths are relative to
 `sglang/srt/`. A change that landed in a post release (0.4.7.post1, 0.4.9.post3, 0.5.3.post3 ...) is dated by it.
 There is no SGLang 0.5.0 on PyPI (0.4.10.post2 is followed by 0.5.1).
 

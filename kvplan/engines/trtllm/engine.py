@@ -1,7 +1,7 @@
 """TensorRT-LLM: the paged KV pool its executor builds, for both backends, release by release. Pure.
 
 The release rules come from releases.py; the PyTorch backend's arithmetic is walked through in
-docs/engines/trtllm.md (T1-T11), the TensorRT-engine backend's in /work/research/trtllm/releases.md (E1-E8):
+docs/engines/trtllm.md (T1-T11), the TensorRT-engine backend's in docs/research/trtllm-releases.md (E1-E8):
 
 - bytes per token (T2): 2 x sum over this rank's attention layers of ceil(KV heads / tp) x head_dim x dtype
   bytes (ceil: with tp > KV heads every rank holds one head); MLA: one latent per layer, not split by TP;

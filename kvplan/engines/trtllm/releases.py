@@ -3,7 +3,7 @@ changed stated once, with the first release that has it and where it was read.
 
 No TensorRT-LLM wheel could be unpacked (PyPI holds stubs pointing at NVIDIA's index), so the rules come from the
 open C++ and Python sources at the revisions the public code index keeps, the Triton tensorrtllm_backend tags
-v0.5.0 ... v1.0.0 and the real start-up logs of tests/data/trtllm_logs (/work/research/trtllm/releases.md, E1-E8,
+v0.5.0 ... v1.0.0 and the real start-up logs of tests/data/trtllm_logs (docs/research/trtllm-releases.md, E1-E8,
 P1). A source revision that cannot be pinned to a tag is dated by the first release whose log shows the rule.
 
 Two backends: `tensorrt` (trtllm-build engines: the C++ executor, Triton's tensorrtllm_backend, `trtllm-serve` on

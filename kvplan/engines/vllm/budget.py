@@ -372,7 +372,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
 def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int, b: int, release: Release,
                         expert_parallel: bool = False) -> int:
     """The fused-MoE intermediate buffers of one MoE layer for `tokens` tokens on one TP rank
-    (/work/research/vllm/moe_workspace.md; N = w1 rows on the rank = 2 x I / tp for gated experts, K = hidden,
+    (docs/research/vllm-moe-workspace.md; N = w1 rows on the rank = 2 x I / tp for gated experts, K = hidden,
     A = N / 2 gated, k = top-k, M = tokens per chunk):
     - MOE_DIRECT (fused_moe.py fused_experts_impl, 0.8-0.13): cache13 M x k x max(N, K) and cache2 M x k x A;
     - MOE_MODULAR (TritonExperts.workspace_shapes, 0.14+): workspace13 M x k x max(A, K) and workspace2

@@ -28,7 +28,7 @@ whose memory the host shares (GH200, GB200, DGX Spark) is not predicted (exit 3)
 What the contract's fields mean here: `starts` says whether vLLM would start and serve one request of
 max_model_len (`seq`); `max_batch` is how many sequences of `seq` tokens the pool holds at once, the null
 block left out ((num_gpu_blocks - 1) // blocks per request), capped at max_num_seqs; `fits` = `starts` and
-`batch` <= `max_batch` (DESIGN.md: "whether the request shape fits"; the same as `starts` at --batch 1, the
+`batch` <= `max_batch` (docs/json.md: "whether the request shape fits"; the same as `starts` at --batch 1, the
 default); `max_seq` is the longest max_model_len at which vLLM starts and holds `batch` such sequences,
 capped at the model's context; `marginal` says the verdict differs at the two edges of the band.
 """

@@ -3,7 +3,7 @@ the release it changed in and the vLLM file it was read from. Every consumer (th
 `vllm serve` option table, check, calibrate) asks this registry; a version string is parsed here only.
 
 Read from each release's own wheel (`pip download --no-deps vllm==X`, the `.py` files; the studied releases are
-listed in /work/research/vllm/releases.md and, for the option tables, in kvplan/data/vllm_options/). Citations are
+listed in docs/research/vllm-releases.md and, for the option tables, in kvplan/data/vllm_options/). Citations are
 `file:function` under `vllm/`. A line is what users run ("0.18-0.19"); where a rule changed inside a line (a patch
 release), PATCHES says so and `release(version)` applies it, so the rules object of "0.10.1.1" is exact for that
 release. A rule first seen in a studied release X is dated to the first release of X's line when the releases
