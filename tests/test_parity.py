@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import importlib.util
 import json
+import os
 from functools import lru_cache
 from pathlib import Path
 
@@ -145,7 +146,17 @@ def _spec(path: Path):
 
 # ------------------------------------------------------------------ live: transformers on `meta`
 
-@pytest.mark.parametrize("path", SHARED + EXTRA, ids=_ids(SHARED + EXTRA))
+# Live, transformers builds every config on `meta` (about 90 s of CPU for all of them). The recorded truth files
+# (tests/data/transformers_truth.json and extra_configs/truth, written by the same peer) check every config on
+# every run below, and test_peer_harness re-runs the peer against the recorded file; the live run covers one config
+# per cache kind by default (full GQA, sliding, MLA, Mamba, gated delta net, sliding + sinks MoE) and all of them
+# with KVPLAN_FULL_PARITY=1 (before a release, or after a transformers upgrade).
+LIVE_KINDS = ("llama-3.1-8b.json", "gemma-2-9b.json", "deepseek-v3.json", "jamba-1.5-mini.json",
+              "qwen3-next-80b-a3b-thinking.json", "gpt-oss-20b.json")
+LIVE = SHARED + EXTRA if os.environ.get("KVPLAN_FULL_PARITY") else [p for p in SHARED + EXTRA if p.name in LIVE_KINDS]
+
+
+@pytest.mark.parametrize("path", LIVE, ids=_ids(LIVE))
 def test_cache_tensors_match_transformers(peer, path):
     result = peer(path)
     if not result.built:
@@ -164,7 +175,7 @@ def test_cache_tensors_match_transformers(peer, path):
     assert foot.state_bytes + state_convention_gap(spec) == result.state_bytes
 
 
-@pytest.mark.parametrize("path", SHARED + EXTRA, ids=_ids(SHARED + EXTRA))
+@pytest.mark.parametrize("path", LIVE, ids=_ids(LIVE))
 def test_params_match_transformers(peer, path):
     result = peer(path)
     if not result.built:

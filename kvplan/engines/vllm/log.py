@@ -45,6 +45,7 @@ import ast
 import re
 from dataclasses import dataclass, field
 from decimal import Decimal
+from functools import lru_cache
 from pathlib import Path
 
 from kvplan.engines.logtext import Line, lines as logical_lines, message, spaced
@@ -447,8 +448,10 @@ def _command_model(command: str) -> str | None:
     return None
 
 
+@lru_cache(maxsize=128)
 def parse_vllm_log(text: str) -> VllmLogFigures:
-    """The figures of one vLLM start-up log; raises ValueError when the text holds none."""
+    """The figures of one vLLM start-up log; raises ValueError when the text holds none. Remembered per text: a
+    log is read by calibrate, check's site profiles and the benchmarks alike, and its figures are frozen."""
     all_records = logical_lines(text)
     runs = _runs(all_records)
     counts = [sum(1 for rec in r if any(p.search(rec.text) for p in _FIGURE_PATTERNS)) for r in runs]
