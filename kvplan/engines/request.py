@@ -17,8 +17,11 @@ from kvplan.core.dtypes import WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
 from kvplan.core.units import shown
-from kvplan.engines.calibration import SiteProfile
-from kvplan.engines.features import Features
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # annotations only: `estimate` of a plain request imports neither (benchmarks/cold_start.py)
+    from kvplan.engines.calibration import SiteProfile
+    from kvplan.engines.features import Features
 
 
 @dataclass(frozen=True)
