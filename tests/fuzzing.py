@@ -1,0 +1,159 @@
+"""The contract fuzzer (issue 15), shared by tests/test_fuzz.py (a bounded run on every suite run) and
+scripts/fuzz.py (a longer run before a release, reporting the inputs tried and every failure).
+
+Hostile inputs are generated in the classes issue 15 lists: binary and non-UTF-8 bytes, byte-order marks, deep
+nesting, YAML alias bombs, huge and tiny numbers, NaN / inf, wrong types, unknown keys, empty and whitespace files,
+and flags drawn from the same classes. Each goes to a kvplan command in-process (the real typer app), and the
+contract is checked on every call:
+
+- the exit code is one of 0, 1, 2, 3;
+- no traceback, and no exception escapes the command;
+- on 2 and 3, stderr's last non-note line is one `error: <where> — <what>` line;
+- with --json, stdout is exactly one JSON object;
+- the same input gives the same bytes twice (determinism).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from hypothesis import strategies as st
+
+NUMBERS = st.sampled_from(["0", "-1", "1e400", "-1e400", "nan", "NaN", "inf", "-inf", "1" * 5000, "0.0000001",
+                           "18446744073709551617", "１２", "0x10", "1_000", "", " ", "80GiB", "-80GiB", "1e-30"])
+WORDS = st.sampled_from(["", "a", "llama-3.1-8b", "../../etc/passwd", "\x1b[31mred", "name\nwith: newline #x",
+                         "=HYPERLINK(\"x\")", "{{PLACEHOLDER}}", "[/x]", ":smile:", "\u202e", "\x00"])
+SCALARS = st.one_of(NUMBERS, WORDS, st.booleans(), st.none(), st.integers(min_value=-(2**70), max_value=2**70),
+                    st.floats(allow_nan=True, allow_infinity=True))
+KEYS = st.sampled_from(["model", "engine", "gpu", "gpu_memory", "tensor_parallel_size", "max_model_len",
+                        "kv_cache_dtype", "gpu_memory_utilization", "require", "services", "apiVersion", "kind",
+                        "spec", "layers", "kv_heads", "head_dim", "num_hidden_layers", "num_attention_heads",
+                        "num_key_value_heads", "hidden_size", "torch_dtype", "prompt_tokens", "output_tokens",
+                        "requests", "unknown_key", "max-model-len", "tensor-parallel-size"])
+
+
+def _values(depth: int = 3):
+    if depth == 0:
+        return SCALARS
+    inner = _values(depth - 1)
+    return st.one_of(SCALARS, st.lists(inner, max_size=3), st.dictionaries(KEYS, inner, max_size=4))
+
+
+MAPPINGS = st.dictionaries(KEYS, _values(), max_size=6)
+
+
+def _yaml(data) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, allow_unicode=True)
+
+
+SPECIAL_FILES = st.sampled_from([
+    b"", b"   \n\t\n", b"\xef\xbb\xbfmodel: llama-3.1-8b\nengine: vllm\n", b"\xff\xfe\x00m\x00o", bytes(range(256)),
+    b"[" * 5000 + b"]" * 5000, b"{" * 5000, b"- " * 3000 + b"x",
+    # an alias bomb: nine levels of ten aliases each
+    ("a: &a [x,x,x,x,x,x,x,x,x,x]\n" + "".join(f"{c}: &{c} [{', '.join(['*' + p] * 10)}]\n"
+                                                for p, c in zip("abcdefgh", "bcdefghi"))).encode(),
+    b"model: llama-3.1-8b\nmodel: llama-3.1-70b\n", b"key: value\n---\n: :\n", b"\x00\x00\x00\x00",
+    b"%YAML 9.9\n---\nx: 1\n", b"!!python/object:os.system ['true']\n", b"model: !!binary AAAA\n",
+])
+
+FILES = st.one_of(SPECIAL_FILES, MAPPINGS.map(lambda d: _yaml(d).encode()),
+                  MAPPINGS.map(lambda d: json.dumps(d, default=str).encode()),
+                  st.binary(max_size=200))
+
+SUFFIXES = st.sampled_from([".yaml", ".yml", ".json", ".log", ".csv", ".sh", ""])
+
+
+@dataclass(frozen=True)
+class Call:
+    """One command line; FILE in it is replaced by the generated file's path."""
+
+    args: tuple[str, ...]
+    json_out: bool
+
+
+def calls():
+    """Command lines over every command, with the generated file and generated flag values in them."""
+    num = NUMBERS
+    return st.one_of(
+        st.builds(lambda: Call(("check", "FILE", "--json"), True)),
+        st.builds(lambda g: Call(("check", "FILE", "--gpu-mem", g, "--format", "junit"), False), num),
+        st.builds(lambda: Call(("estimate", "FILE", "--json"), True)),
+        st.builds(lambda s, b: Call(("estimate", "llama-3.1-8b", "--seq", s, "--batch", b, "--gpu", "h100", "--json"),
+                                    True), num, num),
+        st.builds(lambda u: Call(("estimate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "h100", "--gpu-util", u,
+                                  "--json"), True), num),
+        st.builds(lambda: Call(("show", "FILE"), False)),
+        st.builds(lambda: Call(("calibrate", "FILE", "--json"), True)),
+        st.builds(lambda: Call(("simulate", "llama-3.1-8b", "-w", "FILE", "--gpu", "h100", "--json"), True)),
+        st.builds(lambda s: Call(("sweep", "llama-3.1-8b", "--seq", s, "-f", "csv"), False), num),
+        st.builds(lambda s: Call(("explain", "FILE", "--seq", s, "--json"), True), num),
+        st.builds(lambda s: Call(("plan", "llama-3.1-8b", "--concurrency", s, "--seq", "4K", "--json"), True), num),
+    )
+
+
+@dataclass(frozen=True)
+class Result:
+    exit_code: int
+    stdout: str
+    stderr: str
+    exception: BaseException | None
+
+
+def invoker():
+    """Run `kvplan ARGS` in-process through the real entry point (kvplan.cli.main: usage errors become the
+    contract's line there), capturing stdout, stderr and the exit code."""
+    import contextlib
+    import io
+    import sys
+
+    from kvplan.cli import entry
+
+    def run(args) -> Result:
+        out, err = io.StringIO(), io.StringIO()
+        argv, sys.argv = sys.argv, ["kvplan", *args]
+        code, exc = 0, None
+        try:
+            with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+                try:
+                    entry.main()
+                except SystemExit as stop:
+                    code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
+        except BaseException as escaped:  # noqa: BLE001 - what the fuzzer looks for
+            code, exc = -1, escaped
+        finally:
+            sys.argv = argv
+        return Result(code, out.getvalue(), err.getvalue(), exc)
+
+    return run
+
+
+def violations(invoke, call: Call, path: Path) -> list[str]:
+    """What one call breaks of the contract (empty: it keeps it)."""
+    args = tuple(str(path) if a == "FILE" else a for a in call.args)
+    result = invoke(args)
+    problems = []
+    if result.exception is not None:
+        problems.append(f"exception escaped: {result.exception!r}")
+    if "Traceback" in result.stderr or "Traceback" in result.stdout:
+        problems.append("a traceback was printed")
+    if result.exit_code not in (0, 1, 2, 3):
+        problems.append(f"exit code {result.exit_code}")
+    if result.exit_code in (2, 3):
+        lines = [ln for ln in result.stderr.splitlines() if ln.strip() and not ln.startswith("note:")]
+        if not lines or not lines[-1].startswith("error: "):
+            problems.append(f"no `error:` line on exit {result.exit_code}: {result.stderr[-200:]!r}")
+    if call.json_out and result.exit_code in (0, 1, 2, 3):
+        try:
+            obj = json.loads(result.stdout)
+            if not isinstance(obj, dict):
+                problems.append("--json printed something other than one object")
+        except ValueError:
+            problems.append(f"--json stdout is not one JSON object: {result.stdout[:200]!r}")
+    again = invoke(args)
+    if (again.exit_code, again.stdout) != (result.exit_code, result.stdout):
+        problems.append("the same input gave different output")
+    return [f"{' '.join(args)}: {p}" for p in problems]
