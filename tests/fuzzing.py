@@ -10,7 +10,8 @@ contract is checked on every call:
 - no traceback, and no exception escapes the command;
 - on 2 and 3, stderr's last non-note line is one `error: <where> — <what>` line;
 - with --json, stdout is exactly one JSON object;
-- the same input gives the same bytes twice (determinism).
+- the same input gives the same bytes twice (determinism);
+- every call returns within BOUND_S (a SIGALRM timer in the harness, not a timed assertion about speed).
 """
 
 from __future__ import annotations
@@ -103,11 +104,24 @@ class Result:
     exception: BaseException | None
 
 
+# every call must return within this bound (issue 15: inputs hung commands); far above any real call's time
+BOUND_S = 60
+
+
+class DidNotReturn(Exception):
+    pass
+
+
+def _too_long(signum, frame):  # noqa: ARG001 - a signal handler's signature
+    raise DidNotReturn(f"did not return within {BOUND_S} s")
+
+
 def invoker():
     """Run `kvplan ARGS` in-process through the real entry point (kvplan.cli.main: usage errors become the
     contract's line there), capturing stdout, stderr and the exit code."""
     import contextlib
     import io
+    import signal
     import sys
 
     from kvplan.cli import entry
@@ -116,6 +130,8 @@ def invoker():
         out, err = io.StringIO(), io.StringIO()
         argv, sys.argv = sys.argv, ["kvplan", *args]
         code, exc = 0, None
+        previous = signal.signal(signal.SIGALRM, _too_long)
+        signal.setitimer(signal.ITIMER_REAL, BOUND_S)  # a hang is a violation, not a stuck suite
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
@@ -125,6 +141,8 @@ def invoker():
         except BaseException as escaped:  # noqa: BLE001 - what the fuzzer looks for
             code, exc = -1, escaped
         finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+            signal.signal(signal.SIGALRM, previous)
             sys.argv = argv
         return Result(code, out.getvalue(), err.getvalue(), exc)
 
