@@ -19,15 +19,9 @@ from fractions import Fraction
 from typing import Any
 
 from kvplan.core.errors import InputError
+from kvplan.engines.changes import Change, value_at
 
 Version = tuple[int, int, int, int]  # major, minor, patch, post
-
-
-@dataclass(frozen=True)
-class Change:
-    first: str  # the first release with this value
-    value: Any
-    source: str  # SGLang file and function
 
 
 def _v(text: str) -> Version:
@@ -38,11 +32,7 @@ def _v(text: str) -> Version:
 
 
 def _at(changes: tuple[Change, ...], key: Version) -> Any:
-    value = None
-    for change in changes:
-        if _v(change.first) <= key:
-            value = change.value
-    return value
+    return value_at(changes, key, _v)
 
 
 # ---------------------------------------------------------------------------------------------- the rules

@@ -20,17 +20,11 @@ from fractions import Fraction
 from typing import Any
 
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.changes import Change, value_at
 
 Version = tuple[int, int, int]
 TENSORRT, PYTORCH = "tensorrt", "pytorch"
 BACKENDS = {"tensorrt": TENSORRT, "trt": TENSORRT, "engine": TENSORRT, "pytorch": PYTORCH, "torch": PYTORCH}
-
-
-@dataclass(frozen=True)
-class Change:
-    first: str
-    value: Any
-    source: str
 
 
 def _v(text: str) -> Version:
@@ -41,11 +35,7 @@ def _v(text: str) -> Version:
 
 
 def _at(changes: tuple[Change, ...], key: Version) -> Any:
-    value = None
-    for change in changes:
-        if _v(change.first) <= key:
-            value = change.value
-    return value
+    return value_at(changes, key, _v)
 
 
 # E2. KvCacheConfig's free_gpu_memory_fraction when not set (both backends read the same default)
