@@ -113,7 +113,7 @@ def check_options(f: Features, rules, spec: ModelSpec) -> None:
              "lora_target_modules": bool(f.lora and f.lora.target_modules),
              "decode_context_parallel_size": bool(par and par.decode_context_parallel_size > 1),
              "prefill_context_parallel_size": bool(par and par.prefill_context_parallel_size > 1),
-             "kv_offloading_size": bool(f.kv_offload and f.kv_offload.where.endswith("kv_offloading_size"))}
+             "kv_offloading_size": bool(f.kv_offload and f.kv_offload.where.replace("-", "_").endswith("kv_offloading_size"))}
     for option, used in given.items():
         if used and not rules.has(option):
             from kvplan.engines.vllm.option_rules import OPTION_FIRST
