@@ -54,8 +54,13 @@ def test_speculative_profile_run_v1_runner_until_0_28_v2_from_0_29():
     assert new.bytes_per_block == 2_162_688
     assert new.available_kv_bytes == plain.available_kv_bytes - head - new.features.cuda_graph_added_bytes
     # draft models move to the V2 runner in 0.31 (config/vllm.py _get_v2_model_runner_unsupported_features)
-    assert "draft_model" not in option_rules.rules("0.30.0").spec_profile_modelled
-    assert "draft_model" in option_rules.rules("0.31.0").spec_profile_modelled
+    draft = "--speculative-config '" + json.dumps({"model": "llama-3.2-1b", "num_speculative_tokens": 3}) + "'"
+    with pytest.raises(UnsupportedError, match="'draft_model' on the V1 model runner"):
+        est("llama-3.1-8b", "0.30.0", vllm_args=draft)
+    d31, p31 = est("llama-3.1-8b", "0.31.0", vllm_args=draft), est("llama-3.1-8b", "0.31.0")
+    drafter = d31.features.speculative.draft_weights_per_gpu_bytes
+    assert drafter > 2 * 10**9  # Llama-3.2-1B loads whole: 1.24B parameters in bf16 (its own tied embedding and head)
+    assert d31.available_kv_bytes == p31.available_kv_bytes - drafter - d31.features.cuda_graph_added_bytes
 
 
 def test_speculative_methods_by_release():
@@ -152,3 +157,6 @@ def test_native_kv_offload_chunks_page_aligned_from_0_27():
     assert new.tiers[0].tokens == GIB // 3_002_368 * 16 == 357 * 16
     with pytest.raises(UnsupportedError, match="kv_bytes_per_rank"):
         est("llama-3.1-8b", "0.13.0", vllm_args="--kv-offloading-size 10")
+    # 0.14 sizes it by cpu_bytes_to_use: 10 GiB // (32 layers x 16 x 8 x 128 x 2 x 2 B) blocks of 16 tokens
+    r = est("llama-3.1-8b", "0.14.1", vllm_args="--kv-offloading-size 10")
+    assert r.features.kv_offload.tiers[0].tokens == 10 * GIB // 2_097_152 * 16 == 81_920

@@ -5,7 +5,8 @@ layout rules. `rules(release)` gives the rules one release applies; a launch is 
 Read from each release's own source (the wheels of docs/research/vllm-releases.md; the findings, per option and
 release, are in docs/research/vllm-features-by-release.md). Citations are `file:function` under `vllm/`. A change
 first seen in a read release X is dated to the release after the last read release without it (e.g. draft_model
-proposers: absent in 0.14.1, present in 0.15.1: dated 0.15.0). Where a line lacks an option, or its rule was not
+proposers: absent in 0.14.1, present in 0.15.1: dated 0.15.0), or to the first release of its line where the line's
+first read release has it (suffix decoding: absent in 0.11.0, present in 0.12.0: 0.12.0). Where a line lacks an option, or its rule was not
 read, `refuse` raises UnsupportedError (exit 3) and says which.
 
 Rules that did not change from 0.10 to 0.33 (read in 0.10.2, 0.19.0 and 0.33.0, and where noted in every release):
@@ -57,6 +58,8 @@ SPEC_PROFILE_MODELLED = (
 )
 
 # --- KV connectors --------------------------------------------------------------------------------------------
+# V1 connectors only: 0.10.0 still registers the V0 ones (PyNccl, Mooncake, MooncakeStore, LMCacheConnector), which
+# run the V0 engine kvplan does not model
 _C10 = frozenset({"LMCacheConnectorV1", "MultiConnector", "NixlConnector", "P2pNcclConnector", "SharedStorageConnector"})
 _C11 = _C10 | {"OffloadingConnector"}
 _C12 = _C11 | {"DecodeBenchConnector", "LMCacheMPConnector"}
@@ -99,7 +102,8 @@ CONNECTORS_HMA = (
 # read (None); from 0.14 cpu_bytes_to_use = size x 2^30, chunks of page x tensors x world_size bytes
 # (v1/kv_offload/cpu.py, cpu/spec.py CPUOffloadingSpec)
 NATIVE_KV_OFFLOAD = (
-    Change("0.11.2", None, "config/vllm.py _post_init_kv_transfer_config: kv_bytes_per_rank / num_cpu_blocks"),
+    Change("0.11.2", None, "config/vllm.py _post_init_kv_transfer_config: kv_bytes_per_rank / num_cpu_blocks "
+           "(0.12.0 and 0.13.0 read; 0.11.2, where the option appears, not unpacked)"),
     Change("0.14.0", "cpu_bytes_to_use", "v1/kv_offload/cpu.py CPUOffloadingSpec (0.14.1)"),
 )
 # the chunk each host block takes is rounded up to this many bytes: none until 0.26 (cpu/spec.py: cpu_bytes_to_use //
@@ -112,7 +116,7 @@ KV_OFFLOAD_ALIGNMENT = (
 # --kv-offloading-backend lmcache: LMCacheConnectorV1 with lmcache.max_local_cpu_size = size / (TP x PP) GiB per rank
 # until 0.23; LMCacheMPConnector (the LMCache server sizes it) from 0.24 (config/vllm.py _post_init_kv_transfer_config)
 LMCACHE_OFFLOAD = (
-    Change("0.11.2", "LMCacheConnectorV1", "config/vllm.py _post_init_kv_transfer_config"),
+    Change("0.11.2", "LMCacheConnectorV1", "config/vllm.py _post_init_kv_transfer_config (0.12.0-0.23.0 read)"),
     Change("0.24.0", "LMCacheMPConnector", "config/vllm.py _post_init_kv_transfer_config (0.24.0)"),
 )
 
