@@ -160,3 +160,32 @@ def test_native_kv_offload_chunks_page_aligned_from_0_27():
     # 0.14 sizes it by cpu_bytes_to_use: 10 GiB // (32 layers x 16 x 8 x 128 x 2 x 2 B) blocks of 16 tokens
     r = est("llama-3.1-8b", "0.14.1", vllm_args="--kv-offloading-size 10")
     assert r.features.kv_offload.tiers[0].tokens == 10 * GIB // 2_097_152 * 16 == 81_920
+
+
+def test_eagle3_head_as_each_release_builds_it():
+    """llama_eagle3.py: 0.10-0.11 build one decoder layer whatever num_hidden_layers says (0.12+ all of them); the fc
+    takes 3 target hidden states until 0.21 (0.22+: num_aux_hidden_states). The published head (one layer, 3 aux
+    states) is built the same everywhere; a two-layer, four-aux variant of it shows both boundaries."""
+    import dataclasses
+
+    from kvplan.engines.features import speculative
+    from kvplan.engines.vllm import features as vfeat
+
+    spec = "--speculative-config '" + json.dumps({"method": "eagle3", "model": str(EAGLE3), "num_speculative_tokens": 3}) + "'"
+    req = build_request("llama-3.1-8b", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb", gpu_mem=None, gpus=None,
+                        tp=None, pp=1, seq="8192", engine_version="0.11.0", vllm_args=spec, kv_cache_memory="20GiB")
+    sp = req.features.speculative
+    assert (sp.head.layers, sp.head.aux_hidden_states) == (1, 3)
+    wide = dataclasses.replace(sp, head=dataclasses.replace(sp.head, layers=2, aux_hidden_states=4))
+    req = dataclasses.replace(req, features=dataclasses.replace(req.features, speculative=wide))
+    h = sp.head.hidden_size
+    page = 16 * 8 * 128 * 2 * 2  # one Llama layer's 16-token block
+    for version, layers, aux in (("0.11.0", 1, 3), ("0.12.0", 2, 3), ("0.21.0", 2, 3), ("0.22.1", 2, 4)):
+        r = vllm.estimate(dataclasses.replace(req, engine_version=version))
+        assert r.bytes_per_block == (32 + layers) * page
+        built = vfeat.speculative_as_built(req.features, releases.release(version)).head
+        assert (built.layers, built.aux_hidden_states) == (layers, aux)
+        w = speculative.eagle_weights(built)
+        # fc [hidden, aux x hidden] is replicated: 4 aux states add one more hidden x hidden than 3
+        assert w.replicated_params == layers * 2 * h + h + h * aux * h + layers * h
+        assert r.features.speculative.draft_weights_per_gpu_bytes == w.bytes_per_gpu(1, 16)

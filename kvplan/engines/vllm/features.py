@@ -103,6 +103,21 @@ def _rules(rel):
     return option_rules.rules(rel)
 
 
+def speculative_as_built(f: Features, rel):
+    """The launch's speculative options with the EAGLE-3 head as the release builds it (option_rules.py
+    EAGLE3_ONE_LAYER, EAGLE3_FC_THREE): older releases ignore the head config's layer count and aux states."""
+    sp = f.speculative
+    if sp is None or sp.head is None or not sp.head.eagle3:
+        return sp
+    rules = _rules(rel)
+    head = sp.head
+    if rules.eagle3_one_layer and head.layers != 1:
+        head = dataclasses.replace(head, layers=1)
+    if rules.eagle3_fc_three and head.aux_hidden_states != 3:
+        head = dataclasses.replace(head, aux_hidden_states=3)
+    return sp if head is sp.head else dataclasses.replace(sp, head=head)
+
+
 def check_options(f: Features, rules, spec: ModelSpec) -> None:
     """Exit 3 for an option the release does not have, or whose rule on this line was not read (option_rules.py)."""
     par = f.parallel
@@ -235,7 +250,7 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
         notes.append(f"{skipped} layer(s) keep their KV in {act.name} (--kv-cache-dtype-skip-layers)")
     draft = 0
     mamba_spec_blocks = 0
-    sp = f.speculative
+    sp = speculative_as_built(f, rel)
     if sp is not None:
         if sp.method not in rules.spec_methods:
             rules.refuse(f"speculative method {sp.method!r} does not exist in the V1 engine (v1/spec_decode/)",
@@ -319,9 +334,9 @@ def linear_bits(spec: ModelSpec, weight_fmt, act: DType) -> Fraction:
     return Fraction(act.bits)
 
 
-def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType) -> tuple[int, str]:
+def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) -> tuple[int, str]:
     """The drafter's weights on one GPU, and how they were counted."""
-    sp = features_of(req).speculative
+    sp = speculative_as_built(features_of(req), rel)
     if sp is None or sp.method in speculative.HOST_METHODS:
         return 0, "no drafter weights"
     tp = req.tp
@@ -386,7 +401,7 @@ def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_
                            "_dummy_sampler_run) is not modelled", where=sp.where,
                            hint="give --kv-cache-memory (the pool is then exact), or judge it with vLLM 0.29+ "
                                 "(EAGLE / MTP) or 0.31+ (draft models), whose V2 model runner has no such warm-up")
-    draft_b, how = draft_weights_per_gpu(req, spec, act)
+    draft_b, how = draft_weights_per_gpu(req, spec, act, rel)
     # the drafter's layers are captured in every CUDA graph too: the fitted per-layer rate times the capture sizes
     # (budget.cuda_graph_bytes), on the last stage
     draft_graphs = 0
@@ -497,7 +512,7 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
     sp = None
     if f.speculative is not None:
         s = f.speculative
-        draft_b = terms.draft_bytes if terms is not None else draft_weights_per_gpu(req, p.spec, act)[0]
+        draft_b = terms.draft_bytes if terms is not None else draft_weights_per_gpu(req, p.spec, act, rel)[0]
         how = terms.draft_how if terms is not None else ""
         uses = s.method not in speculative.HOST_METHODS
         draft_kv = next((c.kv.name for c in p.cache_layers if c.draft), None)

@@ -43,6 +43,14 @@ SPEC_METHODS = (
     Change("0.18.0", frozenset({"eagle", "eagle3", "mtp", "ngram", "suffix", "draft_model", "ngram_gpu"}),
            "v1/spec_decode/ngram_proposer_gpu.py (absent in 0.17.1)"),
 )
+# an EAGLE-3 head as each release builds it (model_executor/models/llama_eagle3.py): 0.10-0.11 one decoder layer
+# whatever the head's num_hidden_layers (LlamaModel builds a ModuleList of one), 0.12+ num_hidden_layers of them
+EAGLE3_ONE_LAYER = (Change("0.10.0", True, "model_executor/models/llama_eagle3.py LlamaModel.__init__ (0.10.2, 0.11.0)"),
+                    Change("0.12.0", False, "model_executor/models/llama_eagle3.py: range(num_hidden_layers)"))
+# its fc over 3 target hidden states until 0.21 (fc_input_size = hidden x 3); from 0.22 over num_aux_hidden_states
+# (the config's, else len(eagle_aux_hidden_state_layer_ids), else 3)
+EAGLE3_FC_THREE = (Change("0.10.0", True, "model_executor/models/llama_eagle3.py: hidden_size * 3 (0.10.2-0.21.0)"),
+                   Change("0.22.0", False, "model_executor/models/llama_eagle3.py num_aux_hidden_states (0.22.1)"))
 # the methods whose profile run kvplan's budget models end to end. The V1 model runner's profile warms the rejection
 # sampler on [2 x max_num_seqs, vocab] logits (v1/worker/gpu_model_runner.py _dummy_sampler_run), which is not
 # modelled; the V2 model runner (the default from 0.29, config/vllm.py VllmConfig.use_v2_model_runner) has none
@@ -175,6 +183,8 @@ class OptionRules:
     dcp_gqa: bool | None
     skip_layers_padded: bool | None
     lora_extra_vocab: bool
+    eagle3_one_layer: bool
+    eagle3_fc_three: bool
 
     def has(self, option: str) -> bool:
         first = OPTION_FIRST.get(option)
@@ -195,4 +205,5 @@ def rules(rel) -> OptionRules:
                        connectors_hma=at(CONNECTORS_HMA), native_kv_offload=at(NATIVE_KV_OFFLOAD),
                        kv_offload_alignment=at(KV_OFFLOAD_ALIGNMENT), lmcache_offload=at(LMCACHE_OFFLOAD),
                        context_shards=at(CONTEXT_SHARDS), dcp_gqa=at(DCP_GQA), skip_layers_padded=at(SKIP_LAYERS_PADDED),
-                       lora_extra_vocab=bool(at(LORA_EXTRA_VOCAB)))
+                       lora_extra_vocab=bool(at(LORA_EXTRA_VOCAB)), eagle3_one_layer=bool(at(EAGLE3_ONE_LAYER)),
+                       eagle3_fc_three=bool(at(EAGLE3_FC_THREE)))
