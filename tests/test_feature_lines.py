@@ -189,3 +189,25 @@ def test_eagle3_head_as_each_release_builds_it():
         # fc [hidden, aux x hidden] is replicated: 4 aux states add one more hidden x hidden than 3
         assert w.replicated_params == layers * 2 * h + h + h * aux * h + layers * h
         assert r.features.speculative.draft_weights_per_gpu_bytes == w.bytes_per_gpu(1, 16)
+
+
+RELEASE_PEER = json.loads((Path(__file__).parent / "data" / "vllm_peer" / "release_figures.json").read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("figure", RELEASE_PEER["results"], ids=lambda f: f"{f['case']}@{f['release']}")
+def test_blocks_per_request_equal_each_releases_own_code(figure):
+    """vLLM's own FullAttentionSpec / MLAAttentionSpec / SlidingWindowSpec.max_memory_usage_bytes of each release
+    (tests/peers/vllm_release_peer.py, recorded in tests/data/vllm_peer/release_figures.json): the blocks one
+    request takes under DCP 2 x PCP 2, DCP 2, and in Gemma-2's sliding group, against kvplan on that release."""
+    case = {c["name"]: c for c in RELEASE_PEER["cases"]}[figure["case"]]
+    release = figure["release"]
+    if case["spec"] == "mla":
+        args = f"--decode-context-parallel-size {case['dcp']}" + (
+            f" --prefill-context-parallel-size {case['pcp']}" if case["pcp"] > 1 else "")
+        r = est("deepseek-v3", release, gpu="h200", tp=8, seq=str(case["max_model_len"]), vllm_args=args,
+                kv_cache_memory="20GiB", block_size=case["block_size"])
+        assert r.blocks_per_request == figure["blocks_per_request"]
+    else:
+        r = est("gemma-2-9b", release, seq=str(case["max_model_len"]), kv_cache_memory="20GiB")
+        full = case["max_model_len"] // case["block_size"]  # the full-attention group's blocks
+        assert r.blocks_per_request - full == figure["blocks_per_request"]
