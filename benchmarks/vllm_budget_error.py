@@ -162,10 +162,11 @@ PUBLIC = [
         ("qwen25-7b-gmu065-offload0-kv_vram-failed", "0.65", "0.41", None),
         ("qwen25-7b-gmu060-offload0-kv_vram-failed", "0.60", "-0.7", None))
 ] + [
-    dict(id="abinav-l4-v0110-llama31-8b", group="public", gpu="l4-24gb",
+    dict(id="abinav-l4-v0110-llama31-8b", group="assumed", gpu="l4-24gb",
          config="tests/data/vllm_models/meta-llama--Llama-3.1-8B-Instruct", version="0.11.0", tp=1, seq=32000,
          util="0.92", max_num_seqs=128, available="4.75", weights="14.9889", blocks=2434, tokens=38944,
-         concurrency=1.22, note="L4 (the repository's name); abinavChandar/demo_env_l4 vllm.log"),
+         concurrency=1.22, note="GPU not named: an L4 inferred from the repository's name (demo_env_l4); TensorFlow "
+                                 "start-up lines in the same log"),
     dict(id="vediosifter-rtxpro6000-server-v0120-qwen3-30b-a3b-2507", group="public", gpu="rtx-pro-6000-96gb",
          config="tests/data/extra_configs/qwen3-30b-a3b-instruct-2507.json", version="0.12.0", tp=1, seq=4096,
          util="0.85", available="18.15", weights="56.9342", tokens=198288, concurrency=48.41,
