@@ -423,6 +423,9 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             pool_now = num_blocks * tpb * bpt if not vswa else max(pool_bytes, 0)
             left = hw.capacity_bytes - weights - (peak or 0) - (non_torch or 0) - (buffers or 0) - (in_use or 0) - pool_now
             trans_fits = left >= trans.total_bytes
+            if trans_fits and search_max_seq:
+                notes.append(f"the cache transceiver ({trans.backend}): {trans.buffers} transfer buffers of "
+                             f"{trans.buffer_bytes:,} B allocated after the pool, in the {left:,} B it leaves")
             if not trans_fits:
                 fits = False
                 notes.append(f"the cache transceiver's buffers ({trans.total_bytes:,} B) do not fit in the {max(left, 0):,} B "
