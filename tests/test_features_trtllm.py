@@ -206,3 +206,38 @@ def test_check_judges_each_group_with_its_transceiver():
     # the fractions differ (0.2 and 0.25): the generation group's pool is the larger
     assert gen.figures.available_kv_bytes > ctx.figures.available_kv_bytes
     assert any("cache transceiver (DEFAULT): 2 transfer buffers of 536,870,912 B" in n for n in ctx.notes)
+
+
+# ------------------------------------------------------------------ the commands
+
+MTP_ADP = ["--engine-option", "enable_attention_dp=true", "--engine-option", "speculative_config.decoding_type=MTP"]
+
+
+def test_estimate_json_and_exit_codes(cli):
+    import json
+
+    code, out, _ = cli(*["estimate", "deepseek-v3", "--seq", "8K", "--gpu", "h200", "--tp", "8", "--engine", "trtllm",
+                        *MTP_ADP, "--json"])
+    d = json.loads(out)
+    assert code == 0 and d["bytes_per_token"] == 62 * 1152 and d["features"]["pools"] == 8
+    assert d["features"]["deployment_concurrency"] == 8 * d["max_concurrency"]
+    # 34 GB of transfer buffers beside a 0.9 pool on an 80 GB H100: a definite no (exit 1)
+    code, out, _ = cli(*["estimate", "llama-3.1-8b", "--seq", "128K", "--gpu", "h100", "--engine", "trtllm",
+                        "--engine-option", "cache_transceiver_config.backend=UCX",
+                        "--engine-option", "cache_transceiver_config.max_tokens_in_buffer=131072", "--json"])
+    assert code == 1 and json.loads(out)["features"]["transceiver_fits"] is False
+    code, out, _ = cli(*["estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm",
+                        "--engine-option", "speculative_config.decoding_type=Draft_Target", "--json"])
+    assert code == 3 and "own KV cache manager" in json.loads(out)["error"]["what"]
+
+
+def test_explain_derives_each_term(cli):
+    import json
+
+    code, out, _ = cli(*["explain", "deepseek-v3", "--seq", "8K", "--gpu", "h200", "--tp", "8", *MTP_ADP, "--json"])
+    assert code == 0
+    terms = {t["what"]: t for t in json.loads(out)["extra_terms"]}
+    assert "71,424 B per token, the estimator counts 70,272 B" in terms["MTP layers in the KV cache manager"]["formula"]
+    mtp = _est("deepseek-v3", tp=8, gpu="h200", options=(("enable_attention_dp", "true"),
+                                                         ("speculative_config.decoding_type", "MTP")))
+    assert terms["drafter weights on one GPU"]["bytes"] == mtp.features.speculative.weights_per_gpu_bytes

@@ -96,10 +96,14 @@ LLM_API: dict[str, str] = {
     "moe_config": "note", "attn_backend": "note",
     # read onto --engine-option keys (engine_options below; kvplan/engines/trtllm/features.py)
     "enable_attention_dp": "modelled", "speculative_config": "modelled", "cache_transceiver_config": "modelled",
-    "context_parallel_size": "the KV cache split across context-parallel ranks",
-    "lora_config": "LoRA adapter weights and caches",
+    # context parallelism skips the profiled estimate (_util.py KvCacheCreator.try_prepare_estimation: no estimation
+    # with a cp_type) and splits the KV over the ranks (Helix, star attention)
+    "context_parallel_size": "the KV cache split across context-parallel ranks, sized without the profiling run",
+    # create_py_executor_instance sizes the PEFT cache in module-layers (max_lora_rank x layers x target modules x
+    # max_loras); the bytes of one module-layer page come from the C++ PeftCacheManager, which kvplan did not read
+    "lora_config": "the LoRA adapters' PEFT cache (its device pages are sized in the C++ PeftCacheManager)",
     "quant_config": "quantization set at load time",
-    "peft_cache_config": "LoRA adapter weights and caches",
+    "peft_cache_config": "the LoRA adapters' PEFT cache (its device pages are sized in the C++ PeftCacheManager)",
 }
 KV_CACHE_CONFIG: dict[str, str] = {
     "free_gpu_memory_fraction": "modelled", "dtype": "modelled", "tokens_per_block": "modelled",
