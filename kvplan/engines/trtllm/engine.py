@@ -417,6 +417,15 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         conc, bound, _ = shape(num_blocks, per_window)
         starts = num_blocks > 0
         fits = starts and bound >= req.seq
+        if starts and not fits:
+            est_len = bound
+            short = PYTORCH if not engine_be else rel.engine_short_pool
+            if short:
+                notes.append(f"TensorRT-LLM starts with max_seq_len reduced to {bound:,} (\"Adjusted max_seq_len\" / "
+                             "\"maxSequenceLen is reduced to maxAttentionWindow\", T7/E5)")
+            else:
+                notes.append(f"the pool holds one request of at most {bound:,} tokens; what TensorRT-LLM {rel.version}'s "
+                             "engine runtime does then (lower max_seq_len or fail) was not read")
         if trans is not None and hw is not None and weights is not None:
             # the transceiver is built after the pool (create_py_executor_instance): its buffers must fit in what is
             # left beside the weights, the profiled peak, the memory outside torch and the pool
@@ -430,15 +439,6 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
                 fits = False
                 notes.append(f"the cache transceiver's buffers ({trans.total_bytes:,} B) do not fit in the {max(left, 0):,} B "
                              "left beside the pool: lower free_gpu_memory_fraction or max_tokens_in_buffer")
-        if starts and not fits:
-            est_len = bound
-            short = PYTORCH if not engine_be else rel.engine_short_pool
-            if short:
-                notes.append(f"TensorRT-LLM starts with max_seq_len reduced to {bound:,} (\"Adjusted max_seq_len\" / "
-                             "\"maxSequenceLen is reduced to maxAttentionWindow\", T7/E5)")
-            else:
-                notes.append(f"the pool holds one request of at most {bound:,} tokens; what TensorRT-LLM {rel.version}'s "
-                             "engine runtime does then (lower max_seq_len or fail) was not read")
         max_batch = conc if fits else 0
         serves = fits and req.batch <= max_batch
         if fits and not serves:
