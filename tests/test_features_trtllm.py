@@ -241,3 +241,12 @@ def test_explain_derives_each_term(cli):
     mtp = _est("deepseek-v3", tp=8, gpu="h200", options=(("enable_attention_dp", "true"),
                                                          ("speculative_config.decoding_type", "MTP")))
     assert terms["drafter weights on one GPU"]["bytes"] == mtp.features.speculative.weights_per_gpu_bytes
+
+
+def test_llm_api_fields_onto_option_keys():
+    # kv_cache_config's caps and windows, as an LLM-API YAML writes them (a list for max_attention_window)
+    opts = serve_args.engine_options({"model": "m", "kv_cache_config": {"max_tokens": 4096, "max_attention_window": [8192, 8192],
+                                                                       "free_gpu_memory_fraction": 0.8}}, where="f")
+    assert opts == {"max_tokens": "4096", "max_attention_window": "8192,8192"}
+    with pytest.raises(UnsupportedError, match="speculative_config.eagle_choices"):
+        serve_args.engine_options({"speculative_config": {"decoding_type": "Eagle3", "eagle_choices": [[0]]}}, where="f")
