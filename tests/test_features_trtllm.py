@@ -111,7 +111,7 @@ def test_transceiver_buffers_default_and_sized():
     # computeTransferBufferSize: per layer (min(window 8,192 rounded to blocks, 8,192) + one block of 32) tokens x
     # 8 KV heads x 128 x 2 x 2 B = 4,096 B, over 32 layers
     assert sized.features.transceiver.buffer_bytes == (8192 + 32) * 4096 * 32 == 1_077_936_128
-    assert sized.features.transceiver_fits and sized.fits
+    assert sized.features.after_pool_fits and sized.fits
     # the pool is sized before the transceiver exists: the same blocks either way
     assert sized.num_blocks == plain.num_blocks == _est("llama-3.1-8b", gpu="h100").num_blocks
 
@@ -122,7 +122,7 @@ def test_transceiver_that_cannot_fit_fails_the_start():
     est = _est("llama-3.1-8b", seq=131072, gpu="h100", options=(("cache_transceiver_config.backend", "UCX"),
                                                                 ("cache_transceiver_config.max_tokens_in_buffer", "131072")))
     assert est.features.transceiver.buffer_bytes == (131072 + 32) * 131072
-    assert est.features.transceiver_fits is False and est.fits is False
+    assert est.features.after_pool_fits is False and est.fits is False
     problem = est.pool_view().problem
     assert type(problem).__name__ == "Refused" and "transfer buffers" in problem.message
 
@@ -225,7 +225,7 @@ def test_estimate_json_and_exit_codes(cli):
     code, out, _ = cli(*["estimate", "llama-3.1-8b", "--seq", "128K", "--gpu", "h100", "--engine", "trtllm",
                         "--engine-option", "cache_transceiver_config.backend=UCX",
                         "--engine-option", "cache_transceiver_config.max_tokens_in_buffer=131072", "--json"])
-    assert code == 1 and json.loads(out)["features"]["transceiver_fits"] is False
+    assert code == 1 and json.loads(out)["features"]["after_pool_fits"] is False
     code, out, _ = cli(*["estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", "trtllm",
                         "--engine-option", "speculative_config.decoding_type=Draft_Target", "--json"])
     assert code == 3 and "own KV cache manager" in json.loads(out)["error"]["what"]
@@ -250,3 +250,33 @@ def test_llm_api_fields_onto_option_keys():
     assert opts == {"max_tokens": "4096", "max_attention_window": "8192,8192"}
     with pytest.raises(UnsupportedError, match="speculative_config.eagle_choices"):
         serve_args.engine_options({"speculative_config": {"decoding_type": "Eagle3", "eagle_choices": [[0]]}}, where="f")
+
+
+def test_lora_peft_cache_pages():
+    # Llama-3.1-8B (hidden 4096, 32 heads, 8 KV heads of 128, intermediate 14336), TP 1, rank 64, 4 LoRAs, seven
+    # modules. loraModule.cpp: one rank's in + out per module: attn_q 4096 + 4096, attn_k / attn_v 4096 + 1024,
+    # attn_dense 4096 + 4096, mlp_h_to_4h / mlp_gate / mlp_4h_to_h 4096 + 14336.
+    # peftCacheManager.cpp getPageManagerConfig: page width = the smallest, 5,120; slots per page =
+    # max(8 x (2 + 1 + 1 + 2 + 4 + 4 + 4) x 32 layers, ceil(64 x 18,432 / 5,120)) = max(4,608, 231) = 4,608;
+    # getMaxNumSlots: num_device_module_layer 64 x 32 x 7 x 4 = 57,344, x ceil(18,432 / 5,120) = 229,376 slots,
+    # in ceil(229,376 / 4,608) = 50 pages of 4,608 x 5,120 bf16 elements
+    modules = "attn_q,attn_k,attn_v,attn_dense,mlp_h_to_4h,mlp_4h_to_h,mlp_gate"
+    opts = (("lora_config.max_lora_rank", "64"), ("lora_config.max_loras", "4"),
+            ("lora_config.lora_target_modules", modules))
+    est = _est("llama-3.1-8b", gpu="h100", options=opts)
+    lo = est.features.lora
+    assert (lo.page_width, lo.slots_per_page, lo.device_pages) == (5120, 4608, 50)
+    assert lo.device_bytes == 50 * 4608 * 5120 * 2 == 2_359_296_000
+    assert est.features.after_pool_bytes == lo.device_bytes and est.features.after_pool_fits
+    # the pool is sized before the PEFT cache exists
+    assert est.num_blocks == _est("llama-3.1-8b", gpu="h100").num_blocks
+    # attn_q alone: attn_k and attn_v are the missing q/k/v modules, counted in the module-layers (_util.py)
+    one = _est("llama-3.1-8b", gpu="h100", options=(("lora_config.max_loras", "4"),
+                                                    ("lora_config.lora_target_modules", "attn_q"))).features.lora
+    # one module of 8,192: width 8,192, 8 x 1 x 32 = 256 slots per page (min 64 x 8,192 / 8,192 = 64);
+    # 64 (default rank) x 32 x 3 x 4 = 24,576 slots, 96 pages
+    assert (one.page_width, one.slots_per_page, one.device_pages) == (8192, 256, 96)
+    with pytest.raises(UnsupportedError, match="without max_loras"):
+        _est("llama-3.1-8b", gpu="h100", options=(("lora_config.lora_target_modules", "attn_q"),))
+    with pytest.raises(UnsupportedError, match="without lora_target_modules"):
+        _est("llama-3.1-8b", gpu="h100", options=(("lora_config.max_loras", "4"),))

@@ -381,9 +381,14 @@ def trtllm_extra_terms(result) -> tuple[ExtraTerm, ...]:
         adding = [o for o in f.options if o in ("enable_attention_dp", "speculative_config")]
         out.append(ExtraTerm(", ".join(adding), "weights added on one GPU", "the drafter's, and attention DP's whole "
                              "attention and dense weights", f.weights_added_per_gpu_bytes))
+    lo = f.lora
+    if lo is not None:
+        out.append(ExtraTerm("lora_config", "device PEFT cache (allocated after the pool)", lo.formula, lo.device_bytes))
+        out.append(ExtraTerm("lora_config", "host PEFT cache, one rank",
+                             f"max_cpu_loras {lo.max_cpu_loras}" if lo.max_cpu_loras else "the 1 GiB default", lo.host_bytes))
     t = f.transceiver
     if t is not None:
         fits = {True: "fits beside the pool", False: "does not fit beside the pool", None: "needs a GPU to place"}
         out.append(ExtraTerm("cache_transceiver_config", f"{t.backend} transfer buffers (allocated after the pool)",
-                             f"{t.formula}; {fits[f.transceiver_fits]}", t.total_bytes))
+                             f"{t.formula}; {fits[f.after_pool_fits]}", t.total_bytes))
     return tuple(out)

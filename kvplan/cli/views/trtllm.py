@@ -60,6 +60,9 @@ def tables(result: TrtllmEstimate) -> list:
         if f.transceiver is not None:
             tr = f.transceiver
             t.add_row(f"  cache transceiver ({tr.backend}): {tr.buffers} buffers after the pool", size(tr.total_bytes))
+        if f.lora is not None:
+            t.add_row(f"  LoRA device cache ({f.lora.max_loras} adapters, rank {f.lora.max_lora_rank}) after the pool",
+                      size(f.lora.device_bytes))
         if f.deployment_concurrency is not None and f.pools > 1:
             t.add_row("  requests of max_seq_len, whole deployment", f"{f.deployment_concurrency:,}")
     if r.num_blocks is not None:
@@ -73,8 +76,8 @@ def tables(result: TrtllmEstimate) -> list:
         f = r.features
         if r.fits:
             verdict = f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of max_seq_len"
-        elif f is not None and f.transceiver_fits is False:
-            verdict = "does NOT start: the cache transceiver's buffers do not fit beside the pool"
+        elif f is not None and f.after_pool_fits is False:
+            verdict = "does NOT start: what is built after the pool (transceiver, LoRA cache) does not fit beside it"
         elif r.starts:
             verdict = f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once"
         elif r.estimated_max_model_len is not None and r.num_blocks:

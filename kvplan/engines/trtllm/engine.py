@@ -94,11 +94,13 @@ class TrtllmEstimate(EngineEstimate):
             return None
         problem = None
         if not self.fits:
-            if self.features is not None and self.features.transceiver_fits is False:
-                t = self.features.transceiver
-                problem = Refused(f"the cache transceiver's {t.buffers} transfer buffers ({t.total_bytes:,} B) do not fit "
-                                  "in the memory free_gpu_memory_fraction leaves beside the pool and the profiled peak: "
-                                  "TensorRT-LLM runs out of memory building the transceiver")
+            if self.features is not None and self.features.after_pool_fits is False:
+                f = self.features
+                what = " and ".join(w for w, on in ((f"the cache transceiver's {f.transceiver.buffers if f.transceiver else 0} "
+                                                     "transfer buffers", f.transceiver), ("the LoRA device cache", f.lora)) if on)
+                problem = Refused(f"{what} ({f.after_pool_bytes:,} B) do not fit in the memory free_gpu_memory_fraction "
+                                  "leaves beside the pool and the profiled peak: TensorRT-LLM runs out of memory building "
+                                  "them after the pool")
             elif self.available_kv_bytes <= 0:
                 problem = NoKvMemory()
             elif self.estimated_max_model_len:
@@ -272,6 +274,9 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     weights = peak = non_torch = temp = budget_b = buffers = in_use = None
     weights_added, draft_how = 0, ""
     trans = tfeatures.transceiver_terms(launch, layer_bytes(pool_stages[heavy]), seq=req.seq, tokens_per_block=tpb)
+    lora_t = tfeatures.lora_terms(spec, launch, tp=req.tp, pp=req.pp, dtype_bytes=act.bits // 8)
+    # built after the KV cache manager (create_py_executor_instance): the transceiver's buffers, the PEFT cache
+    after_pool = (trans.total_bytes if trans else 0) + (lora_t.device_bytes if lora_t else 0)
     trans_fits = None
     band = 0
     fit = tbudget.constants()
@@ -426,19 +431,26 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             else:
                 notes.append(f"the pool holds one request of at most {bound:,} tokens; what TensorRT-LLM {rel.version}'s "
                              "engine runtime does then (lower max_seq_len or fail) was not read")
-        if trans is not None and hw is not None and weights is not None:
-            # the transceiver is built after the pool (create_py_executor_instance): its buffers must fit in what is
-            # left beside the weights, the profiled peak, the memory outside torch and the pool
+        if after_pool and hw is not None and weights is not None:
+            # the transceiver and the PEFT cache are built after the pool (create_py_executor_instance): they must
+            # fit in what is left beside the weights, the profiled peak, the memory outside torch and the pool
             pool_now = num_blocks * tpb * bpt if not vswa else max(pool_bytes, 0)
             left = hw.capacity_bytes - weights - (peak or 0) - (non_torch or 0) - (buffers or 0) - (in_use or 0) - pool_now
-            trans_fits = left >= trans.total_bytes
+            trans_fits = left >= after_pool
+            what = " and ".join(w for w, on in (("the cache transceiver's buffers", trans), ("the LoRA device cache", lora_t))
+                                if on)
             if trans_fits and search_max_seq:
-                notes.append(f"the cache transceiver ({trans.backend}): {trans.buffers} transfer buffers of "
-                             f"{trans.buffer_bytes:,} B allocated after the pool, in the {left:,} B it leaves")
+                if trans is not None:
+                    notes.append(f"the cache transceiver ({trans.backend}): {trans.buffers} transfer buffers of "
+                                 f"{trans.buffer_bytes:,} B allocated after the pool, in the {left:,} B it leaves")
+                if lora_t is not None:
+                    notes.append(f"lora_config: a {lora_t.device_bytes:,} B device PEFT cache allocated after the pool, "
+                                 f"in the {left:,} B it leaves")
             if not trans_fits:
                 fits = False
-                notes.append(f"the cache transceiver's buffers ({trans.total_bytes:,} B) do not fit in the {max(left, 0):,} B "
-                             "left beside the pool: lower free_gpu_memory_fraction or max_tokens_in_buffer")
+                notes.append(f"{what} ({after_pool:,} B) do not fit in the {max(left, 0):,} B left beside the pool: lower "
+                             "free_gpu_memory_fraction" + (" or max_tokens_in_buffer" if trans else "")
+                             + (" or max_loras" if lora_t else ""))
         max_batch = conc if fits else 0
         serves = fits and req.batch <= max_batch
         if fits and not serves:
@@ -501,9 +513,11 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
                          "deployment holds that many times one pool's")
         feats = tfeatures.TrtllmFeatures(
             options=launch.options(), attention_dp=launch.attention_dp, kv_head_split=kv_tp, pools=pools, speculative=sp,
-            transceiver=trans, weights_added_per_gpu_bytes=weights_added, transceiver_fits=trans_fits,
+            transceiver=trans, lora=lora_t, weights_added_per_gpu_bytes=weights_added, after_pool_bytes=after_pool,
+            after_pool_fits=trans_fits,
             deployment_concurrency=conc * pools if conc is not None else None,
-            notes=tuple(n for n in notes if n.startswith(("attention DP", "speculative", "the cache transceiver"))))
+            notes=tuple(n for n in notes if n.startswith(("attention DP", "speculative", "the cache transceiver",
+                                                          "lora_config", "the LoRA"))))
     return TrtllmEstimate(
         **common, kv_bytes=kv_one * req.batch, state_bytes=0, cache_bytes=kv_one * req.batch,
         weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch, max_seq=max_seq, notes=tuple(notes),

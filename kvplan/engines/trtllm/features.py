@@ -23,7 +23,13 @@ Each rule was read in TensorRT-LLM's PyTorch backend (the 1.x default); the revi
   The transceiver is built after the KV cache manager (_util.py create_py_executor_instance ->
   create_kv_cache_transceiver), so its buffers come out of what free_gpu_memory_fraction leaves;
 - kv_cache_config.max_attention_window: clamped to max_seq_len (KVCacheManager.__init__); windows at or above
-  max_seq_len change nothing.
+  max_seq_len change nothing;
+- lora_config (_util.py create_py_executor_instance; cpp/tensorrt_llm/batch_manager/peftCacheManager.cpp
+  getPageManagerConfig, getMaxNumSlots; runtime/loraModule.cpp createLoraModules, loraModule.h localInDim /
+  localOutDim): a PEFT cache built after the KV cache manager, of num_device_module_layer = max_lora_rank x layers x
+  (target + missing q/k/v modules) x max_loras module-layers, each ceil(largest module / page width) slots of one
+  page width (the smallest module's per-rank in + out), in pages of max(optimal adapter size x slots per layer x
+  layers, ...) slots, in the model dtype.
 """
 
 from __future__ import annotations
@@ -61,7 +67,15 @@ OPTION_KEYS = ("enable_attention_dp", "speculative_config.decoding_type", "specu
                "speculative_config.max_draft_len", "speculative_config.num_eagle_layers",
                "speculative_config.eagle3_one_model", "speculative_config.speculative_model_dir",
                "cache_transceiver_config.backend", "cache_transceiver_config.max_tokens_in_buffer",
-               "cache_transceiver_config.transceiver_runtime", "max_attention_window")
+               "cache_transceiver_config.transceiver_runtime", "max_attention_window", "lora_config.max_lora_rank",
+               "lora_config.max_loras", "lora_config.max_cpu_loras", "lora_config.lora_target_modules")
+# lora_target_modules kvplan sizes (loraModule.cpp createLoraModules: dense attention and MLP modules); MoE and
+# cross-attention modules are refused
+LORA_MODULES = ("attn_qkv", "attn_q", "attn_k", "attn_v", "attn_dense", "mlp_h_to_4h", "mlp_4h_to_h", "mlp_gate",
+                "mlp_gate_up")
+OPTIMAL_ADAPTER_SIZE = 8  # PeftCacheManagerConfig: optimalAdapterSize, capped at max_lora_rank
+MAX_ADAPTER_SIZE = 64  # PeftCacheManagerConfig: maxAdapterSize, capped at max_lora_rank
+HOST_CACHE_DEFAULT = 2**30  # PeftCacheManagerConfig::kDefaultHostCacheSize, without max_cpu_loras
 
 
 @dataclass(frozen=True)
@@ -86,6 +100,20 @@ class TransceiverTerms:
 
 
 @dataclass(frozen=True)
+class LoraTerms:
+    max_lora_rank: int
+    max_loras: int
+    max_cpu_loras: int | None
+    modules: tuple[tuple[str, int], ...]  # (module, in + out elements on one rank)
+    page_width: int  # elements
+    slots_per_page: int
+    device_pages: int
+    device_bytes: int  # the device PEFT cache on one GPU
+    host_bytes: int  # the host PEFT cache of one rank
+    formula: str
+
+
+@dataclass(frozen=True)
 class TrtllmFeatures:
     """Every term the launch options add (estimate --json `features`, docs/json.md)."""
 
@@ -95,8 +123,10 @@ class TrtllmFeatures:
     pools: int  # KV pools of the deployment: one per rank with attention DP, else 1
     speculative: SpeculativeTerms | None
     transceiver: TransceiverTerms | None
+    lora: LoraTerms | None
     weights_added_per_gpu_bytes: int  # the drafter's weights, and attention DP's replicated weights
-    transceiver_fits: bool | None  # the buffers fit beside the pool and the profiled peak; None without a GPU
+    after_pool_bytes: int  # what is allocated after the pool: the transceiver's buffers, the device PEFT cache
+    after_pool_fits: bool | None  # they fit beside the pool and the profiled peak; None without a GPU or without them
     deployment_concurrency: int | None  # pools x one pool's requests of max_seq_len
     notes: tuple[str, ...]
 
@@ -114,6 +144,10 @@ class Launch:
     transceiver_backend: str | None = None
     max_tokens_in_buffer: int | None = None
     windows: tuple[int, ...] = ()  # max_attention_window as given
+    lora_rank: int | None = None  # lora_config.max_lora_rank (None: no lora_config)
+    lora_max: int | None = None
+    lora_cpu: int | None = None
+    lora_modules: tuple[str, ...] = ()
 
     @property
     def any(self) -> bool:
@@ -129,6 +163,8 @@ class Launch:
             out.append("cache_transceiver_config")
         if self.windows:
             out.append("kv_cache_config.max_attention_window")
+        if self.lora_rank is not None:
+            out.append("lora_config")
         return tuple(out)
 
 
@@ -228,9 +264,100 @@ def read(options: dict[str, str], spec: ModelSpec, *, seq: int, base_dir: Path |
             raise UnsupportedError(f"max_attention_window {short[0]:,} below max_seq_len {seq:,} is not modelled (a "
                                    "user-set window pattern over the layers)", where="kv_cache_config.max_attention_window",
                                    hint="windows at or above max_seq_len are clamped to it and change nothing")
+    lora = _lora(options, spec, adp)
     return Launch(attention_dp=adp, decoding_type=decoding, spec_layers=spec_layers, max_draft_len=draft_len,
                   extra_kv_tokens=extra, eagle_head=head, transceiver_backend=backend,
-                  max_tokens_in_buffer=tokens_in_buffer, windows=windows)
+                  max_tokens_in_buffer=tokens_in_buffer, windows=windows, **lora)
+
+
+def _lora(options: dict[str, str], spec: ModelSpec, adp: bool) -> dict:
+    """lora_config's fields, checked; {} without one."""
+    keys = [k for k in options if k.startswith("lora_config.")]
+    if not keys:
+        return {}
+    where = "lora_config"
+    raw = options.get("lora_config.lora_target_modules")
+    if not raw:
+        # one lora_dir: load_torch_lora reads the target modules from the adapter's own config, not here
+        raise UnsupportedError("lora_config without lora_target_modules: the modules come from the adapter's own "
+                               "config (load_torch_lora), which kvplan does not read", where=where,
+                               hint="give lora_config.lora_target_modules (TensorRT-LLM module names)")
+    modules = tuple(m.strip() for m in raw.replace("[", "").replace("]", "").replace("'", "").split(",") if m.strip())
+    for m in modules:
+        if m not in LORA_MODULES:
+            raise UnsupportedError(f"the LoRA module {m!r} is not modelled", where=f"{where}.lora_target_modules",
+                                   hint="kvplan sizes " + ", ".join(LORA_MODULES))
+    if spec.moe is not None and any(m.startswith("mlp") for m in modules):
+        raise UnsupportedError("LoRA on an MoE model's MLP modules is not modelled", where=f"{where}.lora_target_modules")
+    if adp:
+        raise UnsupportedError("LoRA with attention DP is not modelled (the bindings model config's head split differs "
+                               "between revisions)", where=where)
+    if "lora_config.max_loras" not in options:
+        # without max_loras the device cache is device_cache_percent of the free memory, whose default differs
+        # between revisions (PeftCacheManagerConfig::kDefaultDeviceCachePercent 0.02 / 0.05)
+        raise UnsupportedError("lora_config without max_loras: the device PEFT cache is a share of the free memory "
+                               "whose default differs between releases", where=f"{where}.max_loras",
+                               hint="give lora_config.max_loras")
+    rank = _count(options.get("lora_config.max_lora_rank", "64"), "lora_config.max_lora_rank")  # LoraConfig default
+    cpu = options.get("lora_config.max_cpu_loras")
+    return {"lora_rank": rank, "lora_max": _count(options["lora_config.max_loras"], "lora_config.max_loras"),
+            "lora_cpu": _count(cpu, "lora_config.max_cpu_loras") if cpu is not None else None, "lora_modules": modules}
+
+
+def lora_terms(spec: ModelSpec, launch: Launch, *, tp: int, pp: int, dtype_bytes: int) -> LoraTerms | None:
+    """The PEFT cache of one GPU (PeftCacheManager::getPageManagerConfig, with num_device_module_layer set)."""
+    if launch.lora_rank is None:
+        return None
+    first = next((layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS), None)
+    if first is None or not spec.hidden_size or not spec.intermediate_size:
+        raise UnsupportedError("LoRA on a model without standard attention layers is not modelled", where="lora_config")
+    # get_bindings_model_config hands createLoraModules per-rank sizes (// tp), which it multiplies back by tp
+    hidden = spec.hidden_size // tp * tp
+    heads = spec.attention_heads // tp * tp
+    kv = first.kv_heads // tp * tp
+    head = first.head_dim
+    mlp = spec.intermediate_size // tp * tp
+    q, kvo = heads * head, kv * head
+    # (in, out, in split over TP, out split over TP): loraModule.cpp createLoraModules
+    dims = {"attn_qkv": (hidden, q + 2 * kvo, False, True), "attn_q": (hidden, q, False, True),
+            "attn_k": (hidden, kvo, False, True), "attn_v": (hidden, kvo, False, True),
+            "attn_dense": (hidden, hidden, True, False), "mlp_h_to_4h": (hidden, mlp, False, True),
+            "mlp_gate": (hidden, mlp, False, True), "mlp_4h_to_h": (mlp, hidden, True, False),
+            "mlp_gate_up": (hidden, 2 * mlp, False, True)}
+    sizes = []
+    for m in launch.lora_modules:
+        i, o, split_in, split_out = dims[m]
+        sizes.append((m, (i // tp if split_in else i) + (o // tp if split_out else o)))  # localInDim + localOutDim
+    qkv = ("attn_q", "attn_k", "attn_v")
+    missing = [m for m in qkv if m not in launch.lora_modules] if any(m in launch.lora_modules for m in qkv) else []
+    layers = spec.layers
+    local_layers = -(-layers // pp)  # getNbAttentionLayers(pp, rank): the first ranks' share
+    rank = launch.lora_rank
+    optimal, largest = min(OPTIMAL_ADAPTER_SIZE, rank), min(MAX_ADAPTER_SIZE, rank)
+    width = min(n for _, n in sizes)
+    widest = max(n for _, n in sizes)
+    slots_per_layer = sum(optimal * -(-n // width) for _, n in sizes)
+    min_slots = -(-(largest * widest) // width)
+    per_page = max(slots_per_layer * local_layers, min_slots)
+    module_layers = rank * layers * (len(launch.lora_modules) + len(missing)) * launch.lora_max
+    device_slots = module_layers * -(-widest // width)
+    need = -(-(largest * sum(n for _, n in sizes) * local_layers) // width)
+    if device_slots < need:
+        raise InputError(f"TensorRT-LLM refuses it: not enough space allocated to the device LoRA cache to hold 1 max "
+                         f"sized LoRA ({device_slots:,} < {need:,} slots)", where="lora_config.max_loras")
+    pages = -(-device_slots // per_page)
+    device = pages * per_page * width * dtype_bytes
+    if launch.lora_cpu is not None:  # numHostModuleLayer, as num_device_module_layer with max_cpu_loras
+        host_slots = rank * layers * (len(launch.lora_modules) + len(missing)) * launch.lora_cpu * -(-widest // width)
+    else:  # kDefaultHostCacheSize / page width bytes
+        host_slots = HOST_CACHE_DEFAULT // (width * dtype_bytes)
+    host = -(-host_slots // per_page) * per_page * width * dtype_bytes
+    formula = (f"{module_layers:,} module-layers (rank {rank} x {layers} layers x {len(launch.lora_modules) + len(missing)} "
+               f"modules x {launch.lora_max} LoRAs) x ceil({widest:,} / {width:,}) slots = {device_slots:,} slots, in "
+               f"{pages:,} pages of {per_page:,} slots x {width:,} elements x {dtype_bytes} B")
+    return LoraTerms(max_lora_rank=rank, max_loras=launch.lora_max, max_cpu_loras=launch.lora_cpu, modules=tuple(sizes),
+                     page_width=width, slots_per_page=per_page, device_pages=pages, device_bytes=device, host_bytes=host,
+                     formula=formula)
 
 
 def _eagle_head(ref: str | None, *, base_dir: Path | None):

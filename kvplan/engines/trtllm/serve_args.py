@@ -99,11 +99,11 @@ LLM_API: dict[str, str] = {
     # context parallelism skips the profiled estimate (_util.py KvCacheCreator.try_prepare_estimation: no estimation
     # with a cp_type) and splits the KV over the ranks (Helix, star attention)
     "context_parallel_size": "the KV cache split across context-parallel ranks, sized without the profiling run",
-    # create_py_executor_instance sizes the PEFT cache in module-layers (max_lora_rank x layers x target modules x
-    # max_loras); the bytes of one module-layer page come from the C++ PeftCacheManager, which kvplan did not read
-    "lora_config": "the LoRA adapters' PEFT cache (its device pages are sized in the C++ PeftCacheManager)",
+    # lora_config: the PEFT cache (features.py lora_terms) when max_loras and lora_target_modules are given
+    "lora_config": "modelled",
     "quant_config": "quantization set at load time",
-    "peft_cache_config": "the LoRA adapters' PEFT cache (its device pages are sized in the C++ PeftCacheManager)",
+    # its fields (num_device_module_layer, device_cache_percent, optimal/max adapter sizes) override lora_config's
+    "peft_cache_config": "the PEFT cache's own sizing fields (kvplan sizes it from lora_config alone)",
 }
 KV_CACHE_CONFIG: dict[str, str] = {
     "free_gpu_memory_fraction": "modelled", "dtype": "modelled", "tokens_per_block": "modelled",
@@ -238,6 +238,13 @@ SPECULATIVE_KEYS: dict[str, str] = {
     "use_relaxed_acceptance_for_thinking": "none", "relaxed_topk": "none", "relaxed_delta": "none",
     "greedy_sampling": "none", "posterior_threshold": "none", "load_format": "none", "acceptance_length_threshold": "none",
 }
+# lora_config fields (lora_helper.py LoraConfig)
+LORA_KEYS: dict[str, str] = {
+    "max_lora_rank": "lora_config.max_lora_rank", "max_loras": "lora_config.max_loras",
+    "max_cpu_loras": "lora_config.max_cpu_loras", "lora_target_modules": "lora_config.lora_target_modules",
+    "lora_dir": "none", "lora_ckpt_source": "none", "trtllm_modules_to_hf_modules": "none",
+    "swap_gate_up_proj_lora_b_weight": "none",
+}
 # cache_transceiver_config fields (llm_args.py CacheTransceiverConfig)
 TRANSCEIVER_KEYS: dict[str, str] = {
     "backend": "cache_transceiver_config.backend", "max_tokens_in_buffer": "cache_transceiver_config.max_tokens_in_buffer",
@@ -257,7 +264,8 @@ def engine_options(llm_api: Mapping[str, Any], *, where: str, base_dir=None) -> 
     out: dict[str, str] = {}
     if llm_api.get("enable_attention_dp"):
         out["enable_attention_dp"] = "true"
-    for field_name, table in (("speculative_config", SPECULATIVE_KEYS), ("cache_transceiver_config", TRANSCEIVER_KEYS)):
+    for field_name, table in (("speculative_config", SPECULATIVE_KEYS), ("cache_transceiver_config", TRANSCEIVER_KEYS),
+                              ("lora_config", LORA_KEYS)):
         value = llm_api.get(field_name)
         if not value:
             continue
@@ -271,7 +279,8 @@ def engine_options(llm_api: Mapping[str, Any], *, where: str, base_dir=None) -> 
                                        hint="kvplan refuses rather than guesses")
             if target == "none" or item is None:
                 continue
-            text = str(item).lower() if isinstance(item, bool) else str(item)
+            text = (str(item).lower() if isinstance(item, bool) else
+                    ",".join(map(str, item)) if isinstance(item, (list, tuple)) else str(item))
             if target.endswith("speculative_model_dir") and base_dir is not None and not Path(text).is_absolute():
                 text = str(Path(base_dir) / text)
             out[target] = text
