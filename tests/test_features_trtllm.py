@@ -280,3 +280,11 @@ def test_lora_peft_cache_pages():
         _est("llama-3.1-8b", gpu="h100", options=(("lora_config.lora_target_modules", "attn_q"),))
     with pytest.raises(UnsupportedError, match="without lora_target_modules"):
         _est("llama-3.1-8b", gpu="h100", options=(("lora_config.max_loras", "4"),))
+
+
+def test_transceiver_bytes_a_prompt_token_sends():
+    # Llama-3.1-8B at TP 2: each rank holds 4 of the 8 KV heads, 32 x 4 x 128 x 2 x 2 = 65,536 B per token; a
+    # request's prompt goes out from both ranks
+    est = _est("llama-3.1-8b", tp=2, gpu="h100", options=(("cache_transceiver_config.backend", "UCX"),))
+    t = est.features.transceiver
+    assert (t.bytes_per_token_per_rank, t.bytes_per_token) == (65_536, 131_072)

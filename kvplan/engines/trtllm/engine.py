@@ -273,7 +273,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     frac = req.gpu_util if req.gpu_util is not None else rel.free_fraction
     weights = peak = non_torch = temp = budget_b = buffers = in_use = None
     weights_added, draft_how = 0, ""
-    trans = tfeatures.transceiver_terms(launch, layer_bytes(pool_stages[heavy]), seq=req.seq, tokens_per_block=tpb)
+    trans = tfeatures.transceiver_terms(launch, layer_bytes(pool_stages[heavy]), seq=req.seq, tokens_per_block=tpb,
+                                        ranks=kv_tp * req.pp)
     lora_t = tfeatures.lora_terms(spec, launch, tp=req.tp, pp=req.pp, dtype_bytes=act.bits // 8)
     # built after the KV cache manager (create_py_executor_instance): the transceiver's buffers, the PEFT cache
     after_pool = (trans.total_bytes if trans else 0) + (lora_t.device_bytes if lora_t else 0)

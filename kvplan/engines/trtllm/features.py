@@ -97,6 +97,8 @@ class TransceiverTerms:
     buffers: int  # send + receive
     total_bytes: int  # every buffer of one GPU
     formula: str
+    bytes_per_token_per_rank: int = 0  # KV one prompt token sends from one rank (every layer of its manager)
+    bytes_per_token: int = 0  # ... from every rank holding the request (TP ranks; one with attention DP)
 
 
 @dataclass(frozen=True)
@@ -422,7 +424,7 @@ def drafter_weights(spec: ModelSpec, launch: Launch, *, tp: int, bits: Fraction,
 
 
 def transceiver_terms(launch: Launch, per_layer_bytes: list[tuple[int | None, int]], *, seq: int,
-                      tokens_per_block: int) -> TransceiverTerms | None:
+                      tokens_per_block: int, ranks: int = 1) -> TransceiverTerms | None:
     """CacheTransBufferManager's buffers on one GPU. `per_layer_bytes`: (window or None, bytes per token) for each
     layer of the rank's KV cache manager."""
     if launch.transceiver_backend is None:
@@ -441,6 +443,8 @@ def transceiver_terms(launch: Launch, per_layer_bytes: list[tuple[int | None, in
         formula = (f"(min(window, max_tokens_in_buffer {n:,}) + one block of {tokens_per_block}) x {token_bytes:,} B per "
                    f"token over the rank's {len(per_layer_bytes)} layers")
     buffers = SEND_BUFFERS + RECV_BUFFERS
+    per_rank = sum(per for _, per in per_layer_bytes)
     return TransceiverTerms(backend=launch.transceiver_backend, max_tokens_in_buffer=n, buffer_bytes=size, buffers=buffers,
                             total_bytes=size * buffers,
-                            formula=f"{buffers} buffers (one send, one receive) x {formula}")
+                            formula=f"{buffers} buffers (one send, one receive) x {formula}",
+                            bytes_per_token_per_rank=per_rank, bytes_per_token=per_rank * ranks)
