@@ -330,3 +330,45 @@ def test_every_public_log_is_scored_or_says_why_not():
                  | {entry.split(" (")[0] for ids in BENCH.NOT_SCORED.values() for entry in ids})
     assert sorted(set(index) - accounted) == []
     assert sorted({r["id"] for r in BENCH.PUBLIC} - set(index)) == []  # and nothing scored that the folder lacks
+
+
+# ------------------------------------------------------------------ terms by hand (found by scripts/mutate.py)
+
+@pytest.mark.parametrize("max_num_seqs, mnbt, graphs", [
+    (1, 8192, 2),  # top = min(2 x 1, 512, 8192) = 2: sizes 1, 2
+    (3, 8192, 3),  # top 6: 1, 2, 4
+    (8, 8192, 5),  # top 16: 1, 2, 4, 8, 16
+    (256, 8192, 51),  # top 512: 3 + 31 (8..248) + 17 (256..512): the 51 of every 0.19 H100 log
+    (256, 300, 3 + 31 + 3),  # top 300 by the token budget: 256, 272, 288
+])
+def test_cuda_graph_capture_sizes_by_hand(max_num_seqs, mnbt, graphs):
+    from kvplan.engines.vllm import budget, releases
+
+    assert budget.cuda_graph_capture_sizes(max_num_seqs, mnbt, releases.release("0.19.0")) == graphs
+
+
+@pytest.mark.parametrize("capability, backend", [("10.0", "flashinfer-sm100"), ("8.9", "marlin"), ("12.0", "marlin"),
+                                                 ("8.0", "marlin"), ("gfx942", "marlin"), (None, "marlin")])
+def test_mxfp4_kernel_by_compute_capability(capability, backend):
+    """mxfp4.py get_mxfp4_backend: SM10x takes FlashInfer, Hopper the release's default, the rest Marlin."""
+    from kvplan.engines.vllm import budget, releases
+
+    rel = releases.release("0.19.0")
+    assert budget.mxfp4_backend(rel, capability) == backend
+    assert budget.mxfp4_backend(rel, "9.0") == rel.mxfp4_hopper_backend
+
+
+def test_quantized_weights_of_a_tied_model_by_hand():
+    """--dtype int8 on Llama-3.2-1B (tied embeddings): the linear layers at 1 B a parameter, the one shared
+    embedding in bf16 once, and the rotary cache: (params - embed) x 1 + embed x 2 + 131,072 x 64 x 2."""
+    from kvplan.core.dtypes import dtype, weight_format
+    from kvplan.engines.vllm import budget
+
+    spec = resolve_model(str(ROOT / "tests/data/extra_configs/llama-3.2-1b-instruct.json"))
+    assert spec.tie_word_embeddings is True
+    embed = 128_256 * 2048
+    (weights,) = budget.stage_weight_bytes(spec, weight_format("int8"), dtype("bf16"), tp=1, pp=1)
+    assert weights == (spec.params - embed) * 1 + embed * 2 + 131_072 * 64 * 2
+    # at TP 2 everything but the rotary cache is sharded (ceil)
+    (half,) = budget.stage_weight_bytes(spec, weight_format("int8"), dtype("bf16"), tp=2, pp=1)
+    assert half == -(-((spec.params - embed) + embed * 2) // 2) + 131_072 * 64 * 2
