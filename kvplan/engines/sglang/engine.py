@@ -39,6 +39,7 @@ from kvplan.engines.request import EngineRequest
 from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, Refused, request_terms,
                                    verdict_terms)
 from kvplan.engines.sglang import budget as sbudget
+from kvplan.engines.sglang import features as sfeat
 from kvplan.engines.sglang import releases
 from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
 from kvplan.engines.static import model_weights
@@ -88,6 +89,9 @@ class SglangEstimate(EngineEstimate):
     # the request shape still fits with the pool pinned there
     pin_flag: str | None
     pinned_fits: bool | None
+    # the terms of the launch's modelled SGLang options (disaggregation, speculative decoding; features.py), null
+    # when it sets none
+    features: sfeat.SglangFeatures | None = None
 
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
@@ -233,6 +237,13 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     kv = read_kv_dtype(req)
     act = model_dtype(req)
     notes: list[str] = []
+    sg = req.features.sglang if req.features is not None else None
+    if sg is not None:
+        _check_features(sg, req, rel)
+    # speculative decoding resets SGLang's running-request cap to 48 when none is given (features.py)
+    max_running = req.max_num_seqs
+    if sg is not None and sg.speculative_algorithm is not None and max_running is None:
+        max_running = sfeat.SPEC_RUNNING_DEFAULT
     if req.hardware is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; SGLang's budget is its own (mem_fraction_static)")
     attn_kinds = {layer.kind for layer in spec.layer_specs}
@@ -292,6 +303,15 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         return full, slide, state
 
     per_stage = [cells(layers) for layers in stages]
+    draft_bytes, draft_how = 0, ""
+    draft_add = 0
+    if sg is not None and sg.speculative_algorithm is not None:
+        from kvplan.engines.vllm.features import linear_bits
+
+        bits = Fraction(act.bits) if sg.head is not None else linear_bits(spec, req.weight_fmt, act)
+        draft_bytes, draft_how = sfeat.draft_weights_per_gpu(sg, spec, tp=req.tp, bits=bits)
+        target_layers = sum(1 for x in stages[0] if x.kind in (FULL, MLA))
+        draft_add = sfeat.draft_cell(per_stage[0][0], target_layers, sg.draft_layers)
     hw = req.hardware
     facts = hw.facts if hw is not None else None
     common = request_terms(req, kv, engine="sglang", engine_version=f"SGLang {rel.version}")
@@ -327,8 +347,10 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         # --max-num-batched-tokens / --max-num-seqs stand for SGLang's --chunked-prefill-size / --max-running-requests
         mfs, chunk, reserved = default_mem_fraction(gpu_mib, req.tp, req.pp, mla, rel=rel,
                                                     chunked_prefill_size=req.max_num_batched_tokens,
-                                                    max_running_requests=req.max_num_seqs,
-                                                    prefill_graphs=not multimodal and not rocm)
+                                                    max_running_requests=max_running,
+                                                    prefill_graphs=not multimodal and not rocm,
+                                                    disaggregation_mode=sg.disaggregation_mode if sg else None,
+                                                    draft_tokens=sg.num_draft_tokens if sg else None)
         user_given = req.gpu_util is not None
         if user_given:
             mfs = req.gpu_util
@@ -342,6 +364,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             mfs = mfs * Fraction(85, 100)  # arg_groups/attention_hook.py: aiter with context_len > 8192
             notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
         weights = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
+        if draft_bytes:
+            weights = [w + draft_bytes for w in weights]  # PP 1 (_check_features): the draft beside the target
         non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
         link = sbudget.link_class(getattr(facts, "interconnect", None))
         bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=mfs, tp=req.tp, pp=req.pp,
@@ -358,7 +382,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         notes.append("no GPU given: the token pool needs --gpu/--gpu-mem or --kv-cache-memory")
 
     mamba_per_req = max(s for _, _, s in per_stage)
-    full_cell = max(f for f, _, _ in per_stage)
+    target_cell = max(f for f, _, _ in per_stage)
+    full_cell = target_cell + draft_add  # the cell SGLang divides the rest by (the draft's pool beside the target's)
     swa_cell = max(s for _, s, _ in per_stage)
     layers_full = max(sum(1 for x in st if x.kind in (FULL, MLA)) for st in stages)
     layers_swa = max(sum(1 for x in st if x.kind in WINDOWED_KINDS) for st in stages)
@@ -399,8 +424,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     def running_at(p: _Pool, context_len: int) -> int:
         """max_running_requests at --context-length context_len (S11): more slots for shorter contexts."""
         n = min(max(int(p.tokens / context_len * 512), 2048), 4096)
-        if req.max_num_seqs is not None:  # --max-running-requests
-            n = req.max_num_seqs
+        if max_running is not None:  # --max-running-requests (48 with speculative decoding)
+            n = max_running
         n = min(n, p.tokens // 2)
         if has_state and p.max_mamba is not None:
             n = min(n, p.max_mamba // MAMBA_SLOTS_PER_REQUEST)
@@ -465,6 +490,11 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     terms = verdict_terms(fits, serves)
     if refused is not None:
         terms["starts"] = False
+    feature_record = None
+    if sg is not None:
+        feature_record = _feature_record(sg, req, target_cell=target_cell, draft_add=draft_add, draft_bytes=draft_bytes,
+                                         draft_how=draft_how, page=page, max_running=max_running)
+        notes += feature_record.notes
     return SglangEstimate(
         **common, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
         cache_bytes=(kv_one + state_one) * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
@@ -479,7 +509,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         available_kv_bytes_low=low, available_kv_bytes_high=high, marginal=marginal,
         mamba_state_per_request_bytes=mamba_per_req, max_mamba_cache_size=max_mamba, max_total_num_tokens=tokens,
         swa_tokens=swa_tokens, max_running_requests=running, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits,
+        suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits, features=feature_record,
     )
 
 
@@ -488,3 +518,60 @@ def _fraction_text(f: Fraction) -> str:
     value = float(f)
     text = f"{value:.6f}".rstrip("0").rstrip(".")
     return text if text else "0"
+
+
+def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.Release) -> None:
+    """What kvplan models of the options, and where: SGLang 0.5.23's rules, on the layouts they were read for."""
+    newest = releases.release(None)
+    if rel.version != newest.version:
+        raise UnsupportedError(f"--disaggregation-mode / --speculative-algorithm are modelled from SGLang "
+                               f"{newest.version}'s source only, not {rel.version}'s", where=sg.where,
+                               hint=f"judge it with --engine-version {newest.version}")
+    kinds = {layer.kind for layer in req.spec.layer_specs}
+    if sg.speculative_algorithm is not None:
+        if req.pp > 1:
+            raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (which stage holds "
+                                   "the draft)", where=sg.where, hint="judge it at --pp 1")
+        if kinds & {STATE, *WINDOWED_KINDS}:
+            raise UnsupportedError("speculative decoding on a sliding-window or Mamba hybrid is not modelled (SGLang "
+                                   "sizes those draft pools with their own configurators)", where=sg.where)
+        if sg.disaggregation_mode is not None:
+            raise UnsupportedError("speculative decoding on a disaggregated server is not modelled (the draft's KV in "
+                                   "the transfer)", where=sg.where, hint="judge the two options one at a time")
+    if sg.disaggregation_mode is not None and STATE in kinds:
+        raise UnsupportedError("disaggregation of a Mamba hybrid is not modelled (its state transfer and the decode "
+                               "server's state slots without a radix cache)", where=sg.where)
+
+
+def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell: int, draft_add: int,
+                    draft_bytes: int, draft_how: str, page: int, max_running: int | None) -> sfeat.SglangFeatures:
+    from kvplan.engines.features import disagg as shared_disagg
+
+    notes: list[str] = []
+    dis = spec_terms = None
+    f = req.features
+    if sg.disaggregation_mode is not None:
+        link_bps, link_name = f.link_bytes_per_s, "--link-bandwidth"
+        facts = req.hardware.facts if req.hardware is not None and req.hardware.name else None
+        if link_bps is None and facts is not None:
+            link_bps = shared_disagg.LINK_BYTES_PER_S.get((facts.interconnect, facts.architecture))
+            link_name = f"{facts.interconnect} of one {facts.name} (per direction, within a node)"
+        dis = sfeat.disagg_terms(sg, cell_per_rank=target_cell, ranks=req.tp, context_len=req.seq, page=page,
+                                 max_running_requests=max_running, rate=f.rate, prompt_tokens=f.prompt_tokens,
+                                 link_bytes_per_s=link_bps, link_name=link_name)
+        notes += dis.notes
+    if sg.speculative_algorithm is not None:
+        spec_terms = sfeat.SpeculativeTerms(
+            algorithm=sg.speculative_algorithm, draft=sg.draft_path or "the checkpoint's MTP layer(s)",
+            num_steps=sg.num_steps, eagle_topk=sg.eagle_topk, num_draft_tokens=sg.num_draft_tokens,
+            draft_layers=sg.draft_layers, target_cell_bytes=target_cell, draft_cell_bytes=draft_add,
+            draft_weights_per_gpu_bytes=draft_bytes,
+            max_running_requests_default=sfeat.SPEC_RUNNING_DEFAULT if req.max_num_seqs is None else None,
+            formula=draft_how)
+        notes.append(f"--speculative-algorithm {sg.speculative_algorithm}: the draft's {sg.draft_layers} layer(s) add "
+                     f"{draft_add:,} B to the {target_cell:,}-B cell the pool is divided by, and {draft_bytes:,} B of "
+                     "weights per GPU")
+        if req.max_num_seqs is None:
+            notes.append(f"speculative decoding sets --max-running-requests {sfeat.SPEC_RUNNING_DEFAULT} when none is given")
+    return sfeat.SglangFeatures(options=sfeat.option_names(sg), disaggregation=dis, speculative=spec_terms,
+                                weights_added_per_gpu_bytes=draft_bytes, notes=tuple(notes))

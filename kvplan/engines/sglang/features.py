@@ -1,0 +1,333 @@
+"""The SGLang launch options beyond the core request that change what `python -m sglang.launch_server` puts in GPU
+memory: prefill / decode disaggregation and EAGLE / EAGLE-3 / NEXTN speculative decoding. Read from SGLang 0.5.23's
+source (python/sglang/srt/...); each rule cites its file and function. Pure: no typer, rich, yaml or torch.
+
+`read(args, spec, ...)` turns a launch's LaunchArgs into SglangOptions (carried on EngineRequest.features.sglang);
+engine.py applies them with the helpers below and records the terms in SglangFeatures (estimate --json `features`).
+
+Disaggregation (--disaggregation-mode prefill|decode):
+- the default --mem-fraction-static (arg_groups/memory_hook.py handle_gpu_memory_settings, reserve_for_graph_mb):
+  a decode server sizes the activation slack on max(running requests x draft tokens, 2048) tokens instead of the
+  chunked-prefill size (running requests: --max-running-requests, else the decode CUDA-graph max batch) and reserves
+  no prefill CUDA graphs; a prefill server reserves no decode CUDA graphs (2 MiB per batch size);
+- the KV pool is sized as without it (mem_cache/kv_cache_configurator.py _profile_available_bytes): the transfer
+  backends (mooncake, nixl) register the pool itself for RDMA (disaggregation/common/conn.py kv_args.kv_data_ptrs),
+  so no second copy is allocated;
+- a decode server turns the radix cache off (arg_groups/pd_disaggregation_hook.py handle_pd_disaggregation, unless
+  --disaggregation-decode-enable-radix-cache), and keeps --disaggregation-decode-extra-slots more req_to_token rows
+  for requests still being received (default 0, or 2 x the running requests per worker when --max-running-requests
+  gives 32 or fewer; disaggregation/decode.py DecodeReqToTokenPool: int32 rows of context_len + 4 + draft tokens,
+  mem_cache/allocation_sizing.py get_req_to_token_extra_context_len), allocated after the pool is sized;
+- a decode server admits a request (preallocates its KV slots before the transfer) only while the free tokens cover
+  its prompt plus --num-reserved-decode-tokens (512; disaggregation/decode.py _required_admission_tokens);
+- what moves: each decode rank pulls its own shard of the prompt's KV from the prefill rank of the same attention-TP
+  rank (common/conn.py _resolve_rank_mapping): prompt tokens x one rank's cell bytes, from every rank; an MLA latent
+  is whole on every rank, so each rank receives a full copy.
+
+Speculative decoding (--speculative-algorithm EAGLE | EAGLE3 | NEXTN; arg_groups/speculative_hook.py):
+- NEXTN is EAGLE (_resolve_speculative_algorithm_alias); on DeepSeek-V3 / GLM-4 MoE / ... the draft is the target
+  checkpoint's MTP layer(s) when no --speculative-draft-model-path is given (_handle_eagle_family);
+- --max-running-requests defaults to 48 (_handle_eagle_family), which also caps the decode CUDA-graph batch sizes;
+- the draft model loads before the pool is sized, so its weights come out of the pool's budget (managers/scheduler.py
+  init_model_worker: target, draft, then init_memory_pools; "Loaded weights (target + draft)"); its embedding (and an
+  EAGLE-1 / NEXTN head) are the target's (speculative/eagle_worker_v2.py init_lm_head: set_embed_and_head), an
+  EAGLE-3 head keeps its own lm_head over draft_vocab_size and its d2t map (models/llama_eagle3.py);
+- the draft's KV pool has as many tokens as the target's and is sized as the target's per-layer cell times the draft's
+  layers (model_executor/pool_configurator.py DefaultPoolConfigurator: cell += int(cell x draft_layers /
+  target_layers), "assumes the draft shares the target's per-layer KV size"); draft layers: the head's
+  num_hidden_layers, or the checkpoint's num_nextn_predict_layers
+  (model_runner_components/spec_aux_hidden_state.py _resolve_eagle_aux_hidden_state).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from fractions import Fraction
+from pathlib import Path
+from typing import Any, Mapping
+
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.spec import ModelSpec
+from kvplan.engines.features import disagg as shared_disagg
+from kvplan.engines.features import speculative as shared_spec
+
+MODES = ("prefill", "decode")
+# --disaggregation-transfer-backend choices and what they allocate (0.5.23 disaggregation/<backend>/conn.py)
+BACKENDS = {
+    "mooncake": "registers the KV pool itself with the Mooncake transfer engine (no second copy)",
+    "mooncake_tcp": "Mooncake over TCP (handle_pd_disaggregation rewrites it to mooncake): the KV pool is registered",
+    "nixl": "registers the KV pool itself with NIXL (no second copy)",
+    "fake": "moves no KV (synthetic decode benchmarks)",
+}
+BACKENDS_NOT_MODELLED = {"ascend": "Ascend NPUs", "mori": "the MoRI backend's buffers"}
+RESERVED_DECODE_TOKENS = 512  # arg_groups/fields/disagg.py num_reserved_decode_tokens
+REQ_TO_TOKEN_EXTRA = 4  # allocation_sizing.py get_req_to_token_extra_context_len: 4 + draft tokens
+SPEC_RUNNING_DEFAULT = 48  # speculative_hook.py _handle_eagle_family: max_running_requests = 48
+# speculative_hook.py _auto_choose_speculative_params: (steps, topk, draft tokens) when none is given
+AUTO_PARAMS_LLAMA = (5, 4, 8)
+AUTO_PARAMS_OTHER = (3, 1, 4)
+SPEC_MODELLED = ("EAGLE", "EAGLE3", "NEXTN")
+SPEC_NOT_MODELLED = {
+    "STANDALONE": "a standalone draft model: which of its tensors it shares with the target is not read",
+    "NGRAM": "the n-gram worker's GPU buffers",
+    "DFLASH": "DFlash's own draft cell (dflash_utils.py) and block layout",
+    "DSPARK": "DSpark stages",
+    "UNO": "UNO's draft tree and its LoRA",
+    "FROZEN_KV_MTP": "Gemma-4 assistant drafts",
+}
+# architectures whose MTP layers SGLang serves as the NEXTN draft without a draft path (_handle_eagle_family)
+MTP_TARGETS = frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeForCausalLM",
+                         "Glm4MoeLiteForCausalLM", "BailingMoeV2ForCausalLM"})
+
+
+@dataclass(frozen=True)
+class SglangOptions:
+    """The SGLang options a launch sets that engine.py models, as SGLang resolves them."""
+
+    disaggregation_mode: str | None = None  # prefill | decode
+    transfer_backend: str = "mooncake"
+    decode_extra_slots: int | None = None  # None: SGLang's default
+    decode_radix_cache: bool = False  # --disaggregation-decode-enable-radix-cache
+    num_reserved_decode_tokens: int = RESERVED_DECODE_TOKENS
+    speculative_algorithm: str | None = None  # as written (upper case): EAGLE | EAGLE3 | NEXTN
+    draft_path: str | None = None
+    head: shared_spec.EagleHead | None = None  # the draft head's config (EAGLE / EAGLE-3 with a path)
+    draft_layers: int = 0  # layers the draft adds to the pool's cell
+    num_steps: int | None = None
+    eagle_topk: int | None = None
+    num_draft_tokens: int | None = None
+    where: str = "sglang"
+
+    @property
+    def eagle3(self) -> bool:
+        return self.speculative_algorithm == "EAGLE3"
+
+
+def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> SglangOptions | None:
+    """The modelled options of a launch (launch_args.LaunchArgs), or None when it sets none of them. Refuses (exit 3)
+    what is not modelled and (exit 2) what SGLang refuses."""
+    mode = args.get("disaggregation_mode")
+    mode = None if mode in (None, "null") else str(mode)
+    algo = args.get("speculative_algorithm")
+    if mode is None and algo is None:
+        for dest in ("speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
+                     "speculative_num_draft_tokens"):
+            if args.given(dest):
+                raise InputError("is set without --speculative-algorithm: SGLang ignores it", where=f"{where}: "
+                                 + args.written.get(dest, "--" + dest.replace("_", "-")),
+                                 hint="add --speculative-algorithm EAGLE, EAGLE3 or NEXTN, or drop it")
+        return None
+    out: dict[str, Any] = {"where": where}
+    if mode is not None:
+        backend = str(args.get("disaggregation_transfer_backend") or "mooncake")
+        if backend in BACKENDS_NOT_MODELLED:
+            raise UnsupportedError(f"the {backend} transfer backend ({BACKENDS_NOT_MODELLED[backend]}) is not modelled",
+                                   where=f"{where}: --disaggregation-transfer-backend", hint="mooncake, nixl and fake are")
+        if mode == "prefill" and backend == "fake":
+            raise InputError("SGLang refuses it: a prefill server does not support the fake transfer backend",
+                             where=f"{where}: --disaggregation-transfer-backend")
+        for dest, why in (("disaggregation_decode_enable_offload_kvcache", "the decode side's KV offload to host"),
+                          ("disaggregation_decode_host_receive_threshold", "decode host KV buffering")):
+            if args.given(dest) and args.get(dest) not in (False, None, 1, 1.0):
+                raise UnsupportedError(f"{why} is not modelled", where=f"{where}: " + args.written.get(dest, dest))
+        extra = args.get("disaggregation_decode_extra_slots")
+        if extra is not None and extra < 0:
+            raise InputError(f"must be at least 0, got {extra}", where=f"{where}: --disaggregation-decode-extra-slots")
+        reserved = args.get("num_reserved_decode_tokens", RESERVED_DECODE_TOKENS)
+        out.update(disaggregation_mode=mode, transfer_backend="mooncake" if backend == "mooncake_tcp" else backend,
+                   decode_extra_slots=extra, decode_radix_cache=bool(args.get("disaggregation_decode_enable_radix_cache")),
+                   num_reserved_decode_tokens=int(reserved))
+    if algo is not None:
+        out.update(_speculative(args, spec, str(algo).upper(), where=where, base_dir=base_dir))
+    return SglangOptions(**out)
+
+
+def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path | None) -> dict:
+    at = f"{where}: --speculative-algorithm"
+    if algo in SPEC_NOT_MODELLED:
+        raise UnsupportedError(f"--speculative-algorithm {algo} is not modelled ({SPEC_NOT_MODELLED[algo]})", where=at,
+                               hint="EAGLE, EAGLE3 and NEXTN are")
+    if algo not in SPEC_MODELLED:
+        raise InputError(f"SGLang has no speculative algorithm {algo!r}", where=at,
+                         hint="EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, ...")
+    for dest in ("speculative_draft_kv_cache_dtype", "speculative_draft_model_quantization", "speculative_token_map",
+                 "speculative_draft_window_size", "speculative_adaptive"):
+        if args.given(dest) and args.get(dest) not in (None, False, "auto"):
+            raise UnsupportedError("is not modelled (it changes the draft's weights, KV or tokens)",
+                                   where=f"{where}: " + args.written.get(dest, dest))
+    steps, topk, tokens = (args.get("speculative_num_steps"), args.get("speculative_eagle_topk"),
+                           args.get("speculative_num_draft_tokens"))
+    if steps is None:
+        if topk is not None or tokens is not None:
+            # speculative_hook.py _handle_eagle_family asserts both are unset when the steps are
+            raise InputError("SGLang refuses --speculative-eagle-topk / --speculative-num-draft-tokens without "
+                             "--speculative-num-steps", where=f"{where}: --speculative-num-steps")
+        steps, topk, tokens = AUTO_PARAMS_LLAMA if spec.architecture == "LlamaForCausalLM" else AUTO_PARAMS_OTHER
+    for name, value in (("--speculative-num-steps", steps), ("--speculative-eagle-topk", topk)):
+        if value is not None and value < 1:
+            raise InputError(f"must be at least 1, got {value}", where=f"{where}: {name}")
+    if topk == 1 or topk is None:
+        tokens = steps + 1  # _handle_eagle_family: num_draft_tokens = num_steps + 1 when topk == 1
+        topk = 1
+    elif tokens is None:
+        raise InputError("SGLang needs --speculative-num-draft-tokens with --speculative-eagle-topk > 1",
+                         where=f"{where}: --speculative-num-draft-tokens")
+    path = args.get("speculative_draft_model_path")
+    head = None
+    if path is None:
+        if spec.architecture not in MTP_TARGETS or spec.mtp is None:
+            raise UnsupportedError(f"--speculative-algorithm {algo} without --speculative-draft-model-path drafts with "
+                                   f"the checkpoint's MTP layers, which kvplan knows for {', '.join(sorted(MTP_TARGETS))} "
+                                   "specs that carry them", where=at, hint="give the draft head's folder")
+        layers = spec.mtp.layers
+    else:
+        if algo == "NEXTN" and spec.architecture in MTP_TARGETS:
+            raise UnsupportedError("a separate NEXTN draft checkpoint for a model with its own MTP layers is not "
+                                   "modelled", where=f"{where}: --speculative-draft-model-path",
+                                   hint="leave the path out: SGLang then uses the target's MTP layers")
+        raw = _head_config(str(path), base_dir=base_dir, where=f"{where}: --speculative-draft-model-path")
+        head = shared_spec.eagle_head(raw, method="eagle3" if algo == "EAGLE3" else "eagle",
+                                      where=f"{where}: --speculative-draft-model-path")
+        head = _named(head, str(path))
+        layers = head.layers
+    return dict(speculative_algorithm=algo, draft_path=None if path is None else str(path), head=head,
+                draft_layers=layers, num_steps=steps, eagle_topk=topk, num_draft_tokens=tokens)
+
+
+def _named(head: shared_spec.EagleHead, name: str) -> shared_spec.EagleHead:
+    import dataclasses
+
+    return dataclasses.replace(head, name=name)
+
+
+def _head_config(ref: str, *, base_dir: Path | None, where: str) -> Mapping:
+    from kvplan.core import yamlio
+    from kvplan.model import hf_config
+
+    path = Path(ref).expanduser()
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    config = hf_config.find_config_json(path) if path.exists() else None
+    if config is None:
+        raise UnsupportedError(f"the draft head {ref!r} cannot be found offline", where=where,
+                               hint="give the head's folder or its config.json beside the launch")
+    return yamlio.load_json(config)
+
+
+# ------------------------------------------------------------------------------------------------ the terms
+
+def draft_cell(target_cell: int, target_layers: int, draft_layers: int) -> int:
+    """The bytes per token the draft's pool adds to the cell the budget is divided by
+    (pool_configurator.py DefaultPoolConfigurator: int(cell x draft_layers / num_layers))."""
+    if not draft_layers or not target_layers:
+        return 0
+    return int(target_cell * draft_layers / target_layers)
+
+
+def draft_weights_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, bits: Fraction) -> tuple[int, str]:
+    """The draft's weights on one GPU, and how they were counted."""
+    if opts.head is not None:
+        w = shared_spec.eagle_weights(opts.head)
+        b = w.bytes_per_gpu(tp, Fraction(bits))
+        return b, (f"{'EAGLE-3' if opts.eagle3 else 'EAGLE'} head: {w.sharded_params:,} TP-sharded + "
+                   f"{w.replicated_params:,} replicated parameters at {float(bits):g} bits; the embedding"
+                   f"{'' if opts.eagle3 else ' and head'} shared with the target (eagle_worker_v2.py init_lm_head)")
+    mtp = spec.mtp
+    b = math.ceil(Fraction(mtp.params, tp) * bits / 8)
+    return b, (f"{mtp.layers} MTP layer(s) of the checkpoint: {mtp.params:,} parameters at {float(bits):.4g} bits / "
+               f"TP {tp}; embedding and head shared with the target")
+
+
+def extra_slots(opts: SglangOptions, *, max_running_requests: int | None, attn_dp: int = 1) -> int:
+    """The decode server's extra req_to_token rows (pd_disaggregation_hook.py handle_pd_disaggregation)."""
+    if opts.decode_extra_slots is not None:
+        return opts.decode_extra_slots
+    if max_running_requests is None:
+        return 0
+    per_worker = max(1, max_running_requests // attn_dp)
+    return per_worker * 2 if per_worker <= 32 else 0
+
+
+@dataclass(frozen=True)
+class DisaggTerms:
+    mode: str  # prefill | decode
+    transfer_backend: str
+    radix_cache: bool  # the decode server's radix cache (off unless asked for)
+    extra_slots: int  # decode: req_to_token rows for requests being received, beyond max_running_requests
+    extra_slots_bytes: int | None  # their int32 rows, allocated after the pool is sized (None: page > 1 with drafts)
+    reserved_decode_tokens: int  # decode: free tokens a request needs beyond its prompt to be admitted
+    bytes_per_token_per_rank: int  # KV one prompt token moves to (or from) one attention-TP rank
+    ranks: int  # attention-TP ranks that each receive their shard
+    bytes_per_token: int  # every rank together
+    link: shared_disagg.LinkNeed | None
+    notes: tuple[str, ...]
+
+
+def disagg_terms(opts: SglangOptions, *, cell_per_rank: int, ranks: int, context_len: int, page: int,
+                 max_running_requests: int | None, rate: float | None, prompt_tokens: int | None,
+                 link_bytes_per_s: int | None, link_name: str) -> DisaggTerms:
+    notes = [f"--disaggregation-mode {opts.disaggregation_mode}: the {opts.transfer_backend} backend "
+             + BACKENDS[opts.transfer_backend]]
+    decode = opts.disaggregation_mode == "decode"
+    slots = extra_slots(opts, max_running_requests=max_running_requests) if decode else 0
+    extra_ctx = REQ_TO_TOKEN_EXTRA + (opts.num_draft_tokens or 0)
+    slot_bytes = slots * (context_len + extra_ctx) * 4 if (page == 1 or opts.speculative_algorithm is None) else None
+    if decode:
+        notes.append("the decode server turns its radix cache off" if not opts.decode_radix_cache else
+                     "the decode server keeps a radix cache (--disaggregation-decode-enable-radix-cache)")
+        notes.append(f"a request is admitted (its KV slots preallocated before the transfer) while the free tokens cover "
+                     f"its prompt + {opts.num_reserved_decode_tokens} (--num-reserved-decode-tokens)")
+        if slots:
+            notes.append(f"{slots} extra request slot(s) for requests being received: {slot_bytes:,} B of int32 rows "
+                         "allocated after the pool" if slot_bytes is not None else f"{slots} extra request slot(s)")
+    moved = 0 if opts.transfer_backend == "fake" else cell_per_rank
+    transfer = shared_disagg.TransferTerms(connector=opts.transfer_backend, role=opts.disaggregation_mode,
+                                           hybrid_manager_off=False, gpu_runtime_bytes=0, host_bytes_per_gpu=0,
+                                           bytes_per_token_per_rank=moved, bytes_per_token=moved * ranks,
+                                           notes=())
+    link = None
+    if rate is not None:
+        link = shared_disagg.link_need(transfer, rate=rate, prompt_tokens=prompt_tokens or context_len, tp=ranks,
+                                       link_bytes_per_s=link_bytes_per_s,
+                                       link=link_name if link_bytes_per_s else "none given")
+    return DisaggTerms(mode=opts.disaggregation_mode, transfer_backend=opts.transfer_backend,
+                       radix_cache=opts.decode_radix_cache if decode else True, extra_slots=slots,
+                       extra_slots_bytes=slot_bytes, reserved_decode_tokens=opts.num_reserved_decode_tokens if decode else 0,
+                       bytes_per_token_per_rank=moved, ranks=ranks, bytes_per_token=moved * ranks, link=link,
+                       notes=tuple(notes))
+
+
+@dataclass(frozen=True)
+class SpeculativeTerms:
+    algorithm: str  # as written
+    draft: str  # the head's path, or the checkpoint's MTP layers
+    num_steps: int
+    eagle_topk: int
+    num_draft_tokens: int
+    draft_layers: int
+    target_cell_bytes: int  # the target's bytes per token on one rank
+    draft_cell_bytes: int  # what the draft adds to the cell (int(cell x draft_layers / layers))
+    draft_weights_per_gpu_bytes: int
+    max_running_requests_default: int | None  # 48 when the launch gives none
+    formula: str
+
+
+@dataclass(frozen=True)
+class SglangFeatures:
+    """Every term the modelled SGLang options add (estimate --json `features`; docs/json.md)."""
+
+    options: tuple[str, ...]  # the options in play, as SGLang spells them
+    disaggregation: DisaggTerms | None
+    speculative: SpeculativeTerms | None
+    weights_added_per_gpu_bytes: int
+    notes: tuple[str, ...]
+
+
+def option_names(opts: SglangOptions) -> tuple[str, ...]:
+    out = []
+    if opts.disaggregation_mode is not None:
+        out.append("--disaggregation-mode")
+    if opts.speculative_algorithm is not None:
+        out.append("--speculative-algorithm")
+    return tuple(out)
