@@ -352,3 +352,47 @@ def extra_terms(result) -> tuple[ExtraTerm, ...]:
     if f.host_memory_bytes:
         out.append(ExtraTerm("", "host memory, one replica", "the host terms above together", f.host_memory_bytes))
     return tuple(out)
+
+
+# ------------------------------------------------------------------ what an SGLang launch's options add
+
+def sglang_extra_terms(result) -> tuple[ExtraTerm, ...]:
+    """The terms of an SGLang estimate's `features` (kvplan/engines/sglang/features.py SglangFeatures)."""
+    f = result.features
+    if f is None:
+        return ()
+    out: list[ExtraTerm] = []
+    s = f.speculative
+    if s is not None:
+        out.append(ExtraTerm("--speculative-algorithm", f"{s.algorithm} draft weights on one GPU", s.formula,
+                             s.draft_weights_per_gpu_bytes))
+        out.append(ExtraTerm("--speculative-algorithm", "the draft's share of the pool's cell",
+                             f"int({s.target_cell_bytes:,} B x {s.draft_layers} draft layer(s) / the target's layers) "
+                             f"= {s.draft_cell_bytes:,} B per token: the pool divides the rest by "
+                             f"{s.target_cell_bytes + s.draft_cell_bytes:,} B", None))
+        out.append(ExtraTerm("--speculative-num-steps", "draft shape",
+                             f"{s.num_steps} steps, top-k {s.eagle_topk}, {s.num_draft_tokens} draft tokens verified per "
+                             "request and step", None))
+        if s.max_running_requests_default is not None:
+            out.append(ExtraTerm("--max-running-requests", "running requests",
+                                 f"{s.max_running_requests_default} when speculative decoding is on and none is given", None))
+    d = f.disaggregation
+    if d is not None:
+        out.append(ExtraTerm("--disaggregation-mode", f"{d.mode} server's KV one prompt token moves",
+                             f"{d.bytes_per_token_per_rank:,} B to each of {d.ranks} attention-TP rank(s) = "
+                             f"{d.bytes_per_token:,} B", None))
+        if d.mode == "decode":
+            out.append(ExtraTerm("--num-reserved-decode-tokens", "admission headroom",
+                                 f"a request is admitted while the free tokens cover its prompt + {d.reserved_decode_tokens}",
+                                 None))
+            if d.extra_slots:
+                out.append(ExtraTerm("--disaggregation-decode-extra-slots", "request slots for requests being received",
+                                     f"{d.extra_slots} int32 rows of max context + draft tokens + 4, after the pool",
+                                     d.extra_slots_bytes))
+        if d.link is not None:
+            ln = d.link
+            util = f", {ln.utilisation * 100:.1f}% of the {ln.link}" if ln.utilisation is not None else ""
+            out.append(ExtraTerm("--disaggregation-mode", "link bandwidth per GPU",
+                                 f"{ln.rate:g} req/s x {ln.prompt_tokens:,} tokens x {d.bytes_per_token:,} B / {d.ranks} = "
+                                 f"{ln.bytes_per_s_per_gpu / 1e9:,.2f} GB/s{util}", None))
+    return tuple(out)

@@ -31,6 +31,7 @@ def explain(
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options: each term they add (drafter, LoRA slots, offload tiers, parallelism, KV connectors) derived with its numbers (docs/engines/features/).", show_default=False)] = None,
+    sglang_args: Annotated[Optional[str], typer.Option("--sglang-args", help="Extra `python -m sglang.launch_server` options (--disaggregation-mode, --speculative-algorithm): each term they add to SGLang's pool derived with its numbers (docs/engines/features/).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -75,6 +76,16 @@ def explain(
     result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
     if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
         raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")
+    if vllm_args is not None and sglang_args is not None:
+        raise InputError("give --vllm-args or --sglang-args, not both", where="--sglang-args")
+    if sglang_args is not None:
+        import dataclasses
+
+        from kvplan.engines.sglang import engine as sglang_engine
+
+        sreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
+                             gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, sglang_args=sglang_args)
+        result = dataclasses.replace(result, extra_terms=ex.sglang_extra_terms(sglang_engine.estimate(sreq)))
     if vllm_args is not None:
         import dataclasses
 
@@ -130,7 +141,8 @@ def _print(result, est) -> None:
     if result.extra_terms:
         rows = [[t.option, t.what, t.formula, format_bytes(t.bytes) if t.bytes is not None else "—"]
                 for t in result.extra_terms]
-        render.print_fitting(out, render.figures_table("what the vLLM launch options add (vLLM's own terms, per GPU unless said)",
+        engine = "SGLang" if result.extra_terms[0].option.startswith("--") else "vLLM"  # SGLang's options keep their dashes
+        render.print_fitting(out, render.figures_table(f"what the {engine} launch options add ({engine}'s own terms, per GPU unless said)",
                                                      ["option", "term", "how", "bytes"], rows, text=(0, 1, 2)))
 
     has_gpu = any(w.max_batch is not None for w in result.what_ifs)

@@ -238,6 +238,11 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     act = model_dtype(req)
     notes: list[str] = []
     sg = req.features.sglang if req.features is not None else None
+    if req.features is not None and dataclasses.replace(req.features, sglang=None, rate=None, prompt_tokens=None,
+                                                        link_bytes_per_s=None).any:
+        raise InputError("the sglang engine does not model vLLM's launch options (LoRA, offload tiers, expert, data "
+                         "or context parallelism, KV connectors)", where="--vllm-args",
+                         hint="they apply to --engine vllm; SGLang's own go in --sglang-args")
     if sg is not None:
         _check_features(sg, req, rel)
     # speculative decoding resets SGLang's running-request cap to 48 when none is given (features.py)
