@@ -11,16 +11,13 @@ deployment sets, carried on EngineRequest.features (None: none of them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
 from kvplan.engines.features.disagg import KvTransferOptions
 from kvplan.engines.features.lora import LoraOptions
 from kvplan.engines.features.offload import KvOffloadOptions, WeightOffloadOptions
 from kvplan.engines.features.parallel import ParallelOptions
 from kvplan.engines.features.speculative import SpeculativeOptions
-
-if TYPE_CHECKING:  # an SGLang launch's own options (kvplan/engines/sglang/features.py); annotation only
-    from kvplan.engines.sglang.features import SglangOptions
 
 
 @dataclass(frozen=True)
@@ -47,7 +44,9 @@ class Features:
     rate: float | None = None  # requests per second
     prompt_tokens: int | None = None  # None: max_model_len
     link_bytes_per_s: int | None = None  # the link to compare with (kvplan --link-bandwidth); None: the node's, by GPU
-    sglang: SglangOptions | None = None  # an SGLang launch's modelled options (disaggregation, speculative decoding)
+    # an SGLang launch's modelled options (kvplan/engines/sglang/features.py SglangOptions: disaggregation, speculative
+    # decoding); typed loosely because that module builds on this package
+    sglang: Any = None
 
     @property
     def any(self) -> bool:

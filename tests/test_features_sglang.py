@@ -1,0 +1,152 @@
+"""SGLang's launch options kvplan models (kvplan/engines/sglang/features.py): prefill / decode disaggregation and
+EAGLE / EAGLE-3 / NEXTN speculative decoding, each checked by hand arithmetic from SGLang 0.5.23's rules on real
+models (bundled specs, the EAGLE-3 head's config.json vendored in examples/deploy/models/). All in-process."""
+
+from __future__ import annotations
+
+import json
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.request import build_request
+from kvplan.engines.sglang import budget, engine
+
+ROOT = Path(__file__).resolve().parents[1]
+HEAD = ROOT / "examples" / "deploy" / "models" / "eagle3-llama3.1-8b"
+H100_MIB = 81559  # nvidia-smi memory.total of an H100 SXM (the catalog's reading)
+
+
+def _est(model="llama-3.1-8b", *, sglang_args=None, tp=1, gpu="h100-sxm-80gb", seq="32K", version=None, **kw):
+    req = build_request(model, seq=seq, batch=1, kv_dtype="auto", dtype=None, gpu=gpu, gpu_mem=None, gpus=None, tp=tp,
+                        pp=1, sglang_args=sglang_args, engine_version=version, **kw)
+    return engine.estimate(req)
+
+
+# ----------------------------------------------------------------------------------------- disaggregation
+
+def test_decode_and_prefill_servers_reserve_their_own_slack():
+    """memory_hook.py handle_gpu_memory_settings at TP 2 on an H100 (chunked prefill 8192, decode graphs to bs 256):
+    colocated: 512 + 1.5 x 8192 + 2/8 x 1024 + 2 x 256 + 8 x 58 prefill graph sizes = 14,032 MiB;
+    decode:    512 + 1.5 x max(256 running x 1 token, 2048) + 256 + 2 x 256 = 4,352 -> the 10,240 MiB floor;
+    prefill:   512 + 1.5 x 8192 + 256 + 8 x 58 (no decode graphs) = 13,520 MiB."""
+    both, _, r_both = budget.default_mem_fraction(H100_MIB, 2, 1, False)
+    dec, _, r_dec = budget.default_mem_fraction(H100_MIB, 2, 1, False, disaggregation_mode="decode")
+    pre, _, r_pre = budget.default_mem_fraction(H100_MIB, 2, 1, False, disaggregation_mode="prefill")
+    assert (r_both, r_dec, r_pre) == (14032, 10240, 13520)
+    assert dec == Fraction("0.874") == Fraction(str(round((81559 - 10240) / 81559, 3)))
+    assert pre == Fraction("0.834") and both == Fraction("0.828")
+    # a decode server of 600 running requests with 4 draft tokens each sizes its slack on 2,400 tokens:
+    # 512 + 1.5 x 2400 + 128 + 2 x 256 = 4,752 (under the floor too); on a 40 GiB A100 (no floor) it shows
+    _, _, r = budget.default_mem_fraction(40960, 1, 1, False, disaggregation_mode="decode", max_running_requests=600,
+                                          draft_tokens=4)
+    assert r == 512 + 1.5 * 2400 + 128 + 2 * 32  # decode graphs to bs 32 on a 40 GiB GPU at TP 1
+
+
+def test_decode_server_pool_transfer_and_link():
+    """Llama-3.1-8B at TP 2: one rank's cell is 4 KV heads x 128 x 2 (K, V) x 2 B x 32 layers = 65,536 B; a 4,096-token
+    prompt moves 65,536 x 2 ranks x 4,096 = 536,870,912 B; at 10 req/s each GPU takes 2.68 GB/s, 0.60% of an H100's
+    450 GB/s NVLink each way."""
+    base = _est(tp=2)
+    dec = _est(tp=2, sglang_args="--disaggregation-mode decode", rate="10", prompt="4K")
+    d = dec.features.disaggregation
+    assert (d.mode, d.transfer_backend, d.radix_cache) == ("decode", "mooncake", False)
+    assert d.bytes_per_token_per_rank == 65536 and d.bytes_per_token == 131072
+    assert d.link.bytes_per_request == 536_870_912 and d.link.bytes_per_s_per_gpu == 536_870_912 * 10 / 2
+    assert round(d.link.utilisation * 100, 2) == 0.60
+    assert d.reserved_decode_tokens == 512 and d.extra_slots == 0
+    # same cell, a larger fraction: the pool is the same rule over a larger rest
+    assert dec.cell_size == base.cell_size == 65536 and dec.mem_fraction_static == "0.874"
+    assert dec.max_total_num_tokens == dec.available_kv_bytes // 65536 > base.max_total_num_tokens
+
+
+def test_decode_extra_slots():
+    """--max-running-requests 16 (per worker <= 32): 2 x 16 = 32 extra rows of int32 x (32,768 + 4) = 4,194,816 B."""
+    d = _est(tp=2, sglang_args="--disaggregation-mode decode", max_num_seqs=16).features.disaggregation
+    assert d.extra_slots == 32 and d.extra_slots_bytes == 32 * (32768 + 4) * 4 == 4_194_816
+    d = _est(tp=2, sglang_args="--disaggregation-mode decode --disaggregation-decode-extra-slots 5").features.disaggregation
+    assert d.extra_slots == 5
+    p = _est(tp=2, sglang_args="--disaggregation-mode prefill", max_num_seqs=16).features.disaggregation
+    assert p.extra_slots == 0 and p.reserved_decode_tokens == 0
+
+
+# ----------------------------------------------------------------------------------------- speculative decoding
+
+def test_eagle3_head_weights_cell_and_running_cap():
+    """The EAGLE-3 head of Llama-3.1-8B (1 layer, draft vocabulary 32,000), one H100:
+    TP-sharded: qkv 8,192 x (4,096 + 2 x 1,024) + o 4,096^2 + MLP 3 x 4,096 x 14,336 + lm_head 32,000 x 4,096
+              = 50,331,648 + 16,777,216 + 176,160,768 + 131,072,000 = 374,341,632;
+    replicated: norms 2 x 4,096 + 4,096, fc 4,096 x 3 x 4,096, hidden_norm 4,096 = 50,348,032;
+    bytes: (374,341,632 + 50,348,032) x 2 + d2t 8 x 32,000 = 849,635,328.
+    Cell: 131,072 + int(131,072 x 1 / 32) = 135,168. --max-running-requests 48 caps the decode graphs at 48:
+    reserve 512 + 1.5 x 8,192 + 128 + 2 x 48 + 8 x 58 = 13,488 MiB."""
+    base = _est()
+    spec = _est(sglang_args=f"--speculative-algorithm EAGLE3 --speculative-draft-model-path {HEAD}")
+    s = spec.features.speculative
+    assert s.draft_weights_per_gpu_bytes == (374_341_632 + 50_348_032) * 2 + 8 * 32000 == 849_635_328
+    assert spec.weights_per_gpu_bytes - base.weights_per_gpu_bytes == 849_635_328
+    assert (s.target_cell_bytes, s.draft_cell_bytes, spec.cell_size) == (131072, 4096, 135168)
+    assert spec.reserved_mib == 13488 and spec.mem_fraction_static == "0.835"
+    assert spec.max_running_requests == 48 and s.max_running_requests_default == 48
+    assert spec.max_total_num_tokens == spec.available_kv_bytes // 135168
+    # the auto parameters for a Llama target (speculative_hook.py _auto_choose_speculative_params): 5, 4, 8
+    assert (s.num_steps, s.eagle_topk, s.num_draft_tokens) == (5, 4, 8)
+    one = _est(sglang_args=f"--speculative-algorithm EAGLE3 --speculative-draft-model-path {HEAD} "
+                           "--speculative-num-steps 3 --speculative-eagle-topk 1", max_num_seqs=64).features.speculative
+    assert (one.num_draft_tokens, one.max_running_requests_default) == (4, None)  # topk 1: steps + 1
+
+
+def test_nextn_on_deepseek_v3_uses_its_mtp_layer():
+    """DeepSeek-V3 at TP 8 on H200: MLA cell 61 x 576 x 1 B (fp8 KV) = 35,136 B, not split by TP; the MTP layer adds
+    int(35,136 x 1 / 61) = 576 B; its 11,610,067,968 parameters load beside the target at the checkpoint's bits / 8."""
+    req = build_request("deepseek-v3", seq="16K", batch=1, kv_dtype="fp8_e4m3", dtype=None, gpu="h200-141gb",
+                        gpu_mem=None, gpus=None, tp=8, pp=1, sglang_args="--speculative-algorithm NEXTN")
+    e = engine.estimate(req)
+    s = e.features.speculative
+    assert (s.algorithm, s.draft_layers, s.target_cell_bytes, s.draft_cell_bytes) == ("NEXTN", 1, 35136, 576)
+    assert (s.num_steps, s.eagle_topk, s.num_draft_tokens) == (3, 1, 4)
+    assert 11_610_067_968 // 8 < s.draft_weights_per_gpu_bytes < 11_610_067_968 * 2 // 8
+
+
+@pytest.mark.parametrize("args, err, needle", [
+    ("--speculative-algorithm STANDALONE --speculative-draft-model-path x", UnsupportedError, "standalone"),
+    ("--speculative-algorithm NGRAM", UnsupportedError, "n-gram"),
+    ("--speculative-algorithm NEXTN", UnsupportedError, "MTP layers"),
+    ("--speculative-algorithm EAGLE --speculative-draft-model-path /no/such/head", UnsupportedError, "offline"),
+    ("--speculative-draft-model-path x", InputError, "without --speculative-algorithm"),
+    ("--disaggregation-mode decode --disaggregation-transfer-backend ascend", UnsupportedError, "ascend"),
+    ("--disaggregation-mode prefill --disaggregation-transfer-backend fake", InputError, "fake"),
+    ("--enable-dp-attention --dp-size 2", UnsupportedError, "data-parallel attention"),
+    ("--enable-hierarchical-cache", UnsupportedError, "HiCache"),
+    ("--enable-lora", UnsupportedError, "LoRA"),
+    ("--context-length 8192", InputError, "kvplan's --seq"),
+])
+def test_refusals(args, err, needle):
+    with pytest.raises(err) as info:
+        _est(sglang_args=args)
+    assert needle in str(info.value), str(info.value)
+
+
+def test_combinations_and_releases_not_modelled():
+    with pytest.raises(UnsupportedError, match="disaggregated server"):
+        _est(sglang_args=f"--disaggregation-mode decode --speculative-algorithm EAGLE3 --speculative-draft-model-path {HEAD}")
+    with pytest.raises(UnsupportedError, match="0.5.23"):
+        _est(sglang_args="--disaggregation-mode decode", version="0.5.10")
+
+
+def test_cli_json_keys_are_documented(cli):
+    text = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
+    for args in ("--disaggregation-mode decode", f"--speculative-algorithm EAGLE3 --speculative-draft-model-path {HEAD}"):
+        code, out, _ = cli("estimate", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100", "--tp", "2", "--engine", "sglang",
+                           "--sglang-args", args, "--rate", "5", "--json") if "disagg" in args else \
+            cli("estimate", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100", "--engine", "sglang", "--sglang-args", args,
+                "--json")
+        assert code == 0, out
+        features = json.loads(out)["features"]
+        keys = set(features) | {k for v in features.values() if isinstance(v, dict) for k in v}
+        missing = sorted(k for k in keys if f"`{k}`" not in text)
+        assert not missing, missing
+    code, _, err = cli("estimate", "llama-3.1-8b", "--engine", "vllm", "--sglang-args", "--disaggregation-mode decode")
+    assert code == 2 and "--engine sglang" in err
