@@ -118,7 +118,7 @@ def test_nextn_on_deepseek_v3_uses_its_mtp_layer():
     ("--speculative-draft-model-path x", InputError, "without --speculative-algorithm"),
     ("--disaggregation-mode decode --disaggregation-transfer-backend ascend", UnsupportedError, "ascend"),
     ("--disaggregation-mode prefill --disaggregation-transfer-backend fake", InputError, "fake"),
-    ("--enable-dp-attention --dp-size 2", UnsupportedError, "data-parallel attention"),
+    ("--enable-dp-attention --dp-size 2", UnsupportedError, "LlamaForCausalLM"),
     ("--enable-hierarchical-cache", UnsupportedError, "HiCache"),
     ("--enable-lora", UnsupportedError, "LoRA"),
     ("--context-length 8192", InputError, "kvplan's --seq"),
@@ -150,3 +150,37 @@ def test_cli_json_keys_are_documented(cli):
         assert not missing, missing
     code, _, err = cli("estimate", "llama-3.1-8b", "--engine", "vllm", "--sglang-args", "--disaggregation-mode decode")
     assert code == 2 and "--engine sglang" in err
+
+
+# ----------------------------------------------------------------------------------------- attention data parallelism
+
+def test_dp_attention_on_qwen3_235b():
+    """Qwen3-235B-A22B at TP 8 with 8 attention-DP workers on H200 (143,771 MiB):
+    attention 94 x (4,096 x (64 + 2 x 4) x 128 + 8,192 x 4,096) = 6,702,497,792 parameters, embedding 151,936 x 4,096
+    = 622,329,856; in bf16 over attention TP 1 instead of 8: 13,404,995,584 x 7/8 + 1,244,659,712 x 7/8
+    = 12,818,448,384 B more per GPU. A rank keeps all 4 KV heads: 4 x 128 x 2 x 2 B x 94 = 192,512 B per token
+    (48,128 at TP 8: one replicated head). Reserve: 15,312 + 512 x 8 x 3 + 512 x 8 x 1.5 = 33,744 MiB -> 0.765."""
+    base = _est("qwen3-235b-a22b", tp=8, gpu="h200-141gb")
+    dp = _est("qwen3-235b-a22b", tp=8, gpu="h200-141gb", sglang_args="--enable-dp-attention --dp-size 8",
+              max_num_seqs=1024)
+    a = dp.features.dp_attention
+    assert a.weights_added_per_gpu_bytes == 12_818_448_384 == (13_404_995_584 - 13_404_995_584 // 8) + (
+        1_244_659_712 - 1_244_659_712 // 8)
+    assert dp.weights_per_gpu_bytes - base.weights_per_gpu_bytes == 12_818_448_384
+    assert (base.cell_size, dp.cell_size, a.kv_heads_per_rank) == (48128, 192512, 4)
+    assert (base.reserved_mib, dp.reserved_mib, dp.mem_fraction_static) == (15312, 15312 + 512 * 8 * 4.5, "0.765")
+    assert a.max_running_requests_per_worker == 1024 // 8 and dp.max_running_requests <= 128
+    assert a.deployment_max_batch == 8 * dp.max_batch and dp.kv_bytes == base.kv_bytes  # the model's KV is the same
+    assert dp.pool_view().replicas == 8 and dp.chunked_prefill_size == 8192 // 8
+    # --attn-dp-size is the same layout
+    same = _est("qwen3-235b-a22b", tp=8, gpu="h200-141gb", sglang_args="--attn-dp-size 8", max_num_seqs=1024)
+    assert same.max_total_num_tokens == dp.max_total_num_tokens
+    with pytest.raises(InputError, match="divisible"):
+        _est("qwen3-235b-a22b", tp=8, gpu="h200-141gb", sglang_args="--attn-dp-size 3")
+
+
+def test_check_reads_dp_attention_inside_the_tp_group(cli):
+    code, out, _ = cli("check", ROOT / "examples" / "deploy" / "features" / "sglang-dp-attention.sh", "--gpu", "h100",
+                       "--format", "json")
+    verdict = json.loads(out)["verdicts"][0]
+    assert code == 0 and verdict["gpus"] == 4 and verdict["status"] == "pass"

@@ -376,6 +376,17 @@ def sglang_extra_terms(result) -> tuple[ExtraTerm, ...]:
         if s.max_running_requests_default is not None:
             out.append(ExtraTerm("--max-running-requests", "running requests",
                                  f"{s.max_running_requests_default} when speculative decoding is on and none is given", None))
+    a = f.dp_attention
+    if a is not None:
+        out.append(ExtraTerm("--enable-dp-attention", "attention and embedding weights over the attention-TP group",
+                             a.formula, a.weights_added_per_gpu_bytes))
+        out.append(ExtraTerm("--enable-dp-attention", "one rank's cell",
+                             f"{a.kv_heads_per_rank} KV head(s) per rank at attention TP {a.attn_tp_size}: "
+                             f"{a.cell_bytes:,} B per token", None))
+        if a.deployment_max_batch is not None:
+            out.append(ExtraTerm("--enable-dp-attention", "the deployment's requests",
+                                 f"{a.attn_dp_size} workers x {a.deployment_max_batch // a.attn_dp_size} held at once = "
+                                 f"{a.deployment_max_batch}", None))
     d = f.disaggregation
     if d is not None:
         out.append(ExtraTerm("--disaggregation-mode", f"{d.mode} server's KV one prompt token moves",

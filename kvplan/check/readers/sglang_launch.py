@@ -117,6 +117,8 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes)
     dp = args.get("dp_size", 1)
+    if sglang_opts is not None and sglang_opts.attn_dp_size > 1:
+        dp = 1  # attention data parallelism runs inside the TP group (parallel_hook.py handle_deprecated_dp_attention)
     if dp > 1:
         notes.append(f"--dp-size {dp}: {dp} replicas of {tp * pp} GPUs each; judged per replica")
     if args.get("nnodes", 1) > 1:

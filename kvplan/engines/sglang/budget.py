@@ -221,13 +221,14 @@ def _tp_table(rel: Release, n: int) -> Fraction:
 def default_mem_fraction(gpu_mib: int | None, tp: int, pp: int, mla: bool, *, rel: Release | None = None,
                          chunked_prefill_size: int | None = None, max_running_requests: int | None = None,
                          prefill_graphs: bool = True, disaggregation_mode: str | None = None,
-                         draft_tokens: int | None = None) -> tuple[Fraction, int, float | None]:
+                         draft_tokens: int | None = None, attn_dp_size: int = 1) -> tuple[Fraction, int, float | None]:
     """(mem_fraction_static, chunked_prefill_size, reserved MiB or None) that SGLang `rel` picks for a text model
     on CUDA (R1); the two flags replace the GPU-size defaults. `prefill_graphs`: False where SGLang turns its
     prefill CUDA graphs off (pipeline parallelism, multimodal models, ROCm; 0.5.10+). `disaggregation_mode`
     (prefill | decode; read from 0.5.23 only, engines/sglang/features.py): a decode server's activation slack
     follows its running requests x `draft_tokens` and it captures no prefill graphs; a prefill server captures no
-    decode graphs (arg_groups/memory_hook.py handle_gpu_memory_settings, reserve_for_graph_mb)."""
+    decode graphs (arg_groups/memory_hook.py handle_gpu_memory_settings, reserve_for_graph_mb). `attn_dp_size` D > 1
+    (attention data parallelism): the decode graphs reserve max_bs x D x 3 MiB more, x 1.5 more past 300."""
     from kvplan.engines.sglang.releases import DEFAULT
 
     rel = rel or DEFAULT
@@ -259,6 +260,8 @@ def default_mem_fraction(gpu_mib: int | None, tp: int, pp: int, mla: bool, *, re
         if max_running_requests is not None and rel.at_least("0.5.22"):
             max_bs = min(max_bs, max_running_requests)
         graph = 2 * max_bs if disaggregation_mode != "prefill" else 0
+        if attn_dp_size > 1 and disaggregation_mode != "prefill":
+            graph += max_bs * attn_dp_size * 3 + (max_bs * attn_dp_size * 1.5 if max_bs > 300 else 0)
         on = rel.prefill_graphs_default and prefill_graphs and pp == 1 and disaggregation_mode != "decode"
         if mla and on:
             graph += 1536

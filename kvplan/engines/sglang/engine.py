@@ -115,9 +115,11 @@ class SglangEstimate(EngineEstimate):
                 per_request = -(-self.seq // page) * page * (pool // slots)
             elif self.max_batch:
                 per_request = -(-pool // self.max_batch)  # sliding-window or state pools beside it: an even share
+        dp = self.features.dp_attention if self.features is not None else None
         return PoolView(problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=None,
                         kv_cache_tokens=None, concurrency=None, held_at_once=None, running_limit=None, pool_bytes=pool,
-                        per_request_bytes=per_request, estimated_max_model_len=self.estimated_max_model_len)
+                        per_request_bytes=per_request, estimated_max_model_len=self.estimated_max_model_len,
+                        replicas=dp.attn_dp_size if dp is not None else 1)
 
 
 NO_ROOM = ("the weights leave no memory for the KV cache (\"Loaded weights leave no GPU memory for the KV cache\"): "
@@ -249,6 +251,10 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     max_running = req.max_num_seqs
     if sg is not None and sg.speculative_algorithm is not None and max_running is None:
         max_running = sfeat.SPEC_RUNNING_DEFAULT
+    attn_dp = sg.attn_dp_size if sg is not None else 1
+    attn_tp = req.tp // attn_dp  # one attention-DP worker's ranks (_check_features: TP divisible by D)
+    # --max-running-requests is split over the attention-DP workers (resolve_max_num_reqs)
+    worker_running = max(1, max_running // attn_dp) if max_running is not None else None
     if req.hardware is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; SGLang's budget is its own (mem_fraction_static)")
     attn_kinds = {layer.kind for layer in spec.layer_specs}
@@ -299,17 +305,26 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         stages.append(spec.layer_specs[start:start + n])
         start += n
 
-    def cells(layers) -> tuple[int, int, int]:
-        full = sum(layer_token_bytes(layer, kv, req.tp) for layer in layers
+    def cells(layers, tp: int) -> tuple[int, int, int]:
+        full = sum(layer_token_bytes(layer, kv, tp) for layer in layers
                    if layer.kind in (FULL, MLA) or (layer.kind in WINDOWED_KINDS and not swa))
-        slide = sum(layer_token_bytes(layer, kv, req.tp) for layer in layers if layer.kind in WINDOWED_KINDS and swa)
-        state = sum(layer_state_bytes(dataclasses.replace(layer, state=_state_fp32(layer.state)), req.tp)
+        slide = sum(layer_token_bytes(layer, kv, tp) for layer in layers if layer.kind in WINDOWED_KINDS and swa)
+        state = sum(layer_state_bytes(dataclasses.replace(layer, state=_state_fp32(layer.state)), tp)
                     for layer in layers if layer.kind == STATE)
         return full, slide, state
 
-    per_stage = [cells(layers) for layers in stages]
+    # the pool of one rank: its KV heads are those of its attention-TP group (TP without attention DP)
+    per_stage = [cells(layers, attn_tp) for layers in stages]
+    model_stage = per_stage if attn_tp == req.tp else [cells(layers, req.tp) for layers in stages]
     draft_bytes, draft_how = 0, ""
     draft_add = 0
+    dp_weights, dp_how = 0, ""
+    if attn_dp > 1:
+        from kvplan.engines.vllm.features import linear_bits
+
+        dp_weights, dp_how = sfeat.dp_attention_weights_delta(spec, tp=req.tp, attn_dp=attn_dp,
+                                                              linear_bits=linear_bits(spec, req.weight_fmt, act),
+                                                              act_bits=act.bits)
     if sg is not None and sg.speculative_algorithm is not None:
         from kvplan.engines.vllm.features import linear_bits
 
@@ -355,7 +370,10 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
                                                     max_running_requests=max_running,
                                                     prefill_graphs=not multimodal and not rocm,
                                                     disaggregation_mode=sg.disaggregation_mode if sg else None,
-                                                    draft_tokens=sg.num_draft_tokens if sg else None)
+                                                    draft_tokens=sg.num_draft_tokens if sg else None,
+                                                    attn_dp_size=attn_dp)
+        if attn_dp > 1:
+            chunk //= attn_dp  # parallel_hook.py _handle_data_parallelism, after the fraction is chosen
         user_given = req.gpu_util is not None
         if user_given:
             mfs = req.gpu_util
@@ -371,6 +389,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         weights = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
         if draft_bytes:
             weights = [w + draft_bytes for w in weights]  # PP 1 (_check_features): the draft beside the target
+        if dp_weights:
+            weights = [w + dp_weights for w in weights]  # attention and embedding over attn_tp (PP 1)
         non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
         link = sbudget.link_class(getattr(facts, "interconnect", None))
         bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=mfs, tp=req.tp, pp=req.pp,
@@ -429,8 +449,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     def running_at(p: _Pool, context_len: int) -> int:
         """max_running_requests at --context-length context_len (S11): more slots for shorter contexts."""
         n = min(max(int(p.tokens / context_len * 512), 2048), 4096)
-        if max_running is not None:  # --max-running-requests (48 with speculative decoding)
-            n = max_running
+        if worker_running is not None:  # --max-running-requests (48 with speculative decoding), per DP worker
+            n = worker_running
         n = min(n, p.tokens // 2)
         if has_state and p.max_mamba is not None:
             n = min(n, p.max_mamba // MAMBA_SLOTS_PER_REQUEST)
@@ -487,18 +507,20 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=static, weights_bytes=bud.weights_bytes,
                          cache_bytes=pool_b, reserved_bytes=hw.capacity_bytes - static,
                          free_bytes=static - bud.weights_bytes - pool_b)
-    full_all = sum(f for f, _, _ in per_stage) * req.tp
-    swa_all = sum(s for _, s, _ in per_stage) * req.tp
+    full_all = sum(f for f, _, _ in model_stage) * req.tp
+    swa_all = sum(s for _, s, _ in model_stage) * req.tp
     seq_swa = min(req.seq, swa_window or req.seq)
     kv_one = full_all * req.seq + swa_all * seq_swa
-    state_one = sum(s for _, _, s in per_stage) * req.tp
+    state_one = sum(s for _, _, s in model_stage) * req.tp
     terms = verdict_terms(fits, serves)
     if refused is not None:
         terms["starts"] = False
     feature_record = None
     if sg is not None:
         feature_record = _feature_record(sg, req, target_cell=target_cell, draft_add=draft_add, draft_bytes=draft_bytes,
-                                         draft_how=draft_how, page=page, max_running=max_running)
+                                         draft_how=draft_how, page=page, max_running=max_running,
+                                         dp_weights=dp_weights, dp_how=dp_how, worker_running=worker_running,
+                                         max_batch=max_batch)
         notes += feature_record.notes
     return SglangEstimate(
         **common, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
@@ -533,6 +555,22 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
                                f"{newest.version}'s source only, not {rel.version}'s", where=sg.where,
                                hint=f"judge it with --engine-version {newest.version}")
     kinds = {layer.kind for layer in req.spec.layer_specs}
+    if sg.attn_dp_size > 1:
+        d = sg.attn_dp_size
+        if req.spec.architecture not in sfeat.DP_ATTENTION_CLASSES:
+            raise UnsupportedError(f"attention data parallelism on {req.spec.architecture or req.spec.name} is not "
+                                   "modelled (which weights shard over the attention-TP group is per model class)",
+                                   where=sg.where, hint="kvplan read " + ", ".join(sorted(sfeat.DP_ATTENTION_CLASSES)))
+        if req.tp % d:
+            raise InputError(f"SGLang refuses it: tp_size {req.tp} must be divisible by attn_dp_size {d}", where=sg.where)
+        attn_tp = req.tp // d
+        kv = req.spec.kv_heads
+        if (kv >= attn_tp and kv % attn_tp) or (kv < attn_tp and attn_tp % kv) or req.spec.attention_heads % attn_tp:
+            raise InputError(f"SGLang refuses it: {req.spec.attention_heads} heads / {kv} KV heads over attention TP "
+                             f"{attn_tp}", where=sg.where)
+        if req.pp > 1 or sg.speculative_algorithm is not None or sg.disaggregation_mode is not None:
+            raise UnsupportedError("attention data parallelism with PP > 1, speculative decoding or disaggregation is "
+                                   "not modelled", where=sg.where, hint="judge the options one at a time")
     if sg.speculative_algorithm is not None:
         if req.pp > 1:
             raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (which stage holds "
@@ -549,7 +587,9 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
 
 
 def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell: int, draft_add: int,
-                    draft_bytes: int, draft_how: str, page: int, max_running: int | None) -> sfeat.SglangFeatures:
+                    draft_bytes: int, draft_how: str, page: int, max_running: int | None, dp_weights: int = 0,
+                    dp_how: str = "", worker_running: int | None = None,
+                    max_batch: int | None = None) -> sfeat.SglangFeatures:
     from kvplan.engines.features import disagg as shared_disagg
 
     notes: list[str] = []
@@ -578,5 +618,17 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
                      "weights per GPU")
         if req.max_num_seqs is None:
             notes.append(f"speculative decoding sets --max-running-requests {sfeat.SPEC_RUNNING_DEFAULT} when none is given")
+    dp = None
+    if sg.attn_dp_size > 1:
+        from kvplan.core.layers import kv_heads_per_rank
+
+        attn_tp = req.tp // sg.attn_dp_size
+        dp = sfeat.DpAttentionTerms(
+            attn_dp_size=sg.attn_dp_size, attn_tp_size=attn_tp, kv_heads_per_rank=kv_heads_per_rank(req.spec.kv_heads, attn_tp),
+            cell_bytes=target_cell, weights_added_per_gpu_bytes=dp_weights, max_running_requests_per_worker=worker_running,
+            deployment_max_batch=max_batch * sg.attn_dp_size if max_batch is not None else None, formula=dp_how)
+        notes.append(f"attention data parallelism: {sg.attn_dp_size} workers on the {req.tp} GPUs, each its own pool with "
+                     f"attention over {attn_tp} rank(s); {dp_weights:,} B more weights per GPU ({dp_how})")
     return sfeat.SglangFeatures(options=sfeat.option_names(sg), disaggregation=dis, speculative=spec_terms,
-                                weights_added_per_gpu_bytes=draft_bytes, notes=tuple(notes))
+                                dp_attention=dp, weights_added_per_gpu_bytes=draft_bytes + dp_weights,
+                                notes=tuple(notes))

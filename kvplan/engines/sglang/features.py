@@ -24,6 +24,20 @@ Disaggregation (--disaggregation-mode prefill|decode):
   rank (common/conn.py _resolve_rank_mapping): prompt tokens x one rank's cell bytes, from every rank; an MLA latent
   is whole on every rank, so each rank receives a full copy.
 
+Attention data parallelism (--enable-dp-attention with --dp-size D, or --attn-dp-size D;
+arg_groups/parallel_hook.py handle_deprecated_dp_attention turns the first into the second):
+- D attention-DP workers inside the TP group: no more GPUs; each worker has its own KV pool and scheduler, the
+  attention of its requests sharded over attn_tp = TP / D ranks (tp_size must be divisible by attn_dp_size), so a
+  rank keeps KV heads / attn_tp heads (qwen3_moe.py Qwen3MoeAttention: max(1, kv // attn_tp));
+- --max-running-requests is split over the workers (kv_cache_configurator.py resolve_max_num_reqs:
+  max(1, max_running_requests // attn_dp_size)), as is the chunked prefill (parallel_hook.py _handle_data_parallelism);
+- the default --mem-fraction-static reserves max_bs x D x 3 MiB more for the decode graphs' padding, and x 1.5 more
+  when max_bs > 300 (memory_hook.py reserve_for_graph_mb);
+- which weights shard over attn_tp instead of TP is per model class: Qwen3-MoE's qkv_proj, o_proj
+  (parallel_group "attn_tp") and embed_tokens (use_attn_tp_group=is_dp_attention_enabled()); its experts and lm_head
+  stay on the TP group (models/qwen3_moe.py, qwen2_moe.py Qwen2MoeModel). Other classes are not modelled (exit 3):
+  DeepSeek's MLA keeps replicated q_a / kv_a projections whose ranks kvplan's specs do not carry.
+
 Speculative decoding (--speculative-algorithm EAGLE | EAGLE3 | NEXTN; arg_groups/speculative_hook.py):
 - NEXTN is EAGLE (_resolve_speculative_algorithm_alias); on DeepSeek-V3 / GLM-4 MoE / ... the draft is the target
   checkpoint's MTP layer(s) when no --speculative-draft-model-path is given (_handle_eagle_family);
@@ -77,6 +91,8 @@ SPEC_NOT_MODELLED = {
     "FROZEN_KV_MTP": "Gemma-4 assistant drafts",
 }
 # architectures whose MTP layers SGLang serves as the NEXTN draft without a draft path (_handle_eagle_family)
+# model classes whose attention-TP sharding under DP attention kvplan read (see above)
+DP_ATTENTION_CLASSES = frozenset({"Qwen3MoeForCausalLM"})
 MTP_TARGETS = frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeForCausalLM",
                          "Glm4MoeLiteForCausalLM", "BailingMoeV2ForCausalLM"})
 
@@ -97,6 +113,7 @@ class SglangOptions:
     num_steps: int | None = None
     eagle_topk: int | None = None
     num_draft_tokens: int | None = None
+    attn_dp_size: int = 1  # attention-DP workers (--enable-dp-attention --dp-size D, or --attn-dp-size D)
     where: str = "sglang"
 
     @property
@@ -110,7 +127,8 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
     mode = args.get("disaggregation_mode")
     mode = None if mode in (None, "null") else str(mode)
     algo = args.get("speculative_algorithm")
-    if mode is None and algo is None:
+    attn_dp = attention_dp_size(args, where=where)
+    if mode is None and algo is None and attn_dp == 1:
         for dest in ("speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
                      "speculative_num_draft_tokens"):
             if args.given(dest):
@@ -118,7 +136,7 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
                                  + args.written.get(dest, "--" + dest.replace("_", "-")),
                                  hint="add --speculative-algorithm EAGLE, EAGLE3 or NEXTN, or drop it")
         return None
-    out: dict[str, Any] = {"where": where}
+    out: dict[str, Any] = {"where": where, "attn_dp_size": attn_dp}
     if mode is not None:
         backend = str(args.get("disaggregation_transfer_backend") or "mooncake")
         if backend in BACKENDS_NOT_MODELLED:
@@ -141,6 +159,21 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
     if algo is not None:
         out.update(_speculative(args, spec, str(algo).upper(), where=where, base_dir=base_dir))
     return SglangOptions(**out)
+
+
+def attention_dp_size(args, *, where: str) -> int:
+    """D of attention data parallelism (parallel_hook.py handle_deprecated_dp_attention, _handle_data_parallelism)."""
+    attn = args.get("attn_dp_size", 1) or 1
+    if args.get("enable_dp_attention"):
+        if attn == 1:
+            attn = args.get("dp_size", 1) or 1
+    elif attn > 1 and (args.get("dp_size", 1) or 1) > 1:
+        raise InputError(f"SGLang refuses --dp-size {args.get('dp_size')} with --attn-dp-size {attn}: data-parallel "
+                         "replicas combined with attention data parallelism are not supported",
+                         where=f"{where}: --attn-dp-size")
+    if attn < 1:
+        raise InputError(f"--attn-dp-size must be positive (got {attn})", where=f"{where}: --attn-dp-size")
+    return int(attn)
 
 
 def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path | None) -> dict:
@@ -320,6 +353,7 @@ class SglangFeatures:
     options: tuple[str, ...]  # the options in play, as SGLang spells them
     disaggregation: DisaggTerms | None
     speculative: SpeculativeTerms | None
+    dp_attention: DpAttentionTerms | None
     weights_added_per_gpu_bytes: int
     notes: tuple[str, ...]
 
@@ -330,4 +364,32 @@ def option_names(opts: SglangOptions) -> tuple[str, ...]:
         out.append("--disaggregation-mode")
     if opts.speculative_algorithm is not None:
         out.append("--speculative-algorithm")
+    if opts.attn_dp_size > 1:
+        out.append("--enable-dp-attention")
     return tuple(out)
+
+
+def dp_attention_weights_delta(spec: ModelSpec, *, tp: int, attn_dp: int, linear_bits: Fraction, act_bits: int) -> tuple[int, str]:
+    """The bytes one GPU holds beyond the TP-sharded model when attention shards over attn_tp = TP / D instead
+    (Qwen3-MoE: qkv_proj, o_proj and embed_tokens on the attention-TP group)."""
+    h, heads, kv, d = spec.hidden_size, spec.attention_heads, spec.kv_heads, spec.head_dim
+    attn_tp = tp // attn_dp
+    attention = spec.layers * (h * (heads + 2 * kv) * d + heads * d * h)
+    embed = spec.vocab_size * h
+    a_bytes = Fraction(attention) * linear_bits / 8
+    e_bytes = Fraction(embed * act_bits, 8)
+    delta = math.ceil(a_bytes / attn_tp) - math.ceil(a_bytes / tp) + math.ceil(e_bytes / attn_tp) - math.ceil(e_bytes / tp)
+    return delta, (f"qkv_proj + o_proj ({attention:,} parameters at {float(linear_bits):g} bits) and embed_tokens "
+                   f"({embed:,} at {act_bits}) over attention TP {attn_tp} instead of TP {tp}")
+
+
+@dataclass(frozen=True)
+class DpAttentionTerms:
+    attn_dp_size: int  # attention-DP workers, each its own pool
+    attn_tp_size: int  # ranks one worker's attention is sharded over
+    kv_heads_per_rank: int
+    cell_bytes: int  # one rank's bytes per token (all its KV heads)
+    weights_added_per_gpu_bytes: int  # attention and embedding at attn_tp instead of TP
+    max_running_requests_per_worker: int | None
+    deployment_max_batch: int | None  # D x the requests one worker's pool holds
+    formula: str
