@@ -119,8 +119,11 @@ def test_nextn_on_deepseek_v3_uses_its_mtp_layer():
     ("--disaggregation-mode decode --disaggregation-transfer-backend ascend", UnsupportedError, "ascend"),
     ("--disaggregation-mode prefill --disaggregation-transfer-backend fake", InputError, "fake"),
     ("--enable-dp-attention --dp-size 2", UnsupportedError, "LlamaForCausalLM"),
-    ("--enable-hierarchical-cache", UnsupportedError, "HiCache"),
-    ("--enable-lora", UnsupportedError, "LoRA"),
+    ("--enable-hierarchical-cache --hicache-storage-backend file", UnsupportedError, "storage tier"),
+    ("--enable-lora", InputError, "--max-lora-rank and --lora-target-modules"),
+    ("--lora-paths a=/x", UnsupportedError, "adapters"),
+    ("--enable-lora --max-lora-rank 8 --lora-target-modules all", UnsupportedError, "all"),
+    ("--enable-lora --max-lora-rank 8 --lora-target-modules embed_tokens", UnsupportedError, "embed_tokens"),
     ("--context-length 8192", InputError, "kvplan's --seq"),
 ])
 def test_refusals(args, err, needle):
@@ -184,3 +187,59 @@ def test_check_reads_dp_attention_inside_the_tp_group(cli):
                        "--format", "json")
     verdict = json.loads(out)["verdicts"][0]
     assert code == 0 and verdict["gpus"] == 4 and verdict["status"] == "pass"
+
+
+# ----------------------------------------------------------------------------------------- LoRA and HiCache
+
+LINEAR = "q_proj k_proj v_proj o_proj gate_proj up_proj down_proj"
+
+
+def test_lora_slots_on_llama_8b():
+    """4 slots of rank 64 on every linear module of Llama-3.1-8B (lora/mem_pool.py shapes), per layer:
+    qkv 4 x 192 x 4,096 + 4 x 6,144 x 64 = 4,718,592; o 4 x 64 x 4,096 + 4 x 4,096 x 64 = 2,097,152;
+    gate_up 4 x 128 x 4,096 + 4 x 28,672 x 64 = 9,437,184; down 4 x 64 x 14,336 + 4 x 4,096 x 64 = 4,718,592;
+    20,971,520 x 32 layers x 2 B = 1,342,177,280 B, taken from the pool's budget."""
+    base = _est()
+    lo_est = _est(sglang_args=f"--enable-lora --max-lora-rank 64 --lora-target-modules {LINEAR} --max-loras-per-batch 4")
+    lo = lo_est.features.lora
+    by_name = {m.name: m for m in lo.modules}
+    assert by_name["qkv_proj"].a_shape == (4, 192, 4096) and by_name["qkv_proj"].b_shape == (4, 6144, 64)
+    assert lo.gpu_bytes_per_rank == (4_718_592 + 2_097_152 + 9_437_184 + 4_718_592) * 32 * 2 == 1_342_177_280
+    assert lo_est.weights_per_gpu_bytes - base.weights_per_gpu_bytes == 1_342_177_280
+    assert lo_est.max_total_num_tokens < base.max_total_num_tokens
+    # the same element counts as vLLM's slots for these modules (kvplan/engines/features/lora.py)
+    from kvplan.engines.features import lora as vllm_lora
+    from kvplan.model import catalog
+
+    spec = catalog.resolve_model("llama-3.1-8b")
+    for tp in (1, 2, 8):
+        ours = _est(tp=tp, sglang_args=f"--enable-lora --max-lora-rank 64 --lora-target-modules {LINEAR} "
+                                       "--max-loras-per-batch 4").features.lora
+        theirs = vllm_lora.terms(spec, vllm_lora.LoraOptions(max_loras=4, max_lora_rank=64, target_modules=tuple(
+            LINEAR.split())), tp=tp, model_bits=16, max_num_batched_tokens=8192)
+        assert ours.gpu_bytes_per_rank == theirs.gpu_bytes_per_rank, tp
+    # the default 8 slots, one module
+    one = _est(sglang_args="--enable-lora --max-lora-rank 16 --lora-target-modules o_proj").features.lora
+    assert one.gpu_bytes_per_rank == (8 * 16 * 4096 + 8 * 4096 * 16) * 32 * 2
+
+
+def test_lora_refused_on_moe():
+    with pytest.raises(UnsupportedError, match="LoRA slots"):
+        _est("qwen3-235b-a22b", tp=8, gpu="h200-141gb", sglang_args=f"--enable-lora --max-lora-rank 8 --lora-target-modules {LINEAR}")
+
+
+def test_hicache_host_tier():
+    """Llama-3.1-8B on one H100: 131,072 B per token; ratio 2 of the device pool's N tokens -> 2N + 1 page (page 1);
+    --hicache-size 100 -> int(100e9 // 131,072) = 762,939 + 1 = 762,940 tokens, 100,000,071,680 B."""
+    e = _est(sglang_args="--enable-hierarchical-cache")
+    h = e.features.hicache
+    n = e.max_total_num_tokens
+    assert (h.device_tokens, h.host_tokens, h.ratio, h.auto_sized) == (n, 2 * n + 1, 2.0, True)
+    assert h.host_bytes_per_rank == (2 * n + 1) * 131072 == h.host_bytes
+    assert e.max_total_num_tokens == _est().max_total_num_tokens  # nothing more on the GPU
+    sized = _est(sglang_args="--enable-hierarchical-cache --hicache-size 100").features.hicache
+    assert (sized.host_tokens, sized.host_bytes_per_rank, sized.ratio) == (762_940, 100_000_071_680, None)
+    r = _est(tp=2, sglang_args="--enable-hierarchical-cache --hicache-ratio 1.5").features.hicache
+    assert r.host_tokens == int(r.device_tokens * 1.5) + 1 and r.host_bytes == 2 * r.host_tokens * 65536 and not r.auto_sized
+    with pytest.raises(UnsupportedError, match="decode server"):
+        _est(tp=2, sglang_args="--enable-hierarchical-cache --disaggregation-mode decode")

@@ -376,6 +376,23 @@ def sglang_extra_terms(result) -> tuple[ExtraTerm, ...]:
         if s.max_running_requests_default is not None:
             out.append(ExtraTerm("--max-running-requests", "running requests",
                                  f"{s.max_running_requests_default} when speculative decoding is on and none is given", None))
+    lo = f.lora
+    if lo is not None:
+        for m in lo.modules:
+            out.append(ExtraTerm("--enable-lora", f"LoRA slots of {m.name}",
+                                 f"(A {list(m.a_shape)} + B {list(m.b_shape)}) x {lo.layers} layers x {lo.dtype_bits // 8} B",
+                                 m.bytes_per_gpu))
+        out.append(ExtraTerm("--enable-lora", "LoRA slots on one GPU", "the modules above, before the pool is sized",
+                             lo.gpu_bytes_per_rank))
+    hc = f.hicache
+    if hc is not None:
+        how = (f"--hicache-size {hc.size_gb} GB // {hc.bytes_per_token:,} B" if hc.size_gb else
+               f"{hc.device_tokens:,} device tokens x {hc.ratio:g}" + (" (at most: SGLang lowers the default to fit "
+                                                                       "the host's free memory)" if hc.auto_sized else ""))
+        out.append(ExtraTerm("--enable-hierarchical-cache", "host KV tier, one rank",
+                             f"{how}, whole pages + 1: {hc.host_tokens:,} tokens x {hc.bytes_per_token:,} B",
+                             hc.host_bytes_per_rank))
+        out.append(ExtraTerm("--enable-hierarchical-cache", "host memory, every rank", f"{hc.ranks} rank(s)", hc.host_bytes))
     a = f.dp_attention
     if a is not None:
         out.append(ExtraTerm("--enable-dp-attention", "attention and embedding weights over the attention-TP group",

@@ -319,6 +319,10 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     draft_bytes, draft_how = 0, ""
     draft_add = 0
     dp_weights, dp_how = 0, ""
+    lora_t = sfeat.lora_terms(spec, sg, tp=req.tp, bits=act.bits) if sg is not None and sg.lora_slots else None
+    if sg is not None and sg.hicache and (swa or has_state):
+        raise UnsupportedError("HiCache of a sliding-window or Mamba hybrid is not modelled (its host pools are split "
+                               "per sub-pool, hybrid_pool_assembler.py)", where=sg.where)
     if attn_dp > 1:
         from kvplan.engines.vllm.features import linear_bits
 
@@ -391,6 +395,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             weights = [w + draft_bytes for w in weights]  # PP 1 (_check_features): the draft beside the target
         if dp_weights:
             weights = [w + dp_weights for w in weights]  # attention and embedding over attn_tp (PP 1)
+        if lora_t is not None:
+            weights = [w + lora_t.gpu_bytes_per_rank for w in weights]  # the adapter slots, before the pool (PP 1)
         non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
         link = sbudget.link_class(getattr(facts, "interconnect", None))
         bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=mfs, tp=req.tp, pp=req.pp,
@@ -520,7 +526,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         feature_record = _feature_record(sg, req, target_cell=target_cell, draft_add=draft_add, draft_bytes=draft_bytes,
                                          draft_how=draft_how, page=page, max_running=max_running,
                                          dp_weights=dp_weights, dp_how=dp_how, worker_running=worker_running,
-                                         max_batch=max_batch)
+                                         max_batch=max_batch, lora_t=lora_t, device_tokens=tokens)
         notes += feature_record.notes
     return SglangEstimate(
         **common, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
@@ -581,6 +587,20 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
         if sg.disaggregation_mode is not None:
             raise UnsupportedError("speculative decoding on a disaggregated server is not modelled (the draft's KV in "
                                    "the transfer)", where=sg.where, hint="judge the two options one at a time")
+    if sg.lora_slots:
+        spec = req.spec
+        if spec.architecture not in sfeat.LORA_ARCHITECTURES or spec.moe is not None:
+            raise UnsupportedError(f"SGLang's LoRA slots for {spec.architecture or spec.name} are not modelled", where=sg.where,
+                                   hint="kvplan sizes them for dense " + ", ".join(sorted(sfeat.LORA_ARCHITECTURES)))
+        if spec.hidden_size is None or spec.intermediate_size is None:
+            raise UnsupportedError("LoRA slots need the model's hidden_size and intermediate_size", where=sg.where)
+        if req.pp > 1 or sg.attn_dp_size > 1:
+            raise UnsupportedError("LoRA with PP > 1 or attention data parallelism is not modelled", where=sg.where)
+    if sg.hicache:
+        if req.pp > 1 or sg.attn_dp_size > 1 or sg.speculative_algorithm is not None or sg.disaggregation_mode == "decode":
+            raise UnsupportedError("HiCache with PP > 1, attention data parallelism, speculative decoding (the draft's "
+                                   "host layers) or on a decode server (its ratio follows the retraction backup) is not "
+                                   "modelled", where=sg.where, hint="judge the options one at a time")
     if sg.disaggregation_mode is not None and STATE in kinds:
         raise UnsupportedError("disaggregation of a Mamba hybrid is not modelled (its state transfer and the decode "
                                "server's state slots without a radix cache)", where=sg.where)
@@ -588,8 +608,8 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
 
 def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell: int, draft_add: int,
                     draft_bytes: int, draft_how: str, page: int, max_running: int | None, dp_weights: int = 0,
-                    dp_how: str = "", worker_running: int | None = None,
-                    max_batch: int | None = None) -> sfeat.SglangFeatures:
+                    dp_how: str = "", worker_running: int | None = None, max_batch: int | None = None,
+                    lora_t: sfeat.LoraTerms | None = None, device_tokens: int | None = None) -> sfeat.SglangFeatures:
     from kvplan.engines.features import disagg as shared_disagg
 
     notes: list[str] = []
@@ -629,6 +649,20 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
             deployment_max_batch=max_batch * sg.attn_dp_size if max_batch is not None else None, formula=dp_how)
         notes.append(f"attention data parallelism: {sg.attn_dp_size} workers on the {req.tp} GPUs, each its own pool with "
                      f"attention over {attn_tp} rank(s); {dp_weights:,} B more weights per GPU ({dp_how})")
+    if lora_t is not None:
+        notes.append(f"LoRA: {lora_t.slots} adapter slot(s) of rank {lora_t.rank} for "
+                     f"{', '.join(m.name for m in lora_t.modules)} in every layer: {lora_t.gpu_bytes_per_rank:,} B per GPU, "
+                     "allocated before the pool is sized")
+    hic = None
+    if sg.hicache:
+        if device_tokens is None:
+            raise UnsupportedError("the HiCache host pool is sized from the device pool, which needs a GPU", where=sg.where,
+                                   hint="add --gpu")
+        hic = sfeat.hicache_terms(sg, cell_per_rank=target_cell, device_tokens=device_tokens, page=page, ranks=req.tp)
+        notes.append(f"HiCache: {hic.host_tokens:,} tokens in {hic.host_bytes_per_rank:,} B of pinned host memory per rank "
+                     f"({hic.host_bytes:,} B for the {hic.ranks} rank(s))" + (
+                         "; SGLang lowers the default ratio 2.0 if the host's free memory is short" if hic.auto_sized else ""))
     return sfeat.SglangFeatures(options=sfeat.option_names(sg), disaggregation=dis, speculative=spec_terms,
-                                dp_attention=dp, weights_added_per_gpu_bytes=draft_bytes + dp_weights,
+                                dp_attention=dp, lora=lora_t, hicache=hic,
+                                weights_added_per_gpu_bytes=draft_bytes + dp_weights + (lora_t.gpu_bytes_per_rank if lora_t else 0),
                                 notes=tuple(notes))

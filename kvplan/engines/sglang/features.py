@@ -38,6 +38,31 @@ arg_groups/parallel_hook.py handle_deprecated_dp_attention turns the first into 
   stay on the TP group (models/qwen3_moe.py, qwen2_moe.py Qwen2MoeModel). Other classes are not modelled (exit 3):
   DeepSeek's MLA keeps replicated q_a / kv_a projections whose ranks kvplan's specs do not carry.
 
+LoRA (--enable-lora / --lora-paths with --max-lora-rank, --lora-target-modules, --max-loras-per-batch):
+- the adapter slots are zero-filled GPU buffers, max_loras_per_batch (default 8) of them per module and layer,
+  allocated when the LoRA manager starts, after the weights load and before the pool is sized (model_executor/
+  model_runner.py initialize: load_model, maybe_init_lora_manager; the pool comes in managers/scheduler.py
+  init_memory_pools), so they come out of the pool's budget;
+- shapes (lora/mem_pool.py LoRAMemoryPool get_lora_A_shape, get_lora_B_shape, init_buffers), in the model dtype,
+  for every layer (num_hidden_layers, whatever the PP stage): A [slots, r x stacked, in], B [slots, out, r]; stacked is
+  3 for qkv_proj and 2 for gate_up_proj (lora/utils.py get_stacked_multiply); the row-parallel o_proj and down_proj
+  split A's input over TP, the column-parallel qkv_proj and gate_up_proj split B's output (qkv_proj's KV part per
+  rank one head_dim each once TP exceeds the KV heads: _column_parallel_lora_b_per_rank_dim). These are the same
+  element counts as vLLM's slots for the same modules (kvplan/engines/features/lora.py);
+- without --max-lora-rank or --lora-target-modules SGLang reads them from the adapters in --lora-paths
+  (lora_manager.py init_lora_shapes), which kvplan does not read (exit 3); without adapters it refuses
+  (arg_groups/lora_hook.py check_lora_server_args). 'all', embed_tokens, lm_head and MoE experts are not modelled.
+
+HiCache (--enable-hierarchical-cache with --hicache-ratio R or --hicache-size G):
+- a host pool per rank beside the device pool, nothing more on the GPU (mem_cache/pool_host/base.py
+  HostKVCache.__init__): G > 0 gives int(G x 1e9 // bytes per token) tokens (G in decimal gigabytes), else
+  int(device tokens x R); then whole pages plus one padding page; bytes per token are the rank's own cell
+  (pool_host/mha.py get_size_per_token: (head_dim + v_head_dim) x heads x layers x dtype; MLA the latent);
+- R defaults to 2.0 in cache mode (arg_groups/hicache_hook.py handle_hicache_ratio_default); with neither R nor G
+  given SGLang lowers R until every rank's pool fits --hicache-host-memory-fraction (0.8) of the host's free memory
+  after a 10 GiB reserve (mem_cache/hicache_auto_size.py auto_size_hicache), which kvplan cannot see: the figures
+  are then what R = 2.0 needs, an upper bound.
+
 Speculative decoding (--speculative-algorithm EAGLE | EAGLE3 | NEXTN; arg_groups/speculative_hook.py):
 - NEXTN is EAGLE (_resolve_speculative_algorithm_alias); on DeepSeek-V3 / GLM-4 MoE / ... the draft is the target
   checkpoint's MTP layer(s) when no --speculative-draft-model-path is given (_handle_eagle_family);
@@ -114,6 +139,12 @@ class SglangOptions:
     eagle_topk: int | None = None
     num_draft_tokens: int | None = None
     attn_dp_size: int = 1  # attention-DP workers (--enable-dp-attention --dp-size D, or --attn-dp-size D)
+    lora_slots: int = 0  # --max-loras-per-batch when LoRA is on; 0: off
+    lora_rank: int = 0
+    lora_modules: tuple[str, ...] = ()  # normalized: qkv_proj, o_proj, gate_up_proj, down_proj
+    hicache: bool = False
+    hicache_ratio: float | None = None  # None: the default 2.0, auto-sized against host memory
+    hicache_size_gb: int = 0  # --hicache-size (decimal GB); 0: the ratio
     where: str = "sglang"
 
     @property
@@ -128,7 +159,9 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
     mode = None if mode in (None, "null") else str(mode)
     algo = args.get("speculative_algorithm")
     attn_dp = attention_dp_size(args, where=where)
-    if mode is None and algo is None and attn_dp == 1:
+    lora = _lora(args, where=where)
+    hicache = _hicache(args, where=where)
+    if mode is None and algo is None and attn_dp == 1 and not lora and not hicache:
         for dest in ("speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
                      "speculative_num_draft_tokens"):
             if args.given(dest):
@@ -136,7 +169,7 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
                                  + args.written.get(dest, "--" + dest.replace("_", "-")),
                                  hint="add --speculative-algorithm EAGLE, EAGLE3 or NEXTN, or drop it")
         return None
-    out: dict[str, Any] = {"where": where, "attn_dp_size": attn_dp}
+    out: dict[str, Any] = {"where": where, "attn_dp_size": attn_dp, **lora, **hicache}
     if mode is not None:
         backend = str(args.get("disaggregation_transfer_backend") or "mooncake")
         if backend in BACKENDS_NOT_MODELLED:
@@ -159,6 +192,57 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
     if algo is not None:
         out.update(_speculative(args, spec, str(algo).upper(), where=where, base_dir=base_dir))
     return SglangOptions(**out)
+
+
+LORA_MODULES = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "qkv_proj": "qkv_proj",
+                "o_proj": "o_proj", "gate_proj": "gate_up_proj", "up_proj": "gate_up_proj", "gate_up_proj": "gate_up_proj",
+                "down_proj": "down_proj"}  # lora/utils.py get_normalized_target_modules
+LORA_ARCHITECTURES = frozenset({"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "Qwen3ForCausalLM"})
+LORA_SLOTS_DEFAULT = 8  # arg_groups/fields/lora.py max_loras_per_batch
+
+
+def _lora(args, *, where: str) -> dict:
+    paths = args.get("lora_paths")
+    enabled = args.get("enable_lora")
+    if not (enabled or (paths and enabled is not False)):
+        return {}
+    at = f"{where}: " + args.written.get("enable_lora", args.written.get("lora_paths", "--enable-lora"))
+    rank, modules = args.get("max_lora_rank"), args.get("lora_target_modules")
+    if not rank or not modules:
+        if paths:
+            raise UnsupportedError("SGLang reads the LoRA rank and target modules from the adapters in --lora-paths, "
+                                   "which kvplan does not read", where=at,
+                                   hint="give --max-lora-rank and --lora-target-modules")
+        raise InputError("SGLang refuses it: without --lora-paths both --max-lora-rank and --lora-target-modules are "
+                         "needed", where=at)
+    if "all" in modules:
+        raise UnsupportedError("--lora-target-modules all (every module the model has, with the embedding and head) is "
+                               "not modelled", where=at, hint="list the modules: q_proj k_proj v_proj o_proj ...")
+    odd = [m for m in modules if m not in LORA_MODULES]
+    if odd:
+        raise UnsupportedError(f"LoRA slots of {odd[0]} are not modelled", where=at,
+                               hint="kvplan sizes " + ", ".join(sorted(set(LORA_MODULES))))
+    slots = args.get("max_loras_per_batch", LORA_SLOTS_DEFAULT)
+    if slots < 1 or rank < 1:
+        raise InputError("--max-loras-per-batch and --max-lora-rank must be positive", where=at)
+    return dict(lora_slots=int(slots), lora_rank=int(rank),
+                lora_modules=tuple(sorted({LORA_MODULES[m] for m in modules})))
+
+
+def _hicache(args, *, where: str) -> dict:
+    if not args.get("enable_hierarchical_cache"):
+        return {}
+    at = f"{where}: " + args.written.get("enable_hierarchical_cache", "--enable-hierarchical-cache")
+    for dest, default, why in (("hicache_host_memory_mode", "cache", "buffer_only staging"),
+                               ("hicache_storage_backend", None, "a storage tier beyond host memory")):
+        if args.given(dest) and args.get(dest) != default:
+            raise UnsupportedError(f"HiCache with {why} is not modelled", where=f"{where}: " + args.written.get(dest, dest))
+    ratio, size = args.get("hicache_ratio"), args.get("hicache_size", 0) or 0
+    if ratio is not None and ratio <= 0:
+        raise InputError(f"--hicache-ratio must be positive, got {ratio}", where=at)
+    if size < 0:
+        raise InputError(f"--hicache-size must be at least 0, got {size}", where=at)
+    return dict(hicache=True, hicache_ratio=None if ratio is None else float(ratio), hicache_size_gb=int(size))
 
 
 def attention_dp_size(args, *, where: str) -> int:
@@ -354,6 +438,8 @@ class SglangFeatures:
     disaggregation: DisaggTerms | None
     speculative: SpeculativeTerms | None
     dp_attention: DpAttentionTerms | None
+    lora: LoraTerms | None
+    hicache: HiCacheTerms | None
     weights_added_per_gpu_bytes: int
     notes: tuple[str, ...]
 
@@ -366,6 +452,10 @@ def option_names(opts: SglangOptions) -> tuple[str, ...]:
         out.append("--speculative-algorithm")
     if opts.attn_dp_size > 1:
         out.append("--enable-dp-attention")
+    if opts.lora_slots:
+        out.append("--enable-lora")
+    if opts.hicache:
+        out.append("--enable-hierarchical-cache")
     return tuple(out)
 
 
@@ -393,3 +483,76 @@ class DpAttentionTerms:
     max_running_requests_per_worker: int | None
     deployment_max_batch: int | None  # D x the requests one worker's pool holds
     formula: str
+
+
+@dataclass(frozen=True)
+class LoraModule:
+    name: str  # qkv_proj, o_proj, gate_up_proj, down_proj
+    a_shape: tuple[int, ...]  # one layer's A buffer on one rank
+    b_shape: tuple[int, ...]
+    bytes_per_gpu: int  # every layer's A and B
+
+
+@dataclass(frozen=True)
+class LoraTerms:
+    slots: int  # --max-loras-per-batch
+    rank: int
+    dtype_bits: int
+    layers: int
+    modules: tuple[LoraModule, ...]
+    gpu_bytes_per_rank: int  # all of them, before the pool is sized
+
+
+def lora_terms(spec: ModelSpec, opts: SglangOptions, *, tp: int, bits: int) -> LoraTerms:
+    """LoRAMemoryPool's buffers on one rank (lora/mem_pool.py get_lora_A_shape / get_lora_B_shape)."""
+    from kvplan.core.layers import kv_heads_per_rank
+
+    L, r, h, inter = opts.lora_slots, opts.lora_rank, spec.hidden_size, spec.intermediate_size
+    q, d = spec.attention_heads * spec.head_dim, spec.head_dim
+    kv_out = kv_heads_per_rank(spec.kv_heads, tp) * d  # per rank: replicated heads once TP exceeds them
+    shapes = {
+        "qkv_proj": ((L, 3 * r, h), (L, q // tp + 2 * kv_out, r)),
+        "o_proj": ((L, r, q // tp), (L, h, r)),
+        "gate_up_proj": ((L, 2 * r, h), (L, 2 * inter // tp, r)),
+        "down_proj": ((L, r, inter // tp), (L, h, r)),
+    }
+    mods = []
+    for name in opts.lora_modules:
+        a, b = shapes[name]
+        elements = (math.prod(a) + math.prod(b)) * spec.layers
+        mods.append(LoraModule(name=name, a_shape=a, b_shape=b, bytes_per_gpu=elements * bits // 8))
+    return LoraTerms(slots=L, rank=r, dtype_bits=bits, layers=spec.layers, modules=tuple(mods),
+                     gpu_bytes_per_rank=sum(m.bytes_per_gpu for m in mods))
+
+
+@dataclass(frozen=True)
+class HiCacheTerms:
+    ratio: float | None  # the ratio applied (None with --hicache-size)
+    size_gb: int  # --hicache-size; 0: the ratio
+    auto_sized: bool  # neither given: SGLang may lower the ratio to fit the host's free memory
+    bytes_per_token: int  # one rank's host cell
+    device_tokens: int
+    host_tokens: int  # one rank's host pool (every rank of the TP group holds its shard of the same tokens)
+    host_bytes_per_rank: int
+    ranks: int
+    host_bytes: int  # every rank of the deployment (per host: divide by the nodes)
+
+
+HICACHE_RATIO_DEFAULT = 2.0
+
+
+def hicache_terms(opts: SglangOptions, *, cell_per_rank: int, device_tokens: int, page: int, ranks: int) -> HiCacheTerms:
+    """The host pool HostKVCache builds (pool_host/base.py __init__): tokens, then whole pages plus one."""
+    ratio = opts.hicache_ratio if opts.hicache_ratio is not None else HICACHE_RATIO_DEFAULT
+    if opts.hicache_size_gb > 0:
+        size = int(opts.hicache_size_gb * 10**9 // cell_per_rank)
+        ratio = None
+    else:
+        size = int(device_tokens * ratio)
+    pages = size // page + 1
+    tokens = pages * page
+    per_rank = tokens * cell_per_rank
+    return HiCacheTerms(ratio=ratio, size_gb=opts.hicache_size_gb,
+                        auto_sized=opts.hicache_ratio is None and opts.hicache_size_gb == 0,
+                        bytes_per_token=cell_per_rank, device_tokens=device_tokens, host_tokens=tokens,
+                        host_bytes_per_rank=per_rank, ranks=ranks, host_bytes=per_rank * ranks)
