@@ -31,7 +31,7 @@ def explain(
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options: each term they add (drafter, LoRA slots, offload tiers, parallelism, KV connectors) derived with its numbers (docs/engines/features/).", show_default=False)] = None,
-    sglang_args: Annotated[Optional[str], typer.Option("--sglang-args", help="Extra `python -m sglang.launch_server` options (--disaggregation-mode, --speculative-algorithm): each term they add to SGLang's pool derived with its numbers (docs/engines/features/).", show_default=False)] = None,
+    sglang_args: Annotated[Optional[str], typer.Option("--sglang-args", help="Extra `python -m sglang.launch_server` options (--disaggregation-mode, --speculative-algorithm, --enable-dp-attention, --enable-lora, --enable-hierarchical-cache): each term they add derived with its numbers (docs/engines/features/).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
