@@ -80,13 +80,16 @@ def test_eagle3_head_weights_cell_and_running_cap():
               = 50,331,648 + 16,777,216 + 176,160,768 + 131,072,000 = 374,341,632;
     replicated: norms 2 x 4,096 + 4,096, fc 4,096 x 3 x 4,096, hidden_norm 4,096 = 50,348,032;
     bytes: (374,341,632 + 50,348,032) x 2 + d2t 8 x 32,000 = 849,635,328.
+    While the pool is sized the head's own embed_tokens (128,256 x 4,096 x 2 B = 1,050,673,152) is still resident
+    (eagle_worker_v2.py: init_lm_head runs in alloc_memory_pool, after the target's pool is sized).
     Cell: 131,072 + int(131,072 x 1 / 32) = 135,168. --max-running-requests 48 caps the decode graphs at 48:
     reserve 512 + 1.5 x 8,192 + 128 + 2 x 48 + 8 x 58 = 13,488 MiB."""
     base = _est()
     spec = _est(sglang_args=f"--speculative-algorithm EAGLE3 --speculative-draft-model-path {HEAD}")
     s = spec.features.speculative
     assert s.draft_weights_per_gpu_bytes == (374_341_632 + 50_348_032) * 2 + 8 * 32000 == 849_635_328
-    assert spec.weights_per_gpu_bytes - base.weights_per_gpu_bytes == 849_635_328
+    assert s.draft_duplicates_per_gpu_bytes == 128256 * 4096 * 2 == 1_050_673_152
+    assert spec.weights_per_gpu_bytes - base.weights_per_gpu_bytes == 849_635_328 + 1_050_673_152
     assert (s.target_cell_bytes, s.draft_cell_bytes, spec.cell_size) == (131072, 4096, 135168)
     assert spec.reserved_mib == 13488 and spec.mem_fraction_static == "0.835"
     assert spec.max_running_requests == 48 and s.max_running_requests_default == 48
@@ -100,7 +103,8 @@ def test_eagle3_head_weights_cell_and_running_cap():
 
 def test_nextn_on_deepseek_v3_uses_its_mtp_layer():
     """DeepSeek-V3 at TP 8 on H200: MLA cell 61 x 576 x 1 B (fp8 KV) = 35,136 B, not split by TP; the MTP layer adds
-    int(35,136 x 1 / 61) = 576 B; its 11,610,067,968 parameters load beside the target at the checkpoint's bits / 8."""
+    int(35,136 x 1 / 61) = 576 B; its 11,610,067,968 parameters load beside the target at the checkpoint's bits / 8,
+    and its own embedding and head are resident while the pool is sized."""
     req = build_request("deepseek-v3", seq="16K", batch=1, kv_dtype="fp8_e4m3", dtype=None, gpu="h200-141gb",
                         gpu_mem=None, gpus=None, tp=8, pp=1, sglang_args="--speculative-algorithm NEXTN")
     e = engine.estimate(req)
@@ -108,6 +112,8 @@ def test_nextn_on_deepseek_v3_uses_its_mtp_layer():
     assert (s.algorithm, s.draft_layers, s.target_cell_bytes, s.draft_cell_bytes) == ("NEXTN", 1, 35136, 576)
     assert (s.num_steps, s.eagle_topk, s.num_draft_tokens) == (3, 1, 4)
     assert 11_610_067_968 // 8 < s.draft_weights_per_gpu_bytes < 11_610_067_968 * 2 // 8
+    # the NextN model's own embed_tokens and lm_head (deepseek_nextn.py), bf16, 129,280 x 7,168 / 8 each
+    assert s.draft_duplicates_per_gpu_bytes == 2 * 129280 * 7168 * 2 // 8 == 463_339_520
 
 
 @pytest.mark.parametrize("args, err, needle", [

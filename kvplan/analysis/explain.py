@@ -366,6 +366,9 @@ def sglang_extra_terms(result) -> tuple[ExtraTerm, ...]:
     if s is not None:
         out.append(ExtraTerm("--speculative-algorithm", f"{s.algorithm} draft weights on one GPU", s.formula,
                              s.draft_weights_per_gpu_bytes))
+        out.append(ExtraTerm("--speculative-algorithm", "the draft's own embedding (and head) while the pool is sized",
+                             "freed after init_target_memory_pool (eagle_worker_v2.py alloc_memory_pool: init_lm_head)",
+                             s.draft_duplicates_per_gpu_bytes))
         out.append(ExtraTerm("--speculative-algorithm", "the draft's share of the pool's cell",
                              f"int({s.target_cell_bytes:,} B x {s.draft_layers} draft layer(s) / the target's layers) "
                              f"= {s.draft_cell_bytes:,} B per token: the pool divides the rest by "

@@ -317,6 +317,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     per_stage = [cells(layers, attn_tp) for layers in stages]
     model_stage = per_stage if attn_tp == req.tp else [cells(layers, req.tp) for layers in stages]
     draft_bytes, draft_how = 0, ""
+    draft_dup, dup_how = 0, ""
     draft_add = 0
     dp_weights, dp_how = 0, ""
     lora_t = sfeat.lora_terms(spec, sg, tp=req.tp, bits=act.bits) if sg is not None and sg.lora_slots else None
@@ -334,6 +335,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
 
         bits = Fraction(act.bits) if sg.head is not None else linear_bits(spec, req.weight_fmt, act)
         draft_bytes, draft_how = sfeat.draft_weights_per_gpu(sg, spec, tp=req.tp, bits=bits)
+        draft_dup, dup_how = sfeat.draft_duplicates_per_gpu(sg, spec, tp=req.tp, act_bits=act.bits)
         target_layers = sum(1 for x in stages[0] if x.kind in (FULL, MLA))
         draft_add = sfeat.draft_cell(per_stage[0][0], target_layers, sg.draft_layers)
     hw = req.hardware
@@ -392,7 +394,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
         weights = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
         if draft_bytes:
-            weights = [w + draft_bytes for w in weights]  # PP 1 (_check_features): the draft beside the target
+            # PP 1 (_check_features): the draft beside the target, with its own embedding (and head) still resident
+            weights = [w + draft_bytes + draft_dup for w in weights]
         if dp_weights:
             weights = [w + dp_weights for w in weights]  # attention and embedding over attn_tp (PP 1)
         if lora_t is not None:
@@ -525,6 +528,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     if sg is not None:
         feature_record = _feature_record(sg, req, target_cell=target_cell, draft_add=draft_add, draft_bytes=draft_bytes,
                                          draft_how=draft_how, page=page, max_running=max_running,
+                                         draft_dup=draft_dup, dup_how=dup_how,
                                          dp_weights=dp_weights, dp_how=dp_how, worker_running=worker_running,
                                          max_batch=max_batch, lora_t=lora_t, device_tokens=tokens)
         notes += feature_record.notes
@@ -609,7 +613,8 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
 def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell: int, draft_add: int,
                     draft_bytes: int, draft_how: str, page: int, max_running: int | None, dp_weights: int = 0,
                     dp_how: str = "", worker_running: int | None = None, max_batch: int | None = None,
-                    lora_t: sfeat.LoraTerms | None = None, device_tokens: int | None = None) -> sfeat.SglangFeatures:
+                    lora_t: sfeat.LoraTerms | None = None, device_tokens: int | None = None, draft_dup: int = 0,
+                    dup_how: str = "") -> sfeat.SglangFeatures:
     from kvplan.engines.features import disagg as shared_disagg
 
     notes: list[str] = []
@@ -630,12 +635,12 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
             algorithm=sg.speculative_algorithm, draft=sg.draft_path or "the checkpoint's MTP layer(s)",
             num_steps=sg.num_steps, eagle_topk=sg.eagle_topk, num_draft_tokens=sg.num_draft_tokens,
             draft_layers=sg.draft_layers, target_cell_bytes=target_cell, draft_cell_bytes=draft_add,
-            draft_weights_per_gpu_bytes=draft_bytes,
+            draft_weights_per_gpu_bytes=draft_bytes, draft_duplicates_per_gpu_bytes=draft_dup,
             max_running_requests_default=sfeat.SPEC_RUNNING_DEFAULT if req.max_num_seqs is None else None,
             formula=draft_how)
         notes.append(f"--speculative-algorithm {sg.speculative_algorithm}: the draft's {sg.draft_layers} layer(s) add "
                      f"{draft_add:,} B to the {target_cell:,}-B cell the pool is divided by, and {draft_bytes:,} B of "
-                     "weights per GPU")
+                     f"weights per GPU; while the pool is sized {draft_dup:,} B more are resident ({dup_how})")
         if req.max_num_seqs is None:
             notes.append(f"speculative decoding sets --max-running-requests {sfeat.SPEC_RUNNING_DEFAULT} when none is given")
     dp = None
@@ -664,5 +669,6 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
                          "; SGLang lowers the default ratio 2.0 if the host's free memory is short" if hic.auto_sized else ""))
     return sfeat.SglangFeatures(options=sfeat.option_names(sg), disaggregation=dis, speculative=spec_terms,
                                 dp_attention=dp, lora=lora_t, hicache=hic,
-                                weights_added_per_gpu_bytes=draft_bytes + dp_weights + (lora_t.gpu_bytes_per_rank if lora_t else 0),
+                                weights_added_per_gpu_bytes=draft_bytes + draft_dup + dp_weights + (
+                                    lora_t.gpu_bytes_per_rank if lora_t else 0),
                                 notes=tuple(notes))

@@ -69,8 +69,13 @@ Speculative decoding (--speculative-algorithm EAGLE | EAGLE3 | NEXTN; arg_groups
 - --max-running-requests defaults to 48 (_handle_eagle_family), which also caps the decode CUDA-graph batch sizes;
 - the draft model loads before the pool is sized, so its weights come out of the pool's budget (managers/scheduler.py
   init_model_worker: target, draft, then init_memory_pools; "Loaded weights (target + draft)"); its embedding (and an
-  EAGLE-1 / NEXTN head) are the target's (speculative/eagle_worker_v2.py init_lm_head: set_embed_and_head), an
+  EAGLE-1 / NEXTN head) become the target's (speculative/eagle_worker_v2.py init_lm_head: set_embed_and_head), an
   EAGLE-3 head keeps its own lm_head over draft_vocab_size and its d2t map (models/llama_eagle3.py);
+- but init_lm_head runs in EagleDraftWorker.alloc_memory_pool, after init_target_memory_pool has sized the pool, so
+  the draft's own embed_tokens (vocab x hidden / TP in the model dtype) and, for EAGLE-1 and NEXTN, its own lm_head
+  (models/llama_eagle.py, deepseek_nextn.py: ParallelLMHead over the vocabulary) are resident when the pool is sized
+  and freed just after (sgl-project/sglang issue 36452, PRs 32468 / 35996 / 37155, open at 0.5.23): the pool is
+  sized as if they stayed;
 - the draft's KV pool has as many tokens as the target's and is sized as the target's per-layer cell times the draft's
   layers (model_executor/pool_configurator.py DefaultPoolConfigurator: cell += int(cell x draft_layers /
   target_layers), "assumes the draft shares the target's per-layer KV size"); draft layers: the head's
@@ -342,6 +347,24 @@ def draft_cell(target_cell: int, target_layers: int, draft_layers: int) -> int:
     return int(target_cell * draft_layers / target_layers)
 
 
+VOCAB_PADDING = 64  # layers/vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_SIZE
+
+
+def draft_duplicates_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, act_bits: int) -> tuple[int, str]:
+    """The draft's own embedding (and EAGLE-1 / NEXTN head) that are still resident when the pool is sized and are
+    replaced by the target's right after (eagle_worker_v2.py EagleDraftWorker.alloc_memory_pool: init_lm_head)."""
+    if opts.head is not None:
+        vocab, hidden = opts.head.vocab_size, opts.head.hidden_size
+        tables = 1 if opts.eagle3 else 2  # an EAGLE-3 head keeps its own draft-vocabulary head (counted as weights)
+    else:
+        vocab, hidden = spec.vocab_size, spec.hidden_size
+        tables = 2
+    padded = -(-vocab // VOCAB_PADDING) * VOCAB_PADDING
+    one = math.ceil(Fraction(padded * hidden, tp) * act_bits / 8)
+    return tables * one, (f"the draft's own embed_tokens{' and lm_head' if tables == 2 else ''} ({padded:,} x {hidden:,} "
+                          f"/ TP {tp} at {act_bits} bits each), freed only after the pool is sized")
+
+
 def draft_weights_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, bits: Fraction) -> tuple[int, str]:
     """The draft's weights on one GPU, and how they were counted."""
     if opts.head is not None:
@@ -425,7 +448,8 @@ class SpeculativeTerms:
     draft_layers: int
     target_cell_bytes: int  # the target's bytes per token on one rank
     draft_cell_bytes: int  # what the draft adds to the cell (int(cell x draft_layers / layers))
-    draft_weights_per_gpu_bytes: int
+    draft_weights_per_gpu_bytes: int  # what the draft keeps once it shares the target's embedding (and head)
+    draft_duplicates_per_gpu_bytes: int  # its own embedding (and head), resident while the pool is sized, freed after
     max_running_requests_default: int | None  # 48 when the launch gives none
     formula: str
 
