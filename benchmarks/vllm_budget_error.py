@@ -6,9 +6,11 @@ tests/data/vllm_logs_public: the public logs of other GPUs and releases, PUBLIC 
 as `kvplan estimate --engine vllm` does before the run -- twice:
 
 - in-sample: with the constants fitted on all logs (kvplan/engines/vllm/budget.py FITTED);
-- leave-one-log-out (LOSO): with every fitted constant refitted on the other logs, so a constant fitted on a log
-  never scores that log (each log is its own source: the 42 come from one benchmark run, but each is a separate
-  launch; every public log is a separate user's).
+- leave-one-source-out (LOSO): with every fitted constant refitted without the log's source, so a constant fitted
+  on a log never scores that log, nor its siblings of the same setup. A source is one publication: a repository's
+  benchmark folder or one issue thread (PUBLIC's `source`; the entries without one are their own). The 42 H100
+  logs count as one source each: they come from one benchmark run but each is a separate launch, and leaving all
+  42 out would leave nothing to fit the 0.19 constants on.
 
 It also checks the band (available +- the budget's uncertainty) against the logged value, and, given the logged
 KV memory, that kvplan's block count, token count and concurrency are vLLM's exactly.
@@ -66,6 +68,11 @@ class Run:
     tokens: int | None = None
     concurrency: float | None = None
     note: str = ""
+    source: str = ""  # the publication it came from; "" = its own (see the module docstring)
+
+    @property
+    def origin(self) -> str:
+        return self.source or self.name
 
     @property
     def release(self) -> releases.Release:
@@ -207,7 +214,7 @@ def public_runs() -> tuple[list[Run], list[tuple[str, str]]]:
         dec = lambda k: Decimal(r[k]) if r.get(k) is not None else None  # noqa: E731
         out.append(Run(r["id"], r["group"], gpu.name, req, dec("available"), dec("weights"), dec("peak"),
                        dec("non_torch"), consumed=dec("consumed"), blocks=r.get("blocks"), tokens=r.get("tokens"),
-                       concurrency=r.get("concurrency"), note=r["note"]))
+                       concurrency=r.get("concurrency"), note=r["note"], source=r.get("source", "")))
     return out, refused
 
 
@@ -404,12 +411,17 @@ def given_budget(run: Run) -> str:
     return "differs: " + "; ".join(bad)
 
 
+def without_source(runs: list[Run], run: Run) -> list[Run]:
+    """The runs a leave-one-source-out fit may use to score `run`."""
+    return [r for r in runs if r.origin != run.origin]
+
+
 def score(runs: list[Run]) -> list[Score]:
     out = []
-    for i, run in enumerate(runs):
+    for run in runs:
         if run.available is None:
             continue
-        loso_constants, _ = fit(runs[:i] + runs[i + 1:])
+        loso_constants, _ = fit(without_source(runs, run))
         ins, band = predict(run, B.FITTED)
         loso, band = predict(run, loso_constants)
         out.append(Score(run, ins, loso, band, given_budget(run)))
@@ -490,10 +502,10 @@ def main() -> int:
                         ("non-torch", lambda r, b: (b.non_torch_bytes, r.non_torch))):
         for kind in ("text", "multimodal"):
             res = []
-            for i, r in enumerate(runs):
+            for r in runs:
                 if (kind == "multimodal") != bool(r.request.spec.vision_params):
                     continue
-                loso, _ = fit(runs[:i] + runs[i + 1:])
+                loso, _ = fit(without_source(runs, r))
                 b = budgets_for(r.request, loso)[-1]
                 model, logged = pick(r, b)
                 if logged is not None:

@@ -75,3 +75,16 @@ def test_malformed_yaml_names_line_and_column():
     with pytest.raises(InputError) as err:
         load("a: [1, 2\nb: 3\n")
     assert err.value.what.startswith("malformed YAML at line")
+
+
+@pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="needs PyYAML's C parser")
+def test_deep_flow_nesting_is_refused_by_the_c_parser_without_the_quadratic_rescan(monkeypatch):
+    # libyaml stops at 1000 levels; PyYAML's pure-Python scanner would take seconds on the same text (it rescans its
+    # possible simple keys per flow level), so it is not asked to reword this one
+    def pure_parser_called(*args, **kwargs):
+        raise AssertionError("the pure-Python parser was run on a nesting-depth error")
+
+    monkeypatch.setattr(yaml, "compose_all", pure_parser_called)
+    with pytest.raises(InputError) as err:
+        yamlio.load_yaml_text("[" * 5000, where="deep.yaml")
+    assert "line 1, column 1001: exceeded maximum nesting depth" in str(err.value)

@@ -157,8 +157,10 @@ def load_yaml_text(text: str, *, where: str, per_document: bool = False) -> list
     except ValueError:  # an integer of more than 4,300 digits: Python's int() refuses to convert it
         raise InputError("holds a number too long to read (more than 4,300 digits)", where=where) from None
     except yaml.YAMLError as err:
-        if _Loader is not yaml.SafeLoader:
-            # the C parser found it; PyYAML's own parser words the same error more plainly
+        if _Loader is not yaml.SafeLoader and "nesting depth" not in str(getattr(err, "problem", "")):
+            # the C parser found it; PyYAML's own parser words the same error more plainly. Not for libyaml's
+            # nesting limit (1000 levels): the pure-Python scanner is quadratic in flow depth (its possible simple
+            # keys are rescanned per level: 2.5 s for 5,000 '['), and it can only recurse out or say the same.
             try:
                 list(yaml.compose_all(text, Loader=yaml.SafeLoader))
             except yaml.YAMLError as plain:
