@@ -249,3 +249,16 @@ def test_hicache_host_tier():
     assert r.host_tokens == int(r.device_tokens * 1.5) + 1 and r.host_bytes == 2 * r.host_tokens * 65536 and not r.auto_sized
     with pytest.raises(UnsupportedError, match="decode server"):
         _est(tp=2, sglang_args="--enable-hierarchical-cache --disaggregation-mode decode")
+
+
+def test_sweep_takes_sglang_args(cli):
+    code, out, _ = cli("sweep", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100", "--tp", "1,2", "--engine", "sglang",
+                       "--sglang-args", "--disaggregation-mode decode", "-f", "jsonl")
+    rows = [json.loads(line) for line in out.splitlines()]
+    assert code == 0 and len(rows) == 2 and all(r["error"] is None for r in rows), out
+    plain = [json.loads(line) for line in cli("sweep", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100", "--tp", "1,2",
+                                             "--engine", "sglang", "-f", "jsonl")[1].splitlines()]
+    # a decode server's larger default fraction holds more requests at each TP
+    assert all(r["max_batch"] >= p["max_batch"] for r, p in zip(rows, plain)) and rows[1]["max_batch"] > plain[1]["max_batch"]
+    code, _, err = cli("sweep", "llama-3.1-8b", "--engine", "vllm", "--sglang-args", "--disaggregation-mode decode")
+    assert code == 2 and "--engine sglang" in err
