@@ -117,7 +117,9 @@ def test_nextn_on_deepseek_v3_uses_its_mtp_layer():
 
 
 @pytest.mark.parametrize("args, err, needle", [
-    ("--speculative-algorithm STANDALONE --speculative-draft-model-path x", UnsupportedError, "standalone"),
+    ("--speculative-algorithm STANDALONE --speculative-draft-model-path no-such-draft", UnsupportedError, "offline"),
+    ("--speculative-algorithm STANDALONE --speculative-draft-model-path qwen3-8b", InputError, "vocabulary"),
+    ("--speculative-algorithm DFLASH", UnsupportedError, "DFlash"),
     ("--speculative-algorithm NGRAM", UnsupportedError, "n-gram"),
     ("--speculative-algorithm NEXTN", UnsupportedError, "MTP layers"),
     ("--speculative-algorithm EAGLE --speculative-draft-model-path /no/such/head", UnsupportedError, "offline"),
@@ -262,3 +264,23 @@ def test_sweep_takes_sglang_args(cli):
     assert all(r["max_batch"] >= p["max_batch"] for r, p in zip(rows, plain)) and rows[1]["max_batch"] > plain[1]["max_batch"]
     code, _, err = cli("sweep", "llama-3.1-8b", "--engine", "vllm", "--sglang-args", "--disaggregation-mode decode")
     assert code == 2 and "--engine sglang" in err
+
+
+def test_standalone_draft_model():
+    """Llama-3.1-70B at TP 4 with Llama-3.2-1B as a STANDALONE draft on H100: the draft loads whole (its own embedding
+    and head) over TP 4, its 16 layers add int(cell x 16 / 80) to the cell; steps (3, 1, 4); no duplicates."""
+    base = _est("llama-3.1-70b", tp=4, seq="16K")
+    e = _est("llama-3.1-70b", tp=4, seq="16K", sglang_args="--speculative-algorithm STANDALONE "
+                                                          "--speculative-draft-model-path llama-3.2-1b")
+    s = e.features.speculative
+    # 70B at TP 4: 8 KV heads / 4 = 2 per rank x 128 x 2 x 2 B x 80 layers = 81,920 B; x 16 / 80 = 16,384
+    assert (s.target_cell_bytes, s.draft_cell_bytes, s.draft_layers) == (81920, 16384, 16)
+    assert (s.num_steps, s.eagle_topk, s.num_draft_tokens, s.draft_duplicates_per_gpu_bytes) == (3, 1, 4, 0)
+    from kvplan.core.dtypes import dtype
+    from kvplan.engines.vllm.budget import stage_weight_bytes
+    from kvplan.model import catalog
+
+    draft = catalog.resolve_model("llama-3.2-1b")
+    assert s.draft_weights_per_gpu_bytes == stage_weight_bytes(draft, None, dtype(draft.dtype), 4, 1)[0]
+    assert e.weights_per_gpu_bytes - base.weights_per_gpu_bytes == s.draft_weights_per_gpu_bytes
+    assert e.cell_size == 81920 + 16384

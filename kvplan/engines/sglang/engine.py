@@ -333,7 +333,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     if sg is not None and sg.speculative_algorithm is not None:
         from kvplan.engines.vllm.features import linear_bits
 
-        bits = Fraction(act.bits) if sg.head is not None else linear_bits(spec, req.weight_fmt, act)
+        bits = Fraction(act.bits) if sg.head is not None or sg.draft_spec is not None else linear_bits(spec, req.weight_fmt, act)
         draft_bytes, draft_how = sfeat.draft_weights_per_gpu(sg, spec, tp=req.tp, bits=bits)
         draft_dup, dup_how = sfeat.draft_duplicates_per_gpu(sg, spec, tp=req.tp, act_bits=act.bits)
         target_layers = sum(1 for x in stages[0] if x.kind in (FULL, MLA))

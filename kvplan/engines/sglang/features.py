@@ -63,7 +63,11 @@ HiCache (--enable-hierarchical-cache with --hicache-ratio R or --hicache-size G)
   after a 10 GiB reserve (mem_cache/hicache_auto_size.py auto_size_hicache), which kvplan cannot see: the figures
   are then what R = 2.0 needs, an upper bound.
 
-Speculative decoding (--speculative-algorithm EAGLE | EAGLE3 | NEXTN; arg_groups/speculative_hook.py):
+Speculative decoding (--speculative-algorithm EAGLE | EAGLE3 | NEXTN | STANDALONE; arg_groups/speculative_hook.py):
+- STANDALONE is a whole draft model that shares nothing with the target (speculative/standalone_worker_v2.py
+  StandaloneDraftWorker.init_lm_head does nothing) and must have the target's vocabulary
+  (_validate_vocab_compatibility); its pool share follows the same rule as EAGLE's (max(num_hidden_layers,
+  attention layers) draft layers), and its default steps are (3, 1, 4) whatever the target;
 - NEXTN is EAGLE (_resolve_speculative_algorithm_alias); on DeepSeek-V3 / GLM-4 MoE / ... the draft is the target
   checkpoint's MTP layer(s) when no --speculative-draft-model-path is given (_handle_eagle_family);
 - --max-running-requests defaults to 48 (_handle_eagle_family), which also caps the decode CUDA-graph batch sizes;
@@ -111,9 +115,8 @@ SPEC_RUNNING_DEFAULT = 48  # speculative_hook.py _handle_eagle_family: max_runni
 # speculative_hook.py _auto_choose_speculative_params: (steps, topk, draft tokens) when none is given
 AUTO_PARAMS_LLAMA = (5, 4, 8)
 AUTO_PARAMS_OTHER = (3, 1, 4)
-SPEC_MODELLED = ("EAGLE", "EAGLE3", "NEXTN")
+SPEC_MODELLED = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE")
 SPEC_NOT_MODELLED = {
-    "STANDALONE": "a standalone draft model: which of its tensors it shares with the target is not read",
     "NGRAM": "the n-gram worker's GPU buffers",
     "DFLASH": "DFlash's own draft cell (dflash_utils.py) and block layout",
     "DSPARK": "DSpark stages",
@@ -139,6 +142,7 @@ class SglangOptions:
     speculative_algorithm: str | None = None  # as written (upper case): EAGLE | EAGLE3 | NEXTN
     draft_path: str | None = None
     head: shared_spec.EagleHead | None = None  # the draft head's config (EAGLE / EAGLE-3 with a path)
+    draft_spec: ModelSpec | None = None  # STANDALONE: the draft model
     draft_layers: int = 0  # layers the draft adds to the pool's cell
     num_steps: int | None = None
     eagle_topk: int | None = None
@@ -285,7 +289,8 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
             # speculative_hook.py _handle_eagle_family asserts both are unset when the steps are
             raise InputError("SGLang refuses --speculative-eagle-topk / --speculative-num-draft-tokens without "
                              "--speculative-num-steps", where=f"{where}: --speculative-num-steps")
-        steps, topk, tokens = AUTO_PARAMS_LLAMA if spec.architecture == "LlamaForCausalLM" else AUTO_PARAMS_OTHER
+        steps, topk, tokens = (AUTO_PARAMS_LLAMA if spec.architecture == "LlamaForCausalLM" and algo != "STANDALONE"
+                               else AUTO_PARAMS_OTHER)
     for name, value in (("--speculative-num-steps", steps), ("--speculative-eagle-topk", topk)):
         if value is not None and value < 1:
             raise InputError(f"must be at least 1, got {value}", where=f"{where}: {name}")
@@ -296,7 +301,21 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
         raise InputError("SGLang needs --speculative-num-draft-tokens with --speculative-eagle-topk > 1",
                          where=f"{where}: --speculative-num-draft-tokens")
     path = args.get("speculative_draft_model_path")
-    head = None
+    head = draft = None
+    if algo == "STANDALONE":
+        if path is None:
+            raise InputError("STANDALONE speculative decoding needs --speculative-draft-model-path", where=at)
+        draft = _draft_model(str(path), base_dir=base_dir, where=f"{where}: --speculative-draft-model-path")
+        if draft.vocab_size and spec.vocab_size and draft.vocab_size != spec.vocab_size:
+            raise InputError(f"SGLang refuses it: STANDALONE needs the draft's vocabulary ({draft.vocab_size:,}) to be the "
+                             f"target's ({spec.vocab_size:,}) (standalone_worker_v2.py _validate_vocab_compatibility)",
+                             where=f"{where}: --speculative-draft-model-path")
+        if any(layer.kind not in ("full", "mla", "none") for layer in draft.layer_specs):
+            raise UnsupportedError("a STANDALONE draft with sliding-window or state layers is not modelled",
+                                   where=f"{where}: --speculative-draft-model-path")
+        return dict(speculative_algorithm=algo, draft_path=str(path), draft_spec=draft,
+                    draft_layers=sum(1 for layer in draft.layer_specs if layer.kind != "none"),
+                    num_steps=steps, eagle_topk=topk, num_draft_tokens=tokens)
     if path is None:
         if spec.architecture not in MTP_TARGETS or spec.mtp is None:
             raise UnsupportedError(f"--speculative-algorithm {algo} without --speculative-draft-model-path drafts with "
@@ -315,6 +334,20 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
         layers = head.layers
     return dict(speculative_algorithm=algo, draft_path=None if path is None else str(path), head=head,
                 draft_layers=layers, num_steps=steps, eagle_topk=topk, num_draft_tokens=tokens)
+
+
+def _draft_model(ref: str, *, base_dir: Path | None, where: str) -> ModelSpec:
+    from kvplan.core.errors import KvplanError
+    from kvplan.model import catalog
+
+    path = Path(ref).expanduser()
+    if base_dir is not None and not path.is_absolute() and (base_dir / path).exists():
+        ref = str(base_dir / path)
+    try:
+        return catalog.resolve_model(ref)
+    except KvplanError as err:
+        raise UnsupportedError(f"the draft model {ref!r} cannot be found offline: {err.what}", where=where,
+                               hint="name a bundled model (kvplan models) or give the draft's config.json or folder") from None
 
 
 def _named(head: shared_spec.EagleHead, name: str) -> shared_spec.EagleHead:
@@ -353,6 +386,8 @@ VOCAB_PADDING = 64  # layers/vocab_parallel_embedding.py DEFAULT_VOCAB_PADDING_S
 def draft_duplicates_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, act_bits: int) -> tuple[int, str]:
     """The draft's own embedding (and EAGLE-1 / NEXTN head) that are still resident when the pool is sized and are
     replaced by the target's right after (eagle_worker_v2.py EagleDraftWorker.alloc_memory_pool: init_lm_head)."""
+    if opts.draft_spec is not None:
+        return 0, "a STANDALONE draft keeps its own embedding and head (standalone_worker_v2.py init_lm_head: no sharing)"
     if opts.head is not None:
         vocab, hidden = opts.head.vocab_size, opts.head.hidden_size
         tables = 1 if opts.eagle3 else 2  # an EAGLE-3 head keeps its own draft-vocabulary head (counted as weights)
@@ -367,6 +402,14 @@ def draft_duplicates_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, a
 
 def draft_weights_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, bits: Fraction) -> tuple[int, str]:
     """The draft's weights on one GPU, and how they were counted."""
+    if opts.draft_spec is not None:
+        from kvplan.core.dtypes import dtype
+        from kvplan.engines.vllm.budget import stage_weight_bytes
+
+        draft = opts.draft_spec
+        b = stage_weight_bytes(draft, None, dtype(draft.dtype), tp, 1)[0]
+        return b, (f"STANDALONE draft {draft.name}: its whole weights / TP {tp}, its own embedding and head "
+                   "(standalone_worker_v2.py: nothing shared)")
     if opts.head is not None:
         w = shared_spec.eagle_weights(opts.head)
         b = w.bytes_per_gpu(tp, Fraction(bits))
