@@ -273,7 +273,7 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
     at = f"{where}: --speculative-algorithm"
     if algo in SPEC_NOT_MODELLED:
         raise UnsupportedError(f"--speculative-algorithm {algo} is not modelled ({SPEC_NOT_MODELLED[algo]})", where=at,
-                               hint="EAGLE, EAGLE3 and NEXTN are")
+                               hint="EAGLE, EAGLE3, NEXTN and STANDALONE are")
     if algo not in SPEC_MODELLED:
         raise InputError(f"SGLang has no speculative algorithm {algo!r}", where=at,
                          hint="EAGLE, EAGLE3, NEXTN, STANDALONE, NGRAM, DFLASH, ...")
