@@ -140,9 +140,23 @@ def test_refusals(args, err, needle):
     assert needle in str(info.value), str(info.value)
 
 
+def test_a_decode_server_with_a_draft_receives_its_kv_too():
+    """Llama-3.1-8B at TP 2 with the EAGLE-3 head: each rank receives 65,536 B of the target's KV per token plus the
+    head's own layer, 4 KV heads per rank x 128 x 2 x 2 B = 2,048 B; the reserve's activation slack is 48 running
+    x 4 draft tokens = 192 -> 2,048 tokens."""
+    e = _est(tp=2, sglang_args=f"--disaggregation-mode decode --speculative-algorithm EAGLE3 "
+                               f"--speculative-draft-model-path {HEAD} --speculative-num-steps 3 --speculative-eagle-topk 1")
+    d = e.features.disaggregation
+    assert d.bytes_per_token_per_rank == 65536 + 2048 and d.bytes_per_token == 2 * 67584
+    assert e.reserved_mib == 10240  # 512 + 1.5 x 2,048 + 256 + 2 x 48 = 3,936, raised to the floor
+    nextn = build_request("deepseek-v3", seq="16K", batch=1, kv_dtype="fp8_e4m3", dtype=None, gpu="h200-141gb",
+                          gpu_mem=None, gpus=None, tp=8, pp=1,
+                          sglang_args="--speculative-algorithm NEXTN --disaggregation-mode prefill")
+    # MLA: the latent of 61 + 1 layers, 576 B each in fp8, whole on every rank
+    assert engine.estimate(nextn).features.disaggregation.bytes_per_token_per_rank == 62 * 576
+
+
 def test_combinations_and_releases_not_modelled():
-    with pytest.raises(UnsupportedError, match="disaggregated server"):
-        _est(sglang_args=f"--disaggregation-mode decode --speculative-algorithm EAGLE3 --speculative-draft-model-path {HEAD}")
     with pytest.raises(UnsupportedError, match="0.5.23"):
         _est(sglang_args="--disaggregation-mode decode", version="0.5.10")
 

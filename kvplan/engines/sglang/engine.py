@@ -588,9 +588,6 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
         if kinds & {STATE, *WINDOWED_KINDS}:
             raise UnsupportedError("speculative decoding on a sliding-window or Mamba hybrid is not modelled (SGLang "
                                    "sizes those draft pools with their own configurators)", where=sg.where)
-        if sg.disaggregation_mode is not None:
-            raise UnsupportedError("speculative decoding on a disaggregated server is not modelled (the draft's KV in "
-                                   "the transfer)", where=sg.where, hint="judge the two options one at a time")
     if sg.lora_slots:
         spec = req.spec
         if spec.architecture not in sfeat.LORA_ARCHITECTURES or spec.moe is not None:
@@ -626,7 +623,8 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
         if link_bps is None and facts is not None:
             link_bps = shared_disagg.LINK_BYTES_PER_S.get((facts.interconnect, facts.architecture))
             link_name = f"{facts.interconnect} of one {facts.name} (per direction, within a node)"
-        dis = sfeat.disagg_terms(sg, cell_per_rank=target_cell, ranks=req.tp, context_len=req.seq, page=page,
+        moved = target_cell + sfeat.draft_cell_actual(sg, req.spec, read_kv_dtype(req), tp=req.tp)
+        dis = sfeat.disagg_terms(sg, cell_per_rank=moved, ranks=req.tp, context_len=req.seq, page=page,
                                  max_running_requests=max_running, rate=f.rate, prompt_tokens=f.prompt_tokens,
                                  link_bytes_per_s=link_bps, link_name=link_name)
         notes += dis.notes

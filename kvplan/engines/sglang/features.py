@@ -22,7 +22,9 @@ Disaggregation (--disaggregation-mode prefill|decode):
   its prompt plus --num-reserved-decode-tokens (512; disaggregation/decode.py _required_admission_tokens);
 - what moves: each decode rank pulls its own shard of the prompt's KV from the prefill rank of the same attention-TP
   rank (common/conn.py _resolve_rank_mapping): prompt tokens x one rank's cell bytes, from every rank; an MLA latent
-  is whole on every rank, so each rank receives a full copy.
+  is whole on every rank, so each rank receives a full copy. With a speculative draft its pool moves too
+  (disaggregation/utils.py: kv_data_ptrs are [K target, V target, K draft, V draft]), at the draft's own bytes per
+  token (its layers and heads), not the budget's share.
 
 Attention data parallelism (--enable-dp-attention with --dp-size D, or --attn-dp-size D;
 arg_groups/parallel_hook.py handle_deprecated_dp_attention turns the first into the second):
@@ -420,6 +422,25 @@ def draft_weights_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, bits
     b = math.ceil(Fraction(mtp.params, tp) * bits / 8)
     return b, (f"{mtp.layers} MTP layer(s) of the checkpoint: {mtp.params:,} parameters at {float(bits):.4g} bits / "
                f"TP {tp}; embedding and head shared with the target")
+
+
+def draft_cell_actual(opts: SglangOptions, spec: ModelSpec, kv, *, tp: int) -> int:
+    """The bytes per token the draft's own pool holds on one rank (its layers with its own heads), which a prefill
+    server sends with the target's: kv_data_ptrs list [K target, V target, K draft, V draft]
+    (disaggregation/utils.py, the draft entries' layer ids)."""
+    from kvplan.core.cache import layer_token_bytes
+    from kvplan.core.layers import FULL, make_layer
+
+    if opts.speculative_algorithm is None:
+        return 0
+    if opts.draft_spec is not None:
+        layers = [layer for layer in opts.draft_spec.layer_specs if layer.kind != "none"]
+    elif opts.head is not None:
+        h = opts.head
+        layers = [make_layer(FULL, kv_heads=h.kv_heads, head_dim=h.head_dim, v_head_dim=h.head_dim)] * h.layers
+    else:
+        layers = list(shared_spec.mtp_layers(spec, where=opts.where))
+    return sum(layer_token_bytes(layer, kv, tp) for layer in layers)
 
 
 def extra_slots(opts: SglangOptions, *, max_running_requests: int | None, attn_dp: int = 1) -> int:
