@@ -139,6 +139,11 @@ RUNS = {
         options=("backend=tensorrt", "max_batch_size=2048", "max_num_tokens=1024", "max_input_len=1024"),
         why="trtllm-build --max_batch_size 2048 --max_input_len 1024 --max_num_tokens 1024 --max_seq_len 2048, FP8 "
             "weights and KV; the execution context is not printed (modelled)"),
+    "faradawn-h200-trtllm120rc4-pytorch-llama3-8b": Run(
+        "trtllm", DATA / "hf_configs" / "meta-llama-3-8b.json", gpu="h200-141gb", seq=1025, version="1.2.0rc4",
+        util="0.9", options=("backend=pytorch", "max_batch_size=32", "max_num_tokens=1024"), backend="pytorch",
+        kind="H200", why="trtllm-serve: max_seq_len 1025, max_batch_size 32, max_num_tokens 1024, fraction 0.9 (the "
+                         "LLM-args dump); Meta-Llama-3-8B-Instruct by the base model's config (the same layout)"),
 }
 # logs with a pool but no end-to-end run, and why
 NOT_E2E = {
@@ -168,6 +173,25 @@ NOT_E2E = {
     "tensorrtllm-backend-366-mistral7b-4xa10g-triton": "the TP size, fraction and build settings are not stated",
     "tensorrtllm-backend-366-mistral7b-4xa10g-runpy": "the TP size, fraction and build settings are not stated",
     "trtllm-2268-qwen15-7b-40gb-v0.13dev": "the GPU is not named, no build settings, no config",
+    "spark-sglang0516-laguna-s21-int4-dflash": "DGX Spark GB10 (unified memory: refused, exit 3) with DFlash speculative "
+                                               "decoding (not modelled); no public config for the checkpoint",
+    "spark-sglang0516-laguna-s21-nvfp4-dflash-try1": "DGX Spark GB10 (unified memory: refused, exit 3) with DFlash "
+                                                     "speculative decoding (not modelled); no public config",
+    "spark-sglang0516-laguna-s21-nvfp4-dflash-try2": "DGX Spark GB10 (unified memory: refused, exit 3) with DFlash "
+                                                     "speculative decoding (not modelled); no public config",
+    "shun8686-ascend-a3-sglang-dsr1-w4a8-pd-prefill-dp2-ep16-eagle": "an Ascend NPU (not a GPU kvplan models) with a "
+                                                                    "w4a8 checkpoint",
+    "shun8686-ascend-a3-sglang-dsr1-w4a8-pd-decode-dp16-ep16-eagle": "an Ascend NPU (not a GPU kvplan models) with a "
+                                                                    "w4a8 checkpoint",
+    "shun8686-ascend-a3-sglang-dsr1-w4a8-dp16-ep16-eagle": "an Ascend NPU (not a GPU kvplan models) with a w4a8 "
+                                                          "checkpoint",
+    "tritondist-h100-trtllm-pytorch-disagg-tinyllama-tp2": "a February 2025 main build (0.18 dev) of the PyTorch "
+                                                           "workflow, which kvplan does not model (exit 3); its pool "
+                                                           "(18.88 GiB, 1,800,032 tokens) is 0.25 of the free memory",
+    "idx-trtllm-docs-v012dev-llama2-7b-fp8-engine-80gb": "the page's pool does not fit the model it names: 62.99 GiB for "
+                                                          "294,848 tokens is 229,390 B a token, where Llama-2-7B's FP8 "
+                                                          "KV is 262,144 (32 layers x 32 KV heads x 128 x 2 x 1 B); a "
+                                                          "documentation sample, likely captured with another model",
 }
 
 
@@ -285,6 +309,10 @@ def given_budget() -> tuple[list[tuple[str, str, str, bool]], list[tuple[str, st
     rows, skipped = [], []
     for rec in records("sglang"):
         fig, log = figures(rec), rec["id"]
+        if "speculative" in str(rec.get("feature", "")):  # a draft model's pools are sized from the same budget
+            skipped.append((log, f"{rec['feature'].split(':')[0]}: the draft's pools share the budget, so the "
+                                 "target's pool is not A - P (1 - mfs)"))
+            continue
         done = False
         mfs_text = str(rec.get("mem_fraction_static") or "")
         mfs = Fraction(m.group(0)) if (m := re.match(r"0\.\d+", mfs_text)) else None

@@ -186,6 +186,10 @@ def _run_one(args) -> Mutant:
     try:
         run = subprocess.run([sys.executable, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
                              cwd=tree, env=env, capture_output=True, text=True, timeout=timeout)
+        if run.returncode in (4, 5):  # pytest's usage error / no tests collected: the run judged nothing
+            raise SystemExit(f"error: pytest {' '.join(tests)} — exit {run.returncode}, nothing was tested "
+                             "(check the --tests paths)")
+        # 1: a test failed; 2: collection failed (the mutant broke an import): both notice the mutant
         killed, detail = run.returncode != 0, (run.stdout.strip().splitlines() or [""])[-1]
     except subprocess.TimeoutExpired:
         killed, detail = True, "timeout"
@@ -214,6 +218,9 @@ def main() -> int:
             step = n / opts.limit
             indices = sorted({int(i * step) for i in range(opts.limit)})
         tests = opts.tests or _tests_for(path)
+        missing = [t for t in tests if not (ROOT / t).is_file()]
+        if missing:  # pytest would exit 4 on every mutant, and each would count as killed
+            parser.error(f"no such test file: {', '.join(missing)}")
         print(f"{rel}: {n} mutants, running {len(indices)} against {len(tests)} test files", flush=True)
         jobs += [(rel, i, tests, opts.timeout, work) for i in indices]
     results: list[Mutant] = []

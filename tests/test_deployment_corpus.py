@@ -1,4 +1,4 @@
-"""The 78 real deployment files of tests/data/deployments (SOURCES.md: repository, path, commit and a hand verdict
+"""The 81 real deployment files of tests/data/deployments (SOURCES.md: repository, path, commit and a hand verdict
 for each), checked with the models kvplan can find locally: its bundled specs and the byte-copied config.json files of
 tests/data/public_models (--models-dir). Every file is read by a reader of its format (none is "unrecognised"),
 and every verdict is judged by hand below, against SOURCES.md's arithmetic:
@@ -175,9 +175,13 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     # Mixtral-8x7B (bundled) with TP = the GPUs of each choice. SOURCES: fits on every option.
     "skypilot/mixtral-8x7b-service-anyof-accels.yaml": [("pass", "starts at max_model_len 32K")] * 7,
     "trtllm/ctx-extra-llm-api-config.yaml": [("skipped", "names no model")],
-    # TinyLlama is bundled; the cache transceiver (the KV transfer buffers of disaggregated serving) is not
-    # modelled. SOURCES: fits; no GPU kind.
-    "trtllm/disagg-config-tinyllama.yaml": [("cannot_judge", "cache_transceiver_config is set")] * 2,
+    # TinyLlama's config is in public_models; each server group is judged with its cache transceiver (two 512 MiB
+    # buffers after the pool). SOURCES: fits; no GPU kind.
+    "trtllm/disagg-config-tinyllama.yaml": [("cannot_judge", "the file names no GPU")] * 2,
+    # TensorRT-LLM's CI configs name local checkpoint folders (DeepSeek-V3-Lite is not public): cannot judge the model
+    "trtllm/disagg-config-ctxtp2-gentp2-deepseek-v3-lite-adp-mtp.yaml": [("cannot_judge", "DeepSeek-V3-Lite/fp8' " + NOT_FOUND)] * 2,
+    "trtllm/disagg-config-ctxtp2-gentp2-llama31-8b-ucx.yaml": [("cannot_judge", "Llama-3.1-8B-Instruct' " + NOT_FOUND)] * 2,
+    "trtllm/disagg-config-ctxtp4-gentp4-deepseek-r1-fp4-mtp.yaml": [("cannot_judge", "DeepSeek-R1-0528-FP4-v2' " + NOT_FOUND)] * 2,
     "trtllm/dynamo-deepseek-r1-wide-ep-decode-tp16-ep16.yaml": [("skipped", "names no model")],
     "trtllm/dynamo-engine-config-agg-nomodel.yaml": [("skipped", "names no model")],
     "trtllm/dynamo-llama4-maverick-eagle3-agg-tp4.yaml": [("skipped", "names no model")],
@@ -202,6 +206,8 @@ WITH_H100: dict[str, list[tuple[str, str]]] = {
     "sglang/k8s-sglang-llama31-8b-deployment.yaml": [SKIP, ("pass", "starts at max_model_len 128K"), SKIP],
     # the modelled launch options, on the H100 given (SOURCES: each fits its stated GPUs)
     "helm/prodstack-disagg-prefill-llama31-8b.yaml": [("pass", "starts at max_model_len 32,000")] * 2,
+    # 1.1B on 80 GB, each group at its own fraction (context 0.2, generation 0.25), the transceiver's buffers beside it
+    "trtllm/disagg-config-tinyllama.yaml": [("pass", "starts at max_model_len 2K")] * 2,
     "helm/prodstack-gke-llama33-70b-tp8-lmcache-disk.yaml": [("pass", "starts at max_model_len 128K")],
     "helm/prodstack-lora-llama31-8b.yaml": [("pass", "starts at max_model_len 4K")],
     "k8s/prodstack-gie-llama32-1b-lora-deployment.yaml": [("pass", "starts at max_model_len 128K"), SKIP],
@@ -233,7 +239,7 @@ def by_file(report) -> dict[str, list]:
 
 def test_every_file_of_the_corpus_has_a_hand_judgement():
     files = sorted(p.relative_to(CORPUS).as_posix() for p in CORPUS.rglob("*") if p.is_file() and p.suffix != ".md")
-    assert files == sorted(EXPECTED) and len(files) == 78
+    assert files == sorted(EXPECTED) and len(files) == 81
 
 
 def test_every_verdict_is_the_hand_judged_one(report):
@@ -259,7 +265,7 @@ def test_with_a_gpu_the_files_that_only_lacked_one_are_judged():
 def test_read_directly_and_nothing_invalid(report):
     unrecognised = [v for v in report.verdicts if "not a deployment file kvplan reads" in v.reason]
     files = {v.source for v in report.verdicts}
-    assert len(files) == 78 and not unrecognised  # >= 90% asked; every file is read by its format's reader
+    assert len(files) == 81 and not unrecognised  # >= 90% asked; every file is read by its format's reader
     assert report.invalid == 0
     # one deployment fails (gpt-oss-120b on one H100, as users' logs show) and 1 wins over cannot judge's 3
     assert report.failed == 1 and report.exit_code == 1

@@ -128,7 +128,10 @@ def test_trtllm_serve_refuses_what_click_refuses(argv, words):
 
 
 def test_trtllm_unmodelled_known_reasons_come_first():
-    named = trt.unmodelled({"model": "m", "some_new_field": 1, "enable_attention_dp": True,
+    # enable_attention_dp, lora_config and kv_cache_config.max_tokens are modelled now (kvplan/engines/trtllm/
+    # features.py); peft_cache_config and context_parallel_size keep their reasons
+    named = trt.unmodelled({"model": "m", "some_new_field": 1, "enable_attention_dp": True, "lora_config": {"max_lora_rank": 8},
+                            "peft_cache_config": {"num_device_module_layer": 8}, "context_parallel_size": 2,
                             "kv_cache_config": {"max_tokens": 4096}})
-    assert [k for k, _ in named] == ["enable_attention_dp", "kv_cache_config.max_tokens", "some_new_field"]
+    assert [k for k, _ in named] == ["peft_cache_config", "context_parallel_size", "some_new_field"]
     assert trt.unmodelled({"model": "m", "enable_attention_dp": False, "kv_cache_config": {"dtype": "fp8"}}) == []

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
+import json
 import math
 import sys
 from decimal import Decimal
@@ -285,7 +286,16 @@ def test_public_logs_blocks_tokens_concurrency_exact(run):
     assert BENCH.given_budget(run) == "exact"
 
 
-@pytest.mark.parametrize("run", [r for r in PUBLIC if r.available is not None], ids=lambda r: r.name)
+# Public runs the band is known to miss, each with why; strict, so one that starts passing is noticed.
+OUTSIDE_THE_BAND = {
+    "localai-rtx3090-v0191-phi3-mini-4k": "an RTX 3090 under WSL: the logged weights and pool alone (20.18 GiB) exceed "
+                                          "0.85 x the 23.58 GiB native Linux reports, so the GPU's total differs there",
+}
+
+
+@pytest.mark.parametrize("run", [
+    pytest.param(r, marks=pytest.mark.xfail(strict=True, reason=OUTSIDE_THE_BAND[r.name]))
+    if r.name in OUTSIDE_THE_BAND else r for r in PUBLIC if r.available is not None], ids=lambda r: r.name)
 def test_public_logs_inside_the_band(run):
     """End to end (GPU, release and flags only), every scored public log's KV memory is inside kvplan's band."""
     est = vllm.estimate(run.request)
@@ -308,3 +318,15 @@ def test_gpu_reserved_moves_vllms_start_check_only():
     # on a unified-memory GPU the memory in use makes the estimate possible
     spark = vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gb10"), gpu_reserved_bytes=4 * GIB))
     assert spark.starts is True
+
+
+def test_every_public_log_is_scored_or_says_why_not():
+    """Each log of tests/data/vllm_logs_public/index.jsonl is scored end to end, informs a term's fit, or is listed
+    with the reason it is not: a log added to the folder cannot be silently left out of the error figures."""
+    index = [json.loads(line)["id"] for line in (ROOT / "tests/data/vllm_logs_public/index.jsonl").read_text().splitlines()
+             if line.strip()]
+    _, refused = BENCH.public_runs()
+    accounted = ({r["id"] for r in BENCH.PUBLIC} | {t[0] for t in BENCH.TERMS_ONLY} | {name for name, _ in refused}
+                 | {entry.split(" (")[0] for ids in BENCH.NOT_SCORED.values() for entry in ids})
+    assert sorted(set(index) - accounted) == []
+    assert sorted({r["id"] for r in BENCH.PUBLIC} - set(index)) == []  # and nothing scored that the folder lacks

@@ -354,6 +354,46 @@ def extra_terms(result) -> tuple[ExtraTerm, ...]:
     return tuple(out)
 
 
+def trtllm_extra_terms(result) -> tuple[ExtraTerm, ...]:
+    """The terms of a TensorRT-LLM estimate's `features` (kvplan/engines/trtllm/features.py TrtllmFeatures)."""
+    f = result.features
+    if f is None:
+        return ()
+    out: list[ExtraTerm] = []
+    if f.attention_dp:
+        out.append(ExtraTerm("enable_attention_dp", "KV heads on one rank",
+                             f"every KV head of the rank's own requests (tp_size 1 for the cache): {result.bytes_per_token:,} B "
+                             "per token", None))
+        out.append(ExtraTerm("enable_attention_dp", "the deployment's pools",
+                             f"{f.pools} ranks x {result.max_concurrency} requests of {result.seq:,} = "
+                             f"{f.deployment_concurrency}" if f.deployment_concurrency is not None else
+                             f"{f.pools} ranks, each its own pool", None))
+    s = f.speculative
+    if s is not None:
+        out.append(ExtraTerm("speculative_config", f"{s.decoding_type} layers in the KV cache manager",
+                             f"{s.kv_layers} layer(s) with the target's attention: the pool stores {result.bytes_per_token:,} B "
+                             f"per token, the estimator counts {result.estimator_bytes_per_token:,} B", None))
+        out.append(ExtraTerm("speculative_config", "drafter weights on one GPU", s.formula, s.weights_per_gpu_bytes))
+        if s.extra_kv_tokens:
+            out.append(ExtraTerm("speculative_config", "extra KV tokens per sequence",
+                                 f"max_draft_len {s.max_draft_len} - 1 = {s.extra_kv_tokens}", None))
+    if f.weights_added_per_gpu_bytes:
+        adding = [o for o in f.options if o in ("enable_attention_dp", "speculative_config")]
+        out.append(ExtraTerm(", ".join(adding), "weights added on one GPU", "the drafter's, and attention DP's whole "
+                             "attention and dense weights", f.weights_added_per_gpu_bytes))
+    lo = f.lora
+    if lo is not None:
+        out.append(ExtraTerm("lora_config", "device PEFT cache (allocated after the pool)", lo.formula, lo.device_bytes))
+        out.append(ExtraTerm("lora_config", "host PEFT cache, one rank",
+                             f"max_cpu_loras {lo.max_cpu_loras}" if lo.max_cpu_loras else "the 1 GiB default", lo.host_bytes))
+    t = f.transceiver
+    if t is not None:
+        fits = {True: "fits beside the pool", False: "does not fit beside the pool", None: "needs a GPU to place"}
+        out.append(ExtraTerm("cache_transceiver_config", f"{t.backend} transfer buffers (allocated after the pool)",
+                             f"{t.formula}; {fits[f.after_pool_fits]}", t.total_bytes))
+    return tuple(out)
+
+
 # ------------------------------------------------------------------ what an SGLang launch's options add
 
 def sglang_extra_terms(result) -> tuple[ExtraTerm, ...]:

@@ -10,8 +10,8 @@ YAML documents, in the order they are asked (the first that claims a document re
 - compose: a `services:` mapping;
 - helm: production-stack values (`servingEngineSpec`), llm-d-modelservice values (`modelArtifacts` + decode/prefill);
 - skypilot: a task with `run:` and `resources:`;
-- trtllm_serve: a `trtllm-serve disaggregated` config (`context_servers` / `generation_servers`), an LLM-API
-  options file (`kv_cache_config`, `cuda_graph_config`, `enable_attention_dp`, ...);
+- trtllm_disagg: a `trtllm-serve disaggregated` config (`context_servers` / `generation_servers`);
+- trtllm_serve: an LLM-API options file (`kv_cache_config`, `cuda_graph_config`, `enable_attention_dp`, ...);
 - kvplan_yaml: kvplan's own format (a key vLLM has no option for: engine, gpu, require, ...);
 - vllm_serve: a `vllm serve --config` file (its keys are vLLM options).
 Text files: scripts (shell scripts by name or shebang, Dockerfiles by name). The engine command lines found in
@@ -23,7 +23,8 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from kvplan.check import report
-from kvplan.check.readers import compose, helm, kserve, kubeai, kubernetes, rayserve, skypilot, trtllm_serve
+from kvplan.check.readers import (compose, helm, kserve, kubeai, kubernetes, rayserve, skypilot, trtllm_disagg,
+                                  trtllm_serve)
 
 # (format, claims(doc), read(doc, source=, document=, where=, base_dir=)); kvplan_yaml and vllm_serve come last, in run.py
 READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
@@ -35,8 +36,7 @@ READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
     (report.FORMAT_HELM_PRODSTACK, helm.claims_prodstack, helm.read_prodstack),
     (report.FORMAT_HELM_LLMD, helm.claims_llmd, helm.read_llmd),
     (report.FORMAT_SKYPILOT, skypilot.claims, skypilot.read),
-    (report.FORMAT_TRTLLM_DISAGG, lambda d: isinstance(d, Mapping) and trtllm_serve.is_disaggregated(d),
-     trtllm_serve.read_disaggregated_file),
+    (report.FORMAT_TRTLLM_DISAGG, trtllm_disagg.claims, trtllm_disagg.read),
     (report.FORMAT_TRTLLM_OPTIONS, lambda d: isinstance(d, Mapping) and trtllm_serve.is_options(d),
      trtllm_serve.read_options_file),
 )

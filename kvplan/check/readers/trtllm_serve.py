@@ -1,7 +1,8 @@
-"""TensorRT-LLM deployments: `trtllm-serve` command lines with their `--extra_llm_api_options` YAML, a standalone
-LLM-API options YAML (judged only with a command that names its model: alone it is skipped, its keys checked),
-and `trtllm-serve disaggregated` configs (one deployment per server role). Read with
-kvplan/engines/trtllm/serve_args.py and judged with kvplan's TensorRT-LLM engine (PyTorch backend)."""
+"""TensorRT-LLM deployments: `trtllm-serve` command lines with their `--extra_llm_api_options` YAML, and a
+standalone LLM-API options YAML (judged only with a command that names its model: alone it is skipped, its keys
+checked). Read with kvplan/engines/trtllm/serve_args.py and judged with kvplan's TensorRT-LLM engine (PyTorch
+backend). `trtllm-serve disaggregated` configs are trtllm_disagg.py's; each of their server groups comes here as
+an LLM-API mapping (read_llm_api)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,7 @@ from typing import Any, Mapping
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
                                      resolve_model, tp_from_gpus, whole)
 from kvplan.check.items import Skip, Workload
-from kvplan.check.report import FORMAT_TRTLLM_DISAGG, FORMAT_TRTLLM_OPTIONS, Origins
+from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.engines.trtllm import serve_args
 
@@ -47,10 +48,6 @@ _KVPLAN_KEYS = frozenset({"engine", "gpu", "gpu_memory", "require", "reserve", "
 def is_options(doc: Mapping) -> bool:
     keys = set(map(str, doc))
     return bool(keys & (MARKERS - SHARED_KEYS)) and not keys & _KVPLAN_KEYS and "model_loading_config" not in doc
-
-
-def is_disaggregated(doc: Mapping) -> bool:
-    return "context_servers" in doc or "generation_servers" in doc
 
 
 def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
@@ -138,6 +135,12 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
             out_notes.append(f"{field}: judged with TensorRT-LLM's defaults for it")
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=None, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version, **ints)
+    # attention DP, speculative decoding, the cache transceiver, kv_cache_config's caps: the engine's option keys
+    launch = serve_args.engine_options(llm_api, where=where, base_dir=ctx.base_dir)
+    if launch:
+        from dataclasses import replace
+
+        request = replace(request, engine_options=tuple(launch.items()))
     origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
                       model=found.source.describe(), engine_release=release_text)
     return Deployment(source=ctx.source, document=ctx.document, name=ctx.name, format=ctx.fmt, engine="trtllm",
@@ -181,24 +184,6 @@ def _before_one(version: str) -> bool:
         return True
 
 
-def disaggregated_servers(doc: Mapping, *, where: str) -> list[tuple[str, dict, int]]:
-    """(role, its LLM-API mapping, instances) for each server role of a `trtllm-serve disaggregated` config: the
-    top-level options, with each role's own over them (tensorrt_llm/llmapi/disagg_utils.py)."""
-    top = {k: v for k, v in doc.items() if k not in ("context_servers", "generation_servers", "hostname", "port")}
-    out = []
-    for role in ("context_servers", "generation_servers"):
-        servers = doc.get(role)
-        if servers is None:
-            continue
-        if not isinstance(servers, Mapping):
-            raise InputError(f"{role} must be a mapping", where=f"{where}: {role}")
-        own = {k: v for k, v in servers.items() if k not in ("num_instances", "urls", "router")}
-        merged = {**top, **own}
-        instances = servers.get("num_instances", 1)
-        out.append((role.replace("_servers", ""), merged, instances if isinstance(instances, int) else 1))
-    return out
-
-
 # ------------------------------------------------------------------ files
 
 def read_options_file(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
@@ -213,14 +198,3 @@ def read_options_file(doc: Mapping, *, source: str, document: int | None, where:
     return [Workload(source=source, document=document, name=name, fmt=FORMAT_TRTLLM_OPTIONS, where=where,
                      base_dir=base_dir, engine_config=("trtllm", dict(doc)), key=yaml_key, flag_style=False,
                      requests_gpus=True)]
-
-
-def read_disaggregated_file(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
-    """A `trtllm-serve disaggregated -c` config: one deployment per server role (context, generation)."""
-    items = []
-    for role, merged, instances in disaggregated_servers(doc, where=where):
-        notes = (f"{instances} {role} server instances: judged per instance",) if instances != 1 else ()
-        items.append(Workload(source=source, document=document, name=f"{role} servers", fmt=FORMAT_TRTLLM_DISAGG,
-                              where=f"{where}: {role}_servers", base_dir=base_dir, engine_config=("trtllm", merged),
-                              key=yaml_key, flag_style=False, notes=notes, requests_gpus=True))
-    return items

@@ -3,7 +3,7 @@ lower bounds on prefill and decode time when a GPU is given."""
 
 from __future__ import annotations
 
-from typing import Annotated, Optional
+from typing import Annotated, List, Optional
 
 import typer
 
@@ -32,6 +32,7 @@ def explain(
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options: each term they add (drafter, LoRA slots, offload tiers, parallelism, KV connectors) derived with its numbers (docs/engines/features/).", show_default=False)] = None,
     sglang_args: Annotated[Optional[str], typer.Option("--sglang-args", help="Extra `python -m sglang.launch_server` options (--disaggregation-mode, --speculative-algorithm, --enable-dp-attention, --enable-lora, --enable-hierarchical-cache): each term they add derived with its numbers (docs/engines/features/).", show_default=False)] = None,
+    engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="TensorRT-LLM launch options as KEY=VALUE (LLM-API fields: enable_attention_dp, speculative_config.*, cache_transceiver_config.*): each term they add, with its numbers (docs/engines/features/).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -76,8 +77,9 @@ def explain(
     result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
     if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
         raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")
-    if vllm_args is not None and sglang_args is not None:
-        raise InputError("give --vllm-args or --sglang-args, not both", where="--sglang-args")
+    if sglang_args is not None and (vllm_args is not None or engine_option):
+        raise InputError("--sglang-args takes SGLang's options: give one engine's launch options", where="--sglang-args",
+                         hint="drop --vllm-args / --engine-option")
     if sglang_args is not None:
         import dataclasses
 
@@ -94,6 +96,18 @@ def explain(
         vreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
                              tp=tp, pp=pp, gpu_util=gpu_util, vllm_args=vllm_args)
         result = dataclasses.replace(result, extra_terms=ex.extra_terms(vllm_engine.estimate(vreq)))
+    if engine_option:
+        import dataclasses
+
+        if vllm_args is not None:
+            raise InputError("--engine-option takes TensorRT-LLM's options, --vllm-args vLLM's: give one",
+                             where="--engine-option")
+        from kvplan.engines.trtllm import engine as trtllm_engine
+
+        treq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
+                             gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, engine_options=engine_option)
+        terms = ex.trtllm_extra_terms(trtllm_engine.estimate(treq, search_max_seq=False))
+        result = dataclasses.replace(result, extra_terms=terms)
     if notes:
         import dataclasses
 
@@ -101,7 +115,7 @@ def explain(
     if json_out:
         print(render.to_json(result))
         return
-    _print(result, est)
+    _print(result, est, engine="TensorRT-LLM" if engine_option else "SGLang" if sglang_args is not None else "vLLM")
 
 
 def _max_batch(cache, room, tokens: int) -> int:
@@ -111,7 +125,7 @@ def _max_batch(cache, room, tokens: int) -> int:
     return max(room, 0) // per if per else 0
 
 
-def _print(result, est) -> None:
+def _print(result, est, *, engine: str = "vLLM") -> None:
 
     from kvplan.cli import render
     from kvplan.core.units import format_bytes, format_tokens
@@ -141,7 +155,6 @@ def _print(result, est) -> None:
     if result.extra_terms:
         rows = [[t.option, t.what, t.formula, format_bytes(t.bytes) if t.bytes is not None else "—"]
                 for t in result.extra_terms]
-        engine = "SGLang" if result.extra_terms[0].option.startswith("--") else "vLLM"  # SGLang's options keep their dashes
         render.print_fitting(out, render.figures_table(f"what the {engine} launch options add ({engine}'s own terms, per GPU unless said)",
                                                      ["option", "term", "how", "bytes"], rows, text=(0, 1, 2)))
 

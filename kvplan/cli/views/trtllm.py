@@ -45,6 +45,26 @@ def tables(result: TrtllmEstimate) -> list:
         t.add_row(f"  × free_gpu_memory_fraction {r.free_gpu_memory_fraction}", size(r.kv_budget_bytes))
         t.add_row("  (temporary warm-up pool, freed)", size(r.temporary_pool_bytes))
     band_rows(t, r)
+    f = r.features
+    if f is not None:
+        t.add_section()
+        t.add_row(Text("launch options (docs/engines/features/)", style="bold"), "")
+        if f.attention_dp:
+            t.add_row(f"  attention DP: pools (one per rank, every KV head)", f"{f.pools}")
+        if f.speculative is not None:
+            s = f.speculative
+            t.add_row(f"  {s.decoding_type}: layers added to the KV cache manager", f"{s.kv_layers}")
+            t.add_row("  drafter weights per GPU", size(s.weights_per_gpu_bytes))
+        if f.weights_added_per_gpu_bytes:
+            t.add_row("  weights added per GPU", size(f.weights_added_per_gpu_bytes))
+        if f.transceiver is not None:
+            tr = f.transceiver
+            t.add_row(f"  cache transceiver ({tr.backend}): {tr.buffers} buffers after the pool", size(tr.total_bytes))
+        if f.lora is not None:
+            t.add_row(f"  LoRA device cache ({f.lora.max_loras} adapters, rank {f.lora.max_lora_rank}) after the pool",
+                      size(f.lora.device_bytes))
+        if f.deployment_concurrency is not None and f.pools > 1:
+            t.add_row("  requests of max_seq_len, whole deployment", f"{f.deployment_concurrency:,}")
     if r.num_blocks is not None:
         t.add_section()
         t.add_row("primary blocks", f"{r.num_blocks:,}")
@@ -53,8 +73,11 @@ def tables(result: TrtllmEstimate) -> list:
             t.add_row(f"  window {w:,}: blocks", f"{n:,}")
         t.add_row(f"requests of {format_tokens(r.seq)} at once", f"{r.max_concurrency:,}")
         t.add_section()
+        f = r.features
         if r.fits:
             verdict = f"fits: holds {r.batch} request{'s' if r.batch > 1 else ''} of max_seq_len"
+        elif f is not None and f.after_pool_fits is False:
+            verdict = "does NOT start: what is built after the pool (transceiver, LoRA cache) does not fit beside it"
         elif r.starts:
             verdict = f"does NOT fit: holds {r.max_batch} of the {r.batch} requests at once"
         elif r.estimated_max_model_len is not None and r.num_blocks:

@@ -33,9 +33,11 @@ from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
 from kvplan.core.units import MAX_TOKENS, parse_size
 from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.request import EngineRequest
-from kvplan.engines.result import EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, request_terms, verdict_terms
+from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, Refused, request_terms,
+                                   verdict_terms)
 from kvplan.engines.static import model_weights
 from kvplan.engines.trtllm import budget as tbudget
+from kvplan.engines.trtllm import features as tfeatures
 from kvplan.engines.trtllm import releases
 from kvplan.engines.trtllm.budget import pool_tokens
 from kvplan.engines.trtllm.releases import PYTORCH, TENSORRT
@@ -53,7 +55,7 @@ KV_DTYPES = {"auto": "", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "bf16": "bf1
 # --engine-option keys: the backend, the engine's build settings, the execution context trtllm-build reports,
 # and the kv_cache_config caps
 OPTION_KEYS = ("backend", "max_batch_size", "max_num_tokens", "max_input_len", "activation_bytes", "max_tokens",
-               "max_gpu_total_bytes")
+               "max_gpu_total_bytes") + tfeatures.OPTION_KEYS
 
 
 @dataclass(frozen=True)
@@ -83,13 +85,23 @@ class TrtllmEstimate(EngineEstimate):
     # the setting that makes the pool what kvplan assumes (its low edge) and whether the shape fits pinned there
     pin_flag: str | None
     pinned_fits: bool | None
+    # the LLM-API options beyond the core request (attention DP, speculative decoding, the cache transceiver): every
+    # term they add (kvplan/engines/trtllm/features.py); None when the launch sets none
+    features: tfeatures.TrtllmFeatures | None = None
 
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
             return None
         problem = None
         if not self.fits:
-            if self.available_kv_bytes <= 0:
+            if self.features is not None and self.features.after_pool_fits is False:
+                f = self.features
+                what = " and ".join(w for w, on in ((f"the cache transceiver's {f.transceiver.buffers if f.transceiver else 0} "
+                                                     "transfer buffers", f.transceiver), ("the LoRA device cache", f.lora)) if on)
+                problem = Refused(f"{what} ({f.after_pool_bytes:,} B) do not fit in the memory free_gpu_memory_fraction "
+                                  "leaves beside the pool and the profiled peak: TensorRT-LLM runs out of memory building "
+                                  "them after the pool")
+            elif self.available_kv_bytes <= 0:
                 problem = NoKvMemory()
             elif self.estimated_max_model_len:
                 action = None
@@ -125,7 +137,7 @@ def _options(req: EngineRequest) -> dict:
         if key not in OPTION_KEYS:
             raise InputError(f"TensorRT-LLM has no engine option {key!r}", where="--engine-option",
                              hint="TensorRT-LLM reads " + ", ".join(OPTION_KEYS))
-        if key == "backend":
+        if key == "backend" or key in tfeatures.OPTION_KEYS:
             out[key] = value
         elif key in ("activation_bytes", "max_gpu_total_bytes"):
             out[key] = parse_size(value, what=f"--engine-option {key}")
@@ -157,6 +169,13 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     opts = _options(req)
     be = releases.backend(rel, opts.get("backend"))
     spec = req.spec
+    launch = tfeatures.read({k: v for k, v in opts.items() if k in tfeatures.OPTION_KEYS}, spec, seq=req.seq)
+    if launch.any and be == TENSORRT:
+        raise UnsupportedError("the LLM-API options " + ", ".join(launch.options()) + " are modelled on the PyTorch "
+                               "backend (kvplan/engines/trtllm/features.py), not on a trtllm-build engine",
+                               where="--engine-option", hint="backend=pytorch")
+    # attention DP: each rank keeps every KV head of its own requests (KVCacheManager: tp_size = 1)
+    kv_tp = 1 if launch.attention_dp else req.tp
     if any(layer.kind == STATE for layer in spec.layer_specs):
         raise UnsupportedError("TensorRT-LLM's Mamba hybrid cache (MambaHybridCacheManager) is not modelled",
                                where="--engine trtllm", hint="try --engine vllm or --engine sglang")
@@ -189,20 +208,32 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     for n in counts:
         stages.append(spec.layer_specs[start:start + n])
         start += n
+    # the pool's layers: the drafter's (MTP modules, the EAGLE-3 head) join the last pipeline rank's (get_pp_layers);
+    # the estimator's bytes per token (T3) counts the target's alone
+    spec_layers = tfeatures.spec_kv_layers(spec, launch)
+    pool_stages = [tuple(layers) for layers in stages]
+    pool_stages[-1] = pool_stages[-1] + spec_layers
     # the engine backend before 0.18 keeps one pool at the full length for every layer (a single window)
     windows_apply = not engine_be or rel.engine_vswa
 
-    def t2(layers) -> dict[int | None, int]:
-        """Bytes per token of one GPU, per attention window (None = full attention)."""
-        out: dict[int | None, int] = {}
+    def layer_bytes(layers) -> list[tuple[int | None, int]]:
+        """(attention window or None, bytes per token on one GPU) for each layer with a KV cache."""
+        out = []
         for layer in layers:
             if layer.kind in (FULL, SLIDING):
-                per = cdiv(layer.kv_heads, req.tp) * (layer.head_dim + layer.v_head_dim) * b
+                per = cdiv(layer.kv_heads, kv_tp) * (layer.head_dim + layer.v_head_dim) * b
             elif layer.kind == MLA:
                 per = layer.mla.latent_dim * b
             else:
                 continue
             w = layer.window if layer.kind == SLIDING and layer.window < req.seq and windows_apply else None
+            out.append((w, per))
+        return out
+
+    def t2(layers) -> dict[int | None, int]:
+        """Bytes per token of one GPU, per attention window (None = full attention)."""
+        out: dict[int | None, int] = {}
+        for w, per in layer_bytes(layers):
             out[w] = out.get(w, 0) + per
         return out
 
@@ -210,16 +241,16 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         total = 0
         for layer in layers:
             if layer.kind in (FULL, SLIDING):
-                total += 2 * (layer.head_dim * layer.kv_heads // req.tp) * b
+                total += 2 * (layer.head_dim * layer.kv_heads // kv_tp) * b
             elif layer.kind == MLA:
                 total += layer.mla.latent_dim * b
         return total
 
-    per_stage = [t2(layers) for layers in stages]
+    per_stage = [t2(layers) for layers in pool_stages]
     heavy = max(range(req.pp), key=lambda s: sum(per_stage[s].values()))
     windows = per_stage[heavy]
     layer_counts: dict[int | None, int] = {}
-    for layer in stages[heavy]:
+    for layer in pool_stages[heavy]:
         if layer.kind in (FULL, SLIDING, MLA):
             w = layer.window if layer.kind == SLIDING and layer.window < req.seq and windows_apply else None
             layer_counts[w] = layer_counts.get(w, 0) + 1
@@ -241,6 +272,13 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     weights_total, _ = model_weights(spec, req.weight_fmt)
     frac = req.gpu_util if req.gpu_util is not None else rel.free_fraction
     weights = peak = non_torch = temp = budget_b = buffers = in_use = None
+    weights_added, draft_how = 0, ""
+    trans = tfeatures.transceiver_terms(launch, layer_bytes(pool_stages[heavy]), seq=req.seq, tokens_per_block=tpb,
+                                        ranks=kv_tp * req.pp)
+    lora_t = tfeatures.lora_terms(spec, launch, tp=req.tp, pp=req.pp, dtype_bytes=act.bits // 8)
+    # built after the KV cache manager (create_py_executor_instance): the transceiver's buffers, the PEFT cache
+    after_pool = (trans.total_bytes if trans else 0) + (lora_t.device_bytes if lora_t else 0)
+    trans_fits = None
     band = 0
     fit = tbudget.constants()
     in_use_b = (req.gpu_reserved_bytes or 0) + (req.site.memory_in_use_bytes if req.site else 0)
@@ -259,6 +297,15 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
                                     "--kv-cache-memory SIZE")
         in_use = in_use_b
         weights = max(vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp))
+        plain_weights = weights
+        if launch.attention_dp and req.tp > 1:
+            weights = _attention_dp_weights(spec, req, act, counts)
+            notes.append("attention DP: attention, dense and embedding weights whole on every rank, the routed experts "
+                         f"split over the {req.tp} ranks (an upper bound where TensorRT-LLM shards a dense MLP within a node)")
+        draft_b, draft_how = tfeatures.drafter_weights(spec, launch, tp=req.tp, bits=_linear_bits(spec, req, act),
+                                                       act_bits=act.bits) if launch.decoding_type else (0, "")
+        weights += draft_b  # the last pipeline rank's; counted on the most loaded GPU (an upper bound with PP)
+        weights_added = weights - plain_weights
         link = _link(facts)
         if engine_be:
             given = opts.get("activation_bytes")
@@ -296,7 +343,12 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             # T5.1: the warm-up pool: the CUDA-graph warm-up or the dummy prompts, at least max_batch_size blocks
             dummy_len = min(max_num_tokens, req.seq - 1)
             n_full, rest = divmod(max_num_tokens, dummy_len) if dummy_len > 0 else (0, 0)
-            dummy_blocks = n_full * cdiv(dummy_len + 1, tpb) + (cdiv(rest + 1, tpb) if rest else 0)
+            # _get_token_num_for_estimation: each dummy request also reserves the draft tokens (twice with the overlap
+            # scheduler, TensorRT-LLM's default) and the extra KV tokens; attention DP submits them once per rank
+            extra = 1 + (2 * launch.max_draft_len + launch.extra_kv_tokens if launch.decoding_type else 0)
+            dummy_blocks = n_full * cdiv(dummy_len + extra, tpb) + (cdiv(rest + extra, tpb) if rest else 0)
+            if launch.attention_dp:
+                dummy_blocks *= req.tp
             graph_blocks = cdiv(req.seq + 1, tpb) + CUDA_GRAPH_MAX_BS - 1
             temp_blocks = max(dummy_blocks, graph_blocks, max_batch_size)
             # memory in use before start counts as non-torch memory (the profile reads device used - torch allocated)
@@ -315,7 +367,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
                          "model x the ratio measured on TensorRT-LLM logs) and the memory outside torch as measured on "
                          "TensorRT-LLM logs (docs/engines/trtllm.md)")
             if bpt3 < bpt:
-                notes.append(f"tp {req.tp} > KV heads: the estimator counts {bpt3:,} B per token, the pool stores "
+                why = f"tp {req.tp} > KV heads" if not spec_layers else "the drafter's layers are in the pool alone"
+                notes.append(f"{why}: the estimator counts {bpt3:,} B per token, the pool stores "
                              f"{bpt:,} B (T3): the pool is capped by the free memory instead")
     else:
         pool_bytes = max_tokens = None
@@ -379,6 +432,26 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             else:
                 notes.append(f"the pool holds one request of at most {bound:,} tokens; what TensorRT-LLM {rel.version}'s "
                              "engine runtime does then (lower max_seq_len or fail) was not read")
+        if after_pool and hw is not None and weights is not None:
+            # the transceiver and the PEFT cache are built after the pool (create_py_executor_instance): they must
+            # fit in what is left beside the weights, the profiled peak, the memory outside torch and the pool
+            pool_now = num_blocks * tpb * bpt if not vswa else max(pool_bytes, 0)
+            left = hw.capacity_bytes - weights - (peak or 0) - (non_torch or 0) - (buffers or 0) - (in_use or 0) - pool_now
+            trans_fits = left >= after_pool
+            what = " and ".join(w for w, on in (("the cache transceiver's buffers", trans), ("the LoRA device cache", lora_t))
+                                if on)
+            if trans_fits and search_max_seq:
+                if trans is not None:
+                    notes.append(f"the cache transceiver ({trans.backend}): {trans.buffers} transfer buffers of "
+                                 f"{trans.buffer_bytes:,} B allocated after the pool, in the {left:,} B it leaves")
+                if lora_t is not None:
+                    notes.append(f"lora_config: a {lora_t.device_bytes:,} B device PEFT cache allocated after the pool, "
+                                 f"in the {left:,} B it leaves")
+            if not trans_fits:
+                fits = False
+                notes.append(f"{what} ({after_pool:,} B) do not fit in the {max(left, 0):,} B left beside the pool: lower "
+                             "free_gpu_memory_fraction" + (" or max_tokens_in_buffer" if trans else "")
+                             + (" or max_loras" if lora_t else ""))
         max_batch = conc if fits else 0
         serves = fits and req.batch <= max_batch
         if fits and not serves:
@@ -417,8 +490,35 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         other = (peak or 0) + (non_torch or 0) + (buffers or 0) + (in_use or 0)
         per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=hw.capacity_bytes, weights_bytes=weights,
                          cache_bytes=pool, reserved_bytes=other, free_bytes=hw.capacity_bytes - weights - other - pool)
-    all_windows = [t2(layers) for layers in stages]
-    kv_one = req.tp * sum(per * cdiv(min(req.seq, w or req.seq), tpb) * tpb for st in all_windows for w, per in st.items())
+    all_windows = [t2(layers) for layers in pool_stages]
+    # one request's KV over the GPUs holding it: every TP rank (its heads, or the whole MLA latent), one rank with
+    # attention DP
+    kv_one = kv_tp * sum(per * cdiv(min(req.seq, w or req.seq), tpb) * tpb for st in all_windows for w, per in st.items())
+    feats = None
+    if launch.any:
+        sp = None
+        if launch.decoding_type:
+            sp = tfeatures.SpeculativeTerms(
+                decoding_type=launch.decoding_type, kv_layers=launch.spec_layers, max_draft_len=launch.max_draft_len,
+                extra_kv_tokens=launch.extra_kv_tokens,
+                draft=launch.eagle_head.name if launch.eagle_head is not None else f"{spec.name}'s MTP modules",
+                weights_per_gpu_bytes=tfeatures.drafter_weights(spec, launch, tp=req.tp, bits=_linear_bits(spec, req, act),
+                                                                act_bits=act.bits)[0],
+                formula=draft_how or tfeatures.drafter_weights(spec, launch, tp=req.tp, bits=_linear_bits(spec, req, act),
+                                                               act_bits=act.bits)[1])
+            notes.append(f"speculative decoding ({launch.decoding_type}): {launch.spec_layers} more layer(s) in the KV cache "
+                         "manager (get_pp_layers), in the pool's bytes per token but not the estimator's")
+        pools = req.tp if launch.attention_dp else 1
+        if launch.attention_dp:
+            notes.append(f"attention DP: each of the {req.tp} ranks has its own pool and its own requests; the "
+                         "deployment holds that many times one pool's")
+        feats = tfeatures.TrtllmFeatures(
+            options=launch.options(), attention_dp=launch.attention_dp, kv_head_split=kv_tp, pools=pools, speculative=sp,
+            transceiver=trans, lora=lora_t, weights_added_per_gpu_bytes=weights_added, after_pool_bytes=after_pool,
+            after_pool_fits=trans_fits,
+            deployment_concurrency=conc * pools if conc is not None else None,
+            notes=tuple(n for n in notes if n.startswith(("attention DP", "speculative", "the cache transceiver",
+                                                          "lora_config", "the LoRA"))))
     return TrtllmEstimate(
         **common, kv_bytes=kv_one * req.batch, state_bytes=0, cache_bytes=kv_one * req.batch,
         weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch, max_seq=max_seq, notes=tuple(notes),
@@ -430,8 +530,30 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         kv_budget_bytes=budget_b, available_kv_bytes=pool_bytes, available_kv_bytes_low=low,
         available_kv_bytes_high=high, marginal=marginal, max_tokens=max_tokens, num_blocks=num_blocks,
         kv_cache_tokens=tokens, window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len,
-        budget_source=source, suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits,
+        budget_source=source, suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits, features=feats,
     )
+
+
+def _linear_bits(spec, req: EngineRequest, act: DType) -> Fraction:
+    from kvplan.engines.vllm.features import linear_bits
+
+    return linear_bits(spec, req.weight_fmt, act)
+
+
+def _attention_dp_weights(spec, req: EngineRequest, act: DType, counts: list[int]) -> int:
+    """The most loaded GPU's weights with attention DP: every weight whole (TP 1) but the routed experts, which
+    the ranks split among them (moe_tp x moe_ep = tp)."""
+    whole = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, 1, req.pp)
+    if spec.moe is None or not spec.moe.expert_params:
+        return max(whole)
+    from kvplan.engines.vllm.features import expert_bytes
+
+    experts = expert_bytes(spec, req.weight_fmt, act)
+    out = []
+    for stage, layers in enumerate(counts):
+        stage_experts = experts * layers // spec.layers
+        out.append(whole[stage] - stage_experts + cdiv(stage_experts, req.tp))
+    return max(out)
 
 
 def _link(facts) -> str | None:

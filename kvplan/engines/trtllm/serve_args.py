@@ -94,21 +94,24 @@ LLM_API: dict[str, str] = {
     "return_perf_metrics": "none", "enable_iter_perf_stats": "none", "reasoning_parser": "none", "gpus_per_node": "none",
     "max_beam_width": "none", "scheduler_config": "none", "cuda_graph_config": "note",
     "moe_config": "note", "attn_backend": "note",
-    "enable_attention_dp": "attention data parallelism: every rank holds all KV heads of its requests",
-    "speculative_config": "a draft model's or MTP layers' weights and KV cache",
-    "cache_transceiver_config": "KV transfer buffers of disaggregated serving",
-    "context_parallel_size": "the KV cache split across context-parallel ranks",
-    "lora_config": "LoRA adapter weights and caches",
+    # read onto --engine-option keys (engine_options below; kvplan/engines/trtllm/features.py)
+    "enable_attention_dp": "modelled", "speculative_config": "modelled", "cache_transceiver_config": "modelled",
+    # context parallelism skips the profiled estimate (_util.py KvCacheCreator.try_prepare_estimation: no estimation
+    # with a cp_type) and splits the KV over the ranks (Helix, star attention)
+    "context_parallel_size": "the KV cache split across context-parallel ranks, sized without the profiling run",
+    # lora_config: the PEFT cache (features.py lora_terms) when max_loras and lora_target_modules are given
+    "lora_config": "modelled",
     "quant_config": "quantization set at load time",
-    "peft_cache_config": "LoRA adapter weights and caches",
+    # its fields (num_device_module_layer, device_cache_percent, optimal/max adapter sizes) override lora_config's
+    "peft_cache_config": "the PEFT cache's own sizing fields (kvplan sizes it from lora_config alone)",
 }
 KV_CACHE_CONFIG: dict[str, str] = {
     "free_gpu_memory_fraction": "modelled", "dtype": "modelled", "tokens_per_block": "modelled",
     "enable_block_reuse": "none", "host_cache_size": "none", "onboard_blocks": "none", "event_buffer_max_size": "none",
     "enable_partial_reuse": "none", "copy_on_partial_reuse": "none",
-    "max_tokens": "a fixed token budget taken as min(max_tokens, the fraction's)",
-    "max_gpu_total_bytes": "a byte cap taken as min(cap, the fraction's)",
-    "max_attention_window": "per-layer attention windows shorter than max_seq_len",
+    # KvCacheCreator.configure_kv_cache_capacity: the smaller of each and the fraction's budget
+    "max_tokens": "modelled", "max_gpu_total_bytes": "modelled",
+    "max_attention_window": "modelled",  # at or above max_seq_len; shorter windows exit 3 (features.py)
     "use_kv_cache_manager_v2": "KVCacheManager V2 (kvplan models V1)",
 }
 
@@ -221,6 +224,74 @@ def check_llm_api(data: Any, *, where: str) -> None:
     kv = data.get("kv_cache_config")
     if kv is not None and not isinstance(kv, Mapping):
         raise InputError("kv_cache_config must be a mapping", where=f"{where}: kv_cache_config")
+
+
+# speculative_config fields (llm_args.py MTPDecodingConfig / EagleDecodingConfig / DecodingBaseConfig): the
+# --engine-option key each is read onto, "none" for those that change no memory
+SPECULATIVE_KEYS: dict[str, str] = {
+    "decoding_type": "speculative_config.decoding_type",
+    "num_nextn_predict_layers": "speculative_config.num_nextn_predict_layers",
+    "max_draft_len": "speculative_config.max_draft_len", "num_eagle_layers": "speculative_config.num_eagle_layers",
+    "eagle3_one_model": "speculative_config.eagle3_one_model",
+    "speculative_model_dir": "speculative_config.speculative_model_dir",
+    "speculative_model": "speculative_config.speculative_model_dir",
+    "use_relaxed_acceptance_for_thinking": "none", "relaxed_topk": "none", "relaxed_delta": "none",
+    "greedy_sampling": "none", "posterior_threshold": "none", "load_format": "none", "acceptance_length_threshold": "none",
+}
+# lora_config fields (lora_helper.py LoraConfig)
+LORA_KEYS: dict[str, str] = {
+    "max_lora_rank": "lora_config.max_lora_rank", "max_loras": "lora_config.max_loras",
+    "max_cpu_loras": "lora_config.max_cpu_loras", "lora_target_modules": "lora_config.lora_target_modules",
+    "lora_dir": "none", "lora_ckpt_source": "none", "trtllm_modules_to_hf_modules": "none",
+    "swap_gate_up_proj_lora_b_weight": "none",
+}
+# cache_transceiver_config fields (llm_args.py CacheTransceiverConfig)
+TRANSCEIVER_KEYS: dict[str, str] = {
+    "backend": "cache_transceiver_config.backend", "max_tokens_in_buffer": "cache_transceiver_config.max_tokens_in_buffer",
+    "transceiver_runtime": "cache_transceiver_config.transceiver_runtime", "kv_transfer_timeout_ms": "none",
+    "kv_transfer_sender_future_timeout_ms": "none",
+}
+
+
+def engine_options(llm_api: Mapping[str, Any], *, where: str, base_dir=None) -> dict[str, str]:
+    """The LLM-API options kvplan's TensorRT-LLM engine reads as --engine-option keys (enable_attention_dp, the
+    fields of speculative_config and cache_transceiver_config, kv_cache_config's caps), as text. A nested field
+    kvplan does not know is "cannot judge" (exit 3)."""
+    from pathlib import Path
+
+    from kvplan.core.errors import UnsupportedError
+
+    out: dict[str, str] = {}
+    if llm_api.get("enable_attention_dp"):
+        out["enable_attention_dp"] = "true"
+    for field_name, table in (("speculative_config", SPECULATIVE_KEYS), ("cache_transceiver_config", TRANSCEIVER_KEYS),
+                              ("lora_config", LORA_KEYS)):
+        value = llm_api.get(field_name)
+        if not value:
+            continue
+        if not isinstance(value, Mapping):
+            raise InputError(f"{field_name} must be a mapping", where=f"{where}: {field_name}")
+        for key, item in value.items():
+            target = table.get(str(key))
+            if target is None:
+                raise UnsupportedError(f"{field_name}.{key} is set (a field kvplan's table does not know); kvplan does "
+                                       "not model it", where=f"{where}: {field_name}.{key}",
+                                       hint="kvplan refuses rather than guesses")
+            if target == "none" or item is None:
+                continue
+            text = (str(item).lower() if isinstance(item, bool) else
+                    ",".join(map(str, item)) if isinstance(item, (list, tuple)) else str(item))
+            if target.endswith("speculative_model_dir") and base_dir is not None and not Path(text).is_absolute():
+                text = str(Path(base_dir) / text)
+            out[target] = text
+    kv = llm_api.get("kv_cache_config") or {}
+    for key in ("max_tokens", "max_gpu_total_bytes"):
+        if kv.get(key) is not None:
+            out[key] = str(kv[key])
+    if kv.get("max_attention_window") is not None:
+        windows = kv["max_attention_window"]
+        out["max_attention_window"] = ",".join(map(str, windows)) if isinstance(windows, (list, tuple)) else str(windows)
+    return out
 
 
 def unmodelled(llm_api: Mapping[str, Any]) -> list[tuple[str, str]]:
