@@ -351,3 +351,36 @@ def test_no_options_no_features_record():
     r = est("llama-3.1-8b")
     assert r.features is None
     assert dataclasses.asdict(r)["features"] is None
+
+
+# ------------------------------------------------------------------ weight offload against public logs
+
+# TheBuccaneer/vllm-offload-profiles at 547be90 (tests/data/vllm_logs_features and vllm_logs_public, index.jsonl):
+# one RTX 3090, vLLM 0.17.1, max_model_len 8192, gpu_memory_utilization 0.86, the same launch with and without
+# --cpu-offload-gb 12. (model, config folder, logged "Model loading took" GiB with offload and without it,
+# "Available KV cache memory" GiB with offload, "GPU KV cache size" tokens with offload)
+OFFLOAD_LOGS = [
+    ("llama31-8b", "meta-llama--Llama-3.1-8B-Instruct", "2.91", "14.99", "16.79", 137_552),
+    ("qwen25-7b", "Qwen--Qwen2.5-7B-Instruct", "2.17", "14.25", "17.48", 327_360),
+]
+
+
+@pytest.mark.parametrize("name, folder, weights, weights_without, available, tokens", OFFLOAD_LOGS,
+                         ids=[r[0] for r in OFFLOAD_LOGS])
+def test_cpu_offload_matches_the_public_rtx3090_logs(name, folder, weights, weights_without, available, tokens):
+    model = str(DATA / "vllm_models" / folder)
+    kw = dict(engine_version="0.17.1", gpu="rtx-3090-24gb", gpu_util="0.86")
+    off = est(model, vllm_args="--cpu-offload-gb 12", **kw)
+    base = est(model, **kw)
+    gib = 2**30
+    # what stays on the GPU prints as the log's "Model loading took" (two decimals; 5 MiB of slack for the rounding)
+    assert abs(off.weights_bytes / gib - float(weights)) <= 0.005 + 5 / 1024
+    # vLLM moves whole tensors until 12 GiB are on the host (so a little more); the two logs' weights differ by
+    # that, within the weights' known residual (Qwen2.5-7B loads 0.06 GiB more than its tensors, docs/engines)
+    moved = base.weights_bytes - off.weights_bytes
+    assert 12 * gib <= moved < 12 * gib + 256 * 2**20
+    assert abs((float(weights_without) - float(weights)) - moved / gib) <= 0.06
+    # end to end, the offloaded launch's budget and pool: inside the band, and within 0.5% of the log
+    assert off.available_kv_bytes_low <= float(available) * gib <= off.available_kv_bytes_high
+    assert abs(off.available_kv_bytes / gib - float(available)) / float(available) < 0.005
+    assert abs(off.kv_cache_tokens - tokens) / tokens < 0.005

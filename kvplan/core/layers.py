@@ -73,7 +73,11 @@ def _bytes(elements: int, bits: int) -> int:
 @dataclass(frozen=True)
 class LayerSpec:
     """One decoder layer's cache layout, fully resolved. The fields of every kind are present (0 / None where a
-    kind has none) so that consumers and `dataclasses.replace` see one shape; the subclass decides the rules."""
+    kind has none) so that consumers and `dataclasses.replace` see one shape; the subclass decides the rules.
+
+    The kinds below subclass it without `@dataclass` of their own: they add no field, and the generated __init__,
+    __repr__ and __eq__ already go by the instance's class (repr names it, == requires the same class), so
+    decorating each again would only build the same six methods per kind at every start."""
 
     kind: ClassVar[str] = NONE
     headed: ClassVar[bool] = False  # keeps per-head K and V
@@ -106,12 +110,10 @@ class LayerSpec:
         return self.kind != NONE
 
 
-@dataclass(frozen=True)
 class NoCacheLayer(LayerSpec):
     """A layer without attention (Nemotron-Super's no_op blocks): nothing to keep."""
 
 
-@dataclass(frozen=True)
 class FullAttention(LayerSpec):
     kind: ClassVar[str] = FULL
     headed: ClassVar[bool] = True
@@ -126,7 +128,6 @@ class FullAttention(LayerSpec):
         return seq
 
 
-@dataclass(frozen=True)
 class SlidingWindow(FullAttention):
     """Attends to the last `window` tokens; StaticCache keeps min(seq, window) of them."""
 
@@ -137,7 +138,6 @@ class SlidingWindow(FullAttention):
         return min(seq, self.window)
 
 
-@dataclass(frozen=True)
 class ChunkedLocal(FullAttention):
     """Attends within its current chunk of `window` tokens (Llama 4's attention_chunk_size); transformers'
     StaticCache allocates, and keeps filled, a rolling buffer of min(seq, chunk) tokens for it."""
@@ -149,7 +149,6 @@ class ChunkedLocal(FullAttention):
         return min(seq, self.window)
 
 
-@dataclass(frozen=True)
 class LatentAttention(LayerSpec):
     """Multi-head latent attention (DeepSeek-V2/V3, Kimi): one latent per token, every TP rank holds it whole."""
 
@@ -162,7 +161,6 @@ class LatentAttention(LayerSpec):
         return seq
 
 
-@dataclass(frozen=True)
 class StateLayer(LayerSpec):
     """Linear attention / SSM (Mamba, gated delta-net): a fixed state per sequence; TP splits the first dimension of
     each state tensor (ceil), as vLLM shards Mamba layers."""

@@ -101,12 +101,12 @@ def lookup_from_options(models_dirs, offline: bool) -> Lookup:
 
 def resolve(ref: str, *, base_dir: Path | None = None, host_paths: bool = False, lookup: Lookup | None = None) -> Resolved:
     """The model `ref` names; see the module docstring for the order."""
-    from kvplan.model import hf_cache, hub
-
     lookup = lookup or current()
     memo = _memo.get()
     if memo is None:
         return _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
+    from kvplan.model import hf_cache, hub  # here, not above: a bundled name or a file needs neither module
+
     key = (ref, base_dir, host_paths, lookup, str(hf_cache.cache_dir()), lookup.offline or hub.offline_by_environment())
     hit = memo.get(key)
     if hit is None:
@@ -130,7 +130,7 @@ def remembering() -> Iterator[None]:
 
 
 def _resolve(ref: str, *, base_dir: Path | None, host_paths: bool, lookup: Lookup) -> Resolved:
-    from kvplan.model import bundled, hf_cache
+    from kvplan.model import bundled
 
     if not isinstance(ref, str) or not ref.strip():
         raise InputError("no model given", hint="name a bundled model (kvplan models), a spec YAML or a config.json")
@@ -147,6 +147,8 @@ def _resolve(ref: str, *, base_dir: Path | None, host_paths: bool, lookup: Looku
         spec = bundled.find_bundled(ref)
         if spec is not None:
             return Resolved(spec, ModelSource(BUNDLED, spec.name, weights=spec.weights_source))
+    from kvplan.model import hf_cache  # past the bundled specs and the files: names the cache or the Hub may hold
+
     snapshot_ref = hf_cache.snapshot_reference(ref)
     if snapshot_ref is not None:  # a cache snapshot path on the serving host names its repository and commit
         name, revision = snapshot_ref

@@ -2,21 +2,20 @@
 
 vLLM 0.33.0 (distributed/kv_transfer/kv_connector/factory.py, v1/*; config/kv_transfer.py KVTransferConfig):
 
-- which connectors exist: NixlConnector (and NixlPullConnector / NixlPushConnector), MooncakeConnector,
-  MooncakeStoreConnector, LMCacheConnectorV1, LMCacheMPConnector, OffloadingConnector, SimpleCPUOffloadConnector,
-  MultiConnector, MoRIIOConnector, ...; P2pNcclConnector is 0.19's (removed by 0.33);
+- which connectors exist: per release (kvplan/engines/vllm/option_rules.py CONNECTORS, from factory.py of each
+  release: P2pNcclConnector until 0.23, NIXL pull/push from 0.24, ...);
 - buffers: NIXL and Mooncake register the KV cache itself for RDMA reads (no second GPU copy); with
   kv_buffer_device "cpu" NIXL keeps a host mirror of the whole cache (nixl/base_worker.py host_xfer_buffers).
   0.19's P2pNcclConnector receives into GPU tensors up to kv_buffer_size bytes (1e9 by default,
   p2p_nccl_engine.py buffer_size_threshold) allocated after the pool is sized, so they must fit in the memory
   vLLM leaves outside gpu_memory_utilization, and keeps a pinned host pool of mem_pool_size_gb (32 GiB by
   default, rounded up to a power of two; tensor_memory_pool.py);
-- the hybrid KV cache manager: with no --disable-hybrid-kv-cache-manager given, vLLM turns it off when the
-  connector does not implement SupportsHMA (0.19: for every connector; config/vllm.py VllmConfig.__post_init__, "Turning off hybrid kv cache
-  manager because `--kv-transfer-config` selects a KV connector that does not support it"): sliding-window layers
-  are then charged the whole max_model_len and hybrid Mamba models fail to start. Connectors with SupportsHMA:
-  NixlConnector (+ Pull/Push), MooncakeConnector, MoRIIOConnector, OffloadingConnector, SimpleCPUOffloadConnector,
-  DecodeBenchConnector, HiSparseConnector, MultiConnector when all its children do;
+- the hybrid KV cache manager: until 0.21 any connector turns it off (0.13-0.21 unless
+  --no-disable-hybrid-kv-cache-manager asks otherwise); from 0.22 only a connector without SupportsHMA does
+  (config/vllm.py VllmConfig.__post_init__; the sets per release: option_rules.CONNECTORS_HMA): sliding-window
+  layers are then charged the whole max_model_len and hybrid Mamba models fail to start;
+- P2pNcclConnector's buffers (kv_buffer_size 1e9, mem_pool_size_gb 32) are the same in every release that has it
+  (0.10.2-0.23.0, p2p_nccl_engine.py P2pNcclEngine.__init__);
 - what moves: a prefill instance sends each request's prompt KV to a decode instance, every TP rank its own shard
   (prompt tokens x that rank's KV bytes per token); the link must carry rate x that.
 """
@@ -29,20 +28,8 @@ from typing import Any, Mapping
 
 from kvplan.core.errors import InputError, UnsupportedError
 
-CONNECTORS_033 = frozenset({
-    "NixlConnector", "NixlPullConnector", "NixlPushConnector", "MooncakeConnector", "MooncakeStoreConnector",
-    "LMCacheConnectorV1", "LMCacheMPConnector", "OffloadingConnector", "SimpleCPUOffloadConnector", "MultiConnector",
-    "MoRIIOConnector", "DecodeBenchConnector", "ExampleConnector", "FlexKVConnectorV1", "HF3FSKVConnector",
-    "HiSparseConnector", "ExampleHiddenStatesConnector",
-})
-CONNECTORS_019 = frozenset({
-    "NixlConnector", "MooncakeConnector", "LMCacheConnectorV1", "LMCacheMPConnector", "OffloadingConnector",
-    "SimpleCPUOffloadConnector", "MultiConnector", "P2pNcclConnector", "ExampleConnector", "DecodeBenchConnector",
-    "ExampleHiddenStatesConnector", "FlexKVConnectorV1", "MoRIIOConnector",
-})
-SUPPORTS_HMA = frozenset({"NixlConnector", "NixlPullConnector", "NixlPushConnector", "MooncakeConnector",
-                          "MoRIIOConnector", "OffloadingConnector", "SimpleCPUOffloadConnector", "DecodeBenchConnector",
-                          "HiSparseConnector"})
+# which connectors each release registers, and which keep the hybrid KV cache manager (SupportsHMA), are rules of the
+# release: kvplan/engines/vllm/option_rules.py CONNECTORS and CONNECTORS_HMA
 # connectors whose memory kvplan models (GPU and host buffers as above); the rest exit 3
 MODELLED = frozenset({"NixlConnector", "NixlPullConnector", "NixlPushConnector", "MooncakeConnector",
                       "LMCacheConnectorV1", "LMCacheMPConnector", "OffloadingConnector", "SimpleCPUOffloadConnector",
@@ -66,8 +53,9 @@ class KvTransferOptions:
         return dict(self.extra).get(key, default)
 
 
-def read_config(value: Any, *, where: str, version_line: str) -> KvTransferOptions:
-    """A kv_transfer_config as a launch gives it (JSON text or a mapping), checked against the release's connectors."""
+def read_config(value: Any, *, where: str, connectors: frozenset, release: str) -> KvTransferOptions:
+    """A kv_transfer_config as a launch gives it (JSON text or a mapping), checked against the connectors the release
+    registers (`connectors`: kvplan/engines/vllm/option_rules.py CONNECTORS; `release` names it in errors)."""
     if isinstance(value, str):
         try:
             value = json.loads(value)
@@ -78,10 +66,9 @@ def read_config(value: Any, *, where: str, version_line: str) -> KvTransferOptio
     connector = value.get("kv_connector")
     if not isinstance(connector, str) or not connector:
         raise InputError("names no kv_connector", where=where, hint='e.g. {"kv_connector": "NixlConnector", "kv_role": "kv_both"}')
-    known = CONNECTORS_019 if version_line == "0.19" else CONNECTORS_033
-    if connector not in known:
-        raise InputError(f"vLLM {version_line} has no KV connector {connector!r}", where=f"{where}: kv_connector",
-                         hint=", ".join(sorted(known)))
+    if connector not in connectors:
+        raise InputError(f"vLLM {release} has no KV connector {connector!r}", where=f"{where}: kv_connector",
+                         hint=", ".join(sorted(connectors)))
     if connector not in MODELLED:
         raise UnsupportedError(f"the {connector}'s buffers are not modelled", where=f"{where}: kv_connector",
                                hint="kvplan models " + ", ".join(sorted(MODELLED)))
@@ -97,7 +84,7 @@ def read_config(value: Any, *, where: str, version_line: str) -> KvTransferOptio
         if not isinstance(subs, list) or not subs:
             raise InputError("MultiConnector lists no connectors", where=f"{where}: kv_connector_extra_config")
         children = tuple(read_config(dict(sub, kv_role=sub.get("kv_role", role)), where=f"{where}.connectors[{i}]",
-                                     version_line=version_line) for i, sub in enumerate(subs))
+                                     connectors=connectors, release=release) for i, sub in enumerate(subs))
     buffer = value.get("kv_buffer_size")
     return KvTransferOptions(connector=connector, role=role, buffer_device=str(value.get("kv_buffer_device") or "cuda"),
                              buffer_bytes=int(float(buffer)) if buffer is not None else None,
@@ -106,15 +93,15 @@ def read_config(value: Any, *, where: str, version_line: str) -> KvTransferOptio
                              children=children, where=where)
 
 
-def supports_hma(opts: KvTransferOptions, version_line: str = "0.33") -> bool:
-    """Whether vLLM keeps its hybrid KV cache manager with this connector. 0.19 turns it off for every connector
-    unless --no-disable-hybrid-kv-cache-manager asks otherwise (config/vllm.py: "turn HMA off for connector unless
-    specifically enabled")."""
-    if version_line == "0.19":
+def supports_hma(opts: KvTransferOptions, hma: frozenset | None) -> bool:
+    """Whether vLLM keeps its hybrid KV cache manager with this connector. `hma`: the connectors with SupportsHMA in
+    the release (option_rules.CONNECTORS_HMA); None where the release turns it off for every connector (until 0.21:
+    config/vllm.py "turn HMA off for connector unless specifically enabled")."""
+    if hma is None:
         return False
     if opts.connector == "MultiConnector":
-        return all(supports_hma(child) for child in opts.children)
-    return opts.connector in SUPPORTS_HMA
+        return all(supports_hma(child, hma) for child in opts.children)
+    return opts.connector in hma
 
 
 @dataclass(frozen=True)
@@ -130,7 +117,7 @@ class TransferTerms:
 
 
 def terms(opts: KvTransferOptions, *, token_bytes_per_rank: int, tp: int, gpu_pool_bytes: int | None,
-          version_line: str = "0.33") -> TransferTerms:
+          hma: frozenset | None) -> TransferTerms:
     """The connector's buffers and what one prompt token of KV costs to move."""
     notes: list[str] = []
     gpu = host = 0
@@ -147,7 +134,7 @@ def terms(opts: KvTransferOptions, *, token_bytes_per_rank: int, tp: int, gpu_po
                 raise UnsupportedError("NIXL's host buffer mirrors the KV pool, which needs a GPU to size", where=leaf.where)
             host += gpu_pool_bytes
             notes.append("NIXL with kv_buffer_device cpu mirrors the whole KV cache in host memory")
-    hma_off = not supports_hma(opts, version_line)
+    hma_off = not supports_hma(opts, hma)
     if hma_off:
         notes.append(f"{opts.connector} does not support vLLM's hybrid KV cache manager: vLLM turns it off "
                      "(sliding-window layers are charged the whole max_model_len; hybrid Mamba models do not start)")

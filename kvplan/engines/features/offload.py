@@ -135,16 +135,19 @@ class KvOffloadTerms:
     notes: tuple[str, ...]
 
 
-def native_kv_offload(opts: KvOffloadOptions, *, bytes_per_block: int, block_size: int, world_size: int) -> KvOffloadTerms:
-    """vLLM's native OffloadingConnector host tier (CPUOffloadingSpec)."""
+def native_kv_offload(opts: KvOffloadOptions, *, bytes_per_block: int, block_size: int, world_size: int,
+                      alignment: int = PAGE_SIZE) -> KvOffloadTerms:
+    """vLLM's native OffloadingConnector host tier (CPUOffloadingSpec). `alignment`: the bytes each chunk is rounded
+    up to (1 until 0.26, the page from 0.27: kvplan/engines/vllm/option_rules.py KV_OFFLOAD_ALIGNMENT)."""
     if opts.size_bytes is None or opts.size_bytes <= 0:
         raise InputError("kv_offloading_size must be a positive number of GiB", where=opts.where)
     chunk = bytes_per_block * world_size * opts.blocks_per_chunk
-    aligned = -(-chunk // PAGE_SIZE) * PAGE_SIZE
+    aligned = -(-chunk // alignment) * alignment
     chunks = opts.size_bytes // aligned
     tokens = chunks * opts.blocks_per_chunk * block_size
+    padded = f"each padded to {aligned:,} B (page {alignment} B)" if alignment > 1 else "not padded"
     notes = (f"{chunks:,} chunks of {opts.blocks_per_chunk} block(s) x {world_size} worker(s) x {bytes_per_block:,} B, "
-             f"each padded to {aligned:,} B (page {PAGE_SIZE} B), in {opts.size_bytes:,} B of pinned host memory",)
+             f"{padded}, in {opts.size_bytes:,} B of pinned host memory",)
     return KvOffloadTerms(backend="native", tiers=(KvTier("cpu", tokens, opts.size_bytes // world_size, opts.size_bytes),),
                           host_memory_bytes=opts.size_bytes, disk_bytes=0, notes=notes)
 

@@ -250,7 +250,9 @@ def decode_requests_per_step(max_num_batched_tokens: int, opts: SpeculativeOptio
 
 
 def check_draft_tp(opts: SpeculativeOptions, tp: int) -> None:
-    """vLLM 0.19 / 0.33: a draft model's TP must be the target's; eagle/mtp take 1 or the target's and run at it."""
+    """Every line 0.10-0.33 (config/speculative.py _verify_and_get_draft_tp; draft models from 0.15,
+    v1/spec_decode/draft_model.py _raise_if_draft_tp_mismatch): a draft model's TP must be the target's; eagle/mtp
+    take 1 or the target's and run at it."""
     draft_tp = opts.draft_tensor_parallel_size
     if draft_tp is None or draft_tp == tp:
         return

@@ -2,7 +2,8 @@
 the layers of the one KV pool (the target's, then the drafter's), the block size the attention backend brings, how
 far a request's tokens are split (decode context parallelism), and the terms each option adds to one GPU's budget
 (weights, activations, CUDA graphs) and to host memory. The arithmetic is in kvplan/engines/features/; this module
-only applies it the way vLLM does (each step cites the vLLM file), and refuses what it does not model (exit 3).
+only applies it the way vLLM does (each step cites the vLLM file), by the rules of the launch's own release line
+(option_rules.py), and refuses what it does not model (exit 3).
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ from kvplan.engines.features import backend as backends
 from kvplan.engines.features import disagg, lora, offload, parallel, speculative
 from kvplan.engines.request import EngineRequest
 from kvplan.engines.vllm import releases
-from kvplan.engines.vllm.releases import studied_line
 
 GIB = 2**30
 
@@ -97,11 +97,55 @@ def features_of(req: EngineRequest) -> Features:
     return req.features or Features()
 
 
-def _only_expert_parallel(f: Features) -> bool:
-    """--enable-expert-parallel and nothing else (data parallel 1): each TP rank holds whole experts, the same bytes;
-    the budget's fused-MoE workspace (budget.py, every release line) is what changes, so no studied line is needed."""
-    return (f.parallel is not None and not dataclasses.replace(f, parallel=None).any
-            and dataclasses.replace(f.parallel, expert_parallel=False).default)
+def _rules(rel):
+    from kvplan.engines.vllm import option_rules  # only a launch with options reads their rules
+
+    return option_rules.rules(rel)
+
+
+def speculative_as_built(f: Features, rel):
+    """The launch's speculative options with the EAGLE-3 head as the release builds it (option_rules.py
+    EAGLE3_ONE_LAYER, EAGLE3_FC_THREE): older releases ignore the head config's layer count and aux states."""
+    sp = f.speculative
+    if sp is None or sp.head is None or not sp.head.eagle3:
+        return sp
+    rules = _rules(rel)
+    head = sp.head
+    if rules.eagle3_one_layer and head.layers != 1:
+        head = dataclasses.replace(head, layers=1)
+    if rules.eagle3_fc_three and head.aux_hidden_states != 3:
+        head = dataclasses.replace(head, aux_hidden_states=3)
+    return sp if head is sp.head else dataclasses.replace(sp, head=head)
+
+
+def check_options(f: Features, rules, spec: ModelSpec) -> None:
+    """Exit 3 for an option the release does not have, or whose rule on this line was not read (option_rules.py)."""
+    par = f.parallel
+    given = {"kv_cache_dtype_skip_layers": bool(f.kv_cache_dtype_skip_layers),
+             "mamba_cache_dtype": f.mamba_cache_dtype is not None, "mamba_ssm_cache_dtype": f.mamba_ssm_cache_dtype is not None,
+             "language_model_only": f.language_model_only,
+             "cpu_offload_params": bool(f.weight_offload and f.weight_offload.params),
+             "lora_target_modules": bool(f.lora and f.lora.target_modules),
+             "decode_context_parallel_size": bool(par and par.decode_context_parallel_size > 1),
+             "prefill_context_parallel_size": bool(par and par.prefill_context_parallel_size > 1),
+             "kv_offloading_size": bool(f.kv_offload and f.kv_offload.where.replace("-", "_").endswith("kv_offloading_size"))}
+    for option, used in given.items():
+        if used and not rules.has(option):
+            from kvplan.engines.vllm.option_rules import OPTION_FIRST
+
+            rules.refuse(f"--{option.replace('_', '-')} does not exist (first in vLLM {OPTION_FIRST[option]})",
+                         where=option, hint=f"judge it with --engine-version {OPTION_FIRST[option]} or newer")
+    if par is not None and par.decode_context_parallel_size > 1 and not rules.dcp_gqa and spec.mla is None:
+        rules.refuse("decode context parallelism of GQA/MQA attention does not start (only the MLA backends return "
+                     "the softmax LSE it needs: v1/worker/gpu_model_runner.py need_to_return_lse_for_decode)",
+                     where=par.where, hint="vLLM 0.12 or newer runs it")
+    if f.lora is not None and rules.lora_extra_vocab:
+        rules.refuse("LoRA slots with lora_extra_vocab_size's extra embedding and head rows (config/lora.py, until "
+                     "0.11) are not modelled", where=f.lora.where, hint="judge it with vLLM 0.12 or newer")
+    if f.kv_offload is not None and f.kv_offload.backend == "native" and rules.native_kv_offload is None:
+        rules.refuse("the native KV offload tier sized by kv_bytes_per_rank / num_cpu_blocks (config/vllm.py "
+                     "_post_init_kv_transfer_config, 0.11.2-0.13) was not read", where=f.kv_offload.where,
+                     hint="vLLM 0.14 or newer sizes it by cpu_bytes_to_use, which kvplan models")
 
 
 def backend_rules_apply(rel) -> bool:
@@ -183,7 +227,9 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
     """The pool's layers, block size and splits for this launch (`kv_names`: vLLM's --kv-cache-dtype spellings, for
     the drafter's own kv_cache_dtype)."""
     f = features_of(req)
-    line = studied_line(rel) if f.any and not _only_expert_parallel(f) else None
+    rules = _rules(rel) if f.any else None
+    if rules is not None:
+        check_options(f, rules, req.spec)
     spec, notes = built_spec(req.spec, f)
     refusal = None
     if f.kv_cache_dtype_skip_layers and kv.name == act.name:
@@ -196,15 +242,19 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
         layers.append(CacheLayer(i, layer, layer_kv, False))
     skipped = sum(1 for c in layers if c.kv != kv)
     if skipped and kv.name != act.name:
-        if line != "0.19":
-            raise UnsupportedError("--kv-cache-dtype-skip-layers on vLLM 0.33 pads the quantized page to the skipped "
-                                   "layers' (Platform._align_block_size_for_padded_specs), which kvplan does not model",
-                                   where="kv_cache_dtype_skip_layers", hint="judge it with --engine-version 0.19")
+        if rules.skip_layers_padded:
+            rules.refuse("--kv-cache-dtype-skip-layers pads the quantized page to the skipped layers' "
+                         "(platforms/interface.py Platform._align_heterogeneous_kv_block_size, 0.25+), which kvplan "
+                         "does not model", where="kv_cache_dtype_skip_layers",
+                         hint="judge it with --engine-version 0.24 or older (0.19-0.24 unify the pages)")
         notes.append(f"{skipped} layer(s) keep their KV in {act.name} (--kv-cache-dtype-skip-layers)")
     draft = 0
     mamba_spec_blocks = 0
-    sp = f.speculative
+    sp = speculative_as_built(f, rel)
     if sp is not None:
+        if sp.method not in rules.spec_methods:
+            rules.refuse(f"speculative method {sp.method!r} does not exist in the V1 engine (v1/spec_decode/)",
+                         where=sp.where, hint="methods of this release: " + ", ".join(sorted(rules.spec_methods)))
         speculative.check_draft_tp(sp, req.tp)
         if req.pp > 1 and sp.method not in speculative.HOST_METHODS:
             raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (where the drafter's "
@@ -245,13 +295,13 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
             block_size = backend_choice.block_size if backend_choice.block_size != 16 else None
     par = f.parallel or parallel.ParallelOptions()
     shards = par.decode_context_parallel_size
-    if line == "0.19":
+    if shards > 1 and rules.context_shards == "dcp_x_pcp":  # v1/kv_cache_interface.py, 0.12-0.25
         shards *= par.prefill_context_parallel_size
     if shards > 1 and any(c.layer.kind in WINDOWED_KINDS for c in layers):
         raise UnsupportedError("decode context parallelism with sliding-window or chunked layers is not modelled "
                                "(vLLM 0.19 asserts 'DCP not support sliding window')", where=par.where)
     hma_off = False
-    if f.kv_transfer is not None and not disagg.supports_hma(f.kv_transfer, studied_line(rel)):
+    if f.kv_transfer is not None and not disagg.supports_hma(f.kv_transfer, rules.connectors_hma):
         hma_off = True
     if spec.attention_chunk_size is not None and sp is not None and sp.method in ("eagle", "eagle3", "mtp"):
         hma_off = True  # config/vllm.py: chunked local attention + EAGLE turns the hybrid manager off
@@ -284,9 +334,9 @@ def linear_bits(spec: ModelSpec, weight_fmt, act: DType) -> Fraction:
     return Fraction(act.bits)
 
 
-def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType) -> tuple[int, str]:
+def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) -> tuple[int, str]:
     """The drafter's weights on one GPU, and how they were counted."""
-    sp = features_of(req).speculative
+    sp = speculative_as_built(features_of(req), rel)
     if sp is None or sp.method in speculative.HOST_METHODS:
         return 0, "no drafter weights"
     tp = req.tp
@@ -343,12 +393,15 @@ def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_
 
     f = features_of(req)
     spec = p.spec
-    if f.speculative is not None and f.speculative.method not in speculative.HOST_METHODS and studied_line(rel) == "0.19" \
-            and req.kv_cache_memory is None:
-        raise UnsupportedError("the vLLM 0.19 profile run with speculative decoding (the rejection sampler's warm-up on "
-                               "[2 x max_num_seqs, vocab] logits) is not modelled", where=f.speculative.where,
-                               hint="give --kv-cache-memory, or judge it with vLLM 0.33")
-    draft_b, how = draft_weights_per_gpu(req, spec, act)
+    sp = f.speculative
+    if sp is not None and sp.method not in speculative.HOST_METHODS and req.kv_cache_memory is None \
+            and sp.method not in _rules(rel).spec_profile_modelled:
+        _rules(rel).refuse(f"the profile run with speculative method {sp.method!r} on the V1 model runner (the "
+                           "rejection sampler's warm-up on [2 x max_num_seqs, vocab] logits, v1/worker/gpu_model_runner.py "
+                           "_dummy_sampler_run) is not modelled", where=sp.where,
+                           hint="give --kv-cache-memory (the pool is then exact), or judge it with vLLM 0.29+ "
+                                "(EAGLE / MTP) or 0.31+ (draft models), whose V2 model runner has no such warm-up")
+    draft_b, how = draft_weights_per_gpu(req, spec, act, rel)
     # the drafter's layers are captured in every CUDA graph too: the fitted per-layer rate times the capture sizes
     # (budget.cuda_graph_bytes), on the last stage
     draft_graphs = 0
@@ -459,7 +512,7 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
     sp = None
     if f.speculative is not None:
         s = f.speculative
-        draft_b = terms.draft_bytes if terms is not None else draft_weights_per_gpu(req, p.spec, act)[0]
+        draft_b = terms.draft_bytes if terms is not None else draft_weights_per_gpu(req, p.spec, act, rel)[0]
         how = terms.draft_how if terms is not None else ""
         uses = s.method not in speculative.HOST_METHODS
         draft_kv = next((c.kv.name for c in p.cache_layers if c.draft), None)
@@ -481,7 +534,8 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
             if bytes_per_block is None:
                 raise UnsupportedError("the native KV offload tier is sized from the GPU pool's block bytes, which needs a "
                                        "GPU", where=ko.where, hint="add --gpu")
-            kv_off = offload.native_kv_offload(ko, bytes_per_block=bytes_per_block, block_size=block_size, world_size=world)
+            kv_off = offload.native_kv_offload(ko, bytes_per_block=bytes_per_block, block_size=block_size, world_size=world,
+                                               alignment=_rules(rel).kv_offload_alignment)
         else:
             kv_off = offload.lmcache_kv_offload(ko, token_bytes_per_rank=token_bytes_per_rank, tp=req.tp,
                                                 mla=any(c.layer.kind == MLA for c in p.cache_layers))
@@ -490,7 +544,7 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
     transfer = link = None
     if f.kv_transfer is not None:
         transfer = disagg.terms(f.kv_transfer, token_bytes_per_rank=token_bytes_per_rank, tp=req.tp,
-                                gpu_pool_bytes=pool_bytes, version_line=studied_line(rel))
+                                gpu_pool_bytes=pool_bytes, hma=_rules(rel).connectors_hma)
         host += transfer.host_bytes_per_gpu * req.tp * req.pp
         notes += transfer.notes
         if f.rate is not None:

@@ -17,8 +17,7 @@ from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.core.spec import ModelSpec
 from kvplan.engines.features import Features
 from kvplan.engines.features import disagg, lora, offload, parallel, speculative
-from kvplan.engines.vllm import serve_args
-from kvplan.engines.vllm.releases import studied_line
+from kvplan.engines.vllm import option_rules, serve_args
 
 GIB = 2**30
 
@@ -102,15 +101,17 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
         backend = args.get("kv_offloading_backend") or "native"
         size = _gib(args.get("kv_offloading_size"), where=at("kv_offloading_size"))
         if backend == "lmcache":
-            if studied_line(args.version, where=at("kv_offloading_backend")) == "0.19":
-                # 0.19 config/vllm.py: LMCacheConnectorV1 with lmcache.max_local_cpu_size = size / (TP x PP) per rank
+            rules = option_rules.rules(args.version)
+            if rules.lmcache_offload == "LMCacheConnectorV1":
+                # 0.11.2-0.23 config/vllm.py _post_init_kv_transfer_config: LMCacheConnectorV1 with
+                # lmcache.max_local_cpu_size = size / (TP x PP) per rank
                 ranks = tp * int(args.get("pipeline_parallel_size") or 1)
                 fields["kv_offload"] = offload.KvOffloadOptions(backend="lmcache", lmcache_cpu_bytes=size // ranks,
                                                                 where=at("kv_offloading_size"))
             else:
-                raise UnsupportedError("--kv-offloading-backend lmcache on vLLM 0.33 starts LMCacheMPConnector, whose size "
-                                       "the LMCache server sets (kv_offloading_size is not passed on)",
-                                       where=at("kv_offloading_backend"), hint="describe the LMCache tier in kvplan's YAML")
+                rules.refuse("--kv-offloading-backend lmcache starts LMCacheMPConnector (0.24+), whose size the LMCache "
+                             "server sets (kv_offloading_size is not passed on)", where=at("kv_offloading_backend"),
+                             hint="describe the LMCache tier in kvplan's YAML")
         else:
             fields["kv_offload"] = offload.KvOffloadOptions(backend="native", size_bytes=size, where=at("kv_offloading_size"))
 
@@ -120,7 +121,9 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
         if value == "<set by sub-keys>":
             raise UnsupportedError("kv_transfer_config given by dotted sub-keys is not read", where=at("kv_transfer_config"),
                                    hint="give it as one JSON object")
-        transfer = disagg.read_config(value, where=at("kv_transfer_config"), version_line=studied_line(args.version, where=at("kv_transfer_config")))
+        rules = option_rules.rules(args.version)
+        transfer = disagg.read_config(value, where=at("kv_transfer_config"), connectors=rules.connectors,
+                                      release=rules.version)
         fields["kv_transfer"] = transfer
         if transfer.connector.startswith("LMCache") and "kv_offload" not in fields:
             extra = dict(transfer.extra)

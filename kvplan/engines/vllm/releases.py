@@ -330,21 +330,5 @@ def sort_key(version: str) -> tuple[int, int, int, int]:
     return _key(version)
 
 
-# The launch options' rules (kvplan/engines/features/) were read in two releases' source: 0.19.0 (the 0.18-0.19 line)
-# and 0.33.0. A launch that uses them on another line is not modelled: the rules changed between the two (connectors,
-# context-parallel shards, the skip-layers padding, the speculative profile run) and the releases between were not read.
-STUDIED_LINES = {"0.18-0.19": "0.19", "0.33": "0.33"}
-
-
-def studied_line(version, *, where: str = "--engine-version") -> str:
-    """"0.19" or "0.33": the studied release whose option rules apply to `version` (a release string or a Release);
-    UnsupportedError for a line that was not studied."""
-    rel = release(version) if version is None or isinstance(version, str) else version
-    line = STUDIED_LINES.get(rel.line)
-    if line is None:
-        raise UnsupportedError(f"the launch options kvplan models (speculative decoding, LoRA, offload, expert / data / "
-                               f"context parallelism, KV connectors, layout options) were read from vLLM 0.19.0 and "
-                               f"0.33.0; vLLM {rel.version} ({rel.line} line) was not studied", where=where,
-                               hint="judge the launch by the 0.19 or 0.33 rules (--engine-version / --vllm-version), "
-                                    "or drop those options")
-    return line
+# The launch options' rules (speculative decoding, LoRA, offload, connectors, parallelism, layout options) per release
+# are in option_rules.py, stated the same way.
