@@ -392,3 +392,78 @@ def trtllm_extra_terms(result) -> tuple[ExtraTerm, ...]:
         out.append(ExtraTerm("cache_transceiver_config", f"{t.backend} transfer buffers (allocated after the pool)",
                              f"{t.formula}; {fits[f.after_pool_fits]}", t.total_bytes))
     return tuple(out)
+
+
+# ------------------------------------------------------------------ what an SGLang launch's options add
+
+def sglang_extra_terms(result) -> tuple[ExtraTerm, ...]:
+    """The terms of an SGLang estimate's `features` (kvplan/engines/sglang/features.py SglangFeatures)."""
+    f = result.features
+    if f is None:
+        return ()
+    out: list[ExtraTerm] = []
+    s = f.speculative
+    if s is not None:
+        out.append(ExtraTerm("--speculative-algorithm", f"{s.algorithm} draft weights on one GPU", s.formula,
+                             s.draft_weights_per_gpu_bytes))
+        out.append(ExtraTerm("--speculative-algorithm", "the draft's own embedding (and head) while the pool is sized",
+                             "freed after init_target_memory_pool (eagle_worker_v2.py alloc_memory_pool: init_lm_head)",
+                             s.draft_duplicates_per_gpu_bytes))
+        out.append(ExtraTerm("--speculative-algorithm", "the draft's share of the pool's cell",
+                             f"int({s.target_cell_bytes:,} B x {s.draft_layers} draft layer(s) / the target's layers) "
+                             f"= {s.draft_cell_bytes:,} B per token: the pool divides the rest by "
+                             f"{s.target_cell_bytes + s.draft_cell_bytes:,} B", None))
+        out.append(ExtraTerm("--speculative-num-steps", "draft shape",
+                             f"{s.num_steps} steps, top-k {s.eagle_topk}, {s.num_draft_tokens} draft tokens verified per "
+                             "request and step", None))
+        if s.max_running_requests_default is not None:
+            out.append(ExtraTerm("--max-running-requests", "running requests",
+                                 f"{s.max_running_requests_default} when speculative decoding is on and none is given", None))
+    lo = f.lora
+    if lo is not None:
+        for m in lo.modules:
+            out.append(ExtraTerm("--enable-lora", f"LoRA slots of {m.name}",
+                                 f"(A {list(m.a_shape)} + B {list(m.b_shape)}) x {lo.layers} layers x {lo.dtype_bits // 8} B",
+                                 m.bytes_per_gpu))
+        out.append(ExtraTerm("--enable-lora", "LoRA slots on one GPU", "the modules above, before the pool is sized",
+                             lo.gpu_bytes_per_rank))
+    hc = f.hicache
+    if hc is not None:
+        how = (f"--hicache-size {hc.size_gb} GB // {hc.bytes_per_token:,} B" if hc.size_gb else
+               f"{hc.device_tokens:,} device tokens x {hc.ratio:g}" + (" (at most: SGLang lowers the default to fit "
+                                                                       "the host's free memory)" if hc.auto_sized else ""))
+        out.append(ExtraTerm("--enable-hierarchical-cache", "host KV tier, one rank",
+                             f"{how}, whole pages + 1: {hc.host_tokens:,} tokens x {hc.bytes_per_token:,} B",
+                             hc.host_bytes_per_rank))
+        out.append(ExtraTerm("--enable-hierarchical-cache", "host memory, every rank", f"{hc.ranks} rank(s)", hc.host_bytes))
+    a = f.dp_attention
+    if a is not None:
+        out.append(ExtraTerm("--enable-dp-attention", "attention and embedding weights over the attention-TP group",
+                             a.formula, a.weights_added_per_gpu_bytes))
+        out.append(ExtraTerm("--enable-dp-attention", "one rank's cell",
+                             f"{a.kv_heads_per_rank} KV head(s) per rank at attention TP {a.attn_tp_size}: "
+                             f"{a.cell_bytes:,} B per token", None))
+        if a.deployment_max_batch is not None:
+            out.append(ExtraTerm("--enable-dp-attention", "the deployment's requests",
+                                 f"{a.attn_dp_size} workers x {a.deployment_max_batch // a.attn_dp_size} held at once = "
+                                 f"{a.deployment_max_batch}", None))
+    d = f.disaggregation
+    if d is not None:
+        out.append(ExtraTerm("--disaggregation-mode", f"{d.mode} server's KV one prompt token moves",
+                             f"{d.bytes_per_token_per_rank:,} B to each of {d.ranks} attention-TP rank(s) = "
+                             f"{d.bytes_per_token:,} B", None))
+        if d.mode == "decode":
+            out.append(ExtraTerm("--num-reserved-decode-tokens", "admission headroom",
+                                 f"a request is admitted while the free tokens cover its prompt + {d.reserved_decode_tokens}",
+                                 None))
+            if d.extra_slots:
+                out.append(ExtraTerm("--disaggregation-decode-extra-slots", "request slots for requests being received",
+                                     f"{d.extra_slots} int32 rows of max context + draft tokens + 4, after the pool",
+                                     d.extra_slots_bytes))
+        if d.link is not None:
+            ln = d.link
+            util = f", {ln.utilisation * 100:.1f}% of the {ln.link}" if ln.utilisation is not None else ""
+            out.append(ExtraTerm("--disaggregation-mode", "link bandwidth per GPU",
+                                 f"{ln.rate:g} req/s x {ln.prompt_tokens:,} tokens x {d.bytes_per_token:,} B / {d.ranks} = "
+                                 f"{ln.bytes_per_s_per_gpu / 1e9:,.2f} GB/s{util}", None))
+    return tuple(out)

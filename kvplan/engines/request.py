@@ -154,7 +154,8 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                   kv_heads: int | None = None, head_dim: int | None = None,
                   engine_version: str | None = None, gpu_reserved: str | None = None,
                   engine_options: list[str] | tuple[str, ...] | None = None, vllm_args: str | None = None,
-                  rate: str | None = None, prompt: str | None = None, site: SiteProfile | None = None) -> EngineRequest:
+                  rate: str | None = None, prompt: str | None = None, site: SiteProfile | None = None,
+                  sglang_args: str | None = None) -> EngineRequest:
     """Turn command-line values into an EngineRequest, validating each (every command builds its requests here).
     `site`: a site profile already read (engines/calibration.py read_profile: --calibration FILE)."""
     from kvplan.core import dtypes, units
@@ -199,7 +200,9 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
             raise InputError(f"{reserved_bytes} B in use leaves nothing of the GPU's {hardware.capacity_bytes} B",
                              where="--gpu-reserved")
     features = None
-    if vllm_args is not None or rate is not None or prompt is not None:
+    if sglang_args is not None:
+        features = sglang_features(model, spec, sglang_args, rate=rate, prompt=prompt)
+    elif vllm_args is not None or rate is not None or prompt is not None:
         spec, features, weight_fmt = launch_features(model, spec, vllm_args, tp=tp, engine_version=engine_version,
                                                      weight_fmt=weight_fmt, rate=rate, prompt=prompt)
     return EngineRequest(
@@ -282,6 +285,63 @@ def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: i
     if prompt is not None:
         features = dataclasses.replace(features, prompt_tokens=units.parse_tokens(prompt, what="--prompt"))
     return spec, (features if features.any else None), weight_fmt
+
+
+# `launch_server` options that kvplan's own flags give: --sglang-args refuses them (one setting, one place)
+_SGLANG_CORE = {"model_path": "MODEL", "context_length": "--seq", "tp_size": "--tp", "pp_size": "--pp",
+                "mem_fraction_static": "--gpu-util", "kv_cache_dtype": "--kv-dtype", "page_size": "--block-size",
+                "max_running_requests": "--max-num-seqs", "chunked_prefill_size": "--max-num-batched-tokens",
+                "dtype": "--dtype"}
+
+
+def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str | None, prompt: str | None):
+    """--sglang-args: the extra options of a `python -m sglang.launch_server` launch (disaggregation, speculative
+    decoding), read by SGLang's own option table (engines/sglang/launch_args.py); --rate / --prompt size a
+    disaggregated server's link. Returns Features (None when the options set nothing kvplan models)."""
+    import dataclasses
+    import shlex
+
+    from kvplan.core import units
+    from kvplan.core.errors import UnsupportedError
+    from kvplan.engines.features import Features
+    from kvplan.engines.sglang import features as sfeat
+    from kvplan.engines.sglang import launch_args
+
+    try:
+        words = shlex.split(sglang_args)
+    except ValueError as err:
+        raise InputError(f"is not a command line: {err}", where="--sglang-args") from None
+    args = launch_args.parse_argv(words, where="--sglang-args")
+    for dest, flag in _SGLANG_CORE.items():
+        if args.given(dest):
+            raise InputError(f"{args.written.get(dest, dest)} is kvplan's {flag}", where="--sglang-args",
+                             hint=f"give it as {flag}")
+    blocked = launch_args.unmodelled(args)
+    if blocked:
+        written, why = blocked[0]
+        raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"--sglang-args: {written}",
+                               hint="kvplan refuses rather than guesses")
+    opts = sfeat.read(args, spec, where="--sglang-args")
+    features = Features(sglang=opts)
+    if rate is not None or prompt is not None:
+        if opts is None or opts.disaggregation_mode is None:
+            raise InputError("a link is sized for a disaggregated server", where="--rate" if rate is not None else "--prompt",
+                             hint="add --disaggregation-mode prefill|decode to --sglang-args")
+        if rate is not None:
+            features = dataclasses.replace(features, rate=_rate(rate))
+        if prompt is not None:
+            features = dataclasses.replace(features, prompt_tokens=units.parse_tokens(prompt, what="--prompt"))
+    return features if features.any else None
+
+
+def _rate(rate: str) -> float:
+    try:
+        value = float(rate)
+    except ValueError:
+        raise InputError(f"must be a number of requests per second, got {rate!r}", where="--rate") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise InputError(f"must be a positive number of requests per second, got {rate!r}", where="--rate")
+    return value
 
 
 def override_spec(spec: ModelSpec, *, kv_heads: int | None, head_dim: int | None) -> ModelSpec:

@@ -76,6 +76,13 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
+    from kvplan.engines.features import Features
+    from kvplan.engines.sglang import features as sfeat
+
+    # disaggregation and speculative decoding: modelled from SGLang 0.5.23 (engines/sglang/features.py), which
+    # refuses the algorithms and backends it does not model
+    sglang_opts = sfeat.read(args, spec, where=where, base_dir=ctx.base_dir)
+    features = Features(sglang=sglang_opts) if sglang_opts is not None else None
     pp = args.get("pp_size", 1)
     for dest, value in (("tp_size", tp), ("pp_size", pp), ("dp_size", args.get("dp_size", 1))):
         if value is not None:
@@ -110,12 +117,15 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes)
     dp = args.get("dp_size", 1)
+    if sglang_opts is not None and sglang_opts.attn_dp_size > 1:
+        dp = 1  # attention data parallelism runs inside the TP group (parallel_hook.py handle_deprecated_dp_attention)
     if dp > 1:
         notes.append(f"--dp-size {dp}: {dp} replicas of {tp * pp} GPUs each; judged per replica")
     if args.get("nnodes", 1) > 1:
         notes.append(f"--nnodes {args.get('nnodes')}: tensor parallel {tp} spans the nodes")
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
-                             util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version, **ints)
+                             util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version,
+                             features=features, **ints)
     origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
                       model=found.source.describe(), engine_release=release_text)
     served = args.get("served_model_name")

@@ -10,7 +10,7 @@ from kvplan.cli.edge import guarded
 from kvplan.cli.options import (BatchOpt, BlockOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
                                 GpuOpt, GpuReservedOpt, GpusOpt, GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt,
                                 KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, ModelsDirOpt, OfflineOpt, PpOpt, PromptOpt, RateOpt,
-                                ReserveOpt, SeqOpt, TpOpt, VllmArgsOpt, with_model_lookup)
+                                ReserveOpt, SeqOpt, SglangArgsOpt, TpOpt, VllmArgsOpt, with_model_lookup)
 
 
 def register(app) -> None:
@@ -41,6 +41,7 @@ def estimate(
     kv_heads: KvHeadsOpt = None,
     head_dim: HeadDimOpt = None,
     vllm_args: VllmArgsOpt = None,
+    sglang_args: SglangArgsOpt = None,
     rate: RateOpt = None,
     prompt: PromptOpt = None,
     calibration: CalibrationOpt = None,
@@ -58,7 +59,9 @@ def estimate(
     chosen = engines.get(engine)
     refuse_paged_flags((chosen.name,), block_size=block_size, max_num_seqs=max_num_seqs,
                        max_num_batched_tokens=max_num_batched_tokens)
-    if (vllm_args is not None or rate is not None or prompt is not None) and chosen.name != "vllm":
+    if sglang_args is not None and chosen.name != "sglang":
+        raise InputError("SGLang's options apply to --engine sglang", where="--sglang-args", hint="add --engine sglang")
+    if (vllm_args is not None or (sglang_args is None and (rate is not None or prompt is not None))) and chosen.name != "vllm":
         flag = "--vllm-args" if vllm_args is not None else "--rate" if rate is not None else "--prompt"
         raise InputError("vLLM's options apply to --engine vllm", where=flag, hint="add --engine vllm")
     site = None
@@ -71,7 +74,7 @@ def estimate(
                             block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                             kv_heads=kv_heads, head_dim=head_dim, engine_version=engine_version,
                             gpu_reserved=gpu_reserved, engine_options=engine_option, vllm_args=vllm_args,
-                            rate=rate, prompt=prompt, site=site)
+                            rate=rate, prompt=prompt, site=site, sglang_args=sglang_args)
     if engine_version and chosen.name == "static":
         raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
     chosen.accepts(request)

@@ -31,6 +31,7 @@ def explain(
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt tokens for the latency bounds. Default: half of --seq.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output tokens for the latency bounds. Default: --seq minus --prompt.", show_default=False)] = None,
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options: each term they add (drafter, LoRA slots, offload tiers, parallelism, KV connectors) derived with its numbers (docs/engines/features/).", show_default=False)] = None,
+    sglang_args: Annotated[Optional[str], typer.Option("--sglang-args", help="Extra `python -m sglang.launch_server` options (--disaggregation-mode, --speculative-algorithm, --enable-dp-attention, --enable-lora, --enable-hierarchical-cache): each term they add derived with its numbers (docs/engines/features/).", show_default=False)] = None,
     engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="TensorRT-LLM launch options as KEY=VALUE (LLM-API fields: enable_attention_dp, speculative_config.*, cache_transceiver_config.*): each term they add, with its numbers (docs/engines/features/).", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     models_dir: ModelsDirOpt = None,
@@ -76,6 +77,17 @@ def explain(
     result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
     if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
         raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")
+    if sglang_args is not None and (vllm_args is not None or engine_option):
+        raise InputError("--sglang-args takes SGLang's options: give one engine's launch options", where="--sglang-args",
+                         hint="drop --vllm-args / --engine-option")
+    if sglang_args is not None:
+        import dataclasses
+
+        from kvplan.engines.sglang import engine as sglang_engine
+
+        sreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
+                             gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, sglang_args=sglang_args)
+        result = dataclasses.replace(result, extra_terms=ex.sglang_extra_terms(sglang_engine.estimate(sreq)))
     if vllm_args is not None:
         import dataclasses
 
@@ -103,7 +115,7 @@ def explain(
     if json_out:
         print(render.to_json(result))
         return
-    _print(result, est, engine="TensorRT-LLM" if engine_option else "vLLM")
+    _print(result, est, engine="TensorRT-LLM" if engine_option else "SGLang" if sglang_args is not None else "vLLM")
 
 
 def _max_batch(cache, room, tokens: int) -> int:

@@ -47,6 +47,7 @@ def sweep(
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="vLLM max_num_seqs.", show_default=False, parser=whole_number)] = None,
     max_num_batched_tokens: Annotated[Optional[int], typer.Option("--max-num-batched-tokens", help="vLLM max_num_batched_tokens.", show_default=False, parser=whole_number)] = None,
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options for every vllm row (speculative decoding, LoRA, offload, parallelism, KV connectors; docs/engines/features/).", show_default=False)] = None,
+    sglang_args: Annotated[Optional[str], typer.Option("--sglang-args", help="Extra `python -m sglang.launch_server` options for every sglang row (disaggregation, speculative decoding, DP attention, LoRA, HiCache; docs/engines/features/).", show_default=False)] = None,
     engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="An engine setting KEY=VALUE for every row (repeatable), as for estimate; rows of an engine that does not read the key carry the error.", show_default=False)] = None,
     gpu_reserved: Annotated[Optional[str], typer.Option("--gpu-reserved", help="Memory each GPU has in use before the engine starts (sglang, trtllm), e.g. 1.2GiB.", show_default=False)] = None,
     calibration: CalibrationOpt = None,
@@ -68,7 +69,7 @@ def sweep(
         model, seq=seq, batch=batch, kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp, engine=engine, dtype=dtype,
         gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size, max_num_seqs=max_num_seqs,
         max_num_batched_tokens=max_num_batched_tokens, engine_options=engine_option, gpu_reserved=gpu_reserved,
-        vllm_args=vllm_args, calibration=calibration)
+        vllm_args=vllm_args, calibration=calibration, sglang_args=sglang_args)
     counts = {"rows": 0, "refused": 0}
     refusals: list = []
 
@@ -94,7 +95,7 @@ def sweep(
 
 def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine, dtype=None, gpu_util=None, reserve=None,
                kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None, engine_options=None,
-               gpu_reserved=None, vllm_args=None, calibration=None):
+               gpu_reserved=None, vllm_args=None, calibration=None, sglang_args=None):
     """Parse the grid flags (shared with `kvplan plot`): (spec, Grid, make_request, {kv name: resolved}).
     Bad values anywhere are bad input for the whole command (exit 2) before any row is printed. A site profile
     (--calibration) goes with the requests of the engine it was fitted on; it must be one of the grid's engines."""
@@ -153,6 +154,8 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
 
     if vllm_args is not None and set(grid.engine) != {"vllm"}:
         raise InputError("--vllm-args applies to the vllm engine", where="--vllm-args", hint="sweep with --engine vllm")
+    if sglang_args is not None and set(grid.engine) != {"sglang"}:
+        raise InputError("--sglang-args applies to the sglang engine", where="--sglang-args", hint="sweep with --engine sglang")
     site = None
     if calibration is not None:
         from kvplan.engines.calibration import read_profile
@@ -170,7 +173,7 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
                             reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size,
                             max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                             gpu_reserved=gpu_reserved, engine_options=engine_options, vllm_args=vllm_args,
-                            site=site if site is not None and site.engine in (None, combo.engine) else None)
+                            sglang_args=sglang_args, site=site if site is not None and site.engine in (None, combo.engine) else None)
         registry.get(combo.engine).accepts(req)
         return req
 

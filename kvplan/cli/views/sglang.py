@@ -65,4 +65,51 @@ def tables(result: SglangEstimate) -> list:
         if r.estimated_max_model_len is not None:
             t.add_row("  longest request SGLang admits", format_tokens(r.estimated_max_model_len))
         t.add_row(f"requests of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")
+    if r.features is not None:
+        t.add_section()
+        _feature_rows(t, r)
     return view_end(r, out)
+
+
+def _feature_rows(t, r: SglangEstimate) -> None:
+    """The terms of the launch's modelled SGLang options (engines/sglang/features.py)."""
+    from rich.text import Text
+
+    from kvplan.cli.render import size
+
+    f = r.features
+    t.add_row(Text("launch options (docs/engines/features/)", style="bold"), "")
+    s = f.speculative
+    if s is not None:
+        t.add_row(f"  speculative decoding: {s.algorithm}, {s.num_steps} steps, top-k {s.eagle_topk}", s.draft)
+        t.add_row("    draft weights per GPU (+ its own embedding/head while the pool is sized)",
+                  f"{size(s.draft_weights_per_gpu_bytes)} + {size(s.draft_duplicates_per_gpu_bytes)}")
+        t.add_row("    draft share of the cell", f"{s.draft_cell_bytes:,} B of {r.cell_size:,} B")
+    a = f.dp_attention
+    if a is not None:
+        t.add_row(f"  attention data parallelism: {a.attn_dp_size} workers, attention TP {a.attn_tp_size}",
+                  size(a.weights_added_per_gpu_bytes) + " more weights per GPU")
+        if a.deployment_max_batch is not None:
+            t.add_row("    requests held at once, all workers", f"{a.deployment_max_batch:,}")
+    lo = f.lora
+    if lo is not None:
+        t.add_row(f"  LoRA slots: {lo.slots} x rank {lo.rank} ({', '.join(m.name for m in lo.modules)})",
+                  size(lo.gpu_bytes_per_rank) + " per GPU")
+    h = f.hicache
+    if h is not None:
+        t.add_row("  HiCache host tier, one rank" + (" (at most)" if h.auto_sized else ""),
+                  f"{h.host_tokens:,} tokens, {size(h.host_bytes_per_rank)}")
+        if h.ranks > 1:
+            t.add_row(f"    host memory, {h.ranks} ranks", size(h.host_bytes))
+    d = f.disaggregation
+    if d is not None:
+        t.add_row(f"  disaggregation: {d.mode} server ({d.transfer_backend})",
+                  f"{d.bytes_per_token_per_rank:,} B per prompt token per rank")
+        if d.extra_slots:
+            t.add_row("    extra request slots for requests being received",
+                      f"{d.extra_slots}" + (f" ({size(d.extra_slots_bytes)})" if d.extra_slots_bytes is not None else ""))
+        if d.link is not None:
+            t.add_row(f"    at {d.link.rate:g} req/s x {d.link.prompt_tokens:,} prompt tokens",
+                      f"{d.link.bytes_per_s_per_gpu / 1e9:,.2f} GB/s per GPU")
+            if d.link.utilisation is not None:
+                t.add_row(f"    of the link ({d.link.link})", f"{d.link.utilisation * 100:.1f}%")

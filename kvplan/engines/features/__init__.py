@@ -11,6 +11,7 @@ deployment sets, carried on EngineRequest.features (None: none of them).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from kvplan.engines.features.disagg import KvTransferOptions
 from kvplan.engines.features.lora import LoraOptions
@@ -43,6 +44,9 @@ class Features:
     rate: float | None = None  # requests per second
     prompt_tokens: int | None = None  # None: max_model_len
     link_bytes_per_s: int | None = None  # the link to compare with (kvplan --link-bandwidth); None: the node's, by GPU
+    # an SGLang launch's modelled options (kvplan/engines/sglang/features.py SglangOptions: disaggregation, speculative
+    # decoding); typed loosely because that module builds on this package
+    sglang: Any = None
 
     @property
     def any(self) -> bool:

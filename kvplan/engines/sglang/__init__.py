@@ -14,7 +14,7 @@ ENGINE = Engine(
                       kv_fp8_name="fp8_e4m3"),
     util_of=lambda req, r: None if r.mem_fraction_static is None else Fraction(r.mem_fraction_static),
     util_max=lambda r: Fraction(95, 100),
-    option_keys=OPTION_KEYS, takes_gpu_reserved=True,
+    option_keys=OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
 )
 
 __all__ = ["ENGINE", "estimate", "SglangEstimate", "default_mem_fraction"]

@@ -220,10 +220,15 @@ def _tp_table(rel: Release, n: int) -> Fraction:
 
 def default_mem_fraction(gpu_mib: int | None, tp: int, pp: int, mla: bool, *, rel: Release | None = None,
                          chunked_prefill_size: int | None = None, max_running_requests: int | None = None,
-                         prefill_graphs: bool = True) -> tuple[Fraction, int, float | None]:
+                         prefill_graphs: bool = True, disaggregation_mode: str | None = None,
+                         draft_tokens: int | None = None, attn_dp_size: int = 1) -> tuple[Fraction, int, float | None]:
     """(mem_fraction_static, chunked_prefill_size, reserved MiB or None) that SGLang `rel` picks for a text model
     on CUDA (R1); the two flags replace the GPU-size defaults. `prefill_graphs`: False where SGLang turns its
-    prefill CUDA graphs off (pipeline parallelism, multimodal models, ROCm; 0.5.10+)."""
+    prefill CUDA graphs off (pipeline parallelism, multimodal models, ROCm; 0.5.10+). `disaggregation_mode`
+    (prefill | decode; read from 0.5.23 only, engines/sglang/features.py): a decode server's activation slack
+    follows its running requests x `draft_tokens` and it captures no prefill graphs; a prefill server captures no
+    decode graphs (arg_groups/memory_hook.py handle_gpu_memory_settings, reserve_for_graph_mb). `attn_dp_size` D > 1
+    (attention data parallelism): the decode graphs reserve max_bs x D x 3 MiB more, x 1.5 more past 300."""
     from kvplan.engines.sglang.releases import DEFAULT
 
     rel = rel or DEFAULT
@@ -254,13 +259,18 @@ def default_mem_fraction(gpu_mib: int | None, tp: int, pp: int, mla: bool, *, re
     else:  # reserve_by_graphs (0.5.3+)
         if max_running_requests is not None and rel.at_least("0.5.22"):
             max_bs = min(max_bs, max_running_requests)
-        graph = 2 * max_bs
-        on = rel.prefill_graphs_default and prefill_graphs and pp == 1
+        graph = 2 * max_bs if disaggregation_mode != "prefill" else 0
+        if attn_dp_size > 1 and disaggregation_mode != "prefill":
+            graph += max_bs * attn_dp_size * 3 + (max_bs * attn_dp_size * 1.5 if max_bs > 300 else 0)
+        on = rel.prefill_graphs_default and prefill_graphs and pp == 1 and disaggregation_mode != "decode"
         if mla and on:
             graph += 1536
         elif on:
             graph += 8 * prefill_sizes(chunk)
-        reserved = 512 + 1.5 * max(chunk, 2048) + tp * pp / 8 * 1024 + graph
+        activation_tokens = max(chunk, 2048)
+        if disaggregation_mode == "decode":
+            activation_tokens = max((max_running_requests or max_bs or 1) * (draft_tokens or 1), 2048)
+        reserved = 512 + 1.5 * activation_tokens + tp * pp / 8 * 1024 + graph
         if gpu_mib > 61440:
             reserved = max(reserved, 10240)
     frac = round((gpu_mib - reserved) / gpu_mib, 3)

@@ -39,6 +39,7 @@ from kvplan.engines.request import EngineRequest
 from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, Refused, request_terms,
                                    verdict_terms)
 from kvplan.engines.sglang import budget as sbudget
+from kvplan.engines.sglang import features as sfeat
 from kvplan.engines.sglang import releases
 from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
 from kvplan.engines.static import model_weights
@@ -88,6 +89,9 @@ class SglangEstimate(EngineEstimate):
     # the request shape still fits with the pool pinned there
     pin_flag: str | None
     pinned_fits: bool | None
+    # the terms of the launch's modelled SGLang options (disaggregation, speculative decoding; features.py), null
+    # when it sets none
+    features: sfeat.SglangFeatures | None = None
 
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
@@ -111,9 +115,11 @@ class SglangEstimate(EngineEstimate):
                 per_request = -(-self.seq // page) * page * (pool // slots)
             elif self.max_batch:
                 per_request = -(-pool // self.max_batch)  # sliding-window or state pools beside it: an even share
+        dp = self.features.dp_attention if self.features is not None else None
         return PoolView(problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=None,
                         kv_cache_tokens=None, concurrency=None, held_at_once=None, running_limit=None, pool_bytes=pool,
-                        per_request_bytes=per_request, estimated_max_model_len=self.estimated_max_model_len)
+                        per_request_bytes=per_request, estimated_max_model_len=self.estimated_max_model_len,
+                        replicas=dp.attn_dp_size if dp is not None else 1)
 
 
 NO_ROOM = ("the weights leave no memory for the KV cache (\"Loaded weights leave no GPU memory for the KV cache\"): "
@@ -233,6 +239,22 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     kv = read_kv_dtype(req)
     act = model_dtype(req)
     notes: list[str] = []
+    sg = req.features.sglang if req.features is not None else None
+    if req.features is not None and dataclasses.replace(req.features, sglang=None, rate=None, prompt_tokens=None,
+                                                        link_bytes_per_s=None).any:
+        raise InputError("the sglang engine does not model vLLM's launch options (LoRA, offload tiers, expert, data "
+                         "or context parallelism, KV connectors)", where="--vllm-args",
+                         hint="they apply to --engine vllm; SGLang's own go in --sglang-args")
+    if sg is not None:
+        _check_features(sg, req, rel)
+    # speculative decoding resets SGLang's running-request cap to 48 when none is given (features.py)
+    max_running = req.max_num_seqs
+    if sg is not None and sg.speculative_algorithm is not None and max_running is None:
+        max_running = sfeat.SPEC_RUNNING_DEFAULT
+    attn_dp = sg.attn_dp_size if sg is not None else 1
+    attn_tp = req.tp // attn_dp  # one attention-DP worker's ranks (_check_features: TP divisible by D)
+    # --max-running-requests is split over the attention-DP workers (resolve_max_num_reqs)
+    worker_running = max(1, max_running // attn_dp) if max_running is not None else None
     if req.hardware is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; SGLang's budget is its own (mem_fraction_static)")
     attn_kinds = {layer.kind for layer in spec.layer_specs}
@@ -283,15 +305,39 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         stages.append(spec.layer_specs[start:start + n])
         start += n
 
-    def cells(layers) -> tuple[int, int, int]:
-        full = sum(layer_token_bytes(layer, kv, req.tp) for layer in layers
+    def cells(layers, tp: int) -> tuple[int, int, int]:
+        full = sum(layer_token_bytes(layer, kv, tp) for layer in layers
                    if layer.kind in (FULL, MLA) or (layer.kind in WINDOWED_KINDS and not swa))
-        slide = sum(layer_token_bytes(layer, kv, req.tp) for layer in layers if layer.kind in WINDOWED_KINDS and swa)
-        state = sum(layer_state_bytes(dataclasses.replace(layer, state=_state_fp32(layer.state)), req.tp)
+        slide = sum(layer_token_bytes(layer, kv, tp) for layer in layers if layer.kind in WINDOWED_KINDS and swa)
+        state = sum(layer_state_bytes(dataclasses.replace(layer, state=_state_fp32(layer.state)), tp)
                     for layer in layers if layer.kind == STATE)
         return full, slide, state
 
-    per_stage = [cells(layers) for layers in stages]
+    # the pool of one rank: its KV heads are those of its attention-TP group (TP without attention DP)
+    per_stage = [cells(layers, attn_tp) for layers in stages]
+    model_stage = per_stage if attn_tp == req.tp else [cells(layers, req.tp) for layers in stages]
+    draft_bytes, draft_how = 0, ""
+    draft_dup, dup_how = 0, ""
+    draft_add = 0
+    dp_weights, dp_how = 0, ""
+    lora_t = sfeat.lora_terms(spec, sg, tp=req.tp, bits=act.bits) if sg is not None and sg.lora_slots else None
+    if sg is not None and sg.hicache and (swa or has_state):
+        raise UnsupportedError("HiCache of a sliding-window or Mamba hybrid is not modelled (its host pools are split "
+                               "per sub-pool, hybrid_pool_assembler.py)", where=sg.where)
+    if attn_dp > 1:
+        from kvplan.engines.vllm.features import linear_bits
+
+        dp_weights, dp_how = sfeat.dp_attention_weights_delta(spec, tp=req.tp, attn_dp=attn_dp,
+                                                              linear_bits=linear_bits(spec, req.weight_fmt, act),
+                                                              act_bits=act.bits)
+    if sg is not None and sg.speculative_algorithm is not None:
+        from kvplan.engines.vllm.features import linear_bits
+
+        bits = Fraction(act.bits) if sg.head is not None or sg.draft_spec is not None else linear_bits(spec, req.weight_fmt, act)
+        draft_bytes, draft_how = sfeat.draft_weights_per_gpu(sg, spec, tp=req.tp, bits=bits)
+        draft_dup, dup_how = sfeat.draft_duplicates_per_gpu(sg, spec, tp=req.tp, act_bits=act.bits)
+        target_layers = sum(1 for x in stages[0] if x.kind in (FULL, MLA))
+        draft_add = sfeat.draft_cell(per_stage[0][0], target_layers, sg.draft_layers)
     hw = req.hardware
     facts = hw.facts if hw is not None else None
     common = request_terms(req, kv, engine="sglang", engine_version=f"SGLang {rel.version}")
@@ -327,8 +373,13 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         # --max-num-batched-tokens / --max-num-seqs stand for SGLang's --chunked-prefill-size / --max-running-requests
         mfs, chunk, reserved = default_mem_fraction(gpu_mib, req.tp, req.pp, mla, rel=rel,
                                                     chunked_prefill_size=req.max_num_batched_tokens,
-                                                    max_running_requests=req.max_num_seqs,
-                                                    prefill_graphs=not multimodal and not rocm)
+                                                    max_running_requests=max_running,
+                                                    prefill_graphs=not multimodal and not rocm,
+                                                    disaggregation_mode=sg.disaggregation_mode if sg else None,
+                                                    draft_tokens=sg.num_draft_tokens if sg else None,
+                                                    attn_dp_size=attn_dp)
+        if attn_dp > 1:
+            chunk //= attn_dp  # parallel_hook.py _handle_data_parallelism, after the fraction is chosen
         user_given = req.gpu_util is not None
         if user_given:
             mfs = req.gpu_util
@@ -342,6 +393,13 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             mfs = mfs * Fraction(85, 100)  # arg_groups/attention_hook.py: aiter with context_len > 8192
             notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
         weights = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
+        if draft_bytes:
+            # PP 1 (_check_features): the draft beside the target, with its own embedding (and head) still resident
+            weights = [w + draft_bytes + draft_dup for w in weights]
+        if dp_weights:
+            weights = [w + dp_weights for w in weights]  # attention and embedding over attn_tp (PP 1)
+        if lora_t is not None:
+            weights = [w + lora_t.gpu_bytes_per_rank for w in weights]  # the adapter slots, before the pool (PP 1)
         non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
         link = sbudget.link_class(getattr(facts, "interconnect", None))
         bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=mfs, tp=req.tp, pp=req.pp,
@@ -358,7 +416,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         notes.append("no GPU given: the token pool needs --gpu/--gpu-mem or --kv-cache-memory")
 
     mamba_per_req = max(s for _, _, s in per_stage)
-    full_cell = max(f for f, _, _ in per_stage)
+    target_cell = max(f for f, _, _ in per_stage)
+    full_cell = target_cell + draft_add  # the cell SGLang divides the rest by (the draft's pool beside the target's)
     swa_cell = max(s for _, s, _ in per_stage)
     layers_full = max(sum(1 for x in st if x.kind in (FULL, MLA)) for st in stages)
     layers_swa = max(sum(1 for x in st if x.kind in WINDOWED_KINDS) for st in stages)
@@ -399,8 +458,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     def running_at(p: _Pool, context_len: int) -> int:
         """max_running_requests at --context-length context_len (S11): more slots for shorter contexts."""
         n = min(max(int(p.tokens / context_len * 512), 2048), 4096)
-        if req.max_num_seqs is not None:  # --max-running-requests
-            n = req.max_num_seqs
+        if worker_running is not None:  # --max-running-requests (48 with speculative decoding), per DP worker
+            n = worker_running
         n = min(n, p.tokens // 2)
         if has_state and p.max_mamba is not None:
             n = min(n, p.max_mamba // MAMBA_SLOTS_PER_REQUEST)
@@ -457,14 +516,22 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=static, weights_bytes=bud.weights_bytes,
                          cache_bytes=pool_b, reserved_bytes=hw.capacity_bytes - static,
                          free_bytes=static - bud.weights_bytes - pool_b)
-    full_all = sum(f for f, _, _ in per_stage) * req.tp
-    swa_all = sum(s for _, s, _ in per_stage) * req.tp
+    full_all = sum(f for f, _, _ in model_stage) * req.tp
+    swa_all = sum(s for _, s, _ in model_stage) * req.tp
     seq_swa = min(req.seq, swa_window or req.seq)
     kv_one = full_all * req.seq + swa_all * seq_swa
-    state_one = sum(s for _, _, s in per_stage) * req.tp
+    state_one = sum(s for _, _, s in model_stage) * req.tp
     terms = verdict_terms(fits, serves)
     if refused is not None:
         terms["starts"] = False
+    feature_record = None
+    if sg is not None:
+        feature_record = _feature_record(sg, req, target_cell=target_cell, draft_add=draft_add, draft_bytes=draft_bytes,
+                                         draft_how=draft_how, page=page, max_running=max_running,
+                                         draft_dup=draft_dup, dup_how=dup_how,
+                                         dp_weights=dp_weights, dp_how=dp_how, worker_running=worker_running,
+                                         max_batch=max_batch, lora_t=lora_t, device_tokens=tokens)
+        notes += feature_record.notes
     return SglangEstimate(
         **common, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
         cache_bytes=(kv_one + state_one) * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
@@ -479,7 +546,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         available_kv_bytes_low=low, available_kv_bytes_high=high, marginal=marginal,
         mamba_state_per_request_bytes=mamba_per_req, max_mamba_cache_size=max_mamba, max_total_num_tokens=tokens,
         swa_tokens=swa_tokens, max_running_requests=running, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits,
+        suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits, features=feature_record,
     )
 
 
@@ -488,3 +555,118 @@ def _fraction_text(f: Fraction) -> str:
     value = float(f)
     text = f"{value:.6f}".rstrip("0").rstrip(".")
     return text if text else "0"
+
+
+def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.Release) -> None:
+    """What kvplan models of the options, and where: SGLang 0.5.23's rules, on the layouts they were read for."""
+    newest = releases.release(None)
+    if rel.version != newest.version:
+        raise UnsupportedError(f"--disaggregation-mode / --speculative-algorithm are modelled from SGLang "
+                               f"{newest.version}'s source only, not {rel.version}'s", where=sg.where,
+                               hint=f"judge it with --engine-version {newest.version}")
+    kinds = {layer.kind for layer in req.spec.layer_specs}
+    if sg.attn_dp_size > 1:
+        d = sg.attn_dp_size
+        if req.spec.architecture not in sfeat.DP_ATTENTION_CLASSES:
+            raise UnsupportedError(f"attention data parallelism on {req.spec.architecture or req.spec.name} is not "
+                                   "modelled (which weights shard over the attention-TP group is per model class)",
+                                   where=sg.where, hint="kvplan read " + ", ".join(sorted(sfeat.DP_ATTENTION_CLASSES)))
+        if req.tp % d:
+            raise InputError(f"SGLang refuses it: tp_size {req.tp} must be divisible by attn_dp_size {d}", where=sg.where)
+        attn_tp = req.tp // d
+        kv = req.spec.kv_heads
+        if (kv >= attn_tp and kv % attn_tp) or (kv < attn_tp and attn_tp % kv) or req.spec.attention_heads % attn_tp:
+            raise InputError(f"SGLang refuses it: {req.spec.attention_heads} heads / {kv} KV heads over attention TP "
+                             f"{attn_tp}", where=sg.where)
+        if req.pp > 1 or sg.speculative_algorithm is not None or sg.disaggregation_mode is not None:
+            raise UnsupportedError("attention data parallelism with PP > 1, speculative decoding or disaggregation is "
+                                   "not modelled", where=sg.where, hint="judge the options one at a time")
+    if sg.speculative_algorithm is not None:
+        if req.pp > 1:
+            raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (which stage holds "
+                                   "the draft)", where=sg.where, hint="judge it at --pp 1")
+        if kinds & {STATE, *WINDOWED_KINDS}:
+            raise UnsupportedError("speculative decoding on a sliding-window or Mamba hybrid is not modelled (SGLang "
+                                   "sizes those draft pools with their own configurators)", where=sg.where)
+    if sg.lora_slots:
+        spec = req.spec
+        if spec.architecture not in sfeat.LORA_ARCHITECTURES or spec.moe is not None:
+            raise UnsupportedError(f"SGLang's LoRA slots for {spec.architecture or spec.name} are not modelled", where=sg.where,
+                                   hint="kvplan sizes them for dense " + ", ".join(sorted(sfeat.LORA_ARCHITECTURES)))
+        if spec.hidden_size is None or spec.intermediate_size is None:
+            raise UnsupportedError("LoRA slots need the model's hidden_size and intermediate_size", where=sg.where)
+        if req.pp > 1 or sg.attn_dp_size > 1:
+            raise UnsupportedError("LoRA with PP > 1 or attention data parallelism is not modelled", where=sg.where)
+    if sg.hicache:
+        if req.pp > 1 or sg.attn_dp_size > 1 or sg.speculative_algorithm is not None or sg.disaggregation_mode == "decode":
+            raise UnsupportedError("HiCache with PP > 1, attention data parallelism, speculative decoding (the draft's "
+                                   "host layers) or on a decode server (its ratio follows the retraction backup) is not "
+                                   "modelled", where=sg.where, hint="judge the options one at a time")
+    if sg.disaggregation_mode is not None and STATE in kinds:
+        raise UnsupportedError("disaggregation of a Mamba hybrid is not modelled (its state transfer and the decode "
+                               "server's state slots without a radix cache)", where=sg.where)
+
+
+def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell: int, draft_add: int,
+                    draft_bytes: int, draft_how: str, page: int, max_running: int | None, dp_weights: int = 0,
+                    dp_how: str = "", worker_running: int | None = None, max_batch: int | None = None,
+                    lora_t: sfeat.LoraTerms | None = None, device_tokens: int | None = None, draft_dup: int = 0,
+                    dup_how: str = "") -> sfeat.SglangFeatures:
+    from kvplan.engines.features import disagg as shared_disagg
+
+    notes: list[str] = []
+    dis = spec_terms = None
+    f = req.features
+    if sg.disaggregation_mode is not None:
+        link_bps, link_name = f.link_bytes_per_s, "--link-bandwidth"
+        facts = req.hardware.facts if req.hardware is not None and req.hardware.name else None
+        if link_bps is None and facts is not None:
+            link_bps = shared_disagg.LINK_BYTES_PER_S.get((facts.interconnect, facts.architecture))
+            link_name = f"{facts.interconnect} of one {facts.name} (per direction, within a node)"
+        moved = target_cell + sfeat.draft_cell_actual(sg, req.spec, read_kv_dtype(req), tp=req.tp)
+        dis = sfeat.disagg_terms(sg, cell_per_rank=moved, ranks=req.tp, context_len=req.seq, page=page,
+                                 max_running_requests=max_running, rate=f.rate, prompt_tokens=f.prompt_tokens,
+                                 link_bytes_per_s=link_bps, link_name=link_name)
+        notes += dis.notes
+    if sg.speculative_algorithm is not None:
+        spec_terms = sfeat.SpeculativeTerms(
+            algorithm=sg.speculative_algorithm, draft=sg.draft_path or "the checkpoint's MTP layer(s)",
+            num_steps=sg.num_steps, eagle_topk=sg.eagle_topk, num_draft_tokens=sg.num_draft_tokens,
+            draft_layers=sg.draft_layers, target_cell_bytes=target_cell, draft_cell_bytes=draft_add,
+            draft_weights_per_gpu_bytes=draft_bytes, draft_duplicates_per_gpu_bytes=draft_dup,
+            max_running_requests_default=sfeat.SPEC_RUNNING_DEFAULT if req.max_num_seqs is None else None,
+            formula=draft_how)
+        notes.append(f"--speculative-algorithm {sg.speculative_algorithm}: the draft's {sg.draft_layers} layer(s) add "
+                     f"{draft_add:,} B to the {target_cell:,}-B cell the pool is divided by, and {draft_bytes:,} B of "
+                     f"weights per GPU; while the pool is sized {draft_dup:,} B more are resident ({dup_how})")
+        if req.max_num_seqs is None:
+            notes.append(f"speculative decoding sets --max-running-requests {sfeat.SPEC_RUNNING_DEFAULT} when none is given")
+    dp = None
+    if sg.attn_dp_size > 1:
+        from kvplan.core.layers import kv_heads_per_rank
+
+        attn_tp = req.tp // sg.attn_dp_size
+        dp = sfeat.DpAttentionTerms(
+            attn_dp_size=sg.attn_dp_size, attn_tp_size=attn_tp, kv_heads_per_rank=kv_heads_per_rank(req.spec.kv_heads, attn_tp),
+            cell_bytes=target_cell, weights_added_per_gpu_bytes=dp_weights, max_running_requests_per_worker=worker_running,
+            deployment_max_batch=max_batch * sg.attn_dp_size if max_batch is not None else None, formula=dp_how)
+        notes.append(f"attention data parallelism: {sg.attn_dp_size} workers on the {req.tp} GPUs, each its own pool with "
+                     f"attention over {attn_tp} rank(s); {dp_weights:,} B more weights per GPU ({dp_how})")
+    if lora_t is not None:
+        notes.append(f"LoRA: {lora_t.slots} adapter slot(s) of rank {lora_t.rank} for "
+                     f"{', '.join(m.name for m in lora_t.modules)} in every layer: {lora_t.gpu_bytes_per_rank:,} B per GPU, "
+                     "allocated before the pool is sized")
+    hic = None
+    if sg.hicache:
+        if device_tokens is None:
+            raise UnsupportedError("the HiCache host pool is sized from the device pool, which needs a GPU", where=sg.where,
+                                   hint="add --gpu")
+        hic = sfeat.hicache_terms(sg, cell_per_rank=target_cell, device_tokens=device_tokens, page=page, ranks=req.tp)
+        notes.append(f"HiCache: {hic.host_tokens:,} tokens in {hic.host_bytes_per_rank:,} B of pinned host memory per rank "
+                     f"({hic.host_bytes:,} B for the {hic.ranks} rank(s))" + (
+                         "; SGLang lowers the default ratio 2.0 if the host's free memory is short" if hic.auto_sized else ""))
+    return sfeat.SglangFeatures(options=sfeat.option_names(sg), disaggregation=dis, speculative=spec_terms,
+                                dp_attention=dp, lora=lora_t, hicache=hic,
+                                weights_added_per_gpu_bytes=draft_bytes + draft_dup + dp_weights + (
+                                    lora_t.gpu_bytes_per_rank if lora_t else 0),
+                                notes=tuple(notes))

@@ -773,20 +773,15 @@ MODELLED = frozenset({
 })
 
 # Options that change what SGLang puts in GPU memory in ways kvplan does not model, with SGLang 0.5.23's default:
-# set to anything else, the launch cannot be judged (exit 3).
+# set to anything else, the launch cannot be judged (exit 3). --disaggregation-mode and --speculative-algorithm
+# (with its draft path, steps, top-k and draft tokens) are modelled by engines/sglang/features.py, which refuses
+# the algorithms and backends it does not model; so are --enable-dp-attention / --attn-dp-size (for the model
+# classes it read), --enable-lora / --lora-paths (with a given rank and modules) and --enable-hierarchical-cache.
 NOT_MODELLED: dict[str, tuple[Any, str]] = {
     "quantization": (None, "online or forced weight quantization changes the weight bytes by layer type"),
     "max_total_tokens": (None, "a fixed token pool instead of the memory budget"),
-    "speculative_algorithm": (None, "a draft model's weights and KV cache"),
-    "speculative_draft_model_path": (None, "a draft model's weights and KV cache"),
-    "enable_lora": (None, "LoRA adapter weights and buffers"),
-    "lora_paths": (None, "LoRA adapter weights and buffers"),
-    "enable_dp_attention": (False, "data-parallel attention: every rank holds all KV heads of its requests"),
-    "attn_dp_size": (1, "data-parallel attention: every rank holds all KV heads of its requests"),
     "cpu_offload_gb": (0, "weights offloaded to CPU memory"),
-    "enable_hierarchical_cache": (False, "a host-memory tier of the KV cache (HiCache)"),
     "json_model_override_args": ("{}", "config.json values overridden at load time"),
-    "disaggregation_mode": ("null", "KV transfer buffers of prefill/decode disaggregation"),
     "swa_full_tokens_ratio": (None, "the sliding-window pool's share"),
     "mamba_full_memory_ratio": (None, "the Mamba state pool's share"),
     "load_format": ("auto", "a weight format kvplan does not size (bitsandbytes, gguf, ...)"),
