@@ -239,6 +239,20 @@ _CORE_OPTIONS = {"model": "MODEL", "hf_config_path": "MODEL", "max_model_len": "
                  "max_num_batched_tokens": "--max-num-batched-tokens", "dtype": "--dtype"}
 
 
+def _refuse_launch_options(args, core: dict[str, str], unmodelled: list[tuple[str, str]], *, where: str) -> None:
+    """An engine launch given as --vllm-args / --sglang-args may not restate what kvplan's own flags say (exit 2:
+    one place for each figure) nor set an option kvplan does not model (exit 3: refuse rather than guess)."""
+    from kvplan.core.errors import UnsupportedError
+
+    for dest, flag in core.items():
+        if args.given(dest):
+            raise InputError(f"{args.written.get(dest, dest)} is kvplan's {flag}", where=where, hint=f"give it as {flag}")
+    if unmodelled:
+        written, why = unmodelled[0]
+        raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
+                               hint="kvplan refuses rather than guesses")
+
+
 def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: int, engine_version: str | None,
                     weight_fmt: WeightFormat | None, rate: str | None, prompt: str | None):
     """--vllm-args: the extra options of a `vllm serve` launch (speculative decoding, LoRA, offload, parallelism, KV
@@ -255,17 +269,7 @@ def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: i
     features = Features()
     if vllm_args is not None:
         args = serve_args.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
-        for dest, flag in _CORE_OPTIONS.items():
-            if args.given(dest):
-                raise InputError(f"{args.written.get(dest, dest)} is kvplan's {flag}", where="--vllm-args",
-                                 hint=f"give it as {flag}")
-        blocked = serve_args.unmodelled(args)
-        if blocked:
-            from kvplan.core.errors import UnsupportedError
-
-            written, why = blocked[0]
-            raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"--vllm-args: {written}",
-                                   hint="kvplan refuses rather than guesses")
+        _refuse_launch_options(args, _CORE_OPTIONS, serve_args.unmodelled(args), where="--vllm-args")
         raw = None
         path = Path(model).expanduser()
         config = hf_config.find_config_json(path) if path.exists() else None
@@ -302,7 +306,6 @@ def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str 
     import shlex
 
     from kvplan.core import units
-    from kvplan.core.errors import UnsupportedError
     from kvplan.engines.features import Features
     from kvplan.engines.sglang import features as sfeat
     from kvplan.engines.sglang import launch_args
@@ -312,15 +315,7 @@ def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str 
     except ValueError as err:
         raise InputError(f"is not a command line: {err}", where="--sglang-args") from None
     args = launch_args.parse_argv(words, where="--sglang-args")
-    for dest, flag in _SGLANG_CORE.items():
-        if args.given(dest):
-            raise InputError(f"{args.written.get(dest, dest)} is kvplan's {flag}", where="--sglang-args",
-                             hint=f"give it as {flag}")
-    blocked = launch_args.unmodelled(args)
-    if blocked:
-        written, why = blocked[0]
-        raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"--sglang-args: {written}",
-                               hint="kvplan refuses rather than guesses")
+    _refuse_launch_options(args, _SGLANG_CORE, launch_args.unmodelled(args), where="--sglang-args")
     opts = sfeat.read(args, spec, where="--sglang-args")
     features = Features(sglang=opts)
     if rate is not None or prompt is not None:
