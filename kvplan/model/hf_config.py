@@ -531,6 +531,21 @@ def find_config_json(path: Path) -> Path | None:
     return None
 
 
+def load_draft_config(ref: str, *, base_dir: Path | None, where: str, what: str, hint: str) -> Mapping:
+    """The config.json of a draft checkpoint a launch names (an EAGLE head, an SGLang draft model): a path, relative
+    to `base_dir` (the launch file's folder) when not absolute, to the file or its folder. Not found is exit 3: the
+    launch is fine, kvplan just cannot size what it does not have offline."""
+    from kvplan.core import yamlio
+
+    path = Path(ref).expanduser()
+    if base_dir is not None and not path.is_absolute():
+        path = base_dir / path
+    config = find_config_json(path) if path.exists() else None
+    if config is None:
+        raise UnsupportedError(f"{what} {ref!r} cannot be found offline", where=where, hint=hint)
+    return yamlio.load_json(config)
+
+
 def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None, weights=None) -> ModelSpec:
     """The spec of a config.json; weight bytes from the checkpoint beside it when its metadata is there, else
     `weights` (a WeightBytes read elsewhere: a safetensors header fetched from the Hub)."""

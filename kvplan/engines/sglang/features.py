@@ -359,17 +359,10 @@ def _named(head: shared_spec.EagleHead, name: str) -> shared_spec.EagleHead:
 
 
 def _head_config(ref: str, *, base_dir: Path | None, where: str) -> Mapping:
-    from kvplan.core import yamlio
     from kvplan.model import hf_config
 
-    path = Path(ref).expanduser()
-    if base_dir is not None and not path.is_absolute():
-        path = base_dir / path
-    config = hf_config.find_config_json(path) if path.exists() else None
-    if config is None:
-        raise UnsupportedError(f"the draft head {ref!r} cannot be found offline", where=where,
-                               hint="give the head's folder or its config.json beside the launch")
-    return yamlio.load_json(config)
+    return hf_config.load_draft_config(ref, base_dir=base_dir, where=where, what="the draft head",
+                                      hint="give the head's folder or its config.json beside the launch")
 
 
 # ------------------------------------------------------------------------------------------------ the terms

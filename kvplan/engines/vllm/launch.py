@@ -257,17 +257,10 @@ def _resolve_draft(ref: str, *, base_dir: Path | None, resolve, where: str) -> M
 
 
 def _head_config(ref: str, *, base_dir: Path | None, where: str) -> Mapping:
-    from kvplan.core import yamlio
     from kvplan.model import hf_config
 
-    path = Path(ref).expanduser()
-    if base_dir is not None and not path.is_absolute():
-        path = base_dir / path
-    config = hf_config.find_config_json(path) if path.exists() else None
-    if config is None:
-        raise UnsupportedError(f"the EAGLE head {ref!r} cannot be found offline", where=where,
-                               hint="give the head's folder or config.json")
-    return yamlio.load_json(config)
+    return hf_config.load_draft_config(ref, base_dir=base_dir, where=where, what="the EAGLE head",
+                                      hint="give the head's folder or config.json")
 
 
 def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any, *, where: str) -> ModelSpec:
