@@ -279,13 +279,7 @@ def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: i
         if features.quantization is not None:
             weight_fmt = launch.online_quantization(args, spec, raw, weight_fmt, where="--vllm-args: --quantization")
     if rate is not None:
-        try:
-            value = float(rate)
-        except ValueError:
-            raise InputError(f"must be a number of requests per second, got {rate!r}", where="--rate") from None
-        if not value > 0 or value != value or value == float("inf"):
-            raise InputError(f"must be a positive number of requests per second, got {rate!r}", where="--rate")
-        features = dataclasses.replace(features, rate=value)
+        features = dataclasses.replace(features, rate=_rate(rate))
     if prompt is not None:
         features = dataclasses.replace(features, prompt_tokens=units.parse_tokens(prompt, what="--prompt"))
     return spec, (features if features.any else None), weight_fmt
