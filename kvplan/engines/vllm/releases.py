@@ -22,6 +22,7 @@ option table, kvplan/data/vllm_options/<release>.json (scripts/vllm_option_table
 from __future__ import annotations
 
 import dataclasses
+import functools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
@@ -257,6 +258,7 @@ def parse(version: str) -> tuple[int, int, int] | None:
     return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0)
 
 
+@functools.lru_cache(maxsize=512)  # a check of a folder asks for the same few versions thousands of times
 def _key(version: str) -> tuple[int, int, int, int]:
     """'0.10.1.1' -> (0, 10, 1, 1): the four-part order vLLM's releases sort in (pre-releases as their release)."""
     m = _VERSION.fullmatch(str(version).strip())
@@ -270,6 +272,7 @@ _PATCHES = sorted(PATCHES, key=lambda p: _key(p[0]))
 OLDEST, NEWEST = RELEASES[0], RELEASES[-1]
 
 
+@functools.lru_cache(maxsize=256)  # a Release is frozen: one per version string serves every caller
 def release(version: str | None, *, where: str = "--engine-version") -> Release:
     """The rules for a vLLM release as a user names it; None -> DEFAULT (the newest line). InputError for what is
     not a version; UnsupportedError (exit 3) for releases before 0.10 or after the newest line."""
