@@ -11,7 +11,7 @@ from kvplan.core import dtypes
 from kvplan.model.catalog import resolve_model
 from kvplan import engines
 from kvplan.engines import EngineRequest
-from kvplan.engines.result import EngineEstimate
+from kvplan.engines.pool import EngineEstimate
 from kvplan.engines.request import Hardware
 from kvplan.engines.static import Estimate
 

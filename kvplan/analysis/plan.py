@@ -324,7 +324,7 @@ def unsupported(engine, gpu, kv) -> str | None:
 def _why_not(result, engine, layout: str, load: Load) -> tuple[str, bool]:
     """Why an engine does not start, in its own terms, and whether a deeper pipeline could help (a memory shortage
     can; a refusal at start-up cannot)."""
-    from kvplan.engines.result import NoKvMemory, PoolTooShort, Refused, RequestTooLong
+    from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
 
     view = result.pool_view()
     problem = view.problem if view else None

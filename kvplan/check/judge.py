@@ -12,7 +12,7 @@ from kvplan.check.deployment import Deployment, setting
 from kvplan.check.report import CANNOT_JUDGE, FAIL, FORMAT_KVPLAN, PASS, Check, Figures, Verdict, short_tokens
 from kvplan.core.errors import KvplanError, UnsupportedError
 from kvplan.engines import Engine, fixes
-from kvplan.engines.result import NoKvMemory, PoolTooShort, Refused, RequestTooLong
+from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
 
 # an engine's error about one of these flags is reported at the deployment's own key
 _ENGINE_WHERE = {"--seq": "max_model_len", "--tp": "tensor_parallel_size", "--pp": "pipeline_parallel_size",

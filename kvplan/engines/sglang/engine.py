@@ -36,8 +36,9 @@ from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, W
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cap_given_pool, longest, model_dtype
 from kvplan.engines.request import EngineRequest
-from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolTooShort, PoolView, Refused, request_terms,
-                                   verdict_terms)
+from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, request_terms,
+                                 verdict_terms)
+from kvplan.engines.result import PerGpu
 from kvplan.engines.sglang import budget as sbudget
 from kvplan.engines.sglang import features as sfeat
 from kvplan.engines.sglang import releases

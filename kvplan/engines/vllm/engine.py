@@ -47,8 +47,9 @@ from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, W
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.request import EngineRequest
-from kvplan.engines.result import (EngineEstimate, NoKvMemory, PerGpu, PoolView, Refused, RequestTooLong,
-                                   request_terms, verdict_terms)
+from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, request_terms,
+                                 verdict_terms)
+from kvplan.engines.result import PerGpu
 from kvplan.engines.static import model_weights
 from kvplan.engines.vllm import budget as budget_model
 from kvplan.engines.vllm import features as vfeat
