@@ -154,6 +154,18 @@ LINK_BYTES_PER_S = {
 }
 
 
+def link_of(given_bytes_per_s: int | None, hardware) -> tuple[int | None, str]:
+    """(bytes a second, what it is) of the link a disaggregated server's KV travels: --link-bandwidth when given,
+    else the catalog GPU's own link to its peers (LINK_BYTES_PER_S; None where the table has no figure for it)."""
+    if given_bytes_per_s is not None:
+        return given_bytes_per_s, "--link-bandwidth"
+    facts = hardware.facts if hardware is not None and hardware.name else None
+    if facts is None:
+        return None, "--link-bandwidth"
+    return (LINK_BYTES_PER_S.get((facts.interconnect, facts.architecture)),
+            f"{facts.interconnect} of one {facts.name} (per direction, within a node)")
+
+
 @dataclass(frozen=True)
 class LinkNeed:
     rate: float  # requests per second

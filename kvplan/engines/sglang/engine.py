@@ -619,11 +619,7 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
     dis = spec_terms = None
     f = req.features
     if sg.disaggregation_mode is not None:
-        link_bps, link_name = f.link_bytes_per_s, "--link-bandwidth"
-        facts = req.hardware.facts if req.hardware is not None and req.hardware.name else None
-        if link_bps is None and facts is not None:
-            link_bps = shared_disagg.LINK_BYTES_PER_S.get((facts.interconnect, facts.architecture))
-            link_name = f"{facts.interconnect} of one {facts.name} (per direction, within a node)"
+        link_bps, link_name = shared_disagg.link_of(f.link_bytes_per_s, req.hardware)
         moved = target_cell + sfeat.draft_cell_actual(sg, req.spec, read_kv_dtype(req), tp=req.tp)
         dis = sfeat.disagg_terms(sg, cell_per_rank=moved, ranks=req.tp, context_len=req.seq, page=page,
                                  max_running_requests=max_running, rate=f.rate, prompt_tokens=f.prompt_tokens,

@@ -15,13 +15,12 @@ from fractions import Fraction
 
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.layers import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, LayerSpec, StateSpec, as_kind, make_layer
-from kvplan.core.spec import HEADED_KINDS, WINDOWED_KINDS, ModelSpec
+from kvplan.core.layers import FULL, MLA, NONE, SLIDING, STATE, LayerSpec, StateSpec, as_kind, make_layer
+from kvplan.core.spec import WINDOWED_KINDS, ModelSpec
 from kvplan.engines.features import Features
 from kvplan.engines.features import backend as backends
 from kvplan.engines.features import disagg, lora, offload, parallel, speculative
 from kvplan.engines.request import EngineRequest
-from kvplan.engines.vllm import releases
 
 GIB = 2**30
 
@@ -548,11 +547,7 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
         host += transfer.host_bytes_per_gpu * req.tp * req.pp
         notes += transfer.notes
         if f.rate is not None:
-            link_bps, link_name = f.link_bytes_per_s, "--link-bandwidth"
-            facts = req.hardware.facts if req.hardware is not None and req.hardware.name else None
-            if link_bps is None and facts is not None:
-                link_bps = disagg.LINK_BYTES_PER_S.get((facts.interconnect, facts.architecture))
-                link_name = f"{facts.interconnect} of one {facts.name} (per direction, within a node)"
+            link_bps, link_name = disagg.link_of(f.link_bytes_per_s, req.hardware)
             link = disagg.link_need(transfer, rate=f.rate, prompt_tokens=f.prompt_tokens or req.seq, tp=req.tp,
                                     link_bytes_per_s=link_bps, link=link_name if link_bps else "none given")
     stage0 = terms.stages[0] if terms is not None else None
