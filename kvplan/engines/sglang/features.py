@@ -95,7 +95,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import ModelSpec
@@ -329,7 +329,11 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
             raise UnsupportedError("a separate NEXTN draft checkpoint for a model with its own MTP layers is not "
                                    "modelled", where=f"{where}: --speculative-draft-model-path",
                                    hint="leave the path out: SGLang then uses the target's MTP layers")
-        raw = _head_config(str(path), base_dir=base_dir, where=f"{where}: --speculative-draft-model-path")
+        from kvplan.model import hf_config
+
+        raw = hf_config.load_draft_config(str(path), base_dir=base_dir, where=f"{where}: --speculative-draft-model-path",
+                                          what="the draft head",
+                                          hint="give the head's folder or its config.json beside the launch")
         head = shared_spec.eagle_head(raw, method="eagle3" if algo == "EAGLE3" else "eagle",
                                       where=f"{where}: --speculative-draft-model-path")
         head = _named(head, str(path))
@@ -356,13 +360,6 @@ def _named(head: shared_spec.EagleHead, name: str) -> shared_spec.EagleHead:
     import dataclasses
 
     return dataclasses.replace(head, name=name)
-
-
-def _head_config(ref: str, *, base_dir: Path | None, where: str) -> Mapping:
-    from kvplan.model import hf_config
-
-    return hf_config.load_draft_config(ref, base_dir=base_dir, where=where, what="the draft head",
-                                      hint="give the head's folder or its config.json beside the launch")
 
 
 # ------------------------------------------------------------------------------------------------ the terms

@@ -238,7 +238,10 @@ def speculative_options(config: Mapping, spec: ModelSpec, *, tp: int, where: str
             raise InputError(f"vLLM refuses a draft model whose vocabulary ({draft.vocab_size}) differs from the target's "
                              f"({spec.vocab_size})", where=f"{where}: model")
         return speculative.SpeculativeOptions(num_speculative_tokens=k, draft_spec=draft, **base)
-    raw = _head_config(str(model), base_dir=base_dir, where=f"{where}: model")
+    from kvplan.model import hf_config
+
+    raw = hf_config.load_draft_config(str(model), base_dir=base_dir, where=f"{where}: model", what="the EAGLE head",
+                                      hint="give the head's folder or config.json")
     head = dataclasses.replace(speculative.eagle_head(raw, method=method, where=f"{where}: model"), name=str(model))
     return speculative.SpeculativeOptions(num_speculative_tokens=k, head=head, **base)
 
@@ -254,13 +257,6 @@ def _resolve_draft(ref: str, *, base_dir: Path | None, resolve, where: str) -> M
     except KvplanError as err:
         raise UnsupportedError(f"the draft model {ref!r} cannot be found offline: {err.what}", where=where,
                                hint="name a bundled model (kvplan models) or give the draft's config.json or folder") from None
-
-
-def _head_config(ref: str, *, base_dir: Path | None, where: str) -> Mapping:
-    from kvplan.model import hf_config
-
-    return hf_config.load_draft_config(ref, base_dir=base_dir, where=where, what="the EAGLE head",
-                                      hint="give the head's folder or config.json")
 
 
 def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any, *, where: str) -> ModelSpec:
