@@ -1,6 +1,7 @@
 """YAML as the engines read it (kvplan/core/yamlio.py): anchors, aliases and merge keys, several documents, and
 the two refusals: alias bombs and repeated keys."""
 
+import re
 from pathlib import Path
 
 import pytest
@@ -78,13 +79,24 @@ def test_malformed_yaml_names_line_and_column():
 
 
 @pytest.mark.skipif(not getattr(yaml, "__with_libyaml__", False), reason="needs PyYAML's C parser")
-def test_deep_flow_nesting_is_refused_by_the_c_parser_without_the_quadratic_rescan(monkeypatch):
-    # libyaml stops at 1000 levels; PyYAML's pure-Python scanner would take seconds on the same text (it rescans its
-    # possible simple keys per flow level), so it is not asked to reword this one
+@pytest.mark.parametrize("text", [
+    "[" * 5000,  # libyaml 0.2.5 stops at 1000 levels; an older libyaml reads to the end and finds no node
+    "a: [" + "{x: [1]}, " * 3000 + "\nb: [1, 2\n",  # a bracket left open at the end  # 30 KB, one level deep: the pure-Python parser is linear, 2 s here
+])
+def test_a_large_or_deep_malformed_text_keeps_the_c_parsers_wording(monkeypatch, text):
+    # PyYAML's pure-Python parser would reword these more plainly, at seconds of CPU for a fuzzer's or a careless
+    # user's input; the C parser's error already names the line and column
     def pure_parser_called(*args, **kwargs):
-        raise AssertionError("the pure-Python parser was run on a nesting-depth error")
+        raise AssertionError("the pure-Python parser was run on a large or deeply nested text")
 
     monkeypatch.setattr(yaml, "compose_all", pure_parser_called)
     with pytest.raises(InputError) as err:
-        yamlio.load_yaml_text("[" * 5000, where="deep.yaml")
-    assert "line 1, column 1001: exceeded maximum nesting depth" in str(err.value)
+        yamlio.load_yaml_text(text, where="big.yaml")
+    assert re.search(r"malformed YAML at line \d+, column \d+: ", err.value.what)
+
+
+def test_a_small_malformed_file_gets_the_plainer_wording():
+    # the pure-Python parser names the character libyaml leaves out
+    with pytest.raises(InputError) as err:
+        yamlio.load_yaml_text("\tx: 1\n", where="tab.yaml")
+    assert "found character '\\t' that cannot start any token" in err.value.what

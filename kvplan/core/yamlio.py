@@ -143,6 +143,14 @@ def _documents(text: str, where: str, *, per_document: bool = False) -> list[Any
     return [d for d in docs if d is not None]
 
 
+_REWORD_MAX_CHARS = 16 * 1024  # deployment files are a few KiB; past this the plainer wording is not worth its time
+_REWORD_MAX_FLOW_OPENERS = 256  # bounds the flow depth, where the pure-Python scanner is quadratic
+
+
+def _cheap_to_reword(text: str) -> bool:
+    return len(text) <= _REWORD_MAX_CHARS and text.count("[") + text.count("{") <= _REWORD_MAX_FLOW_OPENERS
+
+
 def load_yaml_text(text: str, *, where: str, per_document: bool = False) -> list[Any]:
     """Every document of a YAML text ('---' separated), None documents dropped; errors located at `where`.
 
@@ -157,10 +165,11 @@ def load_yaml_text(text: str, *, where: str, per_document: bool = False) -> list
     except ValueError:  # an integer of more than 4,300 digits: Python's int() refuses to convert it
         raise InputError("holds a number too long to read (more than 4,300 digits)", where=where) from None
     except yaml.YAMLError as err:
-        if _Loader is not yaml.SafeLoader and "nesting depth" not in str(getattr(err, "problem", "")):
-            # the C parser found it; PyYAML's own parser words the same error more plainly. Not for libyaml's
-            # nesting limit (1000 levels): the pure-Python scanner is quadratic in flow depth (its possible simple
-            # keys are rescanned per level: 2.5 s for 5,000 '['), and it can only recurse out or say the same.
+        if _Loader is not yaml.SafeLoader and _cheap_to_reword(text):
+            # the C parser found it; PyYAML's own parser words the same error more plainly ("found character '\\t'"
+            # where libyaml says "found character"), at its cost: pure Python, linear in the text (about 0.3 s
+            # for 16 KiB here) and quadratic in flow depth (0.25 s for 1,000 '['). A larger text keeps libyaml's
+            # wording, which names the same line and column.
             try:
                 list(yaml.compose_all(text, Loader=yaml.SafeLoader))
             except yaml.YAMLError as plain:
