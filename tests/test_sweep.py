@@ -74,6 +74,15 @@ MODELS = ["llama-3.1-8b.json", "gemma-2-9b.json", "gemma-3-27b.json", "jamba-1.5
           "llama-3.3-nemotron-super-49b-v1.json", "qwen3-next-80b-a3b-thinking.json", "mistral-7b-v0.1.json"]
 
 
+@pytest.fixture(autouse=True)
+def _each_model_read_once():
+    # as `kvplan sweep` does (cli/options.py with_model_lookup): a config.json is parsed once per test, not per row
+    from kvplan.model import resolve
+
+    with resolve.remembering():
+        yield
+
+
 def _factory(model, gpu_mem=None, kv_cache_memory=None):
     def make(combo, seq, batch):
         return build_request(str(model), seq=str(seq), batch=batch, kv_dtype=combo.kv_dtype, dtype=None, gpu=combo.gpu,
