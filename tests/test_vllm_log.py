@@ -337,3 +337,34 @@ def test_figures_are_frozen():
     f = parsed(LOG_FILES[0])
     with pytest.raises(AttributeError):
         f.num_gpu_blocks = 1  # type: ignore[misc]
+
+
+def _gated_patterns():
+    from kvplan.engines.logtext import Needs
+    from kvplan.engines.vllm import log
+
+    found = {name: value for name, value in vars(log).items() if isinstance(value, Needs)}
+    found.update({f"_V0_TABLE[{key}]": value for key, value in log._V0_TABLE.items()})
+    return found
+
+
+def test_a_gated_pattern_never_matches_a_line_without_its_literal():
+    """logtext.Needs skips a pattern on lines without its literal: over every line of every vLLM log in tests/data,
+    the pattern alone finds nothing the gate skipped, and the literal is written in the pattern itself."""
+    from kvplan.engines.logtext import lines
+
+    gated = _gated_patterns()
+    assert {"_COMMAND", "_LOADING", "_DEVICE_BLOCKS", "_WORLD_SIZE", "_V0_TABLE[available]"} <= set(gated)
+    texts = [p.read_text(errors="replace") for p in sorted((DATA.parent).rglob("*.log"))]
+    assert len(texts) > 150
+    hits = dict.fromkeys(gated, 0)
+    for text in texts:
+        for rec in lines(text):
+            for name, needs in gated.items():
+                if needs.pattern.search(rec.text):
+                    assert needs.literal in rec.text, (name, rec.text)
+                    hits[name] += 1
+    for name, needs in gated.items():
+        assert needs.literal.replace(" ", "") in needs.pattern.pattern.replace("\\s*", "").replace(" ", ""), name
+    # the corpus exercises the gates it tests (the V0 table form is rare: one paste holds it)
+    assert all(hits[name] for name in ("_COMMAND", "_LOADING", "_DEVICE_BLOCKS", "_WORLD_SIZE")), hits

@@ -48,7 +48,7 @@ from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
 
-from kvplan.engines.logtext import Line, lines as logical_lines, message, spaced
+from kvplan.engines.logtext import Line, Needs, lines as logical_lines, message, spaced
 
 GIB = 2**30
 
@@ -234,7 +234,7 @@ _SNAPSHOT = spaced(
     rf"\w+_memory={_NUM}GiB, torch_memory={_NUM}GiB, non_torch_memory={_NUM}GiB"
 )
 _REQUESTED = spaced(rf"worker requested memory: {_NUM} ?GiB")
-_LOADING = spaced(rf"(?:Model loading took|Loading model weights took) {_NUM} (Gi?B)")
+_LOADING = Needs("took", spaced(rf"(?:Model loading took|Loading model weights took) {_NUM} (Gi?B)"))
 _PROFILE = spaced(rf"Memory profiling takes [\d.]+ seconds\. Total non KV cache memory: {_NUM}GiB;(?P<rest>.*)")
 _PEAK = spaced(rf"torch peak memory increase: {_NUM}GiB")
 _NON_TORCH = spaced(rf"non-torch forward increase memory: {_NUM}GiB")
@@ -248,15 +248,15 @@ _V0_TERMS = spaced(rf"model weights take {_NUM}GiB; non_torch_memory takes {_NUM
 _V0_RESULTS = spaced(r"Memory profiling results: (?P<rest>.*\S=.*)")
 _V0_KEY = re.compile(rf"(\w+)={_NUM}(?:GiB)?")
 # the short-lived table (one term per line after "Memory profiling results:")
-_V0_TABLE = {
-    "total_gpu_memory": re.compile(rf"(?:^|\]\s*)total_gpu_memory\s+{_NUM}GiB"),
-    "gpu_memory_utilization": re.compile(rf"(?:^|\]\s*)gpu_memory_utilization\s+{_NUM}\s*$"),
-    "requested": re.compile(rf"(?:^|\]\s*)the current vLLM instance can use\s+{_NUM}GiB"),
-    "weights": re.compile(rf"(?:^|\]\s*)model weights take\s+{_NUM}GiB"),
-    "non_torch": re.compile(rf"(?:^|\]\s*)non_torch_memory\s+{_NUM}GiB"),
-    "peak": re.compile(rf"(?:^|\]\s*)PyTorch activation peak memory\s+{_NUM}GiB"),
-    "available": re.compile(rf"(?:^|\]\s*)available_kv_cache_memory\s+{_NUM}GiB"),
-}
+_V0_TABLE = {key: Needs(term, re.compile(rf"(?:^|\]\s*){term}\s+{_NUM}{unit}")) for key, term, unit in (
+    ("total_gpu_memory", "total_gpu_memory", "GiB"),
+    ("gpu_memory_utilization", "gpu_memory_utilization", r"\s*$"),
+    ("requested", "the current vLLM instance can use", "GiB"),
+    ("weights", "model weights take", "GiB"),
+    ("non_torch", "non_torch_memory", "GiB"),
+    ("peak", "PyTorch activation peak memory", "GiB"),
+    ("available", "available_kv_cache_memory", "GiB"),
+)}
 _CG_ESTIMATE = spaced(rf"Estimated CUDA graph memory: {_NUM} GiB total")
 _CG_CAPTURED = spaced(rf"Graph capturing finished in [\d.]+ secs?, took {_NUM} GiB")
 _CG_POOL = spaced(rf"CUDA graph pool memory: {_NUM} GiB \(actual\), {_NUM} GiB \(estimated\)")
@@ -277,7 +277,7 @@ _GRAPH_UTIL = spaced(r"The current --gpu-memory-utilization=([\d.]+) is equivale
 _KV_TOKENS = spaced(rf"GPU KV cache size: {_INT} tokens")
 _CONCURRENCY = spaced(rf"Maximum concurrency for {_INT} tokens per request: ([\d.]+)x")
 _NUM_BLOCKS = spaced(r"num_gpu_blocks is: (\d+)")
-_DEVICE_BLOCKS = spaced(r"(?:#\s*)?\b(GPU|CUDA|cuda|rocm|xpu|hpu|tpu|neuron) blocks: (\d+)(?:, # CPU blocks: (\d+))?")
+_DEVICE_BLOCKS = Needs("blocks:", spaced(r"(?:#\s*)?\b(GPU|CUDA|cuda|rocm|xpu|hpu|tpu|neuron) blocks: (\d+)(?:, # CPU blocks: (\d+))?"))
 _PADDING = re.compile(r"Add (\d+) padding layers")
 _TOO_SMALL = spaced(rf"max seq len \((\d+)\), \({_NUM} Gi?B KV cache is needed, which is larger than the available KV "
                     rf"cache memory \({_NUM} Gi?B\)")
@@ -297,9 +297,9 @@ _BACKEND = re.compile(r"Using (\w+) attention backend|Using (Flash Attention|Fla
 _BLOCK_SET = spaced(r"Setting (?:kv cache|attention) block size to (\d+)")
 _MAX_LEN = spaced(r"Using max model len (\d+)")
 _WORLD = spaced(r"rank \d+ in world size (\d+) is assigned as DP rank \d+, PP rank (\d+),(?: PCP rank \d+,)? TP rank (\d+)")
-_WORLD_SIZE = re.compile(r"\bworld_size=(\d+) rank=\d+")
+_WORLD_SIZE = Needs("world_size=", re.compile(r"\bworld_size=(\d+) rank=\d+"))
 _PLATFORM = spaced(r"Automatically detected platform (\w+)")
-_COMMAND = re.compile(r"(?:^|[\s`$])(?:vllm serve|vllm\.entrypoints\.openai\.api_server|vllm/vllm-openai\S*)(?=\s|$)")
+_COMMAND = Needs("vllm", re.compile(r"(?:^|[\s`$])(?:vllm serve|vllm\.entrypoints\.openai\.api_server|vllm/vllm-openai\S*)(?=\s|$)"))
 _LABEL_RANK = {"tp": re.compile(r"TP ?(\d+)"), "pp": re.compile(r"PP ?(\d+)")}
 # v1/executor/multiproc_executor.py WorkerProc.setup_proc_title_and_log_prefix: "Worker" + _DP{r} if dp > 1, + _PP{r}
 # if pp > 1, (+ _PCP{r}), + _TP{r} if tp > 1, (+ _DCP{r}), + _EP{r} with expert parallelism
@@ -405,20 +405,23 @@ _FIGURE_PATTERNS = (_AVAILABLE, _KV_TOKENS, _CONCURRENCY, _NUM_BLOCKS, _DEVICE_B
                     _V0_TABLE["available"], _V0_TABLE["total_gpu_memory"])
 
 
-def _runs(records: list[Line]) -> list[list[Line]]:
-    """The start-ups a paste holds: a new one begins at a `vllm serve` command or a server banner that follows
-    memory or capacity figures of an earlier one."""
-    runs: list[list[Line]] = [[]]
-    has_figures = False
+def _has_figure(rec: Line) -> bool:
+    return any(p.search(rec.text) for p in _FIGURE_PATTERNS)
+
+
+def _runs(records: list[Line]) -> list[tuple[list[Line], int]]:
+    """The start-ups a paste holds, each with its count of figure lines: a new one begins at a `vllm serve` command
+    or a server banner that follows memory or capacity figures of an earlier one."""
+    runs: list[tuple[list[Line], int]] = [([], 0)]
     for rec in records:
-        starts = _COMMAND.search(rec.text) or _VERSION_SERVER.search(rec.text) or _VERSION_BANNER.search(rec.text)
-        if starts and has_figures:
-            runs.append([])
-            has_figures = False
-        runs[-1].append(rec)
-        if any(p.search(rec.text) for p in _FIGURE_PATTERNS):
-            has_figures = True
-    return [r for r in runs if r]
+        figure = _has_figure(rec)
+        lines, figures = runs[-1]
+        if figures and (_COMMAND.search(rec.text) or _VERSION_SERVER.search(rec.text) or _VERSION_BANNER.search(rec.text)):
+            runs.append(([], 0))
+            lines, figures = runs[-1]
+        lines.append(rec)
+        runs[-1] = (lines, figures + figure)
+    return [r for r in runs if r[0]]
 
 
 def _command_lines(records: list[Line]) -> list[str]:
@@ -453,9 +456,10 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
     """The figures of one vLLM start-up log; raises ValueError when the text holds none. Remembered per text: a
     log is read by calibrate, check's site profiles and the benchmarks alike, and its figures are frozen."""
     all_records = logical_lines(text)
-    runs = _runs(all_records)
-    counts = [sum(1 for rec in r if any(p.search(rec.text) for p in _FIGURE_PATTERNS)) for r in runs]
-    with_figures = [r for r, n in zip(runs, counts) if n]
+    counted = _runs(all_records)
+    runs = [r for r, _ in counted]
+    counts = [n for _, n in counted]
+    with_figures = [r for r, n in counted if n]
     # the start-up with the most figure lines (a summary quoting a few lines, a second run cut short, lose)
     records = runs[max(range(len(runs)), key=lambda i: (counts[i], -i))] if runs else []
     workers: dict[int | None, dict] = {}
