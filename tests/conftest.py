@@ -30,22 +30,25 @@ for _name in ("HF_ENDPOINT", "HF_HOME", "HUGGINGFACE_HUB_CACHE"):
 
 
 def _build_click_command_once() -> None:
-    """typer's CliRunner.invoke rebuilds the whole click group from the command functions on every call (typer
-    main.get_command: it evaluates every option's annotation): about 100 ms of a 2 ms `kvplan estimate`, most of the
-    suite's in-process CLI time. The group is built once per set of registered commands instead; click commands are
-    made to be invoked again and again, so what each invoke runs is unchanged."""
+    """typer rebuilds the whole click group from the command functions on every call (typer.main.get_command: it
+    evaluates every option's annotation), both in CliRunner.invoke and in `app()`, which kvplan.cli.main runs: about
+    100 ms of a 2 ms `kvplan estimate`, most of the suite's in-process CLI time. The group is built once per list of
+    registered commands instead (commands register lazily and --help re-sorts them, so the key is the names in
+    order); click commands are made to be invoked again and again, so what each invoke runs is unchanged."""
+    import typer.main
     import typer.testing
 
-    build = typer.testing._get_command
+    build = typer.main.get_command
     built: dict = {}
 
     def cached(app):
-        key = (id(app), len(app.registered_commands), len(app.registered_groups))
+        key = (id(app), tuple(c.name for c in app.registered_commands), len(app.registered_groups))
         if key not in built:
             built[key] = build(app)
         return built[key]
 
     typer.testing._get_command = cached
+    typer.main.get_command = cached
 
 
 _build_click_command_once()
