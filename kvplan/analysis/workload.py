@@ -443,6 +443,9 @@ class _Run:
             self.share_tokens = shared
         self.shared_bytes = cost.per_token * self.share_tokens
         self.windows = sorted({w for _, w in cost.terms if w is not None})
+        # a step's growth is full x running + per x below[w] for each windowed term: split once, not per step
+        self.full_per_token = sum(per for per, w in cost.terms if w is None)
+        self.windowed_terms = tuple((per, w) for per, w in cost.terms if w is not None)
 
     def share_of(self, prompt: int) -> int:
         share = min(prompt, self.share_tokens)
@@ -480,6 +483,8 @@ class _Run:
         peak = preemptions = generated = recomputed = 0
         finished_any = False
         t = 0
+        full_per_token, windowed_terms, paged = self.full_per_token, self.windowed_terms, policy == "paged"
+        head_need: tuple | None = None  # (queue head, bytes it needs): a saturated pool retries the same head each step
 
         def remove(rec: _Rec, step: int) -> None:
             nonlocal allocated, stored, final_bytes, tokens
@@ -503,15 +508,17 @@ class _Run:
             if not queue and not running:
                 break  # the last requests finished in the previous step
             # 2. every running request stores one more token; preempt (last admitted first) if the pool is short
-            due = [rec for rec in growing.pop(t, ()) if rec.live] if policy == "paged" else []
+            due = [rec for rec in growing.pop(t, ()) if rec.live] if paged else []
             # the blocks each due request needs now; kept per request so that a preemption takes its share off
             # (summing over all of `due` after each preemption was quadratic)
-            grow = {rec.rid: cost.paged(rec.own(t), block) - rec.alloc for rec in due}
-            need_paged = sum(grow.values())
+            grow = {rec.rid: cost.paged(rec.own(t), block) - rec.alloc for rec in due} if due else {}
+            need_paged = sum(grow.values()) if due else 0
             while True:
                 n = len(running)
-                delta = sum(per * (n if w is None else below[w]) for per, w in cost.terms)
-                if policy == "paged":
+                delta = full_per_token * n
+                for per, w in windowed_terms:
+                    delta += per * below[w]
+                if paged:
                     need = need_paged
                 else:
                     need = delta if policy == "exact" else 0
@@ -540,12 +547,15 @@ class _Run:
                     below[rec.own(t)] -= 1
             # 3. admit first come, first served; stop at the first request that does not fit
             while queue and (self.max_seqs is None or len(running) < self.max_seqs):
-                rid, prompt, output = queue[0]
-                share = self.share_of(prompt)
-                own, final_own = prompt - share, prompt - share + output - 1
-                need = self.alloc(own, final_own)
+                head = queue[0]
+                if head_need is None or head_need[0] is not head:
+                    share = self.share_of(head[1])
+                    own, final_own = head[1] - share, head[1] - share + head[2] - 1
+                    head_need = (head, share, own, final_own, self.alloc(own, final_own))
+                _, share, own, final_own, need = head_need
                 if allocated + need > pool:
                     break
+                rid, prompt, output = head
                 queue.popleft()
                 rec = _Rec(rid, t, prompt, output, share, need)
                 running[rid] = rec
@@ -567,13 +577,18 @@ class _Run:
             if queue and not running:  # pragma: no cover - simulate() rejects requests that cannot fit alone
                 raise AssertionError("a request cannot fit into an empty pool")
             n = len(running)
-            peak = max(peak, n)
+            if n > peak:
+                peak = n
             generated += n
             # 4. measure: while requests wait (saturated), and separately before anything has finished
             target = sums if queue else (early if not finished_any and sums[5] == 0 else None)
             if target is not None:
-                for i, v in enumerate((n, stored, allocated, final_bytes, tokens, 1)):
-                    target[i] += v
+                target[0] += n
+                target[1] += stored
+                target[2] += allocated
+                target[3] += final_bytes
+                target[4] += tokens
+                target[5] += 1
             t += 1
         return {"sums": sums if sums[5] else early, "saturated": sums[5] > 0, "peak": peak, "preemptions": preemptions,
                 "recomputed": recomputed, "steps": t, "generated": generated}
