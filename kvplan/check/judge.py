@@ -33,10 +33,12 @@ def _engine(dep: Deployment) -> Engine:
         raise
 
 
-def _run(engine: Engine, dep: Deployment, request):
-    """The engine's result; its errors located at the deployment's own keys."""
+def _run(engine: Engine, dep: Deployment, request, *, search_max_seq: bool = True):
+    """The engine's result; its errors located at the deployment's own keys. `search_max_seq` False leaves out the
+    longest context that fits (a binary search of estimates): a fix candidate or a headroom figure needs only the
+    pass or fail, and searching made that half of `kvplan check`'s time."""
     try:
-        return engine.estimate(request)
+        return engine.estimate(request, search_max_seq=search_max_seq)
     except KvplanError as err:
         name = _ENGINE_WHERE.get(err.where or "")
         err.where = f"{dep.place}: {dep.key(name)}" if name else (f"{dep.place}: {err.where}" if err.where else dep.place)
@@ -189,16 +191,16 @@ def _headroom(engine: Engine, dep: Deployment, request, base, n: int) -> tuple[i
     if pool is not None and pool.pool_bytes is not None and pool.per_request_bytes is not None:
         free = pool.pool_bytes - n * pool.per_request_bytes + base.per_gpu.free_bytes
         return free, Fraction(free, base.per_gpu.usable_bytes)
-    at = base if n == 1 else _run(engine, dep, replace(request, batch=n))
+    at = base if n == 1 else _run(engine, dep, replace(request, batch=n), search_max_seq=False)
     g = at.per_gpu
     return g.free_bytes, Fraction(g.free_bytes, g.usable_bytes)
 
 
-def _evaluate(engine: Engine, dep: Deployment, request):
+def _evaluate(engine: Engine, dep: Deployment, request, *, search_max_seq: bool = True):
     """(the engine's result for one request, the checks, (headroom bytes, fraction) or None)."""
     from kvplan.core.units import format_bytes
 
-    base = _run(engine, dep, replace(request, batch=1))
+    base = _run(engine, dep, replace(request, batch=1), search_max_seq=search_max_seq)
     tokens = short_tokens(request.seq)
     checks = [Check("starts", bool(base.fits), None, None, _start_detail(base, request))]
     pool = base.pool_view()
@@ -256,7 +258,7 @@ def _evaluate(engine: Engine, dep: Deployment, request):
 
 
 def _passes(engine: Engine, dep: Deployment, request) -> bool:
-    _, checks, _ = _evaluate(engine, dep, request)
+    _, checks, _ = _evaluate(engine, dep, request, search_max_seq=False)
     return all(c.passed for c in checks)
 
 
