@@ -282,6 +282,27 @@ def _params(model) -> tuple[int, int, int, int, bool]:
     return int(total), int(with_dups), int(vision), int(projector), tied
 
 
+# Built models, by (config file, dtype, build options): a model on `meta` holds no tensor memory, and building one
+# (DeepSeek-V3: 61 layers of 256 experts) takes seconds, where a one-token forward takes milliseconds. The tests run
+# the same config at several token counts; each run still gets a cache of its own. A few are kept, the last used.
+_MODELS: dict[tuple, Any] = {}
+_MODELS_KEPT = 6
+
+
+def _built(path: str, dtype: str | None, options: tuple):
+    key = (path, dtype, options)
+    model = _MODELS.pop(key, None)
+    if model is not None:
+        _MODELS[key] = model  # the most recently used last
+    return model
+
+
+def _remember(path: str, dtype: str | None, options: tuple, model) -> None:
+    _MODELS[(path, dtype, options)] = model
+    while len(_MODELS) > _MODELS_KEPT:
+        _MODELS.pop(next(iter(_MODELS)))
+
+
 def _run_peer(
     config_path: str | Path,
     n_tokens: int,
@@ -332,8 +353,11 @@ def _run_peer(
             # `_from_config` is what AutoModelForCausalLM.from_config calls once it has picked the class; calling
             # it on the class named by `architectures` keeps multimodal configs on their own class (Gemma-3). It
             # writes the dtype into the config, hence a fresh config per attempt.
-            with torch.device("meta"):
-                model = cls._from_config(cfg if not attempt else _make_config(d), **kwargs, **attempt)
+            model = _built(str(config_path), dtype, tuple(sorted(attempt.items())))
+            if model is None:
+                with torch.device("meta"):
+                    model = cls._from_config(cfg if not attempt else _make_config(d), **kwargs, **attempt)
+                _remember(str(config_path), dtype, tuple(sorted(attempt.items())), model)
         except Exception as e:
             reason = f"transformers cannot build {cls.__name__}: {_one_line(e)}"
             return PeerResult(
