@@ -67,6 +67,27 @@ def _torchrun() -> list[str] | None:
 torchrun = _torchrun()
 
 
+def _two_ranks(args: list[str], timeout: int = 180) -> subprocess.CompletedProcess:
+    """`kvplan ARGS` as two gloo ranks started the way torchrun starts them (RANK, LOCAL_RANK, WORLD_SIZE,
+    MASTER_ADDR/PORT in the environment), without the launcher: torchrun's own start imports torch once more before
+    the ranks do, 3 of a run's 8 seconds here. One test keeps the real torchrun (the TP case). The two ranks' outputs
+    are joined, rank 0's first; the exit status is the worse one."""
+    import socket
+
+    with socket.socket() as probe:  # a free port on loopback for the rendezvous
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    procs = []
+    for rank in (0, 1):
+        env = _env() | {"RANK": str(rank), "LOCAL_RANK": str(rank), "WORLD_SIZE": "2", "LOCAL_WORLD_SIZE": "2",
+                        "MASTER_ADDR": "127.0.0.1", "MASTER_PORT": str(port)}
+        procs.append(subprocess.Popen([sys.executable, "-m", "kvplan", *args], stdout=subprocess.PIPE,
+                                      stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT))
+    outs = [p.communicate(timeout=timeout) for p in procs]
+    code = max(p.returncode for p in procs)
+    return subprocess.CompletedProcess(args, code, "".join(o for o, _ in outs), "".join(e for _, e in outs))
+
+
 @pytest.mark.skipif(torchrun is None, reason="torch is not installed")
 @pytest.mark.parametrize("model,extra", [("llama-3.1-8b.json", ["--tp", "2"]), ("gemma-2-9b.json", ["--pp", "2"])])
 def test_two_rank_gloo_shards_add_up(model, extra):
@@ -75,9 +96,12 @@ def test_two_rank_gloo_shards_add_up(model, extra):
     from kvplan.core.cache import CacheModel
     from kvplan.core.dtypes import dtype
 
-    run = subprocess.run([*torchrun, "--nproc-per-node", "2", "-m", "kvplan", "probe", str(CONFIGS / model), "--seq", "96",
-                          "--batch", "2", "--device", "cpu", "--no-touch", "--json", *extra],
-                         capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=180)
+    args = ["probe", str(CONFIGS / model), "--seq", "96", "--batch", "2", "--device", "cpu", "--no-touch", "--json", *extra]
+    if "--tp" in extra:  # under torchrun itself, as users start it
+        run = subprocess.run([*torchrun, "--nproc-per-node", "2", "-m", "kvplan", *args], capture_output=True, text=True,
+                             env=_env(), cwd=ROOT, timeout=180)
+    else:
+        run = _two_ranks(args)
     assert run.returncode == 0, run.stderr[-2000:]
     data = json.loads(run.stdout)  # rank 0 alone prints
     spec = catalog.resolve_model(str(CONFIGS / model))
@@ -132,9 +156,8 @@ def test_gpu_verify_script_cpu_dry_run(tmp_path):
 @pytest.mark.skipif(torchrun is None, reason="torch is not installed")
 def test_a_rank_error_is_gathered_and_reported_once():
     pytest.importorskip("torch")
-    run = subprocess.run([*torchrun, "--nproc-per-node", "2", "-m", "kvplan", "probe", str(CONFIGS / "llama-3.1-8b.json"),
-                          "--seq", "16", "--tp", "2", "--device", "cpu", "--find-max"],  # no --max-bytes: refused on every rank
-                         capture_output=True, text=True, env=_env(), cwd=ROOT, timeout=180)
+    run = _two_ranks(["probe", str(CONFIGS / "llama-3.1-8b.json"), "--seq", "16", "--tp", "2", "--device", "cpu",
+                      "--find-max"])  # no --max-bytes: refused on every rank
     errors = [line for line in run.stderr.splitlines() if line.startswith("error: ")]
     assert run.returncode != 0 and run.stdout == ""
     assert errors == ["error: kvplan probe — every rank: --find-max — --find-max on cpu needs --max-bytes (the OS does not "
