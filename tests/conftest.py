@@ -74,3 +74,14 @@ def cli():
         return result.exit_code, result.stdout, result.stderr
 
     return run
+
+
+def pytest_collection_finish(session):
+    """Everything alive once the tests are collected (the modules, the test items, the data they were parametrized
+    with) stays alive to the end: gc.freeze puts it out of the collector's sight. Each full collection then walks only
+    what the tests made since; a worker's heap with torch, transformers and 2,700 items made one take 0.4 s, and the
+    probe tests collect on purpose to see that their tensors were released."""
+    import gc
+
+    gc.collect()
+    gc.freeze()
