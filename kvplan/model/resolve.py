@@ -105,14 +105,26 @@ def resolve(ref: str, *, base_dir: Path | None = None, host_paths: bool = False,
     memo = _memo.get()
     if memo is None:
         return _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
-    from kvplan.model import hf_cache, hub  # here, not above: a bundled name or a file needs neither module
+    key: tuple = (ref, base_dir, host_paths, lookup)
+    if not _local_or_bundled(ref, base_dir):
+        # what the cache and the Hub hold depends on where the cache is and whether the Hub may be asked; a bundled
+        # name or a file needs neither module (`kvplan estimate` starts without them: benchmarks/cold_start.py)
+        from kvplan.model import hf_cache, hub
 
-    key = (ref, base_dir, host_paths, lookup, str(hf_cache.cache_dir()), lookup.offline or hub.offline_by_environment())
+        key += (str(hf_cache.cache_dir()), lookup.offline or hub.offline_by_environment())
     hit = memo.get(key)
     if hit is None:
         hit = _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
         memo[key] = hit
     return hit
+
+
+def _local_or_bundled(ref, base_dir: Path | None) -> bool:
+    from kvplan.model import bundled
+
+    if not isinstance(ref, str) or not ref.strip() or _WITH_REVISION.fullmatch(ref.strip()):
+        return False
+    return _local_path(ref.strip(), base_dir) is not None or bundled.find_bundled(ref.strip()) is not None
 
 
 _memo: ContextVar[dict | None] = ContextVar("kvplan_model_memo", default=None)
