@@ -105,7 +105,7 @@ def test_doc_links_resolve():
 def test_spec_schema_doc_lists_exactly_the_accepted_keys():
     text = (ROOT / "docs" / "spec-schema.md").read_text(encoding="utf-8")
     accepted = (set(spec._TOP_KEYS) | {f"layout.{k}" for k in spec._LAYOUT_KEYS}
-                | {f"mla.{k}" for k in spec._MLA_KEYS} | {f"state.{k}" for k in spec._STATE_KEYS}
+                | {f"mla.{k}" for k in spec._MLA_KEYS | spec._MLA_OPTIONAL_KEYS} | {f"state.{k}" for k in spec._STATE_KEYS}
                 | {f"moe.{k}" for k in spec._MOE_KEYS} | {f"mtp.{k}" for k in spec._MTP_KEYS})
     # first cells of the schema tables: `key` or `key`, `key2`
     documented = set()

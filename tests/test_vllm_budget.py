@@ -372,3 +372,42 @@ def test_quantized_weights_of_a_tied_model_by_hand():
     # at TP 2 everything but the rotary cache is sharded (ceil)
     (half,) = budget.stage_weight_bytes(spec, weight_format("int8"), dtype("bf16"), tp=2, pp=1)
     assert half == -(-((spec.params - embed) + embed * 2) // 2) + 131_072 * 64 * 2
+
+
+@pytest.mark.parametrize("tp", [1, 2, 8])
+def test_mla_a_projections_are_whole_on_every_rank_by_hand(tp):
+    """DeepSeek-V3 in bf16 (--dtype bf16: 2 B a parameter, no checkpoint scales): vLLM's fused_qkv_a_proj
+    (disable_tp=True) and SGLang's fused_qkv_a_proj_with_mqa (ReplicatedLinear) are whole on every rank, the rest is
+    split. Per layer 7168 x (1536 + 512 + 64) = 15,138,816 parameters, 61 layers: 923,467,776, 1,846,935,552 B."""
+    from kvplan.core.dtypes import dtype, weight_format
+    from kvplan.engines.vllm import budget
+
+    spec = resolve_model(str(ROOT / "tests/data/hf_configs/deepseek-v3.json"))
+    assert spec.mla.q_lora_rank == 1536 and spec.hidden_size == 7168
+    whole = 61 * 7168 * (1536 + 512 + 64) * 2
+    assert whole == 1_846_935_552
+    fmt = weight_format("bf16")
+    (replicated,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=tp, pp=1)
+    (even,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=tp, pp=1, mla_a_replicated=False)
+    assert abs(replicated - even - (whole - whole / tp)) <= 1  # ceil of the split part
+    # two pipeline stages hold 31 and 30 of the MLA layers: each its own share whole
+    stages = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=8, pp=2)
+    evens = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=8, pp=2, mla_a_replicated=False)
+    per_layer = 7168 * 2112 * 2
+    assert [abs(s - e - n * per_layer * 7 / 8) <= 1 for s, e, n in zip(stages, evens, (31, 30))] == [True, True]
+
+
+def test_mla_without_a_query_rank_replicates_the_latent_projection_only():
+    """Kimi-VL-A3B's text model (q_lora_rank null): kv_a_proj_with_mqa, 2048 x (512 + 64) per layer, 27 layers."""
+    from kvplan.core.dtypes import dtype, weight_format
+    from kvplan.engines.vllm import budget
+
+    spec = resolve_model(str(ROOT / "tests/data/vllm_models/moonshotai--Kimi-VL-A3B-Instruct/config.json"))
+    assert spec.mla.q_lora_rank is None
+    fmt = weight_format("bf16")
+    (replicated,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=4, pp=1)
+    (even,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=4, pp=1, mla_a_replicated=False)
+    mla_layers = sum(1 for layer in spec.layer_specs if layer.kind == "mla")
+    whole = mla_layers * spec.hidden_size * (512 + 64) * 2
+    assert mla_layers == 27 and spec.hidden_size == 2048
+    assert abs(replicated - even - whole * 3 / 4) <= 1

@@ -47,6 +47,9 @@ class MlaSpec:
 
     kv_lora_rank: int
     qk_rope_head_dim: int
+    # the query's low-rank projection (DeepSeek-V2/V3, Kimi-K2); None where the query is projected directly
+    # (DeepSeek-V2-Lite, Moonlight). It caches nothing; the engines keep its a-projection whole on every TP rank
+    q_lora_rank: int | None = None
 
     @property
     def latent_dim(self) -> int:

@@ -134,6 +134,7 @@ _TOP_KEYS = {
 _REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
 _LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads"}
 _MLA_KEYS = {"kv_lora_rank", "qk_rope_head_dim"}
+_MLA_OPTIONAL_KEYS = {"q_lora_rank"}
 _MOE_REQUIRED = ("experts", "experts_per_token", "intermediate_size", "layers", "expert_params")
 _MOE_KEYS = {*_MOE_REQUIRED, "shared_intermediate_size", "dense_intermediate_size", "gated"}
 _STATE_KEYS = {"conv_shape", "recurrent_shape", "conv_dtype", "recurrent_dtype"}
@@ -274,11 +275,12 @@ def _build(data: Any) -> ModelSpec:
     chunk = r.int("attention_chunk_size", maximum=1 << 40)
 
     mla = None
-    if (m := r.sub("mla", _MLA_KEYS)) is not None:
+    if (m := r.sub("mla", _MLA_KEYS | _MLA_OPTIONAL_KEYS)) is not None:
         for key in _MLA_KEYS:
             if not m.has(key):
                 raise InputError("is required", where=f"mla.{key}")
-        mla = MlaSpec(m.int("kv_lora_rank", maximum=MAX_DIM), m.int("qk_rope_head_dim", minimum=0, maximum=MAX_DIM))
+        mla = MlaSpec(m.int("kv_lora_rank", maximum=MAX_DIM), m.int("qk_rope_head_dim", minimum=0, maximum=MAX_DIM),
+                      m.int("q_lora_rank", maximum=MAX_DIM))
 
     state = None
     if (s := r.sub("state", _STATE_KEYS)) is not None:
@@ -464,6 +466,8 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         out["layout"] = layout
     if spec.mla:
         out["mla"] = {"kv_lora_rank": spec.mla.kv_lora_rank, "qk_rope_head_dim": spec.mla.qk_rope_head_dim}
+        if spec.mla.q_lora_rank is not None:
+            out["mla"]["q_lora_rank"] = spec.mla.q_lora_rank
     if spec.state:
         out["state"] = {"conv_shape": list(spec.state.conv_shape), "recurrent_shape": list(spec.state.recurrent_shape),
                         "conv_dtype": spec.state.conv_dtype, "recurrent_dtype": spec.state.recurrent_dtype}

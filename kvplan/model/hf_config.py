@@ -461,6 +461,8 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
 
     if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi-K2): every attention layer keeps the latent
         spec["mla"] = {"kv_lora_rank": int(cfg["kv_lora_rank"]), "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim") or 0)}
+        if cfg.get("q_lora_rank"):
+            spec["mla"]["q_lora_rank"] = int(cfg["q_lora_rank"])
         kinds = [MLA if k in (FULL, None) else k for k in (kinds or [FULL] * layers)]
         spec["head_dim"] = int(cfg.get("qk_nope_head_dim", 0) or 0) + int(cfg.get("qk_rope_head_dim", 0) or 0) or head_dim
         if cfg.get("v_head_dim"):

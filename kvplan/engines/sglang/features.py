@@ -38,7 +38,9 @@ arg_groups/parallel_hook.py handle_deprecated_dp_attention turns the first into 
 - which weights shard over attn_tp instead of TP is per model class: Qwen3-MoE's qkv_proj, o_proj
   (parallel_group "attn_tp") and embed_tokens (use_attn_tp_group=is_dp_attention_enabled()); its experts and lm_head
   stay on the TP group (models/qwen3_moe.py, qwen2_moe.py Qwen2MoeModel). Other classes are not modelled (exit 3):
-  DeepSeek's MLA keeps replicated q_a / kv_a projections whose ranks kvplan's specs do not carry.
+  DeepSeek's MLA splits its b-projections over attn_tp and keeps the a-projections whole (without DP attention the
+  whole-kept part is in vllm/budget.py stage_weight_bytes); how its embedding and dense layers split under DP
+  attention was not read.
 
 LoRA (--enable-lora / --lora-paths with --max-lora-rank, --lora-target-modules, --max-loras-per-batch):
 - the adapter slots are zero-filled GPU buffers, max_loras_per_batch (default 8) of them per module and layer,

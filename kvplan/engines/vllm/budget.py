@@ -303,7 +303,7 @@ def mxfp4_expert_bytes(spec: ModelSpec, tp: int, backend: str) -> tuple[int, int
 
 def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_dtype: DType, tp: int, pp: int, *,
                        mxfp4_kernel: str | None = None, fp8_moe_loading: int = 0,
-                       notes: list[str] | None = None) -> list[int]:
+                       notes: list[str] | None = None, mla_a_replicated: bool = True) -> list[int]:
     """Weights one GPU of each pipeline stage holds after loading ("Model loading took").
 
     The whole model's bytes come from the spec (its checkpoint size when known) or from the parameter count
@@ -316,6 +316,11 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     An MXFP4 checkpoint's experts are counted as vLLM allocates them for `mxfp4_kernel` (mxfp4_backend,
     mxfp4_expert_bytes); without one, as the checkpoint stores them. An FP8 MoE checkpoint's GPUs get
     `fp8_moe_loading` more (Constants.fp8_moe_loading_bytes).
+    Multi-head latent attention keeps its a-projections whole on every TP rank (`mla_a_replicated`): vLLM's
+    fused_qkv_a_proj (disable_tp=True) or kv_a_proj_with_mqa (ReplicatedLinear), models/deepseek_v2.py
+    DeepseekV2MLAAttention from 0.10 on; SGLang 0.5.23's fused_qkv_a_proj_with_mqa / kv_a_proj_with_mqa
+    (ReplicatedLinear). hidden x (q_lora_rank + kv_lora_rank + qk_rope_head_dim) per MLA layer: 0.92 G parameters
+    for DeepSeek-V3, 0.80 GB more on each of 8 ranks in FP8 than an even split.
     """
     _require(spec, "hidden_size", "vocab_size")
     act_bits = model_dtype.bits
@@ -354,17 +359,33 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     layers_b = max(total - embed_b - (0 if tied else head_b) - vision_b, 0)
     rotary = (spec.max_context or 0) * spec.head_dim * model_dtype.bits // 8
     counts = pp_layer_counts(spec.layers, pp)
+    # the replicated a-projections of one MLA layer, at the decoder layers' own bytes per parameter (the
+    # checkpoint's quantization, scales included)
+    decoder_params = spec.params - (1 if tied else 2) * embed_params - vision
+    a_params = _mla_a_params(spec) if mla_a_replicated and tp > 1 else 0
+    a_bytes = Fraction(a_params * layers_b, decoder_params) if a_params and decoder_params > 0 else Fraction(0)
     out = []
+    first = 0
     for stage, n in enumerate(counts):
         b = layers_b * n // spec.layers
         if stage == 0:
             b += embed_b + vision_b
         if stage == pp - 1 and (not tied or pp > 1):
             b += head_b
-        out.append(_cdiv(b, tp) + expert_extra * n // spec.layers + rotary)
+        whole = math.ceil(a_bytes * sum(1 for layer in spec.layer_specs[first:first + n] if layer.kind == MLA))
+        first += n
+        out.append(_cdiv(b - whole, tp) + whole + expert_extra * n // spec.layers + rotary)
     if fp8_moe_loading and spec.quant_method == "fp8" and spec.moe is not None and weight_fmt is None:
         out = [w + fp8_moe_loading for w in out]
     return out
+
+
+def _mla_a_params(spec: ModelSpec) -> int:
+    """Parameters of one MLA layer's a-projections (query and latent), which no engine splits over TP."""
+    if spec.mla is None or spec.hidden_size is None:
+        return 0
+    m = spec.mla
+    return spec.hidden_size * ((m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim)
 
 
 # --- activation peak of the profile run
