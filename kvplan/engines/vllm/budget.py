@@ -319,8 +319,10 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     Multi-head latent attention keeps its a-projections whole on every TP rank (`mla_a_replicated`): vLLM's
     fused_qkv_a_proj (disable_tp=True) or kv_a_proj_with_mqa (ReplicatedLinear), models/deepseek_v2.py
     DeepseekV2MLAAttention from 0.10 on; SGLang 0.5.23's fused_qkv_a_proj_with_mqa / kv_a_proj_with_mqa
-    (ReplicatedLinear). hidden x (q_lora_rank + kv_lora_rank + qk_rope_head_dim) per MLA layer: 0.92 G parameters
-    for DeepSeek-V3, 0.80 GB more on each of 8 ranks in FP8 than an even split.
+    (ReplicatedLinear); TensorRT-LLM's PyTorch backend builds the same fused kv_a_proj_with_mqa as a Linear given no
+    mapping, so one TP rank (_torch/modules/attention.py MLA). hidden x (q_lora_rank + kv_lora_rank +
+    qk_rope_head_dim) per MLA layer: 0.92 G parameters for DeepSeek-V3, 0.81 GB more on each of 8 ranks in FP8 than
+    an even split.
     """
     _require(spec, "hidden_size", "vocab_size")
     act_bits = model_dtype.bits
