@@ -298,3 +298,55 @@ def test_standalone_draft_model():
     assert s.draft_weights_per_gpu_bytes == stage_weight_bytes(draft, None, dtype(draft.dtype), 4, 1)[0]
     assert e.weights_per_gpu_bytes - base.weights_per_gpu_bytes == s.draft_weights_per_gpu_bytes
     assert e.cell_size == 81920 + 16384
+
+
+# ----------------------------------------------------------------------------------------- kvplan's own deployment YAML
+
+def test_a_kvplan_deployment_takes_sglang_args_as_the_launch_script_does(tmp_path, cli):
+    """The same launch two ways: examples/deploy/features/sglang-hicache.sh (read by the launch-script reader), and
+    kvplan's YAML with its options in `sglang_args`. The verdict and every figure are the same."""
+    script = ROOT / "examples" / "deploy" / "features" / "sglang-hicache.sh"
+    doc = tmp_path / "hicache.yaml"
+    doc.write_text("name: hicache\nengine: sglang\nmodel: meta-llama/Llama-3.1-8B-Instruct\ngpu: h100\nmax_model_len: 32768\n"
+                   "sglang_args: --enable-hierarchical-cache --hicache-size 100\n")
+    figures = []
+    for path in (script, doc):
+        code, out, err = cli("check", path, "--gpu", "h100", "--json")
+        assert code == 0, err
+        (verdict,) = json.loads(out)["verdicts"]
+        figures.append((verdict["status"], verdict["figures"], [n for n in verdict["notes"] if "HiCache" in n]))
+    assert figures[0] == figures[1] and figures[0][2]  # the host tier is read, and named
+
+
+@pytest.mark.parametrize("doc, where, needle", [
+    ("engine: vllm\nsglang_args: --enable-hierarchical-cache\n", "sglang_args", "applies to engine sglang"),
+    ("engine: sglang\nsglang_args: --no-such-flag 3\n", "sglang_args", "has no launch_server option '--no-such-flag'"),
+    ("engine: sglang\nsglang_args: [--enable-hierarchical-cache]\n", "sglang_args", "one line of text"),
+    ("engine: sglang\nenable_lora: true\nsglang_args: --enable-lora\n", "enable_lora", "is a vLLM option"),
+    ("engine: sglang\nengine_options: {mem_fraction_static: 0.7}\n", "engine_options", "SGLang has no engine option"),
+    ("engine: trtllm\nengine_options: {max_batch_size: [8]}\n", "engine_options.max_batch_size", "must be one value"),
+    ("engine: trtllm\nengine_options: 8\n", "engine_options", "must be a mapping"),
+])
+def test_engine_settings_in_a_kvplan_deployment_are_read_strictly(tmp_path, cli, doc, where, needle):
+    path = tmp_path / "d.yaml"
+    path.write_text("name: d\nmodel: llama-3.1-8b\ngpu: h100\n" + doc)
+    code, _, err = cli("check", path)
+    lines = [line for line in err.splitlines() if line.startswith("error: ")]
+    assert code == 2 and len(lines) == 1, err
+    assert f"{path}: {where} — " in lines[0] and needle in lines[0]
+
+
+def test_engine_options_in_a_kvplan_deployment_are_the_clis_engine_options(tmp_path, cli):
+    """TensorRT-LLM's max_batch_size written as `engine_options` judges as `estimate --engine-option` computes it."""
+    path = tmp_path / "trt.yaml"
+    path.write_text("name: trt\nengine: trtllm\nmodel: llama-3.1-8b\ngpu: h100\nmax_model_len: 8192\n"
+                    "engine_options: {max_batch_size: 64, enable_attention_dp: false}\n")
+    code, out, err = cli("check", path, "--json")
+    assert code == 0, err
+    (verdict,) = json.loads(out)["verdicts"]
+    code, est, err = cli("estimate", "llama-3.1-8b", "--engine", "trtllm", "--gpu", "h100", "--seq", "8192",
+                         "--engine-option", "max_batch_size=64", "--engine-option", "enable_attention_dp=false", "--json")
+    assert code == 0, err
+    est = json.loads(est)
+    assert verdict["figures"]["cache_bytes"] == est["per_gpu"]["cache_bytes"]
+    assert verdict["figures"]["weights_bytes"] == est["per_gpu"]["weights_bytes"]

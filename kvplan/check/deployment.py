@@ -296,7 +296,8 @@ def check_vllm_max_len(seq: int, spec, raw_config, *, where: str) -> None:
 
 def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, util, reserve, kv_mem, where, key,
                    engine_version=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None,
-                   prefix_caching=None, features=None, site: SiteProfile | None = None) -> EngineRequest:
+                   prefix_caching=None, features=None, site: SiteProfile | None = None,
+                   engine_options: tuple[tuple[str, str], ...] | None = None) -> EngineRequest:
     """The engine request of a deployment, with the checks every engine needs located at the file's own keys."""
     from kvplan.core import cache, dtypes
 
@@ -316,7 +317,7 @@ def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, uti
                          hardware=gpu, gpu_util=util, reserve_bytes=reserve, kv_cache_memory=kv_mem,
                          block_size=block_size, max_num_seqs=max_num_seqs,
                          max_num_batched_tokens=max_num_batched_tokens, prefix_caching=prefix_caching,
-                         engine_version=engine_version, features=features, site=site)
+                         engine_version=engine_version, features=features, site=site, engine_options=engine_options)
 
 
 def mapping_keys(doc: Mapping) -> set[str]:

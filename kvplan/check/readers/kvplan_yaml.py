@@ -31,18 +31,40 @@ FEATURE_KEYS = ("speculative_config", "spec_method", "spec_model", "spec_tokens"
 KVPLAN_KEYS = (
     "name", "model", "engine", "gpu", "gpu_memory", "tensor_parallel_size", "pipeline_parallel_size", "max_model_len",
     "kv_cache_dtype", "dtype", "gpu_memory_utilization", "kv_cache_memory_bytes", "block_size", "max_num_seqs",
-    "max_num_batched_tokens", "reserve", "vllm_version", "require",
+    "max_num_batched_tokens", "reserve", "vllm_version", "require", "engine_options", "sglang_args",
 ) + FEATURE_KEYS + ("lmcache", "request_rate", "prompt_tokens")
 LMCACHE_KEYS = ("max_local_cpu_size", "max_local_disk_size", "chunk_size")
 REQUIRE_KEYS = ("concurrency", "headroom")
 # keys vLLM has no option for: their presence marks kvplan's own format
 KVPLAN_ONLY = frozenset({"name", "engine", "gpu", "gpu_memory", "require", "reserve", "vllm_version", "lmcache",
-                         "request_rate", "prompt_tokens"})
+                         "request_rate", "prompt_tokens", "engine_options", "sglang_args"})
 
 
 def key(name: str) -> str:
-    """kvplan's files spell settings as vLLM's option names with underscores."""
-    return name
+    """kvplan's files spell settings as vLLM's option names with underscores; the engine's own settings (the CLI's
+    repeatable --engine-option KEY=VALUE) are one mapping, `engine_options`."""
+    return "engine_options" if name == "engine_option" else name
+
+
+def _engine_options(value: Any, *, where: str) -> tuple[tuple[str, str], ...]:
+    """`engine_options: {KEY: VALUE}`, as --engine-option KEY=VALUE would give them: SGLang's and TensorRT-LLM's
+    settings kvplan has no shared key for (mem_fraction_static, free_gpu_memory_fraction, ...); each engine reads its
+    own keys and refuses the others."""
+    if not isinstance(value, Mapping) or not value:
+        raise InputError(f"must be a mapping of engine settings, got {shown(value)}", where=where,
+                         hint="e.g. engine_options: {mem_fraction_static: 0.85}")
+    out = []
+    for k, v in value.items():
+        if not isinstance(k, str) or not k.strip():
+            raise InputError(f"a setting's name must be text, got {shown(k)}", where=where)
+        if isinstance(v, bool):
+            v = "true" if v else "false"
+        elif isinstance(v, (int, float, str)) and not isinstance(v, bool):
+            v = str(v)
+        else:
+            raise InputError(f"must be one value (text, a number, true or false), got {shown(v)}", where=f"{where}.{k}")
+        out.append((k.strip(), v))
+    return tuple(out)
 
 
 def read(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path, defaults: Defaults) -> Deployment:
@@ -118,11 +140,15 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         version = defaults.vllm_version
     if engine == "vllm":
         check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"))
-    features, spec, weight_fmt, notes = _features(data, spec, raw_config, weight_fmt, engine=engine, tp=tp, pp=pp,
-                                                  version=version, where=where, base_dir=base_dir)
+    if "sglang_args" in data:
+        features, notes = _sglang_features(data, spec, engine=engine, where=where)
+    else:
+        features, spec, weight_fmt, notes = _features(data, spec, raw_config, weight_fmt, engine=engine, tp=tp, pp=pp,
+                                                      version=version, where=where, base_dir=base_dir)
+    options = _engine_options(data["engine_options"], where=at("engine_options")) if "engine_options" in data else None
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=gpu, util=util,
                              reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version,
-                             features=features, site=defaults.site_for(engine), **ints)
+                             features=features, site=defaults.site_for(engine), engine_options=options, **ints)
     release = None
     if engine == "vllm":
         mirrored = releases.release(version).mirrors
@@ -186,6 +212,29 @@ def _features(data: Mapping, spec, raw_config, weight_fmt, *, engine: str, tp: i
         features = dataclasses.replace(features, prompt_tokens=located(f"{where}: prompt_tokens", units.parse_tokens,
                                                                       extra["prompt_tokens"], what="prompt_tokens"))
     return (features if features.any else None), spec, weight_fmt, notes
+
+
+def _sglang_features(data: Mapping, spec, *, engine: str, where: str):
+    """`sglang_args`: the extra options of a `python -m sglang.launch_server` launch, as the CLI's --sglang-args reads
+    them (disaggregation, speculative decoding, DP attention, LoRA, HiCache), with request_rate / prompt_tokens for a
+    disaggregated server's link. Returns (Features or None, notes)."""
+    from kvplan.engines.request import sglang_features
+
+    at = f"{where}: sglang_args"
+    if engine != "sglang":
+        raise InputError(f"sglang_args applies to engine sglang, not {engine}", where=at)
+    vllm_keys = [k for k in FEATURE_KEYS if k in data]
+    if vllm_keys:
+        raise InputError(f"{vllm_keys[0]} is a vLLM option; this deployment's engine is sglang", where=f"{where}: {vllm_keys[0]}",
+                         hint="write SGLang's options in sglang_args")
+    value = data["sglang_args"]
+    if not isinstance(value, str) or not value.strip():
+        raise InputError(f"must be the launch options as one line of text, got {shown(value)}", where=at,
+                         hint='e.g. sglang_args: "--speculative-algorithm EAGLE3 --speculative-draft-model-path ..."')
+    rate = str(data["request_rate"]) if "request_rate" in data else None
+    prompt = str(data["prompt_tokens"]) if "prompt_tokens" in data else None
+    return located(at, sglang_features, text(data["model"], where=f"{where}: model"), spec, value, rate=rate,
+                   prompt=prompt), []
 
 
 def _requirements(value: Any, *, where: str, defaults: Requirements) -> Requirements:
