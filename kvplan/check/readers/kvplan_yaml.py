@@ -59,7 +59,7 @@ def _engine_options(value: Any, *, where: str) -> tuple[tuple[str, str], ...]:
             raise InputError(f"a setting's name must be text, got {shown(k)}", where=where)
         if isinstance(v, bool):
             v = "true" if v else "false"
-        elif isinstance(v, (int, float, str)) and not isinstance(v, bool):
+        elif isinstance(v, (int, float, str)):
             v = str(v)
         else:
             raise InputError(f"must be one value (text, a number, true or false), got {shown(v)}", where=f"{where}.{k}")
