@@ -67,6 +67,9 @@ def test_sweep_refuses_an_impossible_axis_value_before_any_row():
     ("max_model_len: 1.5K\n", "binary suffix K"),
     ("tensor_parallel_size: " + "9" * 5000 + "\n", "4,300 digits"),
     ("tensor_parallel_size: 0" + "7" * 6000 + "\n", "digits"),  # YAML 1.1 octal: read, then too long to print
+    # offload sizes in GiB: a NaN reached int() and ended in a traceback (found by test_deploy's hypothesis run)
+    ("kv_offloading_size: .nan\nkv_offloading_backend: native\n", "kv_offloading_size — must be a finite number"),
+    ("cpu_offload_gb: .inf\n", "cpu_offload_gb — must be a finite number"),
 ])
 def test_deployment_values_are_read_strictly_and_fast(tmp_path, text, fragment):
     d = tmp_path / "d.yaml"

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -43,9 +44,12 @@ def _json(value: Any, *, where: str) -> Any:
 
 
 def _gib(value: Any, *, where: str) -> int:
-    number = float(value)
-    if number < 0:
-        raise InputError(f"must not be negative, got {value}", where=where)
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        raise InputError(f"must be a number of GiB, got {value!r}", where=where) from None
+    if not math.isfinite(number) or number < 0:  # a YAML .nan or .inf reaches here as a float
+        raise InputError(f"must be a finite number of GiB, not negative, got {value}", where=where)
     return int(number * GIB)
 
 
