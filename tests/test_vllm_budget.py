@@ -374,40 +374,45 @@ def test_quantized_weights_of_a_tied_model_by_hand():
     assert half == -(-((spec.params - embed) + embed * 2) // 2) + 131_072 * 64 * 2
 
 
-@pytest.mark.parametrize("tp", [1, 2, 8])
+@pytest.mark.parametrize("tp", [2, 8])
 def test_mla_a_projections_are_whole_on_every_rank_by_hand(tp):
     """DeepSeek-V3 in bf16 (--dtype bf16: 2 B a parameter, no checkpoint scales): vLLM's fused_qkv_a_proj
     (disable_tp=True) and SGLang's fused_qkv_a_proj_with_mqa (ReplicatedLinear) are whole on every rank, the rest is
-    split. Per layer 7168 x (1536 + 512 + 64) = 15,138,816 parameters, 61 layers: 923,467,776, 1,846,935,552 B."""
+    split. Per layer 7168 x (1536 + 512 + 64) = 15,138,816 parameters, 61 layers: 923,467,776, 1,846,935,552 B.
+    The rotary cache (163,840 x 192 x 2 B) is on every rank too; at TP 1 all of it is on the one GPU."""
     from kvplan.core.dtypes import dtype, weight_format
     from kvplan.engines.vllm import budget
 
     spec = resolve_model(str(ROOT / "tests/data/hf_configs/deepseek-v3.json"))
-    assert spec.mla.q_lora_rank == 1536 and spec.hidden_size == 7168
-    whole = 61 * 7168 * (1536 + 512 + 64) * 2
-    assert whole == 1_846_935_552
+    assert spec.mla.q_lora_rank == 1536 and spec.hidden_size == 7168 and spec.tie_word_embeddings is False
+    whole, per_layer = 61 * 7168 * (1536 + 512 + 64) * 2, 7168 * 2112 * 2
+    assert whole == 1_846_935_552 == 61 * per_layer
+    rotary = 163_840 * 192 * 2
     fmt = weight_format("bf16")
-    (replicated,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=tp, pp=1)
-    (even,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=tp, pp=1, mla_a_replicated=False)
-    assert abs(replicated - even - (whole - whole / tp)) <= 1  # ceil of the split part
-    # two pipeline stages hold 31 and 30 of the MLA layers: each its own share whole
+    (one_gpu,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=1, pp=1)
+    assert one_gpu == spec.params * 2 + rotary
+    (rank,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=tp, pp=1)
+    assert rank == -(-(spec.params * 2 - whole) // tp) + whole + rotary
+    # two pipeline stages hold 31 and 30 of the MLA layers (and the embedding, the head), each its own share whole
+    embed = 129_280 * 7168 * 2
+    layers = spec.params * 2 - 2 * embed
     stages = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=8, pp=2)
-    evens = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=8, pp=2, mla_a_replicated=False)
-    per_layer = 7168 * 2112 * 2
-    assert [abs(s - e - n * per_layer * 7 / 8) <= 1 for s, e, n in zip(stages, evens, (31, 30))] == [True, True]
+    assert stages == [-(-(layers * n // 61 + embed - n * per_layer) // 8) + n * per_layer + rotary for n in (31, 30)]
 
 
 def test_mla_without_a_query_rank_replicates_the_latent_projection_only():
-    """Kimi-VL-A3B's text model (q_lora_rank null): kv_a_proj_with_mqa, 2048 x (512 + 64) per layer, 27 layers."""
+    """Kimi-VL-A3B's text model (q_lora_rank null): kv_a_proj_with_mqa, 2048 x (512 + 64) per layer, 27 layers;
+    the vision tower and everything else split over TP 4."""
     from kvplan.core.dtypes import dtype, weight_format
     from kvplan.engines.vllm import budget
 
     spec = resolve_model(str(ROOT / "tests/data/vllm_models/moonshotai--Kimi-VL-A3B-Instruct/config.json"))
     assert spec.mla.q_lora_rank is None
-    fmt = weight_format("bf16")
-    (replicated,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=4, pp=1)
-    (even,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=4, pp=1, mla_a_replicated=False)
     mla_layers = sum(1 for layer in spec.layer_specs if layer.kind == "mla")
-    whole = mla_layers * spec.hidden_size * (512 + 64) * 2
     assert mla_layers == 27 and spec.hidden_size == 2048
-    assert abs(replicated - even - whole * 3 / 4) <= 1
+    whole = 27 * 2048 * (512 + 64) * 2
+    fmt = weight_format("bf16")
+    rotary = spec.max_context * spec.head_dim * 2
+    (one_gpu,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=1, pp=1)
+    (rank,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=4, pp=1)
+    assert rank == -(-(one_gpu - rotary - whole) // 4) + whole + rotary

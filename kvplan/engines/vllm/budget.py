@@ -303,7 +303,7 @@ def mxfp4_expert_bytes(spec: ModelSpec, tp: int, backend: str) -> tuple[int, int
 
 def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_dtype: DType, tp: int, pp: int, *,
                        mxfp4_kernel: str | None = None, fp8_moe_loading: int = 0,
-                       notes: list[str] | None = None, mla_a_replicated: bool = True) -> list[int]:
+                       notes: list[str] | None = None) -> list[int]:
     """Weights one GPU of each pipeline stage holds after loading ("Model loading took").
 
     The whole model's bytes come from the spec (its checkpoint size when known) or from the parameter count
@@ -316,7 +316,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     An MXFP4 checkpoint's experts are counted as vLLM allocates them for `mxfp4_kernel` (mxfp4_backend,
     mxfp4_expert_bytes); without one, as the checkpoint stores them. An FP8 MoE checkpoint's GPUs get
     `fp8_moe_loading` more (Constants.fp8_moe_loading_bytes).
-    Multi-head latent attention keeps its a-projections whole on every TP rank (`mla_a_replicated`): vLLM's
+    Multi-head latent attention keeps its a-projections whole on every TP rank: vLLM's
     fused_qkv_a_proj (disable_tp=True) or kv_a_proj_with_mqa (ReplicatedLinear), models/deepseek_v2.py
     DeepseekV2MLAAttention from 0.10 on; SGLang 0.5.23's fused_qkv_a_proj_with_mqa / kv_a_proj_with_mqa
     (ReplicatedLinear); TensorRT-LLM's PyTorch backend builds the same fused kv_a_proj_with_mqa as a Linear given no
@@ -364,7 +364,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     # the replicated a-projections of one MLA layer, at the decoder layers' own bytes per parameter (the
     # checkpoint's quantization, scales included)
     decoder_params = spec.params - (1 if tied else 2) * embed_params - vision
-    a_params = _mla_a_params(spec) if mla_a_replicated and tp > 1 else 0
+    a_params = _mla_a_params(spec) if tp > 1 else 0
     a_bytes = Fraction(a_params * layers_b, decoder_params) if a_params and decoder_params > 0 else Fraction(0)
     out = []
     first = 0
