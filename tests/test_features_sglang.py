@@ -323,6 +323,13 @@ def test_a_kvplan_deployment_takes_sglang_args_as_the_launch_script_does(tmp_pat
     ("engine: sglang\nsglang_args: --no-such-flag 3\n", "sglang_args", "has no launch_server option '--no-such-flag'"),
     ("engine: sglang\nsglang_args: [--enable-hierarchical-cache]\n", "sglang_args", "one line of text"),
     ("engine: sglang\nenable_lora: true\nsglang_args: --enable-lora\n", "enable_lora", "is a vLLM option"),
+    ("engine: sglang\nsglang_args: --disaggregation-mode decode\nlmcache: {max_local_cpu_size: 5}\n", "lmcache",
+     "is a vLLM option"),  # not silently dropped beside sglang_args
+    ("engine: sglang\nsglang_args: --disaggregation-mode decode\nrequest_rate: abc\n", "request_rate",
+     "requests per second"),
+    ("engine: sglang\nsglang_args: --disaggregation-mode decode\nprompt_tokens: lots\n", "prompt_tokens",
+     "not a token count"),
+    ("engine: sglang\nrequest_rate: 2\n", "request_rate", "write SGLang's launch options in sglang_args"),
     ("engine: sglang\nengine_options: {mem_fraction_static: 0.7}\n", "engine_options", "SGLang has no engine option"),
     ("engine: trtllm\nengine_options: {max_batch_size: [8]}\n", "engine_options.max_batch_size", "must be one value"),
     ("engine: trtllm\nengine_options: 8\n", "engine_options", "must be a mapping"),

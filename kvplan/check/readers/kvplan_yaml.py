@@ -14,7 +14,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, Require
                                      default_max_len, engine_request, located, parse_headroom, resolve_model, text,
                                      tp_from_gpus, whole)
 from kvplan.check.report import FORMAT_KVPLAN, Origins
-from kvplan.core.errors import InputError, UnsupportedError, check_name, did_you_mean
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.units import shown
 
 # vLLM's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors, ...: docs/engines/features/),
@@ -47,12 +47,12 @@ def key(name: str) -> str:
 
 
 def _engine_options(value: Any, *, where: str) -> tuple[tuple[str, str], ...]:
-    """`engine_options: {KEY: VALUE}`, as --engine-option KEY=VALUE would give them: SGLang's and TensorRT-LLM's
-    settings kvplan has no shared key for (mem_fraction_static, free_gpu_memory_fraction, ...); each engine reads its
-    own keys and refuses the others."""
+    """`engine_options: {KEY: VALUE}`, as --engine-option KEY=VALUE would give them: the settings kvplan has no
+    shared key for (TensorRT-LLM's max_batch_size, enable_attention_dp, ...; SGLang's attention_backend); each engine
+    reads its own keys and refuses the others."""
     if not isinstance(value, Mapping) or not value:
         raise InputError(f"must be a mapping of engine settings, got {shown(value)}", where=where,
-                         hint="e.g. engine_options: {mem_fraction_static: 0.85}")
+                         hint="e.g. engine_options: {max_batch_size: 64}")
     out = []
     for k, v in value.items():
         if not isinstance(k, str) or not k.strip():
@@ -182,7 +182,8 @@ def _features(data: Mapping, spec, raw_config, weight_fmt, *, engine: str, tp: i
     if engine != "vllm":
         first = next(iter(options or extra))
         raise InputError(f"{first} is a vLLM option; this deployment's engine is {engine}", where=f"{where}: {first}",
-                         hint="the SGLang and TensorRT-LLM spellings of these options are not read yet")
+                         hint="write SGLang's launch options in sglang_args" if engine == "sglang" else
+                         "TensorRT-LLM's settings go in engine_options (its option spellings are read from its own files)")
     args = serve_args.parse_config({"pipeline_parallel_size": pp, **options}, where=where, version=version)
     features, spec, notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=base_dir)
     weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=f"{where}: quantization")
@@ -223,7 +224,7 @@ def _sglang_features(data: Mapping, spec, *, engine: str, where: str):
     at = f"{where}: sglang_args"
     if engine != "sglang":
         raise InputError(f"sglang_args applies to engine sglang, not {engine}", where=at)
-    vllm_keys = [k for k in FEATURE_KEYS if k in data]
+    vllm_keys = [k for k in (*FEATURE_KEYS, "lmcache") if k in data]
     if vllm_keys:
         raise InputError(f"{vllm_keys[0]} is a vLLM option; this deployment's engine is sglang", where=f"{where}: {vllm_keys[0]}",
                          hint="write SGLang's options in sglang_args")
@@ -233,8 +234,11 @@ def _sglang_features(data: Mapping, spec, *, engine: str, where: str):
                          hint='e.g. sglang_args: "--speculative-algorithm EAGLE3 --speculative-draft-model-path ..."')
     rate = str(data["request_rate"]) if "request_rate" in data else None
     prompt = str(data["prompt_tokens"]) if "prompt_tokens" in data else None
-    return located(at, sglang_features, text(data["model"], where=f"{where}: model"), spec, value, rate=rate,
-                   prompt=prompt), []
+    try:
+        return sglang_features(text(data["model"], where=f"{where}: model"), spec, value, rate=rate, prompt=prompt), []
+    except KvplanError as err:  # the CLI's flags named back as this file's keys
+        err.where = f"{where}: " + {"--rate": "request_rate", "--prompt": "prompt_tokens"}.get(err.where or "", "sglang_args")
+        raise
 
 
 def _requirements(value: Any, *, where: str, defaults: Requirements) -> Requirements:
