@@ -134,11 +134,11 @@ RUNS = {
         why="engine built with max_batch_size 2048, max_num_tokens 8192, max_seq_len 25000, FP8 weights and KV; "
             "trtllm-build's execution context (1013.01 MiB) as activation_bytes"),
     "trtllm-4275-llama31-8b-fp8-rtx5090-engine-v0.19": Run(
-        "trtllm", LLAMA_8B, gpu="rtx-5090-32gb", gpu_mem="31.84GiB", seq=2048, version="0.19.0", dtype="fp8", kv="fp8",
+        "trtllm", LLAMA_8B, gpu="rtx-5090-32gb@wsl", seq=2048, version="0.19.0", dtype="fp8", kv="fp8",
         backend="tensorrt", kind="RTX 5090",
         options=("backend=tensorrt", "max_batch_size=2048", "max_num_tokens=1024", "max_input_len=1024"),
         why="trtllm-build --max_batch_size 2048 --max_input_len 1024 --max_num_tokens 1024 --max_seq_len 2048, FP8 "
-            "weights and KV; the execution context is not printed (modelled)"),
+            "weights and KV; the execution context is not printed (modelled); WSL2 on Windows 11 (the issue's System Info)"),
     "faradawn-h200-trtllm120rc4-pytorch-llama3-8b": Run(
         "trtllm", DATA / "hf_configs" / "meta-llama-3-8b.json", gpu="h200-141gb", seq=1025, version="1.2.0rc4",
         util="0.9", options=("backend=pytorch", "max_batch_size=32", "max_num_tokens=1024"), backend="pytorch",

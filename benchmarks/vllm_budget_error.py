@@ -176,11 +176,11 @@ PUBLIC = [
          util="0.9", max_num_seqs=16, available="13.84", weights="56.93", tokens=151216, concurrency=1.15,
          note="A100 80GB (79.25 GiB in the log); Qwen3-Coder-30B-A3B, related config (Qwen3-30B-A3B-Instruct-2507: "
               "the same layer, expert and head layout)"),
-    dict(id="localai-rtx3090-v0191-phi3-mini-4k", group="public", gpu="rtx-3090-24gb",
+    dict(id="localai-rtx3090-v0191-phi3-mini-4k", group="public", gpu="rtx-3090-24gb@wsl",
          config="tests/data/hf_configs/phi-3-mini-4k-instruct.json", version="0.19.1", tp=1, seq=4096, util="0.85",
          dtype="fp16", available="13.06", weights="7.12", tokens=35648, concurrency=8.67,
-         note="RTX 3090 under WSL ('pin_memory=False as WSL is detected'): the logged weights and pool alone (20.18 "
-              "GiB) exceed 0.85 x the catalog's 23.58 GiB, so WSL reports more total memory than native Linux"),
+         note="RTX 3090 under WSL2 (a Windows driver, 596.21, in the repository's README; 'WSL is detected'): "
+              "WSL2 reports nvidia-smi's 24576 MiB as the total, not native Linux's 23.58 GiB (catalog.WSL_SUFFIXES)"),
     dict(id="faradawn-h200-v0112-llama3-8b", group="public", gpu="h200-141gb",
          config="tests/data/hf_configs/meta-llama-3-8b.json", version="0.11.2", tp=1, seq=1024, util="0.9",
          available="105.97", weights="14.9596", tokens=868080, concurrency=847.73,

@@ -102,6 +102,24 @@ def test_gpu_names_match_leniently():
     assert catalog.find_gpu("h100-sxm-80gb").capacity_bytes == 85029158912  # 79.19 GiB, as torch reports it
 
 
+def test_a_gpu_under_wsl2_has_nvidia_smis_total(cli):
+    """NAME@wsl: inside WSL2, CUDA reports nvidia-smi's memory.total. The RTX 5090 under WSL2 of TensorRT-LLM #4275
+    logs "total: 31.84 GiB"; 32607 MiB (nvidia-smi) is 31.843 GiB, native Linux's 33660534784 B only 31.35."""
+    wsl = catalog.find_gpu("RTX-5090@WSL2")
+    assert wsl.name == "rtx-5090-32gb@wsl" and wsl.capacity_bytes == 32607 * 2**20
+    assert round(wsl.capacity_bytes / 2**30, 2) == 31.84 != round(catalog.find_gpu("rtx-5090").capacity_bytes / 2**30, 2)
+    assert catalog.find_gpu(wsl.name) == wsl  # the name it reports finds it again (request.Hardware.facts)
+    assert catalog.find_gpu("rtx-3090@wsl").capacity_bytes == 24576 * 2**20
+    # the RTX 3090 under WSL2 (tests/data/vllm_logs_public, vLLM 0.19.1 at 0.85): weights 7.12 + pool 13.06 GiB
+    # exceed 0.85 x the native 23.58 GiB (20.04), not 0.85 x 24 GiB (20.40)
+    assert (7.12 + 13.06) * 2**30 > 0.85 * catalog.find_gpu("rtx-3090").capacity_bytes
+    assert (7.12 + 13.06) * 2**30 < 0.85 * catalog.find_gpu("rtx-3090@wsl").capacity_bytes
+    # no nvidia-smi reading, an AMD part, unified memory: refused with one line, not guessed
+    for ref, said in (("h100-pcie-80gb@wsl", "no nvidia-smi total"), ("mi300x@wsl", "not one"), ("gb10@wsl", "not one")):
+        code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", ref)
+        assert code == 2 and not out and said in err and err.count("\n") == 1 and err.startswith("error: --gpu"), err
+
+
 def test_gpu_catalog_is_complete_and_sourced():
     entries = catalog.gpus()
     assert len(entries) >= 15 and len({g.name for g in entries}) == len(entries)

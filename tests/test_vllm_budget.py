@@ -287,10 +287,7 @@ def test_public_logs_blocks_tokens_concurrency_exact(run):
 
 
 # Public runs the band is known to miss, each with why; strict, so one that starts passing is noticed.
-OUTSIDE_THE_BAND = {
-    "localai-rtx3090-v0191-phi3-mini-4k": "an RTX 3090 under WSL: the logged weights and pool alone (20.18 GiB) exceed "
-                                          "0.85 x the 23.58 GiB native Linux reports, so the GPU's total differs there",
-}
+OUTSIDE_THE_BAND: dict[str, str] = {}
 
 
 @pytest.mark.parametrize("run", [

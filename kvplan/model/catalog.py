@@ -7,7 +7,7 @@ kvplan/model/resolve.py is the one place that finds it.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from importlib import resources
 
@@ -78,9 +78,21 @@ def gpus() -> tuple[Gpu, ...]:
     return tuple(out)
 
 
+# A GPU seen through Windows' WSL2 driver is named NAME@wsl. Inside WSL2, CUDA reports the card's whole memory as
+# nvidia-smi shows it (memory.total, MiB), not the smaller total a native Linux driver reports: TensorRT-LLM #4275
+# (RTX 5090 under WSL2, "total: 31.84 GiB" = nvidia-smi's 32607 MiB; native Linux: 31.35 GiB) and the RTX 3090
+# under WSL in tests/data/vllm_logs_public (vLLM's weights and pool alone exceed 0.85 x the native 23.58 GiB).
+WSL_SUFFIXES = ("@wsl2", "@wsl")
+
+
 @lru_cache(maxsize=1024)
 def find_gpu(ref: str) -> Gpu:
-    """Lenient lookup: 'h100', 'H100-SXM5-80GB', 'NVIDIA H100 80GB HBM3' all find the H100 SXM."""
+    """Lenient lookup: 'h100', 'H100-SXM5-80GB', 'NVIDIA H100 80GB HBM3' all find the H100 SXM; 'rtx-3090@wsl'
+    finds the RTX 3090 as WSL2 reports it (wsl_variant)."""
+    lowered = ref.strip().lower()
+    for suffix in WSL_SUFFIXES:
+        if lowered.endswith(suffix):
+            return wsl_variant(find_gpu(ref.strip()[:-len(suffix)]), ref)
     wanted = _norm(ref)
     if not wanted:
         raise InputError("empty GPU name", where="--gpu", hint="see `kvplan gpus`")
@@ -96,3 +108,17 @@ def find_gpu(ref: str) -> Gpu:
     if len(starts) > 1:
         hint = "ambiguous: " + ", ".join(g.name for g in starts)
     raise InputError(f"unknown GPU {ref!r}", where="--gpu", hint=(hint or "see `kvplan gpus`") + "; or give --gpu-mem SIZE")
+
+
+def wsl_variant(gpu: Gpu, ref: str) -> Gpu:
+    """`gpu` as CUDA reports it inside WSL2: its capacity is nvidia-smi's memory.total (WSL_SUFFIXES says why)."""
+    if gpu.vendor != "nvidia" or gpu.unified_memory:
+        raise InputError(f"{ref!r}: WSL2 runs CUDA on discrete NVIDIA GPUs; {gpu.name} is not one", where="--gpu",
+                         hint="name it without '@wsl'")
+    if gpu.nvidia_smi_total_mib is None:
+        raise InputError(f"{ref!r}: the catalog has no nvidia-smi total for {gpu.name}, which is what WSL2 reports",
+                         where="--gpu", hint="give --gpu-mem SIZE: the total torch.cuda.mem_get_info() prints inside WSL")
+    smi = gpu.nvidia_smi_total_mib
+    return replace(gpu, name=f"{gpu.name}@wsl", aliases=(), capacity_bytes=smi * 2**20,
+                   capacity_source=f"WSL2: CUDA reports nvidia-smi's memory.total ({smi} MiB) as the total, not the "
+                                   f"{gpu.capacity_bytes:,} B of a native Linux driver")
