@@ -181,6 +181,10 @@ PUBLIC = [
          dtype="fp16", available="13.06", weights="7.12", tokens=35648, concurrency=8.67,
          note="RTX 3090 under WSL2 (a Windows driver, 596.21, in the repository's README; 'WSL is detected'): "
               "WSL2 reports nvidia-smi's 24576 MiB as the total, not native Linux's 23.58 GiB (catalog.WSL_SUFFIXES)"),
+    dict(id="duotalk-a5000-v0130-qwen25-14b-awq", group="public", gpu="rtx-a5000-24gb",
+         config="tests/data/extra_configs/qwen2.5-14b-instruct-awq.json", version="0.13.0", tp=1, seq=8192,
+         util="0.9", available="10.39", weights="9.3795", tokens=56736, concurrency=6.93,
+         note="RTX A5000, named by the repository's guide (the log does not print the device); AWQ 4-bit, dtype half"),
     dict(id="faradawn-h200-v0112-llama3-8b", group="public", gpu="h200-141gb",
          config="tests/data/hf_configs/meta-llama-3-8b.json", version="0.11.2", tp=1, seq=1024, util="0.9",
          available="105.97", weights="14.9596", tokens=868080, concurrency=847.73,
@@ -223,7 +227,7 @@ NOT_SCORED = {
         "vllm-issue34076-5070ti-5090d-pp2-qwen3-coder-30b-fp8", "idx-80gb-llava-v16-mistral-7b-v0102",
         "hf-cookbook-grpo-colocate-qwen2-05b-v0110", "idx-rtxpro6000-llama31-70b-awq-marlin-v0140rc2-noprefix",
         "idx-rtx5090laptop-wsl-llama32-3b-nvfp4-grep", "idx-mi300x-gemma4-e2b-wrapped",
-        "duotalk-a5000-v0130-qwen25-14b-awq", "anton-rtx3090-v0100-qwen3-30b-a3b-awq",
+        "anton-rtx3090-v0100-qwen3-30b-a3b-awq",
         "zjpzhao-t4-v0110-qwen3vl-embed-2b-pooling (also a pooling runner: no sampler warm-up)"],
     # the launch options are judged on every line 0.10-0.33 now (engines/vllm/option_rules.py); what else stops these
     # is in docs/research/vllm-features-by-release.md ("The public logs refused ...")
