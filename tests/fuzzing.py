@@ -67,6 +67,13 @@ FILES = st.one_of(SPECIAL_FILES, MAPPINGS.map(lambda d: _yaml(d).encode()),
 
 SUFFIXES = st.sampled_from([".yaml", ".yml", ".json", ".log", ".csv", ".sh", ""])
 
+# GPU names: catalog names and aliases with the WSL2 qualifier (catalog.find_gpu), mangled and hostile ones
+GPU_NAMES = st.one_of(
+    st.builds(lambda base, tail: base + tail,
+              st.sampled_from(["h100", "rtx-3090", "RTX 5090", "gb10", "mi300x", "a10g", "h100-pcie-80gb", "", " "]),
+              st.sampled_from(["", "@wsl", "@WSL2", "@wsl@wsl", "@wsl2x", " @wsl", "@", "@@wsl"])),
+    st.text(max_size=30))
+
 
 @dataclass(frozen=True)
 class Call:
@@ -85,6 +92,8 @@ def calls():
         st.builds(lambda: Call(("estimate", "FILE", "--json"), True)),
         st.builds(lambda s, b: Call(("estimate", "llama-3.1-8b", "--seq", s, "--batch", b, "--gpu", "h100", "--json"),
                                     True), num, num),
+        st.builds(lambda g: Call(("estimate", "llama-3.1-8b", "--engine", "vllm", "--gpu", g, "--json"), True),
+                  GPU_NAMES),
         st.builds(lambda u: Call(("estimate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "h100", "--gpu-util", u,
                                   "--json"), True), num),
         st.builds(lambda: Call(("show", "FILE"), False)),

@@ -115,7 +115,8 @@ def test_a_gpu_under_wsl2_has_nvidia_smis_total(cli):
     assert (7.12 + 13.06) * 2**30 > 0.85 * catalog.find_gpu("rtx-3090").capacity_bytes
     assert (7.12 + 13.06) * 2**30 < 0.85 * catalog.find_gpu("rtx-3090@wsl").capacity_bytes
     # no nvidia-smi reading, an AMD part, unified memory: refused with one line, not guessed
-    for ref, said in (("h100-pcie-80gb@wsl", "no nvidia-smi total"), ("mi300x@wsl", "not one"), ("gb10@wsl", "not one")):
+    for ref, said in (("h100-pcie-80gb@wsl", "no nvidia-smi total"), ("mi300x@wsl", "not one"), ("gb10@wsl", "not one"),
+                      ("h100@wsl@wsl2", "given twice")):
         code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", ref)
         assert code == 2 and not out and said in err and err.count("\n") == 1 and err.startswith("error: --gpu"), err
 

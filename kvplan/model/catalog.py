@@ -112,6 +112,8 @@ def find_gpu(ref: str) -> Gpu:
 
 def wsl_variant(gpu: Gpu, ref: str) -> Gpu:
     """`gpu` as CUDA reports it inside WSL2: its capacity is nvidia-smi's memory.total (WSL_SUFFIXES says why)."""
+    if gpu.name.endswith("@wsl"):
+        raise InputError(f"{ref!r}: '@wsl' is given twice", where="--gpu", hint=f"--gpu {gpu.name}")
     if gpu.vendor != "nvidia" or gpu.unified_memory:
         raise InputError(f"{ref!r}: WSL2 runs CUDA on discrete NVIDIA GPUs; {gpu.name} is not one", where="--gpu",
                          hint="name it without '@wsl'")
