@@ -29,7 +29,7 @@ SeqOpt = Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per s
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", parser=whole_number)]
 KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: auto (model dtype), fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, int4.")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format: bf16, fp16, fp32, fp8, int8, int4 (GPTQ/AWQ, group 128). Default: the model's.", show_default=False)]
-GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog (kvplan gpus), e.g. h100-sxm-80gb, h100, a100-80gb.", show_default=False)]
+GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog (kvplan gpus), e.g. h100-sxm-80gb, h100, a100-80gb; NAME@wsl under WSL2 (its nvidia-smi total).", show_default=False)]
 GpuMemOpt = Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU, for GPUs not in the catalog: 80GiB, 24GB, 81559MiB.", show_default=False)]
 GpusOpt = Annotated[Optional[int], typer.Option("--gpus", help="Number of GPUs (= TP x PP); sets --tp when --tp is not given.", show_default=False, parser=whole_number)]
 TpOpt = Annotated[Optional[int], typer.Option("--tp", help="Tensor parallel size.", show_default=False, parser=whole_number)]
