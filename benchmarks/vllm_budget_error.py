@@ -172,10 +172,9 @@ PUBLIC = [
          util="0.85", available="18.15", weights="56.9342", tokens=198288, concurrency=48.41,
          note="RTX PRO 6000 Blackwell Server Edition; enforce_eager (0.12 does not subtract graphs either way)"),
     dict(id="autoscientists-a100-80gb-v0261rc1-qwen3-coder-30b-a3b", group="public", gpu="a100-sxm-80gb",
-         config="tests/data/extra_configs/qwen3-30b-a3b-instruct-2507.json", version="0.26.1", tp=1, seq=131072,
+         config="tests/data/extra_configs/qwen3-coder-30b-a3b-instruct.json", version="0.26.1", tp=1, seq=131072,
          util="0.9", max_num_seqs=16, available="13.84", weights="56.93", tokens=151216, concurrency=1.15,
-         note="A100 80GB (79.25 GiB in the log); Qwen3-Coder-30B-A3B, related config (Qwen3-30B-A3B-Instruct-2507: "
-              "the same layer, expert and head layout)"),
+         note="A100 80GB (79.25 GiB in the log); Qwen3-Coder-30B-A3B-Instruct's own config.json"),
     dict(id="localai-rtx3090-v0191-phi3-mini-4k", group="public", gpu="rtx-3090-24gb@wsl",
          config="tests/data/hf_configs/phi-3-mini-4k-instruct.json", version="0.19.1", tp=1, seq=4096, util="0.85",
          dtype="fp16", available="13.06", weights="7.12", tokens=35648, concurrency=8.67,

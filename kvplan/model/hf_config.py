@@ -164,9 +164,9 @@ _WHOLE = (
     (("num_attention_heads", "n_head", "num_heads"), 1, MAX_HEADS),
     (("num_key_value_heads", "num_kv_heads", "n_head_kv", "multi_query_group_num", "num_attention_groups"), 1, MAX_HEADS),
     (("head_dim", "attention_head_dim", "mamba_head_dim"), 1, MAX_DIM),
-    (("intermediate_size", "ffn_hidden_size", "intermediate_size_mlp", "moe_intermediate_size",
-      "shared_expert_intermediate_size"), 1, MAX_DIM),
-    (("moe_shared_expert_intermediate_size",), 0, MAX_DIM),
+    (("intermediate_size", "ffn_hidden_size", "intermediate_size_mlp", "moe_intermediate_size"), 1, MAX_DIM),
+    # 0: no shared expert (Qwen3-Coder-30B-A3B-Instruct's own config.json says so; params.py counts none)
+    (("moe_shared_expert_intermediate_size", "shared_expert_intermediate_size"), 0, MAX_DIM),
     (("vocab_size",), 1, 1 << 30),
     (("max_position_embeddings", "n_positions", "max_sequence_length", "seq_length",
       "original_max_position_embeddings"), 1, 1 << 40),
