@@ -367,3 +367,14 @@ def test_docs_cover_every_option_and_the_github_actions_step(cli):
     assert "GITHUB_STEP_SUMMARY" in doc and "uses: actions/" in doc
     for key in kvplan_yaml.KVPLAN_KEYS:
         assert f"`{key}`" in doc, key
+
+
+def test_the_header_names_vllms_rules_only_where_a_vllm_deployment_is_judged(cli):
+    """The report's first line says which vLLM release judged deployments that pin none; a report of SGLang files
+    only has no such deployment, so the line does not claim one."""
+    code, out, _ = cli("check", "examples/deploy/sglang", "--gpu", "h100")
+    assert code == 0 and out.splitlines()[0] == "kvplan check"
+    code, out, _ = cli("check", "examples/deploy/sglang", "--gpu", "h100", "--format", "markdown")
+    assert code == 0 and "judged by vLLM" not in out
+    code, out, _ = cli("check", "examples/deploy/vllm/llama-8b.serve.yaml", "--gpu", "h100")
+    assert out.splitlines()[0].startswith("kvplan check · vLLM deployments that pin no release judged by vLLM 0.")

@@ -93,6 +93,15 @@ _HEADERS = ["deployment", "name", "model", "engine", "GPUs", "max len", "concurr
 
 # ------------------------------------------------------------------ text
 
+def _release_clause(report: CheckReport) -> str:
+    """Which vLLM release's rules judged the vLLM deployments that name none; nothing when every deployment judged is
+    another engine's (SGLang, TensorRT-LLM). One whose engine is unknown (a file that could not be read) keeps it."""
+    judged = [v for v in report.verdicts if v.status != SKIPPED]
+    if judged and all(v.engine in ("sglang", "trtllm") for v in judged):
+        return ""
+    return f" · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules"
+
+
 def render_text(report: CheckReport, width: int | None = None) -> str:
     """The text report: a table, or, when `width` is given (the terminal's) and the table is wider, one record per
     deployment (its status and file on one line, the rest wrapped below), so no name or figure runs past the edge.
@@ -105,7 +114,7 @@ def render_text(report: CheckReport, width: int | None = None) -> str:
     def line(cells):
         return "  ".join(c.rjust(w) if i in right else c.ljust(w) for i, (c, w) in enumerate(zip(cells, widths))).rstrip()
 
-    out = _wrapped(f"kvplan check · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules", width, "", "") + [""]
+    out = _wrapped("kvplan check" + _release_clause(report), width, "", "") + [""]
     if width is None or sum(widths) + 2 * (len(widths) - 1) <= width:
         out += [line(header)] + [line(r) for r in rows]
     else:
@@ -176,7 +185,7 @@ def _code(text: str) -> str:
 
 
 def render_markdown(report: CheckReport) -> str:
-    out = ["## kvplan check", "", f"**{summary_line(report)}** · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules", ""]
+    out = ["## kvplan check", "", f"**{summary_line(report)}**{_release_clause(report)}", ""]
     out.append("| status | " + " | ".join(_HEADERS) + " | reason |")
     out.append("|---|" + "|".join("---:" if h in ("max len", "concurrency", "headroom") else "---" for h in _HEADERS) + "|---|")
     for v in report.verdicts:
