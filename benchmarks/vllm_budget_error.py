@@ -37,6 +37,7 @@ HERE = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(HERE))
 
 from kvplan.core.dtypes import dtype as lookup_dtype  # noqa: E402
+from kvplan.core import dtypes  # noqa: E402
 from kvplan.engines import vllm  # noqa: E402
 from kvplan.engines.request import EngineRequest, Hardware  # noqa: E402
 from kvplan.engines.features import Features, ParallelOptions  # noqa: E402
@@ -55,7 +56,8 @@ MODELS = HERE / "tests" / "data" / "vllm_models"
 @dataclass
 class Run:
     name: str
-    group: str  # "h100-0.19" (the 42), "public" (provenance: thread or repository), "public-index-id", "assumed"
+    group: str  # "h100-0.19" (the 42), "public" (provenance: thread or repository), "public-index-id", "assumed",
+    # "public-h100-0.18" (public runs on the 42's GPU and release line: scored, in neither the fit nor the targets)
     gpu_kind: str
     request: EngineRequest
     available: Decimal | None  # logged GiB of the worker that sizes the pool
@@ -184,6 +186,50 @@ PUBLIC = [
          config="tests/data/extra_configs/qwen2.5-14b-instruct-awq.json", version="0.13.0", tp=1, seq=8192,
          util="0.9", available="10.39", weights="9.3795", tokens=56736, concurrency=6.93,
          note="RTX A5000, named by the repository's guide (the log does not print the device); AWQ 4-bit, dtype half"),
+    # repository files found with the code search (one repository each; the commit in index.jsonl)
+    dict(id="controllersearch-l40s-v0112-qwen25-coder-14b", group="public", gpu="l40s-48gb",
+         config="tests/data/extra_configs/qwen2.5-14b-instruct.json", version="0.11.2", tp=1, seq=16384, util="0.9",
+         available="10.93", weights="27.5681", tokens=59712, concurrency=3.64,
+         note="L40S (the repository's README and notebook output); Qwen2.5-Coder-14B-Instruct by Qwen2.5-14B-Instruct's "
+              "config (the same layers, heads, widths and vocabulary)"),
+    dict(id="trainsft-a100-80gb-v0100-qwen3-14b", group="public", gpu="a100-sxm-80gb",
+         config="tests/data/extra_configs/qwen3-14b.json", version="0.10.0", tp=1, seq=32768, util="0.9",
+         available="42.44", weights="27.5185", tokens=278144, concurrency=8.49,
+         note="A100-SXM4-80GB (a training log of the same repository and machine)"),
+    dict(id="telcorag-h200-v0150-qwen3-30b-a3b-2507-gmu05", group="public", gpu="h200-141gb",
+         config="tests/data/extra_configs/qwen3-30b-a3b-instruct-2507.json", version="0.15.0", tp=1, seq=16000,
+         util="0.5", available="6.71", weights="56.93", tokens=73296, concurrency=4.58,
+         note="H200 (its fused-MoE config file in the log); gpu_memory_utilization 0.5"),
+    dict(id="kolyangg-mlops-h100-v0102-qwen3-30b-a3b-2507", group="public", gpu="h100-sxm-80gb",
+         config="tests/data/extra_configs/qwen3-30b-a3b-instruct-2507.json", version="0.10.2", tp=1, seq=6144,
+         util="0.9", available="8.68", weights="56.9342", tokens=94784, concurrency=15.43,
+         note="H100 80GB HBM3 (its fused-MoE config file in the log); 0.10.2"),
+    dict(id="nnamdi-mlops-h100-v0221-qwen3-30b-a3b-2507-fp8", group="public", gpu="h100-sxm-80gb",
+         config="tests/data/extra_configs/qwen3-30b-a3b-instruct-2507.json", version="0.22.1", tp=1, seq=8192,
+         util="0.92", weight_fmt="fp8", max_num_seqs=64, mnbt=8192, available="42.54", weights="29.08",
+         tokens=464656, note="H100 80GB HBM3 (its fused-MoE config file in the log); online FP8 (--quantization fp8); "
+                             "0.22's default gpu_memory_utilization, 0.92"),
+    dict(id="videocutting-2xh100-v0120-qwen3-30b-a3b-tp2", group="public", gpu="h100-sxm-80gb",
+         config="tests/data/public_models/Qwen--Qwen3-30B-A3B/config.json", version="0.12.0", tp=2, seq=40960,
+         util="0.9", max_num_seqs=64, available="41.68", weights="28.4571", tokens=910464,
+         note="2x H100 80GB HBM3 (the fused-MoE config file both workers looked for); TP 2"),
+    dict(id="evaldataset-8xh100-v0100-qwen3-32b-tp8-kvfp8", group="public", gpu="h100-sxm-80gb",
+         config="tests/data/public_models/Qwen--Qwen3-32B/config.json", version="0.10.0", tp=8, seq=32768, util="0.9",
+         kv="fp8", available="55.62", weights="7.6871", tokens=3644816,
+         note="8x H100 80GB HBM3 (a judge log of the same cluster and night); TP 8, FP8 KV; the pool's worker has "
+              "55.62 GiB (others 55.71, 56.08)"),
+    dict(id="vllmbench-h100-v0180-qwen3-8b-baseline-eager", group="public-h100-0.18", gpu="h100-sxm-80gb",
+         config="tests/data/vllm_models/Qwen--Qwen3-8B/config.json", version="0.18.0", tp=1, seq=8128, util="0.95",
+         available="57.51", weights="15.27", tokens=418784, concurrency=51.52,
+         note="H100 80GB HBM3 on RunPod (the sweep's environment.txt); enforce_eager; the 42's GPU and release line"),
+    dict(id="vllmbench-h100-v0180-qwen3-8b-kvfp8", group="public-h100-0.18", gpu="h100-sxm-80gb",
+         config="tests/data/vllm_models/Qwen--Qwen3-8B/config.json", version="0.18.0", tp=1, seq=8128, util="0.95",
+         kv="fp8", available="57.5", weights="15.27", tokens=837440,
+         note="the same sweep with --kv-cache-dtype fp8 (CUDA graphs on)"),
+    dict(id="memsuit-a100-v0171-llama31-8b-instruct", group="assumed", gpu="a100-sxm-80gb",
+         config="tests/data/vllm_models/meta-llama--Llama-3.1-8B-Instruct/config.json", version="0.17.1", tp=1,
+         seq=32768, util="0.9", available="55.79", weights="14.99", tokens=457024, concurrency=13.95,
+         note="an A100 (the repository's script); the 80GB size inferred from the figures"),
     dict(id="faradawn-h200-v0112-llama3-8b", group="public", gpu="h200-141gb",
          config="tests/data/hf_configs/meta-llama-3-8b.json", version="0.11.2", tp=1, seq=1024, util="0.9",
          available="105.97", weights="14.9596", tokens=868080, concurrency=847.73,
@@ -245,6 +291,11 @@ NOT_SCORED = {
     "unified memory (DGX Spark GB10: refused, exit 3, without the KV memory or a site profile)": [
         "spark-v0251-gemma4-26b-a4b-awq-int4", "spark-v0251-gemma4-26b-a4b-nvfp4",
         "tw10519-gb10-v0130nv-gpt-oss-20b-abliterated"],
+    "no public config for the checkpoint (Qwen3.5-27B, Qwen3.6-27B-FP8: hybrid GDN models with a vision tower)": [
+        "lambo-4x3090-v0190-qwen35-27b-tp4-eager", "meetingtranslator-h100-v0271-qwen36-27b-fp8-eager-failed"],
+    "a vision tower kvplan cannot count (qwen3_vl)": ["sglangvllmprof-h200-v0190-qwen3-vl-8b"],
+    "a locally trained checkpoint under NeMo-RL (sleep mode, Ray workers; the B200 inferred from the machine type)": [
+        "gke-nemorl-b200-v0112-gemma3-27b-grpo-eval-8xdp"],
     "no model, GPU or release in the excerpt": [
         "arcb70-issue4-intel-arc-pro-b70-wrapped-error", "ray-pr65486-rayserve-nested-prefix-hopper"],
 }
@@ -267,6 +318,8 @@ def public_runs() -> tuple[list[Run], list[tuple[str, str]]]:
             spec = dataclasses.replace(spec, max_context=r["max_position"])
         gpu = catalog.find_gpu(r["gpu"])
         req = EngineRequest(spec=spec, seq=r["seq"], batch=1, tp=r["tp"], pp=r.get("pp", 1),
+                            kv_dtype=r.get("kv", "auto"),
+                            weight_fmt=dtypes.weight_format(r["weight_fmt"]) if r.get("weight_fmt") else None,
                             hardware=Hardware(gpu.name, gpu.capacity_bytes), gpu_util=Fraction(r["util"]),
                             max_num_seqs=r.get("max_num_seqs"), max_num_batched_tokens=r.get("mnbt"),
                             engine_version=r["version"],
@@ -543,6 +596,8 @@ def main() -> int:
     attributed = [s for s in outside if s.run.group == "public"]
     index_only = [s for s in outside if s.run.group == "public-index-id"]
     assumed = [s for s in scores if s.run.group == "assumed"]
+    # public runs on the 42's GPU and release line (another patch release): neither fitted on nor "outside"
+    same_line = [s for s in scores if s.run.group == "public-h100-0.18"]
     print("\n## Summary\n")
     # a percentage of a pool of a few hundred MiB measures the pool's size more than the model: two identical
     # launches in one repository logged 0.49 and 0.41 GiB (TheBuccaneer, Qwen2.5-7B at 0.65). The GiB column and
@@ -552,7 +607,8 @@ def main() -> int:
     for name, ss in (("H100 / 0.19 (the 42)", h100), ("outside H100 / 0.19, all scored", outside),
                      ("  attributed by thread or repository", attributed), ("  attributed by index id only", index_only),
                      ("  logged pool of 1 GiB or more", large),
-                     ("launch or GPU assumed (not in the targets)", assumed)):
+                     ("launch or GPU assumed (not in the targets)", assumed),
+                     ("H100 on the 42's line, 0.18.0 (not in the targets)", same_line)):
         if ss:
             rows.append([name, str(len(ss)), f"{mae(ss, 'in'):.2f}", f"{mae(ss, 'loso'):.2f}",
                          f"{statistics.fmean(abs(s.loso - s.logged) for s in ss) / GIB:.3f}",

@@ -287,7 +287,11 @@ def test_public_logs_blocks_tokens_concurrency_exact(run):
 
 
 # Public runs the band is known to miss, each with why; strict, so one that starts passing is noticed.
-OUTSIDE_THE_BAND: dict[str, str] = {}
+OUTSIDE_THE_BAND = {
+    "videocutting-2xh100-v0120-qwen3-30b-a3b-tp2": "2x H100 at TP 2 on 0.12.0: the log leaves 0.70 GiB for non-torch "
+                                                   "memory where the 0.19 TP-2 NVLink logs show 2.07 GiB; which of "
+                                                   "NCCL's NVLink / NVLS buffers a 0.12 worker counts is not sized",
+}
 
 
 @pytest.mark.parametrize("run", [
