@@ -75,7 +75,7 @@ class Constants:
     multimodal_profile_bytes: int = 152_486_161
     # Memory outside torch that appears during the profile run, by setup (non_torch_setup below):
     # - "one": one GPU. cuBLAS / cuBLASLt workspaces and loaded kernel images. 0.10-0.17 ("one-0.10"): 0.07 GiB
-    #   printed by a 0.10.2 H100 log (tests/data/vllm_logs_public idx-80gb-llava); 0.18+ ("one"): 0.24-0.26 GiB in
+    #   printed by two 0.10.2 H100 logs (tests/data/vllm_logs_public idx-80gb-llava, kolyangg); 0.18+ ("one"): 0.24-0.26 GiB in
     #   every one-GPU 0.19 log (0.46 for the Granite-3.x text models, unexplained) and 0.23 on a 0.26 B300.
     # - "nvlink": TP >= 2 over an NVLink/NVSwitch mesh, where NCCL sets up NVLink SHARP and P2P buffers at the
     #   first collective (inside the profile): 2.06-2.11 GiB at TP 2 and 2.13-2.21 at TP 4 on H100 (0.19), 1.38 GiB
@@ -85,7 +85,7 @@ class Constants:
     #   channels to two ring peers at NCCL_BUFFSIZE 4 MiB and the LL128 / LL buffers, ~64 MiB) stands in.
     # - "pp": pipeline stages at TP 1 (NCCL initialises before the snapshot): 0.07 GiB (0.19, PP 4).
     # Each the median of its logs (benchmarks/vllm_budget_error.py fit; the median because the Granite-3.x text
-    # models' 0.46 GiB would pull a mean off every other log): one 0.25 GiB (34 logs), one-0.10 0.07 (1),
+    # models' 0.46 GiB would pull a mean off every other log): one 0.25 GiB (34 logs), one-0.10 0.07 (2),
     # nvlink 2.07 at TP 2 (9), pcie 0.21 (1), pp 0.07 (1).
     non_torch_bytes: tuple[tuple[str, int], ...] = (
         ("one", 268_435_456), ("one-0.10", 75_161_928), ("nvlink", 2_222_645_576), ("pcie", 225_485_783),
