@@ -29,3 +29,5 @@ def gpus(json_out: JsonOpt = False):
     # the name is what --gpu takes and the bytes are exact: never cut (at 80 columns rich printed 'v100-sxm2-…')
     render.print_table(render.console(), f"{len(entries)} GPUs (capacity as the runtime reports it)",
                        ["name", "marketed", "capacity", "bytes", "HBM TB/s", "bf16 TFLOP/s"], rows, text=(), names=(0,))
+    # WSL2 reports a card's whole memory (catalog.WSL_SUFFIXES): say how to ask for that reading
+    render.console().print("under WSL2: NAME@wsl (the capacity is nvidia-smi's total; docs/gpus.md)", highlight=False)
