@@ -123,6 +123,10 @@ RUNS = {
         "trtllm", LLAMA_8B, gpu="h100-sxm-80gb", seq=257, version="0.20.0", util="0.95", dtype="fp8", kv="fp8",
         options=("backend=pytorch", "max_batch_size=4096", "max_num_tokens=8192"), backend="pytorch", kind="H100",
         why="as the 0.9 run with fraction 0.95 and max_num_requests 4096"),
+    "waynehacking8-llama31-8b-fp8-h100-tp1-kv080-v0.20": Run(
+        "trtllm", LLAMA_8B, gpu="h100-sxm-80gb", seq=269, version="0.20.0", util="0.8", dtype="fp8", kv="fp8",
+        options=("backend=pytorch", "max_batch_size=2048", "max_num_tokens=4608"), backend="pytorch", kind="H100",
+        why="the same repository's fraction-0.8 step: max_seq_len 269, max_num_requests 2048, max_num_tokens 4608"),
     "sro-sa-tinyllama-1.1b-48gb-pytorch-v1.1.0": Run(
         "trtllm", DATA / "public_models" / "TinyLlama--TinyLlama-1.1B-Chat-v1.0" / "config.json", gpu_mem="47.37GiB",
         seq=2049, version="1.1.0", dtype="bf16", kv="bf16", options=("backend=pytorch",), backend="pytorch",
