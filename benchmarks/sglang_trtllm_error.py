@@ -171,6 +171,8 @@ NOT_E2E = {
     "sglang-pr17392-dp-attn-ep-4gpu-bf16-deepgemm": "the model and GPU are not stated (DP attention)",
     "triton-tutorials-150-trtllm-pytorch-triton-78gib": "the model, GPU and release are not stated",
     "waynehacking8-llama31-8b-fp8-h100-tp2-kv080-crash-v0.20": "the run crashed before sizing its final pool",
+    "jeansblog-dgxspark-gb10-gpt-oss-120b-pytorch-v1.1.0rc3": "DGX Spark (unified memory): refused with exit 3 unless "
+                                                              "--gpu-reserved says what the host holds",
     "trtllm-224-llama2-7b-a10-triton-v0.5": "the excerpt has no execution-context size or max_input_len, and the A10 is "
                                            "not in the catalog",
     "trtllm-1400-smoothquant-7b-a100-v0.8": "the model is not named (\"XXXX\")",
@@ -474,8 +476,8 @@ def main() -> int:
     print(f"- {shaamil}: the rank that sizes the pool (the minimum over ranks) has {float(extra):.2f} GiB less free "
           f"than the next ({float(fig['engine_available'])} vs {float(others)} GiB); given as --gpu-reserved "
           f"{float(extra):.2f}GiB the error is {100 * (est.kv_cache_tokens - fig['tokens']) / fig['tokens']:+.2f}%.")
-    print("- unified memory (DGX Spark GB10, the public trtllm-serve 1.1.0rc3 log of gpt-oss-120b that could not be "
-          "stored: 49.28 GiB outside torch, 5.95 GiB for the KV cache, max_seq_len reduced to 86,720):")
+    print("- unified memory (DGX Spark GB10, jeansblog-dgxspark-gb10-gpt-oss-120b-pytorch-v1.1.0rc3, trtllm-serve "
+          "1.1.0rc3: 49.28 GiB outside torch, 5.95 GiB for the KV cache, max_seq_len reduced to 86,720):")
     from kvplan.core.errors import KvplanError
     from kvplan.engines.request import build_request
     for engine, version in (("trtllm", "1.1.0rc3"), ("sglang", "0.5.23")):

@@ -25,7 +25,7 @@ TRT = {r["id"]: r for r in TRTLLM}
 
 
 def test_every_log_is_listed_and_detected():
-    assert len(SGLANG) == 30 and len(TRTLLM) == 21
+    assert len(SGLANG) == 30 and len(TRTLLM) == 22
     for r in SGLANG:
         assert detect_engine(text("sglang_logs", r)) == "sglang", r["id"]
     for r in TRTLLM:
