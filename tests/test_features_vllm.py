@@ -384,3 +384,24 @@ def test_cpu_offload_matches_the_public_rtx3090_logs(name, folder, weights, weig
     assert off.available_kv_bytes_low <= float(available) * gib <= off.available_kv_bytes_high
     assert abs(off.available_kv_bytes / gib - float(available)) / float(available) < 0.005
     assert abs(off.kv_cache_tokens - tokens) / tokens < 0.005
+
+
+# ------------------------------------------------------------------ --enforce-eager: no CUDA graphs
+
+def test_enforce_eager_takes_the_cuda_graph_estimate_off_the_budget_where_vllm_subtracts_it():
+    """vLLM captures no graph with --enforce-eager, so it profiles none (gpu_model_runner.py profile_cudagraph_memory
+    is skipped when cudagraph_mode is NONE) and subtracts none: from 0.20 the pool grows by exactly the estimate a
+    default launch subtracts; on 0.19, which logs the estimate but does not subtract it, the pool is the same."""
+    for version, subtracted in (("0.22.0", True), ("0.33.0", True), ("0.19.0", False)):
+        default = est("llama-3.1-8b", engine_version=version)
+        eager = est("llama-3.1-8b", engine_version=version, vllm_args="--enforce-eager")
+        graphs = default.cuda_graph_bytes
+        assert graphs > 100 * 2**20 and eager.cuda_graph_bytes == 0
+        assert eager.available_kv_bytes - default.available_kv_bytes == (graphs if subtracted else 0), version
+        assert "enforce_eager" in eager.features.options
+    # the public Kaggle run (tests/data/vllm_logs_public trietnguyeminh-kaggle-2xt4-v0220-qwen3-8b-tp2-eager-fp16):
+    # 2x T4, Qwen3-8B in fp16 at 0.85, eager; vLLM logged 4.11 GiB. With the default graphs subtracted kvplan said
+    # 3.05 GiB, outside its band; without them the band holds the logged figure.
+    run = est(str(DATA / "vllm_models" / "Qwen--Qwen3-8B"), gpu="t4-16gb", tp=2, gpu_util="0.85", engine_version="0.22.0",
+              vllm_args="--enforce-eager", seq="8192")
+    assert run.available_kv_bytes_low <= 4.11 * GIB <= run.available_kv_bytes_high

@@ -50,8 +50,9 @@ def tables(result: VllmEstimate) -> list:
                   + (f", fused-MoE workspace {size(r.moe_workspace_bytes)}" if r.moe_workspace_bytes else ""),
                   size(r.activation_peak_bytes))
         t.add_row("  − non-torch memory" + (" (NCCL buffers)" if r.tp > 1 else ""), size(r.non_torch_bytes))
+        eager = r.features is not None and "enforce_eager" in r.features.options
         if r.cuda_graph_subtracted:
-            t.add_row("  − CUDA graphs (estimate)", size(r.cuda_graph_bytes))
+            t.add_row("  − CUDA graphs" + (" (none: --enforce-eager)" if eager else " (estimate)"), size(r.cuda_graph_bytes))
         elif r.cuda_graph_bytes:
             t.add_row("  − CUDA graphs (logged, not subtracted before 0.20)", f"({size(r.cuda_graph_bytes)})")
         t.add_row("  = available KV cache memory" + (f" (at the {r.budget_edge} edge)" if r.budget_edge else ""),
@@ -103,6 +104,8 @@ def _feature_rows(t, r: VllmEstimate) -> None:
 
     f = r.features
     t.add_row(Text("launch options (docs/engines/features/)", style="bold"), "")
+    if "enforce_eager" in f.options:
+        t.add_row("  --enforce-eager: CUDA graphs captured", "none")
     if f.attention_backend is not None and f.attention_backend.block_size != 16:
         t.add_row(f"  attention backend {f.attention_backend.backend}", f"block {f.attention_backend.block_size}")
     s = f.speculative

@@ -39,6 +39,9 @@ class Features:
     num_gpu_blocks_override: int | None = None
     attention_backend: str | None = None  # a backend named by the user (vLLM --attention-backend), None: chosen
     language_model_only: bool = False  # the vision tower is not loaded (vLLM --language-model-only)
+    # vLLM --enforce-eager: no CUDA graph is captured, so none is profiled (gpu_model_runner.py profile_cudagraph_memory
+    # is skipped when cudagraph_mode is NONE, 0.18+) and none comes off the budget (0.20+)
+    enforce_eager: bool = False
     text_only: bool = False  # every multimodal limit is 0 (--limit-mm-per-prompt): no encoder profile or cache
     # the load a disaggregated prefill -> decode link is sized for (kvplan --rate, --prompt)
     rate: float | None = None  # requests per second

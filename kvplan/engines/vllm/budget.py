@@ -529,13 +529,13 @@ def requested_bytes(total: int, util: Fraction, release: Release = releases.DEFA
 def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtype: DType, tp: int, pp: int,
                  total_bytes: int, util: Fraction, max_num_batched_tokens: int, max_num_seqs: int,
                  release: Release, gpu=None, site=None, constants: Constants = FITTED,
-                 expert_parallel: bool = False, gpu_reserved: int = 0,
+                 expert_parallel: bool = False, gpu_reserved: int = 0, cuda_graphs: bool = True,
                  notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
     """The budget of one GPU per pipeline stage (the TP ranks of a stage are alike). `gpu` is the catalog entry
     (kvplan.model.catalog.Gpu) or None for a GPU given by its memory; `site` a SiteProfile whose measured terms
     replace the modelled ones (engines/calibration.py); `gpu_reserved` memory in use before vLLM starts
     (--gpu-reserved), added to the site profile's: vLLM's budget is a fraction of the total, so it moves only the
-    start check (free at the snapshot >= requested)."""
+    start check (free at the snapshot >= requested). `cuda_graphs` False (--enforce-eager): no graph is estimated."""
     requested = requested_bytes(total_bytes, util, release)
     cc = gpu.compute_capability if gpu is not None else None
     kernel = mxfp4_backend(release, cc if cc is not None else "9.0")  # a GPU given by its memory: as Hopper
@@ -555,7 +555,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
                               expert_parallel=expert_parallel)
         peak = act.bytes
         nt = non_torch_bytes(tp, pp, release, interconnect, constants)
-        graphs = cuda_graph_bytes(counts[stage], sizes, constants) if release.cuda_graph_estimated else 0
+        graphs = cuda_graph_bytes(counts[stage], sizes, constants) if release.cuda_graph_estimated and cuda_graphs else 0
         replaced: list[str] = []
         if site is not None:
             if site.activation_scale != 1:
@@ -564,7 +564,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
             if site.non_torch_for(tp, pp) is not None:  # measured at this layout only (communication buffers)
                 nt = site.non_torch_for(tp, pp)
                 replaced.append("non-torch memory")
-            if site.cuda_graph_bytes is not None and release.cuda_graph_estimated:
+            if site.cuda_graph_bytes is not None and release.cuda_graph_estimated and cuda_graphs:
                 graphs = site.cuda_graph_bytes
                 replaced.append("CUDA graphs")
         subtract = release.cuda_graph_subtracted

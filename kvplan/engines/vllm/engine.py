@@ -496,6 +496,7 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
                                      pp=req.pp, total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
                                      expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
+                                     cuda_graphs=not (req.features is not None and req.features.enforce_eager),
                                      notes=notes)
 
 

@@ -171,7 +171,8 @@ def _named(f: Features) -> tuple[str, ...]:
     for name in ("quantization", "mamba_cache_dtype", "mamba_ssm_cache_dtype", "num_gpu_blocks_override", "attention_backend"):
         if getattr(f, name):
             out.append(name)
-    for name in ("kv_cache_dtype_skip_layers", "disable_sliding_window", "language_model_only", "text_only"):
+    for name in ("kv_cache_dtype_skip_layers", "disable_sliding_window", "language_model_only", "text_only",
+                 "enforce_eager"):
         if getattr(f, name):
             out.append(name)
     return tuple(out)

@@ -84,6 +84,9 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
         fields["speculative"] = speculative_options(spec_config, spec, tp=tp, where=at("speculative_config"),
                                                     base_dir=base_dir, resolve=resolve)
 
+    if args.get("enforce_eager"):
+        fields["enforce_eager"] = True
+
     # ---- LoRA
     if args.get("enable_lora"):
         targets = args.get("lora_target_modules")

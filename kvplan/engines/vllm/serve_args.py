@@ -503,8 +503,9 @@ NOT_MODELLED: dict[str, tuple[Any, str]] = {
 }
 
 # Options that move only CUDA-graph capture memory, which kvplan's vLLM budget counts with vLLM's
-# defaults: judged, with a note that the figure assumes the defaults.
-CUDA_GRAPH_OPTIONS = ("enforce_eager", "compilation_config", "cudagraph_capture_sizes", "max_cudagraph_capture_size",
+# defaults: judged, with a note that the figure assumes the defaults. (--enforce-eager is modelled: no graphs,
+# launch.read / Features.enforce_eager.)
+CUDA_GRAPH_OPTIONS = ("compilation_config", "cudagraph_capture_sizes", "max_cudagraph_capture_size",
                       "optimization_level")
 
 
