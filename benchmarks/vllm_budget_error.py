@@ -57,7 +57,8 @@ MODELS = HERE / "tests" / "data" / "vllm_models"
 class Run:
     name: str
     group: str  # "h100-0.19" (the 42), "public" (provenance: thread or repository), "public-index-id", "assumed",
-    # "public-h100-0.18" (public runs on the 42's GPU and release line: scored, in neither the fit nor the targets)
+    # "public-h100-0.18" (public runs on the 42's GPU and release line: scored, in neither the fit nor the targets),
+    # "public-site-sampler" (a site whose sampler is not the release's default, which no flag says: scored, not a target)
     gpu_kind: str
     request: EngineRequest
     available: Decimal | None  # logged GiB of the worker that sizes the pool
@@ -218,6 +219,28 @@ PUBLIC = [
          kv="fp8", available="55.62", weights="7.6871", tokens=3644816,
          note="8x H100 80GB HBM3 (a judge log of the same cluster and night); TP 8, FP8 KV; the pool's worker has "
               "55.62 GiB (others 55.71, 56.08)"),
+    dict(id="gatech-llminference-h100-v0171-llama31-8b-gmu095", group="public", gpu="h100-sxm-80gb",
+         config="tests/data/vllm_models/meta-llama--Llama-3.1-8B-Instruct/config.json", version="0.17.1", tp=1,
+         seq=32768, util="0.95", available="58.15", weights="14.99", tokens=476336, concurrency=14.54,
+         note="H100 80GB HBM3 (an nvidia-smi dump of the same job); 0.17.1"),
+    dict(id="trietnguyeminh-kaggle-2xt4-v0220-qwen3-8b-tp2-eager-fp16", group="public", gpu="t4-16gb",
+         config="tests/data/vllm_models/Qwen--Qwen3-8B/config.json", version="0.22.0", tp=2, seq=8192, util="0.85",
+         dtype="fp16", eager=True, available="4.11", weights="7.64", tokens=59856, concurrency=7.31,
+         note="2x T4 on Kaggle (the notebook prints both); fp16, --enforce-eager (no CUDA graphs)"),
+    # the site samples with FlashInfer (the log: "Using FlashInfer for top-p & top-k sampling"), where 0.10's rules take
+    # PyTorch's sort unless flashinfer is installed, which no launch flag says: scored, not in the targets
+    dict(id="dennislee-a100-80gb-v01011-qwen2-7b-gmu05", group="public-site-sampler", gpu="a100-sxm-80gb",
+         config="tests/data/vllm_models/Qwen--Qwen2.5-7B-Instruct/config.json", version="0.10.1.1", tp=1, seq=16384,
+         util="0.5", available="24.83", weights="14.2488", tokens=464848, concurrency=28.37,
+         note="A100 80GB (the repository's README and file names); Qwen2-7B-Instruct by Qwen2.5-7B-Instruct's config "
+              "(the same shapes; the weights agree to 0.0001 GiB)"),
+    dict(id="dennislee-a100-80gb-v01011-qwen2-7b-gmu025", group="public-site-sampler", gpu="a100-sxm-80gb",
+         config="tests/data/vllm_models/Qwen--Qwen2.5-7B-Instruct/config.json", version="0.10.1.1", tp=1, seq=16384,
+         util="0.25", available="5.01", weights="14.2488", tokens=93872, concurrency=5.73, note="the same at 0.25"),
+    dict(id="dennislee-2xa100-80gb-v01011-qwen2-7b-tp2-gmu025", group="public-site-sampler", gpu="a100-sxm-80gb",
+         config="tests/data/vllm_models/Qwen--Qwen2.5-7B-Instruct/config.json", version="0.10.1.1", tp=2, seq=16384,
+         util="0.25", available="12.02", weights="7.1217", tokens=450192, concurrency=27.48,
+         note="the same at TP 2 on one node without P2P (custom all-reduce off)"),
     dict(id="vllmbench-h100-v0180-qwen3-8b-baseline-eager", group="public-h100-0.18", gpu="h100-sxm-80gb",
          config="tests/data/vllm_models/Qwen--Qwen3-8B/config.json", version="0.18.0", tp=1, seq=8128, util="0.95",
          available="57.51", weights="15.27", tokens=418784, concurrency=51.52,
@@ -296,6 +319,11 @@ NOT_SCORED = {
     "a vision tower kvplan cannot count (qwen3_vl)": ["sglangvllmprof-h200-v0190-qwen3-vl-8b"],
     "a locally trained checkpoint under NeMo-RL (sleep mode, Ray workers; the B200 inferred from the machine type)": [
         "gke-nemorl-b200-v0112-gemma3-27b-grpo-eval-8xdp"],
+    "no public config for the checkpoint (a Llama-3-70B AWQ export, an FP8 R1-distill-Qwen-32B, Qwen3-4B-2507)": [
+        "kagaho-2xl40s-v0160-llama3-70b-instruct-awq-tp2", "elloraa-l40s-v0110-r1-distill-qwen-32b-fp8-fp16",
+        "augmentedmcqa-rtxa6000-v0112-qwen3-4b-instruct-2507"],
+    "TP 4 across nodes over Ray (NCCL over the network; kvplan's non-torch terms are one node's)": [
+        "dennislee-4xa100-80gb-v01011-gpt-oss-120b-tp4-ray"],
     "no model, GPU or release in the excerpt": [
         "arcb70-issue4-intel-arc-pro-b70-wrapped-error", "ray-pr65486-rayserve-nested-prefix-hopper"],
 }
@@ -323,7 +351,8 @@ def public_runs() -> tuple[list[Run], list[tuple[str, str]]]:
                             hardware=Hardware(gpu.name, gpu.capacity_bytes), gpu_util=Fraction(r["util"]),
                             max_num_seqs=r.get("max_num_seqs"), max_num_batched_tokens=r.get("mnbt"),
                             engine_version=r["version"],
-                            features=Features(parallel=ParallelOptions(expert_parallel=True)) if r.get("ep") else None)
+                            features=Features(parallel=ParallelOptions(expert_parallel=True)) if r.get("ep")
+                            else Features(enforce_eager=True) if r.get("eager") else None)
         dec = lambda k: Decimal(r[k]) if r.get(k) is not None else None  # noqa: E731
         out.append(Run(r["id"], r["group"], gpu.name, req, dec("available"), dec("weights"), dec("peak"),
                        dec("non_torch"), consumed=dec("consumed"), blocks=r.get("blocks"), tokens=r.get("tokens"),
@@ -598,6 +627,7 @@ def main() -> int:
     assumed = [s for s in scores if s.run.group == "assumed"]
     # public runs on the 42's GPU and release line (another patch release): neither fitted on nor "outside"
     same_line = [s for s in scores if s.run.group == "public-h100-0.18"]
+    site_sampler = [s for s in scores if s.run.group == "public-site-sampler"]
     print("\n## Summary\n")
     # a percentage of a pool of a few hundred MiB measures the pool's size more than the model: two identical
     # launches in one repository logged 0.49 and 0.41 GiB (TheBuccaneer, Qwen2.5-7B at 0.65). The GiB column and
@@ -608,7 +638,9 @@ def main() -> int:
                      ("  attributed by thread or repository", attributed), ("  attributed by index id only", index_only),
                      ("  logged pool of 1 GiB or more", large),
                      ("launch or GPU assumed (not in the targets)", assumed),
-                     ("H100 on the 42's line, 0.18.0 (not in the targets)", same_line)):
+                     ("H100 on the 42's line, 0.18.0 (not in the targets)", same_line),
+                     ("FlashInfer sampler on the site, 0.10 (not in the targets)", site_sampler),
+                     ("outside H100 / 0.19 with the FlashInfer-sampler site", outside + site_sampler)):
         if ss:
             rows.append([name, str(len(ss)), f"{mae(ss, 'in'):.2f}", f"{mae(ss, 'loso'):.2f}",
                          f"{statistics.fmean(abs(s.loso - s.logged) for s in ss) / GIB:.3f}",

@@ -206,3 +206,13 @@ def test_model_dir_name():
     c = calibrate_log(DATA / "vllm_logs" / "raw" / "redhatai-llama-3-3-70b-i--h100-80gb--tp2pp1dp1--8192.log",
                       models_dir=str(MODELS))  # the log spells the org in lower case
     assert c.status == MATCH and c.gpu == "h100-sxm-80gb" and c.tp == 2
+
+
+def test_a_large_pool_printed_to_a_hundredth_of_a_gib_is_judged_inside_its_interval():
+    """4x A100 gpt-oss-120b at TP 4 (tests/data/vllm_logs_public, vLLM 0.10.1.1): 45.32 GiB spans more block counts
+    than calibrate evaluates one by one (MAX_CANDIDATES). The logged 2,640,144 tokens lie between the interval's ends
+    and are one block count's exact figure; judged by the ends alone they were called a mismatch."""
+    r = calibrate_path(raw_files("vllm_logs_public", PUBLIC["dennislee-4xa100-80gb-v01011-gpt-oss-120b-tp4-ray"])[0])
+    tokens = next(f for f in r.figures if f.name.startswith("GPU KV cache size"))
+    assert tokens.logged == "2,640,144" and tokens.match is True
+    assert r.status == MATCH and r.tp == 4

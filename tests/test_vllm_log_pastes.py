@@ -1,4 +1,4 @@
-"""kvplan.engines.vllm.log on the 79 public vLLM logs of tests/data/vllm_logs_public, as users pasted them.
+"""kvplan.engines.vllm.log on the 88 public vLLM logs of tests/data/vllm_logs_public, as users pasted them.
 
 Each record of index.jsonl copies its log's key lines ("extracted") and says how the log was pasted
 ("paste_form"); the figures the parser reads are checked against those copied lines with the test's own simple
@@ -26,7 +26,7 @@ def parsed(rid: str):
 
 
 def test_every_public_log_is_listed_and_read():
-    assert len(RECORDS) == 79
+    assert len(RECORDS) == 88
     for r in RECORDS:
         assert detect_engine(text(FOLDER, r)) == "vllm", r["id"]
         parse_vllm_log(text(FOLDER, r))  # raises on a text without vLLM's lines

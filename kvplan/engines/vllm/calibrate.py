@@ -364,6 +364,18 @@ def _pool_figures(figs, req, pool_base, w, *, rules_assumed, tp_assumed, len_ass
                           "no block count gives it", False, LOGGED_POOL, rules_assumed))
         return out
     picks = list(candidates) if len(candidates) <= MAX_CANDIDATES else [candidates[0], candidates[-1]]
+    if len(candidates) > MAX_CANDIDATES and figs.kv_cache_tokens is not None:
+        # a wide interval (a large pool printed to 0.01 GiB: hundreds of block counts): its ends alone would call a
+        # logged token count between them a mismatch. Tokens never fall as blocks grow, so bisect for the block count
+        # that gives the logged tokens and judge that one too.
+        low, high = 0, len(candidates) - 1
+        while low < high:
+            mid = (low + high) // 2
+            if at(candidates[mid]).kv_cache_tokens < figs.kv_cache_tokens:
+                low = mid + 1
+            else:
+                high = mid
+        picks.insert(1, candidates[low])
     results = [at(b) for b in picks]
     if anchor != "tokens" and figs.kv_cache_tokens is not None:
         out.append(count_figure(f"GPU KV cache size, tokens ({tag})", figs.kv_cache_tokens,
