@@ -57,8 +57,7 @@ MODELS = HERE / "tests" / "data" / "vllm_models"
 class Run:
     name: str
     group: str  # "h100-0.19" (the 42), "public" (provenance: thread or repository), "public-index-id", "assumed",
-    # "public-h100-0.18" (public runs on the 42's GPU and release line: scored, in neither the fit nor the targets),
-    # "public-site-sampler" (a site whose sampler is not the release's default, which no flag says: scored, not a target)
+    # "public-h100-0.18" (public runs on the 42's GPU and release line: scored, in neither the fit nor the targets)
     gpu_kind: str
     request: EngineRequest
     available: Decimal | None  # logged GiB of the worker that sizes the pool
@@ -227,20 +226,24 @@ PUBLIC = [
          config="tests/data/vllm_models/Qwen--Qwen3-8B/config.json", version="0.22.0", tp=2, seq=8192, util="0.85",
          dtype="fp16", eager=True, available="4.11", weights="7.64", tokens=59856, concurrency=7.31,
          note="2x T4 on Kaggle (the notebook prints both); fp16, --enforce-eager (no CUDA graphs)"),
-    # the site samples with FlashInfer (the log: "Using FlashInfer for top-p & top-k sampling"), where 0.10's rules take
-    # PyTorch's sort unless flashinfer is installed, which no launch flag says: scored, not in the targets
-    dict(id="dennislee-a100-80gb-v01011-qwen2-7b-gmu05", group="public-site-sampler", gpu="a100-sxm-80gb",
+    # the site samples with FlashInfer (the log: "Using FlashInfer for top-p & top-k sampling": 0.10 uses it wherever
+    # flashinfer is installed), given as the variable that selects it on every line, VLLM_USE_FLASHINFER_SAMPLER=1
+    dict(id="dennislee-a100-80gb-v01011-qwen2-7b-gmu05", group="public", gpu="a100-sxm-80gb",
          config="tests/data/vllm_models/Qwen--Qwen2.5-7B-Instruct/config.json", version="0.10.1.1", tp=1, seq=16384,
          util="0.5", available="24.83", weights="14.2488", tokens=464848, concurrency=28.37,
+         options=(("vllm_use_flashinfer_sampler", "1"),),
          note="A100 80GB (the repository's README and file names); Qwen2-7B-Instruct by Qwen2.5-7B-Instruct's config "
-              "(the same shapes; the weights agree to 0.0001 GiB)"),
-    dict(id="dennislee-a100-80gb-v01011-qwen2-7b-gmu025", group="public-site-sampler", gpu="a100-sxm-80gb",
+              "(the same shapes; the weights agree to 0.0001 GiB); FlashInfer's sampler (the log says so)"),
+    dict(id="dennislee-a100-80gb-v01011-qwen2-7b-gmu025", group="public", gpu="a100-sxm-80gb",
          config="tests/data/vllm_models/Qwen--Qwen2.5-7B-Instruct/config.json", version="0.10.1.1", tp=1, seq=16384,
-         util="0.25", available="5.01", weights="14.2488", tokens=93872, concurrency=5.73, note="the same at 0.25"),
-    dict(id="dennislee-2xa100-80gb-v01011-qwen2-7b-tp2-gmu025", group="public-site-sampler", gpu="a100-sxm-80gb",
+         util="0.25", available="5.01", weights="14.2488", tokens=93872, concurrency=5.73,
+         options=(("vllm_use_flashinfer_sampler", "1"),), note="the same at 0.25"),
+    dict(id="dennislee-2xa100-80gb-v01011-qwen2-7b-tp2-gmu025", group="assumed", gpu="a100-sxm-80gb",
          config="tests/data/vllm_models/Qwen--Qwen2.5-7B-Instruct/config.json", version="0.10.1.1", tp=2, seq=16384,
          util="0.25", available="12.02", weights="7.1217", tokens=450192, concurrency=27.48,
-         note="the same at TP 2 on one node without P2P (custom all-reduce off)"),
+         options=(("vllm_use_flashinfer_sampler", "1"),),
+         note="the same at TP 2; which A100 80GB is not stated (SXM with NVLink assumed), and the log says custom "
+              "all-reduce is off for want of P2P"),
     dict(id="vllmbench-h100-v0180-qwen3-8b-baseline-eager", group="public-h100-0.18", gpu="h100-sxm-80gb",
          config="tests/data/vllm_models/Qwen--Qwen3-8B/config.json", version="0.18.0", tp=1, seq=8128, util="0.95",
          available="57.51", weights="15.27", tokens=418784, concurrency=51.52,
@@ -346,7 +349,7 @@ def public_runs() -> tuple[list[Run], list[tuple[str, str]]]:
             spec = dataclasses.replace(spec, max_context=r["max_position"])
         gpu = catalog.find_gpu(r["gpu"])
         req = EngineRequest(spec=spec, seq=r["seq"], batch=1, tp=r["tp"], pp=r.get("pp", 1),
-                            kv_dtype=r.get("kv", "auto"),
+                            kv_dtype=r.get("kv", "auto"), engine_options=r.get("options"),
                             weight_fmt=dtypes.weight_format(r["weight_fmt"]) if r.get("weight_fmt") else None,
                             hardware=Hardware(gpu.name, gpu.capacity_bytes), gpu_util=Fraction(r["util"]),
                             max_num_seqs=r.get("max_num_seqs"), max_num_batched_tokens=r.get("mnbt"),
@@ -627,7 +630,6 @@ def main() -> int:
     assumed = [s for s in scores if s.run.group == "assumed"]
     # public runs on the 42's GPU and release line (another patch release): neither fitted on nor "outside"
     same_line = [s for s in scores if s.run.group == "public-h100-0.18"]
-    site_sampler = [s for s in scores if s.run.group == "public-site-sampler"]
     print("\n## Summary\n")
     # a percentage of a pool of a few hundred MiB measures the pool's size more than the model: two identical
     # launches in one repository logged 0.49 and 0.41 GiB (TheBuccaneer, Qwen2.5-7B at 0.65). The GiB column and
@@ -638,9 +640,7 @@ def main() -> int:
                      ("  attributed by thread or repository", attributed), ("  attributed by index id only", index_only),
                      ("  logged pool of 1 GiB or more", large),
                      ("launch or GPU assumed (not in the targets)", assumed),
-                     ("H100 on the 42's line, 0.18.0 (not in the targets)", same_line),
-                     ("FlashInfer sampler on the site, 0.10 (not in the targets)", site_sampler),
-                     ("outside H100 / 0.19 with the FlashInfer-sampler site", outside + site_sampler)):
+                     ("H100 on the 42's line, 0.18.0 (not in the targets)", same_line)):
         if ss:
             rows.append([name, str(len(ss)), f"{mae(ss, 'in'):.2f}", f"{mae(ss, 'loso'):.2f}",
                          f"{statistics.fmean(abs(s.loso - s.logged) for s in ss) / GIB:.3f}",

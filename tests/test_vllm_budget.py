@@ -16,7 +16,8 @@ from pathlib import Path
 import pytest
 
 from kvplan.core.dtypes import dtype
-from kvplan.core.errors import UnsupportedError
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.request import build_request
 from kvplan.engines import vllm
 from kvplan.engines.calibration import SiteProfile
 from kvplan.engines.request import Hardware
@@ -291,10 +292,9 @@ OUTSIDE_THE_BAND = {
     "videocutting-2xh100-v0120-qwen3-30b-a3b-tp2": "2x H100 at TP 2 on 0.12.0: the log leaves 0.70 GiB for non-torch "
                                                    "memory where the 0.19 TP-2 NVLink logs show 2.07 GiB; which of "
                                                    "NCCL's NVLink / NVLS buffers a 0.12 worker counts is not sized",
-    **{name: "the site samples with FlashInfer (the log says so; flashinfer installed), where 0.10's rules take "
-             "PyTorch's sort and no launch flag says otherwise: the sampler's 1.3 GiB is over-counted"
-       for name in ("dennislee-a100-80gb-v01011-qwen2-7b-gmu05", "dennislee-a100-80gb-v01011-qwen2-7b-gmu025",
-                    "dennislee-2xa100-80gb-v01011-qwen2-7b-tp2-gmu025")},
+    "dennislee-2xa100-80gb-v01011-qwen2-7b-tp2-gmu025": "2x A100 80GB at TP 2 without P2P (the log: custom all-reduce "
+                                                        "off); which A100 is not stated and SXM's NVLink non-torch "
+                                                        "memory (2.07 GiB) is assumed",
 }
 
 
@@ -421,3 +421,43 @@ def test_mla_without_a_query_rank_replicates_the_latent_projection_only():
     (one_gpu,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=1, pp=1)
     (rank,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=4, pp=1)
     assert rank == -(-(one_gpu - rotary - whole) // 4) + whole + rotary
+
+
+def test_the_public_logs_meet_the_issue_11_targets():
+    """Leave-one-source-out, end to end from the GPU and the launch, on the public logs outside H100 / 0.19: mean
+    absolute error of the available KV memory <= 2% and the band covering >= 90% of the runs; the 42 H100 / 0.19 logs
+    in-sample under 1% (benchmarks/vllm_budget_error.py prints the tables)."""
+    scores = BENCH.score(BENCH.h100_runs() + PUBLIC)
+    outside = [s for s in scores if s.run.group in ("public", "public-index-id")]
+    h100 = [s for s in scores if s.run.group == "h100-0.19"]
+    assert len(outside) >= 30 and len(h100) == 42
+    assert BENCH.mae(outside, "loso") <= 2 and sum(s.covered for s in outside) >= 0.9 * len(outside)
+    assert BENCH.mae(h100, "in") < 1
+
+
+def test_flashinfer_sampler_by_its_environment_variable():
+    """VLLM_USE_FLASHINFER_SAMPLER (an --engine-option for vLLM) picks the sampler the profile run warms up
+    (topk_topp_sampler.py): 1 FlashInfer's on every line, 0 the native one (PyTorch's sort before 0.17, the Triton
+    kernel from 0.17). On 0.10 the sampler phase is R x V x (dtype + 36) bytes with the sort, R x V x (dtype + 12)
+    with FlashInfer: the public A100 site that logs "Using FlashInfer for top-p & top-k sampling" (Qwen2-7B, 256
+    requests x 152,064 logits) lands within 1.1% of both its logged pools with it."""
+    from kvplan.engines.vllm import engine as vllm_engine
+    from kvplan.engines.vllm import releases
+
+    def req(version, value=None, util="0.5"):
+        opts = [f"VLLM_USE_FLASHINFER_SAMPLER={value}"] if value is not None else None
+        return build_request(str(ROOT / "tests/data/vllm_models/Qwen--Qwen2.5-7B-Instruct"), seq="16384", batch=1,
+                             kv_dtype="auto", dtype=None, gpu="a100-sxm-80gb", gpu_mem=None, gpus=None, tp=1, pp=1,
+                             gpu_util=util, engine_version=version, engine_options=opts)
+
+    sort, fi = (vllm_engine.budgets_for(req("0.10.1.1", v))[0] for v in (None, "1"))
+    assert sort.sampler_bytes == 256 * 152064 * (2 + 36) and fi.sampler_bytes == 256 * 152064 * (2 + 12)
+    assert fi.available_bytes - sort.available_bytes == sort.activation_peak_bytes - fi.activation_peak_bytes > 0
+    for util, logged in (("0.5", 24.83), ("0.25", 5.01)):
+        est = vllm_engine.estimate(req("0.10.1.1", "1", util))
+        assert abs(est.available_kv_bytes / 2**30 - logged) / logged < 0.011
+    assert releases.sampler_for(releases.release("0.19.0"), "0") == releases.SAMPLER_TRITON
+    assert releases.sampler_for(releases.release("0.26.0"), "0") == releases.SAMPLER_TRITON
+    assert releases.sampler_for(releases.release("0.12.0"), "0") == releases.SAMPLER_SORT
+    with pytest.raises(InputError, match="reads 0 or 1"):
+        vllm_engine.estimate(req("0.19.0", "yes"))

@@ -23,6 +23,8 @@ ENGINE = Engine(
                       "--kv-cache-memory-bytes"),
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
     util_max=_util_max, takes_gpu_reserved=True, takes_features=True,
+    # the environment the sampler is picked by (releases.sampler_for)
+    option_keys=("vllm_use_flashinfer_sampler",),
 )
 
 __all__ = ["ENGINE", "estimate", "VllmEstimate"]

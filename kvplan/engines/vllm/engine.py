@@ -497,6 +497,8 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
                                      expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
                                      cuda_graphs=not (req.features is not None and req.features.enforce_eager),
+                                     sampler=releases.sampler_for(rel, req.option(releases.FLASHINFER_SAMPLER_OPTION))
+                                     if req.option(releases.FLASHINFER_SAMPLER_OPTION) is not None else None,
                                      notes=notes)
 
 

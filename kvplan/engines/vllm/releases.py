@@ -56,6 +56,27 @@ SAMPLER_SORT = "sort"  # apply_top_k_top_p: a full sort of the vocabulary (Flash
 SAMPLER_TRITON = "triton"  # apply_top_k_top_p_triton (0.17+, batches of >= 8): no sort
 SAMPLER_FLASHINFER = "flashinfer"  # top_k_top_p_sampling_from_logits (0.21+ default)
 
+
+# the environment variable that picks the top-k / top-p sampler (kvplan --engine-option KEY=VALUE for vLLM)
+FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
+FLASHINFER_SAMPLER_OPTION = FLASHINFER_SAMPLER_ENV.lower()  # --engine-option keys are read in lower case
+
+
+def sampler_for(release: "Release", flashinfer_env: str | None) -> str:
+    """The sampler a worker of `release` profiles with VLLM_USE_FLASHINFER_SAMPLER set as given (None: unset).
+    v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__: 1 selects FlashInfer on every line (0.10-0.11 use
+    it whenever flashinfer is installed and the variable is not 0; 0.12-0.20 only when it is 1; 0.21+ unless it is 0);
+    0 the native path: PyTorch's sort before 0.17, the Triton kernel from 0.17."""
+    if flashinfer_env is None:
+        return release.sampler
+    value = flashinfer_env.strip().lower()
+    if value in ("1", "true"):
+        return SAMPLER_FLASHINFER
+    if value in ("0", "false"):
+        return SAMPLER_TRITON if release.sampler in (SAMPLER_TRITON, SAMPLER_FLASHINFER) else SAMPLER_SORT
+    raise InputError(f"{FLASHINFER_SAMPLER_ENV}={flashinfer_env!r}: vLLM reads 0 or 1", where="--engine-option",
+                     hint=f"{FLASHINFER_SAMPLER_ENV}=1 (FlashInfer's sampler) or =0 (the native one)")
+
 MOE_DIRECT = "direct"  # fused_moe.py fused_experts_impl: workspace freed after each layer
 MOE_MODULAR = "modular"  # FusedMoEModularKernel + TritonExperts: one persistent workspace
 
