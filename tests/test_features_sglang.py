@@ -357,3 +357,24 @@ def test_engine_options_in_a_kvplan_deployment_are_the_clis_engine_options(tmp_p
     est = json.loads(est)
     assert verdict["figures"]["cache_bytes"] == est["per_gpu"]["cache_bytes"]
     assert verdict["figures"]["weights_bytes"] == est["per_gpu"]["weights_bytes"]
+
+
+def test_a_vllm_deployments_engine_options(cli, tmp_path):
+    """kvplan YAML `engine_options` for engine vllm: VLLM_USE_FLASHINFER_SAMPLER (spelled as in the environment, or as
+    --engine-option reads it) changes the sampler as --engine-option does; any other key is refused at the file, not
+    dropped (it passed without a word before vLLM read any option)."""
+    base = "name: a\nengine: vllm\nmodel: llama-3.1-8b\ngpu: h100\nmax_model_len: 8K\nvllm_version: '0.10.1'\n"
+    figures = {}
+    for name, extra in (("plain", ""), ("env", "engine_options:\n  VLLM_USE_FLASHINFER_SAMPLER: 1\n"),
+                        ("lower", "engine_options:\n  vllm_use_flashinfer_sampler: 1\n")):
+        (tmp_path / f"{name}.yaml").write_text(base + extra)
+        code, out, _ = cli("check", tmp_path / f"{name}.yaml", "--json")
+        assert code == 0, out
+        figures[name] = json.loads(out)["verdicts"][0]["figures"]["available_kv_bytes"]
+    code, out, _ = cli("check", tmp_path / "plain.yaml", "--engine-option", "VLLM_USE_FLASHINFER_SAMPLER=1", "--json")
+    assert figures["env"] == figures["lower"] == json.loads(out)["verdicts"][0]["figures"]["available_kv_bytes"]
+    assert figures["env"] > figures["plain"]
+    (tmp_path / "bad.yaml").write_text(base + "engine_options:\n  max_batch_size: 64\n")
+    code, out, _ = cli("check", tmp_path / "bad.yaml", "--json")
+    verdict = json.loads(out)["verdicts"][0]
+    assert code == 2 and verdict["status"] == "invalid" and "no engine option 'max_batch_size'" in verdict["reason"]

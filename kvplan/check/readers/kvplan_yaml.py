@@ -63,7 +63,7 @@ def _engine_options(value: Any, *, where: str) -> tuple[tuple[str, str], ...]:
             v = str(v)
         else:
             raise InputError(f"must be one value (text, a number, true or false), got {shown(v)}", where=f"{where}.{k}")
-        out.append((k.strip(), v))
+        out.append((k.strip().lower().replace("-", "_"), v))  # spelled as --engine-option reads them (request.py)
     return tuple(out)
 
 

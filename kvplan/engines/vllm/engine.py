@@ -536,6 +536,10 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
     None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
     "high" a modelled budget is taken at that edge of its band (check judges by the low edge)."""
+    for key, _ in req.engine_options or ():  # a deployment file's engine_options reach here without Engine.accepts
+        if key != releases.FLASHINFER_SAMPLER_OPTION:
+            raise InputError(f"vLLM has no engine option {key!r}", where="engine_options",
+                             hint=f"vLLM reads {releases.FLASHINFER_SAMPLER_ENV}; its launch options go in --vllm-args")
     if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
         return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
     rel = releases.release(req.engine_version)
