@@ -24,6 +24,15 @@ _PACKAGES = {"static": "kvplan.engines.static", "vllm": "kvplan.engines.vllm", "
 ENGINE_NAMES = tuple(_PACKAGES)
 
 
+def refuse_unread_options(req: EngineRequest, title: str, keys: tuple[str, ...]) -> None:
+    """InputError (at --engine-option, which check relocates to a file's engine_options) for a key the engine does
+    not read. Engine.accepts runs it for the CLI; an engine whose options a deployment file also gives runs it too."""
+    for key, _ in req.engine_options or ():
+        if key not in keys:
+            hint = f"{title} reads " + ", ".join(keys) if keys else f"{title} takes no --engine-option"
+            raise InputError(f"{title} has no engine option {key!r}", where="--engine-option", hint=hint)
+
+
 @dataclass(frozen=True)
 class EngineFlags:
     """How one engine spells the knobs a fix turns (engines/fixes.py), as its users type them."""
@@ -65,11 +74,7 @@ class Engine:
     def accepts(self, req: EngineRequest) -> None:
         """InputError for an --engine-option key, --gpu-reserved or launch features this engine does not read (never
         ignored)."""
-        for key, _ in req.engine_options or ():
-            if key not in self.option_keys:
-                hint = (f"{self.title} reads " + ", ".join(self.option_keys)) if self.option_keys else \
-                    f"{self.title} takes no --engine-option"
-                raise InputError(f"{self.title} has no engine option {key!r}", where="--engine-option", hint=hint)
+        refuse_unread_options(req, self.title, self.option_keys)
         if req.features is not None and not self.takes_features:
             raise InputError(f"the {self.name} engine does not model speculative decoding, LoRA, offload tiers, expert, "
                              "data or context parallelism or KV connectors", where="--vllm-args",

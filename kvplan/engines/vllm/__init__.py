@@ -5,6 +5,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from kvplan.engines import Engine, EngineFlags
+from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.engine import VllmEstimate, estimate, read_kv_dtype
 
 
@@ -24,7 +25,7 @@ ENGINE = Engine(
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
     util_max=_util_max, takes_gpu_reserved=True, takes_features=True,
     # the environment the sampler is picked by (releases.sampler_for)
-    option_keys=("vllm_use_flashinfer_sampler",),
+    option_keys=(releases.FLASHINFER_SAMPLER_OPTION,),
 )
 
 __all__ = ["ENGINE", "estimate", "VllmEstimate"]

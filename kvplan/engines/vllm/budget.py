@@ -537,6 +537,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     (--gpu-reserved), added to the site profile's: vLLM's budget is a fraction of the total, so it moves only the
     start check (free at the snapshot >= requested). `cuda_graphs` False (--enforce-eager): no graph is estimated.
     `sampler`: the top-k / top-p sampler when the environment picks it (releases.sampler_for), else the release's."""
+    sampler = sampler or release.sampler
     requested = requested_bytes(total_bytes, util, release)
     cc = gpu.compute_capability if gpu is not None else None
     kernel = mxfp4_backend(release, cc if cc is not None else "9.0")  # a GPU given by its memory: as Hopper
@@ -571,7 +572,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
         subtract = release.cuda_graph_subtracted
         available = requested - weights[stage] - peak - nt - (graphs if subtract else 0)
         band = _band(weights[stage], act, peak, nt, graphs if subtract else 0, setup, spec, replaced, mxfp4_triton,
-                     sort_sampler=(sampler or release.sampler) == releases.SAMPLER_SORT)
+                     sort_sampler=sampler == releases.SAMPLER_SORT)
         out.append(VllmBudget(stage=stage, layers=counts[stage], total_bytes=total_bytes,
                               gpu_memory_utilization=_fraction_text(util), requested_bytes=requested,
                               weights_bytes=weights[stage], activation_peak_bytes=peak, non_torch_bytes=nt,

@@ -47,6 +47,7 @@ from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, W
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.request import EngineRequest
+from kvplan.engines import refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, request_terms,
                                  verdict_terms)
 from kvplan.engines.result import PerGpu
@@ -497,8 +498,7 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
                                      expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
                                      cuda_graphs=not (req.features is not None and req.features.enforce_eager),
-                                     sampler=releases.sampler_for(rel, req.option(releases.FLASHINFER_SAMPLER_OPTION))
-                                     if req.option(releases.FLASHINFER_SAMPLER_OPTION) is not None else None,
+                                     sampler=releases.sampler_for(rel, req.option(releases.FLASHINFER_SAMPLER_OPTION)),
                                      notes=notes)
 
 
@@ -536,10 +536,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
     None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
     "high" a modelled budget is taken at that edge of its band (check judges by the low edge)."""
-    for key, _ in req.engine_options or ():  # a deployment file's engine_options reach here without Engine.accepts
-        if key != releases.FLASHINFER_SAMPLER_OPTION:
-            raise InputError(f"vLLM has no engine option {key!r}", where="engine_options",
-                             hint=f"vLLM reads {releases.FLASHINFER_SAMPLER_ENV}; its launch options go in --vllm-args")
+    refuse_unread_options(req, "vLLM", (releases.FLASHINFER_SAMPLER_OPTION,))  # a file's engine_options skip accepts
     if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
         return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
     rel = releases.release(req.engine_version)
