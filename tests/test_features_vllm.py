@@ -405,3 +405,47 @@ def test_enforce_eager_takes_the_cuda_graph_estimate_off_the_budget_where_vllm_s
     run = est(str(DATA / "vllm_models" / "Qwen--Qwen3-8B"), gpu="t4-16gb", tp=2, gpu_util="0.85", engine_version="0.22.0",
               vllm_args="--enforce-eager", seq="8192")
     assert run.available_kv_bytes_low <= 4.11 * GIB <= run.available_kv_bytes_high
+
+
+def test_the_sampler_variable_in_a_deployments_environment(cli, tmp_path):
+    """VLLM_USE_FLASHINFER_SAMPLER in the engine's environment (compose `environment:`, a container's `env:`) is
+    read as --engine-option passes it. On 0.21+ FlashInfer's sampler is the default, so =0 (scripts set it to skip
+    FlashInfer's JIT) leaves less for the KV cache; before, a file with it passed on the default's figures. A value
+    set outside the file (`valueFrom`) is judged as 0, the sampler needing the most memory; a value vLLM cannot read
+    as an integer is the file's error, at that variable."""
+    def compose(env: str) -> Path:
+        path = tmp_path / f"c{len(list(tmp_path.iterdir()))}" / "docker-compose.yml"
+        path.parent.mkdir()
+        path.write_text("services:\n  vllm:\n    image: vllm/vllm-openai:v0.21.0\n" + env +
+                        "    command: --model llama-3.1-8b --max-model-len 8192\n")
+        return path
+
+    def available(path: Path, *extra: str) -> int:
+        code, out, err = cli("check", path, "--gpu", "h100", "--json", *extra)
+        assert code == 0, out + err
+        return json.loads(out)["verdicts"][0]["figures"]["available_kv_bytes"]
+
+    plain = available(compose(""))
+    native = available(compose("    environment:\n      - VLLM_USE_FLASHINFER_SAMPLER=0\n"))
+    assert available(compose("    environment:\n      VLLM_USE_FLASHINFER_SAMPLER: '1'\n")) == plain > native
+    # the command line's --engine-option outranks the file, as for any other option
+    assert available(compose("    environment:\n      - VLLM_USE_FLASHINFER_SAMPLER=0\n"),
+                     "--engine-option", "VLLM_USE_FLASHINFER_SAMPLER=1") == plain
+    # the same estimate as --engine-option on the plain file
+    assert available(compose(""), "--engine-option", "VLLM_USE_FLASHINFER_SAMPLER=0") == native
+
+    manifest = tmp_path / "k8s.yaml"
+    manifest.write_text(
+        "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: v}\nspec:\n  template:\n    spec:\n      containers:\n"
+        "      - name: vllm\n        image: vllm/vllm-openai:v0.21.0\n"
+        "        args: [--model, llama-3.1-8b, --max-model-len, '8192']\n"
+        "        env:\n        - name: VLLM_USE_FLASHINFER_SAMPLER\n"
+        "          valueFrom: {configMapKeyRef: {name: vllm, key: sampler}}\n"
+        "        resources: {limits: {nvidia.com/gpu: 1}}\n")
+    code, out, err = cli("check", manifest, "--gpu", "h100", "--json")
+    verdict = json.loads(out)["verdicts"][0]
+    assert code == 0 and verdict["figures"]["available_kv_bytes"] == native, out + err
+    assert any("set outside the file" in note for note in verdict["notes"])
+
+    code, out, err = cli("check", compose("    environment:\n      - VLLM_USE_FLASHINFER_SAMPLER=true\n"), "--gpu", "h100")
+    assert code == 2 and "environment VLLM_USE_FLASHINFER_SAMPLER" in err and "as an integer" in err, out + err

@@ -459,5 +459,9 @@ def test_flashinfer_sampler_by_its_environment_variable():
     assert releases.sampler_for(releases.release("0.19.0"), "0") == releases.SAMPLER_TRITON
     assert releases.sampler_for(releases.release("0.26.0"), "0") == releases.SAMPLER_TRITON
     assert releases.sampler_for(releases.release("0.12.0"), "0") == releases.SAMPLER_SORT
-    with pytest.raises(InputError, match="reads 0 or 1"):
-        vllm_engine.estimate(req("0.19.0", "yes"))
+    # vLLM reads the variable as bool(int(value)) (envs.py): "2" is on, "true" stops it at start-up
+    assert releases.sampler_for(releases.release("0.19.0"), "2") == releases.SAMPLER_FLASHINFER
+    assert releases.sampler_for(releases.release("0.26.0"), " 0 ") == releases.SAMPLER_TRITON
+    for word in ("yes", "true"):
+        with pytest.raises(InputError, match="reads it as an integer"):
+            vllm_engine.estimate(req("0.19.0", word))

@@ -21,6 +21,25 @@ _VLLM_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": 
 _V0 = "VLLM_USE_V1"
 
 
+def sampler_option(env: Mapping[str, str | None], where: str) -> tuple[tuple[tuple[str, str], ...] | None, str | None]:
+    """VLLM_USE_FLASHINFER_SAMPLER from the engine's environment, as `--engine-option` passes it, and a note. A value
+    set outside the file (a secret, the deploying shell) is judged as 0: vLLM's native sampler needs more memory
+    than FlashInfer's on every release (kvplan/engines/vllm/budget.py), so the verdict holds whatever the value is."""
+    from kvplan.check import shell
+    from kvplan.engines.vllm import releases
+
+    name = releases.FLASHINFER_SAMPLER_ENV
+    if name not in env:
+        return None, None
+    value = env[name]
+    if value is None or shell.MARK in value:
+        return ((releases.FLASHINFER_SAMPLER_OPTION, "0"),), (
+            f"{name} is set outside the file: judged with vLLM's native sampler, which needs the most memory "
+            f"(--engine-option {name}=1 judges FlashInfer's)")
+    releases.flashinfer_flag(value, where=f"{where}: environment {name}")
+    return ((releases.FLASHINFER_SAMPLER_OPTION, value),), None
+
+
 def key_style(fmt: str) -> Callable[[str], str]:
     """How a vLLM config (max-model-len) or command line (--max-model-len) spells a setting."""
     def spell(name: str) -> str:
@@ -103,8 +122,11 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     kv_mem = args.get("kv_cache_memory_bytes")
     if kv_mem is not None and kv_mem < 1:
         raise InputError(f"must be positive, got {kv_mem}", where=at("kv_cache_memory_bytes"))
+    sampler, sampler_note = sampler_option(ctx.env, where)
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + feature_notes
+    if sampler_note:
+        notes.append(sampler_note)
     graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
         notes.append(f"{', '.join(graph)}: CUDA-graph memory is counted as with vLLM's defaults")
@@ -119,7 +141,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
                              prefix_caching=prefix_caching, features=features if features.any else None,
-                             **ints)  # the site profile: with_command_line
+                             engine_options=sampler, **ints)  # the site profile: with_command_line
     served = args.get("served_model_name")
     # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
     # resource has

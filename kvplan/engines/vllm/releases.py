@@ -62,20 +62,27 @@ FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 FLASHINFER_SAMPLER_OPTION = FLASHINFER_SAMPLER_ENV.lower()  # --engine-option keys are read in lower case
 
 
+def flashinfer_flag(value: str, *, where: str = "--engine-option") -> bool:
+    """VLLM_USE_FLASHINFER_SAMPLER as vLLM reads it, bool(int(value)) (envs.py, 0.10-0.33): any integer, nonzero
+    meaning on; anything else stops vLLM at start-up, so it is refused here."""
+    try:
+        return bool(int(value))
+    except ValueError:
+        raise InputError(f"{FLASHINFER_SAMPLER_ENV}={value!r}: vLLM reads it as an integer and would not start",
+                         where=where, hint=f"{FLASHINFER_SAMPLER_ENV}=1 (FlashInfer's sampler) or =0 (the native one)") from None
+
+
 def sampler_for(release: "Release", flashinfer_env: str | None) -> str:
     """The sampler a worker of `release` profiles with VLLM_USE_FLASHINFER_SAMPLER set as given (None: unset).
-    v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__: 1 selects FlashInfer on every line (0.10-0.11 use
+    v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__: on selects FlashInfer on every line (0.10-0.11 use
     it whenever flashinfer is installed and the variable is not 0; 0.12-0.20 only when it is 1; 0.21+ unless it is 0);
-    0 the native path: PyTorch's sort before 0.17, the Triton kernel from 0.17."""
+    off the native path: PyTorch's sort before 0.17, the Triton kernel from 0.17."""
     if flashinfer_env is None:
         return release.sampler
-    value = flashinfer_env.strip().lower()
-    if value in ("1", "true"):
+    if flashinfer_flag(flashinfer_env):
         return SAMPLER_FLASHINFER
-    if value in ("0", "false"):
-        return SAMPLER_TRITON if release.sampler in (SAMPLER_TRITON, SAMPLER_FLASHINFER) else SAMPLER_SORT
-    raise InputError(f"{FLASHINFER_SAMPLER_ENV}={flashinfer_env!r}: vLLM reads 0 or 1", where="--engine-option",
-                     hint=f"{FLASHINFER_SAMPLER_ENV}=1 (FlashInfer's sampler) or =0 (the native one)")
+    return SAMPLER_TRITON if release.sampler in (SAMPLER_TRITON, SAMPLER_FLASHINFER) else SAMPLER_SORT
+
 
 MOE_DIRECT = "direct"  # fused_moe.py fused_experts_impl: workspace freed after each layer
 MOE_MODULAR = "modular"  # FusedMoEModularKernel + TritonExperts: one persistent workspace
