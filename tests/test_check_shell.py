@@ -52,6 +52,26 @@ def test_prefix_assignment_is_the_commands_environment():
     assert cmd.words == ("vllm", "serve", "m") and cmd.env == {"CUDA_VISIBLE_DEVICES": "0,1"}
 
 
+ENV_SCRIPTS = [
+    "export A=1\nB=2\nC=3 env",  # exported, a shell variable (not in the environment), a prefix
+    "A=1\nexport A\nexport B=x\nunset B\nenv",  # `export NAME` exports the shell variable; unset removes it
+    "export A=1\nA=2\nenv",  # an exported name keeps being exported with its new value
+    "if [ \"${MODE:-a}\" = a ]; then export A=1; fi\nenv",  # a branch the shell decides
+]
+
+
+@pytest.mark.parametrize("text", ENV_SCRIPTS)
+def test_a_commands_environment_is_what_the_script_exported_and_its_prefixes(text):
+    """sh: `env` run after the same lines prints the variables kvplan gives the command (the exported ones and
+    its own VAR=x prefixes, never the plain shell variables); checked against /bin/sh where there is one."""
+    (cmd,) = [c for c in shell.commands(text) if c.words == ("env",)]
+    if shutil.which("sh"):
+        real = subprocess.run(["sh", "-c", text], capture_output=True, text=True, env={}, check=True)
+        expected = dict(line.split("=", 1) for line in real.stdout.splitlines() if line[:2] in ("A=", "B=", "C="))
+        assert cmd.env == expected
+    assert "B" not in cmd.env
+
+
 @pytest.mark.skipif(shutil.which("sh") is None, reason="no /bin/sh")
 @pytest.mark.parametrize("text", [
     "M=qwen\nprintf '%s\\n' serve $M ${TP:-2} \"${X-none}\" $((3 * 4))",

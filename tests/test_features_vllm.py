@@ -434,6 +434,16 @@ def test_the_sampler_variable_in_a_deployments_environment(cli, tmp_path):
     # the same estimate as --engine-option on the plain file
     assert available(compose(""), "--engine-option", "VLLM_USE_FLASHINFER_SAMPLER=0") == native
 
+    # a script's export reaches the commands after it; a container gets it only through `docker run -e NAME`
+    for name, launch, expected in (("host", "vllm serve llama-3.1-8b", native),
+                                   ("docker", "docker run --gpus all vllm/vllm-openai:v0.21.0", plain),
+                                   ("docker-e", "docker run --gpus all -e VLLM_USE_FLASHINFER_SAMPLER vllm/vllm-openai:v0.21.0",
+                                    native)):
+        script = tmp_path / f"{name}.sh"
+        script.write_text(f"#!/bin/bash\nexport VLLM_USE_FLASHINFER_SAMPLER=0\n{launch}"
+                          f"{' --model llama-3.1-8b' if 'docker' in name else ''} --max-model-len 8192\n")
+        extra = () if "docker" in name else ("--vllm-version", "0.21.0")
+        assert available(script, *extra) == expected, name
     manifest = tmp_path / "k8s.yaml"
     manifest.write_text(
         "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: v}\nspec:\n  template:\n    spec:\n      containers:\n"

@@ -4,7 +4,7 @@ with its variables expanded. Pure: nothing is executed.
 
 What is understood: quotes and backslashes, comments, line continuations, `;` `&&` `||` `|` `&` and newlines,
 redirections (their targets are dropped), `NAME=value` assignments (alone, or as a command's environment),
-`export`, `$NAME`, `${NAME}`, `${NAME:-default}` / `-` / `:=` / `=` / `:+alt` / `+` / `:?msg` / `?`,
+`export` (an exported name is in the environment of every command after it, with its value then), `$NAME`, `${NAME}`, `${NAME:-default}` / `-` / `:=` / `=` / `:+alt` / `+` / `:?msg` / `?`,
 `$((arithmetic))` on whole numbers, `$0` (the script, when the reader names it) with `$(dirname "$0")` and
 `$(cd DIR && pwd)`, and `if`/`elif`/`else` on `[ a = b ]`, `[ n -eq m ]`, `-z` / `-n` tests
 (decided when their operands are known; otherwise both branches are read and a variable they set differently
@@ -176,8 +176,12 @@ def _skip_parens(text: str, i: int) -> int:
 # ------------------------------------------------------------------ expansion
 
 class _Vars:
-    def __init__(self, env: dict):
+    def __init__(self, env: dict, exported=()):
         self.values: dict[str, str | None] = dict(env)  # None: set, but not known
+        self.exported: set[str] = set(exported)  # `export`ed: in the environment of every command after
+
+    def environment(self) -> dict[str, str | None]:
+        return {name: self.values[name] for name in self.exported if name in self.values}
 
     def get(self, name: str) -> str | None:
         return self.values.get(name)
@@ -494,9 +498,10 @@ def _run_uncertain(bodies, vars: _Vars, out: list[Command]) -> None:
     """Branches that may or may not run: every command is read; a variable they leave different is unknown."""
     results = []
     for body in bodies:
-        scope = _Vars(vars.values)
+        scope = _Vars(vars.values, vars.exported)
         _run(body, scope, out, certain=False)
         results.append(scope.values)
+        vars.exported |= scope.exported  # a branch that may run may export: its value is settled below
     names = {k for r in results for k in r}
     for name in names:
         values = {r.get(name, vars.values.get(name, "\x01unset")) for r in results}
@@ -589,12 +594,17 @@ def _simple(stmt: list[_Token], vars: _Vars, out: list[Command], *, certain: boo
     if words[0] == "export":
         for word in words[1:]:
             name, eq, value = word.partition("=")
-            if eq and _NAME.fullmatch(name):
+            if not _NAME.fullmatch(name):
+                continue  # an option (-n, -p) or a malformed name
+            if eq:
                 vars.values[name] = None if MARK in value else value
+            vars.exported.add(name)
         return
     if words[0] in ("source", ".") or words[0] in ("unset",):
         if words[0] == "unset":
             for name in words[1:]:
                 vars.values.pop(name, None)
+                vars.exported.discard(name)
         return
-    out.append(Command(words=tuple(words), env=dict(env), line=stmt[0].line))
+    # the command's environment: what the script exported, then its own VAR=x prefixes
+    out.append(Command(words=tuple(words), env={**vars.environment(), **env}, line=stmt[0].line))
