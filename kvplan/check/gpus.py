@@ -57,11 +57,11 @@ class LabelEntry:
 @lru_cache(maxsize=None)
 def _table() -> dict[str, tuple[str, dict[str, LabelEntry]]]:
     """label key -> (namespace, value -> entry)."""
-    from importlib import resources
+    from kvplan.core import packaged
 
     import yaml
 
-    text = resources.files("kvplan.data").joinpath("gpu_labels.yaml").read_text(encoding="utf-8")
+    text = packaged.data_file("gpu_labels.yaml").read_text(encoding="utf-8")
     out: dict[str, tuple[str, dict[str, LabelEntry]]] = {}
     for block in yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)):
         values = {}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import re
 from functools import lru_cache
-from importlib import resources
+from kvplan.core import packaged
 from pathlib import Path
 
 from kvplan.core.spec import ModelSpec, spec_from_mapping
@@ -17,7 +17,7 @@ def norm(name: str) -> str:
 
 
 def _specs_dir():
-    return resources.files("kvplan.model_specs")
+    return packaged.folder("kvplan.model_specs")
 
 
 def _load_bundled_file(entry) -> dict:

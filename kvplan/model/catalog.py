@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from functools import lru_cache
-from importlib import resources
+from kvplan.core import packaged
 
 from kvplan.core.errors import InputError, did_you_mean
 from kvplan.core.spec import ModelSpec
@@ -67,7 +67,7 @@ _GPU_KEYS = {f for f in Gpu.__dataclass_fields__}
 def gpus() -> tuple[Gpu, ...]:
     import yaml
 
-    text = resources.files("kvplan.data").joinpath("gpus.yaml").read_text(encoding="utf-8")
+    text = packaged.data_file("gpus.yaml").read_text(encoding="utf-8")
     entries = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     out = []
     for entry in entries:

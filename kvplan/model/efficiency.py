@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from kvplan.core import packaged
 
 
 @dataclass(frozen=True)
@@ -27,7 +27,7 @@ class Factors:
 def _table() -> dict:
     import yaml
 
-    text = resources.files("kvplan.data").joinpath("latency_factors.yaml").read_text(encoding="utf-8")
+    text = packaged.data_file("latency_factors.yaml").read_text(encoding="utf-8")
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from importlib import resources
+from kvplan.core import packaged
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -37,7 +37,7 @@ class Price:
 def _load_data(name: str) -> Any:
     import yaml
 
-    text = resources.files("kvplan.data").joinpath(name).read_text(encoding="utf-8")
+    text = packaged.data_file(name).read_text(encoding="utf-8")
     return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
 
 

@@ -211,14 +211,14 @@ def _older_release_accepting(err: InputError) -> str | None:
     """The newest vLLM release before 0.10 whose `serve` parser took the option an error is about
     (kvplan/data/vllm_options_before_0.10.json, from each release's own parser), or None."""
     import json
-    from importlib import resources
+    from kvplan.core import packaged
 
     key = (err.where or "").rsplit(": ", 1)[-1].split("=", 1)[0]
     flag = key if key.startswith("-") else "--" + key.replace("_", "-")
     explicit = "ignored explicit argument" in err.what
     if not (explicit or "has no serve option" in err.what):
         return None
-    table = json.loads(resources.files("kvplan.data").joinpath("vllm_options_before_0.10.json").read_text(encoding="utf-8"))
+    table = json.loads(packaged.data_file("vllm_options_before_0.10.json").read_text(encoding="utf-8"))
     for version, flags in reversed(list(table["releases"].items())):
         kind = flags.get(flag)
         if kind is not None and (not explicit or kind == "optional"):

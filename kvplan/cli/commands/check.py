@@ -91,9 +91,9 @@ def check(
     from kvplan.core.errors import InputError
 
     if print_schema:
-        from importlib import resources
+        from kvplan.core import packaged
 
-        sys.stdout.write(resources.files("kvplan.data").joinpath("deployment.schema.json").read_text(encoding="utf-8"))
+        sys.stdout.write(packaged.data_file("deployment.schema.json").read_text(encoding="utf-8"))
         return
     if json_out and fmt not in (OutputFormat.text, OutputFormat.json):
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")

@@ -34,7 +34,7 @@ import shlex
 from dataclasses import dataclass, field
 from fractions import Fraction
 from functools import lru_cache
-from importlib import resources
+from kvplan.core import packaged
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean
@@ -77,7 +77,7 @@ def check_version(version: str | None) -> str:
 @lru_cache(maxsize=None)
 def table_releases() -> tuple[str, ...]:
     """The studied releases whose option tables ship (kvplan/data/vllm_options/<release>.json), oldest first."""
-    names = [e.name[:-5] for e in resources.files("kvplan.data").joinpath("vllm_options").iterdir()
+    names = [e.name[:-5] for e in packaged.data_file("vllm_options").iterdir()
              if e.name.endswith(".json")]
     return tuple(sorted(names, key=releases.sort_key))
 
@@ -96,7 +96,7 @@ def options(version: str = DEFAULT_VERSION) -> dict[str, Option]:
 
 @lru_cache(maxsize=None)
 def _table(table: str) -> dict[str, Option]:
-    text = resources.files("kvplan.data").joinpath("vllm_options", f"{table}.json").read_text(encoding="utf-8")
+    text = packaged.data_file("vllm_options", f"{table}.json").read_text(encoding="utf-8")
     out = {}
     for entry in json.loads(text)["options"]:
         flags = tuple(entry["flags"])
