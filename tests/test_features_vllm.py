@@ -459,3 +459,41 @@ def test_the_sampler_variable_in_a_deployments_environment(cli, tmp_path):
 
     code, out, err = cli("check", compose("    environment:\n      - VLLM_USE_FLASHINFER_SAMPLER=true\n"), "--gpu", "h100")
     assert code == 2 and "environment VLLM_USE_FLASHINFER_SAMPLER" in err and "as an integer" in err, out + err
+
+
+def test_a_length_past_the_models_limit_with_vllm_allow_long_max_model_len(cli, tmp_path):
+    """vLLM refuses a max_model_len above the model's derived limit unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is "1" or
+    "true" (vllm/config/model.py _get_and_verify_max_len; envs.py reads value.strip().lower() in ("1", "true")).
+    check called such a deployment invalid even with the variable set, and estimate said it does not start. Set
+    from outside the file, the verdict depends on it: cannot judge, until --engine-option says."""
+    def script(name: str, env: str) -> Path:
+        path = tmp_path / f"{name}.sh"
+        path.write_text(f"#!/bin/bash\n{env}vllm serve llama-3.1-8b --max-model-len 200000\n")
+        return path
+
+    def status(path: Path, *extra: str) -> tuple[int, dict]:
+        code, out, err = cli("check", path, "--gpu", "h100", "--json", *extra)
+        return code, json.loads(out)["verdicts"][0]
+
+    code, verdict = status(script("on", "export VLLM_ALLOW_LONG_MAX_MODEL_LEN=1\n"))
+    assert code == 0 and verdict["status"] == "pass", verdict
+    assert any("VLLM_ALLOW_LONG_MAX_MODEL_LEN lets vLLM start" in n for n in verdict["notes"])
+    assert status(script("true", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=' TRUE' "))[1]["status"] == "pass"
+    for name, env in (("unset", ""), ("yes", "export VLLM_ALLOW_LONG_MAX_MODEL_LEN=yes\n")):  # "yes" is off to vLLM
+        code, verdict = status(script(name, env))
+        assert code == 2 and verdict["status"] == "invalid" and "above the model's limit of 131,072" in verdict["reason"]
+    unknown = script("unknown", "export VLLM_ALLOW_LONG_MAX_MODEL_LEN=$ALLOW\n")
+    code, verdict = status(unknown)
+    assert code == 3 and verdict["status"] == "cannot_judge" and "set outside the file" in verdict["reason"]
+    assert status(unknown, "--engine-option", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")[1]["status"] == "pass"
+    assert status(unknown, "--engine-option", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=0")[1]["status"] == "invalid"
+
+    (tmp_path / "d.yaml").write_text("name: a\nengine: vllm\nmodel: llama-3.1-8b\ngpu: h100\nmax_model_len: 200000\n"
+                                     "engine_options:\n  VLLM_ALLOW_LONG_MAX_MODEL_LEN: 1\n")
+    assert status(tmp_path / "d.yaml")[1]["status"] == "pass"
+
+    base = ("estimate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "h100", "--seq", "200000", "--json")
+    code, out, _ = cli(*base)
+    assert code == 1 and not json.loads(out)["fits"]
+    code, out, _ = cli(*base, "--engine-option", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+    assert code == 0 and json.loads(out)["fits"]

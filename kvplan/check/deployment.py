@@ -11,7 +11,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from kvplan.core.errors import InputError, KvplanError
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.calibration import SiteProfile
 from kvplan.core.units import shown
 from kvplan.engines.request import EngineRequest, Hardware
@@ -281,17 +281,23 @@ def default_max_len(engine: str, spec, raw_config, *, where: str, key: str) -> i
     raise InputError("the model names no maximum context", where=where, hint=f"set {key}")
 
 
-def check_vllm_max_len(seq: int, spec, raw_config, *, where: str) -> None:
-    """vLLM refuses a max_model_len above the model's derived limit (vllm/config/model.py _get_and_verify_max_len)."""
-    from kvplan.engines.vllm import serve_args
+def check_vllm_max_len(seq: int, spec, raw_config, *, where: str, allow_long: bool | None = False) -> None:
+    """vLLM refuses a max_model_len above the model's derived limit (vllm/config/model.py _get_and_verify_max_len)
+    unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is on (`allow_long`; None: set outside the file, so not known)."""
+    from kvplan.engines.vllm import releases, serve_args
 
     if raw_config is not None:
         _, limit = serve_args.derived_max_model_len(*raw_config)
     else:
         limit = spec.max_context
-    if limit is not None and seq > limit:
-        raise InputError(f"max_model_len {seq:,} is above the model's limit of {int(limit):,} tokens: vLLM refuses to start",
-                         where=where, hint="lower it; vLLM allows more only with VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+    if limit is None or seq <= limit or allow_long:
+        return
+    if allow_long is None:
+        raise UnsupportedError(f"max_model_len {seq:,} is above the model's limit of {int(limit):,} tokens: vLLM starts only "
+                               f"if {releases.ALLOW_LONG_ENV}, set outside the file, is 1", where=where,
+                               hint=f"give --engine-option {releases.ALLOW_LONG_ENV}=1 (or 0) to say which")
+    raise InputError(f"max_model_len {seq:,} is above the model's limit of {int(limit):,} tokens: vLLM refuses to start",
+                     where=where, hint=f"lower it; vLLM allows more only with {releases.ALLOW_LONG_ENV}=1")
 
 
 def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, util, reserve, kv_mem, where, key,

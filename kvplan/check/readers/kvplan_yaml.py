@@ -138,14 +138,16 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         located(at("vllm_version"), releases.release, version)
     elif engine == "vllm":
         version = defaults.vllm_version
+    options = _engine_options(data["engine_options"], where=at("engine_options")) if "engine_options" in data else None
     if engine == "vllm":
-        check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"))
+        given = dict(options or ()) | dict(defaults.engine_options or ())  # the command line outranks the file
+        check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"),
+                           allow_long=releases.allow_long_flag(given.get(releases.ALLOW_LONG_OPTION)))
     if "sglang_args" in data:
         features, notes = _sglang_features(data, spec, engine=engine, where=where)
     else:
         features, spec, weight_fmt, notes = _features(data, spec, raw_config, weight_fmt, engine=engine, tp=tp, pp=pp,
                                                       version=version, where=where, base_dir=base_dir)
-    options = _engine_options(data["engine_options"], where=at("engine_options")) if "engine_options" in data else None
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=gpu, util=util,
                              reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version,
                              features=features, site=defaults.site_for(engine), engine_options=options, **ints)

@@ -21,6 +21,20 @@ _VLLM_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": 
 _V0 = "VLLM_USE_V1"
 
 
+def allow_long(env: Mapping[str, str | None], command_line: Mapping[str, str]) -> bool | None:
+    """Whether VLLM_ALLOW_LONG_MAX_MODEL_LEN lets max_model_len pass the model's limit: --engine-option first, then
+    the engine's environment; None when the file sets it from outside (its value is not known)."""
+    from kvplan.check import shell
+    from kvplan.engines.vllm import releases
+
+    if releases.ALLOW_LONG_OPTION in command_line:
+        return releases.allow_long_flag(command_line[releases.ALLOW_LONG_OPTION])
+    if releases.ALLOW_LONG_ENV not in env:
+        return False
+    value = env[releases.ALLOW_LONG_ENV]
+    return None if value is None or shell.MARK in value else releases.allow_long_flag(value)
+
+
 def sampler_option(env: Mapping[str, str | None], where: str) -> tuple[tuple[tuple[str, str], ...] | None, str | None]:
     """VLLM_USE_FLASHINFER_SAMPLER from the engine's environment, as `--engine-option` passes it, and a note. A value
     set outside the file (a secret, the deploying shell) is judged as 0: vLLM's native sampler needs more memory
@@ -60,6 +74,7 @@ def release_words(version: str | None, origin: str | None) -> str:
 
 def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     from kvplan.core import dtypes
+    from kvplan.engines.vllm import releases
     from kvplan.engines.vllm.engine import KV_DTYPES
 
     where = ctx.where
@@ -98,7 +113,8 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
         seq = default_max_len("vllm", spec, raw_config, where=where, key=key("max_model_len"))
     elif seq < 1:
         raise InputError(f"must be positive, got {seq}", where=at("max_model_len"))
-    check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"))
+    long_ok = allow_long(ctx.env, dict(ctx.defaults.engine_options or ()))
+    check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"), allow_long=long_ok)
 
     weight_fmt = None
     vllm_dtype = args.get("dtype", "auto")
@@ -122,7 +138,9 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     kv_mem = args.get("kv_cache_memory_bytes")
     if kv_mem is not None and kv_mem < 1:
         raise InputError(f"must be positive, got {kv_mem}", where=at("kv_cache_memory_bytes"))
-    sampler, sampler_note = sampler_option(ctx.env, where)
+    env_options, sampler_note = sampler_option(ctx.env, where)
+    if long_ok:  # the estimate refuses a length past max_position_embeddings unless told
+        env_options = (env_options or ()) + ((releases.ALLOW_LONG_OPTION, "1"),)
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + feature_notes
     if sampler_note:
@@ -141,7 +159,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
                              prefix_caching=prefix_caching, features=features if features.any else None,
-                             engine_options=sampler, **ints)  # the site profile: with_command_line
+                             engine_options=env_options, **ints)  # the site profile: with_command_line
     served = args.get("served_model_name")
     # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
     # resource has

@@ -25,7 +25,7 @@ ENGINE = Engine(
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
     util_max=_util_max, takes_gpu_reserved=True, takes_features=True,
     # the environment the sampler is picked by (releases.sampler_for)
-    option_keys=(releases.FLASHINFER_SAMPLER_OPTION,),
+    option_keys=releases.OPTION_KEYS,
 )
 
 __all__ = ["ENGINE", "estimate", "VllmEstimate"]

@@ -536,7 +536,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
     None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
     "high" a modelled budget is taken at that edge of its band (check judges by the low edge)."""
-    refuse_unread_options(req, "vLLM", (releases.FLASHINFER_SAMPLER_OPTION,))  # a file's engine_options skip accepts
+    refuse_unread_options(req, "vLLM", releases.OPTION_KEYS)  # a file's engine_options skip accepts
     if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
         return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
     rel = releases.release(req.engine_version)
@@ -643,9 +643,13 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
             est_len = failing.estimated_max_model_len
             log_lines.append(_not_fit_line(rel, req.seq, failing.needed_kv_bytes, failing.available_kv_bytes, est_len))
         too_long = spec.max_context is not None and req.seq > spec.max_context
-        if too_long:
+        if too_long and releases.allow_long_flag(req.option(releases.ALLOW_LONG_OPTION)):
+            too_long = False
+            notes.append(f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
+                         f"{releases.ALLOW_LONG_ENV} lets vLLM start (it warns that with RoPE the positions beyond give NaN)")
+        elif too_long:
             longer = (f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
-                      "vLLM refuses it unless VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
+                      f"vLLM refuses it unless {releases.ALLOW_LONG_ENV}=1")
             refused = refused or longer
             notes.append(longer)
         fits = starts and failing is None and not too_long

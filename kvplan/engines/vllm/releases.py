@@ -62,6 +62,19 @@ FLASHINFER_SAMPLER_ENV = "VLLM_USE_FLASHINFER_SAMPLER"
 FLASHINFER_SAMPLER_OPTION = FLASHINFER_SAMPLER_ENV.lower()  # --engine-option keys are read in lower case
 
 
+# the environment variable that lets max_model_len exceed the model's derived limit (vllm/config/model.py
+# _get_and_verify_max_len: a warning instead of "User-specified max_model_len ... is greater than the derived")
+ALLOW_LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
+ALLOW_LONG_OPTION = ALLOW_LONG_ENV.lower()
+OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION)
+
+
+def allow_long_flag(value: str | None) -> bool:
+    """VLLM_ALLOW_LONG_MAX_MODEL_LEN as vLLM reads it (envs.py, 0.10-0.33): value.strip().lower() in ("1", "true");
+    any other value is off, without an error."""
+    return value is not None and value.strip().lower() in ("1", "true")
+
+
 def flashinfer_flag(value: str, *, where: str = "--engine-option") -> bool:
     """VLLM_USE_FLASHINFER_SAMPLER as vLLM reads it, bool(int(value)) (envs.py, 0.10-0.33): any integer, nonzero
     meaning on; anything else stops vLLM at start-up, so it is refused here."""
