@@ -497,3 +497,45 @@ def test_a_length_past_the_models_limit_with_vllm_allow_long_max_model_len(cli, 
     assert code == 1 and not json.loads(out)["fits"]
     code, out, _ = cli(*base, "--engine-option", "VLLM_ALLOW_LONG_MAX_MODEL_LEN=1")
     assert code == 0 and json.loads(out)["fits"]
+
+
+def test_vllm_memory_profiler_estimate_cudagraphs_moves_the_graph_estimate_in_or_out(cli, tmp_path):
+    """VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS (envs.py, bool(int(value)); default 0 in 0.18-0.19, 1 from 0.20):
+    on, determine_available_memory takes the CUDA-graph estimate out of the budget. kvplan followed the release's
+    default whatever the deployment set, so =1 on 0.19 judged the pool larger than vLLM makes it by the whole
+    estimate. Before 0.18 there is no estimate and the variable changes nothing."""
+    def estimate(version: str, value: str | None = None) -> dict:
+        extra = ("--engine-option", f"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS={value}") if value is not None else ()
+        code, out, err = cli("estimate", "llama-3.1-8b", "--engine", "vllm", "--engine-version", version, "--gpu", "h100",
+                             "--seq", "8K", "--json", *extra)
+        assert code == 0, out + err
+        return json.loads(out)
+
+    for version, default in (("0.19.0", False), ("0.21.0", True)):
+        base = estimate(version)
+        on, off = estimate(version, "1"), estimate(version, "0")
+        graphs = base["cuda_graph_bytes"]
+        assert graphs > 0 and base["cuda_graph_subtracted"] is default
+        assert on["available_kv_bytes"] == off["available_kv_bytes"] - graphs
+        assert base["available_kv_bytes"] == (on if default else off)["available_kv_bytes"]
+    old = estimate("0.17.1")
+    assert estimate("0.17.1", "1")["available_kv_bytes"] == old["available_kv_bytes"] and old["cuda_graph_bytes"] == 0
+
+    def compose(env: str) -> tuple[int, dict]:
+        path = tmp_path / f"c{len(list(tmp_path.iterdir()))}" / "docker-compose.yml"
+        path.parent.mkdir()
+        path.write_text("services:\n  vllm:\n    image: vllm/vllm-openai:v0.19.0\n" + env +
+                        "    command: --model llama-3.1-8b --max-model-len 8192\n")
+        code, out, err = cli("check", path, "--gpu", "h100", "--json")
+        return code, json.loads(out)["verdicts"][0]
+
+    plain = compose("")[1]["figures"]["available_kv_bytes"]
+    assert compose("    environment:\n      - VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=0\n")[1]["figures"]["available_kv_bytes"] == plain
+    code, verdict = compose("    environment:\n      - VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1\n")
+    on_019 = verdict["figures"]["available_kv_bytes"]
+    assert code == 0 and on_019 < plain
+    code, verdict = compose("    environment:\n      - VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS\n")  # from the shell
+    assert verdict["figures"]["available_kv_bytes"] == on_019
+    assert any("VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS is set outside the file" in n for n in verdict["notes"])
+    code, verdict = compose("    environment:\n      - VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=on\n")
+    assert code == 2 and "as an integer" in verdict["reason"]

@@ -35,23 +35,32 @@ def allow_long(env: Mapping[str, str | None], command_line: Mapping[str, str]) -
     return None if value is None or shell.MARK in value else releases.allow_long_flag(value)
 
 
-def sampler_option(env: Mapping[str, str | None], where: str) -> tuple[tuple[tuple[str, str], ...] | None, str | None]:
-    """VLLM_USE_FLASHINFER_SAMPLER from the engine's environment, as `--engine-option` passes it, and a note. A value
-    set outside the file (a secret, the deploying shell) is judged as 0: vLLM's native sampler needs more memory
-    than FlashInfer's on every release (kvplan/engines/vllm/budget.py), so the verdict holds whatever the value is."""
+# vLLM's integer variables that change the budget: the value judged when the file sets one from outside (a secret,
+# the deploying shell), the one that leaves the least for the KV cache, so the verdict holds whatever it turns out
+# to be: the native sampler needs more than FlashInfer's on every release (kvplan/engines/vllm/budget.py), and
+# subtracting the CUDA-graph estimate leaves less than not
+_WORST_CASE = {"VLLM_USE_FLASHINFER_SAMPLER": ("0", "vLLM's native sampler, which needs the most memory"),
+               "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS": ("1", "the CUDA-graph estimate taken out of the budget")}
+
+
+def environment_options(env: Mapping[str, str | None], where: str) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """The engine's environment variables that change vLLM's budget, as `--engine-option` passes them, and notes."""
     from kvplan.check import shell
     from kvplan.engines.vllm import releases
 
-    name = releases.FLASHINFER_SAMPLER_ENV
-    if name not in env:
-        return None, None
-    value = env[name]
-    if value is None or shell.MARK in value:
-        return ((releases.FLASHINFER_SAMPLER_OPTION, "0"),), (
-            f"{name} is set outside the file: judged with vLLM's native sampler, which needs the most memory "
-            f"(--engine-option {name}=1 judges FlashInfer's)")
-    releases.flashinfer_flag(value, where=f"{where}: environment {name}")
-    return ((releases.FLASHINFER_SAMPLER_OPTION, value),), None
+    options: list[tuple[str, str]] = []
+    notes = []
+    for name, (worst, judged) in _WORST_CASE.items():
+        if name not in env:
+            continue
+        value = env[name]
+        if value is None or shell.MARK in value:
+            value = worst
+            notes.append(f"{name} is set outside the file: judged with {judged} (--engine-option {name}=VALUE says which)")
+        else:
+            releases.integer_flag(name, value, where=f"{where}: environment {name}")
+        options.append((name.lower(), value))
+    return tuple(options), notes
 
 
 def key_style(fmt: str) -> Callable[[str], str]:
@@ -138,13 +147,12 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     kv_mem = args.get("kv_cache_memory_bytes")
     if kv_mem is not None and kv_mem < 1:
         raise InputError(f"must be positive, got {kv_mem}", where=at("kv_cache_memory_bytes"))
-    env_options, sampler_note = sampler_option(ctx.env, where)
+    env_options, env_notes = environment_options(ctx.env, where)
     if long_ok:  # the estimate refuses a length past max_position_embeddings unless told
-        env_options = (env_options or ()) + ((releases.ALLOW_LONG_OPTION, "1"),)
+        env_options += ((releases.ALLOW_LONG_OPTION, "1"),)
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + feature_notes
-    if sampler_note:
-        notes.append(sampler_note)
+    notes += env_notes
     graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
         notes.append(f"{', '.join(graph)}: CUDA-graph memory is counted as with vLLM's defaults")
@@ -159,7 +167,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
                              prefix_caching=prefix_caching, features=features if features.any else None,
-                             engine_options=env_options, **ints)  # the site profile: with_command_line
+                             engine_options=env_options or None, **ints)  # the site profile: with_command_line
     served = args.get("served_model_name")
     # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
     # resource has

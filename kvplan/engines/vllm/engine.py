@@ -482,12 +482,19 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
                                 "SIZE, or a site profile fitted by kvplan calibrate on one of this machine's logs")
 
 
+def release_for(req: EngineRequest) -> releases.Release:
+    """The rules of the request's vLLM release under the environment it gives (--engine-option, a deployment's
+    environment): VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS decides whether the CUDA-graph estimate leaves the budget."""
+    return releases.with_environment(releases.release(req.engine_version),
+                                     graph_estimate=req.option(releases.GRAPH_ESTIMATE_OPTION))
+
+
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
                 notes: list[str] | None = None, spec: ModelSpec | None = None) -> tuple[VllmBudget, ...]:
     """The modelled budget of one GPU per pipeline stage for a request with a GPU, resolved as estimate resolves it
     (the release's defaults for the scheduler limits and the utilization; the site profile's terms). `constants`
     other than the fitted ones serve the benchmark's leave-one-log-out fits."""
-    rel = releases.release(req.engine_version)
+    rel = release_for(req)
     hw = req.hardware
     mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
                                                         hw.capacity_bytes, hw.name, rel)
@@ -539,7 +546,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     refuse_unread_options(req, "vLLM", releases.OPTION_KEYS)  # a file's engine_options skip accepts
     if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
         return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
-    rel = releases.release(req.engine_version)
+    rel = release_for(req)
     spec = req.spec
     if req.batch < 1:
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
@@ -780,7 +787,7 @@ def _given_pool_on_the_gpu(req: EngineRequest, result: VllmEstimate) -> VllmEsti
     allocation or the CUDA-graph capture after it runs out of memory. The pool must fit in what the whole GPU
     (utilization 1: the fraction is not applied) leaves after the CUDA context, the weights, the activation peak,
     non-torch memory and the CUDA graphs, each modelled as for the budget; beyond that it is a definite no."""
-    rel = releases.release(req.engine_version)
+    rel = release_for(req)
     hw = req.hardware
     whole_gpu = budgets_for(dataclasses.replace(req, kv_cache_memory=None, gpu_util=Fraction(1),
                                                 max_num_batched_tokens=result.max_num_batched_tokens,

@@ -66,7 +66,12 @@ FLASHINFER_SAMPLER_OPTION = FLASHINFER_SAMPLER_ENV.lower()  # --engine-option ke
 # _get_and_verify_max_len: a warning instead of "User-specified max_model_len ... is greater than the derived")
 ALLOW_LONG_ENV = "VLLM_ALLOW_LONG_MAX_MODEL_LEN"
 ALLOW_LONG_OPTION = ALLOW_LONG_ENV.lower()
-OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION)
+# the environment variable that says whether the CUDA-graph estimate is taken out of the budget (0.18+: envs.py
+# default 0 in 0.18-0.19, 1 from 0.20; v1/worker/gpu_worker.py determine_available_memory); before 0.18 there is
+# no estimate and the variable does not exist
+GRAPH_ESTIMATE_ENV = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
+GRAPH_ESTIMATE_OPTION = GRAPH_ESTIMATE_ENV.lower()
+OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION, GRAPH_ESTIMATE_OPTION)
 
 
 def allow_long_flag(value: str | None) -> bool:
@@ -75,14 +80,31 @@ def allow_long_flag(value: str | None) -> bool:
     return value is not None and value.strip().lower() in ("1", "true")
 
 
-def flashinfer_flag(value: str, *, where: str = "--engine-option") -> bool:
-    """VLLM_USE_FLASHINFER_SAMPLER as vLLM reads it, bool(int(value)) (envs.py, 0.10-0.33): any integer, nonzero
-    meaning on; anything else stops vLLM at start-up, so it is refused here."""
+def integer_flag(name: str, value: str, *, where: str = "--engine-option", hint: str = "1 or 0") -> bool:
+    """A variable vLLM reads as bool(int(value)) (envs.py: VLLM_USE_FLASHINFER_SAMPLER 0.10-0.33,
+    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS 0.18-0.33): any integer, nonzero meaning on; anything else stops vLLM
+    at start-up, so it is refused here."""
     try:
         return bool(int(value))
     except ValueError:
-        raise InputError(f"{FLASHINFER_SAMPLER_ENV}={value!r}: vLLM reads it as an integer and would not start",
-                         where=where, hint=f"{FLASHINFER_SAMPLER_ENV}=1 (FlashInfer's sampler) or =0 (the native one)") from None
+        raise InputError(f"{name}={value!r}: vLLM reads it as an integer and would not start", where=where,
+                         hint=f"{name}={hint}") from None
+
+
+def flashinfer_flag(value: str, *, where: str = "--engine-option") -> bool:
+    return integer_flag(FLASHINFER_SAMPLER_ENV, value, where=where,
+                        hint="1 (FlashInfer's sampler) or =0 (the native one)")
+
+
+def with_environment(release: "Release", *, graph_estimate: str | None = None) -> "Release":
+    """The release's rules under the engine's environment: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 takes the
+    CUDA-graph estimate out of the budget on 0.18-0.19 too, =0 leaves it in on 0.20+; before 0.18 it changes nothing."""
+    if graph_estimate is None:
+        return release
+    flag = integer_flag(GRAPH_ESTIMATE_ENV, graph_estimate)
+    if not release.cuda_graph_estimated or flag == release.cuda_graph_subtracted:
+        return release
+    return dataclasses.replace(release, cuda_graph_subtracted=flag)
 
 
 def sampler_for(release: "Release", flashinfer_env: str | None) -> str:
