@@ -136,12 +136,17 @@ def quantity_table(title: str | None = None):
     return QuantityTable(title=title, title_justify="left", show_header=True, header_style="bold", box=_box())
 
 
-def needed_width(console, table) -> int:
-    """The fewest columns `table` takes without cutting a cell's figure: rich's measure ignores min_width under
-    pressure, so the floors and the borders (3 per column) are counted as well."""
+def _measure(console, table):
+    """rich's (minimum, maximum) width of a table given all the room it wants."""
     from rich.measure import Measurement
 
-    need = Measurement.get(console, console.options.update_width(10_000), table).minimum
+    return Measurement.get(console, console.options.update_width(10_000), table)
+
+
+def needed_width(console, table, measured=None) -> int:
+    """The fewest columns `table` takes without cutting a cell's figure: rich's measure ignores min_width under
+    pressure, so the floors and the borders (3 per column) are counted as well."""
+    need = (measured or _measure(console, table)).minimum
     columns = getattr(table, "columns", None)
     if columns:
         need = max(need, sum((c.min_width or 1) + 3 for c in columns) + 1)
@@ -165,8 +170,9 @@ def print_fitting(console, renderable) -> None:
     if records is None:
         console.print(renderable)
         return
-    if needed_width(console, renderable) <= console.width:
-        _share_width(console, renderable)
+    measured = _measure(console, renderable)  # once: a table's measure renders every cell
+    if needed_width(console, renderable, measured) <= console.width:
+        _share_width(console, renderable, measured.maximum)
         console.print(renderable)
         return
     title, headers, rows, keys = records
@@ -177,16 +183,13 @@ def print_fitting(console, renderable) -> None:
     print_records(console, title, headers, [[one_line(c) for c in row] for row in rows], keys=keys)
 
 
-def _share_width(console, table) -> None:
+def _share_width(console, table, natural: int) -> None:
     """Give each column of a table that must shrink an explicit width: every column gets its floor (figures and
     names their widest cell, text its longest word); the room left goes to the text columns by water-filling (the
     narrowest raised first to what it would take unwrapped, the rest alike), then what remains unwraps the
     headers of the figure columns, narrowest first. A wrapped cell costs a line in every row it wraps, a wrapped
     header one line in all, hence that order (left to itself rich shrinks every wrappable column in proportion and
     folds words, or crops a column below its min_width)."""
-    from rich.measure import Measurement
-
-    natural = Measurement.get(console, console.options.update_width(10_000), table).maximum
     if natural <= console.width:
         return
     _, _, rows, _ = table.records
