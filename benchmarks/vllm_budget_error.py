@@ -43,7 +43,7 @@ from kvplan.engines.request import EngineRequest, Hardware  # noqa: E402
 from kvplan.engines.features import Features, ParallelOptions  # noqa: E402
 from kvplan.engines.vllm import budget as B  # noqa: E402
 from kvplan.engines.vllm import releases  # noqa: E402
-from kvplan.engines.vllm.engine import budgets_for  # noqa: E402
+from kvplan.engines.vllm.engine import budgets_for, release_for  # noqa: E402
 from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log_file  # noqa: E402
 from kvplan.model import catalog  # noqa: E402
 
@@ -78,7 +78,7 @@ class Run:
 
     @property
     def release(self) -> releases.Release:
-        return releases.release(self.request.engine_version)
+        return release_for(self.request)  # the release under the run's environment options
 
     @property
     def line(self) -> str:

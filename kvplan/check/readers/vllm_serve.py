@@ -21,10 +21,16 @@ _VLLM_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": 
 _V0 = "VLLM_USE_V1"
 
 
+def _set_outside(value: str | None) -> bool:
+    """Whether an environment value comes from outside the file (a secret, the deploying shell): not known here."""
+    from kvplan.check import shell
+
+    return value is None or shell.MARK in value
+
+
 def allow_long(env: Mapping[str, str | None], command_line: Mapping[str, str]) -> bool | None:
     """Whether VLLM_ALLOW_LONG_MAX_MODEL_LEN lets max_model_len pass the model's limit: --engine-option first, then
     the engine's environment; None when the file sets it from outside (its value is not known)."""
-    from kvplan.check import shell
     from kvplan.engines.vllm import releases
 
     if releases.ALLOW_LONG_OPTION in command_line:
@@ -32,7 +38,7 @@ def allow_long(env: Mapping[str, str | None], command_line: Mapping[str, str]) -
     if releases.ALLOW_LONG_ENV not in env:
         return False
     value = env[releases.ALLOW_LONG_ENV]
-    return None if value is None or shell.MARK in value else releases.allow_long_flag(value)
+    return None if _set_outside(value) else releases.allow_long_flag(value)
 
 
 # vLLM's integer variables that change the budget: the value judged when the file sets one from outside (a secret,
@@ -45,7 +51,6 @@ _WORST_CASE = {"VLLM_USE_FLASHINFER_SAMPLER": ("0", "vLLM's native sampler, whic
 
 def environment_options(env: Mapping[str, str | None], where: str) -> tuple[tuple[tuple[str, str], ...], list[str]]:
     """The engine's environment variables that change vLLM's budget, as `--engine-option` passes them, and notes."""
-    from kvplan.check import shell
     from kvplan.engines.vllm import releases
 
     options: list[tuple[str, str]] = []
@@ -54,7 +59,7 @@ def environment_options(env: Mapping[str, str | None], where: str) -> tuple[tupl
         if name not in env:
             continue
         value = env[name]
-        if value is None or shell.MARK in value:
+        if _set_outside(value):
             value = worst
             notes.append(f"{name} is set outside the file: judged with {judged} (--engine-option {name}=VALUE says which)")
         else:

@@ -24,7 +24,7 @@ ENGINE = Engine(
                       "--kv-cache-memory-bytes"),
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
     util_max=_util_max, takes_gpu_reserved=True, takes_features=True,
-    # the environment the sampler is picked by (releases.sampler_for)
+    # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
     option_keys=releases.OPTION_KEYS,
 )
 

@@ -423,7 +423,7 @@ class ActivationPeak:
 
 def activation_peak(spec: ModelSpec, model_dtype: DType, *, stage: int, pp: int, tp: int, max_num_batched_tokens: int,
                     max_num_seqs: int, release: Release, constants: Constants = FITTED,
-                    expert_parallel: bool = False, sampler_kind: str | None = None) -> ActivationPeak:
+                    expert_parallel: bool = False) -> ActivationPeak:
     """Torch peak memory increase of vLLM's profile run on one GPU (gpu_model_runner.py profile_run).
 
     Two phases, the larger one sets the peak:
@@ -469,7 +469,7 @@ def activation_peak(spec: ModelSpec, model_dtype: DType, *, stage: int, pp: int,
     peak = forward + received
     sampler = 0
     if stage == pp - 1:
-        kind = sampler_kind or release.sampler  # releases.sampler_for: VLLM_USE_FLASHINFER_SAMPLER, where given
+        kind = release.sampler  # VLLM_USE_FLASHINFER_SAMPLER, where given, is in it (releases.with_environment)
         if kind == releases.SAMPLER_TRITON and R < 8:
             kind = releases.SAMPLER_SORT  # topk_topp_sampler.py: the Triton kernel serves batches of >= 8 only
         sampler = math.ceil(R * spec.vocab_size * (b + constants.sampler(kind)))
@@ -530,14 +530,13 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
                  total_bytes: int, util: Fraction, max_num_batched_tokens: int, max_num_seqs: int,
                  release: Release, gpu=None, site=None, constants: Constants = FITTED,
                  expert_parallel: bool = False, gpu_reserved: int = 0, cuda_graphs: bool = True,
-                 sampler: str | None = None, notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
+                 notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
     """The budget of one GPU per pipeline stage (the TP ranks of a stage are alike). `gpu` is the catalog entry
     (kvplan.model.catalog.Gpu) or None for a GPU given by its memory; `site` a SiteProfile whose measured terms
     replace the modelled ones (engines/calibration.py); `gpu_reserved` memory in use before vLLM starts
     (--gpu-reserved), added to the site profile's: vLLM's budget is a fraction of the total, so it moves only the
     start check (free at the snapshot >= requested). `cuda_graphs` False (--enforce-eager): no graph is estimated.
-    `sampler`: the top-k / top-p sampler when the environment picks it (releases.sampler_for), else the release's."""
-    sampler = sampler or release.sampler
+    The environment's choices (the sampler, the CUDA-graph estimate) come in `release` (releases.with_environment)."""
     requested = requested_bytes(total_bytes, util, release)
     cc = gpu.compute_capability if gpu is not None else None
     kernel = mxfp4_backend(release, cc if cc is not None else "9.0")  # a GPU given by its memory: as Hopper
@@ -554,7 +553,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     for stage in range(pp):
         act = activation_peak(spec, model_dtype, stage=stage, pp=pp, tp=tp, max_num_batched_tokens=max_num_batched_tokens,
                               max_num_seqs=max_num_seqs, release=release, constants=constants,
-                              expert_parallel=expert_parallel, sampler_kind=sampler)
+                              expert_parallel=expert_parallel)
         peak = act.bytes
         nt = non_torch_bytes(tp, pp, release, interconnect, constants)
         graphs = cuda_graph_bytes(counts[stage], sizes, constants) if release.cuda_graph_estimated and cuda_graphs else 0
@@ -572,7 +571,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
         subtract = release.cuda_graph_subtracted
         available = requested - weights[stage] - peak - nt - (graphs if subtract else 0)
         band = _band(weights[stage], act, peak, nt, graphs if subtract else 0, setup, spec, replaced, mxfp4_triton,
-                     sort_sampler=sampler == releases.SAMPLER_SORT)
+                     sort_sampler=release.sampler == releases.SAMPLER_SORT)
         out.append(VllmBudget(stage=stage, layers=counts[stage], total_bytes=total_bytes,
                               gpu_memory_utilization=_fraction_text(util), requested_bytes=requested,
                               weights_bytes=weights[stage], activation_peak_bytes=peak, non_torch_bytes=nt,

@@ -484,9 +484,10 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
 
 def release_for(req: EngineRequest) -> releases.Release:
     """The rules of the request's vLLM release under the environment it gives (--engine-option, a deployment's
-    environment): VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS decides whether the CUDA-graph estimate leaves the budget."""
+    environment): whether the CUDA-graph estimate leaves the budget, and which sampler the profile warms up."""
     return releases.with_environment(releases.release(req.engine_version),
-                                     graph_estimate=req.option(releases.GRAPH_ESTIMATE_OPTION))
+                                     graph_estimate=req.option(releases.GRAPH_ESTIMATE_OPTION),
+                                     flashinfer_sampler=req.option(releases.FLASHINFER_SAMPLER_OPTION))
 
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
@@ -505,7 +506,6 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
                                      expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
                                      cuda_graphs=not (req.features is not None and req.features.enforce_eager),
-                                     sampler=releases.sampler_for(rel, req.option(releases.FLASHINFER_SAMPLER_OPTION)),
                                      notes=notes)
 
 

@@ -96,15 +96,22 @@ def flashinfer_flag(value: str, *, where: str = "--engine-option") -> bool:
                         hint="1 (FlashInfer's sampler) or =0 (the native one)")
 
 
-def with_environment(release: "Release", *, graph_estimate: str | None = None) -> "Release":
-    """The release's rules under the engine's environment: VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 takes the
-    CUDA-graph estimate out of the budget on 0.18-0.19 too, =0 leaves it in on 0.20+; before 0.18 it changes nothing."""
-    if graph_estimate is None:
-        return release
-    flag = integer_flag(GRAPH_ESTIMATE_ENV, graph_estimate)
-    if not release.cuda_graph_estimated or flag == release.cuda_graph_subtracted:
-        return release
-    return dataclasses.replace(release, cuda_graph_subtracted=flag)
+def with_environment(release: "Release", *, graph_estimate: str | None = None,
+                     flashinfer_sampler: str | None = None) -> "Release":
+    """The release's rules under the engine's environment (None: a variable not set):
+    VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 takes the CUDA-graph estimate out of the budget on 0.18-0.19 too, =0
+    leaves it in on 0.20+ (before 0.18 it changes nothing); VLLM_USE_FLASHINFER_SAMPLER picks the sampler
+    (sampler_for)."""
+    changes = {}
+    if graph_estimate is not None:
+        flag = integer_flag(GRAPH_ESTIMATE_ENV, graph_estimate)
+        if release.cuda_graph_estimated and flag != release.cuda_graph_subtracted:
+            changes["cuda_graph_subtracted"] = flag
+    if flashinfer_sampler is not None:
+        sampler = sampler_for(release, flashinfer_sampler)
+        if sampler != release.sampler:
+            changes["sampler"] = sampler
+    return dataclasses.replace(release, **changes) if changes else release
 
 
 def sampler_for(release: "Release", flashinfer_env: str | None) -> str:
