@@ -5,6 +5,10 @@ X-Error-Code GatedRepo, 404 with RepoNotFound / EntryNotFound / RevisionNotFound
 malformed config.json. Every request is logged (method, path, Range, Authorization) so tests can assert what was
 asked. No test touches the internet: the client is pointed here with HF_ENDPOINT.
 
+`misbehave` makes every answer one of the ways a real server or proxy fails (issue 26): "silent" accepts the
+connection and never answers, "trickle" sends a status line and then one header line every 2 s without end, "500"
+answers 500 every time, "endless" sends a 200 with no length and a body that never ends.
+
 The config.json files served are the real ones of tests/data/public_models (byte copies with provenance); the
 safetensors index and headers are built by the test that serves them, with the sizes written out in the test."""
 
@@ -49,8 +53,10 @@ class Repo:
 class StandIn:
     repos: dict[str, Repo] = field(default_factory=dict)
     delay_s: float = 0.0  # every answer waits this long
+    misbehave: str | None = None  # silent | trickle | 500 | endless (see the module docstring)
     requests: list[tuple[str, str, str | None, str | None]] = field(default_factory=list)
     url: str = ""
+    stopping: threading.Event = field(default_factory=threading.Event)
 
     def add(self, repo_id: str, files: dict[str, bytes], *, gated: bool = False, revisions=("main",)) -> Repo:
         commit = hashlib.sha1(repo_id.encode() + b"".join(files.values())).hexdigest()
@@ -81,6 +87,8 @@ def _handler(state: StandIn):
             state.requests.append((self.command, self.path, self.headers.get("Range"), self.headers.get("Authorization")))
             if state.delay_s:
                 time.sleep(state.delay_s)
+            if state.misbehave:
+                return self._misbehave(state.misbehave)
             parts = self.path.split("?")[0].split("/")
             if len(parts) < 6 or parts[3] != "resolve":
                 return self._error(404, "EntryNotFound", "not a resolve URL")
@@ -112,6 +120,33 @@ def _handler(state: StandIn):
             if with_body:
                 self.wfile.write(body)
 
+        def _misbehave(self, how: str) -> None:
+            # each way ends when the client hangs up (a write fails) or the server shuts down
+            try:
+                if how == "silent":
+                    while not state.stopping.wait(0.1):
+                        pass
+                elif how == "trickle":
+                    self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+                    n = 0
+                    while not state.stopping.wait(2.0):
+                        n += 1
+                        self.wfile.write(b"X-Trickle-%d: yes\r\n" % n)
+                        self.wfile.flush()
+                elif how == "500":
+                    self._error(500, "InternalError", "try again")
+                elif how == "endless":
+                    self.send_response(200)
+                    self.send_header("X-Repo-Commit", "0" * 40)
+                    self.send_header("Connection", "close")
+                    self.end_headers()
+                    block = b"{" + b" " * 65535
+                    while not state.stopping.is_set():
+                        self.wfile.write(block)
+            except OSError:
+                pass
+            self.close_connection = True
+
         def do_HEAD(self):
             self._answer(False)
 
@@ -133,5 +168,6 @@ def serve():
     try:
         yield state
     finally:
+        state.stopping.set()
         server.shutdown()
         server.server_close()

@@ -3,31 +3,43 @@ weights, read from the safetensors index (`metadata.total_size`) or, for a singl
 header of model.safetensors through an HTTP range read (the first bytes only, as hf-mem does). No weight is
 downloaded.
 
-Everything goes through huggingface_hub (imported here only, and only when the Hub is asked: `kvplan estimate`
-of a bundled model never imports it), so the Hub's own conventions hold: files land in the Hugging Face cache
-laid out as every other tool lays it out (kvplan/model/hf_cache.py reads it back offline), HF_TOKEN (or the
-token `hf auth login` stored) authenticates gated repositories, HF_ENDPOINT names a mirror. kvplan reads
-HF_ENDPOINT, HF_TOKEN and HF_HUB_OFFLINE itself at each call and passes them on, so a change of the environment
-after start-up counts. The one thing huggingface_hub cannot cache for us, a single file's safetensors header,
-is kept as a small JSON file under kvplan's own cache folder (weights_cache_file).
+The requests are kvplan's own (kvplan/model/hub_http.py: one total deadline per lookup, bodies capped), made as
+huggingface_hub makes them (GET {endpoint}/{repo}/resolve/{revision}/{file}; the commit in X-Repo-Commit, the
+blob name in X-Linked-Etag or ETag; the Hub's error in X-Error-Code), and the answers are laid out in the Hugging
+Face cache as huggingface_hub lays them out (refs/, snapshots/ linking into blobs/), so every other tool, and
+kvplan/model/hf_cache.py offline, reads them back. huggingface_hub's client retries for about 15 s per request
+past any timeout and logs each retry on stderr; a lookup here ends when KVPLAN_HUB_TIMEOUT says, with one line.
+HF_TOKEN (or the token `hf auth login` stored) authenticates gated repositories, HF_ENDPOINT names a mirror;
+both and HF_HUB_OFFLINE are read at each call, so a change of the environment after start-up counts. The one thing
+the Hugging Face cache has no place for, a single file's safetensors header figures, is kept as a small JSON
+file under kvplan's own cache folder (weights_cache_file).
 
-Every failure is "cannot judge" (exit 3), never "invalid": the deployment file is not wrong because the Hub is
-slow, the repository gated or the network absent. Each message says how to give the model instead.
+Every failure of the Hub is "cannot judge" (exit 3), never "invalid": the deployment file is not wrong because the
+Hub is slow, the repository gated or the network absent. Each message says how to give the model instead. A bad
+KVPLAN_HUB_TIMEOUT or HF_ENDPOINT is bad input (exit 2) naming the variable.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
+import math
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from kvplan.core.errors import UnsupportedError
-from kvplan.model.hf_cache import Snapshot, repo_folder
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.model.hf_cache import COMMIT, Snapshot, repo_folder
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 10.0  # huggingface_hub's own default for its metadata requests (HF_HUB_ETAG_TIMEOUT)
 _TRUE = {"1", "on", "yes", "true"}  # huggingface_hub utils._is_true
+# Caps on what one answer may hold. A config.json is a few KiB (the largest in tests/data/hf_configs is under
+# 100 KiB); an index names every tensor (a trillion-parameter MoE's is a few MiB); a safetensors header is refused
+# past the same limit a local one is (weights.MAX_HEADER_BYTES).
+CONFIG_CAP = 16 * 2**20
+INDEX_CAP = 64 * 2**20
+HEADER_PROBE = 100_000  # the first range read of a single file, as huggingface_hub's parse_safetensors_file_metadata
 
 
 def offline_by_environment() -> bool:
@@ -35,15 +47,35 @@ def offline_by_environment() -> bool:
 
 
 def endpoint() -> str:
-    return (os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT).rstrip("/")
+    """HF_ENDPOINT (an http or https URL), else the Hub."""
+    from urllib.parse import urlsplit
+
+    raw = os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT
+    url = raw.strip().rstrip("/")
+    try:
+        parts = urlsplit(url)
+        parts.port  # noqa: B018 - raises on a port that is not a number
+    except ValueError:
+        parts = None
+    if parts is None or parts.scheme not in ("http", "https") or not parts.hostname or any(c.isspace() for c in url):
+        raise InputError(f"{raw!r} is not an http(s) URL", where="HF_ENDPOINT",
+                         hint="e.g. HF_ENDPOINT=https://hf-mirror.example, or unset it for huggingface.co")
+    return url
 
 
 def timeout() -> float:
+    """KVPLAN_HUB_TIMEOUT: the seconds one lookup may take, all requests and retries together."""
     raw = os.environ.get("KVPLAN_HUB_TIMEOUT")
-    try:
-        return float(raw) if raw else DEFAULT_TIMEOUT_S
-    except ValueError:
+    if raw is None or not raw.strip():
         return DEFAULT_TIMEOUT_S
+    try:
+        value = float(raw)
+    except ValueError:
+        value = math.nan
+    if not math.isfinite(value) or value <= 0 or value > 3600:
+        raise InputError(f"{raw!r} is not a number of seconds between 0 and 3600", where="KVPLAN_HUB_TIMEOUT",
+                         hint=f"e.g. KVPLAN_HUB_TIMEOUT=30, or unset it for {DEFAULT_TIMEOUT_S:g} s")
+    return value
 
 
 def kvplan_cache_dir() -> Path:
@@ -82,88 +114,171 @@ def _hint(repo_id: str, revision: str | None) -> str:
             f"{repo_id.replace('/', '--')}/config.json, or name a local copy instead of {repo_id}{at}")
 
 
+def _token() -> str | None:
+    token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN")
+    if token:
+        return token.strip() or None
+    try:  # the token `hf auth login` stored (its file, found as huggingface_hub finds it)
+        from huggingface_hub import get_token
+    except ImportError:  # pragma: no cover - a dependency; without it only HF_TOKEN authenticates
+        return None
+    try:
+        return get_token()
+    except Exception:  # noqa: BLE001 - an unreadable token file is no token
+        return None
+
+
+class _Refused(Exception):
+    """The Hub answered with an error for one file."""
+
+    def __init__(self, status: int, code: str | None):
+        super().__init__(f"{status} {code}")
+        self.status, self.code = status, code
+
+
 def fetch(repo_id: str, revision: str | None, cache: Path) -> HubModel:
-    """config.json (and the safetensors index, or a single file's header) of `repo_id` into the cache."""
-    try:
-        import huggingface_hub
-        from huggingface_hub import errors as hf_errors
-    except ImportError:  # pragma: no cover - a dependency; an install without it still works offline
-        raise UnsupportedError(f"model {repo_id!r} is not bundled or cached, and huggingface_hub is not installed",
-                               hint="pip install huggingface_hub, or " + _hint(repo_id, revision)) from None
-    # kvplan decided to ask the Hub (not --offline, not HF_HUB_OFFLINE now); huggingface_hub read those settings
-    # when it was first imported, so its own copy is brought in line. Telemetry stays off: with it, huggingface_hub
-    # builds its user agent by asking {its endpoint}/api/agent-harnesses, a request that is not for the model.
-    from huggingface_hub import constants as hf_constants
+    """config.json (and the safetensors index, or a single file's header) of `repo_id` into the cache, within one
+    deadline of KVPLAN_HUB_TIMEOUT seconds."""
+    from kvplan.model import hub_http
 
-    hf_constants.HF_HUB_OFFLINE = False
-    hf_constants.HF_HUB_DISABLE_TELEMETRY = True
-    url = endpoint()
-    token = os.environ.get("HF_TOKEN") or os.environ.get("HUGGING_FACE_HUB_TOKEN") or None
     wait = timeout()
-    common = dict(cache_dir=cache, endpoint=url, token=token, etag_timeout=wait)
+    url = endpoint()
+    deadline = hub_http.Deadline(wait)
+    token = _token()
     where = f"{repo_id}{'@' + revision if revision else ''}"
+    if revision is not None and any(part in ("", ".", "..") for part in revision.split("/")):
+        raise InputError(f"revision {revision!r} is not a branch, tag or commit name", where="MODEL",
+                         hint="name it as the Hub does: main, v1.0, refs/pr/1 or a 40-character commit")
+    files = {}
     try:
-        config = Path(huggingface_hub.hf_hub_download(repo_id, "config.json", revision=revision, **common))
-        commit = config.parent.name
+        config, commit = _file(url, repo_id, revision or "main", "config.json", CONFIG_CAP, deadline, token)
+        files["config.json"] = config
         try:
-            huggingface_hub.hf_hub_download(repo_id, "model.safetensors.index.json", revision=commit, **common)
-        except hf_errors.EntryNotFoundError as err:
-            if isinstance(err, hf_errors.LocalEntryNotFoundError):
+            files["model.safetensors.index.json"] = _file(url, repo_id, commit, "model.safetensors.index.json",
+                                                          INDEX_CAP, deadline, token)[0]
+        except _Refused as err:
+            if err.code != "EntryNotFound":
                 raise
-            _single_file_header(huggingface_hub, hf_errors, repo_id, commit, url, token, wait)
-    except hf_errors.GatedRepoError:
-        raise UnsupportedError(f"{where} is a gated repository on {url}", where="MODEL",
-                               hint="accept its licence on the Hub and set HF_TOKEN, or " + _hint(repo_id, revision)) from None
-    except hf_errors.RevisionNotFoundError:
-        raise UnsupportedError(f"{url} has no revision {revision!r} of {repo_id}", where="MODEL",
-                               hint=_hint(repo_id, None)) from None
-    except hf_errors.RepositoryNotFoundError:
-        raise UnsupportedError(f"{url} has no repository {repo_id} (or it is private)", where="MODEL",
-                               hint="check the name; for a private repository set HF_TOKEN; or " + _hint(repo_id, revision)) from None
-    except hf_errors.EntryNotFoundError as err:
-        if isinstance(err, hf_errors.LocalEntryNotFoundError):  # no answer (offline, unreachable, too slow)
-            raise UnsupportedError(f"the Hugging Face Hub at {url} did not answer for {where} within {wait:g} s "
-                                   "and it is not in the local cache", where="MODEL",
-                                   hint="retry online, set KVPLAN_HUB_TIMEOUT, or " + _hint(repo_id, revision)) from None
-        raise UnsupportedError(f"{where} on {url} has no config.json: not a transformers model repository",
-                               where="MODEL", hint=_hint(repo_id, revision)) from None
-    except hf_errors.HfHubHTTPError as err:
-        status = getattr(getattr(err, "response", None), "status_code", None)
-        raise UnsupportedError(f"the Hugging Face Hub at {url} answered {status or 'an error'} for {where}",
-                               where="MODEL", hint=_hint(repo_id, revision)) from None
-    except Exception as err:  # noqa: BLE001 - connection refused, timeouts, a malformed answer: no usable answer
-        if "timeout" in type(err).__name__.lower() or "timed out" in str(err):
-            raise UnsupportedError(f"the Hugging Face Hub at {url} did not answer for {where} within {wait:g} s",
-                                   where="MODEL", hint="retry, set KVPLAN_HUB_TIMEOUT, or " + _hint(repo_id, revision)) from None
-        raise UnsupportedError(f"the Hugging Face Hub at {url} gave no usable answer for {where} "
-                               f"({type(err).__name__})", where="MODEL", hint=_hint(repo_id, revision)) from None
-    from kvplan.model.hf_cache import find_snapshot
-
-    snapshot = find_snapshot(repo_id, commit, cache)
-    if snapshot is None:  # pragma: no cover - hf_hub_download wrote it there
-        raise UnsupportedError(f"{where}: the download did not land in {cache}", where="MODEL", hint=_hint(repo_id, revision))
-    return HubModel(snapshot=Snapshot(repo_id, commit, snapshot.path, revision or "main"), endpoint=url)
+            _single_file_header(url, repo_id, commit, deadline, token)
+    except _Refused as err:
+        raise _refusal(err, url, repo_id, revision, where) from None
+    except hub_http.TooLarge:
+        raise UnsupportedError(f"the Hugging Face Hub at {url} sent more for {where} than a model's metadata holds "
+                               f"(over {CONFIG_CAP // 2**20} MiB for config.json, {INDEX_CAP // 2**20} MiB for the "
+                               "index); nothing was kept", where="MODEL", hint=_hint(repo_id, revision)) from None
+    except hub_http.NoAnswer as err:
+        raise UnsupportedError(f"the Hugging Face Hub at {url} {err} for {where}", where="MODEL",
+                               hint="retry, set KVPLAN_HUB_TIMEOUT, or " + _hint(repo_id, revision)) from None
+    folder = _store(cache, repo_id, revision, commit, files)
+    return HubModel(snapshot=Snapshot(repo_id, commit, folder, revision or "main"), endpoint=url)
 
 
-def _single_file_header(huggingface_hub, hf_errors, repo_id: str, commit: str, url: str, token, wait: float) -> None:
-    """The weight bytes of model.safetensors from its header (a range read), kept in kvplan's cache."""
-    from kvplan.model.weights import header_bytes
+def _refusal(err: _Refused, url: str, repo_id: str, revision: str | None, where: str) -> UnsupportedError:
+    """The Hub's error codes (huggingface_hub utils/_http.py hf_raise_for_status reads the same X-Error-Code)."""
+    if err.code == "GatedRepo":
+        return UnsupportedError(f"{where} is a gated repository on {url}", where="MODEL",
+                                hint="accept its licence on the Hub and set HF_TOKEN, or " + _hint(repo_id, revision))
+    if err.code == "RevisionNotFound":
+        return UnsupportedError(f"{url} has no revision {revision!r} of {repo_id}", where="MODEL", hint=_hint(repo_id, None))
+    if err.code == "RepoNotFound" or err.status == 401:  # the Hub answers 401 for a private repository without a token
+        return UnsupportedError(f"{url} has no repository {repo_id} (or it is private)", where="MODEL",
+                                hint="check the name; for a private repository set HF_TOKEN; or " + _hint(repo_id, revision))
+    if err.code == "EntryNotFound":
+        return UnsupportedError(f"{where} on {url} has no config.json: not a transformers model repository",
+                                where="MODEL", hint=_hint(repo_id, revision))
+    return UnsupportedError(f"the Hugging Face Hub at {url} answered {err.status} for {where}", where="MODEL",
+                            hint=_hint(repo_id, revision))
 
-    api = huggingface_hub.HfApi(endpoint=url, token=token)
+
+def _file(url: str, repo_id: str, revision: str, name: str, cap: int, deadline, token: str | None,
+          *, byte_range: str | None = None) -> tuple[bytes, str]:
+    """(body, commit) of one file at `revision`; an error answer raises _Refused."""
+    from urllib.parse import quote
+
+    from kvplan.model import hub_http
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    if byte_range:
+        headers["Range"] = byte_range
+    answer = hub_http.get(f"{url}/{repo_id}/resolve/{quote(revision, safe='')}/{name}", deadline=deadline, cap=cap,
+                          headers=headers)
+    if answer.status >= 400:
+        raise _Refused(answer.status, answer.headers.get("first:x-error-code") or answer.headers.get("x-error-code"))
+    if answer.status not in (200, 206):
+        raise hub_http.NoAnswer(f"answered {answer.status} for {name}")
+    commit = (answer.headers.get("first:x-repo-commit") or "").strip()
+    if not COMMIT.fullmatch(commit):  # the snapshot folder is named by it: nothing else may land in the cache
+        raise hub_http.NoAnswer(f"gave no commit for {name} (X-Repo-Commit {commit[:50]!r})")
+    return answer.body, commit
+
+
+def _single_file_header(url: str, repo_id: str, commit: str, deadline, token: str | None) -> None:
+    """The weight bytes of model.safetensors from its header (range reads), kept in kvplan's cache."""
+    import struct
+
+    from kvplan.core import jsonio
+    from kvplan.model.weights import MAX_HEADER_BYTES, header_bytes
+
+    name = "model.safetensors"
     try:
-        meta = api.parse_safetensors_file_metadata(repo_id, "model.safetensors", revision=commit, timeout=wait)
-    except hf_errors.EntryNotFoundError as err:
-        if isinstance(err, hf_errors.LocalEntryNotFoundError):
-            raise
-        return  # no safetensors weights (a .bin checkpoint): the sizes come from config.json
-    except hf_errors.SafetensorsParsingError:
+        head, _ = _file(url, repo_id, commit, name, HEADER_PROBE + 1, deadline, token, byte_range=f"bytes=0-{HEADER_PROBE}")
+    except _Refused as err:
+        if err.code == "EntryNotFound":
+            return  # no safetensors weights (a .bin checkpoint): the sizes come from config.json
+        raise
+    if len(head) < 8:
         return  # a header kvplan cannot read is no figure; config.json still gives the parameter inventory
-    tensors = {name: {"dtype": info.dtype, "shape": list(info.shape), "data_offsets": list(info.data_offsets)}
-               for name, info in meta.tensors.items()}
-    total, count = header_bytes(tensors, where=f"{url}/{repo_id}/model.safetensors")
-    path = weights_cache_file(repo_id, commit)
-    path.parent.mkdir(parents=True, exist_ok=True)
+    (length,) = struct.unpack("<Q", head[:8])
+    if length > MAX_HEADER_BYTES:
+        return
+    if len(head) < 8 + length:
+        head = head[:8] + _file(url, repo_id, commit, name, length, deadline, token,
+                                byte_range=f"bytes=8-{7 + length}")[0]
+    try:
+        tensors = jsonio.loads(head[8:8 + length].decode("utf-8"), where=f"{url}/{repo_id}/{name}")
+        if not isinstance(tensors, dict):
+            return
+        total, count = header_bytes(tensors, where=f"{url}/{repo_id}/{name}")
+    except (UnicodeDecodeError, InputError):
+        return
     source = f"model.safetensors header on {url} at {commit[:12]} ({count} tensors: sum of numel x dtype size)"
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"bytes": total, "source": source}), encoding="utf-8")
+    _write_atomically(weights_cache_file(repo_id, commit), json.dumps({"bytes": total, "source": source}).encode())
+
+
+def _store(cache: Path, repo_id: str, revision: str | None, commit: str, files: dict[str, bytes]) -> Path:
+    """Lay the answers out as huggingface_hub does: blobs/<sha>, snapshots/<commit>/<name> linking to the blob (a
+    copy where links are not allowed), refs/<revision> holding the commit. The config is written last, since a
+    snapshot with a config.json is what the cache reader takes as complete."""
+    root = cache / repo_folder(repo_id)
+    folder = root / "snapshots" / commit
+    try:
+        for name in sorted(files, key=lambda n: n == "config.json"):
+            data = files[name]
+            # the blob is named as the Hub's ETag names a file kept in git: sha1 of "blob <size>\0" + content
+            blob = root / "blobs" / hashlib.sha1(b"blob %d\0" % len(data) + data).hexdigest()
+            if not blob.is_file():
+                _write_atomically(blob, data)
+            target = folder / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            tmp = target.with_name(f".{name}.kvplan-tmp")
+            if tmp.is_symlink() or tmp.exists():
+                tmp.unlink()
+            try:
+                tmp.symlink_to(os.path.relpath(blob, target.parent))
+            except OSError:
+                tmp.write_bytes(data)
+            tmp.replace(target)
+        if revision is None or revision != commit:
+            _write_atomically(root / "refs" / (revision or "main"), commit.encode())
+    except OSError as err:
+        raise UnsupportedError(f"the Hub's answer for {repo_id} cannot be kept in {cache}: {err.strerror or err}",
+                               where="MODEL", hint="make the Hugging Face cache writable (HF_HUB_CACHE), or "
+                                                   + _hint(repo_id, revision)) from None
+    return folder
+
+
+def _write_atomically(path: Path, data: bytes) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.kvplan-tmp")
+    tmp.write_bytes(data)
     tmp.replace(path)
