@@ -39,7 +39,7 @@ def main() -> None:
     from kvplan import engines
     from kvplan.analysis import plan, workload as wl
     from kvplan.engines import fixes
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     from kvplan.model import catalog, efficiency, fleet
 
     for name in ("vllm", "sglang", "trtllm"):

@@ -202,7 +202,7 @@ NOT_E2E = {
 
 
 def build(run: Run):
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     from kvplan.model.catalog import find_gpu
     from kvplan.core.errors import KvplanError
 
@@ -301,7 +301,7 @@ def score_free_before() -> list[tuple[str, str, float, float]]:
 
 # --------------------------------------------------------------------------------- given the logged budget
 def _cell_from_config(path: Path, tp: int, kv: str = "auto") -> int:
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     from kvplan.engines import sglang
 
     req = build_request(str(path), seq="1024", batch=1, kv_dtype=kv, dtype=None, gpu=None, gpu_mem=None, gpus=None,
@@ -376,7 +376,7 @@ def given_budget() -> tuple[list[tuple[str, str, str, bool]], list[tuple[str, st
                              want == fig["tokens"]))
             done = True
         if "engine_available" in fig and ("blocks" in fig or "tokens" in fig) and rec.get("config"):
-            from kvplan.engines.request import build_request
+            from kvplan.requests.build import build_request
             from kvplan.engines import trtllm
 
             run = RUNS.get(log)
@@ -479,7 +479,7 @@ def main() -> int:
     print("- unified memory (DGX Spark GB10, jeansblog-dgxspark-gb10-gpt-oss-120b-pytorch-v1.1.0rc3, trtllm-serve "
           "1.1.0rc3: 49.28 GiB outside torch, 5.95 GiB for the KV cache, max_seq_len reduced to 86,720):")
     from kvplan.core.errors import KvplanError
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     for engine, version in (("trtllm", "1.1.0rc3"), ("sglang", "0.5.23")):
         try:
             req = build_request("gpt-oss-120b", seq="131072", batch=1, kv_dtype="auto", dtype=None, gpu="gb10", gpu_mem=None,

@@ -36,7 +36,7 @@ def main() -> None:
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     from kvplan import engines
 
     spec = catalog.resolve_model(model)

@@ -39,7 +39,7 @@ sys.path.insert(0, str(HERE))
 from kvplan.core.dtypes import dtype as lookup_dtype  # noqa: E402
 from kvplan.core import dtypes  # noqa: E402
 from kvplan.engines import vllm  # noqa: E402
-from kvplan.engines.request import EngineRequest, Hardware  # noqa: E402
+from kvplan.engines.api import EngineRequest, Hardware  # noqa: E402
 from kvplan.engines.features import Features, ParallelOptions  # noqa: E402
 from kvplan.engines.vllm import budget as B  # noqa: E402
 from kvplan.engines.vllm import releases  # noqa: E402

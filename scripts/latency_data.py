@@ -19,7 +19,7 @@ from kvplan.analysis.latency_fit import Measurement
 from kvplan.analysis.serving import Replica, replica_of
 from kvplan.core import dtypes
 from kvplan.engines import get
-from kvplan.engines.request import EngineRequest, Hardware
+from kvplan.engines.api import EngineRequest, Hardware
 from kvplan.engines.static import model_weights
 from kvplan.model import catalog
 

@@ -29,7 +29,7 @@ import latency_data as ld  # noqa: E402
 from kvplan import engines  # noqa: E402
 from kvplan.analysis import latency_fit, plan  # noqa: E402
 from kvplan.analysis import workload as wl  # noqa: E402
-from kvplan.engines.request import build_request  # noqa: E402
+from kvplan.requests.build import build_request  # noqa: E402
 from kvplan.model import catalog, fleet  # noqa: E402
 from kvplan.model.efficiency import Factors  # noqa: E402
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from kvplan.model.catalog import find_gpu, resolve_model
 from kvplan.engines import EngineRequest
-from kvplan.engines.request import Hardware
+from kvplan.engines.api import Hardware
 from kvplan.core.spec import ModelSpec
 
 

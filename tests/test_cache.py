@@ -221,7 +221,7 @@ def test_consumers_of_layer_kinds_handle_chunked_or_refuse():
     from kvplan.analysis import explain, latency
     from kvplan.core.errors import UnsupportedError
     from kvplan.engines import static
-    from kvplan.engines.request import EngineRequest
+    from kvplan.engines.api import EngineRequest
     from kvplan.probe.layout import rank_plan
 
     spec = spec_from_mapping({"name": "chunky", "layers": 8, "attention_heads": 8, "kv_heads": 2, "head_dim": 64,

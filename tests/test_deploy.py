@@ -16,7 +16,7 @@ from kvplan.check import deployment, report as check_report, run
 from kvplan.check.readers import kvplan_yaml
 from kvplan.core.errors import InputError
 from kvplan.engines import static
-from kvplan.engines.request import EngineRequest, Hardware
+from kvplan.engines.api import EngineRequest, Hardware
 from kvplan.engines import vllm
 
 H100 = deployment.CheckOptions(gpu="h100-sxm-80gb")

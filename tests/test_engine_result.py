@@ -12,7 +12,7 @@ from kvplan.model.catalog import resolve_model
 from kvplan import engines
 from kvplan.engines import EngineRequest
 from kvplan.engines.pool import EngineEstimate
-from kvplan.engines.request import Hardware
+from kvplan.engines.api import Hardware
 from kvplan.engines.static import Estimate
 
 CONFIGS = Path(__file__).parent / "data" / "hf_configs"

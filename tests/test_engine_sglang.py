@@ -193,7 +193,7 @@ def test_requests_take_whole_pages():
 from kvplan.engines.sglang import budget as sglang_budget
 from kvplan.engines.sglang import releases as sglang_releases
 from kvplan.model.catalog import find_gpu
-from kvplan.engines.request import Hardware
+from kvplan.engines.api import Hardware
 
 DATA = Path(__file__).parent / "data"
 

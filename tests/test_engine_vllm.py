@@ -22,7 +22,7 @@ from kvplan.model.catalog import find_gpu, resolve_model
 from kvplan.engines.vllm import budget, releases
 from kvplan.engines import vllm
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.engines.request import Hardware
+from kvplan.engines.api import Hardware
 from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log_file
 
 from engine_requests import engine_request, with_fixes

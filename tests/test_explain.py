@@ -9,7 +9,7 @@ from kvplan.analysis import explain as ex
 from kvplan.core.cache import CacheModel
 from kvplan.core.dtypes import dtype
 from kvplan.engines import static
-from kvplan.engines.request import build_request
+from kvplan.requests.build import build_request
 
 from conftest import CONFIGS
 

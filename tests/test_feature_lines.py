@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.engines.request import build_request
+from kvplan.requests.build import build_request
 from kvplan.engines.vllm import engine as vllm
 from kvplan.engines.vllm import option_rules, releases
 

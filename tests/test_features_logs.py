@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from kvplan.engines.request import build_request
+from kvplan.requests.build import build_request
 from kvplan.engines.vllm import engine as vllm
 
 LOGS = Path(__file__).parent / "data" / "vllm_logs_features" / "raw"

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.engines.request import build_request
+from kvplan.requests.build import build_request
 from kvplan.engines.sglang import budget, engine
 
 ROOT = Path(__file__).resolve().parents[1]

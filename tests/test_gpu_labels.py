@@ -77,7 +77,7 @@ def test_choosing_intersects_labels_and_never_guesses():
 
 def test_gpu_flag_overrides_the_label_and_says_so():
     h200 = catalog.find_gpu("h200")
-    from kvplan.engines.request import Hardware
+    from kvplan.engines.api import Hardware
 
     choice = gpus.choose(GpuEvidence(labels=(Label("cloud.google.com/gke-accelerator", "nvidia-l4", "nodeSelector"),)),
                          Hardware(h200.name, h200.capacity_bytes), "--gpu h200-141gb", where="x")

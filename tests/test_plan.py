@@ -22,7 +22,8 @@ from kvplan.analysis import workload as wl
 from kvplan.check.deployment import CheckOptions
 from kvplan.check.run import run_check
 from kvplan.cli.entry import app, register_commands
-from kvplan.engines.request import Hardware, build_request
+from kvplan.engines.api import Hardware
+from kvplan.requests.build import build_request
 from kvplan.model import catalog, efficiency, fleet
 
 ROOT = Path(__file__).resolve().parent.parent

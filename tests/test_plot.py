@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 import pytest
 
 from kvplan.analysis import plotting, sweep as sw
-from kvplan.engines.request import build_request
+from kvplan.requests.build import build_request
 from kvplan import engines
 
 from conftest import CONFIGS

@@ -168,7 +168,7 @@ def test_save_refuses_invalid_input_and_mixed_engines(cli, tmp_path):
 def test_build_request_and_sweep_carry_the_profile(tmp_path):
     from kvplan.analysis.sweep import Combo
     from kvplan.cli.commands.sweep import build_grid
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
 
     req = build_request("llama-3.1-8b", seq="8K", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb",
                         gpu_mem=None, gpus=None, tp=None, pp=1, site=PROFILE)
@@ -216,7 +216,7 @@ def test_the_vllm_budget_applies_the_profile(tp):
     import dataclasses
 
     from kvplan.engines import vllm
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
 
     req = build_request("llama-3.1-8b", seq="8K", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb",
                         gpu_mem=None, gpus=None, tp=tp, pp=1)

@@ -12,7 +12,7 @@ from kvplan.model import catalog
 from kvplan.analysis import sweep as sw
 from kvplan.core import units
 from kvplan.core.cache import CacheModel
-from kvplan.engines.request import build_request
+from kvplan.requests.build import build_request
 from kvplan.core.dtypes import dtype
 from kvplan import engines
 from kvplan.engines import static

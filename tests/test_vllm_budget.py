@@ -17,10 +17,10 @@ import pytest
 
 from kvplan.core.dtypes import dtype
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.engines.request import build_request
+from kvplan.requests.build import build_request
 from kvplan.engines import vllm
 from kvplan.engines.calibration import SiteProfile
-from kvplan.engines.request import Hardware
+from kvplan.engines.api import Hardware
 from kvplan.engines.vllm import budget, releases
 from kvplan.engines.vllm.engine import budgets_for
 from kvplan.engines.vllm.log import gib_bounds

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from kvplan.engines.request import build_request
+from kvplan.requests.build import build_request
 from kvplan.engines.vllm import engine as vllm
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -409,7 +409,7 @@ def _cache_model(spec, kv, tp: int, pp: int):
 
 
 def _hardware(gpu):
-    from kvplan.engines.request import Hardware
+    from kvplan.engines.api import Hardware
 
     return Hardware(gpu.name, gpu.capacity_bytes)
 

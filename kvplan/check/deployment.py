@@ -14,7 +14,7 @@ from typing import Any, Callable, Mapping
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.calibration import SiteProfile
 from kvplan.core.units import shown
-from kvplan.engines.request import EngineRequest, Hardware
+from kvplan.engines.api import EngineRequest, Hardware
 
 # A deployment's GPUs: TP x PP of the largest real node groups; beyond this a typo is likelier.
 MAX_PARALLEL = 4096
@@ -142,7 +142,7 @@ def parse_headroom(value: Any, *, where: str) -> Fraction:
 
 def defaults(options: CheckOptions) -> Defaults:
     """Validate the command-line settings up front: a bad flag is a usage error for the whole run."""
-    from kvplan.engines.request import hardware_for
+    from kvplan.requests.build import hardware_for
     from kvplan.engines.vllm import releases
 
     from kvplan.model import resolve
@@ -155,7 +155,7 @@ def defaults(options: CheckOptions) -> Defaults:
     releases.release(options.vllm_version, where="--vllm-version")
     from kvplan import engines
     from kvplan.core.units import parse_size
-    from kvplan.engines.request import parse_engine_options
+    from kvplan.requests.build import parse_engine_options
 
     reserved = parse_size(options.gpu_reserved, what="--gpu-reserved") if options.gpu_reserved else None
     opts = parse_engine_options(list(options.engine_options))

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from kvplan.core.errors import UnsupportedError
-from kvplan.engines.request import Hardware
+from kvplan.engines.api import Hardware
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,8 @@ from fractions import Fraction
 from kvplan.check.deployment import Deployment, setting
 from kvplan.check.report import CANNOT_JUDGE, FAIL, FORMAT_KVPLAN, PASS, Check, Figures, Verdict, short_tokens
 from kvplan.core.errors import KvplanError, UnsupportedError
-from kvplan.engines import Engine, fixes
+from kvplan.engines.api import Engine
+from kvplan.engines import fixes
 from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
 
 # an engine's error about one of these flags is reported at the deployment's own key

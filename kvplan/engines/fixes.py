@@ -26,8 +26,8 @@ from typing import Any, Callable
 
 from kvplan.core.errors import KvplanError
 from kvplan.core.units import format_bytes, format_tokens
-from kvplan.engines import Engine
-from kvplan.engines.request import EngineRequest
+from kvplan.engines.api import Engine
+from kvplan.engines.api import EngineRequest
 
 TP_CANDIDATES = (2, 4, 8, 16, 32, 64)
 UTIL_STEP = Fraction(1, 100)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Callable
 
 from kvplan.core.dtypes import DType, dtype
-from kvplan.engines.request import EngineRequest
+from kvplan.engines.api import EngineRequest
 from kvplan.core.errors import InputError
 from kvplan.core.spec import LayerSpec
 

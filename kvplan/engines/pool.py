@@ -13,7 +13,7 @@ from typing import Any
 
 from kvplan.core.cache import CacheModel
 from kvplan.core.dtypes import DType
-from kvplan.engines.request import EngineRequest
+from kvplan.engines.api import EngineRequest
 from kvplan.engines.result import ContractEstimate
 
 

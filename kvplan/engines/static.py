@@ -17,8 +17,8 @@ from kvplan.core.dtypes import DType, WeightFormat, dtype, resolve_kv_dtype, wei
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
 from kvplan.core.units import MAX_TOKENS
-from kvplan.engines import Engine
-from kvplan.engines.request import EngineRequest, Hardware
+from kvplan.engines.api import Engine
+from kvplan.engines.api import EngineRequest, Hardware
 from kvplan.engines.result import ContractEstimate, PerGpu
 
 ENGINE_VERSION = "transformers 5.x StaticCache semantics"

@@ -119,7 +119,7 @@ def _engine_result(request, device: Device, engine_estimate, engine: str):
         if total is None:
             raise InputError(f"--engine {engine} sizes its pool from a GPU budget", where="--engine",
                              hint="add --gpu NAME, --gpu-mem SIZE or --kv-cache-memory SIZE (or probe on a GPU)")
-        from kvplan.engines.request import Hardware
+        from kvplan.engines.api import Hardware
         from kvplan.probe.bench import catalog_gpu
 
         gpu = catalog_gpu(device)

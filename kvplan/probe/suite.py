@@ -97,7 +97,7 @@ def model_ref(name: str) -> str:
 
 
 def _request(case: Case, shape: dict):
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
 
     return build_request(model_ref(case.model), seq=str(shape["seq"]), batch=shape.get("batch", 1),
                          kv_dtype=shape.get("kv_dtype", "auto"), dtype=None, gpu=None, gpu_mem=None, gpus=None,

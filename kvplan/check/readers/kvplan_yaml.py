@@ -63,14 +63,14 @@ def _engine_options(value: Any, *, where: str) -> tuple[tuple[str, str], ...]:
             v = str(v)
         else:
             raise InputError(f"must be one value (text, a number, true or false), got {shown(v)}", where=f"{where}.{k}")
-        out.append((k.strip().lower().replace("-", "_"), v))  # spelled as --engine-option reads them (request.py)
+        out.append((k.strip().lower().replace("-", "_"), v))  # spelled as --engine-option reads them (requests/build.py)
     return tuple(out)
 
 
 def read(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path, defaults: Defaults) -> Deployment:
     from kvplan.core import dtypes, units
     from kvplan.engines import ENGINE_NAMES
-    from kvplan.engines.request import Hardware
+    from kvplan.engines.api import Hardware
     from kvplan.engines.vllm import releases
     from kvplan.model import catalog
 
@@ -221,7 +221,7 @@ def _sglang_features(data: Mapping, spec, *, engine: str, where: str):
     """`sglang_args`: the extra options of a `python -m sglang.launch_server` launch, as the CLI's --sglang-args reads
     them (disaggregation, speculative decoding, DP attention, LoRA, HiCache), with request_rate / prompt_tokens for a
     disaggregated server's link. Returns (Features or None, notes)."""
-    from kvplan.engines.request import sglang_features
+    from kvplan.requests.build import sglang_features
 
     at = f"{where}: sglang_args"
     if engine != "sglang":

@@ -122,7 +122,7 @@ def _run(logs: list[str], *, engine, model, models_dir, save, calibration, gpu=N
         missing = not Path(models_dir).expanduser().exists()
         raise InputError("no such folder" if missing else "is not a folder", where=f"--models-dir {models_dir}",
                          hint="a folder of model folders named like the Hub cache (org--name/config.json)")
-    from kvplan.engines.request import hardware_for
+    from kvplan.requests.build import hardware_for
 
     hardware = hardware_for(gpu, gpu_mem)
     site = None

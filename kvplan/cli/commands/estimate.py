@@ -54,7 +54,7 @@ def estimate(
     from kvplan.cli import render, views
     from kvplan.core.errors import EXIT_NO, InputError
     from kvplan.engines import fixes
-    from kvplan.engines.request import build_request, refuse_paged_flags
+    from kvplan.requests.build import build_request, refuse_paged_flags
 
     chosen = engines.get(engine)
     refuse_paged_flags((chosen.name,), block_size=block_size, max_num_seqs=max_num_seqs,

@@ -46,7 +46,7 @@ def explain(
     from kvplan.cli import render
     from kvplan.core import units
     from kvplan.core.cache import CacheModel
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     from kvplan.engines import static
     from kvplan.core.errors import InputError, KvplanError
 

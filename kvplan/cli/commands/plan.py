@@ -63,7 +63,7 @@ def plan(
     from kvplan.cli import render
     from kvplan.core import yamlio
     from kvplan.core.errors import EXIT_NO, InputError
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     from kvplan.model import catalog, efficiency, fleet
 
     for flag, value, low in (("--max-gpus", max_gpus, 1), ("--top", top, 1), ("--gpus-per-node", gpus_per_node, 1)):

@@ -58,7 +58,7 @@ def probe(
 
     from kvplan.cli import render
     from kvplan.core import units
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     from kvplan.core.errors import EXIT_NO, InputError, KvplanError
     from kvplan.probe.dist import from_env
     from kvplan.probe.layout import PAGED, STATIC

@@ -47,7 +47,7 @@ def simulate(
     from kvplan.analysis import workload as wl
     from kvplan.core import yamlio
     from kvplan.core.cache import CacheModel
-    from kvplan.engines.request import build_request
+    from kvplan.requests.build import build_request
     from kvplan.engines import static
     from kvplan.core.errors import InputError
 

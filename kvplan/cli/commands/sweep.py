@@ -102,7 +102,7 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     from kvplan.model import catalog
     from kvplan.analysis import sweep as sw
     from kvplan.core import units
-    from kvplan.engines.request import LIMITS, build_request, refuse_paged_flags
+    from kvplan.requests.build import LIMITS, build_request, refuse_paged_flags
     from kvplan.core.dtypes import dtype as lookup, resolve_kv_dtype
     from kvplan.engines import ENGINE_NAMES
     from kvplan.core.errors import InputError, did_you_mean
@@ -113,7 +113,7 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
                         gpu_reserved=gpu_reserved)
 
     def whole(where: str):
-        # each value within the bound every command holds it to (engines/request.py LIMITS): a value beyond it is
+        # each value within the bound every command holds it to (requests/build.py LIMITS): a value beyond it is
         # bad input for the whole sweep, refused before any row (it would be the same error on every row)
         def parse(text: str) -> int:
             return units.parse_int(text, what=where, minimum=1, maximum=LIMITS[where])

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kvplan.engines import Engine, EngineFlags
+from kvplan.engines.api import Engine, EngineFlags
 from kvplan.engines.sglang.budget import default_mem_fraction
 from kvplan.engines.sglang.engine import OPTION_KEYS, SglangEstimate, estimate, read_kv_dtype
 

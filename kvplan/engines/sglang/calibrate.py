@@ -65,7 +65,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
             p.dtype for r in figs.ranks for p in r.pools):
         assumed.append("KV cache dtype auto (the log does not show it)")
     if hardware is None and figs.total_gpu_memory_gib is not None:
-        from kvplan.engines.request import Hardware
+        from kvplan.engines.api import Hardware
 
         hardware = Hardware(None, int(figs.total_gpu_memory_gib * GIB))
     base = dict(log=log, engine="sglang", model_id=figs.model or figs.architecture, engine_version=None,
@@ -169,7 +169,7 @@ def _special_layout(spec) -> bool:
 def _request(figs, spec, tp, pp, hardware):
     from fractions import Fraction
 
-    from kvplan.engines import EngineRequest
+    from kvplan.engines.api import EngineRequest
 
     logged = figs.kv_dtype_logged or next((p.dtype for r in figs.ranks for p in r.pools if p.dtype), None)
     kv = (figs.kv_cache_dtype or _TORCH_KV.get(logged or "", "auto")).lower()

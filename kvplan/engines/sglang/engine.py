@@ -35,7 +35,7 @@ from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cap_given_pool, longest, model_dtype
-from kvplan.engines.request import EngineRequest
+from kvplan.engines.api import EngineRequest
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, request_terms,
                                  verdict_terms)
 from kvplan.engines.result import PerGpu

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kvplan.engines import Engine, EngineFlags
+from kvplan.engines.api import Engine, EngineFlags
 from kvplan.engines.trtllm.budget import pool_tokens
 from kvplan.engines.trtllm.engine import OPTION_KEYS, TrtllmEstimate, estimate, read_kv_dtype
 

@@ -32,7 +32,7 @@ _KV_DTYPES = {"fp8": "fp8", "FP8": "fp8", "auto": "auto", "bfloat16": "bf16", "f
 def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir: str | None = None, site=None,
                    hardware=None) -> LogCalibration:
     from kvplan.engines.logtext import paste_traits
-    from kvplan.engines.request import Hardware
+    from kvplan.engines.api import Hardware
     from kvplan.engines.trtllm.log import parse_trtllm_log
     from kvplan.engines.vllm.calibrate import gpu_assumption, gpu_from_log, resolve_log_model
 
@@ -139,7 +139,7 @@ def _request(figs, spec, tp, pp, hardware, version, backend):
     from fractions import Fraction
 
     from kvplan.core import dtypes
-    from kvplan.engines import EngineRequest
+    from kvplan.engines.api import EngineRequest
 
     kv = _KV_DTYPES.get(figs.kv_dtype or "auto", "auto")
     fp8 = (figs.quantization or "").upper() == "FP8" or (figs.model or "").lower().endswith("-fp8")

@@ -32,7 +32,7 @@ from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
 from kvplan.core.units import MAX_TOKENS, parse_size
 from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, longest, model_dtype
-from kvplan.engines.request import EngineRequest
+from kvplan.engines.api import EngineRequest
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, request_terms,
                                  verdict_terms)
 from kvplan.engines.result import PerGpu

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kvplan.engines import Engine, EngineFlags
+from kvplan.engines.api import Engine, EngineFlags
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.engine import VllmEstimate, estimate, read_kv_dtype
 

@@ -82,7 +82,7 @@ def gpu_from_log(total_gib: Decimal | None, *, tolerance_gib: Decimal | None = N
     """The catalog GPU whose runtime capacity vLLM would print as `total_gib` (or, with a tolerance, the nearest
     within it: TensorRT-LLM prints its totals after its own deductions), else a nameless one in the middle of the
     printed interval."""
-    from kvplan.engines.request import Hardware
+    from kvplan.engines.api import Hardware
     from kvplan.engines.vllm.log import gib_bounds
     from kvplan.model.catalog import gpus
 
@@ -115,7 +115,7 @@ def request_from_log(figs, spec, hardware, *, rules: str | None = None, kv_cache
     from fractions import Fraction
 
     from kvplan.core import dtypes
-    from kvplan.engines import EngineRequest
+    from kvplan.engines.api import EngineRequest
 
     notes = []
     act = _TORCH_DTYPES.get(str(figs.dtype or "").strip().strip("'"))

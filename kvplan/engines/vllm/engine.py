@@ -46,8 +46,7 @@ from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, ModelSpec
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
-from kvplan.engines.request import EngineRequest
-from kvplan.engines import refuse_unread_options
+from kvplan.engines.api import EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, request_terms,
                                  verdict_terms)
 from kvplan.engines.result import PerGpu

@@ -20,7 +20,7 @@ from kvplan.core.spec import WINDOWED_KINDS, ModelSpec
 from kvplan.engines.features import Features
 from kvplan.engines.features import backend as backends
 from kvplan.engines.features import disagg, lora, offload, parallel, speculative
-from kvplan.engines.request import EngineRequest
+from kvplan.engines.api import EngineRequest
 
 GIB = 2**30
 

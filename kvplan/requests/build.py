@@ -1,91 +1,21 @@
-"""The one engine-neutral description of a deployment (EngineRequest) and the one builder that validates a
-user's values into it. `estimate`, `check`, `sweep`, `plot`, `explain`, `simulate`, `probe` and `calibrate`
-all build requests here, so a flag means the same everywhere. Pure of typer and rich.
-
-A request keeps what the user said, resolved only where the meaning does not depend on the engine: the model
-spec, token counts, the parallel layout, the GPU. The KV-cache dtype stays as spelled ('auto', 'fp8',
-'fp8_e5m2', 'bfloat16'): each engine reads it with its own spelling table (its `kv_dtype`), once.
+"""The one builder that validates a user's values into an EngineRequest (kvplan/engines/api.py). `estimate`,
+`check`, `sweep`, `plot`, `explain`, `simulate`, `probe` and `calibrate` all build requests here, so a flag means
+the same everywhere. It sits above the engines: --vllm-args and --sglang-args are read by the engine they launch.
+Pure of typer and rich.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from fractions import Fraction
-from functools import cached_property
+from typing import TYPE_CHECKING
 
 from kvplan.core.dtypes import WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
 from kvplan.core.units import shown
-from typing import TYPE_CHECKING
+from kvplan.engines.api import EngineRequest, Hardware
 
-if TYPE_CHECKING:  # annotations only: `estimate` of a plain request imports neither (benchmarks/cold_start.py)
+if TYPE_CHECKING:  # annotations only: `estimate` of a plain request does not import it (benchmarks/cold_start.py)
     from kvplan.engines.calibration import SiteProfile
-    from kvplan.engines.features import Features
-
-
-@dataclass(frozen=True)
-class Hardware:
-    """One GPU of the deployment: the memory the runtime reports and, for a catalog GPU, its facts."""
-
-    name: str | None  # catalog name; None for --gpu-mem
-    capacity_bytes: int
-
-    @cached_property
-    def facts(self):
-        """The catalog entry (kvplan.model.catalog.Gpu: vendor, architecture, nvidia-smi MiB, bandwidth), or None
-        for a GPU given by its memory alone."""
-        from kvplan.model.catalog import find_gpu
-
-        return find_gpu(self.name) if self.name else None
-
-
-@dataclass(frozen=True)
-class EngineRequest:
-    """Everything a user can say about a deployment, in the engine-neutral form every command builds."""
-
-    spec: ModelSpec
-    seq: int  # tokens per sequence; max_model_len for the paged engines
-    batch: int
-    kv_dtype: str = "auto"  # as the user spelled it; each engine resolves it (engines/paged.py kv_dtype)
-    weight_fmt: WeightFormat | None = None
-    tp: int = 1
-    pp: int = 1
-    hardware: Hardware | None = None
-    gpu_util: Fraction | None = None  # None: the engine's own default
-    reserve_bytes: int | None = None  # static engine: memory per GPU kept back (overrides gpu_util)
-    kv_cache_memory: int | None = None  # bytes for the cache, skipping the budget model (vLLM kv_cache_memory_bytes)
-    block_size: int | None = None
-    max_num_seqs: int | None = None
-    max_num_batched_tokens: int | None = None
-    prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
-    engine_version: str | None = None  # the release whose rules apply, as given; None: the engine's default
-    site: SiteProfile | None = None  # terms measured at the user's site (kvplan calibrate --save; engines/calibration.py)
-    # which edge of a modelled budget's band to size the pool by: None (the modelled value), "low", "high";
-    # kvplan check judges by "low" (a verdict that holds only inside the band is not a pass)
-    budget_edge: str | None = None
-    # speculative decoding, LoRA, offload tiers, expert / data / context parallelism, KV connectors and the options
-    # that change the cache layout (kvplan/engines/features/); None: none of them
-    features: Features | None = None
-    # memory each GPU has in use before the engine starts (--gpu-reserved: a desktop's display, WSL2, another process)
-    gpu_reserved_bytes: int | None = None
-    # engine settings kvplan has no shared flag for (--engine-option KEY=VALUE), as given; each engine reads its own
-    # keys (engines.Engine.option_keys) and refuses the others
-    engine_options: tuple[tuple[str, str], ...] | None = None
-
-    @property
-    def expert_parallel(self) -> bool:
-        """vLLM --enable-expert-parallel: each TP rank holds whole experts (E / tp of them) rather than a slice of
-        every expert; the weights are the same bytes at data parallel 1, the fused-MoE workspace is wider."""
-        par = self.features.parallel if self.features is not None else None
-        return bool(par is not None and par.expert_parallel)
-
-    def option(self, key: str) -> str | None:
-        """The value of --engine-option KEY=VALUE, None when not given."""
-        for k, v in self.engine_options or ():
-            if k == key:
-                return v
-        return None
 
 
 # Upper bounds far beyond any deployment: they catch typos and keep every loop and table finite.

@@ -1,0 +1,151 @@
+"""The engine-neutral seam every engine and every caller shares: the request (EngineRequest, Hardware) and the
+Engine record of an engine's parts (its estimate, how it reads a KV dtype, its flags and option keys).
+
+Imports no engine package, so an engine imports it without importing another engine, and a caller reaches an
+engine only through the registry (kvplan.engines.get). Results are engines/result.py's ContractEstimate and
+engines/pool.py's EngineEstimate and PoolView. Pure of typer and rich.
+
+A request keeps what the user said, resolved only where the meaning does not depend on the engine: the model
+spec, token counts, the parallel layout, the GPU. The KV-cache dtype stays as spelled ('auto', 'fp8',
+'fp8_e5m2', 'bfloat16'): each engine reads it with its own spelling table (its `kv_dtype`), once. The one
+builder of requests from a user's values is kvplan/requests/.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from fractions import Fraction
+from functools import cached_property
+from typing import TYPE_CHECKING, Any, Callable
+
+from kvplan.core.dtypes import DType, WeightFormat
+from kvplan.core.errors import InputError
+from kvplan.core.spec import ModelSpec
+
+if TYPE_CHECKING:  # annotations only: `estimate` of a plain request imports neither (benchmarks/cold_start.py)
+    from kvplan.engines.calibration import SiteProfile
+    from kvplan.engines.features import Features
+
+
+@dataclass(frozen=True)
+class Hardware:
+    """One GPU of the deployment: the memory the runtime reports and, for a catalog GPU, its facts."""
+
+    name: str | None  # catalog name; None for --gpu-mem
+    capacity_bytes: int
+
+    @cached_property
+    def facts(self):
+        """The catalog entry (kvplan.model.catalog.Gpu: vendor, architecture, nvidia-smi MiB, bandwidth), or None
+        for a GPU given by its memory alone."""
+        from kvplan.model.catalog import find_gpu
+
+        return find_gpu(self.name) if self.name else None
+
+
+@dataclass(frozen=True)
+class EngineRequest:
+    """Everything a user can say about a deployment, in the engine-neutral form every command builds."""
+
+    spec: ModelSpec
+    seq: int  # tokens per sequence; max_model_len for the paged engines
+    batch: int
+    kv_dtype: str = "auto"  # as the user spelled it; each engine resolves it (engines/paged.py kv_dtype)
+    weight_fmt: WeightFormat | None = None
+    tp: int = 1
+    pp: int = 1
+    hardware: Hardware | None = None
+    gpu_util: Fraction | None = None  # None: the engine's own default
+    reserve_bytes: int | None = None  # static engine: memory per GPU kept back (overrides gpu_util)
+    kv_cache_memory: int | None = None  # bytes for the cache, skipping the budget model (vLLM kv_cache_memory_bytes)
+    block_size: int | None = None
+    max_num_seqs: int | None = None
+    max_num_batched_tokens: int | None = None
+    prefix_caching: bool | None = None  # None: the engine's default (vLLM: on; off for hybrids in 0.19, pure Mamba)
+    engine_version: str | None = None  # the release whose rules apply, as given; None: the engine's default
+    site: SiteProfile | None = None  # terms measured at the user's site (kvplan calibrate --save; engines/calibration.py)
+    # which edge of a modelled budget's band to size the pool by: None (the modelled value), "low", "high";
+    # kvplan check judges by "low" (a verdict that holds only inside the band is not a pass)
+    budget_edge: str | None = None
+    # speculative decoding, LoRA, offload tiers, expert / data / context parallelism, KV connectors and the options
+    # that change the cache layout (kvplan/engines/features/); None: none of them
+    features: Features | None = None
+    # memory each GPU has in use before the engine starts (--gpu-reserved: a desktop's display, WSL2, another process)
+    gpu_reserved_bytes: int | None = None
+    # engine settings kvplan has no shared flag for (--engine-option KEY=VALUE), as given; each engine reads its own
+    # keys (engines.Engine.option_keys) and refuses the others
+    engine_options: tuple[tuple[str, str], ...] | None = None
+
+    @property
+    def expert_parallel(self) -> bool:
+        """vLLM --enable-expert-parallel: each TP rank holds whole experts (E / tp of them) rather than a slice of
+        every expert; the weights are the same bytes at data parallel 1, the fused-MoE workspace is wider."""
+        par = self.features.parallel if self.features is not None else None
+        return bool(par is not None and par.expert_parallel)
+
+    def option(self, key: str) -> str | None:
+        """The value of --engine-option KEY=VALUE, None when not given."""
+        for k, v in self.engine_options or ():
+            if k == key:
+                return v
+        return None
+
+
+def refuse_unread_options(req: EngineRequest, title: str, keys: tuple[str, ...]) -> None:
+    """InputError (at --engine-option, which check relocates to a file's engine_options) for a key the engine does
+    not read. Engine.accepts runs it for the CLI; an engine whose options a deployment file also gives runs it too."""
+    for key, _ in req.engine_options or ():
+        if key not in keys:
+            hint = f"{title} reads " + ", ".join(keys) if keys else f"{title} takes no --engine-option"
+            raise InputError(f"{title} has no engine option {key!r}", where="--engine-option", hint=hint)
+
+
+@dataclass(frozen=True)
+class EngineFlags:
+    """How one engine spells the knobs a fix turns (engines/fixes.py), as its users type them."""
+
+    max_len: str  # e.g. "--max-model-len"
+    tp: str
+    kv_fp8: str  # the whole flag with its value
+    util: str | None  # the memory-fraction flag ("{F}" where the value goes), None when the engine has none
+    kv_memory: str | None  # an explicit cache-size flag
+    kv_fp8_name: str = "fp8"  # the engine's spelling of an fp8 (e4m3) KV cache
+    util_limit: Fraction = Fraction(99, 100)
+
+    def util_flag(self, value: str) -> str:
+        return self.util.replace("{F}", value) if "{F}" in self.util else f"{self.util} {value}"
+
+
+@dataclass(frozen=True)
+class Engine:
+    """One serving engine's memory model."""
+
+    name: str  # registry key: static, vllm, sglang, trtllm
+    title: str  # as people write it: vLLM, SGLang, TensorRT-LLM
+    estimate: Callable[..., Any]  # (EngineRequest, *, search_max_seq=True) -> its result dataclass
+    kv_dtype: Callable[[EngineRequest], DType]  # the request's KV-cache dtype as this engine reads its spelling
+    flags: EngineFlags | None  # None: no launch flags to suggest (static)
+    # the memory fraction a request's result was judged at (None: the engine has no such knob or it was not
+    # used, e.g. --kv-cache-memory); the fix search starts above it
+    util_of: Callable[[EngineRequest, Any], Fraction | None] = lambda req, result: None
+    # the highest memory fraction this engine accepts for the request behind a result (vLLM: what is free after
+    # the CUDA context at start-up); None: flags.util_limit
+    util_max: Callable[[Any], Fraction | None] = lambda result: None
+    # the --engine-option keys this engine reads, and whether its budget subtracts --gpu-reserved
+    option_keys: tuple[str, ...] = ()
+    takes_gpu_reserved: bool = False
+    # whether the estimate reads EngineRequest.features (speculative decoding, LoRA, offload, parallelism, KV
+    # connectors: kvplan/engines/features/); an engine that does not refuses a request carrying them
+    takes_features: bool = False
+
+    def accepts(self, req: EngineRequest) -> None:
+        """InputError for an --engine-option key, --gpu-reserved or launch features this engine does not read (never
+        ignored)."""
+        refuse_unread_options(req, self.title, self.option_keys)
+        if req.features is not None and not self.takes_features:
+            raise InputError(f"the {self.name} engine does not model speculative decoding, LoRA, offload tiers, expert, "
+                             "data or context parallelism or KV connectors", where="--vllm-args",
+                             hint="they apply to --engine vllm")
+        if req.gpu_reserved_bytes is not None and not self.takes_gpu_reserved:
+            raise InputError(f"the {self.name} engine's budget does not read it", where="--gpu-reserved",
+                             hint="it applies to --engine sglang and trtllm")
