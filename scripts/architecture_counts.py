@@ -1,0 +1,100 @@
+"""Counts of what keeps the engine seam from being one place (issue 24), measured on the source tree.
+
+    python scripts/architecture_counts.py [--list]
+
+Prints, for kvplan/:
+- import cycles: strongly connected components of the import graph, every edge written in the code (imports inside
+  functions included, nothing pruned);
+- imports between engine packages (engines/static.py, vllm/, sglang/, trtllm/ importing one another);
+- imports of an engine's modules from outside that engine (`kvplan.engines.vllm...` from check/, from
+  engines/logcheck.py, ...), and of those the ones from outside engines/;
+- comparisons with an engine name ("vllm", "sglang", "trtllm", "static") outside engines/;
+- functions over 80 lines in engines/;
+- imports of kvplan modules inside functions outside cli/.
+--list prints every instance under its count.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+
+from archgraph import ENGINE_NAMES, MODULES, cycles, engine_of, import_edges  # noqa: E402
+
+
+def engine_name_comparisons(tree: ast.AST) -> list[int]:
+    """Line numbers of comparisons with an engine name (== "vllm", in ("sglang", "trtllm"), ...)."""
+
+    def names_engine(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in ENGINE_NAMES
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(names_engine(e) for e in node.elts)
+        return False
+
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(names_engine(n) for n in [node.left, *node.comparators]):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.MatchValue) and names_engine(node.value):
+            lines.append(node.lineno)
+    return lines
+
+
+def long_functions(tree: ast.AST, limit: int = 80) -> list[tuple[str, int]]:
+    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > limit]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--list", action="store_true", help="print every instance")
+    args = parser.parse_args()
+    edges = import_edges()
+    graph = {m: {e.target for e in es} for m, es in edges.items()}
+    found = cycles(graph)
+    cross, internal, internal_outside = [], [], []
+    for module, es in edges.items():
+        mine = engine_of(module)
+        for e in es:
+            theirs = engine_of(e.target)
+            if theirs is None or theirs == mine:
+                continue
+            item = f"{module}:{e.line} -> {theirs}"
+            if item in internal:  # one import statement, counted once
+                continue
+            if mine is not None:
+                cross.append(item)
+            internal.append(item)
+            if not module.startswith("kvplan.engines"):
+                internal_outside.append(item)
+    names, longs, lazy = [], [], []
+    for module, path in MODULES.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"))
+        if not module.startswith("kvplan.engines"):
+            names += [f"{module}:{line}" for line in engine_name_comparisons(tree)]
+        else:
+            longs += [f"{module}.{name} ({n} lines)" for name, n in long_functions(tree)]
+        if not module.startswith("kvplan.cli"):
+            lazy += sorted({f"{module}:{e.line}" for e in edges[module] if e.in_function})  # per statement
+    rows = [("import cycles (every edge)", [" <-> ".join(c) for c in found]),
+            ("imports between engine packages", cross),
+            ("imports of an engine's modules from outside it", internal),
+            ("  of which from outside engines/", internal_outside),
+            ("engine-name comparisons outside engines/", names),
+            ("functions over 80 lines in engines/", longs),
+            ("function-level kvplan imports outside cli/", lazy)]
+    for title, items in rows:
+        print(f"{title:50s} {len(items)}")
+        if args.list:
+            for item in items:
+                print("    " + item)
+
+
+if __name__ == "__main__":
+    main()
