@@ -332,7 +332,9 @@ def test_gpus_sets_the_tensor_parallel_size(tmp_path):
     text = "model: meta-llama/Llama-3.1-70B-Instruct\nmax-model-len: 8K\n"
     assert one(tmp_path, text, deployment.CheckOptions(gpu="h100", gpus=4), name="s.yaml").tensor_parallel_size == 4
     v = one(tmp_path, text + "tensor-parallel-size: 2\n", deployment.CheckOptions(gpu="h100", gpus=4), name="s.yaml")
-    assert v.status == "invalid" and "--gpus 4" in v.reason
+    # the file's own size wins; --gpus is said not to be used
+    assert v.tensor_parallel_size == 2 and any("--gpus 4 is not used" in n for n in v.notes)
+    assert v.origins.gpus.endswith("(--gpus 4 not used)")
 
 
 def test_data_parallel_replicas_each_hold_a_pool(tmp_path):

@@ -75,14 +75,23 @@ def test_choosing_intersects_labels_and_never_guesses():
         gpus.choose(GpuEvidence(other="AWS Neuron devices (aws.amazon.com/neuron)"), None, None, where="x")
 
 
-def test_gpu_flag_overrides_the_label_and_says_so():
+def test_the_files_own_gpu_wins_over_the_gpu_flag_which_is_reported():
     h200 = catalog.find_gpu("h200")
     from kvplan.engines.api import Hardware
 
-    choice = gpus.choose(GpuEvidence(labels=(Label("cloud.google.com/gke-accelerator", "nvidia-l4", "nodeSelector"),)),
-                         Hardware(h200.name, h200.capacity_bytes), "--gpu h200-141gb", where="x")
-    assert choice.hardware[0].name == "h200-141gb" and choice.origin == "--gpu h200-141gb"
-    assert "l4-24gb" in choice.notes[0]
+    l4 = GpuEvidence(labels=(Label("cloud.google.com/gke-accelerator", "nvidia-l4", "nodeSelector"),))
+    choice = gpus.choose(l4, Hardware(h200.name, h200.capacity_bytes), "--gpu h200-141gb", where="x")
+    assert [h.name for h in choice.hardware] == ["l4-24gb"]
+    assert choice.origin == ("nodeSelector cloud.google.com/gke-accelerator=nvidia-l4 (the file's own; --gpu h200-141gb "
+                             "not used)")
+    assert "--gpu h200-141gb is not used" in choice.notes[0]
+    # a label that leaves several cards open is narrowed by a --gpu among them; a file naming none takes --gpu
+    h100 = catalog.find_gpu("h100-nvl-94gb")
+    ray = GpuEvidence(labels=(Label("accelerator_type", "H100", "llm_configs[0]"),))
+    narrowed = gpus.choose(ray, Hardware(h100.name, h100.capacity_bytes), "--gpu h100-nvl-94gb", where="x")
+    assert [h.name for h in narrowed.hardware] == ["h100-nvl-94gb"] and not narrowed.notes
+    bare = gpus.choose(GpuEvidence(count=1), Hardware(h200.name, h200.capacity_bytes), "--gpu h200-141gb", where="x")
+    assert [h.name for h in bare.hardware] == ["h200-141gb"] and bare.origin == "--gpu h200-141gb"
 
 
 def test_an_affinity_with_several_values_allows_each():

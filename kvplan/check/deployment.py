@@ -112,6 +112,7 @@ class LaunchContext:
     key: Callable[[str], str] | None = None  # how the file spells a setting; None: the engine's own flags
     flag_style: bool = True  # a fix reads `--flag value` (else `key: value`)
     env: Mapping[str, Any] = field(default_factory=dict)  # the engine process's environment, as far as the file says
+    whole_launch: bool = False  # the command line is all the engine gets (a container, a script): --gpus sets nothing
 
     def gpu_choice(self):
         """The GPUs to judge on: the file's, else --gpu / --gpu-mem, else cannot judge naming --gpu."""
@@ -239,18 +240,29 @@ def setting(dep: Deployment, name: str, value: Any) -> str:
     return f"{dep.key(name)}: {value}"
 
 
-def tp_from_gpus(tp: int | None, pp: int, gpus: int | None, *, where: str) -> int:
-    """--gpus N means TP x PP = N, as in `kvplan estimate`."""
+def tp_from_gpus(tp: int | None, pp: int, gpus: int | None, *, where: str, launch: bool = False) -> tuple[int, str | None]:
+    """(the tensor parallel size, a note when --gpus is not used). --gpus N means TP x PP = N, as in `kvplan
+    estimate`, for a deployment that names no tensor parallel size; the file's own size always wins, and a launch
+    the file gives whole (`launch`: a container's or script's command line) runs the engine's default, 1, when it
+    names none, so --gpus does not change it either."""
     if gpus is None:
-        return tp or 1
-    if tp is None:
+        return tp or 1, None
+    if tp is None and not launch:
         if gpus % pp:
             raise InputError(f"--gpus {gpus} is not a multiple of the pipeline parallel size {pp}", where="--gpus")
-        return gpus // pp
-    if tp * pp != gpus:
-        raise InputError(f"--gpus {gpus} but tensor x pipeline parallel = {tp} x {pp} = {tp * pp}", where=where,
-                         hint="drop --gpus or make them agree")
-    return tp
+        return gpus // pp, None
+    used = tp or 1
+    if used * pp == gpus:
+        return used, None
+    said = (f"the file's tensor x pipeline parallel = {used} x {pp}" if tp is not None else
+            f"the file's launch names no tensor parallel size, so the engine runs its default 1 (x pipeline {pp})")
+    return used, f"--gpus {gpus} is not used: {said}, and a file's own layout always wins"
+
+
+def count_origin(file_count: str | None, tp: int, pp: int, gpus_note: str | None, gpus: int | None) -> str:
+    """Where a deployment's GPU count came from, saying when --gpus was given and not used (every format shows it)."""
+    base = file_count or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)"
+    return base + (f" (--gpus {gpus} not used)" if gpus_note else "")
 
 
 # ------------------------------------------------------------------ the model a deployment names

@@ -1,7 +1,7 @@
 """The GPUs a deployment runs on, from what its file says: a count (resources.limits nvidia.com/gpu, compose
 device reservations, a KubeAI profile's `:8`, SkyPilot's `H100:8`) and a kind (node labels, instance types,
 SkyPilot and Ray accelerator names, KubeAI profiles: kvplan/data/gpu_labels.yaml). `--gpu` / `--gpu-mem`
-override the kind; a file that names a count but no kind cannot be judged until --gpu names it (exit 3), and
+give the kind to files that name none (a file's own kind always wins); a file that names a count but no kind cannot be judged until --gpu names it (exit 3), and
 a file that runs on something that is not a GPU (AWS Neuron, Intel Gaudi, a TPU, the CPU) cannot be judged at
 all. The choice carries where each figure came from, for the report. Pure of typer and rich."""
 
@@ -131,15 +131,27 @@ def hardware_of(name: str) -> Hardware:
 
 def choose(evidence: GpuEvidence, override: Hardware | None, override_origin: str | None, *, where: str,
            missing: str | None = None) -> GpuChoice:
-    """The GPU(s) to judge on. --gpu wins over the file's labels; no kind at all is cannot judge."""
+    """The GPU(s) to judge on. The file's own GPU always wins: --gpu / --gpu-mem (`override`) is the GPU of
+    deployments whose file names no kind, and when it differs from the kind the file names it is reported (a note and
+    the GPU origin, which every report format shows), never used: judging a file pinned to an L4 on an H100 would
+    pass a deployment that fails where it runs. No kind at all is cannot judge."""
     if evidence.other:
         raise UnsupportedError(f"runs on {evidence.other}, not on a GPU; kvplan models NVIDIA and AMD GPUs", where=where,
                                hint="nothing to judge here: the memory rules of that accelerator are not modelled")
     notes: list[str] = []
     named = _from_labels(evidence.labels, where=where) if evidence.labels else None
-    if override is not None:
-        if named is not None and override.name not in {h.name for h in named[0]}:
-            notes.append(f"the file's {named[1]} says {', '.join(h.name for h in named[0])}; judged on {override_origin} as given")
+    label_origin = named[1] if named is not None else None
+    if override is not None and named is not None:
+        hardware, origin, count = named
+        given = override_origin or "--gpu"
+        chosen = tuple(h for h in hardware if h.name is not None and h.name == override.name)
+        if chosen and len(hardware) > 1:  # the label leaves several cards open; --gpu says which of them
+            named = chosen, f"{origin}, narrowed by {given}", count
+        elif not chosen:
+            notes.append(f"{given} is not used: the file names its own GPU ({origin}: "
+                         f"{', '.join(h.name or 'custom' for h in hardware)}), and a file's own GPU always wins")
+            named = hardware, f"{origin} (the file's own; {given} not used)", count
+    elif override is not None:
         if evidence.vendor and override.name:
             from kvplan.model.catalog import find_gpu
 
@@ -164,7 +176,7 @@ def choose(evidence: GpuEvidence, override: Hardware | None, override_origin: st
             notes.append(f"{origin} names {hardware[0].name} but the file asks for {evidence.vendor.upper()} GPUs "
                          f"({evidence.vendor_where})")
     return GpuChoice(hardware, origin, evidence.count if evidence.count is not None else count,
-                     evidence.count_where if evidence.count is not None else (f"{origin}: {count} per machine" if count else None),
+                     evidence.count_where if evidence.count is not None else (f"{label_origin}: {count} per machine" if count else None),
                      tuple(notes))
 
 
@@ -199,5 +211,5 @@ def _from_labels(labels: tuple[Label, ...], *, where: str) -> tuple[tuple[Hardwa
     origin = " + ".join(origins)
     if not allowed:
         raise UnsupportedError(f"its GPU labels contradict each other ({origin})", where=where,
-                               hint="pass --gpu NAME for the GPU it runs on")
+                               hint="make the labels name the GPU it runs on")
     return tuple(hardware_of(n) for n in allowed), origin, count

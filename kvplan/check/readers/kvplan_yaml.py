@@ -95,6 +95,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         raise InputError(f"unknown engine {data['engine']!r}", where=at("engine"),
                          hint=did_you_mean(engine, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
 
+    gpu_note = None
     if "gpu" in data and "gpu_memory" in data:
         raise InputError("give gpu or gpu_memory, not both", where=at("gpu_memory"))
     if "gpu" in data:
@@ -109,13 +110,17 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     else:
         raise UnsupportedError("no GPU named", where=where,
                                hint="add `gpu: NAME` (kvplan gpus) or `gpu_memory: SIZE`, or pass --gpu NAME / --gpu-mem SIZE")
+    if defaults.gpu is not None and gpu != defaults.gpu:  # the file's own GPU always wins; a different --gpu is said
+        gpu_note = (f"{defaults.gpu_origin} is not used: the file names its own GPU ({gpu_origin.removesuffix(' (the file)')}), "
+                    "and a file's own GPU always wins")
+        gpu_origin = gpu_origin.replace("(the file)", f"(the file's own; {defaults.gpu_origin} not used)")
 
     found = resolve_model(text(data["model"], where=at("model")), base_dir=base_dir, where=at("model"), lookup=defaults.lookup)
     spec = found.spec
     raw_config = (found.config, found.tokenizer_config) if found.config is not None else None
     tp = whole(data["tensor_parallel_size"], where=at("tensor_parallel_size"), high=MAX_PARALLEL) if "tensor_parallel_size" in data else None
     pp = whole(data["pipeline_parallel_size"], where=at("pipeline_parallel_size"), high=MAX_PARALLEL) if "pipeline_parallel_size" in data else 1
-    tp = tp_from_gpus(tp, pp, defaults.gpus, where=at("tensor_parallel_size"))
+    tp, gpus_note = tp_from_gpus(tp, pp, defaults.gpus, where=at("tensor_parallel_size"))
     if "max_model_len" in data:
         seq = located(at("max_model_len"), units.parse_tokens, data["max_model_len"], what="max_model_len")
     else:
@@ -160,7 +165,9 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     gpus = tp * pp
     if features is not None and features.parallel is not None:
         gpus *= features.parallel.data_parallel_size * features.parallel.prefill_context_parallel_size
-    origins = Origins(gpu=gpu_origin, gpus=f"tensor x pipeline parallel = {tp} x {pp}", model=found.source.describe(),
+    notes = list(notes) + [n for n in (gpu_note, gpus_note) if n]
+    origins = Origins(gpu=gpu_origin, gpus=f"tensor x pipeline parallel = {tp} x {pp}" + (
+        f" (--gpus {defaults.gpus} not used)" if gpus_note else ""), model=found.source.describe(),
                       engine_release=release)
     return Deployment(source=source, document=document, name=name, format=FORMAT_KVPLAN, engine=engine, request=request,
                       requirements=requirements, key=key, gpus=gpus, origins=origins, notes=tuple(notes))

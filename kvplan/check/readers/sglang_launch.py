@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
-                                     resolve_model, tp_from_gpus, whole)
+                                     resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.report import Origins
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.engines.sglang import launch_args
@@ -87,7 +87,7 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     for dest, value in (("tp_size", tp), ("pp_size", pp), ("dp_size", args.get("dp_size", 1))):
         if value is not None:
             whole(value, where=at(dest), high=MAX_PARALLEL)
-    tp = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tp_size"))
+    tp, gpus_note = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tp_size"), launch=ctx.whole_launch)
     seq = args.get("context_length")
     if seq is None:
         seq = default_max_len("sglang", spec, None, where=where, key=key("max_model_len"))
@@ -115,7 +115,7 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
         if args.given(dest) and args.get(dest) is not None and not (dest == "chunked_prefill_size" and args.get(dest) == -1):
             ints[field] = whole(args.get(dest), where=at(dest))
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
-    notes = list(ctx.notes) + list(args.notes) + list(choice.notes)
+    notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + ([gpus_note] if gpus_note else [])
     dp = args.get("dp_size", 1)
     if sglang_opts is not None and sglang_opts.attn_dp_size > 1:
         dp = 1  # attention data parallelism runs inside the TP group (parallel_hook.py handle_deprecated_dp_attention)
@@ -126,7 +126,7 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version,
                              features=features, **ints)
-    origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
+    origins = Origins(gpu=choice.origin, gpus=count_origin(choice.count_origin, tp, pp, gpus_note, ctx.defaults.gpus),
                       model=found.source.describe(), engine_release=release_text)
     served = args.get("served_model_name")
     return Deployment(source=ctx.source, document=ctx.document, name=str(served or ctx.name), format=ctx.fmt, engine="sglang",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
-                                     resolve_model, tp_from_gpus, whole)
+                                     resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
 from kvplan.core.errors import InputError, UnsupportedError
@@ -98,7 +98,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
         if value is not None:
             whole(value, where=at(dest), high=MAX_PARALLEL)
-    tp = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"))
+    tp, gpus_note = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"), launch=ctx.whole_launch)
     ep = llm_api.get("moe_expert_parallel_size")
     if ep not in (None, 1, tp):
         raise UnsupportedError(f"moe_expert_parallel_size {ep} over tensor parallel {tp}: the expert layout is not modelled",
@@ -129,7 +129,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     if kv.get("tokens_per_block") is not None:
         ints["block_size"] = whole(kv["tokens_per_block"], where=f"{where}: kv_cache_config.tokens_per_block")
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
-    out_notes = list(ctx.notes) + list(notes) + list(choice.notes)
+    out_notes = list(ctx.notes) + list(notes) + list(choice.notes) + ([gpus_note] if gpus_note else [])
     for field in ("cuda_graph_config", "moe_config", "attn_backend"):
         if llm_api.get(field):
             out_notes.append(f"{field}: judged with TensorRT-LLM's defaults for it")
@@ -141,7 +141,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
         from dataclasses import replace
 
         request = replace(request, engine_options=tuple(launch.items()))
-    origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
+    origins = Origins(gpu=choice.origin, gpus=count_origin(choice.count_origin, tp, pp, gpus_note, ctx.defaults.gpus),
                       model=found.source.describe(), engine_release=release_text)
     return Deployment(source=ctx.source, document=ctx.document, name=ctx.name, format=ctx.fmt, engine="trtllm",
                       request=request, requirements=ctx.defaults.requirements, key=key, gpus=tp * pp,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Callable, Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, check_vllm_max_len, default_max_len,
-                                     engine_request, resolve_model, tp_from_gpus, whole)
+                                     engine_request, resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.text import visible
@@ -118,7 +118,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp), ("data_parallel_size", args.get("data_parallel_size", 1))):
         if value is not None:
             whole(value, where=at(dest), high=MAX_PARALLEL)
-    tp = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"))
+    tp, gpus_note = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"), launch=ctx.whole_launch)
     seq = args.get("max_model_len")
     if seq == -1:
         raise UnsupportedError("max-model-len auto: vLLM fits the length to the memory it finds at start-up", where=at("max_model_len"),
@@ -157,7 +157,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
         env_options += ((releases.ALLOW_LONG_OPTION, "1"),)
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + feature_notes
-    notes += env_notes
+    notes += env_notes + ([gpus_note] if gpus_note else [])
     graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
         notes.append(f"{', '.join(graph)}: CUDA-graph memory is counted as with vLLM's defaults")
@@ -179,7 +179,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     name = served[0] if served and ctx.fmt in (FORMAT_VLLM, FORMAT_VLLM_ARGS, FORMAT_SHELL, FORMAT_DOCKERFILE) else ctx.name
     # vLLM takes any served name; it is shown in every report format, so its control characters are escaped
     name = visible(str(name))
-    origins = Origins(gpu=choice.origin, gpus=choice.count_origin or f"tensor x pipeline parallel = {tp} x {pp} (the file names no count)",
+    origins = Origins(gpu=choice.origin, gpus=count_origin(choice.count_origin, tp, pp, gpus_note, ctx.defaults.gpus),
                       model=found.source.describe(), engine_release=release_words(ctx.version, ctx.release_origin))
     return Deployment(source=ctx.source, document=ctx.document, name=str(name), format=ctx.fmt, engine="vllm", request=request,
                       requirements=ctx.defaults.requirements, key=key, gpus=tp * pp * pcp * dp, notes=tuple(dict.fromkeys(notes)),
