@@ -140,3 +140,36 @@ def test_usage_errors_with_json_are_one_json_object_through_the_entry_point():
     obj = json.loads(p.stdout)
     assert p.returncode == 2 and obj["exit_code"] == 2 and "'--batch'" in obj["error"]["what"]
     assert len(p.stderr.strip().splitlines()) == 1
+
+
+# ------------------------------------------------------------------ an output over an input (issue 26)
+
+def _copy(src: Path, dst: Path) -> Path:
+    dst.parent.mkdir(parents=True, exist_ok=True)
+    dst.write_bytes(src.read_bytes())
+    return dst
+
+
+@pytest.mark.parametrize("case", ["check -o", "check folder", "plan --emit-to", "calibrate --save",
+                                  "check -o hard link"])
+def test_an_output_that_is_an_input_is_refused_and_the_input_kept(cli, tmp_path, case):
+    """Writing the report, the deployment file or the site profile over a file the command reads (or into a
+    folder it checks) would destroy the input: exit 2 naming the option, before any work, the input unchanged."""
+    deploy = _copy(ROOT / "examples/deploy/prod/chat-8b.yaml", tmp_path / "prod" / "chat-8b.yaml")
+    config = _copy(ROOT / "tests/data/hf_configs/llama-3.1-8b.json", tmp_path / "config.json")
+    log = _copy(LOG, tmp_path / "a.log")
+    args, victim, option = {
+        "check -o": (("check", deploy, "-o", deploy), deploy, "--output"),
+        "check folder": (("check", deploy.parent, "-o", deploy.parent / "report.txt"), deploy.parent / "report.txt", "--output"),
+        "plan --emit-to": (("plan", config, "--concurrency", "8", "--seq", "8K", "--emit", "kvplan", "--emit-to", config),
+                           config, "--emit-to"),
+        "calibrate --save": (("calibrate", log, "--save", log), log, "--save"),
+        "check -o hard link": (("check", deploy, "-o", tmp_path / "link.yaml"), deploy, "--output"),
+    }[case]
+    if case == "check -o hard link":
+        os.link(deploy, tmp_path / "link.yaml")
+    before = victim.read_bytes() if victim.exists() else None
+    code, _, err = cli(*args)
+    assert code == 2, err
+    assert err.startswith(f"error: {option} ") and err.count("\n") == 1 and "input" in err, err
+    assert (victim.read_bytes() if victim.exists() else None) == before

@@ -64,3 +64,28 @@ def write_file(path: str, write, *, what: str = "the output") -> None:
                   errno.ENOSPC: "no space left on the device", errno.ENAMETOOLONG: "file name too long"}.get(
             err.errno, err.strerror or str(err))
         raise InputError(f"cannot write {what}: {reason}", where=path, hint="choose another path with -o") from None
+
+
+def refuse_over_inputs(output: str | None, inputs, *, option: str) -> None:
+    """An output path that is one of the command's inputs, or inside a folder it reads, is refused before any work:
+    `check X -o X`, `plan CFG --emit-to CFG` or `calibrate a.log --save a.log` would replace what was read (issue 26).
+    Paths are compared after symlinks are followed, and as files (a hard link to an input is the input)."""
+    from kvplan.core.errors import InputError
+
+    if not output:
+        return
+    target = os.path.realpath(os.path.expanduser(output))
+    for given in inputs:
+        if not given or not isinstance(given, (str, os.PathLike)):
+            continue
+        source = os.path.realpath(os.path.expanduser(os.fspath(given)))
+        if not os.path.exists(source):  # a bundled name, an inline workload: no file is read there
+            continue
+        try:
+            same = source == target or (os.path.exists(target) and os.path.samefile(source, target))
+            inside = os.path.isdir(source) and os.path.commonpath([source, target]) == source
+        except (OSError, ValueError):
+            continue
+        if same or inside:
+            raise InputError(f"is {'also an input' if same else 'inside the input folder'} {os.fspath(given)}",
+                             where=f"{option} {output}", hint="write the output to a path the command does not read")

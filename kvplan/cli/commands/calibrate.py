@@ -56,6 +56,9 @@ def calibrate(
     from kvplan.core.errors import KvplanError
 
     try:
+        from kvplan.core.io import refuse_over_inputs
+
+        refuse_over_inputs(save, [*(logs or []), calibration, model, models_dir], option="--save")
         results, summary, fit = _run(logs or [], engine=engine, model=model, models_dir=models_dir, save=save,
                                      calibration=calibration, gpu=gpu, gpu_mem=gpu_mem)
     except KvplanError as err:

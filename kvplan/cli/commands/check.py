@@ -98,6 +98,9 @@ def check(
     if json_out and fmt not in (OutputFormat.text, OutputFormat.json):
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
+    from kvplan.core.io import refuse_over_inputs
+
+    refuse_over_inputs(output, [*(configs or []), calibration, *(models_dir or [])], option="--output")
     options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
                            require_headroom=require_headroom, vllm_version=vllm_version, optimistic=optimistic,
                            models_dirs=tuple(models_dir or ()), offline=offline,

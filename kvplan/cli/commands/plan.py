@@ -79,6 +79,11 @@ def plan(
                          "also want", where="--emit", hint="add --emit-to FILE")
     if emit_to and emit is None:
         raise InputError("--emit-to needs --emit FORMAT", where="--emit-to", hint="e.g. --emit kvplan --emit-to deploy.yaml")
+    from kvplan.core.io import refuse_over_inputs
+
+    inputs = [model, workload, prices, *(models_dir or [])]
+    refuse_over_inputs(emit_to, inputs + [plot], option="--emit-to")
+    refuse_over_inputs(plot, inputs, option="--plot")
     if plot:
         _check_plot(plot)
     requests, description, max_len = _lengths(seq, workload, prompt, output, concurrency=concurrency, rate=rate,

@@ -71,6 +71,9 @@ def plot(
     if image_format is not None and output is None:
         raise InputError("--format chooses the image format of --output", where="--format",
                          hint="add -o FILE.png or -o FILE.svg, or leave --format out for a terminal chart")
+    from kvplan.core.io import refuse_over_inputs
+
+    refuse_over_inputs(output, [model, calibration, *(models_dir or [])], option="--output")
     if output is not None:
         plotting.image_format(output, image_format.value if image_format else None)  # before any work
         _check_matplotlib()
