@@ -507,7 +507,7 @@ def test_vllm_memory_profiler_estimate_cudagraphs_moves_the_graph_estimate_in_or
     def estimate(version: str, value: str | None = None) -> dict:
         extra = ("--engine-option", f"VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS={value}") if value is not None else ()
         code, out, err = cli("estimate", "llama-3.1-8b", "--engine", "vllm", "--engine-version", version, "--gpu", "h100",
-                             "--seq", "8K", "--json", *extra)
+                             "--seq", "8K", "--optimistic", "--json", *extra)
         assert code == 0, out + err
         return json.loads(out)
 

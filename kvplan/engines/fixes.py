@@ -106,6 +106,25 @@ def _smallest_cache(req: EngineRequest, ok: Callable[[EngineRequest], bool]) -> 
     return hi
 
 
+# ------------------------------------------------------------------ the judging edge
+
+def at_judging_edge(engine: Engine, req: EngineRequest, result) -> tuple[EngineRequest, Any]:
+    """The request and result every verdict is judged by: a modelled budget at the low edge of its band (the
+    measured error of its terms, engines/result.py available_kv_bytes_low), so estimate, check and their fixes
+    share one edge and one longest context; unchanged where there is no band, or where the engine does not size
+    its pool at the edge asked for (then the modelled value is all it gives)."""
+    low = getattr(result, "available_kv_bytes_low", None) if getattr(result, "budget_source", None) == "model" else None
+    if low is None or low == result.available_kv_bytes:
+        return req, result
+    low_req = dataclasses.replace(req, budget_edge="low")
+    low_result = engine.estimate(low_req)
+    if low_result.available_kv_bytes != low:
+        return req, result
+    note = (f"judged at the low edge of the modelled budget's band ({format_bytes(low)} of KV memory per GPU, "
+            f"{format_bytes(result.available_kv_bytes)} modelled), as kvplan check judges; --optimistic: the modelled value")
+    return low_req, dataclasses.replace(low_result, notes=(note, *low_result.notes))
+
+
 # ------------------------------------------------------------------ kvplan estimate
 
 def fits(engine: Engine, req: EngineRequest) -> bool:
@@ -151,4 +170,4 @@ def _held(engine: Engine, fix: Fix) -> str:
     return f"; holds {r.max_batch:,} sequences of {format_tokens(r.seq)}" if r.max_batch else ""
 
 
-__all__ = ["Fix", "search", "attach", "fits", "engine_words"]
+__all__ = ["Fix", "search", "attach", "fits", "engine_words", "at_judging_edge"]

@@ -9,7 +9,7 @@ import typer
 from kvplan.cli.edge import guarded
 from kvplan.cli.options import (BatchOpt, BlockOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
                                 GpuOpt, GpuReservedOpt, GpusOpt, GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt,
-                                KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, ModelsDirOpt, OfflineOpt, PpOpt, PromptOpt, RateOpt,
+                                KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, ModelsDirOpt, OfflineOpt, OptimisticOpt, PpOpt, PromptOpt, RateOpt,
                                 ReserveOpt, SeqOpt, SglangArgsOpt, TpOpt, VllmArgsOpt, with_model_lookup)
 
 
@@ -45,6 +45,7 @@ def estimate(
     rate: RateOpt = None,
     prompt: PromptOpt = None,
     calibration: CalibrationOpt = None,
+    optimistic: OptimisticOpt = False,
     json_out: JsonOpt = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -78,7 +79,12 @@ def estimate(
     if engine_version and chosen.name == "static":
         raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
     chosen.accepts(request)
-    result = fixes.attach(chosen, request, chosen.estimate(request))
+    result = chosen.estimate(request)
+    if not optimistic:
+        # judged where check judges: a modelled budget at the low edge of its band, so the verdict, the longest
+        # context and every fix below are the ones `kvplan check` gives the same deployment
+        request, result = fixes.at_judging_edge(chosen, request, result)
+    result = fixes.attach(chosen, request, result)
     if request.spec.source and request.spec.source.endswith(".json") and request.spec.notes:
         # what kvplan assumed while reading a config.json (a missing dtype, an untested model_type): on stderr,
         # so --json output stays clean

@@ -72,7 +72,9 @@ def tables(result: VllmEstimate) -> list:
     if r.num_gpu_blocks is not None:
         t.add_section()
         if r.available_kv_bytes is not None and r.available_kv_bytes > 0:
-            t.add_row(Text("what vLLM logs" if r.starts else "the pool (vLLM stops before building it)", style="bold"), "")
+            head = ("what vLLM logs" if r.starts else "the pool (vLLM stops before building it)") if not r.budget_edge else (
+                f"the pool at the {r.budget_edge} edge" + ("" if r.starts else " (vLLM stops before building it)"))
+            t.add_row(Text(head, style="bold"), "")
             t.add_row("  num_gpu_blocks", f"{r.num_gpu_blocks:,}")
             t.add_row("  GPU KV cache size", f"{r.kv_cache_tokens:,} tokens")
             t.add_row(f"  maximum concurrency for {r.seq:,} tokens", f"{r.max_concurrency:.2f}x")

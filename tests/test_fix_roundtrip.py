@@ -1,0 +1,94 @@
+"""Every fix kvplan proposes, applied and judged again by `kvplan check`, passes.
+
+estimate's fixes come from engines/fixes.py at the request's judging edge; check reads them back from a vLLM command
+line through its own reader (check/readers/vllm_serve.py) and judges them with its own requirements. The two must
+agree: a fix that check then fails as marginal is the contradiction this guards against. check's own fixes go
+round the same way. Hypothesis draws bundled models, datacenter GPUs and lengths; few examples keep it cheap."""
+
+from __future__ import annotations
+
+import json
+import re
+
+from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import strategies as st
+
+from engine_requests import engine_request
+from golden import harness
+from kvplan import engines
+from kvplan.engines import fixes
+
+MODELS = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-8b", "qwen2.5-72b", "mistral-7b-v0.1", "gemma-3-27b", "phi-4",
+          "mixtral-8x7b")
+GPUS = ("l4-24gb", "a10g-24gb", "l40s-48gb", "a100-sxm-40gb", "h100-sxm-80gb")
+LENGTHS = (16384, 32768, 65536, 131072)
+SHAPES = st.tuples(st.sampled_from(MODELS), st.sampled_from(GPUS), st.sampled_from(LENGTHS), st.sampled_from((1, 2)))
+
+# a fix's setting as the vLLM flag check's reader takes it
+_FLAG = {fixes.MAX_LEN: "--max-model-len", fixes.TP: "--tensor-parallel-size", fixes.KV_DTYPE: "--kv-cache-dtype",
+         fixes.UTIL: "--gpu-memory-utilization"}
+
+
+def _check(model: str, gpu: str, flags: dict[str, str]) -> dict:
+    line = " ".join(f"{k} {v}" for k, v in flags.items())
+    case = f'check --vllm-args "serve {model} {line}" --gpu {gpu} --json'
+    return json.loads(harness.run(case)["stdout"])["verdicts"][0]
+
+
+def _estimate_fixes(model: str, gpu: str, seq: int, tp: int) -> list[fixes.Fix]:
+    engine = engines.get("vllm")
+    req = engine_request(model, seq, gpu=gpu, tp=tp)
+    req, result = fixes.at_judging_edge(engine, req, engine.estimate(req))
+    if not (result.starts is False or result.serves_batch is False):
+        return []
+    return fixes.search(engine, req, result, lambda r: fixes.fits(engine, r))
+
+
+@settings(max_examples=6, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SHAPES)
+def test_every_estimate_fix_passes_check(shape):
+    model, gpu, seq, tp = shape
+    found = _estimate_fixes(model, gpu, seq, tp)
+    assume(found)
+    base = {"--max-model-len": str(seq), "--tensor-parallel-size": str(tp)}
+    for fix in found:
+        flags, where = dict(base), gpu
+        if fix.setting == fixes.GPU:
+            where = fix.value
+        elif fix.setting == fixes.UTIL:
+            flags[_FLAG[fix.setting]] = f"{float(fix.value):.2f}"
+        else:
+            flags[_FLAG[fix.setting]] = str(fix.value)
+        verdict = _check(model, where, flags)
+        assert verdict["status"] == "pass", (shape, fix.setting, fix.value, verdict["reason"])
+
+
+@settings(max_examples=4, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(SHAPES)
+def test_every_check_fix_passes_check(shape):
+    model, gpu, seq, tp = shape
+    base = {"--max-model-len": str(seq), "--tensor-parallel-size": str(tp)}
+    first = _check(model, gpu, base)
+    assume(first["status"] == "fail" and first["suggestions"])
+    for words in first["suggestions"]:
+        flag, value = re.sub(r" \(.*\)$", "", words).split(" ", 1)
+        flags, where = dict(base), gpu
+        if flag == "--gpu":
+            where = value
+        else:
+            flags[flag] = value
+        verdict = _check(model, where, flags)
+        assert verdict["status"] == "pass", (shape, words, verdict["reason"])
+
+
+def test_estimate_longest_is_what_check_passes():
+    """The issue's case: Llama-3.1-8B at 128K on an L4. estimate's longest context, given back to check, passes; one
+    token more fails (the same edge: the judging edge of the band)."""
+    engine = engines.get("vllm")
+    req = engine_request("llama-3.1-8b", 131072, gpu="l4-24gb")
+    _, result = fixes.at_judging_edge(engine, req, engine.estimate(req))
+    longest = result.estimated_max_model_len
+    assert longest and longest < 131072
+    assert _check("llama-3.1-8b", "l4-24gb", {"--max-model-len": str(longest)})["status"] == "pass"
+    over = _check("llama-3.1-8b", "l4-24gb", {"--max-model-len": str(longest + 16)})
+    assert over["status"] == "fail"
