@@ -341,8 +341,12 @@ def test_hf_overrides_need_the_config():
 
 
 def test_kvplan_flags_are_not_taken_twice():
-    with pytest.raises(InputError, match="kvplan's --tp"):
-        est("llama-3.1-8b", vllm_args="--tensor-parallel-size 2")
+    # a setting kvplan has a flag for is read as vLLM spells it; given both ways with two values, it is an error
+    assert est("llama-3.1-8b", vllm_args="--tensor-parallel-size 2").tp == 2
+    with pytest.raises(InputError, match="disagree"):
+        est("llama-3.1-8b", vllm_args="--max-model-len 4096")  # est gives --seq 8192
+    with pytest.raises(InputError, match="kvplan's MODEL"):
+        est("llama-3.1-8b", vllm_args="--model llama-3.1-8b")
     with pytest.raises(UnsupportedError, match="offload-group-size"):
         est("llama-3.1-8b", vllm_args="--offload-group-size 4")
 

@@ -138,7 +138,7 @@ def _judge_on(dep: Deployment, *, suggest: bool, optimistic: bool) -> Verdict:
     return Verdict(
         source=dep.source, document=dep.document, name=dep.name, format=dep.format, status=FAIL if failed else PASS,
         reason=reason, engine=dep.engine, model=req.spec.name, gpu=req.hardware.name or "custom", gpus=dep.gpus,
-        tensor_parallel_size=req.tp, pipeline_parallel_size=req.pp, max_model_len=req.seq,
+        tensor_parallel_size=req.tp, pipeline_parallel_size=req.pp, max_model_len=base.seq,  # vLLM auto: its pick
         kv_cache_dtype=base.kv_dtype, figures=figures, checks=tuple(checks),
         suggestions=suggestions, notes=tuple(dict.fromkeys(notes)), origins=dep.origins)
 
@@ -148,7 +148,7 @@ def _start_detail(result, request) -> str:
     from kvplan.core.units import format_bytes
 
     g = result.per_gpu
-    tokens = short_tokens(request.seq)
+    tokens = short_tokens(result.seq)  # the request's length, or the one vLLM picks (--max-model-len auto)
     pool = result.pool_view()
     if result.fits:
         detail = f"starts at max_model_len {tokens}"

@@ -25,7 +25,7 @@ whole_number.__name__ = "int"  # typer names the value after its parser in --hel
 ModelArg = Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, a folder with one, or a Hugging Face id (org/name[@revision]: --models-dir, the Hugging Face cache, then the Hub).", show_default=False)]
 ModelsDirOpt = Annotated[Optional[List[str]], typer.Option("--models-dir", help="Folder of model folders (org--name/config.json, org/name/, or a Hugging Face cache) to find models in (repeatable).", show_default=False)]
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Never ask the Hugging Face Hub (as HF_HUB_OFFLINE=1): bundled models, files, --models-dir and the local cache only.")]
-SeqOpt = Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence (max_model_len): 8192, 8k (=8000), 32K (=32768). Default: the model's max context.", show_default=False)]
+SeqOpt = Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence (max_model_len): 8192, 8k (=8000), 32K (=32768); auto or -1 (--engine vllm): the length vLLM's --max-model-len auto picks. Default: the model's max context.", show_default=False)]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", parser=whole_number)]
 KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: auto (model dtype), fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, int4.")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format: bf16, fp16, fp32, fp8, int8, int4 (GPTQ/AWQ, group 128). Default: the model's.", show_default=False)]

@@ -50,6 +50,9 @@ class EngineRequest:
     spec: ModelSpec
     seq: int  # tokens per sequence; max_model_len for the paged engines
     batch: int
+    # vLLM --max-model-len auto / -1 (kvplan --seq auto): `seq` is the model's derived length and the engine lowers
+    # it to the longest length whose one request fits the KV memory it finds at start-up
+    seq_auto: bool = False
     kv_dtype: str = "auto"  # as the user spelled it; each engine resolves it (engines/paged.py kv_dtype)
     weight_fmt: WeightFormat | None = None
     tp: int = 1
@@ -137,6 +140,8 @@ class Engine:
     # whether the estimate reads EngineRequest.features (speculative decoding, LoRA, offload, parallelism, KV
     # connectors: kvplan/engines/features/); an engine that does not refuses a request carrying them
     takes_features: bool = False
+    # whether the engine can fit the length to its memory at start-up (--seq auto: vLLM's --max-model-len auto)
+    fits_length: bool = False
 
     def accepts(self, req: EngineRequest) -> None:
         """InputError for an --engine-option key, --gpu-reserved or launch features this engine does not read (never
@@ -146,6 +151,9 @@ class Engine:
             raise InputError(f"the {self.name} engine does not model speculative decoding, LoRA, offload tiers, expert, "
                              "data or context parallelism or KV connectors", where="--vllm-args",
                              hint="they apply to --engine vllm")
+        if req.seq_auto and not self.fits_length:
+            raise InputError(f"{self.title} has no length fitted to memory at start-up", where="--seq",
+                             hint="--seq auto is vLLM's --max-model-len auto; give a length")
         if req.gpu_reserved_bytes is not None and not self.takes_gpu_reserved:
             raise InputError(f"the {self.name} engine's budget does not read it", where="--gpu-reserved",
                              hint="it applies to --engine sglang and trtllm")

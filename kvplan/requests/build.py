@@ -18,6 +18,9 @@ if TYPE_CHECKING:  # annotations only: `estimate` of a plain request does not im
     from kvplan.engines.calibration import SiteProfile
 
 
+# --seq values that ask the engine to fit the length to its memory (vLLM's --max-model-len auto / -1)
+AUTO_LENGTH = ("auto", "-1")
+
 # Upper bounds far beyond any deployment: they catch typos and keep every loop and table finite.
 LIMITS = {"--batch": 2**31, "--pp": 4096, "--tp": 4096, "--gpus": 2**20, "--block-size": 2**20,
           "--max-num-seqs": 2**31, "--max-num-batched-tokens": 2**40}
@@ -92,6 +95,15 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     from kvplan.model import catalog
 
     spec = catalog.resolve_model(model)
+    if vllm_args is not None:
+        # `vllm serve` options that kvplan's own flags also give, taken as pasted (one value; two that differ: error)
+        given = dict(seq=seq, tp=tp, pp=pp, gpu_util=gpu_util, kv_dtype=kv_dtype, kv_cache_memory=kv_cache_memory,
+                     block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                     dtype=dtype)
+        merged = _merge_vllm_core(vllm_args, given, spec, engine_version=engine_version)
+        seq, tp, pp, gpu_util, kv_dtype = merged["seq"], merged["tp"], merged["pp"], merged["gpu_util"], merged["kv_dtype"]
+        kv_cache_memory, block_size, max_num_seqs = merged["kv_cache_memory"], merged["block_size"], merged["max_num_seqs"]
+        max_num_batched_tokens, dtype = merged["max_num_batched_tokens"], merged["dtype"]
     if kv_heads is not None or head_dim is not None:
         spec = override_spec(spec, kv_heads=kv_heads, head_dim=head_dim)
     if gpu is not None and gpu_mem is not None:
@@ -100,7 +112,15 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                         ("--max-num-seqs", max_num_seqs), ("--max-num-batched-tokens", max_num_batched_tokens)):
         check_count(value, flag)
     tp = split_gpus(gpus, tp, pp)
-    seq_tokens = units.parse_tokens(seq, what="--seq") if seq is not None else (spec.max_context or 8192)
+    seq_auto = seq is not None and seq.strip().lower() in AUTO_LENGTH
+    if seq_auto:
+        # vLLM starts the search from the model's derived length (vllm/config/model.py _get_and_verify_max_len)
+        if not spec.max_context:
+            raise InputError("the model names no maximum length to start the search from", where="--seq",
+                             hint="give a length")
+        seq_tokens = spec.max_context
+    else:
+        seq_tokens = units.parse_tokens(seq, what="--seq") if seq is not None else (spec.max_context or 8192)
     try:
         dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))  # a spelling no engine takes fails here, once
     except InputError as err:
@@ -136,7 +156,7 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         spec, features, weight_fmt = launch_features(model, spec, vllm_args, tp=tp, engine_version=engine_version,
                                                      weight_fmt=weight_fmt, rate=rate, prompt=prompt)
     return EngineRequest(
-        spec=spec, seq=seq_tokens, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
+        spec=spec, seq=seq_tokens, seq_auto=seq_auto, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
         hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
         kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory is not None else None,
         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
@@ -161,12 +181,64 @@ def parse_engine_options(items: list[str] | tuple[str, ...] | None) -> tuple[tup
     return tuple(out.items())
 
 
-# `vllm serve` options that kvplan's own flags give (--seq, --tp, ...): --vllm-args refuses them, so that one setting
-# has one place
-_CORE_OPTIONS = {"model": "MODEL", "hf_config_path": "MODEL", "max_model_len": "--seq", "tensor_parallel_size": "--tp",
-                 "pipeline_parallel_size": "--pp", "gpu_memory_utilization": "--gpu-util", "kv_cache_dtype": "--kv-dtype",
-                 "kv_cache_memory_bytes": "--kv-cache-memory", "block_size": "--block-size", "max_num_seqs": "--max-num-seqs",
-                 "max_num_batched_tokens": "--max-num-batched-tokens", "dtype": "--dtype"}
+# the model is kvplan's MODEL argument: --vllm-args refuses it
+_MODEL_OPTIONS = {"model": "MODEL", "hf_config_path": "MODEL"}
+# `vllm serve` options that a kvplan flag also gives: vLLM's dest -> (build_request's parameter, the flag, its
+# default); --vllm-args may give them as vLLM spells them (a pasted launch is not sent back to be rewritten)
+_VLLM_CORE = {"max_model_len": ("seq", "--seq", None), "tensor_parallel_size": ("tp", "--tp", None),
+              "pipeline_parallel_size": ("pp", "--pp", 1), "gpu_memory_utilization": ("gpu_util", "--gpu-util", None),
+              "kv_cache_dtype": ("kv_dtype", "--kv-dtype", "auto"),
+              "kv_cache_memory_bytes": ("kv_cache_memory", "--kv-cache-memory", None),
+              "block_size": ("block_size", "--block-size", None), "max_num_seqs": ("max_num_seqs", "--max-num-seqs", None),
+              "max_num_batched_tokens": ("max_num_batched_tokens", "--max-num-batched-tokens", None),
+              "dtype": ("dtype", "--dtype", None)}
+
+
+def _vllm_value(dest: str, value, spec: ModelSpec):
+    """A parsed `vllm serve` value as the kvplan flag takes it (None: the flag stays at its default)."""
+    from decimal import Decimal, localcontext
+    from fractions import Fraction
+
+    if dest == "max_model_len":
+        return "auto" if value == -1 else str(value)
+    if dest == "gpu_memory_utilization":
+        if isinstance(value, Fraction):  # exact (serve_args keeps decimal text exact): its decimal digits
+            with localcontext() as ctx:
+                ctx.prec = 60
+                return str(Decimal(value.numerator) / Decimal(value.denominator))
+        return str(value)
+    if dest == "kv_cache_memory_bytes":
+        return str(value)
+    if dest == "dtype":
+        # it sets the weight bytes only of an unquantized checkpoint (as check's vLLM reader reads it)
+        if value == "auto" or spec.weights_bytes is not None or (spec.weight_dtype or spec.dtype) not in (
+                "bf16", "fp16", "fp32", "bfloat16", "float16", "float32"):
+            return None
+        from kvplan.engines.vllm.serve_args import DTYPE_WEIGHTS
+
+        return DTYPE_WEIGHTS[value]
+    return value
+
+
+def _merge_vllm_core(vllm_args: str, given: dict, spec: ModelSpec, *, engine_version: str | None) -> dict:
+    """kvplan's flag values with the `vllm serve` options of --vllm-args that give the same setting; a setting given
+    both ways with two values is an error (exit 2)."""
+    from kvplan.engines.vllm import serve_args
+
+    args = serve_args.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
+    out = dict(given)
+    for dest, (param, flag, default) in _VLLM_CORE.items():
+        if not args.given(dest):
+            continue
+        value = _vllm_value(dest, args.get(dest), spec)
+        if value is None:
+            continue
+        ours = given[param]
+        if ours is not None and ours != default and str(ours).strip().lower() != str(value).lower():
+            raise InputError(f"{args.written.get(dest, dest)} {value} and {flag} {ours} disagree", where="--vllm-args",
+                             hint="give the setting once")
+        out[param] = value
+    return out
 
 
 def _refuse_launch_options(args, core: dict[str, str], unmodelled: list[tuple[str, str]], *, where: str) -> None:
@@ -199,7 +271,7 @@ def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: i
     features = Features()
     if vllm_args is not None:
         args = serve_args.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
-        _refuse_launch_options(args, _CORE_OPTIONS, serve_args.unmodelled(args), where="--vllm-args")
+        _refuse_launch_options(args, _MODEL_OPTIONS, serve_args.unmodelled(args), where="--vllm-args")
         raw = None
         path = Path(model).expanduser()
         config = hf_config.find_config_json(path) if path.exists() else None

@@ -4,6 +4,8 @@ engine. The GPU comes from the file around the command line (LaunchContext.gpu),
 
 from __future__ import annotations
 
+import dataclasses
+
 
 from pathlib import Path
 from typing import Callable, Mapping
@@ -15,8 +17,6 @@ from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.text import visible
 from kvplan.engines.vllm import launch, serve_args
 
-# vLLM's --dtype names -> kvplan's (vllm/config/model.py _STR_DTYPE_TO_TORCH_DTYPE)
-_VLLM_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
 # environment variables that change what vLLM allocates (vllm/envs.py)
 _V0 = "VLLM_USE_V1"
 
@@ -120,10 +120,10 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
             whole(value, where=at(dest), high=MAX_PARALLEL)
     tp, gpus_note = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"), launch=ctx.whole_launch)
     seq = args.get("max_model_len")
-    if seq == -1:
-        raise UnsupportedError("max-model-len auto: vLLM fits the length to the memory it finds at start-up", where=at("max_model_len"),
-                               hint="give a number to judge that length")
-    if seq is None:
+    # -1 / auto (0.14+; the option tables of older releases refuse 'auto', and the engine refuses -1 there): vLLM
+    # starts from the derived length and fits it to the KV memory (kvplan/engines/vllm/engine.py _auto_fit)
+    seq_auto = seq == -1
+    if seq is None or seq_auto:
         seq = default_max_len("vllm", spec, raw_config, where=where, key=key("max_model_len"))
     elif seq < 1:
         raise InputError(f"must be positive, got {seq}", where=at("max_model_len"))
@@ -135,7 +135,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     if vllm_dtype != "auto":
         # --dtype sets the activation dtype; it changes the weight bytes only of an unquantized checkpoint
         if spec.weights_bytes is None and (spec.weight_dtype or spec.dtype) in ("bf16", "fp16", "fp32", "bfloat16", "float16", "float32"):
-            weight_fmt = dtypes.weight_format(_VLLM_DTYPES[vllm_dtype])
+            weight_fmt = dtypes.weight_format(serve_args.DTYPE_WEIGHTS[vllm_dtype])
     features, spec, feature_notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=ctx.base_dir)
     weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=at("quantization"))
     kv_name = args.get("kv_cache_dtype", "auto")
@@ -173,6 +173,8 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
                              util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
                              prefix_caching=prefix_caching, features=features if features.any else None,
                              engine_options=env_options or None, **ints)  # the site profile: with_command_line
+    if seq_auto:
+        request = dataclasses.replace(request, seq_auto=True)
     served = args.get("served_model_name")
     # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
     # resource has

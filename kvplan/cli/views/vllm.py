@@ -90,6 +90,11 @@ def tables(result: VllmEstimate) -> list:
         else:
             verdict = "does NOT start" + marginal
         t.add_row("verdict", Text(verdict, style=("bold yellow" if r.marginal else "bold green") if r.fits else "bold red"))
+        if r.auto_max_model_len is not None:
+            band = r.auto_max_model_len_low, r.auto_max_model_len_high
+            t.add_row("  --max-model-len auto: vLLM will pick",
+                      (format_tokens(r.auto_max_model_len) if r.auto_max_model_len else "nothing (not one token fits)")
+                      + (f" (band {band[0]:,} … {band[1]:,})" if None not in band and band[0] != band[1] else ""))
         if r.estimated_max_model_len is not None:
             t.add_row("  estimated maximum model length", format_tokens(r.estimated_max_model_len))
         t.add_row(f"sequences of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")

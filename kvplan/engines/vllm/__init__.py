@@ -23,7 +23,7 @@ ENGINE = Engine(
     flags=EngineFlags("--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8", "--gpu-memory-utilization",
                       "--kv-cache-memory-bytes"),
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
-    util_max=_util_max, takes_gpu_reserved=True, takes_features=True,
+    util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True,
     # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
     option_keys=releases.OPTION_KEYS,
 )

@@ -149,6 +149,11 @@ class VllmEstimate(EngineEstimate):
     log_lines: tuple[str, ...]  # what vLLM would log about the cache
     refusal: str | None  # why vLLM refuses to start although the pool would hold the request, in its terms
     features: vfeat.VllmFeatures | None  # the terms of the launch's extra options (null when it sets none)
+    # --max-model-len auto: the length vLLM picks (seq is that length; 0: it cannot fit one token and does not
+    # start), and the lengths it picks at the low and high edges of the budget's band (None: not an auto launch)
+    auto_max_model_len: int | None = None
+    auto_max_model_len_low: int | None = None
+    auto_max_model_len_high: int | None = None
 
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
@@ -543,6 +548,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
     "high" a modelled budget is taken at that edge of its band (check judges by the low edge)."""
     refuse_unread_options(req, "vLLM", releases.OPTION_KEYS)  # a file's engine_options skip accepts
+    if req.seq_auto:
+        return _auto_fit(req, search_max_seq=search_max_seq)
     if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
         return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
     rel = release_for(req)
@@ -776,6 +783,74 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
         workers=tuple(workers), log_lines=tuple(log_lines), refusal=refused, suggestions=(), features=feature_record,
     )
     return result
+
+
+def _auto_length(workers: list[VllmWorker], derived: int) -> int:
+    """The length --max-model-len auto gives: the derived length when one request of it fits every worker, else
+    the smallest worker's longest fitting length (_workers searches it as vLLM's _estimate_max_model_len_from_groups
+    does, the null block kept back from 0.29); 0 when a worker has no KV memory or cannot hold one token."""
+    return min(derived if w.fits else (w.estimated_max_model_len or 0) for w in workers)
+
+
+def _auto_fit(req: EngineRequest, *, search_max_seq: bool) -> VllmEstimate:
+    """--max-model-len auto (kvplan --seq auto). vLLM builds its configuration at the derived length
+    (config/model.py _get_and_verify_max_len: -1 is read as "not given"), so the scheduler limits, the profile and
+    the budget are those of req.seq; after the budget, v1/core/kv_cache_utils.py _auto_fit_max_model_len
+    (0.33: v1/core/kv_cache_planning.py) lowers max_model_len to the longest length whose one request fits every
+    worker's KV memory, by binary search over 1 ... the derived length (no rounding to blocks), or raises "Cannot
+    auto-fit max_model_len" when not one token fits. The pool is unchanged; concurrency and the logged token count
+    are then those of the picked length."""
+    rel = release_for(req)
+    where = "--seq"  # check names it max_model_len (judge._ENGINE_WHERE)
+    if rel.auto_fit is None:
+        raise UnsupportedError(f"vLLM {rel.version} has no --max-model-len auto (it came in 0.14.0; "
+                               f"vLLM {rel.version} reads -1 as a length)", where=where,
+                               hint="give a length, or a release from 0.14 on (--engine-version)")
+    if req.pp > 1 and rel.auto_fit == releases.AUTO_FIT_GLOBAL:
+        raise UnsupportedError(f"--max-model-len auto at pipeline parallel {req.pp} on vLLM {rel.version}: this "
+                               "release fits the whole model's KV cache groups against one worker's memory, which "
+                               "kvplan does not model", where=where, hint="give a length, or judge it at --pp 1")
+    derived = req.seq
+    plain = dataclasses.replace(req, seq_auto=False)
+    at_derived = estimate(plain, search_max_seq=False)
+    if not at_derived.workers:
+        raise InputError("vLLM picks the length from the KV memory of a GPU", where=where,
+                         hint="give --gpu NAME, --gpu-mem SIZE or --kv-cache-memory SIZE")
+    picked = _auto_length(list(at_derived.workers), derived)
+    edges: list[int | None] = [None, None]
+    if at_derived.budget_source == "model":
+        for i, edge in enumerate(("low", "high")):
+            if req.budget_edge == edge:
+                edges[i] = picked
+            else:
+                edged = estimate(dataclasses.replace(plain, budget_edge=edge), search_max_seq=False)
+                edges[i] = _auto_length(list(edged.workers), derived)
+    elif at_derived.budget_source == "--kv-cache-memory":
+        edges = [picked, picked]
+    if picked < 1:
+        why = ("Cannot auto-fit max_model_len: not enough GPU memory available to serve even a single token "
+               "(vLLM's start-up error)")
+        return dataclasses.replace(at_derived, **verdict_terms(False, False), max_batch=0, max_seq=0,
+                                   refusal=at_derived.refusal or why, notes=(why,) + at_derived.notes,
+                                   auto_max_model_len=0, auto_max_model_len_low=edges[0],
+                                   auto_max_model_len_high=edges[1])
+    if picked == derived:
+        final = estimate(plain, search_max_seq=search_max_seq)
+        said = f"vLLM will pick {picked:,}: one request of the model's whole length ({derived:,}) fits the KV memory"
+    else:
+        # the scheduler limits vLLM resolved at the derived length, kept (the configuration is not rebuilt)
+        final = estimate(dataclasses.replace(plain, seq=picked, max_num_batched_tokens=at_derived.max_num_batched_tokens,
+                                             max_num_seqs=at_derived.max_num_seqs), search_max_seq=search_max_seq)
+        said = (f"vLLM will pick {picked:,} (--max-model-len auto: the longest length whose one request fits the KV "
+                f"memory, below the model's {derived:,})")
+    notes = [n for n in final.notes if not n.startswith("marginal:")]
+    marginal = None
+    if edges[0] is not None and edges[1] is not None:
+        marginal = (edges[0] < 1) != (edges[1] < 1)
+        if edges[0] != edges[1]:
+            said += f"; {edges[0]:,} ... {edges[1]:,} across the budget's band"
+    return dataclasses.replace(final, notes=tuple([said] + notes), marginal=marginal, auto_max_model_len=picked,
+                               auto_max_model_len_low=edges[0], auto_max_model_len_high=edges[1])
 
 
 def _given_pool_on_the_gpu(req: EngineRequest, result: VllmEstimate) -> VllmEstimate:

@@ -31,6 +31,12 @@ from kvplan.core.errors import InputError, UnsupportedError
 
 GIB = 2**30
 
+# How --max-model-len auto searches (Release.auto_fit): "global" (0.14: the whole model's KV cache groups against
+# the smallest worker's memory, v1/core/kv_cache_utils.py get_kv_cache_configs), "per_worker" (each worker's own
+# layers against its own memory, the smallest result: _project_kv_cache_groups_to_worker)
+AUTO_FIT_GLOBAL = "global"
+AUTO_FIT_PER_WORKER = "per_worker"
+
 
 @dataclass(frozen=True)
 class BatchTier:
@@ -228,6 +234,10 @@ class Release:
     mla_block_hopper: int
     mla_block_sm10x: int
 
+    # --max-model-len auto / -1 (0.14+): at start-up the length is lowered to the longest whose one request fits
+    # the KV memory (v1/core/kv_cache_utils.py _auto_fit_max_model_len, a binary search over 1 ... the derived
+    # length); None: the release has no such value (0.10-0.13 read -1 as a length)
+    auto_fit: str | None
     # --- parser and log -------------------------------------------------------------------------------------
     # config/cache.py CacheConfig.kv_cache_memory_bytes: --kv-cache-memory-bytes exists from 0.10.2
     kv_cache_memory_option: bool
@@ -257,7 +267,7 @@ _BASE = dict(
     fused_moe=MOE_DIRECT, fused_moe_chunk=32768, mxfp4_hopper_backend="marlin", group_size_max_within=None,
     page_unification="equal", uniform_type_groups=True, chunked_local_hybrid=False,
     tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, in_flight="one",
-    fit_check_uses_block_override=False,
+    fit_check_uses_block_override=False, auto_fit=None,
     hybrid_prefix_caching=False, hybrid_mla_alignment=64, hybrid_align_to_block_size=False,
     gdn_prefill_checkpoints=False, pads_uneven_pages=False, mla_block_hopper=64, mla_block_sm10x=128,
     kv_cache_memory_option=True, enable_disable_switches=False, config_false_as_no_flag=False,
@@ -277,8 +287,8 @@ _L12 = _after(_L11, line="0.12-0.13", first="0.12.0", mirrors="0.13.0", batched_
               fused_moe_chunk=16384, group_size_max_within=Fraction(5, 4), page_unification="divide",
               mxfp4_hopper_backend="triton")
 _L14 = _after(_L12, line="0.14-0.17", first="0.14.0", mirrors="0.14.1", requested_ceil=True, fused_moe=MOE_MODULAR,
-              chunked_local_hybrid=True, format_gib_rounding=True, mla_block_sm10x=128)
-_L18 = _after(_L14, line="0.18-0.19", first="0.18.0", mirrors="0.19.0", cuda_graph_estimated=True,
+              chunked_local_hybrid=True, auto_fit=AUTO_FIT_GLOBAL, format_gib_rounding=True, mla_block_sm10x=128)
+_L18 = _after(_L14, line="0.18-0.19", first="0.18.0", mirrors="0.19.0", cuda_graph_estimated=True, auto_fit=AUTO_FIT_PER_WORKER,
               sampler=SAMPLER_TRITON, fused_moe_chunk=None, group_size_max_within=Fraction(3, 2), mla_block_hopper=16,
               mla_block_sm10x=32)
 _L20 = _after(_L18, line="0.20-0.25", first="0.20.0", mirrors="0.20.2", default_gpu_util=Fraction(23, 25),
@@ -312,6 +322,8 @@ PATCHES = (
     ("0.21.0", "sampler", SAMPLER_FLASHINFER, "envs.py VLLM_USE_FLASHINFER_SAMPLER default True (0.21.0)"),
     ("0.20.0", "sampler", SAMPLER_TRITON, "envs.py VLLM_USE_FLASHINFER_SAMPLER default None (0.20.2)"),
     ("0.22.0", "not_fit_possessive", "model's", "v1/core/kv_cache_utils.py _check_enough_kv_cache_memory (0.22.1)"),
+    ("0.17.0", "auto_fit", AUTO_FIT_PER_WORKER, "v1/core/kv_cache_utils.py get_kv_cache_configs: auto-fit on each "
+     "worker's projected groups (0.17.1; 0.16.0 fits the global groups)"),
     ("0.15.0", "mla_block_sm10x", 64, "platforms/cuda.py: FLASHINFER_MLA first on SM10x for qk_nope_head_dim 128 (0.15.1)"),
 )
 

@@ -117,6 +117,11 @@ def _flags(table: str) -> dict[str, Option]:
 
 # ------------------------------------------------------------------ vLLM's value parsers
 
+# --dtype (the activation dtype; config/model.py _STR_DTYPE_TO_TORCH_DTYPE) -> the weight format it gives an
+# unquantized checkpoint
+DTYPE_WEIGHTS = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
+
+
 def human_readable_int(value: str) -> int:
     """vLLM's human_readable_int (vllm/utils/argparse_utils.py in 0.33.0; engine/arg_utils.py before): '1k' = 1000,
     '1K' = 1024, '25.6k' = 25600, '1.5K' refused. Decimal suffixes go through float as in vLLM, so the rare value
