@@ -42,6 +42,7 @@ class CheckOptions:
     gpu_reserved: str | None = None  # memory in use on each GPU before the engine starts (engines that read it)
     engine_options: tuple[str, ...] = ()  # KEY=VALUE, applied to the deployments whose engine reads the key
     calibration: str | None = None  # a site profile file (--calibration)
+    allow_paths: tuple[str, ...] = ()  # --allow-path: folders outside the repository a deployment may name
 
 
 @dataclass(frozen=True)

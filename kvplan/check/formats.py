@@ -175,8 +175,15 @@ def render_json(report: CheckReport) -> str:
 # ------------------------------------------------------------------ markdown
 
 def _md(text: str) -> str:
-    """A table cell: pipes escaped, no line breaks, control characters as escapes."""
-    return visible(" ".join(str(text).split())).replace("|", "\\|")
+    """A table cell: pipes escaped, no line breaks, control characters as escapes, and HTML outside code spans as
+    entities: a name such as `<img src=x onerror=...>` is shown, never rendered (inside a code span it is text)."""
+    parts = visible(" ".join(str(text).split())).replace("|", "\\|").split("`")
+    last = len(parts) - 1  # after an unpaired backtick the text is no code span: escaped too
+    return "`".join(part if i % 2 and i != last else _html_text(part) for i, part in enumerate(parts))
+
+
+def _html_text(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def _code(text: str) -> str:

@@ -70,7 +70,8 @@ def run_check(paths, options: CheckOptions = CheckOptions(), vllm_command_lines=
 
     defaults = validate(options)
     verdicts: list[Verdict] = []
-    with resolve.using(defaults.lookup), resolve.remembering():
+    roots = read_roots(paths, options, command_lines=bool(vllm_command_lines))
+    with resolve.using(defaults.lookup), resolve.remembering(), files.confined_to(roots):
         for display, path, problem in collect(paths):
             if problem is not None:
                 verdicts.append(failed_verdict(display, None, display, None, problem))
@@ -82,6 +83,36 @@ def run_check(paths, options: CheckOptions = CheckOptions(), vllm_command_lines=
     if not verdicts:
         raise InputError("nothing to check", where="CONFIG", hint="name deployment files or folders, or give --vllm-args")
     return make_report(verdicts, defaults.vllm_version)
+
+
+def repository_of(path: Path) -> Path:
+    """The repository a checked file or folder belongs to (the nearest folder holding .git), else its own folder."""
+    path = Path(path).absolute()
+    folder = path if path.is_dir() else path.parent
+    for candidate in (folder, *folder.parents):
+        if (candidate / ".git").exists():
+            return candidate
+    return folder
+
+
+def read_roots(paths, options: CheckOptions, *, command_lines: bool = False) -> list[Path]:
+    """Where the files a deployment names may be read from (docs/check.md "Paths"): the repository of each path
+    checked (and a file given by name itself), --models-dir, --allow-path, --calibration, the Hugging Face and kvplan
+    caches, kvplan's own data; the working folder for --vllm-args command lines."""
+    import kvplan
+    from kvplan.model import hf_cache, hub
+
+    roots: list[Path] = []
+    for given in paths:
+        roots.append(repository_of(Path(given)))
+        roots.append(Path(given))
+    roots += [Path(p) for p in (*options.models_dirs, *options.allow_paths)]
+    if options.calibration:
+        roots.append(Path(options.calibration))
+    roots += [hf_cache.cache_dir(), hub.kvplan_cache_dir(), Path(kvplan.__file__).parent]
+    if command_lines:
+        roots.append(repository_of(Path.cwd()))
+    return roots
 
 
 def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:

@@ -8,17 +8,24 @@ Every input (spec YAML, config.json, safetensors headers, deployment files, work
 - the file is opened with O_NONBLOCK and checked again on the open descriptor (the path may have changed
   between the two looks), and at most `limit` + 1 bytes are read whatever the size `stat` claimed (files in
   /proc claim 0 bytes);
-- every OSError becomes one InputError naming the path.
+- every OSError becomes one InputError naming the path;
+- inside `confined_to(roots)` (`kvplan check`: the repositories or folders being checked, --models-dir, the caches,
+  --allow-path) a file whose real path (symlinks followed) lies outside every root is not opened: a deployment's
+  `model: ../../etc/shadow` or a symlink in the repository to a host file would otherwise be read and its first
+  line quoted in an error and the report (issue 26). It is cannot judge, naming the path only.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import stat
+from contextvars import ContextVar
 from pathlib import Path
+from typing import Iterable, Iterator
 
-from kvplan.core.errors import InputError
+from kvplan.core.errors import InputError, UnsupportedError
 
 # a spec, a config.json or a deployment file is a few KiB; 8 MiB is generous
 MAX_INPUT_BYTES = 8 * 2**20
@@ -62,6 +69,39 @@ def _os_error(err: OSError, where: str) -> InputError:
     return InputError(reason or f"cannot be read: {err.strerror or err}", where=where)
 
 
+_roots: ContextVar[tuple[str, ...] | None] = ContextVar("kvplan_read_roots", default=None)
+
+
+@contextlib.contextmanager
+def confined_to(roots: Iterable[Path | str]) -> Iterator[tuple[str, ...]]:
+    """Inside the block, read_bytes/read_text open only files under `roots` (compared by real path)."""
+    real = tuple(dict.fromkeys(os.path.realpath(os.path.expanduser(os.fspath(r))) for r in roots if r))
+    token = _roots.set(real)
+    try:
+        yield real
+    finally:
+        _roots.reset(token)
+
+
+def outside_roots(path: Path | str) -> bool:
+    """Whether `path` is outside the roots of the enclosing confined_to block (never, outside one)."""
+    roots = _roots.get()
+    if roots is None:
+        return False
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError):
+        return True
+    return not any(real == root or real.startswith(root.rstrip(os.sep) + os.sep) for root in roots)
+
+
+def _refuse_outside(path: Path | str, where: str) -> None:
+    if outside_roots(path):
+        raise UnsupportedError("is outside the repository or folders being checked: kvplan does not read it", where=where,
+                               hint="check the repository that holds it, give its folder with --models-dir, or allow "
+                                    "it with --allow-path DIR")
+
+
 def check_regular(path: Path | str, *, where: str | None = None) -> None:
     """Refuse, without opening it, a path that is not a regular file (or does not exist)."""
     where = where or str(path)
@@ -79,6 +119,7 @@ def read_bytes(path: Path | str, *, limit: int = MAX_INPUT_BYTES, where: str | N
     More than `limit` bytes is refused, naming the limit; with `prefix`, only that many are read and the size
     is not checked (a safetensors header is the first bytes of a file of many GiB)."""
     where = where or str(path)
+    _refuse_outside(path, where)
     check_regular(path, where=where)
     try:
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))

@@ -1,5 +1,6 @@
 """The local Hugging Face cache, read as the Hugging Face client lays it out. Pure file reading: no network, no
-huggingface_hub import (start-up time).
+huggingface_hub import (start-up time). A refs/ file is read bounded and must hold a commit, so it can name no
+folder outside the cache.
 
 The layout (huggingface_hub, file_download.py and the "Manage the cache" guide):
 
@@ -57,10 +58,12 @@ def find_snapshot(repo_id: str, revision: str | None, cache: Path | None = None)
     if not root.is_dir():
         return None
     ref = revision or "main"
+    if any(part in ("", ".", "..") for part in ref.split("/")):
+        return None  # not a ref name (refs/../../x would name a file outside the cache)
     commit = None
     ref_file = root / "refs" / ref
     if ref_file.is_file():
-        commit = ref_file.read_text(encoding="utf-8").strip()
+        commit = _commit_of(ref_file)
     elif COMMIT.fullmatch(ref):
         commit, ref = ref, None
     if not commit:
@@ -69,6 +72,19 @@ def find_snapshot(repo_id: str, revision: str | None, cache: Path | None = None)
     if not (folder / "config.json").is_file():
         return None
     return Snapshot(repo_id=repo_id, commit=commit, path=folder, ref=ref)
+
+
+def _commit_of(ref_file: Path) -> str:
+    """The commit a refs/ file names. The client writes 40 hex digits and nothing else; anything else (binary, a
+    path, megabytes) is refused without being quoted: the snapshot folder is named by it."""
+    from kvplan.core import files
+    from kvplan.core.errors import UnsupportedError
+
+    data = files.read_bytes(ref_file, prefix=128).strip()
+    if not COMMIT.fullmatch(data.decode("ascii", errors="replace")):
+        raise UnsupportedError("does not hold a commit (40 hexadecimal digits)", where=str(ref_file),
+                               hint="the cache is damaged: remove the repository's folder from it and download again")
+    return data.decode("ascii")
 
 
 def snapshot_reference(path: str) -> tuple[str, str] | None:

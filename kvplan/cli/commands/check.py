@@ -71,6 +71,9 @@ def check(
     calibration: Annotated[Optional[str], typer.Option(
         "--calibration", help="A site profile (kvplan calibrate --save FILE), applied to the deployments of the engine "
                               "it was fitted on.", show_default=False)] = None,
+    allow_path: Annotated[Optional[List[str]], typer.Option(
+        "--allow-path", help="A folder outside the checked repository whose files deployments may name (a model, a "
+                             "--config) (repeatable). Without it such files are not read.", show_default=False)] = None,
     fmt: Annotated[OutputFormat, typer.Option(
         "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY) or junit (XML).")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
@@ -105,7 +108,7 @@ def check(
                            require_headroom=require_headroom, vllm_version=vllm_version, optimistic=optimistic,
                            models_dirs=tuple(models_dir or ()), offline=offline,
                            gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()),
-                           calibration=calibration)
+                           calibration=calibration, allow_paths=tuple(allow_path or ()))
     report = run_check(configs or [], options, tuple(vllm_args or ()))
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):
