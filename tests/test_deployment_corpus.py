@@ -260,7 +260,7 @@ def test_with_a_gpu_the_files_that_only_lacked_one_are_judged():
 
 
 def test_read_directly_and_nothing_invalid(report):
-    unrecognised = [v for v in report.verdicts if "not a deployment file kvplan reads" in v.reason]
+    unrecognised = [v for v in report.verdicts if "not a deployment format kvplan reads" in v.reason]
     files = {v.source for v in report.verdicts}
     assert len(files) == 81 and not unrecognised  # >= 90% asked; every file is read by its format's reader
     assert report.invalid == 0

@@ -68,9 +68,13 @@ def calls_of(workload: Workload) -> list[launch.EngineCall]:
             from kvplan.core.errors import InputError
 
             raise InputError(f"the shell script cannot be read: {err}", where=workload.where) from None
-    if workload.words is not None:
-        return launch.calls_in_words(list(workload.words), workload.env, image=workload.image)
-    return []
+    calls = launch.calls_in_words(list(workload.words), workload.env, image=workload.image) if workload.words else []
+    if not calls and launch.other_server_image(workload.image) and not launch.image_engine(workload.image):
+        # the image's own server runs (no command, or one kvplan does not read): cannot judge, naming it
+        title = launch.other_server_image(workload.image)
+        return [launch.EngineCall(launch.OTHER, f"{title} (image {workload.image})", tuple(workload.words or ()), False,
+                                  workload.env, workload.image)]
+    return calls
 
 
 def runs_engine(workload: Workload) -> bool:

@@ -15,7 +15,31 @@ from kvplan.check import shell
 from kvplan.check.gpus import GpuEvidence
 
 VLLM, SGLANG, TRTLLM, DYNAMO = "vllm", "sglang", "trtllm", "dynamo"
+OTHER = "other"  # an LLM server kvplan does not model: found so that it is "cannot judge", never skipped
 ENGINE_TITLES = {VLLM: "vLLM", SGLANG: "SGLang", TRTLLM: "TensorRT-LLM", DYNAMO: "NVIDIA Dynamo"}
+
+# LLM servers whose memory kvplan does not model, by the command that starts them (the last path component), by
+# `python -m` module, and by image name: a file that starts one is cannot judge, naming it (a CI gate must never
+# pass a launch it did not judge)
+OTHER_COMMANDS = {
+    "llama-server": "llama.cpp's llama-server", "llama-cli": "llama.cpp", "llamafile": "llamafile",
+    "ollama": "Ollama", "text-generation-launcher": "Hugging Face TGI (text-generation-launcher)",
+    "text-generation-server": "Hugging Face TGI", "lmdeploy": "LMDeploy", "mlc_llm": "MLC LLM",
+    "tritonserver": "Triton Inference Server", "aphrodite": "Aphrodite Engine", "xinference": "Xinference",
+    "xinference-local": "Xinference", "local-ai": "LocalAI", "mistralrs-server": "mistral.rs", "koboldcpp": "KoboldCpp",
+    "tabbyapi": "TabbyAPI", "lorax-launcher": "LoRAX", "infinity_emb": "Infinity", "openllm": "OpenLLM",
+}
+OTHER_MODULES = {
+    "llama_cpp.server": "llama-cpp-python's server", "lmdeploy": "LMDeploy", "mlc_llm": "MLC LLM",
+    "text_generation_server": "Hugging Face TGI", "aphrodite": "Aphrodite Engine", "fastchat.serve": "FastChat",
+    "xinference": "Xinference", "exllamav2": "ExLlamaV2", "mistralrs": "mistral.rs", "openllm": "OpenLLM",
+}
+# image repository (a substring of its path) -> the server it runs by default
+OTHER_IMAGES = (
+    ("text-generation-inference", "Hugging Face TGI"), ("ollama/ollama", "Ollama"), ("llama.cpp", "llama.cpp's server"),
+    ("lmdeploy", "LMDeploy"), ("tritonserver", "Triton Inference Server"), ("nvcr.io/nim/", "NVIDIA NIM"),
+    ("mlc-llm", "MLC LLM"), ("localai", "LocalAI"), ("lorax", "LoRAX"), ("xinference", "Xinference"),
+)
 
 # python -m <module> -> (engine, launcher words as people write them, takes a positional model)
 _MODULES = {
@@ -29,6 +53,17 @@ _MODULES = {
 }
 _SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
 _WRAPPERS = {"nohup", "exec", "time", "command", "stdbuf", "setsid", "numactl", "taskset", "tini", "dumb-init"}
+# Slurm's srun (its options are skipped: short ones take the next word as their value, long ones `--opt=value` or
+# the next word when it is one of these) and containers run by apptainer / singularity `exec|run [options] IMAGE`
+_SRUN_SHORT_VALUES = set("ANncpwGtJoeqxCDmBdFLMSTWZ")
+_SRUN_LONG_VALUES = {"--nodes", "--ntasks", "--ntasks-per-node", "--cpus-per-task", "--partition", "--nodelist",
+                     "--gpus", "--gpus-per-node", "--gpus-per-task", "--gres", "--time", "--job-name", "--output",
+                     "--error", "--account", "--qos", "--exclude", "--constraint", "--chdir", "--mem", "--mem-per-cpu",
+                     "--mem-per-gpu", "--container-image", "--container-mounts", "--container-name", "--container-workdir",
+                     "--export", "--mpi", "--distribution", "--cpu-bind", "--overlap", "--het-group", "--reservation"}
+_CONTAINER_RUNNERS = {"apptainer", "singularity"}
+_APPTAINER_VALUES = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir", "--mount",
+                     "-o", "--overlay", "--network", "--security", "--app"}
 
 
 @dataclass(frozen=True)
@@ -96,6 +131,15 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
     if not words:
         return []
     head = PurePosixPath(words[0]).name
+    if head == "srun":
+        return calls_in_words(_after_srun(words[1:]), env, image=image, gpus=gpus)
+    if head in _CONTAINER_RUNNERS and words[1:2] in (["exec"], ["run"]):
+        rest = words[2:]
+        while rest and rest[0].startswith("-"):
+            rest = rest[2:] if rest[0] in _APPTAINER_VALUES and "=" not in rest[0] else rest[1:]
+        if len(rest) < 2:
+            return []
+        return calls_in_words(rest[1:], env, image=rest[0], gpus=gpus)
     if head in _SHELLS:
         script = _shell_script(words[1:])
         if script is None:
@@ -118,11 +162,16 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
                 engine, positional = _MODULES[module]
                 return [EngineCall(engine, f"{words[0]} -m {module}", tuple(rest[2:]), positional, env, image, gpus,
                                    subcommand=module if engine == DYNAMO else None)]
+            title = next((t for m, t in OTHER_MODULES.items() if module == m or module.startswith(m + ".")), None)
+            if title is not None:
+                return [_other(title, words, env, image, gpus)]
         return []
     if head == "vllm" and words[1:2] == ["serve"]:
         return [EngineCall(VLLM, "vllm serve", tuple(words[2:]), True, env, image, gpus)]
     if head == "sglang" and words[1:2] == ["serve"]:
         return [EngineCall(SGLANG, "sglang serve", tuple(words[2:]), False, env, image, gpus)]
+    if head in OTHER_COMMANDS:
+        return [_other(OTHER_COMMANDS[head], words, env, image, gpus)]
     if head == "trtllm-serve":
         if words[1:2] == ["disaggregated"]:
             return [EngineCall(TRTLLM, "trtllm-serve disaggregated", tuple(words[2:]), False, env, image, gpus,
@@ -133,12 +182,51 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
     return []
 
 
+def _other(title: str, words: list[str], env, image, gpus) -> EngineCall:
+    """A launch of a server kvplan does not model: `launcher` says which, `args` hold the whole command line."""
+    return EngineCall(OTHER, title, tuple(words), False, env, image, gpus)
+
+
+def other_server_image(image: str | None) -> str | None:
+    """The server an image runs by default when kvplan does not model it (TGI, Ollama, llama.cpp, NIM, ...)."""
+    if not image:
+        return None
+    repo = split_image(image)[0].lower()
+    full = image.lower()
+    return next((title for part, title in OTHER_IMAGES if part in repo or (part.endswith("/") and full.startswith(part))), None)
+
+
+def _after_srun(args: list[str]) -> list[str]:
+    """The command `srun [options] COMMAND...` runs."""
+    i = 0
+    while i < len(args) and args[i].startswith("-"):
+        option = args[i]
+        if option.startswith("--"):
+            i += 2 if "=" not in option and option in _SRUN_LONG_VALUES else 1
+        else:
+            i += 2 if len(option) == 2 and option[1] in _SRUN_SHORT_VALUES else 1
+    return args[i:]
+
+
 def _shell_script(args: list[str]) -> str | None:
-    """The script of `sh -c SCRIPT` (options such as -e, -x, -l may come first, or be combined: -lc)."""
+    """The script of `sh -c SCRIPT [NAME [ARG...]]` (options such as -e, -x, -l may come first, or be combined: -lc;
+    `--` may end them). The words after the script are its $0 and "$@" (a container's `command: [bash, -c, '... "$@"',
+    --]` fed its `args:`): "$@" is replaced by them, quoted, before the script is read."""
+    import shlex
+
     i = 0
     while i < len(args) and args[i].startswith("-"):
         if "c" in args[i][1:] and not args[i].startswith("--"):
-            return args[i + 1] if i + 1 < len(args) else None
+            rest = args[i + 1:]
+            if rest[:1] == ["--"]:
+                rest = rest[1:]
+            if not rest:
+                return None
+            script, positional = rest[0], rest[2:]
+            if positional and "$@" in script:
+                quoted = " ".join(shlex.quote(a) for a in positional)
+                script = script.replace('"$@"', quoted).replace("${@}", quoted).replace("$@", quoted)
+            return script
         i += 1
     return None
 

@@ -17,12 +17,12 @@ from typing import Any, Mapping
 from kvplan.check import judge as judging
 from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
-from kvplan.check.readers import LOOKED_FOR, READERS, kvplan_yaml, scripts, vllm_serve
+from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, scripts, vllm_serve
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.workload import deployments
 from kvplan.core import files
-from kvplan.core.errors import InputError, KvplanError
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 
 YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SUFFIXES = (".sh", ".bash")
@@ -126,15 +126,20 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
         text = yamlio.read_text(path)
         if scripts.is_shell(path, text):
             return _verdicts(scripts.read_shell(text, source=display, where=display, base_dir=path.parent), defaults)
+        yaml_named = path.suffix.lower() in YAML_SUFFIXES
         try:
             docs = yamlio.load_yaml_text(text, where=display, per_document=True)
         except InputError:
             if "{{" in text:
                 return [skipped_verdict(display, None, stem, None, "a Helm template (Go template syntax): render it with "
                                         "`helm template` and check the output")]
+            if not yaml_named:  # a Python, TOML or Terraform file named on the command line: not a broken YAML file
+                raise _not_a_format(display) from None
             raise
         if not docs:
             raise InputError("is empty", where=display, hint="expected a YAML mapping")
+        if not yaml_named and not any(isinstance(d, Mapping) for d in docs):
+            raise _not_a_format(display)
     except KvplanError as err:
         return [failed_verdict(display, None, stem, None, err)]
     if path.name == "Chart.yaml" and all(isinstance(d, Mapping) and "kind" not in d for d in docs):
@@ -147,6 +152,12 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
         out.extend(_judge_document(doc, display=display, path=path, document=document, where=where, many=many,
                                    defaults=defaults))
     return out
+
+
+def _not_a_format(where: str) -> UnsupportedError:
+    """A file kvplan cannot read as any deployment format: cannot judge (exit 3), not invalid; it may well be a good
+    file of a format kvplan does not read yet."""
+    return UnsupportedError("not a deployment format kvplan reads", where=where, hint=f"formats: {FORMATS}")
 
 
 def _verdicts(items, defaults: Defaults) -> list[Verdict]:
@@ -176,7 +187,10 @@ def document_format(doc: Any, *, where: str) -> str:
     if not isinstance(doc, Mapping):
         raise InputError(f"a deployment is a YAML mapping of key: value, got {type(doc).__name__}", where=where)
     keys = {str(k).replace("-", "_") for k in doc}
-    return FORMAT_KVPLAN if keys & kvplan_yaml.KVPLAN_ONLY else FORMAT_VLLM
+    # `name` alone is no mark of kvplan's format (a workflow, a Truss config, a chart have one): with `model`, or
+    # beside a key only kvplan has
+    own = keys & kvplan_yaml.KVPLAN_ONLY
+    return FORMAT_KVPLAN if own - {"name"} or (own and "model" in keys) else FORMAT_VLLM
 
 
 def _looks_like_vllm_config(doc: Mapping) -> bool:
@@ -221,8 +235,8 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
         if not _looks_like_vllm_config(doc):
             fmt = None
             keys = ", ".join(str(k) for k in list(doc)[:8]) + (", ..." if len(doc) > 8 else "")
-            raise InputError(f"not a deployment file kvplan reads (keys: {keys})", where=where,
-                             hint="it looked for " + "; ".join(LOOKED_FOR))
+            raise UnsupportedError(f"not a deployment format kvplan reads (keys: {keys})", where=where,
+                                   hint="it looked for " + "; ".join(LOOKED_FOR))
         if many:
             raise InputError("vLLM reads one YAML document per --config file", where=where,
                              hint="split the file, or add `engine: vllm` and a GPU to make it a kvplan deployment")

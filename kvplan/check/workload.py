@@ -91,6 +91,11 @@ def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) 
     gpus = _merge(workload.gpus, call.gpus)
     env = {**workload.env, **call.env}
     notes: list[str] = []
+    if call.engine == launch.OTHER:
+        shown = shell.display(" ".join(call.args))[:160] if call.args else ""
+        raise UnsupportedError(f"starts {call.launcher}" + (f" (`{shown}`)" if shown else "") + ", a server whose memory "
+                               "kvplan does not model (it models vLLM, SGLang and TensorRT-LLM)", where=workload.where,
+                               hint="nothing is assumed: judge this launch with the server's own tools")
     if call.engine == launch.DYNAMO:
         raise UnsupportedError(f"an NVIDIA Dynamo worker ({call.launcher}): its engine settings are Dynamo's own flags "
                                "and --extra-engine-args, which kvplan does not read", where=workload.where,

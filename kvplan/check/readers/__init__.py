@@ -3,6 +3,7 @@ deployments (kvplan/check/deployment.py), workloads that start an engine (kvplan
 (documents with nothing to judge); `kvplan check` judges what they return.
 
 YAML documents, in the order they are asked (the first that claims a document reads it):
+- github_actions: a GitHub Actions workflow (`jobs:` beside `on:`, which YAML 1.1 reads as true);
 - kserve: serving.kserve.io InferenceService, ServingRuntime, LLMInferenceService;
 - kubeai: kubeai.org Model;
 - rayserve: ray.io RayService (and RayCluster, RayJob), Ray Serve configs (`applications:`), Ray Serve LLM configs;
@@ -23,11 +24,12 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from kvplan.check import report
-from kvplan.check.readers import (compose, helm, kserve, kubeai, kubernetes, rayserve, skypilot, trtllm_disagg,
-                                  trtllm_serve)
+from kvplan.check.readers import (compose, github_actions, helm, kserve, kubeai, kubernetes, rayserve, skypilot,
+                                  trtllm_disagg, trtllm_serve)
 
 # (format, claims(doc), read(doc, source=, document=, where=, base_dir=)); kvplan_yaml and vllm_serve come last, in run.py
 READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
+    (report.FORMAT_GITHUB_ACTIONS, github_actions.claims, github_actions.read),
     (report.FORMAT_KSERVE, kserve.claims, kserve.read),
     (report.FORMAT_KUBEAI, kubeai.claims, kubeai.read),
     (report.FORMAT_RAY, rayserve.claims, rayserve.read),
@@ -41,8 +43,14 @@ READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
      trtllm_serve.read_options_file),
 )
 
-LOOKED_FOR = ("apiVersion + kind (Kubernetes, KServe, KubeAI, Ray)", "services: (docker compose)",
+LOOKED_FOR = ("jobs + on (a GitHub Actions workflow)", "apiVersion + kind (Kubernetes, KServe, KubeAI, Ray)", "services: (docker compose)",
               "servingEngineSpec or modelArtifacts (Helm values of production-stack, llm-d)",
               "applications or llm_configs (Ray Serve)", "resources + run (SkyPilot)",
               "kv_cache_config or context_servers (TensorRT-LLM)", "engine + model (kvplan)",
               "vllm serve options (a --config file)")
+
+# what `kvplan check` reads, for the message of a file it cannot read as any of them (docs/check.md lists each)
+FORMATS = ("kvplan YAML, vllm serve --config YAML, Kubernetes manifests (Deployment, StatefulSet, LeaderWorkerSet, "
+           "RayCluster and other pod templates), KServe, KubeAI, Ray Serve, docker compose, Helm values "
+           "(production-stack, llm-d), SkyPilot, TensorRT-LLM options and disaggregated configs, GitHub Actions "
+           "workflows, shell scripts, Dockerfiles")

@@ -183,9 +183,10 @@ def _pod_templates(doc: Mapping) -> Iterator[tuple[str, Mapping, int, str | None
                    f"LeaderWorkerSet size {size}", env)
         return
     template = spec.get("template")
-    if isinstance(template, Mapping) and isinstance(template.get("spec"), Mapping):
+    if isinstance(template, Mapping) and isinstance(template.get("spec"), Mapping) and "containers" in template["spec"]:
         yield "spec.template.spec", template["spec"], 1, None, {}
         return
+    # any other resource (AIBrix StormService roles, operators' CRDs): every pod spec inside it, however deep
     yield from _embedded(doc, "")
 
 
@@ -210,7 +211,13 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         return [Skip(source, document, name, FORMAT_KUBERNETES, f"{kind} {name}: runs no container, nothing to judge")]
     if kind == "DynamoGraphDeployment":
         return _dynamo(doc, source=source, document=document, where=where, base_dir=base_dir, name=name)
-    items: list = []
+    cluster, cluster_path = ray_cluster_spec(doc)
+    if cluster is not None:
+        items = ray_cluster_workloads(cluster, source=source, document=document, name=name, where=f"{where}: {cluster_path}",
+                                      base_dir=base_dir)
+        return items or [Skip(source, document, name, FORMAT_KUBERNETES, f"{kind} {name}: a Ray cluster whose pods start "
+                              "no engine (`ray start` only); the models are in the Serve config it is given")]
+    items = []
     quiet: list[str] = []
     templates = list(_pod_templates(doc))
     for path, pod, pods, pods_where, extra in templates:
@@ -232,6 +239,62 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         what = f"containers {', '.join(quiet)}" if quiet else "no containers"
         return [Skip(source, document, name, FORMAT_KUBERNETES,
                      f"{kind} {name}: nothing starts vLLM, SGLang or TensorRT-LLM or asks for a GPU ({what})")]
+    return items
+
+
+def ray_cluster_spec(doc: Mapping) -> tuple[Mapping | None, str]:
+    """The RayCluster spec a resource holds (KubeRay's RayCluster, AIBrix's RayClusterFleet template), with its path."""
+    spec = doc.get("spec") if isinstance(doc.get("spec"), Mapping) else {}
+    for path, value in (("spec", spec), ("spec.template.spec", (spec.get("template") or {}).get("spec")
+                                         if isinstance(spec.get("template"), Mapping) else None),
+                        ("spec.rayClusterSpec", spec.get("rayClusterSpec"))):
+        if isinstance(value, Mapping) and isinstance(value.get("headGroupSpec"), Mapping):
+            return value, path
+    return None, ""
+
+
+def ray_cluster_workloads(cluster: Mapping, *, source: str, document: int | None, name: str, where: str,
+                          base_dir: Path) -> list:
+    """The engines a Ray cluster's pods start themselves (`ray start ...; vllm serve ... --distributed-executor-backend
+    ray` in the head's command): each is judged with the GPUs of the whole cluster (the head's and every worker
+    group's replicas x GPUs), which Ray places its workers on; the kind from the head's node labels, else the
+    workers' when they agree."""
+    groups = [("headGroupSpec", cluster.get("headGroupSpec"), 1)]
+    for i, group in enumerate(cluster.get("workerGroupSpecs") or []):
+        if isinstance(group, Mapping):
+            replicas = group.get("replicas", group.get("minReplicas", 1))
+            groups.append((f"workerGroupSpecs[{i}]", group, replicas if isinstance(replicas, int) else 1))
+    total, parts, labels, vendor, pods = 0, [], (), None, []
+    for path, group, replicas in groups:
+        pod = ((group or {}).get("template") or {}).get("spec") if isinstance(group, Mapping) else None
+        if not isinstance(pod, Mapping):
+            continue
+        for index, container in enumerate(pod.get("containers") or []):
+            if not isinstance(container, Mapping):
+                continue
+            count, _, v, _ = gpu_resources(container)
+            if count:
+                total += count * replicas
+                parts.append(f"{path.split('[')[0].removesuffix('Spec').removesuffix('Specs')}"
+                             f"{'[' + path.split('[')[1] if '[' in path else ''}: {replicas} x {count}")
+                vendor = vendor or v
+                labels = labels or node_labels(pod)
+            if container.get("command") or container.get("args"):
+                pods.append((path, pod, index, container))  # without either KubeRay makes it run `ray start`
+    items: list = []
+    for path, pod, index, container in pods:
+        cname = str(container.get("name") or index)
+        workload = container_workload(container, pod, source=source, document=document, name=f"{name}/{cname}",
+                                      fmt=FORMAT_KUBERNETES, where=f"{where}.{path}.template.spec.containers[{cname}]",
+                                      base_dir=base_dir)
+        if not runs_engine(workload):
+            continue  # a pod that runs `ray start` only: its GPUs are counted with the cluster's
+        gpus = GpuEvidence(count=total or None, count_where=("Ray cluster " + ", ".join(parts) + " GPUs") if parts else None,
+                           labels=node_labels(pod) or labels, vendor=vendor,
+                           vendor_where="Ray cluster" if vendor else None, other=workload.gpus.other)
+        from dataclasses import replace
+
+        items.append(replace(workload, gpus=gpus, requests_gpus=bool(total)))
     return items
 
 

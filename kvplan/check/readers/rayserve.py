@@ -46,6 +46,11 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
                             where=f"{where}: {'llm_configs' if 'llm_configs' in doc else 'llm_config'}", base_dir=base_dir)
     name = k8s.resource_name(doc, Path(source).stem)
     spec = doc.get("spec") if isinstance(doc.get("spec"), Mapping) else {}
+    if doc["kind"] == "RayCluster":
+        launches = k8s.ray_cluster_workloads(spec, source=source, document=document, name=name, where=f"{where}: spec",
+                                             base_dir=base_dir)
+        if launches:  # its pods start an engine themselves
+            return launches
     if doc["kind"] != "RayService":
         return [Skip(source, document, name, FORMAT_RAY, f"{doc['kind']} {name}: a Ray cluster's pods run `ray start`; "
                                                           "the models are in the Serve config it is given")]
