@@ -293,7 +293,9 @@ def score_free_before() -> list[tuple[str, str, float, float]]:
     from kvplan.engines.sglang import budget as sb
 
     out = []
-    logged = {o.log: o for o in sb.OBSERVATIONS}
+    from kvplan.engines.runtime import startup
+
+    logged = {o.log: o for o in startup.OBSERVATIONS}
     for log, group, err in sb.free_before_errors():
         out.append((log, group, float(logged[log].free_before_gib), err / GIB))
     return out

@@ -20,7 +20,7 @@ from kvplan.analysis.serving import Replica, replica_of
 from kvplan.core import dtypes
 from kvplan.engines import get
 from kvplan.engines.api import EngineRequest, Hardware
-from kvplan.engines.static import model_weights
+from kvplan.engines.runtime.weights import model_weights
 from kvplan.model import catalog
 
 DATA = Path(__file__).resolve().parents[1] / "tests" / "data" / "latency"

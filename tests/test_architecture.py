@@ -12,7 +12,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-from archgraph import MODULES, cycles, import_edges, imports
+from archgraph import MODULES, cycles, engine_of, import_edges, imports
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -63,3 +63,11 @@ def test_every_package_is_in_the_wheel():
     packages = {name for name, path in MODULES.items() if path.name == "__init__.py"}
     packages = {p for p in packages if not p.startswith("kvplan.model_specs")}
     assert packages - listed == set()
+
+
+def test_no_engine_imports_another():
+    """Engine-neutral physics the engines share lives in kvplan/engines/runtime/; an engine package (or static.py)
+    never imports another one's modules (issue 24)."""
+    crossing = sorted({f"{name}:{e.line} -> {e.target}" for name, edges in import_edges().items()
+                       for e in edges if engine_of(name) and engine_of(e.target) not in (None, engine_of(name))})
+    assert crossing == []

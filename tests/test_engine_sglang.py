@@ -307,12 +307,12 @@ def test_free_before_load_out_of_sample():
 
 def test_weight_residual_recomputed():
     """budget.WEIGHT_RESIDUALS: the gemma-3-4b log's 8.13 GiB of load against kvplan's weights (8.072 GiB)."""
-    from kvplan.engines.vllm import budget as vbudget
+    from kvplan.engines.runtime.weights import stage_weight_bytes
     from kvplan.core.dtypes import dtype
 
     spec = resolve_gemma = __import__("kvplan.model.catalog", fromlist=["resolve_model"]).resolve_model(
         str(DATA / "vllm_models" / "google--gemma-3-4b-it" / "config.json"))
-    w = vbudget.stage_weight_bytes(spec, None, dtype("bf16"), 1, 1)[0]
+    w = stage_weight_bytes(spec, None, dtype("bf16"), 1, 1)[0]
     want = dict(sglang_budget.WEIGHT_RESIDUALS)["sglang-pr4826-gemma3-multimodal-141gb-tp1-v0.4.4"]
     assert abs((Fraction("8.13") * GIB - w) / w - want) < Fraction(5, 10000)
 

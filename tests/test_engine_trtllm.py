@@ -234,13 +234,11 @@ def test_pytorch_profile_ratios_recomputed():
     """budget.PYTORCH_PROFILES' activation ratios: the logged "Memory dynamically allocated during inference" over
     kvplan's forward model of the warm-up (max_num_tokens tokens)."""
     from kvplan.core.dtypes import dtype
-    from kvplan.engines.vllm import budget as vbudget
+    from kvplan.engines.runtime.activations import one_sequence_forward_peak
     from kvplan.model.catalog import resolve_model
 
     def forward(path, tokens, tp):
-        spec = resolve_model(str(path))
-        return vbudget.activation_peak_bytes(spec, dtype("bf16"), stage=0, pp=1, tp=tp, max_num_batched_tokens=tokens,
-                                             max_num_seqs=1) - vbudget.PROFILE_BASE_BYTES
+        return one_sequence_forward_peak(resolve_model(str(path)), dtype("bf16"), tp=tp, tokens=tokens)
 
     ratios = {p.log: p.activation_ratio for p in trt_budget.PYTORCH_PROFILES}
     tiny = DATA / "public_models" / "TinyLlama--TinyLlama-1.1B-Chat-v1.0" / "config.json"

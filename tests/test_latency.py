@@ -7,7 +7,7 @@ from hypothesis import given, strategies as st
 
 from kvplan.model import catalog
 from kvplan.analysis import latency
-from kvplan.engines import static as plan
+from kvplan.engines.runtime.weights import model_weights
 from kvplan.core.cache import CacheModel
 from kvplan.core.dtypes import dtype
 from kvplan.core.errors import UnsupportedError
@@ -28,7 +28,7 @@ def spec(name):
 
 def bounds(name, prompt, output, *, tp=1, kv="bf16", batch=None, weight_dtype="bf16", gpu=H100):
     s = spec(name)
-    weights, _ = plan.model_weights(s, None)
+    weights, _ = model_weights(s, None)
     return latency.bounds(s, CacheModel(s, dtype(kv), tp), gpu=gpu, weights_bytes=weights, weight_dtype=weight_dtype,
                           prompt=prompt, output=output, batch=batch)
 

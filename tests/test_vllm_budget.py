@@ -21,6 +21,8 @@ from kvplan.requests.build import build_request
 from kvplan.engines import vllm
 from kvplan.engines.calibration import SiteProfile
 from kvplan.engines.api import Hardware
+from kvplan.engines.runtime.activations import one_sequence_forward_peak
+from kvplan.engines.runtime.weights import mxfp4_expert_bytes
 from kvplan.engines.vllm import budget, releases
 from kvplan.engines.vllm.engine import budgets_for
 from kvplan.engines.vllm.log import gib_bounds
@@ -114,12 +116,12 @@ def test_mxfp4_experts_are_padded_to_the_marlin_tiles():
     3072 x 2; 128 experts x 36 layers. vLLM 0.10.1 logs 65.9651 GiB on an H100 (vllm#23278)."""
     spec = resolve_model("gpt-oss-120b")
     per_expert = 5888 * 1536 + 5888 * 96 + 5888 * 2 + 3072 * 1472 + 3072 * 92 + 3072 * 2
-    _, loaded = budget.mxfp4_expert_bytes(spec, 1, "marlin")
+    _, loaded = mxfp4_expert_bytes(spec, 1, "marlin")
     assert loaded == 36 * 128 * per_expert == 66_501_476_352
     weights = budgets_for(engine_request(spec, seq=131072, hw=_on("h100"), engine_version="0.10.1"))[0].weights_bytes
     assert abs(weights / GIB - 65.9651) < 0.1
     # triton_kernels pads I to 64 only (2880 stays): the checkpoint's bytes plus the bf16 biases
-    checkpoint, triton = budget.mxfp4_expert_bytes(spec, 1, "triton")
+    checkpoint, triton = mxfp4_expert_bytes(spec, 1, "triton")
     assert triton == 36 * 128 * (5760 * 1440 + 5760 * 90 + 5760 * 2 + 2880 * 1440 + 2880 * 90 + 2880 * 2)
 
 
@@ -465,3 +467,16 @@ def test_flashinfer_sampler_by_its_environment_variable():
     for word in ("yes", "true"):
         with pytest.raises(InputError, match="reads it as an integer"):
             vllm_engine.estimate(req("0.19.0", word))
+
+
+@pytest.mark.parametrize("model,tp,tokens", [("llama-3.1-8b", 1, 8192), ("llama-3.1-8b", 2, 4608),
+                                             ("qwen3-30b-a3b-2507", 1, 8192), ("gemma-3-27b", 4, 2048), ("kimi-vl-a3b", 2, 8192)])
+def test_the_borrowed_forward_peak_is_vllm_019s_profile_of_one_dense_sequence(model, tp, tokens):
+    """engines/runtime/activations.py one_sequence_forward_peak (TensorRT-LLM's activation model) is vLLM 0.19's
+    profile-run peak of the model with its MoE layers taken as dense, one sequence sampled, without the fixed part."""
+    spec = resolve_model(model)
+    act = dtype(spec.dtype)
+    vllm_profile = budget.activation_peak(dataclasses.replace(spec, moe=None), act, stage=0, pp=1, tp=tp,
+                                          max_num_batched_tokens=tokens, max_num_seqs=1,
+                                          release=releases.release("0.19.0")).bytes
+    assert one_sequence_forward_peak(spec, act, tp=tp, tokens=tokens) == vllm_profile - budget.PROFILE_BASE_BYTES

@@ -415,7 +415,7 @@ def _hardware(gpu):
 
 
 def _weights_bytes(base) -> int:
-    from kvplan.engines.static import model_weights
+    from kvplan.engines.runtime.weights import model_weights
 
     key = ("weights", id(base.spec), base.weight_fmt)
     if key not in _FLOPS_MEMO:

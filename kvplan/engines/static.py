@@ -13,13 +13,13 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kvplan.core.cache import CacheModel
-from kvplan.core.dtypes import DType, WeightFormat, dtype, resolve_kv_dtype, weight_bytes, weight_format
+from kvplan.core.dtypes import DType, WeightFormat, dtype, resolve_kv_dtype
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
 from kvplan.core.units import MAX_TOKENS
-from kvplan.engines.api import Engine
-from kvplan.engines.api import EngineRequest, Hardware
+from kvplan.engines.api import Engine, EngineRequest, Hardware
 from kvplan.engines.result import ContractEstimate, PerGpu
+from kvplan.engines.runtime.weights import model_weights
 
 ENGINE_VERSION = "transformers 5.x StaticCache semantics"
 # 10% of the GPU kept back by default: vLLM's historical gpu_memory_utilization default of 0.9
@@ -70,14 +70,6 @@ def kv_dtype(req: EngineRequest) -> DType:
         return resolve_kv_dtype(req.kv_dtype, dtype(req.spec.dtype))
     except InputError as err:
         raise err.located("--kv-dtype") from None
-
-
-def model_weights(spec: ModelSpec, fmt: WeightFormat | None) -> tuple[int, str]:
-    """Weight bytes and where the figure came from."""
-    if fmt is None and spec.weights_bytes is not None:
-        return spec.weights_bytes, spec.weights_source or "weights_bytes in the spec"
-    fmt = fmt or weight_format(spec.weight_dtype or spec.dtype)
-    return weight_bytes(spec.params, fmt), f"{spec.params:,} params x {fmt.name} ({fmt.note})"
 
 
 def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> Estimate:

@@ -37,7 +37,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
                    hardware=None) -> LogCalibration:
     from kvplan.engines.logtext import paste_traits
     from kvplan.engines.sglang.log import parse_sglang_log
-    from kvplan.engines.vllm.calibrate import resolve_log_model
+    from kvplan.engines.runtime.logs import resolve_log_model
 
     try:
         figs = parse_sglang_log(text)

@@ -43,8 +43,8 @@ from kvplan.engines.sglang import budget as sbudget
 from kvplan.engines.sglang import features as sfeat
 from kvplan.engines.sglang import releases
 from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
-from kvplan.engines.static import model_weights
-from kvplan.engines.vllm import budget as vbudget
+from kvplan.engines.runtime.startup import link_class
+from kvplan.engines.runtime.weights import linear_bits, model_weights, stage_weight_bytes
 
 GIB = 2**30
 MIB = 2**20
@@ -326,14 +326,10 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         raise UnsupportedError("HiCache of a sliding-window or Mamba hybrid is not modelled (its host pools are split "
                                "per sub-pool, hybrid_pool_assembler.py)", where=sg.where)
     if attn_dp > 1:
-        from kvplan.engines.vllm.features import linear_bits
-
         dp_weights, dp_how = sfeat.dp_attention_weights_delta(spec, tp=req.tp, attn_dp=attn_dp,
                                                               linear_bits=linear_bits(spec, req.weight_fmt, act),
                                                               act_bits=act.bits)
     if sg is not None and sg.speculative_algorithm is not None:
-        from kvplan.engines.vllm.features import linear_bits
-
         bits = Fraction(act.bits) if sg.head is not None or sg.draft_spec is not None else linear_bits(spec, req.weight_fmt, act)
         draft_bytes, draft_how = sfeat.draft_weights_per_gpu(sg, spec, tp=req.tp, bits=bits)
         draft_dup, dup_how = sfeat.draft_duplicates_per_gpu(sg, spec, tp=req.tp, act_bits=act.bits)
@@ -393,7 +389,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         if rocm and rel.at_least("0.5.10") and not user_given and req.seq > 8192:
             mfs = mfs * Fraction(85, 100)  # arg_groups/attention_hook.py: aiter with context_len > 8192
             notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
-        weights = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
+        weights = stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
         if draft_bytes:
             # PP 1 (_check_features): the draft beside the target, with its own embedding (and head) still resident
             weights = [w + draft_bytes + draft_dup for w in weights]
@@ -402,7 +398,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         if lora_t is not None:
             weights = [w + lora_t.gpu_bytes_per_rank for w in weights]  # the adapter slots, before the pool (PP 1)
         non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
-        link = sbudget.link_class(getattr(facts, "interconnect", None))
+        link = link_class(getattr(facts, "interconnect", None))
         bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=mfs, tp=req.tp, pp=req.pp,
                              architecture=facts.architecture if facts else None, link=link, in_use=in_use,
                              non_torch=non_torch)

@@ -398,7 +398,7 @@ def draft_weights_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, bits
     """The draft's weights on one GPU, and how they were counted."""
     if opts.draft_spec is not None:
         from kvplan.core.dtypes import dtype
-        from kvplan.engines.vllm.budget import stage_weight_bytes
+        from kvplan.engines.runtime.weights import stage_weight_bytes
 
         draft = opts.draft_spec
         b = stage_weight_bytes(draft, None, dtype(draft.dtype), tp, 1)[0]

@@ -25,6 +25,7 @@ from functools import lru_cache
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean
+from kvplan.engines.runtime import options as value_parsers
 
 MIRRORS = "0.5.23"
 
@@ -602,15 +603,11 @@ def _by_flag() -> dict[str, Option]:
 
 def human_readable_int(value: str) -> int:
     """SGLang's human_readable_int (srt/utils/common.py), the same rule as vLLM's: 1k = 1000, 1K = 1024."""
-    from kvplan.engines.vllm.serve_args import human_readable_int as vllm_rule
-
-    return vllm_rule(value)
+    return value_parsers.human_readable_int(value)
 
 
 def _float(value: str):
-    from kvplan.engines.vllm.serve_args import _exact_float
-
-    return _exact_float(value)
+    return value_parsers.exact_float(value)
 
 
 def _json(value: str):

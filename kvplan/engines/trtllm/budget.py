@@ -32,6 +32,8 @@ from fractions import Fraction
 from functools import lru_cache
 from statistics import mean
 
+from kvplan.engines.runtime import startup
+
 GIB = 2**30
 MIB = 2**20
 
@@ -125,11 +127,9 @@ _FOLD: ContextVar[frozenset[str]] = ContextVar("trtllm_fold", default=frozenset(
 def leaving_out(sources):
     """Within the block the constants are fitted without these sources' logs (and SGLang's, whose CUDA context
     and NCCL figures TensorRT-LLM shares, likewise): the benchmark's folds."""
-    from kvplan.engines.sglang.budget import leaving_out as sglang_leaving_out
-
     token = _FOLD.set(frozenset(sources))
     try:
-        with sglang_leaving_out(sources):
+        with startup.leaving_out(sources):
             yield
     finally:
         _FOLD.reset(token)
@@ -153,9 +153,7 @@ def _constants(exclude: frozenset[str]) -> Constants:
         base = [x.non_torch_gib for x in one if x.source == r.source]
         if base:
             extras.append(r.non_torch_gib - mean(base))
-    from kvplan.engines.sglang.budget import constants as sglang_constants
-
-    nccl = int(mean(extras) * GIB) if extras else sglang_constants().dist_init_nvlink
+    nccl = int(mean(extras) * GIB) if extras else startup.constants().dist_init_nvlink
     loads = _by_source(every, lambda r: r.weights_in_torch_gib - r.weights_printed_gib)
     ratios = _by_source(every, lambda r: r.activation_ratio)
     buffers = [Fraction(int(b.buffers_gib * GIB), b.batch_x_vocab) for b in ENGINE_BUFFERS if b.source not in exclude]
@@ -212,10 +210,8 @@ class EngineBudget:
 def engine_budget(total: int, *, weights: int, activation: int, batch_x_vocab: int, tp: int, architecture: str | None,
                   link: str | None, fraction: Fraction, in_use: int = 0, fit: Constants | None = None,
                   context: int | None = None) -> EngineBudget:
-    from kvplan.engines.sglang.budget import constants as sglang_constants
-
     fit = fit or constants()
-    sg = sglang_constants()
+    sg = startup.constants()
     if context is None:
         context = sg.context_by_arch.get(architecture or "", sg.context_other)
     nccl = 0 if tp == 1 else (sg.dist_init_pcie if link == "pcie" else sg.dist_init_nvlink)
@@ -263,11 +259,9 @@ def engine_band_bytes(b: EngineBudget, tp: int, link: str | None) -> int:
     """Half the band of an engine-backend pool: BAND_FACTOR x the fraction x (the CUDA context and NCCL errors of
     SGLang's free-memory readings in the same layout + the buffer coefficient's out-of-sample error x
     max_batch_size x vocab)."""
-    from kvplan.engines.sglang.budget import free_before_errors, _link_group
-
     fold = _FOLD.get()
-    errors = free_before_errors()
-    group = _link_group(tp, link)
+    errors = startup.free_before_errors()
+    group = startup.link_group(tp, link)
     same = [abs(e) for _, g, e in errors if g == group] or [abs(e) for _, _, e in errors]
     coef = []
     for row in ENGINE_BUFFERS:

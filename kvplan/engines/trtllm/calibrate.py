@@ -34,7 +34,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     from kvplan.engines.logtext import paste_traits
     from kvplan.engines.api import Hardware
     from kvplan.engines.trtllm.log import parse_trtllm_log
-    from kvplan.engines.vllm.calibrate import gpu_assumption, gpu_from_log, resolve_log_model
+    from kvplan.engines.runtime.logs import gpu_assumption, gpu_from_log, resolve_log_model
 
     try:
         figs = parse_trtllm_log(text)

@@ -36,13 +36,14 @@ from kvplan.engines.api import EngineRequest
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, request_terms,
                                  verdict_terms)
 from kvplan.engines.result import PerGpu
-from kvplan.engines.static import model_weights
+from kvplan.engines.runtime.activations import one_sequence_forward_peak
+from kvplan.engines.runtime.startup import link_class
+from kvplan.engines.runtime.weights import expert_bytes, linear_bits, model_weights, stage_weight_bytes
 from kvplan.engines.trtllm import budget as tbudget
 from kvplan.engines.trtllm import features as tfeatures
 from kvplan.engines.trtllm import releases
 from kvplan.engines.trtllm.budget import pool_tokens
 from kvplan.engines.trtllm.releases import PYTORCH, TENSORRT
-from kvplan.engines.vllm import budget as vbudget
 
 GIB = 2**30
 MIB = 2**20
@@ -297,7 +298,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
                 where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before TensorRT-LLM starts) or "
                                     "--kv-cache-memory SIZE")
         in_use = in_use_b
-        weights = max(vbudget.stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp))
+        weights = max(stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp))
         plain_weights = weights
         if launch.attention_dp and req.tp > 1:
             weights = _attention_dp_weights(spec, req, act, counts)
@@ -332,9 +333,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             notes.append("the TensorRT-engine backend sizes the pool from what is free after the engine, its execution "
                          "context, runtime and decoder buffers are allocated (no profiling run); kvplan models them")
         else:
-            peak = int((vbudget.activation_peak_bytes(spec, act, stage=0, pp=1, tp=req.tp,
-                                                      max_num_batched_tokens=max_num_tokens, max_num_seqs=1)
-                        - vbudget.PROFILE_BASE_BYTES) * fit.activation_ratio)
+            peak = int(one_sequence_forward_peak(spec, act, tp=req.tp, tokens=max_num_tokens) * fit.activation_ratio)
             if req.site is not None and req.site.activation_scale != 1:
                 peak = int(peak * req.site.activation_scale)
             non_torch = fit.non_torch_one_gpu + (fit.nccl_extra if req.tp > 1 else 0)
@@ -536,19 +535,15 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
 
 
 def _linear_bits(spec, req: EngineRequest, act: DType) -> Fraction:
-    from kvplan.engines.vllm.features import linear_bits
-
     return linear_bits(spec, req.weight_fmt, act)
 
 
 def _attention_dp_weights(spec, req: EngineRequest, act: DType, counts: list[int]) -> int:
     """The most loaded GPU's weights with attention DP: every weight whole (TP 1) but the routed experts, which
     the ranks split among them (moe_tp x moe_ep = tp)."""
-    whole = vbudget.stage_weight_bytes(spec, req.weight_fmt, act, 1, req.pp)
+    whole = stage_weight_bytes(spec, req.weight_fmt, act, 1, req.pp)
     if spec.moe is None or not spec.moe.expert_params:
         return max(whole)
-    from kvplan.engines.vllm.features import expert_bytes
-
     experts = expert_bytes(spec, req.weight_fmt, act)
     out = []
     for stage, layers in enumerate(counts):
@@ -558,13 +553,10 @@ def _attention_dp_weights(spec, req: EngineRequest, act: DType, counts: list[int
 
 
 def _link(facts) -> str | None:
-    from kvplan.engines.sglang.budget import link_class
-
     return link_class(getattr(facts, "interconnect", None))
 
 
 def _execution_context(spec, act: DType, tp: int, max_num_tokens: int) -> int:
     """The engine's activation memory when trtllm-build's figure is not given: kvplan's forward model of
     max_num_tokens tokens (vLLM's, the widest point of one decoder layer), an assumption."""
-    return vbudget.activation_peak_bytes(spec, act, stage=0, pp=1, tp=tp, max_num_batched_tokens=max_num_tokens,
-                                         max_num_seqs=1) - vbudget.PROFILE_BASE_BYTES
+    return one_sequence_forward_peak(spec, act, tp=tp, tokens=max_num_tokens)

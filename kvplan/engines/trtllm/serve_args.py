@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean
+from kvplan.engines.runtime.options import exact_float
 
 # `kind  flags...`: int, float, str (one value), flag (no value), multi (repeatable)
 _SERVE = """
@@ -194,9 +195,7 @@ def _convert(opt: Option, raw: str, *, where: str) -> Any:
         if opt.kind == "int":
             return int(raw)
         if opt.kind == "float":
-            from kvplan.engines.vllm.serve_args import _exact_float
-
-            return _exact_float(raw)
+            return exact_float(raw)
     except ValueError:
         raise InputError(f"trtllm-serve would refuse it: {raw!r} is not a valid {opt.kind}", where=where) from None
     return raw

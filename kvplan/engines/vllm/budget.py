@@ -34,9 +34,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 
 from kvplan.core.cache import pp_layer_counts
-from kvplan.core.dtypes import DType, WeightFormat, weight_bytes
-from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import MLA, NONE, STATE, ModelSpec
+from kvplan.core.dtypes import DType, WeightFormat
+from kvplan.core.spec import ModelSpec
+from kvplan.engines.runtime.activations import (MULTIMODAL_PROFILE_BYTES, SORT_SAMPLER_BYTES_PER_LOGIT,
+                                                dense_forward_bytes, sampler_bytes)
+from kvplan.engines.runtime.weights import cdiv, require_fields, stage_weight_bytes
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.releases import Release
 
@@ -56,23 +58,18 @@ class Constants:
     # - triton: the float32 copy, the softmax and the exponential draw (12 B) plus the Triton top-k/top-p kernel's
     #   scratch; least squares (with profile_base_bytes) over the 34 dense text-only logs of tests/data/vllm_logs
     #   (0.19.0) whose peak is the sampler's: 12.36.
-    # - sort: derived, not fitted. apply_top_k_top_p sorts the float32 copy (4 B) with torch.sort, whose CUDA path
-    #   for rows this long is cub's segmented radix sort of (value, int64 index) pairs: the sorted values (4) and
-    #   indices (8), the int64 index input (8) and cub's alternate key and value buffers (4 + 8) are live at once:
-    #   36 B beyond the logits. The public 0.10/0.11 logs agree within 2 B (L40S x8 34, H200 x2 35.8, gpt-oss-120b
-    #   on H100 36.1 and 36.6, from their logged peaks and budgets; tests/data/vllm_logs_public).
+    # - sort: derived, not fitted (engines/runtime/activations.py SORT_SAMPLER_BYTES_PER_LOGIT: 36).
     # - flashinfer: top_k_top_p_sampling_from_logits on the float32 logits (the masked logits and their
     #   softmax): derived as 12, no log of a release that runs it by default (0.21+) holds the split.
     sampler_bytes_per_logit: tuple[tuple[str, Fraction], ...] = (
-        (releases.SAMPLER_TRITON, Fraction(1236, 100)), (releases.SAMPLER_SORT, Fraction(36)),
+        (releases.SAMPLER_TRITON, Fraction(1236, 100)), (releases.SAMPLER_SORT, SORT_SAMPLER_BYTES_PER_LOGIT),
         (releases.SAMPLER_FLASHINFER, Fraction(12)))
     # a fixed part of the profile peak (rand_like hidden states, embeddings' outputs, small buffers): least squares
     # with the Triton sampler constant on the same 34 logs (76.4 MiB)
     profile_base_bytes: int = 80_086_056
-    # Multimodal models first run the vision encoder on a dummy batch and keep its outputs in the encoder cache
-    # during the text profile (gpu_model_runner.py profile_run). The mean of the 6 multimodal 0.19 logs' peaks above
-    # the text-only model (145 MiB): a constant, not derived from the encoder.
-    multimodal_profile_bytes: int = 152_486_161
+    # Multimodal models' encoder profile (engines/runtime/activations.py MULTIMODAL_PROFILE_BYTES: fitted on the
+    # 6 multimodal 0.19 logs; the other engines' models borrow it)
+    multimodal_profile_bytes: int = MULTIMODAL_PROFILE_BYTES
     # Memory outside torch that appears during the profile run, by setup (non_torch_setup below):
     # - "one": one GPU. cuBLAS / cuBLASLt workspaces and loaded kernel images. 0.10-0.17 ("one-0.10"): 0.07 GiB
     #   printed by two 0.10.2 H100 logs (tests/data/vllm_logs_public idx-80gb-llava, kolyangg); 0.18+ ("one"): 0.24-0.26 GiB in
@@ -115,8 +112,6 @@ FITTED = Constants()
 NON_TORCH_ONE_GPU = FITTED.non_torch("one")
 NON_TORCH_TP2 = FITTED.non_torch("nvlink")
 PROFILE_BASE_BYTES = FITTED.profile_base_bytes
-# the release whose measured constants the other engines' models borrow (the 42 logs of tests/data/vllm_logs)
-CALIBRATION_RELEASE = releases.release("0.19.0")
 
 # CUDA context (and NCCL communicators at TP/PP >= 2) already in use at the init snapshot: vLLM refuses to start
 # when the free memory then is below the requested memory (v1/worker/utils.py request_memory). From the 0.19 logs:
@@ -239,30 +234,6 @@ def cuda_graph_capture_sizes(max_num_seqs: int, max_num_batched_tokens: int, rel
 
 # ------------------------------------------------------------------------------------------------ terms
 
-def _cdiv(a: int, b: int) -> int:
-    return -(-a // b)
-
-
-def _round_up(a: int, b: int) -> int:
-    return _cdiv(a, b) * b
-
-
-def _require(spec: ModelSpec, *fields: str) -> None:
-    missing = [f for f in fields if getattr(spec, f) is None]
-    if missing:
-        raise UnsupportedError(f"vLLM's memory budget needs {', '.join(missing)} of the model, which the spec does not give",
-                               where=f"{spec.source or spec.name}: {missing[0]}",
-                               hint="add it to the spec, or give --kv-cache-memory SIZE to skip the budget model")
-
-
-def _attention_params(spec: ModelSpec) -> int:
-    """Q, K, V and O projection parameters of one attention layer (for the MLP-width estimate)."""
-    h = spec.hidden_size
-    heads = spec.attention_heads * spec.head_dim
-    kv = spec.kv_heads * (spec.head_dim + (spec.v_head_dim or spec.head_dim))
-    return h * heads * 2 + h * kv
-
-
 # --- weights
 
 def mxfp4_backend(release: Release, compute_capability: str | None) -> str:
@@ -283,113 +254,6 @@ def _sm_major(compute_capability: str | None) -> int | None:
     return int(compute_capability.split(".")[0])
 
 
-def mxfp4_expert_bytes(spec: ModelSpec, tp: int, backend: str) -> tuple[int, int]:
-    """(bytes of the MXFP4 experts in the checkpoint, whole model; bytes vLLM allocates for them on one TP rank).
-
-    mxfp4.py Mxfp4MoEMethod.create_weights: per expert and layer a fused gate_up [2 x I_pad, H_pad / 2] uint8 with
-    a uint8 scale per 32 weights and a bf16 bias [2 x I_pad], and down [H_pad, I_pad / 2] with its scales and bf16
-    bias [H_pad], where I_pad is the per-rank width I / tp rounded up to the kernel's tile: Marlin 128 (and H to
-    256: "the moe marlin kernel requires n % 256 == 0 and k % 128 == 0"), SM100 FlashInfer 256 / 256, triton_kernels
-    64 (H unpadded). The checkpoint stores I x H x 17 / 32 bytes per matrix (weights.py _mxfp4) and bf16 biases."""
-    moe, h = spec.moe, spec.hidden_size
-    e, i = moe.experts, moe.intermediate_size
-    tile_i, tile_h = {"marlin": (128, 256), "flashinfer-sm100": (256, 256), "triton": (64, 1)}[backend]
-    ip, hp = _round_up(_cdiv(i, tp), tile_i), _round_up(h, tile_h)
-    per_expert = (2 * ip * hp // 2 + 2 * ip * hp // 32 + 2 * ip * 2) + (hp * ip // 2 + hp * ip // 32 + hp * 2)
-    loaded = moe.layers * e * per_expert
-    checkpoint = moe.layers * e * ((2 * i * h + h * i) * 17 // 32 + (2 * i + h) * 2)
-    return checkpoint, loaded
-
-
-def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_dtype: DType, tp: int, pp: int, *,
-                       mxfp4_kernel: str | None = None, fp8_moe_loading: int = 0,
-                       notes: list[str] | None = None) -> list[int]:
-    """Weights one GPU of each pipeline stage holds after loading ("Model loading took").
-
-    The whole model's bytes come from the spec (its checkpoint size when known) or from the parameter count
-    in the requested format. Quantization (--dtype fp8/int8/int4, vLLM's --quantization) applies to the
-    linear layers only: vLLM's quantization methods leave the embeddings, the output head and the vision
-    tower in the model dtype. Tensor parallelism shards all of it (VocabParallelEmbedding, column/row-parallel
-    linears); pipeline stage 0 holds the embedding and vision tower, the last stage the output head, each stage its
-    own decoder layers (distributed/utils.py get_pp_indices). Every rank also keeps the rotary cos/sin cache
-    ([max_position, rotary_dim] in the model dtype: Llama-3.1-8B's 14.99 GiB logged = 14.96 + 0.03).
-    An MXFP4 checkpoint's experts are counted as vLLM allocates them for `mxfp4_kernel` (mxfp4_backend,
-    mxfp4_expert_bytes); without one, as the checkpoint stores them. An FP8 MoE checkpoint's GPUs get
-    `fp8_moe_loading` more (Constants.fp8_moe_loading_bytes).
-    Multi-head latent attention keeps its a-projections whole on every TP rank: vLLM's
-    fused_qkv_a_proj (disable_tp=True) or kv_a_proj_with_mqa (ReplicatedLinear), models/deepseek_v2.py
-    DeepseekV2MLAAttention from 0.10 on; SGLang 0.5.23's fused_qkv_a_proj_with_mqa / kv_a_proj_with_mqa
-    (ReplicatedLinear); TensorRT-LLM's PyTorch backend builds the same fused kv_a_proj_with_mqa as a Linear given no
-    mapping, so one TP rank (_torch/modules/attention.py MLA). hidden x (q_lora_rank + kv_lora_rank +
-    qk_rope_head_dim) per MLA layer: 0.92 G parameters for DeepSeek-V3, 0.81 GB more on each of 8 ranks in FP8 than
-    an even split.
-    """
-    _require(spec, "hidden_size", "vocab_size")
-    act_bits = model_dtype.bits
-    embed_params = spec.vocab_size * spec.hidden_size
-    # a tied output head is the embedding itself (counted once in params, stored once in the checkpoint);
-    # with PP the last stage still builds its own copy (vLLM ties only within one rank's modules)
-    tied = spec.tie_word_embeddings is True
-    vision = spec.vision_params or 0
-    expert_extra = 0  # per rank: loaded experts minus their checkpoint share
-    if weight_fmt is None and spec.weights_bytes is not None:
-        total = spec.weights_bytes
-        edge = _cdiv(embed_params * act_bits, 8)  # embed and head: their share of the checkpoint
-        embed_b = head_b = min(edge, total // 4)
-        vision_b = _cdiv(vision * act_bits, 8)
-        if spec.quant_method == "mxfp4" and spec.moe is not None and mxfp4_kernel is not None:
-            backend = mxfp4_kernel
-            checkpoint, loaded = mxfp4_expert_bytes(spec, tp, backend)
-            expert_extra = loaded - _cdiv(checkpoint, tp)
-            if notes is not None:
-                notes.append(f"MXFP4 experts loaded for vLLM's {backend} kernel: {loaded * tp / GIB:.2f} GiB over the "
-                             f"TP group against {checkpoint / GIB:.2f} GiB in the checkpoint (padding to the kernel's "
-                             "tiles, mxfp4.py create_weights)" + (
-                                 "; triton_kernels' swizzled layout may add more (not sized)" if backend == "triton"
-                                 else ""))
-    elif weight_fmt is not None and weight_fmt.bits_per_param < 16:
-        embed_b = head_b = _cdiv(embed_params * act_bits, 8)
-        vision_b = _cdiv(vision * act_bits, 8)
-        linear = max(spec.params - (1 if tied else 2) * embed_params - vision, 0)
-        total = weight_bytes(linear, weight_fmt) + embed_b + (0 if tied else head_b) + vision_b
-    else:
-        bits = weight_fmt.bits_per_param if weight_fmt is not None else act_bits
-        per = Fraction(bits, 8)
-        total = math.ceil(spec.params * per)
-        embed_b = head_b = math.ceil(embed_params * per)
-        vision_b = math.ceil(vision * per)
-    layers_b = max(total - embed_b - (0 if tied else head_b) - vision_b, 0)
-    rotary = (spec.max_context or 0) * spec.head_dim * model_dtype.bits // 8
-    counts = pp_layer_counts(spec.layers, pp)
-    # the replicated a-projections of one MLA layer, at the decoder layers' own bytes per parameter (the
-    # checkpoint's quantization, scales included)
-    decoder_params = spec.params - (1 if tied else 2) * embed_params - vision
-    a_params = _mla_a_params(spec) if tp > 1 else 0
-    a_bytes = Fraction(a_params * layers_b, decoder_params) if a_params and decoder_params > 0 else Fraction(0)
-    out = []
-    first = 0
-    for stage, n in enumerate(counts):
-        b = layers_b * n // spec.layers
-        if stage == 0:
-            b += embed_b + vision_b
-        if stage == pp - 1 and (not tied or pp > 1):
-            b += head_b
-        whole = math.ceil(a_bytes * sum(1 for layer in spec.layer_specs[first:first + n] if layer.kind == MLA))
-        first += n
-        out.append(_cdiv(b - whole, tp) + whole + expert_extra * n // spec.layers + rotary)
-    if fp8_moe_loading and spec.quant_method == "fp8" and spec.moe is not None and weight_fmt is None:
-        out = [w + fp8_moe_loading for w in out]
-    return out
-
-
-def _mla_a_params(spec: ModelSpec) -> int:
-    """Parameters of one MLA layer's a-projections (query and latent), which no engine splits over TP."""
-    if spec.mla is None or spec.hidden_size is None:
-        return 0
-    m = spec.mla
-    return spec.hidden_size * ((m.q_lora_rank or 0) + m.kv_lora_rank + m.qk_rope_head_dim)
-
-
 # --- activation peak of the profile run
 
 def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int, b: int, release: Release,
@@ -406,7 +270,7 @@ def moe_workspace_bytes(spec: ModelSpec, tokens: int, tp: int, b: int, release: 
     if moe is None:
         return 0
     k, K = moe.experts_per_token, spec.hidden_size
-    N = (2 if moe.gated else 1) * (moe.intermediate_size if expert_parallel else _cdiv(moe.intermediate_size, tp))
+    N = (2 if moe.gated else 1) * (moe.intermediate_size if expert_parallel else cdiv(moe.intermediate_size, tp))
     A = N // 2 if moe.gated else N
     M = min(tokens, release.fused_moe_chunk) if release.fused_moe_chunk else tokens
     if release.fused_moe == releases.MOE_MODULAR:
@@ -442,7 +306,7 @@ def activation_peak(spec: ModelSpec, model_dtype: DType, *, stage: int, pp: int,
     A non-first pipeline stage also holds the [T, hidden] hidden states and residual it received.
     Multimodal models add the encoder profile (Constants.multimodal_profile_bytes).
     """
-    _require(spec, "hidden_size", "vocab_size")
+    require_fields(spec, "hidden_size", "vocab_size")
     b = model_dtype.bits // 8 or 1
     h, T = spec.hidden_size, max_num_batched_tokens
     R = min(max_num_seqs, T)
@@ -450,21 +314,15 @@ def activation_peak(spec: ModelSpec, model_dtype: DType, *, stage: int, pp: int,
     received = 2 * T * h * b if stage > 0 else 0
     moe = spec.moe
     workspace = moe_workspace_bytes(spec, T, tp, b, release, expert_parallel)
-    attn_layers = sum(1 for layer in spec.layer_specs if layer.kind not in (NONE, STATE, MLA))
-    edges = (1 if spec.tie_word_embeddings is True else 2) * spec.vocab_size * h  # embedding (+ untied head)
-    attention = _attention_params(spec) if attn_layers else 0
     if moe is not None:
-        shared = _cdiv(moe.shared_intermediate_size, tp)
+        shared = cdiv(moe.shared_intermediate_size, tp)
         # hidden states, residual, the shared expert's output; router logits; top-k weights and ids (fp32 / int32)
         moe_layer = T * (3 * h if shared else 2 * h) * b + T * moe.experts * b + T * moe.experts_per_token * 8
         forward = max(moe_layer + workspace, T * (2 * h + 3 * shared) * b)
         if moe.dense_intermediate_size:  # DeepSeek's first dense layers: an ordinary gated MLP
-            forward = max(forward, T * (2 * h + 3 * _cdiv(moe.dense_intermediate_size, tp)) * b)
+            forward = max(forward, T * (2 * h + 3 * cdiv(moe.dense_intermediate_size, tp)) * b)
     else:
-        params = spec.active_params or spec.params
-        layer_params = max(params - (spec.vision_params or 0) - edges, 0) // max(spec.layers, 1)
-        mlp_params = max(layer_params - attention, 0)
-        forward = T * (2 * h + _cdiv(mlp_params, h * tp)) * b
+        forward = dense_forward_bytes(spec, T, tp, b)
     persistent = workspace if release.fused_moe == releases.MOE_MODULAR else 0
     peak = forward + received
     sampler = 0
@@ -472,20 +330,11 @@ def activation_peak(spec: ModelSpec, model_dtype: DType, *, stage: int, pp: int,
         kind = release.sampler  # VLLM_USE_FLASHINFER_SAMPLER, where given, is in it (releases.with_environment)
         if kind == releases.SAMPLER_TRITON and R < 8:
             kind = releases.SAMPLER_SORT  # topk_topp_sampler.py: the Triton kernel serves batches of >= 8 only
-        sampler = math.ceil(R * spec.vocab_size * (b + constants.sampler(kind)))
+        sampler = sampler_bytes(spec, R, b, constants.sampler(kind))
         peak = max(peak, sampler + hidden_out + received + persistent)
     if spec.vision_params and stage == 0:
         peak += constants.multimodal_profile_bytes
     return ActivationPeak(peak + constants.profile_base_bytes, workspace, sampler)
-
-
-def activation_peak_bytes(spec: ModelSpec, model_dtype: DType, *, stage: int, pp: int, tp: int,
-                          max_num_batched_tokens: int, max_num_seqs: int) -> int:
-    """The activation peak as the other engines' models borrow it (TensorRT-LLM's engine buffers): vLLM 0.19's
-    profile with the MoE layers estimated like dense ones (their own fused-MoE kernels are not vLLM's)."""
-    dense = dataclasses.replace(spec, moe=None)
-    return activation_peak(dense, model_dtype, stage=stage, pp=pp, tp=tp, max_num_batched_tokens=max_num_batched_tokens,
-                           max_num_seqs=max_num_seqs, release=CALIBRATION_RELEASE).bytes
 
 
 # --- non-torch memory and CUDA graphs

@@ -28,7 +28,8 @@ import dataclasses
 from decimal import Decimal
 from pathlib import Path
 
-from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.core.errors import InputError, KvplanError
+from kvplan.engines.runtime.logs import gpu_assumption, gpu_from_log, model_dir_name, resolve_log_model
 from kvplan.engines.logcheck import (CANNOT_JUDGE, GIB, LOGGED_POOL, MODELLED, Figure, LogCalibration, SiteObservation,
                                      count_figure, invalid, memory_figure, ratio_figure, verdict)
 
@@ -41,69 +42,6 @@ __all__ = ["calibrate_log", "calibrate_text", "gpu_from_log", "model_dir_name", 
 
 
 # ------------------------------------------------------------------------------------------ resolving
-
-def model_dir_name(model_id: str) -> str:
-    """'meta-llama/Llama-3.1-8B-Instruct' -> 'meta-llama--Llama-3.1-8B-Instruct' (the Hub's cache naming)."""
-    return model_id.strip().strip("/").replace("/", "--")
-
-
-def resolve_log_model(model_id: str | None, *, model: str | None = None, models_dir: str | None = None):
-    """The ModelSpec for a log's model: --model wins, then <models-dir>/<org>--<name> (or its short name), then a
-    bundled spec or alias."""
-    from kvplan.model import catalog
-
-    if model:
-        return catalog.resolve_model(model)
-    if not model_id:
-        raise UnsupportedError("the log names no model", hint="give --model PATH")
-    if models_dir:
-        base = Path(models_dir)
-        wanted = model_dir_name(model_id).lower()
-        short = model_id.rstrip("/").split("/")[-1].lower()
-        if base.is_dir():
-            for entry in sorted(base.iterdir()):
-                if entry.is_dir() and entry.name.lower() in (wanted, short):
-                    return catalog.resolve_model(str(entry))
-    try:
-        return catalog.resolve_model(model_id)
-    except InputError:
-        pass
-    raise UnsupportedError(f"kvplan cannot describe {model_id!r}: not a bundled model or alias"
-                           + (f", nor under {models_dir}" if models_dir else ""),
-                           hint="give --model PATH (a config.json, a model folder or a spec YAML) or --models-dir DIR")
-
-
-def gpu_assumption(notes: list[str]) -> tuple[str, ...]:
-    """The modelled figures' assumption when the log's total memory fits several catalog GPUs."""
-    return tuple(n.split(":")[0].replace("GPU taken to be", "GPU") for n in notes if n.startswith("GPU taken to be"))
-
-
-def gpu_from_log(total_gib: Decimal | None, *, tolerance_gib: Decimal | None = None):
-    """The catalog GPU whose runtime capacity vLLM would print as `total_gib` (or, with a tolerance, the nearest
-    within it: TensorRT-LLM prints its totals after its own deductions), else a nameless one in the middle of the
-    printed interval."""
-    from kvplan.engines.api import Hardware
-    from kvplan.engines.vllm.log import gib_bounds
-    from kvplan.model.catalog import gpus
-
-    if total_gib is None:
-        return None, ["the log prints no total GPU memory (worker snapshot, profile or Free memory line): the GPU is "
-                      "unknown, so nothing end to end is modelled"]
-    lo, hi = gib_bounds(total_gib)
-    matches = [g for g in gpus() if lo <= g.capacity_bytes < hi]
-    if not matches and tolerance_gib is not None:
-        near = [g for g in gpus() if abs(Decimal(g.capacity_bytes) / GIB - total_gib) <= tolerance_gib]
-        matches = sorted(near, key=lambda g: abs(Decimal(g.capacity_bytes) / GIB - total_gib))
-    if matches:
-        g = matches[0]
-        if len(matches) == 1:
-            return Hardware(g.name, g.capacity_bytes), []
-        also = ", ".join(m.name for m in matches[1:])
-        return Hardware(g.name, g.capacity_bytes), [f"GPU taken to be {g.name} (also {also}): the catalog GPU whose "
-                                                    f"capacity prints as the log's {total_gib} GiB"]
-    mid = (lo + hi) // 2
-    return Hardware(None, mid), [f"no catalog GPU reports {total_gib} GiB; used {mid:,} B"]
-
 
 _TORCH_DTYPES = {"torch.float16": "fp16", "torch.bfloat16": "bf16", "torch.float32": "fp32", "float16": "fp16",
                  "bfloat16": "bf16", "float32": "fp32", "half": "fp16", "float": "fp32"}

@@ -50,7 +50,7 @@ from kvplan.engines.api import EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, request_terms,
                                  verdict_terms)
 from kvplan.engines.result import PerGpu
-from kvplan.engines.static import model_weights
+from kvplan.engines.runtime.weights import model_weights
 from kvplan.engines.vllm import budget as budget_model
 from kvplan.engines.vllm import features as vfeat
 from kvplan.engines.vllm import releases

@@ -21,6 +21,7 @@ from kvplan.engines.features import Features
 from kvplan.engines.features import backend as backends
 from kvplan.engines.features import disagg, lora, offload, parallel, speculative
 from kvplan.engines.api import EngineRequest
+from kvplan.engines.runtime.weights import expert_bytes, linear_bits, stage_weight_bytes
 
 GIB = 2**30
 
@@ -319,21 +320,6 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
 
 # --------------------------------------------------------------------------------------------- weights and budget
 
-def linear_bits(spec: ModelSpec, weight_fmt, act: DType) -> Fraction:
-    """Bits per linear-layer parameter of the target as loaded: the requested format, else the checkpoint's
-    (weights_bytes over the parameters outside the 16-bit embedding and head), else the model dtype."""
-    if weight_fmt is not None:
-        return Fraction(weight_fmt.bits_per_param)
-    if spec.weights_bytes is not None and spec.vocab_size and spec.hidden_size:
-        edge = (1 if spec.tie_word_embeddings else 2) * spec.vocab_size * spec.hidden_size
-        vision = spec.vision_params or 0
-        edge_bytes = Fraction((edge + vision) * act.bits, 8)
-        linear = spec.params - edge - vision
-        if linear > 0 and spec.weights_bytes > edge_bytes:
-            return (Fraction(spec.weights_bytes) - edge_bytes) * 8 / linear
-    return Fraction(act.bits)
-
-
 def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) -> tuple[int, str]:
     """The drafter's weights on one GPU, and how they were counted."""
     sp = speculative_as_built(features_of(req), rel)
@@ -341,8 +327,6 @@ def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) 
         return 0, "no drafter weights"
     tp = req.tp
     if sp.method == "draft_model":
-        from kvplan.engines.vllm.budget import stage_weight_bytes
-
         draft = sp.draft_spec
         b = stage_weight_bytes(draft, None, dtype(draft.dtype), tp, 1)[0]
         return b, f"draft model {draft.name}: its own weights / TP {tp} (embedding and head included), rotary cache"
@@ -356,11 +340,6 @@ def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) 
     b = math.ceil(Fraction(mtp.params, tp) * bits / 8)
     return b, (f"{mtp.layers} MTP layer(s) of the checkpoint: {mtp.params:,} parameters at {float(bits):.4g} bits / TP {tp}; "
                "embedding and head shared with the target")
-
-
-def expert_bytes(spec: ModelSpec, weight_fmt, act: DType) -> int:
-    """The routed experts' weights, whole model."""
-    return math.ceil(spec.moe.expert_params * linear_bits(spec, weight_fmt, act) / 8)
 
 
 @dataclass(frozen=True)

@@ -49,6 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from kvplan.engines.logtext import Line, Needs, lines as logical_lines, message, spaced
+from kvplan.engines.runtime.logs import gib_bounds  # the interval of a printed GiB figure (re-exported)
 
 GIB = 2**30
 
@@ -73,36 +74,6 @@ def vllm_format_gib(num_bytes: int) -> str:
     and Python's round() is correctly rounded with ties to even, so this is a pure function of b.
     """
     return f"{round(num_bytes / GIB, 2)}"
-
-
-def gib_bounds(value: Decimal | str) -> tuple[int, int]:
-    """The byte interval [low, high) whose members vLLM prints as `value` GiB.
-
-    vLLM prints two decimals (format_gib drops trailing zeros: "58.1" is 58.10), V0's weights four; a
-    value with d > 2 decimals is read at d. Exact, integers only: with s = 10**d and c = s x value, b
-    qualifies when |2s x b - c x 2**31| < 2**30, and on a tie (possible because 2**30 / 2s is not whole)
-    round-half-even keeps b only when c is even. "%.2f" formatting rounds the same way.
-    """
-    d = Decimal(value)
-    places = max(2, -d.as_tuple().exponent) if isinstance(d.as_tuple().exponent, int) else 2
-    s = 10**places
-    c = int(d * s)
-    two_s = 2 * s
-    lo_num = (2 * c - 1) * GIB  # 2s x (lower boundary in bytes)
-    hi_num = (2 * c + 1) * GIB  # 2s x (upper boundary in bytes)
-    low = -((-lo_num) // two_s)  # ceil
-    if low * two_s == lo_num and c % 2 != 0:
-        low += 1  # tie at the lower boundary rounds to c - 1 (even)
-    high = -((-hi_num) // two_s)  # ceil: first b at or past the upper boundary
-    if high * two_s == hi_num and c % 2 == 0:
-        high += 1  # tie at the upper boundary rounds down to c (even), so it is a member
-    if c == 0:
-        # round() keeps the sign: (-0.005, 0) prints "-0.0", [0, 0.005) prints "0.0"
-        if d.is_signed():
-            high = 0
-        else:
-            low = 0
-    return low, high
 
 
 # --------------------------------------------------------------------------------------------------

@@ -28,16 +28,16 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import re
 import shlex
 from dataclasses import dataclass, field
-from fractions import Fraction
 from functools import lru_cache
 from kvplan.core import packaged
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean
+from kvplan.engines.runtime.options import exact_float as _exact_float
+from kvplan.engines.runtime.options import human_readable_int
 from kvplan.engines.vllm import releases
 
 # a `version` below is any vLLM release string ("0.19.5"); DEFAULT_VERSION is the newest line's release
@@ -122,47 +122,12 @@ def _flags(table: str) -> dict[str, Option]:
 DTYPE_WEIGHTS = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
 
 
-def human_readable_int(value: str) -> int:
-    """vLLM's human_readable_int (vllm/utils/argparse_utils.py in 0.33.0; engine/arg_utils.py before): '1k' = 1000,
-    '1K' = 1024, '25.6k' = 25600, '1.5K' refused. Decimal suffixes go through float as in vLLM, so the rare value
-    that float rounds down ('1.001k' -> 1000) comes out as vLLM itself reads it. The text is read by kvplan's one
-    number parser (kvplan.core.units): ASCII digits, no commas, bounded length (int() would take more)."""
-    from kvplan.core.units import human_readable_int as parse
-
-    try:
-        return parse(value)
-    except InputError as err:
-        if "binary suffix" in err.what:  # vLLM's own ArgumentTypeError for '1.5K'
-            raise argparse.ArgumentTypeError(err.what) from None
-        raise ValueError(value) from None  # argparse: "invalid human_readable_int value: 'x'", as from vLLM
-
-
-human_readable_int.__name__ = "human_readable_int"
-
-
 def human_readable_int_or_auto(value: str) -> int:
     """max-model-len: a human_readable_int, or -1 / 'auto' (fit the length to the memory)."""
     value = value.strip()
     if value == "-1" or value.lower() == "auto":
         return -1
     return human_readable_int(value)
-
-
-def _exact_float(value: str) -> Fraction | float:
-    """argparse type for float options: checked as vLLM checks it (float()), kept exact when finite, so that 0.9 x
-    capacity picks up no binary rounding. The exact value comes from kvplan's number parser, which bounds the
-    exponent: Fraction(Decimal('1e999999999')) would expand a billion-digit integer."""
-    from kvplan.core.units import parse_decimal
-
-    if not value.strip().isascii():
-        raise ValueError(value)  # float() would read full-width digits; argparse: "invalid float value"
-    number = float(value)
-    if not math.isfinite(number):
-        return number  # inf / nan: kept as vLLM has them, refused later
-    try:
-        return parse_decimal(value, what=None, percent=False)[0]
-    except InputError:  # an exponent past 3 digits: the float (0.0 or a huge value) is what vLLM has
-        return number
 
 
 def _optional(inner: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -186,7 +151,6 @@ def _int(value: str) -> int:
 
 
 _int.__name__ = "int"
-_exact_float.__name__ = "float"
 
 def _bool(value: str) -> bool:
     """argparse's `type=bool` (a few 0.11 guided-decoding options): every non-empty string is True."""

@@ -1,0 +1,105 @@
+"""What every engine's log reader shares: the byte interval a printed GiB figure stands for, the GPU a log's total
+memory names, and the model a log names. Engine-neutral; each engine's calibrate.py reads its own phrases
+(kvplan calibrate).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from pathlib import Path
+
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.api import Hardware
+
+GIB = 2**30
+
+
+def gib_bounds(value: Decimal | str) -> tuple[int, int]:
+    """The byte interval [low, high) whose members vLLM prints as `value` GiB.
+
+    vLLM prints two decimals (format_gib drops trailing zeros: "58.1" is 58.10), V0's weights four; a
+    value with d > 2 decimals is read at d. Exact, integers only: with s = 10**d and c = s x value, b
+    qualifies when |2s x b - c x 2**31| < 2**30, and on a tie (possible because 2**30 / 2s is not whole)
+    round-half-even keeps b only when c is even. "%.2f" formatting rounds the same way.
+    """
+    d = Decimal(value)
+    places = max(2, -d.as_tuple().exponent) if isinstance(d.as_tuple().exponent, int) else 2
+    s = 10**places
+    c = int(d * s)
+    two_s = 2 * s
+    lo_num = (2 * c - 1) * GIB  # 2s x (lower boundary in bytes)
+    hi_num = (2 * c + 1) * GIB  # 2s x (upper boundary in bytes)
+    low = -((-lo_num) // two_s)  # ceil
+    if low * two_s == lo_num and c % 2 != 0:
+        low += 1  # tie at the lower boundary rounds to c - 1 (even)
+    high = -((-hi_num) // two_s)  # ceil: first b at or past the upper boundary
+    if high * two_s == hi_num and c % 2 == 0:
+        high += 1  # tie at the upper boundary rounds down to c (even), so it is a member
+    if c == 0:
+        # round() keeps the sign: (-0.005, 0) prints "-0.0", [0, 0.005) prints "0.0"
+        if d.is_signed():
+            high = 0
+        else:
+            low = 0
+    return low, high
+
+
+def model_dir_name(model_id: str) -> str:
+    """'meta-llama/Llama-3.1-8B-Instruct' -> 'meta-llama--Llama-3.1-8B-Instruct' (the Hub's cache naming)."""
+    return model_id.strip().strip("/").replace("/", "--")
+
+
+def resolve_log_model(model_id: str | None, *, model: str | None = None, models_dir: str | None = None):
+    """The ModelSpec for a log's model: --model wins, then <models-dir>/<org>--<name> (or its short name), then a
+    bundled spec or alias."""
+    from kvplan.model import catalog
+
+    if model:
+        return catalog.resolve_model(model)
+    if not model_id:
+        raise UnsupportedError("the log names no model", hint="give --model PATH")
+    if models_dir:
+        base = Path(models_dir)
+        wanted = model_dir_name(model_id).lower()
+        short = model_id.rstrip("/").split("/")[-1].lower()
+        if base.is_dir():
+            for entry in sorted(base.iterdir()):
+                if entry.is_dir() and entry.name.lower() in (wanted, short):
+                    return catalog.resolve_model(str(entry))
+    try:
+        return catalog.resolve_model(model_id)
+    except InputError:
+        pass
+    raise UnsupportedError(f"kvplan cannot describe {model_id!r}: not a bundled model or alias"
+                           + (f", nor under {models_dir}" if models_dir else ""),
+                           hint="give --model PATH (a config.json, a model folder or a spec YAML) or --models-dir DIR")
+
+
+def gpu_assumption(notes: list[str]) -> tuple[str, ...]:
+    """The modelled figures' assumption when the log's total memory fits several catalog GPUs."""
+    return tuple(n.split(":")[0].replace("GPU taken to be", "GPU") for n in notes if n.startswith("GPU taken to be"))
+
+
+def gpu_from_log(total_gib: Decimal | None, *, tolerance_gib: Decimal | None = None):
+    """The catalog GPU whose runtime capacity vLLM would print as `total_gib` (or, with a tolerance, the nearest
+    within it: TensorRT-LLM prints its totals after its own deductions), else a nameless one in the middle of the
+    printed interval."""
+    from kvplan.model.catalog import gpus
+
+    if total_gib is None:
+        return None, ["the log prints no total GPU memory (worker snapshot, profile or Free memory line): the GPU is "
+                      "unknown, so nothing end to end is modelled"]
+    lo, hi = gib_bounds(total_gib)
+    matches = [g for g in gpus() if lo <= g.capacity_bytes < hi]
+    if not matches and tolerance_gib is not None:
+        near = [g for g in gpus() if abs(Decimal(g.capacity_bytes) / GIB - total_gib) <= tolerance_gib]
+        matches = sorted(near, key=lambda g: abs(Decimal(g.capacity_bytes) / GIB - total_gib))
+    if matches:
+        g = matches[0]
+        if len(matches) == 1:
+            return Hardware(g.name, g.capacity_bytes), []
+        also = ", ".join(m.name for m in matches[1:])
+        return Hardware(g.name, g.capacity_bytes), [f"GPU taken to be {g.name} (also {also}): the catalog GPU whose "
+                                                    f"capacity prints as the log's {total_gib} GiB"]
+    mid = (lo + hi) // 2
+    return Hardware(None, mid), [f"no catalog GPU reports {total_gib} GiB; used {mid:,} B"]
