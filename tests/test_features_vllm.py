@@ -310,6 +310,13 @@ def test_num_gpu_blocks_override():
     # 0.33 plans the fit check with the override, less the null block: 499 blocks of 16 tokens
     short = est("llama-3.1-8b", vllm_args="--num-gpu-blocks-override 500")
     assert not short.fits and short.estimated_max_model_len == 499 * 16
+    # 0.20.2-0.28 plan it with the override too (get_kv_cache_configs' adjusted_memory), without keeping the null
+    # block back; 0.19 checks the profiled memory (an H100 holds 8K) and then takes the 500 blocks
+    for version in ("0.20.2", "0.26.0", "0.28.0"):
+        old = est("llama-3.1-8b", engine_version=version, vllm_args="--num-gpu-blocks-override 500")
+        assert not old.fits and old.estimated_max_model_len == 500 * 16, version
+    old = est("llama-3.1-8b", engine_version="0.19.1", vllm_args="--num-gpu-blocks-override 500")
+    assert old.starts and old.estimated_max_model_len is None and old.max_batch == 0
 
 
 def test_mamba_state_dtypes():

@@ -208,9 +208,10 @@ class Release:
     tokens_logged_from_concurrency: bool
     # check_enough_kv_cache_memory keeps the null block back before the fit test (0.29+)
     null_block_reserved_before_fit: bool
-    # --num-gpu-blocks-override: until 0.32 the fit check tests the memory and the override then replaces the block
-    # count (v1/core/kv_cache_utils.py may_override_num_blocks); 0.33 plans the fit with override x bytes per block
-    # (v1/core/kv_cache_planning.py get_kv_cache_configs, a file first in 0.33.0)
+    # --num-gpu-blocks-override: until 0.19 the fit check tests the memory and the override then replaces the block
+    # count (v1/core/kv_cache_utils.py may_override_num_blocks); from 0.20 (read in 0.20.2 ... 0.32.0, get_kv_cache_configs
+    # "adjusted_memory"; 0.33 v1/core/kv_cache_planning.py) the fit check and the auto-fit plan with override x bytes
+    # per block
     fit_check_uses_block_override: bool
     # sliding-window / chunked-local tokens in flight: one batch of max_num_batched_tokens until 0.25;
     # config/vllm.py max_in_flight_tokens = max_concurrent_batches x max_num_batched_tokens from 0.26 (V1 model
@@ -292,8 +293,8 @@ _L18 = _after(_L14, line="0.18-0.19", first="0.18.0", mirrors="0.19.0", cuda_gra
               sampler=SAMPLER_TRITON, fused_moe_chunk=None, group_size_max_within=Fraction(3, 2), mla_block_hopper=16,
               mla_block_sm10x=32)
 _L20 = _after(_L18, line="0.20-0.25", first="0.20.0", mirrors="0.20.2", default_gpu_util=Fraction(23, 25),
-              cuda_graph_subtracted=True, tokens_logged_from_concurrency=True, hybrid_mla_alignment=128,
-              hybrid_align_to_block_size=True)
+              cuda_graph_subtracted=True, tokens_logged_from_concurrency=True, fit_check_uses_block_override=True,
+              hybrid_mla_alignment=128, hybrid_align_to_block_size=True)
 _L26 = _after(_L20, line="0.26", first="0.26.0", mirrors="0.26.0", sampler=SAMPLER_FLASHINFER, in_flight="v1_async",
               hybrid_prefix_caching=True, not_fit_possessive="model's")
 _L27 = _after(_L26, line="0.27", first="0.27.0", mirrors="0.27.1", budget_formula=BUDGET_CONSUMED)
@@ -302,7 +303,7 @@ _L29 = _after(_L28, line="0.29-0.30", first="0.29.0", mirrors="0.29.0", null_blo
               in_flight="v2_async", cuda_graph_ceiling_sm10x=1024)
 _L31 = _after(_L29, line="0.31-0.32", first="0.31.0", mirrors="0.31.0")
 _L33 = _after(_L31, line="0.33", first="0.33.0", mirrors="0.33.0", gdn_prefill_checkpoints=True, pads_uneven_pages=True,
-              enable_disable_switches=True, fit_check_uses_block_override=True)
+              enable_disable_switches=True)
 
 RELEASES = tuple(_line(**rules) for rules in (_L10, _L11, _L12, _L14, _L18, _L20, _L26, _L27, _L28, _L29, _L31, _L33))
 DEFAULT = RELEASES[-1]
