@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.core.spec import ModelSpec
 
 BUNDLED, FILE, MODELS_DIR, HF_CACHE, HUB = "bundled", "file", "models-dir", "hf-cache", "hub"
@@ -112,11 +112,24 @@ def resolve(ref: str, *, base_dir: Path | None = None, host_paths: bool = False,
         from kvplan.model import hf_cache, hub
 
         key += (str(hf_cache.cache_dir()), lookup.offline or hub.offline_by_environment())
+    return _remembered(memo, key, lambda: _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup))
+
+
+def _remembered(memo: dict, key: tuple, find):
+    """`find()` once per key inside remembering(): its answer, or its failure (raised again, a fresh copy each time,
+    since callers relocate an error's `where`), so a run asks the Hub once about a model it cannot get."""
     hit = memo.get(key)
     if hit is None:
-        hit = _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
+        try:
+            hit = ("found", find())
+        except KvplanError as err:
+            hit = ("failed", (type(err), err.what, err.where, err.hint))
         memo[key] = hit
-    return hit
+    kind, value = hit
+    if kind == "failed":
+        cls, what, where, hint = value
+        raise cls(what, where=where, hint=hint)
+    return value
 
 
 def _local_or_bundled(ref, base_dir: Path | None) -> bool:
@@ -254,6 +267,18 @@ def _host_path(ref: str, lookup: Lookup, *, host_paths: bool, base_dir: Path | N
 # ------------------------------------------------------------------ Hugging Face ids
 
 def _repository(repo_id: str, revision: str | None, lookup: Lookup) -> Resolved:
+    """A Hugging Face id, once per run inside remembering() whatever file or folder names it (the answer does not
+    depend on where the name was written): one Hub lookup per model and revision, a failure remembered too."""
+    memo = _memo.get()
+    if memo is None:
+        return _find_repository(repo_id, revision, lookup)
+    from kvplan.model import hf_cache, hub
+
+    key = ("repository", repo_id, revision, lookup, str(hf_cache.cache_dir()), lookup.offline or hub.offline_by_environment())
+    return _remembered(memo, key, lambda: _find_repository(repo_id, revision, lookup))
+
+
+def _find_repository(repo_id: str, revision: str | None, lookup: Lookup) -> Resolved:
     from kvplan.model import hf_cache, hub
 
     at = f"{repo_id}@{revision}" if revision else repo_id
