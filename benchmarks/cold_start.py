@@ -1,4 +1,4 @@
-"""Cold-start time of `kvplan estimate` as a ratio to importing what any typer+rich+yaml CLI imports.
+"""Cold-start time of `kvplan estimate` (and of `import kvplan`) as a ratio to importing what any typer+rich+yaml CLI imports.
 
 Both are measured in this run, on this machine, as fresh interpreter processes (best of N, to keep
 scheduler noise out). Target: ratio <= 1.5. Prints the figures; asserts nothing.
@@ -55,6 +55,10 @@ def main() -> None:
         "estimate (config.json)": [sys.executable, "-m", "kvplan", "estimate", str(CONFIG), "--seq", "32K", "--json"],
         "estimate (table)": [sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100"],
         "--help": [sys.executable, "-m", "kvplan", "--help"],
+        # the Python API (docs/api.md): the import alone, and one estimate through it
+        "import kvplan": [sys.executable, "-c", "import kvplan"],
+        "kvplan.estimate (API)": [sys.executable, "-c", "import kvplan; kvplan.estimate('llama-3.1-8b', seq='32K', "
+                                  "gpu='h100', engine='vllm')"],
     }
     timed(baseline_cmd, 2)  # warm the file cache
     runs = [run_once(baseline_cmd) for _ in range(args.runs)]

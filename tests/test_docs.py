@@ -144,3 +144,23 @@ def test_every_estimate_json_key_is_documented(engine):
     text = (ROOT / "docs" / "json.md").read_text(encoding="utf-8")
     missing = sorted(k for k in keys if f"`{k}`" not in text)
     assert not missing, f"estimate --engine {engine} --json keys missing from docs/json.md: {missing}"
+
+
+# ------------------------------------------------------------------ the Python examples run
+
+DOCTEST_DOCS = sorted(p for p in DOCS if ">>> " in p.read_text(encoding="utf-8"))
+
+
+@pytest.mark.parametrize("path", DOCTEST_DOCS, ids=lambda p: str(p.relative_to(ROOT)))
+def test_python_examples_print_what_the_doc_shows(path, monkeypatch):
+    """Every `>>>` example in the docs (docs/api.md) runs from the repository root and prints what the doc shows."""
+    import doctest
+
+    monkeypatch.chdir(ROOT)
+    failed, attempted = doctest.testfile(str(path), module_relative=False, optionflags=doctest.ELLIPSIS, verbose=False,
+                                         report=True)
+    assert attempted > 0 and failed == 0, f"{path.name}: {failed} of {attempted} examples differ (see the output above)"
+
+
+def test_the_api_doc_has_examples():
+    assert ROOT / "docs" / "api.md" in DOCTEST_DOCS

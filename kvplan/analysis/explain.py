@@ -23,6 +23,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from kvplan.core.io import JsonResult
 from kvplan.core.cache import CacheModel, LayerGroup
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import KvplanError
@@ -70,7 +71,7 @@ class ExtraTerm:
 
 
 @dataclass(frozen=True)
-class Explanation:
+class Explanation(JsonResult):
     model: str
     seq: int
     batch: int

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Callable
 
+from kvplan.core.io import JsonResult
 from kvplan.analysis import serving
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 
@@ -184,7 +185,7 @@ class ParetoPoint:
 
 
 @dataclass(frozen=True)
-class PlanResult:
+class PlanResult(JsonResult):
     model: str
     load: Load
     targets: Targets

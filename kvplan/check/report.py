@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
+from kvplan.core.io import JsonResult
 from kvplan.core.errors import EXIT_INPUT, EXIT_NO, EXIT_OK, EXIT_UNSUPPORTED, KvplanError, UnsupportedError
 
 PASS, FAIL, INVALID, CANNOT_JUDGE, SKIPPED = "pass", "fail", "invalid", "cannot_judge", "skipped"
@@ -95,7 +96,7 @@ class Verdict:
 
 
 @dataclass(frozen=True)
-class CheckReport:
+class CheckReport(JsonResult):
     verdicts: tuple[Verdict, ...]  # every document, skipped ones included (status "skipped")
     total: int  # deployments judged or attempted: passed + failed + invalid + cannot_judge (skipped ones are not counted)
     passed: int

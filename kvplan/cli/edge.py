@@ -95,8 +95,7 @@ def _say(line: str) -> None:
 
 def error_object(err: KvplanError) -> str:
     """The --json form of an error (docs/json.md)."""
-    return json.dumps({"error": {"where": err.where, "what": " ".join(err.what.split()), "hint": err.hint},
-                       "exit_code": err.exit_code}, indent=2)
+    return json.dumps(err.to_dict(), indent=2)
 
 
 def silence_stdout(stream=None) -> None:

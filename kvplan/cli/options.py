@@ -55,13 +55,6 @@ PromptOpt = Annotated[Optional[str], typer.Option("--prompt", help="Prompt token
 CalibrationOpt = Annotated[Optional[str], typer.Option("--calibration", help="A site profile (kvplan calibrate --save FILE): the budget terms your own start-up logs measured (non-torch memory, activation scale, CUDA graphs, memory in use at start), applied by the engine's budget.", show_default=False)]
 
 
-def model_lookup(models_dir, offline: bool):
-    """The resolver settings --models-dir and --offline make (kvplan/model/resolve.py), for `with ...:`."""
-    from kvplan.model import resolve
-
-    return resolve.using(resolve.lookup_from_options(models_dir, offline))
-
-
 def with_model_lookup(command):
     """A command that takes MODEL runs with its --models-dir / --offline in force for every model it resolves, and
     reads each model once: a sweep or plan builds a request per grid point, and re-parsing a config.json (and counting
@@ -70,9 +63,9 @@ def with_model_lookup(command):
 
     @functools.wraps(command)
     def wrapper(*args, **kwargs):
-        from kvplan.model import resolve
+        from kvplan.api.args import model_lookup
 
-        with model_lookup(kwargs.get("models_dir"), bool(kwargs.get("offline"))), resolve.remembering():
+        with model_lookup(kwargs.get("models_dir"), bool(kwargs.get("offline"))):
             return command(*args, **kwargs)
 
     return wrapper

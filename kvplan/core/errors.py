@@ -27,6 +27,12 @@ class KvplanError(Exception):
         self.where = f"{where}: {self.where}" if self.where else where
         return self
 
+    def to_dict(self) -> dict:
+        """The --json form of the error (docs/json.md): what `--json` prints on a failed command, and what the HTTP
+        and MCP servers answer."""
+        return {"error": {"where": self.where, "what": " ".join(self.what.split()), "hint": self.hint},
+                "exit_code": self.exit_code}
+
     def one_line(self) -> str:
         """`<where> — <what> (<hint>)` on one line: runs of spaces and newlines become one space, and the other
         control characters (an ESC in a file name) are shown as escapes (kvplan.core.text.visible)."""

@@ -9,6 +9,14 @@ import os
 from typing import Any
 
 
+class JsonResult:
+    """A result dataclass whose to_dict() is exactly the object its command's --json prints (docs/api.md): the JSON
+    text is parsed back, so tuples are lists and keys are strings there as well."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return json.loads(to_json(self))
+
+
 def to_json(result: Any) -> str:
     data = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
     return json.dumps(data, indent=2, default=_json_default)

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from kvplan.core.io import JsonResult
+
 
 @dataclass(frozen=True)
 class PerGpu:
@@ -25,7 +27,7 @@ class PerGpu:
 
 
 @dataclass(frozen=True)
-class ContractEstimate:
+class ContractEstimate(JsonResult):
     """The `estimate --json` contract keys (docs/json.md). Every engine's result extends this, so the keys are
     declared once; the JSON of a result is its dataclasses.asdict."""
 

@@ -53,14 +53,12 @@ def calibrate(
 ):
     """Compare kvplan with real engine start-up logs: each logged figure beside kvplan's, with the difference and a
     verdict; --save fits a site profile that --calibration applies in estimate, check, sweep and plot."""
+    from kvplan.api.calibrate import run
     from kvplan.core.errors import KvplanError
 
     try:
-        from kvplan.core.io import refuse_over_inputs
-
-        refuse_over_inputs(save, [*(logs or []), calibration, model, models_dir], option="--save")
-        results, summary, fit = _run(logs or [], engine=engine, model=model, models_dir=models_dir, save=save,
-                                     calibration=calibration, gpu=gpu, gpu_mem=gpu_mem)
+        report, fit = run(logs or [], engine=engine, model=model, models_dir=models_dir, save=save,
+                          calibration=calibration, gpu=gpu, gpu_mem=gpu_mem)
     except KvplanError as err:
         if not json_out:
             raise
@@ -71,14 +69,15 @@ def calibrate(
         print(f"error: {err.one_line()}", file=sys.stderr)  # the contract's one line, beside the JSON object
         raise typer.Exit(err.exit_code) from None
 
+    results, summary = report.logs, report.summary
     if json_out:
         from kvplan.core.io import to_json
 
-        print(to_json({"summary": summary, "logs": results, "site": _site_json(fit, save), "error": None}))
+        print(to_json(report))
     else:
         from kvplan.cli.views.calibrate import print_report
 
-        print_report(results, summary, fit, save)
+        print_report(list(results), summary, fit, save)
     # the contract's one line on stderr for what stops a clean run: each unreadable log (exit 2), or why nothing
     # could be judged (exit 3); a mismatch (exit 1) is the report's own verdict
     for r in results:
@@ -94,82 +93,3 @@ def calibrate(
                   f"{first.reason})", file=sys.stderr)
     if summary.exit_code:
         raise typer.Exit(summary.exit_code)
-
-
-def _run(logs: list[str], *, engine, model, models_dir, save, calibration, gpu=None, gpu_mem=None):
-    from pathlib import Path
-
-    from kvplan.core.errors import InputError
-    from kvplan.engines import logcheck
-
-    if not logs:
-        raise InputError("no log given", where="LOG", hint="kvplan calibrate path/to/server.log")
-    if engine is not None:
-        key = engine.strip().lower()
-        if key not in logcheck.ENGINES:
-            from kvplan.core.errors import did_you_mean
-
-            raise InputError(f"unknown engine {engine!r}", where="--engine",
-                             hint=did_you_mean(engine, logcheck.ENGINES) or "vllm, sglang or trtllm")
-        engine = key
-    # a wrong --model or --models-dir is bad input for every log (exit 2), not a model kvplan cannot describe
-    if model is not None:
-        from kvplan.model.catalog import resolve_model
-
-        try:
-            resolve_model(model)
-        except InputError as err:
-            raise InputError(err.what, where=f"--model {model}" if err.where in (None, "MODEL") else err.where,
-                             hint=err.hint) from None
-    if models_dir is not None and not Path(models_dir).expanduser().is_dir():
-        missing = not Path(models_dir).expanduser().exists()
-        raise InputError("no such folder" if missing else "is not a folder", where=f"--models-dir {models_dir}",
-                         hint="a folder of model folders named like the Hub cache (org--name/config.json)")
-    from kvplan.requests.build import hardware_for
-
-    hardware = hardware_for(gpu, gpu_mem)
-    site = None
-    if calibration is not None:
-        from kvplan.engines.calibration import read_profile
-
-        site = read_profile(calibration, engine=engine)
-    results = [logcheck.calibrate_path(path, engine=engine, model=model, models_dir=models_dir, site=site,
-                                       hardware=hardware) for path in logs]
-    summary = logcheck.summarize(results)
-    fit = None
-    if save is not None:
-        fit = _save(results, save, summary)
-    return results, summary, fit
-
-
-def _save(results, path: str, summary):
-    """Fit and write the profile, unless an input was invalid (exit 2: nothing half-written)."""
-    from kvplan.core.errors import InputError
-    from kvplan.core.io import write_file
-    from kvplan.engines.calibration import dump_profile
-    from kvplan.engines.sitefit import fit_site
-
-    if summary.invalid:
-        bad = next(r for r in results if r.status == "invalid")
-        raise InputError(f"not saved: {bad.reason}", where=bad.log, hint="pass only start-up logs to --save")
-    observations = [(r.log, r.site) for r in results if r.site is not None]
-    fit = fit_site(observations)
-    text = dump_profile(fit.profile, path)
-
-    def write(target: str) -> None:
-        with open(target, "w", encoding="utf-8") as f:
-            f.write(text)
-
-    write_file(path, write, what="the site profile")
-    return fit
-
-
-def _site_json(fit, path):
-    if fit is None:
-        return None
-    from kvplan.engines.calibration import profile_to_mapping
-
-    return {"file": path, "profile": profile_to_mapping(fit.profile), "left_out": fit.left_out,
-            "mean_error_percent_before": fit.mean_error_percent_before,
-            "mean_error_percent_after": fit.mean_error_percent_after,
-            "max_error_percent_after": fit.max_error_percent_after, "notes": fit.notes}

@@ -87,10 +87,9 @@ def check(
     kvplan cannot judge; when several apply: 2, then 1, then 3."""
     import sys
 
+    from kvplan.api.check import check as api_check
     from kvplan.check import formats as report_formats
-    from kvplan.check.deployment import CheckOptions
     from kvplan.check.report import CANNOT_JUDGE, INVALID
-    from kvplan.check.run import run_check
     from kvplan.core.errors import InputError
 
     if print_schema:
@@ -104,12 +103,11 @@ def check(
     from kvplan.core.io import refuse_over_inputs
 
     refuse_over_inputs(output, [*(configs or []), calibration, *(models_dir or [])], option="--output")
-    options = CheckOptions(gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, require_concurrency=require_concurrency,
-                           require_headroom=require_headroom, vllm_version=vllm_version, optimistic=optimistic,
-                           models_dirs=tuple(models_dir or ()), offline=offline,
-                           gpu_reserved=gpu_reserved, engine_options=tuple(engine_option or ()),
-                           calibration=calibration, allow_paths=tuple(allow_path or ()))
-    report = run_check(configs or [], options, tuple(vllm_args or ()))
+    report = api_check(configs, vllm_args=vllm_args, gpu=gpu, gpu_mem=gpu_mem, gpus=gpus,
+                       require_concurrency=require_concurrency, require_headroom=require_headroom,
+                       vllm_version=vllm_version, optimistic=optimistic, models_dir=models_dir, offline=offline,
+                       gpu_reserved=gpu_reserved, engine_option=engine_option, calibration=calibration,
+                       allow_path=allow_path)
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):
             print(f"error: {verdict.reason}", file=sys.stderr)

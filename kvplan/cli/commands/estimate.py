@@ -10,11 +10,11 @@ from kvplan.cli.edge import guarded
 from kvplan.cli.options import (BatchOpt, BlockOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
                                 GpuOpt, GpuReservedOpt, GpusOpt, GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt,
                                 KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, ModelsDirOpt, OfflineOpt, OptimisticOpt, PpOpt, PromptOpt, RateOpt,
-                                ReserveOpt, SeqOpt, SglangArgsOpt, TpOpt, VllmArgsOpt, with_model_lookup)
+                                ReserveOpt, SeqOpt, SglangArgsOpt, TpOpt, VllmArgsOpt)
 
 
 def register(app) -> None:
-    app.command(name="estimate")(guarded(with_model_lookup(estimate)))
+    app.command(name="estimate")(guarded(estimate))
 
 
 def estimate(
@@ -51,40 +51,17 @@ def estimate(
     offline: OfflineOpt = False,
 ):
     """KV cache, weights and fit for MODEL at --seq tokens x --batch sequences (exit 1 if a GPU was given and it does not fit)."""
-    from kvplan import engines
+    from kvplan.api.estimate import run
     from kvplan.cli import render, views
-    from kvplan.core.errors import EXIT_NO, InputError
-    from kvplan.engines import fixes
-    from kvplan.requests.build import build_request, refuse_paged_flags
+    from kvplan.core.errors import EXIT_NO
 
-    chosen = engines.get(engine)
-    refuse_paged_flags((chosen.name,), block_size=block_size, max_num_seqs=max_num_seqs,
-                       max_num_batched_tokens=max_num_batched_tokens)
-    if sglang_args is not None and chosen.name != "sglang":
-        raise InputError("SGLang's options apply to --engine sglang", where="--sglang-args", hint="add --engine sglang")
-    if (vllm_args is not None or (sglang_args is None and (rate is not None or prompt is not None))) and chosen.name != "vllm":
-        flag = "--vllm-args" if vllm_args is not None else "--rate" if rate is not None else "--prompt"
-        raise InputError("vLLM's options apply to --engine vllm", where=flag, hint="add --engine vllm")
-    site = None
-    if calibration is not None:
-        from kvplan.engines.calibration import read_profile
-
-        site = read_profile(calibration, engine=chosen.name)
-    request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
-                            gpus=gpus, tp=tp, pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory,
-                            block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
-                            kv_heads=kv_heads, head_dim=head_dim, engine_version=engine_version,
-                            gpu_reserved=gpu_reserved, engine_options=engine_option, vllm_args=vllm_args,
-                            rate=rate, prompt=prompt, site=site, sglang_args=sglang_args)
-    if engine_version and chosen.name == "static":
-        raise InputError("the static engine has no release to choose", where="--engine-version", hint="use it with --engine vllm, sglang or trtllm")
-    chosen.accepts(request)
-    result = chosen.estimate(request)
-    if not optimistic:
-        # judged where check judges: a modelled budget at the low edge of its band, so the verdict, the longest
-        # context and every fix below are the ones `kvplan check` gives the same deployment
-        request, result = fixes.at_judging_edge(chosen, request, result)
-    result = fixes.attach(chosen, request, result)
+    request, result = run(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=gpus,
+                          tp=tp, pp=pp, engine=engine, engine_version=engine_version, engine_option=engine_option,
+                          gpu_util=gpu_util, gpu_reserved=gpu_reserved, reserve=reserve, kv_cache_memory=kv_cache_memory,
+                          block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
+                          kv_heads=kv_heads, head_dim=head_dim, vllm_args=vllm_args, sglang_args=sglang_args, rate=rate,
+                          prompt=prompt, calibration=calibration, models_dir=models_dir, offline=offline,
+                          optimistic=optimistic)
     if request.spec.source and request.spec.source.endswith(".json") and request.spec.notes:
         # what kvplan assumed while reading a config.json (a missing dtype, an untested model_type): on stderr,
         # so --json output stays clean

@@ -7,13 +7,13 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from kvplan.cli.options import ModelsDirOpt, OfflineOpt, with_model_lookup, DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt, whole_number
+from kvplan.cli.options import ModelsDirOpt, OfflineOpt, DtypeOpt, GpuUtilOpt, KvDtypeOpt, ModelArg, PpOpt, TpOpt, whole_number
 
 
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="explain")(guarded(with_model_lookup(explain)))
+    app.command(name="explain")(guarded(explain))
 
 
 def explain(
@@ -41,88 +41,16 @@ def explain(
     what-ifs: MHA / MQA / MLA against the model's own attention, bf16 / fp8 / int4 KV, with and without a
     sliding window. With --gpu: the most sequences that fit per variant, and lower bounds on time to first
     token and time per output token (compute-bound prefill, bandwidth-bound decode) and what a KV cache saves."""
-    from kvplan.model import catalog
-    from kvplan.analysis import explain as ex, latency
+    from kvplan.api.explain import run
     from kvplan.cli import render
-    from kvplan.core import units
-    from kvplan.core.cache import CacheModel
-    from kvplan.requests.build import build_request
-    from kvplan.engines import static
-    from kvplan.core.errors import InputError, KvplanError
 
-    if window < 1:
-        raise InputError(f"must be at least 1, got {window}", where="--window")
-    request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
-                            tp=tp, pp=pp, gpu_util=gpu_util)
-    est = static.estimate(request)
-    spec = request.spec
-    from kvplan.engines.static import kv_dtype as static_kv_dtype
-
-    cache = CacheModel(spec, static_kv_dtype(request), request.tp, request.pp)
-    room = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes if est.per_gpu else None
-
-    bounds, notes = None, []
-    if gpu is not None:
-        p = units.parse_tokens(prompt, what="--prompt") if prompt is not None else max(est.seq // 2, 1)
-        o = units.parse_tokens(output, what="--output") if output is not None else max(est.seq - p, 1)
-        try:
-            bounds = latency.bounds(spec, cache, gpu=catalog.find_gpu(gpu), weights_bytes=est.weights_bytes,
-                                    weight_dtype=est.dtype, prompt=p, output=o,
-                                    batch=_max_batch(cache, room, p + o) or None)
-        except KvplanError as err:
-            notes.append(f"no latency bounds: {err.one_line()}")
-    elif prompt is not None or output is not None:
-        raise InputError("latency bounds need a GPU from the catalog", where="--prompt" if prompt is not None else "--output",
-                         hint="add --gpu NAME")
-    result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
-    if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
-        raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")
-    if sglang_args is not None and (vllm_args is not None or engine_option):
-        raise InputError("--sglang-args takes SGLang's options: give one engine's launch options", where="--sglang-args",
-                         hint="drop --vllm-args / --engine-option")
-    if sglang_args is not None:
-        import dataclasses
-
-        from kvplan.engines.sglang import engine as sglang_engine
-
-        sreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
-                             gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, sglang_args=sglang_args)
-        result = dataclasses.replace(result, extra_terms=ex.sglang_extra_terms(sglang_engine.estimate(sreq)))
-    if vllm_args is not None:
-        import dataclasses
-
-        from kvplan.engines.vllm import engine as vllm_engine
-
-        vreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
-                             tp=tp, pp=pp, gpu_util=gpu_util, vllm_args=vllm_args)
-        result = dataclasses.replace(result, extra_terms=ex.extra_terms(vllm_engine.estimate(vreq)))
-    if engine_option:
-        import dataclasses
-
-        if vllm_args is not None:
-            raise InputError("--engine-option takes TensorRT-LLM's options, --vllm-args vLLM's: give one",
-                             where="--engine-option")
-        from kvplan.engines.trtllm import engine as trtllm_engine
-
-        treq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
-                             gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, engine_options=engine_option)
-        terms = ex.trtllm_extra_terms(trtllm_engine.estimate(treq, search_max_seq=False))
-        result = dataclasses.replace(result, extra_terms=terms)
-    if notes:
-        import dataclasses
-
-        result = dataclasses.replace(result, notes=result.notes + tuple(notes))
+    result, est = run(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp,
+                      gpu_util=gpu_util, window=window, prompt=prompt, output=output, vllm_args=vllm_args,
+                      sglang_args=sglang_args, engine_option=engine_option, models_dir=models_dir, offline=offline)
     if json_out:
         print(render.to_json(result))
         return
     _print(result, est, engine="TensorRT-LLM" if engine_option else "SGLang" if sglang_args is not None else "vLLM")
-
-
-def _max_batch(cache, room, tokens: int) -> int:
-    if room is None:
-        return 0
-    per = cache.max_rank_footprint(tokens, 1).cache_bytes
-    return max(room, 0) // per if per else 0
 
 
 def _print(result, est, *, engine: str = "vLLM") -> None:

@@ -12,14 +12,13 @@ def register(app) -> None:
 
 def gpus(json_out: JsonOpt = False):
     """The GPU catalog, with the memory the runtime reports (not the marketing figure)."""
-    import dataclasses
-
-    from kvplan.model import catalog
+    from kvplan.api.catalog import gpus as catalog
     from kvplan.cli import render
 
-    entries = catalog.gpus()
+    listing = catalog()
+    entries = listing.gpus
     if json_out:
-        print(render.to_json({"gpus": [dataclasses.asdict(g) for g in entries]}))
+        print(render.to_json(listing))
         return
     from kvplan.core.units import format_bytes
 

@@ -8,7 +8,7 @@ from typing import Annotated, List, Optional
 
 import typer
 
-from kvplan.cli.options import ModelArg, ModelsDirOpt, OfflineOpt, with_model_lookup
+from kvplan.cli.options import ModelArg, ModelsDirOpt, OfflineOpt
 
 
 class EmitFormat(str, Enum):
@@ -21,7 +21,7 @@ class EmitFormat(str, Enum):
 def register(app) -> None:
     from kvplan.cli.edge import guarded
 
-    app.command(name="plan")(guarded(with_model_lookup(plan)))
+    app.command(name="plan")(guarded(plan))
 
 
 def plan(
@@ -54,24 +54,16 @@ def plan(
 ):
     """The cheapest deployments of MODEL that hold a load: every GPU kind, engine, KV dtype and TP x PP layout, sized
     by the engine's own memory model, timed by fitted latency estimates, priced per GPU hour and ranked."""
-    import dataclasses
     from pathlib import Path
 
-    from kvplan import engines
     from kvplan.analysis import emit as emitting
-    from kvplan.analysis import plan as planning
+    from kvplan.api.plan import run
     from kvplan.cli import render
-    from kvplan.core import yamlio
     from kvplan.core.errors import EXIT_NO, InputError
-    from kvplan.requests.build import build_request
-    from kvplan.model import catalog, efficiency, fleet
+    from kvplan.model import catalog
 
-    for flag, value, low in (("--max-gpus", max_gpus, 1), ("--top", top, 1), ("--gpus-per-node", gpus_per_node, 1)):
-        if value is not None and not low <= value <= 4096:
-            raise InputError(f"must be from {low} to 4096, got {value}", where=flag)
-    for flag, value in (("--ttft", ttft), ("--tpot", tpot)):
-        if value is not None and not (0 < value < 1e9):
-            raise InputError(f"must be a positive number of milliseconds, got {value:g}", where=flag)
+    if not 1 <= top <= 4096:
+        raise InputError(f"must be from 1 to 4096, got {top}", where="--top")
     if json_out and markdown:
         raise InputError("give --json or --markdown, not both", where="--markdown")
     if emit is not None and not emit_to and (json_out or markdown):
@@ -86,19 +78,11 @@ def plan(
     refuse_over_inputs(plot, inputs, option="--plot")
     if plot:
         _check_plot(plot)
-    requests, description, max_len = _lengths(seq, workload, prompt, output, concurrency=concurrency, rate=rate,
-                                              load_yaml=yamlio.load_yaml)
-    load = planning.load_of(requests, concurrency=concurrency, rate=rate, max_model_len=max_len, description=description)
-    base = build_request(model, seq=str(load.max_model_len), batch=1, kv_dtype="auto", dtype=dtype, gpu=None, gpu_mem=None,
-                         gpus=None, tp=None, pp=1)
-    gpus = _gpus(gpu)
-    axes = planning.Axes(gpus=gpus, engines=_names(engine, "--engine"), kv_dtypes=_names(kv_dtype, "--kv-dtype"),
-                         max_gpus=max_gpus, gpus_per_node=gpus_per_node, expert_parallel=expert_parallel)
-    table = fleet.price_table(prices, list(price or []), load_yaml=yamlio.load_yaml)
-    result = planning.search(base, load, planning.Targets(ttft, tpot), axes, prices=table, get_engine=engines.get,
-                             factors_for=efficiency.factors_for, node_of=fleet.node)
-    ref = emitting.model_reference(base.spec, model)
-    result = dataclasses.replace(result, launch=tuple(_launches(result, ref, emitting)))
+    planned = run(model, concurrency=concurrency, seq=seq, rate=rate, workload=workload, prompt=prompt, output=output,
+                  ttft=ttft, tpot=tpot, gpu=gpu, engine=engine, kv_dtype=kv_dtype, dtype=dtype, max_gpus=max_gpus,
+                  gpus_per_node=gpus_per_node, expert_parallel=expert_parallel, price=price, prices=prices,
+                  models_dir=models_dir, offline=offline)
+    result, load, base, ref = planned.result, planned.load, planned.base, planned.ref
 
     written = None
     if emit is not None and result.plans:
@@ -140,69 +124,6 @@ def plan(
             err.print(f"wrote {plot}")
     if not result.plans:
         raise typer.Exit(EXIT_NO)
-
-
-def _names(text: str, flag: str) -> tuple[str, ...]:
-    from kvplan.core.errors import InputError
-
-    names = tuple(dict.fromkeys(n.strip().lower() for n in text.split(",") if n.strip()))
-    if not names:
-        raise InputError("names nothing", where=flag)
-    return names
-
-
-def _gpus(text: str | None):
-    from kvplan.model import catalog
-
-    if text is None:
-        return catalog.gpus()
-    return tuple({catalog.find_gpu(name).name: catalog.find_gpu(name) for name in _names(text, "--gpu")}.values())
-
-
-def _lengths(seq, workload, prompt, output, *, concurrency, rate, load_yaml):
-    """(requests, description, max_model_len or None) from --seq, --workload, or --prompt/--output."""
-    from kvplan.analysis import workload as wl
-    from kvplan.core import units
-    from kvplan.core.errors import InputError
-
-    max_len = units.parse_tokens(seq, what="--seq") if seq is not None else None
-    if workload and (prompt or output):
-        raise InputError("give --workload or --prompt/--output, not both", where="--workload")
-    if workload:
-        requests, description = wl.load(workload, load_yaml=load_yaml)
-        return requests, description, max_len
-    if prompt or output:
-        if max_len is not None and (prompt is None or output is None):
-            half = max(1, max_len // 2)
-            prompt = prompt or str(max_len - half)
-            output = output or str(half)
-        if prompt is None or output is None:
-            raise InputError("give both --prompt and --output", where="--prompt" if prompt is None else "--output",
-                             hint="a number of tokens or percentiles, e.g. --prompt p50:200,p99:2000 --output 300")
-        spec = f"prompt={_points(prompt)};output={_points(output)}"
-        requests = wl.parse_inline(spec, where="--prompt/--output")
-        return requests, f"prompt {prompt}, output {output}", max_len
-    if max_len is None:
-        raise InputError("the load needs lengths", where="--seq",
-                         hint="--seq L (with --concurrency), --workload FILE, or --prompt and --output")
-    half = max(1, max_len // 2)
-    return [wl.Request(max(1, max_len - half), half)], f"{max_len:,} tokens ({max_len - half:,} prompt + {half:,} output)", max_len
-
-
-def _points(text: str) -> str:
-    """'512' -> 'p50:512' (a fixed length); percentile lists pass through."""
-    text = text.strip()
-    return f"p50:{text}" if ":" not in text else text
-
-
-def _launches(result, ref, emitting):
-    seen, out = set(), []
-    for p in result.plans:
-        if p.engine in seen:
-            continue
-        seen.add(p.engine)
-        out.append(emitting.launch(p, ref))
-    return out
 
 
 def _check_plot(path: str) -> None:

@@ -1,0 +1,71 @@
+"""Python values as the command-line options read them: the API takes 32768 or "32K", 0.9 or "90%", ["a", "b"] or
+"a", and hands the request builder the same text a shell would, so both paths validate in one place."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from os import PathLike
+
+from kvplan.core.errors import InputError
+
+Text = str | int | float | None
+
+
+def text(value: Text, flag: str) -> str | None:
+    """A number or a string as an option's text; None stays None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise InputError(f"must be a number or a string, got {type(value).__name__}", where=flag)
+    return str(value)
+
+
+def count(value, flag: str) -> int | None:
+    """A whole number (an int, or its digits as a string); None stays None. The range is the builder's to check."""
+    from kvplan.core.units import parse_int
+
+    return None if value is None else parse_int(value, what=flag, minimum=None)
+
+
+def names(value, flag: str) -> list[str] | None:
+    """A repeatable option: one string or path, or several; None stays None."""
+    if value is None:
+        return None
+    if isinstance(value, (str, PathLike)):
+        return [str(value)]
+    if isinstance(value, Mapping) or not isinstance(value, Iterable):
+        raise InputError(f"must be a string or a list of strings, got {type(value).__name__}", where=flag)
+    out = []
+    for item in value:
+        if not isinstance(item, (str, PathLike)):
+            raise InputError(f"must hold strings, got {type(item).__name__}", where=flag)
+        out.append(str(item))
+    return out
+
+
+def engine_options(value, flag: str = "--engine-option") -> list[str] | None:
+    """--engine-option as KEY=VALUE strings, from those strings or from a mapping {key: value}."""
+    if isinstance(value, Mapping):
+        return [f"{key}={text(item, f'{flag} {key}')}" for key, item in value.items()]
+    return names(value, flag)
+
+
+def path(value, flag: str) -> str | None:
+    """One file or folder option: a string or a path; None stays None."""
+    if value is None or isinstance(value, str):
+        return value
+    if isinstance(value, PathLike):
+        return str(value)
+    raise InputError(f"must be a path, got {type(value).__name__}", where=flag)
+
+
+def model_lookup(models_dir, offline: bool):
+    """The resolver --models-dir and --offline make, with each model read once inside (kvplan/model/resolve.py)."""
+    from contextlib import ExitStack
+
+    from kvplan.model import resolve
+
+    stack = ExitStack()
+    stack.enter_context(resolve.using(resolve.lookup_from_options(names(models_dir, "--models-dir"), bool(offline))))
+    stack.enter_context(resolve.remembering())
+    return stack

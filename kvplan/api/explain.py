@@ -1,0 +1,106 @@
+"""kvplan.explain: `kvplan explain MODEL` as a function (docs/api.md)."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from kvplan.api import args
+
+if TYPE_CHECKING:
+    from kvplan.analysis.explain import Explanation
+    from kvplan.engines.static import Estimate
+
+
+def explain(model: str, *, seq: str | int | None = None, batch: int = 1, kv_dtype: str = "auto", dtype: str | None = None,
+            gpu: str | None = None, gpu_mem: str | int | None = None, tp: int | None = None, pp: int = 1,
+            gpu_util: str | float | None = None, window: int = 4096, prompt: str | int | None = None,
+            output: str | int | None = None, vllm_args: str | None = None, sglang_args: str | None = None,
+            engine_option: list[str] | dict[str, str] | str | None = None, models_dir: list[str] | str | None = None,
+            offline: bool = False) -> Explanation:
+    """The cache bill of `model` derived layer group by layer group, the what-ifs beside it and, with a GPU from the
+    catalog, lower bounds on prefill and decode time: the result `kvplan explain --json` prints."""
+    return run(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp,
+               gpu_util=gpu_util, window=window, prompt=prompt, output=output, vllm_args=vllm_args,
+               sglang_args=sglang_args, engine_option=engine_option, models_dir=models_dir, offline=offline)[0]
+
+
+def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, tp, pp, gpu_util, window, prompt, output, vllm_args,
+        sglang_args, engine_option, models_dir, offline) -> tuple[Explanation, Estimate]:
+    """The explanation and the static estimate it was checked against (the command's table shows both)."""
+    import dataclasses
+
+    from kvplan.analysis import explain as ex, latency
+    from kvplan.core import units
+    from kvplan.core.cache import CacheModel
+    from kvplan.core.errors import InputError, KvplanError
+    from kvplan.engines import static
+    from kvplan.requests.build import build_request
+    from kvplan.engines.static import kv_dtype as static_kv_dtype
+    from kvplan.model import catalog
+
+    seq, gpu_mem, gpu_util = args.text(seq, "--seq"), args.text(gpu_mem, "--gpu-mem"), args.text(gpu_util, "--gpu-util")
+    prompt, output = args.text(prompt, "--prompt"), args.text(output, "--output")
+    batch, tp, pp = args.count(batch, "--batch"), args.count(tp, "--tp"), args.count(pp, "--pp")
+    engine_option = args.engine_options(engine_option)
+    with args.model_lookup(models_dir, offline):
+        window = args.count(window, "--window")
+        if window < 1:
+            raise InputError(f"must be at least 1, got {window}", where="--window")
+        request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
+                                gpus=None, tp=tp, pp=pp, gpu_util=gpu_util)
+        est = static.estimate(request)
+        spec = request.spec
+        cache = CacheModel(spec, static_kv_dtype(request), request.tp, request.pp)
+        room = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes if est.per_gpu else None
+
+        bounds, notes = None, []
+        if gpu is not None:
+            p = units.parse_tokens(prompt, what="--prompt") if prompt is not None else max(est.seq // 2, 1)
+            o = units.parse_tokens(output, what="--output") if output is not None else max(est.seq - p, 1)
+            try:
+                bounds = latency.bounds(spec, cache, gpu=catalog.find_gpu(gpu), weights_bytes=est.weights_bytes,
+                                        weight_dtype=est.dtype, prompt=p, output=o,
+                                        batch=_max_batch(cache, room, p + o) or None)
+            except KvplanError as err:
+                notes.append(f"no latency bounds: {err.one_line()}")
+        elif prompt is not None or output is not None:
+            raise InputError("latency bounds need a GPU from the catalog", where="--prompt" if prompt is not None else "--output",
+                             hint="add --gpu NAME")
+        result = ex.explain(spec, cache, seq=est.seq, batch=est.batch, window=window, room=room, latency=bounds)
+        if result.cache_bytes != est.cache_bytes:  # pragma: no cover - the derivation and the estimate share CacheModel
+            raise AssertionError(f"explain total {result.cache_bytes} != estimate {est.cache_bytes}")
+        if sglang_args is not None and (vllm_args is not None or engine_option):
+            raise InputError("--sglang-args takes SGLang's options: give one engine's launch options", where="--sglang-args",
+                             hint="drop --vllm-args / --engine-option")
+        if sglang_args is not None:
+            from kvplan.engines.sglang import engine as sglang_engine
+
+            sreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
+                                 gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, sglang_args=sglang_args)
+            result = dataclasses.replace(result, extra_terms=ex.sglang_extra_terms(sglang_engine.estimate(sreq)))
+        if vllm_args is not None:
+            from kvplan.engines.vllm import engine as vllm_engine
+
+            vreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
+                                 tp=tp, pp=pp, gpu_util=gpu_util, vllm_args=vllm_args)
+            result = dataclasses.replace(result, extra_terms=ex.extra_terms(vllm_engine.estimate(vreq)))
+        if engine_option:
+            if vllm_args is not None:
+                raise InputError("--engine-option takes TensorRT-LLM's options, --vllm-args vLLM's: give one",
+                                 where="--engine-option")
+            from kvplan.engines.trtllm import engine as trtllm_engine
+
+            treq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
+                                 gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, engine_options=engine_option)
+            terms = ex.trtllm_extra_terms(trtllm_engine.estimate(treq, search_max_seq=False))
+            result = dataclasses.replace(result, extra_terms=terms)
+        if notes:
+            result = dataclasses.replace(result, notes=result.notes + tuple(notes))
+        return result, est
+
+
+def _max_batch(cache, room, tokens: int) -> int:
+    if room is None:
+        return 0
+    per = cache.max_rank_footprint(tokens, 1).cache_bytes
+    return max(room, 0) // per if per else 0
