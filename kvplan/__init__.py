@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 # name -> the module that defines it
 _LAZY = {
     "estimate": "kvplan.api.estimate",
-    "check": "kvplan.api.check",
+    "check": "kvplan.check",  # the package itself, which is callable (kvplan/check/__init__.py)
     "plan": "kvplan.api.plan",
     "explain": "kvplan.api.explain",
     "calibrate": "kvplan.api.calibrate",
@@ -33,10 +33,10 @@ __all__ = ["__version__", *_LAZY]
 if TYPE_CHECKING:  # what type checkers and editors see; at run time __getattr__ imports on demand
     from kvplan.api.calibrate import calibrate
     from kvplan.api.catalog import gpus, models
-    from kvplan.api.check import check
     from kvplan.api.estimate import estimate
     from kvplan.api.explain import explain
     from kvplan.api.plan import plan
+    from kvplan.check.entry import check
     from kvplan.core.errors import DoesNotFitError, InputError, KvplanError, UnsupportedError
 
 
@@ -46,7 +46,9 @@ def __getattr__(name: str):
         raise AttributeError(f"module 'kvplan' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    value = importlib.import_module(module)
+    if name != "check":  # importing kvplan.check binds the name to the package, which answers the call
+        value = getattr(value, name)
     globals()[name] = value  # found once: later lookups skip this function
     return value
 

@@ -1,5 +1,5 @@
-"""kvplan's Python API, one module per command (docs/api.md). `import kvplan` reaches these through its lazy
-module-level __getattr__, so a program pays for what it calls and never for typer, rich or torch.
+"""kvplan's Python API, one module per command (docs/api.md; check's is kvplan/check/entry.py). `import kvplan`
+reaches these through its lazy module-level __getattr__, so a program pays for what it calls and never for typer, rich or torch.
 
 Each function takes the keyword arguments its command's options are named after (`--kv-dtype` is `kv_dtype`) and
 returns the command's result dataclass, whose to_dict() is the object its `--json` prints. Bad input raises

@@ -6,12 +6,12 @@ import types
 
 
 class _CallablePackage(types.ModuleType):
-    """`kvplan.check(paths, ...)` is the Python API's check (kvplan/api/check.py, docs/api.md). Importing this package
+    """`kvplan.check(paths, ...)` is the Python API's check (entry.py, docs/api.md). Importing this package
     binds the name `check` on kvplan to the package itself, so the package answers the call rather than hide the
     function."""
 
     def __call__(self, configs=None, **options):
-        from kvplan.api.check import check
+        from kvplan.check.entry import check
 
         return check(configs, **options)
 
@@ -19,7 +19,7 @@ class _CallablePackage(types.ModuleType):
     def __signature__(self):  # inspect.signature(kvplan.check): the API function's arguments
         import inspect
 
-        from kvplan.api.check import check
+        from kvplan.check.entry import check
 
         return inspect.signature(check)
 

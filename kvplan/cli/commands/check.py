@@ -87,7 +87,7 @@ def check(
     kvplan cannot judge; when several apply: 2, then 1, then 3."""
     import sys
 
-    from kvplan.api.check import check as api_check
+    from kvplan.check.entry import check as api_check
     from kvplan.check import formats as report_formats
     from kvplan.check.report import CANNOT_JUDGE, INVALID
     from kvplan.core.errors import InputError

@@ -1,4 +1,5 @@
-"""kvplan.check: `kvplan check CONFIG...` as a function (docs/api.md)."""
+"""kvplan.check: `kvplan check CONFIG...` as a function (docs/api.md). It lives in this package, not in kvplan/api/,
+because the package itself answers `kvplan.check(...)` (see __init__.py) and the API must not import back into it."""
 
 from __future__ import annotations
 
