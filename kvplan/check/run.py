@@ -27,6 +27,10 @@ from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SUFFIXES = (".sh", ".bash")
 
+# kvplan's own folder (its bundled data), found from this file: importing the kvplan package here would tie this
+# module in a cycle with the API that `import kvplan` names (tests/test_architecture.py)
+_PACKAGE = Path(__file__).parent.parent
+
 
 def is_deployment_file(path: Path) -> bool:
     """The files a folder is walked for."""
@@ -99,7 +103,6 @@ def read_roots(paths, options: CheckOptions, *, command_lines: bool = False) -> 
     """Where the files a deployment names may be read from (docs/check.md "Paths"): the repository of each path
     checked (and a file given by name itself), --models-dir, --allow-path, --calibration, the Hugging Face and kvplan
     caches, kvplan's own data; the working folder for --vllm-args command lines."""
-    import kvplan
     from kvplan.model import hf_cache, hub
 
     roots: list[Path] = []
@@ -109,7 +112,7 @@ def read_roots(paths, options: CheckOptions, *, command_lines: bool = False) -> 
     roots += [Path(p) for p in (*options.models_dirs, *options.allow_paths)]
     if options.calibration:
         roots.append(Path(options.calibration))
-    roots += [hf_cache.cache_dir(), hub.kvplan_cache_dir(), Path(kvplan.__file__).parent]
+    roots += [hf_cache.cache_dir(), hub.kvplan_cache_dir(), _PACKAGE]
     if command_lines:
         roots.append(repository_of(Path.cwd()))
     return roots
