@@ -10,7 +10,7 @@ from typing import Mapping
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
                                      resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.report import Origins
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.sglang import launch_args
 
 # kvplan's names for the settings a fix turns -> SGLang's flags (kvplan/engines/sglang/__init__.py EngineFlags)
@@ -164,5 +164,5 @@ def _other_release(version: str) -> bool:
 
     try:
         return releases.release(version).version != releases.release(launch_args.MIRRORS).version
-    except InputError:
+    except KvplanError:  # not a version, or a release not read (engines/releases.py)
         return True

@@ -14,7 +14,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, de
                                      resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.trtllm import serve_args
 
 _FLAGS = {"max_model_len": "--max_seq_len", "tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
@@ -180,7 +180,7 @@ def _before_one(version: str) -> bool:
 
     try:
         return not releases.release(version).at_least("1.0.0")
-    except (InputError, AttributeError, ValueError):
+    except (KvplanError, AttributeError, ValueError):  # not a version, or a release not read (engines/releases.py)
         return True
 
 

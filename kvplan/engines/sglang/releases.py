@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from kvplan.engines import releases as policy
 from kvplan.core.errors import InputError
 from kvplan.engines.changes import Change, value_at
 
@@ -268,17 +269,17 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
     key = parse(text)
     hint = f"kvplan mirrors SGLang {OLDEST} ... {NEWEST} (lines {', '.join(LINES)})"
     if key is None:
-        raise InputError(f"SGLang version {version!r} is not a version", where=where, hint=hint)
+        raise policy.not_a_version(f"SGLang version {version!r} is not a version", where=where, hint=hint)
     if re.fullmatch(r"v?\d+\.\d+", text):
         newest = _NEWEST_OF.get(key[:2])
         if newest is None:
-            raise InputError(f"SGLang version {version!r} is not modelled", where=where, hint=hint)
+            raise policy.not_read(f"SGLang version {version!r} is not modelled", where=where, hint=hint)
         key = _v(newest)
     if key[:3] == (0, 5, 0):
         raise InputError("there is no SGLang 0.5.0 release (PyPI goes from 0.4.10.post2 to 0.5.1)", where=where,
                          hint=hint)
     if not _v(OLDEST) <= key <= _v(NEWEST)[:3] + (99,):
-        raise InputError(f"SGLang version {version!r} is not modelled", where=where, hint=hint)
+        raise policy.not_read(f"SGLang version {version!r} is not modelled", where=where, hint=hint)
     return rules_at(key)
 
 

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 from typing import Any
 
+from kvplan.engines import releases as policy
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.engines.changes import Change, value_at
 
@@ -155,9 +156,9 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
     key = parse(version)
     hint = f"kvplan mirrors TensorRT-LLM {OLDEST} ... 1.x (lines {', '.join(LINES)})"
     if key is None:
-        raise InputError(f"TensorRT-LLM version {version!r} is not a version", where=where, hint=hint)
+        raise policy.not_a_version(f"TensorRT-LLM version {version!r} is not a version", where=where, hint=hint)
     if key < _v(OLDEST) or key[0] > 1:
-        raise InputError(f"TensorRT-LLM version {version!r} is not modelled", where=where, hint=hint)
+        raise policy.not_read(f"TensorRT-LLM version {version!r} is not modelled", where=where, hint=hint)
     name = f"{key[0]}.{key[1]}.{key[2]}" if key[0] == 0 else (NEWEST_LINE if key[1] == 99 else f"{key[0]}.{key[1]}.{key[2]}")
     return rules_at(key, name)
 

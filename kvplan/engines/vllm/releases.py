@@ -27,7 +27,8 @@ import re
 from dataclasses import dataclass
 from fractions import Fraction
 
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines import releases as policy
+from kvplan.core.errors import InputError
 
 GIB = 2**30
 
@@ -366,16 +367,16 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
     if named is not None:  # a line's own name ("0.18-0.19"): the release read for it
         return named
     if parse(text) is None:
-        raise InputError(f"{text!r} is not a vLLM version", where=where, hint="e.g. 0.19.1, 0.11.0rc2 or 0.10.1.1")
+        raise policy.not_a_version(f"{text!r} is not a vLLM version", where=where, hint="e.g. 0.19.1, 0.11.0rc2 or 0.10.1.1")
     key = _key(text)
     if key < OLDEST.first_key:
-        raise UnsupportedError(
+        raise policy.not_read(
             f"vLLM {text} is older than 0.10, which kvplan does not model: 0.6-0.7 run the V0 engine (a profile of one "
             "batch of the whole max_model_len when chunked prefill is off, CPU swap blocks) and 0.8-0.9 the first V1 "
             "releases (a budget of absolute peaks, V0 fallbacks)", where=where,
             hint=f"judge it as {OLDEST.first} or newer (--engine-version {OLDEST.first})")
     if key[:2] > NEWEST.first_key[:2]:
-        raise UnsupportedError(f"vLLM {text} is newer than {NEWEST.line}, the newest line kvplan has read", where=where,
+        raise policy.not_read(f"vLLM {text} is newer than {NEWEST.line}, the newest line kvplan has read", where=where,
                                hint=f"judge it by {NEWEST.line}'s rules with --engine-version {NEWEST.mirrors}")
     line = [r for r in RELEASES if r.first_key <= key][-1]
     changes = {}

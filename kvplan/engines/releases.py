@@ -1,0 +1,22 @@
+"""The one refusal policy of the engines' release registries (each engine's releases.py `release(version)`):
+
+- text that is not a version of the engine is bad input: InputError, exit 2 (`not_a_version`);
+- a version of the engine kvplan has not read, older or newer than the releases it mirrors, or a line it has no
+  rules for, cannot be judged: UnsupportedError, exit 3 (`not_read`), with the releases it does read as the hint.
+  kvplan never judges a launch by rules it did not read (docs/engines/README.md "Releases").
+Every command follows it: `estimate`, `sweep`, `plan` and `probe` exit 3, `check` reports cannot judge.
+"""
+
+from __future__ import annotations
+
+from kvplan.core.errors import InputError, UnsupportedError
+
+
+def not_a_version(what: str, *, where: str, hint: str | None) -> InputError:
+    """The error for text that names no release (`what` says whose version it is not)."""
+    return InputError(what, where=where, hint=hint)
+
+
+def not_read(what: str, *, where: str, hint: str | None) -> UnsupportedError:
+    """The error for a release kvplan has not read (`what` names the engine and the release)."""
+    return UnsupportedError(what, where=where, hint=hint)
