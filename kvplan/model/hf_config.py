@@ -13,6 +13,7 @@ from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.model.config_keys import refuse_unread
 from kvplan.model.params import count_params, moe_summary, mtp_layer_params, routed_expert_params
 from kvplan.core.spec import (CHUNKED, FULL, MAX_DIM, MAX_HEADS, MAX_LAYERS, MLA, NONE, SLIDING, STATE, ModelSpec,
                               spec_from_mapping)
@@ -255,6 +256,11 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         if cfg.get(key):
             hint = "kvplan refuses rather than guesses; describe the model in a spec YAML if you know its cache"
             raise UnsupportedError(f"{what} is not modelled yet", where=f"{where}: {key}", hint=hint)
+    refuse_unread(cfg, model_type, where)
+    if model_type == "gemma2" and cfg.get("sliding_window_size") not in (None, cfg.get("sliding_window")):
+        raise UnsupportedError(f"sliding_window_size {cfg['sliding_window_size']} differs from sliding_window "
+                               f"{cfg.get('sliding_window')}; transformers reads sliding_window, other readers may not",
+                               where=f"{where}: sliding_window_size", hint="make the two agree")
 
     layers = _first(cfg, "num_hidden_layers", "n_layer", "num_layers", "n_layers")
     hidden = _first(cfg, "hidden_size", "n_embd", "d_model")
@@ -302,6 +308,12 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
             recurrent = str(cfg.get("mamba_ssm_cache_dtype") or "float32")
             why = (f"{recurrent}, config.json's mamba_ssm_cache_dtype" if cfg.get("mamba_ssm_cache_dtype")
                    else "float32, vLLM's Nemotron-H default")
+        elif model_type in ("qwen3_5_text", "qwen3_5_moe_text") and cfg.get("mamba_ssm_dtype"):
+            # vLLM 0.33 model_executor/models/config.py Qwen3_5ForConditionalGenerationConfig: an `auto`
+            # mamba_ssm_cache_dtype becomes the text config's mamba_ssm_dtype (float32 in the Qwen3.5/3.6 files);
+            # transformers keeps the gated-delta-net recurrent state in float32 as well
+            recurrent = str(cfg["mamba_ssm_dtype"])
+            why = f"{recurrent}, config.json's mamba_ssm_dtype (vLLM's Qwen3.5 config hook)"
         spec["state"].setdefault("conv_dtype", dtype)
         spec["state"].setdefault("recurrent_dtype", recurrent)
         notes.append(f"state as vLLM keeps it: conv state of d_conv - 1 columns in {dtype}, recurrent state in {why}")
@@ -370,7 +382,12 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
     if not isinstance(heads, int) or heads < 1:
         raise UnsupportedError("cannot find the number of attention heads", where=f"{where}: num_attention_heads",
                                hint="looked for num_attention_heads, n_head, num_heads")
-    head_dim = _head_dim(cfg, hidden, heads, where)
+    if cfg.get("kv_lora_rank") and cfg.get("qk_nope_head_dim") is not None and cfg.get("qk_rope_head_dim") is not None:
+        # MLA: a head is qk_nope_head_dim + qk_rope_head_dim wide whatever hidden / heads gives (GLM-4.7-Flash and
+        # Kimi-K3 have no head_dim and a hidden size their heads do not divide); the cache keeps the latent anyway
+        head_dim = int(cfg["qk_nope_head_dim"]) + int(cfg["qk_rope_head_dim"])
+    else:
+        head_dim = _head_dim(cfg, hidden, heads, where)
     spec.update(attention_heads=heads, head_dim=head_dim)
     kinds: list[str] | None = None
     layout: dict[str, Any] = {}
