@@ -168,7 +168,6 @@ def _mutations():
         ("unknown layer type", unknown_type, 3, "layer_types"),
         ("attention_chunk_size outside Llama 4", chunk_elsewhere, 3, "attention_chunk_size"),
         ("no_rope_layers too short", no_rope, 2, "no_rope_layers"),
-        ("unknown vision tower", vision, 3, "vision_config.model_type"),
         ("no layer count", no_layers, 3, "num_hidden_layers"),
     ]
 

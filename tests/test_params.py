@@ -11,6 +11,8 @@ import pytest
 from kvplan.model import hf_config
 from kvplan.model.catalog import resolve_model
 from kvplan.core.errors import UnsupportedError
+from kvplan.core.spec import spec_from_mapping
+from kvplan.model.hf_config import spec_mapping_from_config
 from kvplan.model.params import EMBEDDING, EXPERT, LM_HEAD, count_params
 
 DATA = Path(__file__).parent / "data"
@@ -111,12 +113,18 @@ def test_multimodal_parts_are_separate_and_in_the_total():
     assert _count(text_only).total == spec.params - spec.vision_params
 
 
-def test_unknown_vision_tower_is_refused():
+def test_an_unknown_vision_tower_leaves_the_weights_unknown_not_the_text_model():
     raw = _raw("gemma-3-27b.json")
     raw["vision_config"] = dict(raw["vision_config"], model_type="clip_vision_model")
+    counted = _count(raw)
+    assert "vision_config.model_type" in counted.unknown and "clip_vision_model" in counted.unknown
+    text_only = {k: v for k, v in _raw("gemma-3-27b.json").items() if k != "vision_config"}
+    assert counted.total == _count(text_only).total and counted.vision == 0
+    # the whole model is refused where its weights are needed (a GPU), named; the cache is not
+    spec = spec_from_mapping(spec_mapping_from_config(raw, name="g", where="cfg"))
     with pytest.raises(UnsupportedError) as err:
-        _count(raw)
-    assert err.value.where.endswith("vision_config.model_type")
+        spec.require_known_weights()
+    assert "weights are unknown" in err.value.what and "clip_vision_model" in err.value.what
 
 
 def test_untied_default_is_said_when_unknown():

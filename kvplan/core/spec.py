@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
-from kvplan.core.errors import InputError, check_name, did_you_mean
+from kvplan.core.errors import InputError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabulary: re-exported for readers of specs)
     CHUNKED, FULL, HEADED_KINDS, LAYER_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec, MlaSpec, StateSpec,
     make_layer)
@@ -90,6 +90,9 @@ class ModelSpec:
     weights_source: str | None = None
     active_params: int | None = None
     vision_params: int | None = None
+    # why the checkpoint's weight bytes are unknown (a tower kvplan cannot size): params are then the text model's
+    # alone; an estimate that needs the weights is cannot judge naming this, one given the pool is not
+    weights_unknown: str | None = None
     max_context: int | None = None
     sliding_window: int | None = None
     attention_chunk_size: int | None = None
@@ -105,6 +108,14 @@ class ModelSpec:
     provenance: str | None = None
     notes: str | None = None
     source: str | None = field(default=None, compare=False)  # where the spec was read from
+
+    def require_known_weights(self) -> None:
+        """UnsupportedError (exit 3) when the weights are unknown (a tower kvplan cannot size) and no exact figure from
+        the checkpoint stands in: every weight figure made from params asks here first."""
+        if self.weights_unknown and self.weights_bytes is None:
+            raise UnsupportedError(f"the weights are unknown: {self.weights_unknown}", where=self.source or self.name,
+                                   hint="the KV cache is known: give --kv-cache-memory, or put the checkpoint's "
+                                        "safetensors (or model.safetensors.index.json) beside its config.json")
 
     def count(self, kind: str) -> int:
         return sum(1 for layer in self.layer_specs if layer.kind == kind)
@@ -127,7 +138,7 @@ class ModelSpec:
 _TOP_KEYS = {
     "name", "aliases", "provenance", "architecture", "notes", "layers", "attention_heads", "kv_heads",
     "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
-    "active_params", "vision_params", "weights_bytes", "weights_source", "max_context", "layout",
+    "active_params", "vision_params", "weights_unknown", "weights_bytes", "weights_source", "max_context", "layout",
     "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state", "intermediate_size", "moe", "mtp",
     "quant_method",
 }
@@ -367,6 +378,7 @@ def _build(data: Any) -> ModelSpec:
         hidden_size=r.int("hidden_size", maximum=MAX_DIM), vocab_size=r.int("vocab_size", maximum=1 << 30),
         weight_dtype=r.dtype("weight_dtype"), weights_bytes=r.int("weights_bytes", maximum=1 << 60),
         weights_source=r.str("weights_source"), active_params=active, vision_params=r.int("vision_params", minimum=0),
+        weights_unknown=r.str("weights_unknown"),
         max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
         tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
         intermediate_size=r.int("intermediate_size", maximum=MAX_DIM), moe=moe, mtp=mtp,
@@ -449,7 +461,8 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)
     out["dtype"] = spec.dtype
-    for key in ("weight_dtype", "params", "active_params", "vision_params", "weights_bytes", "weights_source",
+    for key in ("weight_dtype", "params", "active_params", "vision_params", "weights_unknown", "weights_bytes",
+                "weights_source",
                 "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings", "quant_method"):
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)

@@ -112,7 +112,9 @@ def request_terms(req: EngineRequest, kv: DType, *, engine: str, engine_version:
     spec, hw = req.spec, req.hardware
     return dict(model=spec.name, engine=engine, seq=req.seq, batch=req.batch, kv_dtype=kv.name,
                 dtype=req.weight_fmt.name if req.weight_fmt else (spec.weight_dtype or spec.dtype),
-                kv_bytes_per_token=_kv_bytes_per_token(spec, kv, req.tp, req.pp), params=spec.params,
+                kv_bytes_per_token=_kv_bytes_per_token(spec, kv, req.tp, req.pp),
+                # the text model's count is not the model's when a tower is unknown: no figure rather than a low one
+                params=None if spec.weights_unknown and spec.weights_bytes is None else spec.params,
                 gpu=hw.name if hw else None, engine_version=engine_version, tp=req.tp, pp=req.pp, gpus=req.tp * req.pp)
 
 

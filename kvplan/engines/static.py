@@ -117,8 +117,13 @@ def _estimate(spec: ModelSpec, *, seq: int, batch: int, kv: DType, weight_fmt: W
     cache = CacheModel(spec, kv, tp, pp)
     whole = cache.footprint(seq, batch)
     one = cache.footprint(seq, 1)
-    weights, weights_source = model_weights(spec, weight_fmt)
     notes = []
+    if budget_ is None and spec.weights_unknown and spec.weights_bytes is None:
+        # no GPU to fit: the cache is all that is asked, and the text model's cache is exact
+        weights, weights_source = None, None
+        notes.append(f"weights unknown: {spec.weights_unknown}")
+    else:
+        weights, weights_source = model_weights(spec, weight_fmt)
     if spec.max_context and seq > spec.max_context:
         notes.append(f"--seq {seq} exceeds the model's max_context {spec.max_context}")
     if any(layer.kind == "sliding" for layer in spec.layer_specs) and seq > (spec.sliding_window or 0):
@@ -146,7 +151,7 @@ def _estimate(spec: ModelSpec, *, seq: int, batch: int, kv: DType, weight_fmt: W
         dtype=(weight_fmt.name if weight_fmt else spec.weight_dtype or spec.dtype), tp=tp, pp=pp, gpus=tp * pp,
         kv_bytes_per_token=cache.kv_bytes_per_token, kv_bytes=whole.kv_bytes, state_bytes=whole.state_bytes,
         cache_bytes=whole.cache_bytes, kv_bytes_per_sequence=one.kv_bytes, state_bytes_per_sequence=one.state_bytes,
-        params=spec.params, weights_bytes=weights, weights_source=weights_source,
+        params=spec.params if weights is not None else None, weights_bytes=weights, weights_source=weights_source,
         gpu=gpu, per_gpu=per_gpu, fits=fits, max_batch=max_batch, max_seq=max_seq,
         max_seq_limited_by=limited_by, max_context=spec.max_context, notes=tuple(notes),
     )

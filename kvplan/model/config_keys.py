@@ -24,8 +24,9 @@ _SHAPING = re.compile(
     r"block_config|hybrid|swa|conv|state|kv_shar|shared_layer|kv_head|key_value|query_group|attn_layer|attention_"
     r"interval|k_eq_v|sink|nope|rope_layer|multi_query|kda|dsa|pattern|cross_attention", re.I)
 # keys that carry a stem but shape no cache: token ids, rotary frequencies, generic PretrainedConfig attributes
-_NEUTRAL = re.compile(r"_token_index$|_token_id$|^output_|^chunk_size_feed_forward$|rope_theta$|^rope_(scaling|"
-                      r"parameters|type)$|_dropout$|_initializer_range$", re.I)
+_NEUTRAL = re.compile(r"_token_index$|_token_id$|^ignore_index$|^output_|^chunk_size_feed_forward$|rope_theta$|"
+                      r"^rope_(scaling|parameters|type)$|_dropout$|_initializer_range$|^for_llm_compressor$|"
+                      r"^(img|image|video|audio|vision)_|_vision_|^activation_", re.I)
 
 # read for every model_type, known or not: grouped-query attention as every decoder has it (hf_config._kv_heads,
 # _head_dim: an explicit head_dim wins over hidden / heads)
@@ -46,7 +47,11 @@ _NEMOTRON_H = {"hybrid_override_pattern", "attention_head_dim", "mamba_head_dim"
                "mamba_proj_bias", "mamba_ssm_cache_dtype", "ssm_state_size", "conv_kernel", "n_groups", "use_conv_bias",
                "use_mamba_kernels", "mamba_d_conv", "mamba_d_state", "mamba_n_groups",
                # the SSD kernel's chunk length: how the scan is computed, not what is kept (vLLM mamba_mixer2.py)
-               "chunk_size"}
+               "chunk_size",
+               # the pattern as a list (Nemotron-3 Ultra / 3.5); routed experts in a latent space (params.py)
+               "layers_block_type", "moe_latent_size",
+               # the multi-token-prediction layer: attention + MoE, read where hf_config checks it is that
+               "mtp_hybrid_override_pattern", "mtp_layers_block_type"}
 
 READ: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     # dense and MoE decoders, full attention only
@@ -73,6 +78,14 @@ READ: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "jamba": _MAMBA1 | {"attn_layer_period", "attn_layer_offset"},
     "falcon_mamba": _MAMBA1, "mamba": _MAMBA1, "mamba2": _MAMBA1 | {"n_groups", "head_dim", "num_heads", "chunk_size"},
     "nemotron_h": _NEMOTRON_H,
+    # 2025-2026 decoders whose layer_types list full and sliding layers of one head shape (transformers'
+    # Olmo3Config, Step3p7Config, LagunaConfig, MuseGlimmerTextConfig); mlp_layer_types (dense / sparse) is read by
+    # params.py
+    "olmo3": _LAYER_TYPES, "step3p7": _LAYER_TYPES | {"mlp_layer_types"}, "laguna": _LAYER_TYPES | {"mlp_layer_types", "decoder_sparse_step"},
+    "muse_glimmer_text": _LAYER_TYPES,
+    # SmolLM3: no_rope_layers only turns RoPE off in some layers (what they keep is unchanged); MiMo-7B is Qwen2's
+    "smollm3": _QWEN_WINDOW | {"layer_types", "no_rope_layers", "no_rope_layer_interval"}, "mimo": _QWEN_WINDOW,
+    "glm4_moe_lite": _MLA,  # GLM-4.7-Flash: DeepSeek-V3's MLA
     "qwen3_next": _GATED_DELTANET | _QWEN_WINDOW | {"decoder_sparse_step"},
     # Qwen3.5 / 3.6: Gated DeltaNet with its recurrent state in mamba_ssm_dtype (float32 in the published files)
     "qwen3_5_text": _GATED_DELTANET | {"mamba_ssm_dtype"},

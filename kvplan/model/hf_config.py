@@ -29,6 +29,9 @@ TESTED_MODEL_TYPES = frozenset({
     "deepseek_v3", "falcon", "falcon_mamba", "gemma", "gemma2", "gemma3", "gemma3_text", "gpt2", "gpt_oss", "granite",
     "jamba", "kimi_vl", "llama", "llama4", "llama4_text", "llava_next", "mistral", "mistral3", "mixtral", "nemotron-nas",
     "nemotron_h", "phi", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
+    # 2025-2026, against transformers 5.24 (tests/test_models_2026.py)
+    "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_text", "qwen3_vl_moe_text", "minimax_m2", "ministral3", "olmo3",
+    "laguna", "muse_glimmer_text", "smollm3", "glm4_moe", "glm4_moe_lite",
 })
 # model types with no attention at all: a fixed recurrent state per sequence
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
@@ -247,8 +250,12 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
     if not isinstance(raw, Mapping):
         raise InputError("config.json must hold a JSON object", where=where)
     cfg = text_config(raw)
-    validate_config(raw, cfg, where)
     model_type = str(cfg.get("model_type") or raw.get("model_type") or "")
+    if model_type == "nemotron_h" and isinstance(cfg.get("layers_block_type"), list):
+        # transformers NemotronHConfig: the list's length is the number of layers (num_hidden_layers is ignored;
+        # Nemotron-3 Ultra's file has none)
+        cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
+    validate_config(raw, cfg, where)
     if model_type in _REFUSED_MODEL_TYPES:
         raise UnsupportedError(f"model_type {model_type!r} is not modelled", where=f"{where}: model_type",
                                hint="kvplan models decoder-only transformers, MLA, sliding windows and Mamba/linear-attention hybrids")
@@ -337,10 +344,19 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         spec["active_params"] = counted.active
     if counted.vision:
         spec["vision_params"] = counted.vision
+    if counted.unknown:
+        spec["weights_unknown"] = counted.unknown
+        notes.append(f"{counted.unknown}: the weights are unknown (params count the text model only); the KV cache "
+                     "is the text model's and is exact (give --kv-cache-memory, or the checkpoint's safetensors)")
     notes.extend(counted.notes)
     dense_mlp = _first(cfg, "intermediate_size", "n_inner", "ffn_hidden_size")
     if isinstance(dense_mlp, int) and dense_mlp > 0 and model_type not in _PURE_MAMBA:
         spec["intermediate_size"] = dense_mlp
+    mtp_blocks = cfg.get("mtp_hybrid_override_pattern") or cfg.get("mtp_layers_block_type") or []
+    if set(mtp_blocks) - {"*", "E", "-", "attention", "full_attention", "moe", "mlp"}:
+        # the MTP layer kvplan sizes (mtp_layer_params, speculative decoding) is one attention layer with its MLP
+        raise UnsupportedError(f"a multi-token-prediction layer of {mtp_blocks!r} is not modelled",
+                               where=f"{where}: mtp_hybrid_override_pattern", hint="kvplan models an attention MTP layer")
     mtp = int(_first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers") or 0)
     if mtp:
         try:
@@ -422,6 +438,16 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
             raise InputError(f"{heads} attention heads are not a multiple of {spec['kv_heads']} KV heads",
                              where=f"{where}: {key}", hint="each KV head serves a whole group of query heads; the file is inconsistent")
 
+    if model_type == "nemotron_h" and isinstance(cfg.get("layers_block_type"), list):
+        # Nemotron-3 Ultra / 3.5 spell the pattern as a list (transformers NemotronHConfig._pattern_to_list: M mamba,
+        # * attention, - mlp, E moe); params.py reads the pattern, so the list becomes it
+        names = {"mamba": "M", "attention": "*", "full_attention": "*", "mlp": "-", "moe": "E"}
+        values = cfg["layers_block_type"]
+        unknown = sorted({str(v) for v in values} - set(names))
+        if unknown:
+            raise UnsupportedError(f"layers_block_type {unknown[0]!r} is not modelled", where=f"{where}: layers_block_type",
+                                   hint="kvplan knows " + ", ".join(names))
+        cfg["hybrid_override_pattern"] = "".join(names[str(v)] for v in values)
     if isinstance(cfg.get("hybrid_override_pattern"), str):  # Nemotron-H: M = Mamba2, * = attention, -/E = MLP/MoE
         pattern = cfg["hybrid_override_pattern"]
         table = {"M": STATE, "*": FULL, "-": NONE, "E": NONE}

@@ -56,11 +56,14 @@ class ParamCount:
     tensors: tuple[Tensor, ...] = ()
     notes: tuple[str, ...] = ()
     tied: bool | None = None  # output head shared with the embeddings; None when neither file nor class default says
+    # why the weights of the whole checkpoint are unknown (a vision / audio tower kvplan cannot size); the counts
+    # above are then the text model's alone, which is all the KV cache depends on
+    unknown: str | None = None
 
 
 # Config classes' defaults for tie_word_embeddings when a file leaves it out (transformers
 # models/<family>/configuration_<family>.py, 5.x): these families tie the output head to the embeddings.
-_TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon", "mamba", "mamba2", "phi",
+_TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon", "mamba", "mamba2", "phi", "smollm3",
                     "mistral3", "starcoder2", "gpt_bigcode", "gpt_neox_japanese", "olmo"}
 _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
                       "phi3", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss", "jamba", "nemotron_h",
@@ -145,13 +148,19 @@ def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
         if model_type not in _PURE_MAMBA:
             _ffn(b, cfg, model_type, i, hidden)
 
-    vision_tensors = _vision(b, raw, cfg, hidden)
+    unknown = None
+    start = len(b.tensors)
+    try:
+        vision_tensors = _vision(b, raw, cfg, hidden)
+    except UnsupportedError as err:  # the tower, not the text model: its weights are unknown, the cache is not
+        del b.tensors[start:]
+        vision_tensors, unknown = [], f"{err.what} (at {err.where})" if err.where else err.what
     tensors = tuple(b.tensors)
     total = sum(t.numel for t in tensors)
     active = sum(t.active_numel for t in tensors)
     vision = sum(t.numel for t in vision_tensors)
     return ParamCount(total=total, active=active, vision=vision, tensors=tensors, notes=tuple(notes),
-                      tied=bool(tied) if known else None)
+                      tied=bool(tied) if known else None, unknown=unknown)
 
 
 def routed_expert_params(tensors: tuple[Tensor, ...]) -> int:
@@ -321,8 +330,23 @@ def _is_moe_layer(cfg: Mapping, model_type: str, i: int) -> bool:
     experts = _get(cfg, "num_local_experts", "num_experts", "n_routed_experts")
     if not experts:
         return False
-    if model_type in ("deepseek_v2", "deepseek_v3", "kimi_k2"):
-        return i >= int(cfg.get("first_k_dense_replace") or 0) and i % int(cfg.get("moe_layer_freq") or 1) == 0
+    kinds = cfg.get("mlp_layer_types")
+    if isinstance(kinds, list) and i < len(kinds):
+        # GLM-5.x, Laguna: an explicit "dense" / "sparse" per layer wins (transformers GlmMoeDsaConfig,
+        # LagunaConfig: the MoE block is built where it says "sparse")
+        if str(kinds[i]) not in ("dense", "sparse"):
+            raise UnsupportedError(f"mlp_layer_types entry {kinds[i]!r} is not modelled", where="mlp_layer_types",
+                                   hint="kvplan knows dense and sparse")
+        return str(kinds[i]) == "sparse"
+    # the dense-layer spellings hold for every family that carries them: Qwen's mlp_only_layers, DeepSeek's (and
+    # GLM-4.5/4.7, Step-3.7, MiniMax-M3, Kimi) first_k_dense_replace and moe_layer_freq, MiMo-V2's per-layer flags
+    if i in (cfg.get("mlp_only_layers") or []) or i < int(cfg.get("first_k_dense_replace") or 0):
+        return False
+    freq = cfg.get("moe_layer_freq")
+    if isinstance(freq, list):
+        return i < len(freq) and bool(freq[i])
+    if model_type in ("deepseek_v2", "deepseek_v3", "kimi_k2") or cfg.get("first_k_dense_replace") is not None:
+        return i % int(freq or 1) == 0
     if model_type == "jamba":
         return i % int(cfg.get("expert_layer_period", 1)) == int(cfg.get("expert_layer_offset", 0))
     if model_type == "llama4_text":  # Llama4TextConfig: moe_layers, else every interleave_moe_layer_step-th from step - 1
@@ -330,9 +354,10 @@ def _is_moe_layer(cfg: Mapping, model_type: str, i: int) -> bool:
             return i in cfg["moe_layers"]
         step = int(cfg.get("interleave_moe_layer_step") or 1)
         return step > 0 and i % step == step - 1
-    if model_type in ("qwen2_moe", "qwen3_moe", "qwen3_next"):
-        step = int(cfg.get("decoder_sparse_step") or 1)
-        return i not in (cfg.get("mlp_only_layers") or []) and (i + 1) % step == 0
+    if cfg.get("decoder_sparse_step") is not None:  # Qwen2/3-MoE, Qwen3-Next, Laguna: every step-th layer
+        return (i + 1) % int(cfg.get("decoder_sparse_step") or 1) == 0
+    if freq is not None:
+        return i % int(freq) == 0
     return True  # Mixtral, gpt-oss, PhiMoE, OLMoE: every layer
 
 
@@ -448,8 +473,14 @@ def _nemotron_h_layer(b: _Builder, cfg: Mapping, i: int, hidden: int, spec: Mapp
     elif char == "E":
         experts, top_k = int(cfg["n_routed_experts"]), int(cfg.get("num_experts_per_tok") or 1)
         inter = int(cfg["moe_intermediate_size"])
-        b.add("mixer.experts.up_proj", (inter, hidden), EXPERT, experts, top_k)
-        b.add("mixer.experts.down_proj", (hidden, inter), EXPERT, experts, top_k)
+        # Nemotron-3 Super / Ultra: the routed experts work in a moe_latent_size space between two projections
+        # (transformers NemotronHMoE fc1_latent_proj / fc2_latent_proj, NemotronHExperts input_dim)
+        latent = int(cfg.get("moe_latent_size") or hidden)
+        b.add("mixer.experts.up_proj", (inter, latent), EXPERT, experts, top_k)
+        b.add("mixer.experts.down_proj", (latent, inter), EXPERT, experts, top_k)
+        if cfg.get("moe_latent_size"):
+            b.linear("mixer.fc1_latent_proj", latent, hidden, bias=mlp_bias)
+            b.linear("mixer.fc2_latent_proj", hidden, latent, bias=mlp_bias)
         b.add("mixer.gate.weight", (experts, hidden), ROUTER)  # kept in float32 by transformers
         shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) * int(cfg.get("n_shared_experts") or 1)
         if shared:

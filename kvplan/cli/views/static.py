@@ -26,7 +26,7 @@ def tables(est: Estimate) -> list:
     if est.state_bytes:
         table.add_row("recurrent state per sequence", size(est.state_bytes_per_sequence))
     table.add_row(f"cache, {est.batch} sequence{'s' if est.batch > 1 else ''}", size(est.cache_bytes))
-    table.add_row("parameters", f"{est.params:,}")
+    table.add_row("parameters", "unknown (see the note)" if est.params is None else f"{est.params:,}")
     table.add_row(f"weights ({est.dtype})", size(est.weights_bytes))
     if est.per_gpu is not None:
         g = est.per_gpu

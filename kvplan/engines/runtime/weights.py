@@ -36,6 +36,7 @@ def model_weights(spec: ModelSpec, fmt: WeightFormat | None) -> tuple[int, str]:
     """Weight bytes and where the figure came from."""
     if fmt is None and spec.weights_bytes is not None:
         return spec.weights_bytes, spec.weights_source or "weights_bytes in the spec"
+    spec.require_known_weights()  # a tower kvplan cannot size: no figure from params
     fmt = fmt or weight_format(spec.weight_dtype or spec.dtype)
     return weight_bytes(spec.params, fmt), f"{spec.params:,} params x {fmt.name} ({fmt.note})"
 
@@ -82,6 +83,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     an even split.
     """
     require_fields(spec, "hidden_size", "vocab_size")
+    spec.require_known_weights()
     act_bits = model_dtype.bits
     embed_params = spec.vocab_size * spec.hidden_size
     # a tied output head is the embedding itself (counted once in params, stored once in the checkpoint);

@@ -622,7 +622,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
 
     groups = _public_groups(layout, req.seq, in_flight)
     common = request_terms(req, kv, engine="vllm", engine_version=ENGINE_VERSION)
-    weights_total, _ = model_weights(spec, req.weight_fmt)
+    # a tower kvplan cannot size leaves the weights unknown; a given pool (--kv-cache-memory) does not need them
+    weights_total = None if spec.weights_unknown and spec.weights_bytes is None else model_weights(spec, req.weight_fmt)[0]
     if budgets is not None:
         weights_total = sum(b.weights_bytes for b in budgets) * req.tp
     per_request = sum(w.bytes_per_block for w in shapes) * blocks_req * req.tp
