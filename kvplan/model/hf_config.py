@@ -215,6 +215,11 @@ def validate_config(raw: Mapping, cfg: Mapping, where: str) -> None:
             if isinstance(value, list) and key in _PER_LAYER_LISTS:  # MiMo-V2: moe_layer_freq as one flag per layer
                 for i, item in enumerate(value):
                     _whole(item, key=f"{key}[{i}]", low=0, high=1, where=where)
+            elif isinstance(value, list) and value and all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+                # one value per layer (Hunyuan-A13B's intermediate_size): a real spelling kvplan does not read, not a
+                # damaged file
+                raise UnsupportedError(f"one value per layer ({len(value)} of them) is not modelled for this key",
+                                       where=f"{where}: {key}", hint="describe the model in a spec YAML")
             elif value is not None:
                 _whole(value, key=key, low=low, high=high, where=where)
     vision = raw.get("vision_config")
