@@ -11,10 +11,11 @@ Two things are refused (exit 2), each with its line:
 - an alias "bomb": aliases may repeat a subtree, and a few nested ones multiply (the "billion laughs"). The
   composed node graph is measured before anything is built: the tree the aliases expand to may hold at most
   ALIAS_EXPANSION times the file's own nodes (and at least MIN_EXPANDED_NODES); a recursive alias is refused;
-- a key given twice in one mapping. vLLM's yaml.safe_load keeps the last value silently; docker compose
-  (go-yaml v3: "mapping key already defined") and kubectl's strict field validation refuse the file. A file
-  that two of its readers understand differently has no single meaning to judge, so kvplan refuses it and
-  names the key. Keys a `<<:` merge brings in may be overridden: that is what merge keys are for.
+- a key given twice in one mapping with two different values. vLLM's yaml.safe_load keeps the last value
+  silently; docker compose (go-yaml v3: "mapping key already defined") and kubectl's strict field validation
+  refuse the file. A file that two of its readers understand differently has no single meaning to judge, so
+  kvplan refuses it and names the key. The same value given twice has one meaning (Python's loader, as the engines
+  use it, keeps it): accepted. Keys a `<<:` merge brings in may be overridden: that is what merge keys are for.
 """
 
 from __future__ import annotations
@@ -97,9 +98,26 @@ def _children(node: yaml.Node) -> list[yaml.Node]:
     return []
 
 
+def _same_node(a: yaml.Node, b: yaml.Node, depth: int = 0) -> bool:
+    """Whether two value nodes hold the same value as YAML types it (`8192` and `"8192"` differ by their tag)."""
+    if a is b:
+        return True
+    if type(a) is not type(b) or a.tag != b.tag or depth > 64:
+        return False
+    if isinstance(a, yaml.ScalarNode):
+        return a.value == b.value
+    if len(a.value) != len(b.value):
+        return False
+    if isinstance(a, yaml.SequenceNode):
+        return all(_same_node(x, y, depth + 1) for x, y in zip(a.value, b.value))
+    return all(_same_node(ka, kb, depth + 1) and _same_node(va, vb, depth + 1)
+               for (ka, va), (kb, vb) in zip(a.value, b.value))
+
+
 def _check_keys(node: yaml.MappingNode, keys: yaml.constructor.SafeConstructor) -> None:
     seen: dict[Any, yaml.Node] = {}
-    for key_node, _ in node.value:
+    values: dict[Any, yaml.Node] = {}
+    for key_node, value_node in node.value:
         if key_node.tag == _MERGE_TAG or not isinstance(key_node, yaml.ScalarNode):
             continue  # merged keys may be overridden; complex keys do not occur in deployment files
         if key_node.tag == _STR_TAG:
@@ -114,9 +132,12 @@ def _check_keys(node: yaml.MappingNode, keys: yaml.constructor.SafeConstructor) 
         except TypeError:  # an unhashable key is refused later, by the constructor, with its own message
             continue
         if first is not None:
+            if _same_node(values[value], value_node):
+                continue  # the same value twice: every reader keeps it, whichever copy it takes
             raise InputError(f"key {value!r} is given twice in one mapping (lines {_line(first)} and "
                              f"{_line(key_node)})", hint="keep one: tools disagree on which copy wins")
         seen[value] = key_node
+        values[value] = value_node
 
 
 def _documents(text: str, where: str, *, per_document: bool = False) -> list[Any]:

@@ -118,17 +118,21 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp), ("data_parallel_size", args.get("data_parallel_size", 1))):
         if value is not None:
             whole(value, where=at(dest), high=MAX_PARALLEL)
+    length_config = raw_config  # the length vLLM derives is the one of the config as --hf-overrides changes it
+    if args.given("hf_overrides") and args.get("hf_overrides"):
+        length_config = launch.overridden_config(spec, raw_config, launch._json(args.get("hf_overrides"),
+                                                                                where=at("hf_overrides")))
     tp, gpus_note = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"), launch=ctx.whole_launch)
     seq = args.get("max_model_len")
     # -1 / auto (0.14+; the option tables of older releases refuse 'auto', and the engine refuses -1 there): vLLM
     # starts from the derived length and fits it to the KV memory (kvplan/engines/vllm/engine.py _auto_fit)
     seq_auto = seq == -1
     if seq is None or seq_auto:
-        seq = default_max_len("vllm", spec, raw_config, where=where, key=key("max_model_len"))
+        seq = default_max_len("vllm", spec, length_config, where=where, key=key("max_model_len"))
     elif seq < 1:
         raise InputError(f"must be positive, got {seq}", where=at("max_model_len"))
     long_ok = allow_long(ctx.env, dict(ctx.defaults.engine_options or ()))
-    check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"), allow_long=long_ok)
+    check_vllm_max_len(seq, spec, length_config, where=at("max_model_len"), allow_long=long_ok)
 
     weight_fmt = None
     vllm_dtype = args.get("dtype", "auto")

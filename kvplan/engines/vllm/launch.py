@@ -266,19 +266,14 @@ def _resolve_draft(ref: str, *, base_dir: Path | None, resolve, where: str) -> M
                                hint="name a bundled model (kvplan models) or give the draft's config.json or folder") from None
 
 
-def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any, *, where: str) -> ModelSpec:
-    """vLLM's hf_overrides (transformers_utils/config.py): each key set on the config, a mapping merged into the
-    sub-config of that name; the spec is then derived again from the changed config.json."""
-    from kvplan.model import hf_config
+# hf_overrides keys that move positions, not the cache: RoPE's scaling (and base) stretch the length a model takes;
+# no layer, head or head size changes (transformers' rope_scaling / rope_parameters, rope_theta)
+ROPE_KEYS = frozenset({"rope_scaling", "rope_parameters", "rope_theta"})
 
-    if not isinstance(overrides, Mapping):
-        raise InputError("hf_overrides must be a JSON object", where=where)
-    if not overrides:
-        return spec
-    if raw_config is None:
-        raise UnsupportedError("hf_overrides need the model's config.json to apply them to", where=where,
-                               hint="name the model by its folder or config.json rather than a bundled name")
-    config = json.loads(json.dumps(raw_config[0]))
+
+def _merged(config: Mapping, overrides: Mapping) -> dict:
+    """config.json with hf_overrides applied as vLLM applies them: a mapping merges into the sub-config of its name."""
+    out = json.loads(json.dumps(config))
 
     def merge(target: dict, changes: Mapping) -> None:
         for key, value in changes.items():
@@ -287,7 +282,41 @@ def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any
             else:
                 target[key] = value
 
-    merge(config, overrides)
+    merge(out, overrides)
+    return out
+
+
+def overridden_config(spec: ModelSpec, raw_config: tuple | None, overrides: Any) -> tuple | None:
+    """(config.json, tokenizer_config) as the launch's hf_overrides change it, for the length vLLM derives from it
+    (serve_args.derived_max_model_len). A bundled model has no config.json: with RoPE-only overrides its length is
+    derived from its own maximum context and the overrides' scaling (the cache's shape does not change)."""
+    if not isinstance(overrides, Mapping) or not overrides:
+        return raw_config
+    if raw_config is not None:
+        return _merged(raw_config[0], overrides), raw_config[1]
+    if set(map(str, overrides)) <= ROPE_KEYS and spec.max_context:
+        return _merged({"max_position_embeddings": spec.max_context}, overrides), None
+    return None
+
+
+def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any, *, where: str) -> ModelSpec:
+    """vLLM's hf_overrides (transformers_utils/config.py): each key set on the config, a mapping merged into the
+    sub-config of that name; the spec is then derived again from the changed config.json, its maximum context the
+    length vLLM derives from it (a RoPE scaling override lengthens it)."""
+    from kvplan.model import hf_config
+
+    if not isinstance(overrides, Mapping):
+        raise InputError("hf_overrides must be a JSON object", where=where)
+    if not overrides:
+        return spec
+    if raw_config is None:
+        if set(map(str, overrides)) <= ROPE_KEYS:
+            _, limit = serve_args.derived_max_model_len(overridden_config(spec, None, overrides)[0])
+            return dataclasses.replace(spec, max_context=int(limit)) if limit else spec
+        raise UnsupportedError("hf_overrides need the model's config.json to apply them to", where=where,
+                               hint="name the model by its folder or config.json rather than a bundled name "
+                                    "(RoPE-only overrides are read for a bundled model)")
+    config = _merged(raw_config[0], overrides)
     try:
         mapping = hf_config.spec_mapping_from_config(config, name=spec.name, where=where)
     except KvplanError as err:
@@ -295,6 +324,9 @@ def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any
     from kvplan.core.spec import spec_from_mapping
 
     new = spec_from_mapping(mapping, source=spec.source)
+    _, limit = serve_args.derived_max_model_len(config, raw_config[1])
+    if limit and set(map(str, overrides)) & ROPE_KEYS:
+        new = dataclasses.replace(new, max_context=int(limit))
     # the checkpoint's bytes still hold when the overrides leave the parameters alone (a longer context, a window)
     same = new.params == spec.params
     return dataclasses.replace(new, aliases=spec.aliases, weights_bytes=spec.weights_bytes if same else new.weights_bytes,
