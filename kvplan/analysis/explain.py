@@ -112,6 +112,10 @@ def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> st
         text = f"({rank} kv_lora_rank + {rope} qk_rope_head_dim) latent x {width}, one per token, every GPU holds it all"
     else:
         return "0 (no per-token cache)"
+    if kv.scale_bits:
+        text += f" + {float(kv.scale_bits * 16):g} bits of block scale per 16 values"
+    if kv.head_bytes:
+        text += f" + {kv.head_bytes} B of K and V scales per head"
     return f"{text} = {_num(group.token_bytes)} B"
 
 

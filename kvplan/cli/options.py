@@ -27,7 +27,7 @@ ModelsDirOpt = Annotated[Optional[List[str]], typer.Option("--models-dir", help=
 OfflineOpt = Annotated[bool, typer.Option("--offline", help="Never ask the Hugging Face Hub (as HF_HUB_OFFLINE=1): bundled models, files, --models-dir and the local cache only.")]
 SeqOpt = Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence (max_model_len): 8192, 8k (=8000), 32K (=32768); auto or -1 (--engine vllm): the length vLLM's --max-model-len auto picks. Default: the model's max context.", show_default=False)]
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", parser=whole_number)]
-KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: auto (model dtype), fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, int4.")]
+KvDtypeOpt = Annotated[str, typer.Option("--kv-dtype", help="KV cache dtype: auto (model dtype), fp32, fp16, bf16, fp8, fp8_e4m3, fp8_e5m2, int8, int4; --engine vllm also its packed formats (fp8_per_token_head, int8_per_token_head, int4_per_token_head, nvfp4, nvfp4_4over6).")]
 DtypeOpt = Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format: bf16, fp16, fp32, fp8, int8, int4 (GPTQ/AWQ, group 128). Default: the model's.", show_default=False)]
 GpuOpt = Annotated[Optional[str], typer.Option("--gpu", help="GPU from the catalog (kvplan gpus), e.g. h100-sxm-80gb, h100, a100-80gb; NAME@wsl under WSL2 (its nvidia-smi total).", show_default=False)]
 GpuMemOpt = Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU, for GPUs not in the catalog: 80GiB, 24GB, 81559MiB.", show_default=False)]

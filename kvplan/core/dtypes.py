@@ -17,6 +17,20 @@ class DType:
     name: str  # canonical name
     bits: int
     torch_name: str | None  # the torch dtype that stores it, where torch has one
+    # packed KV-cache formats (vLLM's --kv-cache-dtype): block scales stored with the data, in bits per element,
+    # and scales stored once per (KV head, token), in bytes for K and V together
+    scale_bits: Fraction = Fraction(0)
+    head_bytes: int = 0
+
+    @property
+    def packed(self) -> bool:
+        """Stores scales beside the values (a KV-cache format, not a tensor dtype)."""
+        return bool(self.scale_bits or self.head_bytes)
+
+    def row_bytes(self, elements: int, heads: int) -> int:
+        """Bytes of one token's K and V row: `elements` values over `heads` KV heads, scales included."""
+        total = elements * (self.bits + self.scale_bits) / 8
+        return -(-total.numerator // total.denominator) + heads * self.head_bytes
 
 
 _DTYPES = {
@@ -28,6 +42,18 @@ _DTYPES = {
     "int8": DType("int8", 8, "int8"),
     # int4 is packed two to a byte (torch has no 4-bit dtype: stored as uint8 of half the length)
     "int4": DType("int4", 4, None),
+}
+
+# vLLM's packed KV-cache formats (engines/vllm: which releases and GPUs take them). Per-token-head: an fp32 scale
+# for K and one for V per head and token (v1/kv_cache_interface.py AttentionSpec.page_size_bytes 0.20-0.32,
+# 0.33 triton_attn.py customize_spec: 2 x 4 bytes); NVFP4: two fp4 values a byte and an fp8 scale per 16 values
+# (utils/torch_utils.py nvfp4_kv_cache_full_dim: head_size // 2 + head_size // 16)
+_KV_FORMATS = {
+    "fp8_per_token_head": DType("fp8_per_token_head", 8, None, head_bytes=8),
+    "int8_per_token_head": DType("int8_per_token_head", 8, None, head_bytes=8),
+    "int4_per_token_head": DType("int4_per_token_head", 4, None, head_bytes=8),
+    "nvfp4": DType("nvfp4", 4, None, scale_bits=Fraction(8, 16)),
+    "nvfp4_4over6": DType("nvfp4_4over6", 4, None, scale_bits=Fraction(8, 16)),
 }
 
 _ALIASES = {
@@ -51,6 +77,8 @@ def dtype(name: str, *, what: str = "dtype") -> DType:
     key = _ALIASES.get(key, key)
     if key in _DTYPES:
         return _DTYPES[key]
+    if key in _KV_FORMATS and what == "KV dtype":
+        return _KV_FORMATS[key]
     known = sorted(set(_DTYPES) | set(_ALIASES))
     raise InputError(f"unknown {what} {name!r}", hint=did_you_mean(name, known) or "known: " + ", ".join(sorted(_DTYPES)))
 

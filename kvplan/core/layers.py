@@ -125,7 +125,8 @@ class FullAttention(LayerSpec):
         return kv_heads_per_rank(self.kv_heads, tp)
 
     def token_bytes(self, kv: DType, tp: int = 1) -> int:
-        return _bytes(self.heads_per_rank(tp) * (self.head_dim + self.v_head_dim), kv.bits)
+        heads = self.heads_per_rank(tp)
+        return kv.row_bytes(heads * (self.head_dim + self.v_head_dim), heads)
 
     def tokens_kept(self, seq: int) -> int:
         return seq
@@ -158,7 +159,7 @@ class LatentAttention(LayerSpec):
     kind: ClassVar[str] = MLA
 
     def token_bytes(self, kv: DType, tp: int = 1) -> int:
-        return _bytes(self.mla.latent_dim, kv.bits)
+        return kv.row_bytes(self.mla.latent_dim, 1)  # one latent "head", not split by TP
 
     def tokens_kept(self, seq: int) -> int:
         return seq

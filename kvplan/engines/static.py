@@ -67,9 +67,13 @@ def budget(capacity_bytes: int, *, gpu_util: Fraction | None = None, reserve_byt
 def kv_dtype(req: EngineRequest) -> DType:
     """The KV dtype as transformers' StaticCache stores it: 'auto' is the model's dtype."""
     try:
-        return resolve_kv_dtype(req.kv_dtype, dtype(req.spec.dtype))
+        kv = resolve_kv_dtype(req.kv_dtype, dtype(req.spec.dtype))
     except InputError as err:
         raise err.located("--kv-dtype") from None
+    if kv.packed:
+        raise InputError(f"{kv.name} is a vLLM KV-cache format, not a dtype transformers' StaticCache stores",
+                         where="--kv-dtype", hint="use it with --engine vllm")
+    return kv
 
 
 def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> Estimate:

@@ -55,6 +55,8 @@ class StorageDType:
 
 
 def storage_dtype(dt: DType) -> StorageDType:
+    if dt.packed:  # scales beside the values: the probe lays out plain tensors only
+        raise UnsupportedError(f"the probe has no layout for the packed KV format {dt.name}", where="--kv-dtype")
     if dt.bits < 8:
         # torch has no 4-bit dtype: int4 KV is two values per uint8 (as vLLM/TRT-LLM pack int4)
         return StorageDType("uint8", 1, dt.bits)

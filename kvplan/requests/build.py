@@ -121,8 +121,11 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         seq_tokens = spec.max_context
     else:
         seq_tokens = units.parse_tokens(seq, what="--seq") if seq is not None else (spec.max_context or 8192)
+    from kvplan.engines.vllm.kv_formats import KNOWN as VLLM_KV_FORMATS
+
     try:
-        dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))  # a spelling no engine takes fails here, once
+        if kv_dtype.strip().lower() not in VLLM_KV_FORMATS:  # vLLM's own formats: its engine judges them
+            dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))  # a spelling no engine takes fails here, once
     except InputError as err:
         raise err.located("--kv-dtype") from None
     try:

@@ -15,7 +15,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, ch
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.text import visible
-from kvplan.engines.vllm import launch, serve_args
+from kvplan.engines.vllm import kv_formats, launch, serve_args
 
 # environment variables that change what vLLM allocates (vllm/envs.py)
 _V0 = "VLLM_USE_V1"
@@ -143,7 +143,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     features, spec, feature_notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=ctx.base_dir)
     weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=at("quantization"))
     kv_name = args.get("kv_cache_dtype", "auto")
-    if kv_name not in KV_DTYPES:
+    if kv_name not in KV_DTYPES and kv_name not in kv_formats.KNOWN:  # the engine judges the packed formats
         raise UnsupportedError(f"kv-cache-dtype {kv_name} is not modelled", where=at("kv_cache_dtype"),
                                hint="auto, bfloat16, float16, fp8, fp8_e4m3 and fp8_e5m2 are")
     ints = {}

@@ -53,6 +53,7 @@ from kvplan.engines.result import PerGpu
 from kvplan.engines.runtime.weights import model_weights
 from kvplan.engines.vllm import budget as budget_model
 from kvplan.engines.vllm import features as vfeat
+from kvplan.engines.vllm import kv_formats
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.budget import VllmBudget
 from kvplan.engines.vllm.releases import Release
@@ -193,7 +194,22 @@ def refusal(b: VllmBudget, *, multi_gpu: bool) -> str:
 
 
 def read_kv_dtype(req: EngineRequest) -> DType:
-    """The request's --kv-cache-dtype as vLLM reads it (config/cache.py CacheDType)."""
+    """The request's --kv-cache-dtype as vLLM reads it (config/cache.py CacheDType); the packed formats (per-token-
+    head scales, NVFP4) where the release and the GPU take them (kvplan/engines/vllm/kv_formats.py)."""
+    name = (req.kv_dtype or "auto").strip().lower()
+    if name in kv_formats.KNOWN:
+        from kvplan.core.dtypes import dtype
+        from kvplan.engines.vllm import serve_args
+
+        rel = releases.release(req.engine_version)
+        facts = req.hardware.facts if req.hardware is not None else None
+        attention = [layer for layer in req.spec.layer_specs if layer.kind in HEADED_KINDS]
+        kv_formats.check(name, version=rel.version, accepted=serve_args.options(rel.version)["kv_cache_dtype"].choices,
+                         capability=facts.compute_capability if facts is not None and not facts.rocm else None,
+                         rocm=bool(facts is not None and facts.rocm),
+                         head_size=attention[0].head_dim if attention else None,
+                         mla=any(layer.kind == MLA for layer in req.spec.layer_specs))
+        return dtype(name, what="KV dtype")
     return kv_dtype(req, KV_DTYPES, engine="vLLM", flag="--kv-cache-dtype")
 
 
