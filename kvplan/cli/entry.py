@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 # in the order `kvplan --help` lists them
-COMMANDS = ("estimate", "models", "gpus", "show", "calibrate", "check", "explain", "plan", "plot", "probe", "simulate", "sweep")
+COMMANDS = ("estimate", "models", "gpus", "show", "calibrate", "check", "explain", "plan", "plot", "probe", "simulate", "sweep", "serve")
 
 app = typer.Typer(
     name="kvplan",
