@@ -5,9 +5,10 @@ import dataclasses
 import pytest
 
 from kvplan.core.dtypes import dtype
-from kvplan.core.errors import InputError
-from kvplan.core.layers import (CHUNKED, FULL, HEADED_KINDS, KINDS, LAYER_KINDS, MLA, NONE, SLIDING, STATE,
-                                WINDOWED_KINDS, MlaSpec, StateSpec, as_kind, make_layer)
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.layers import (CHUNKED, ENGINE_BASE_KINDS, FULL, HEADED_KINDS, INDEXED_MLA, KINDS, LAYER_KINDS, MLA,
+                                NONE, SLIDING, STATE, WINDOWED_KINDS, MlaSpec, StateSpec, as_kind, make_layer,
+                                require_mapped_kinds)
 
 BF16, FP8, INT4 = dtype("bf16"), dtype("fp8"), dtype("int4")
 
@@ -61,7 +62,7 @@ def test_no_cache_layer_keeps_nothing():
 
 
 def test_one_table_of_kinds():
-    assert LAYER_KINDS == (FULL, SLIDING, CHUNKED, MLA, STATE, NONE)
+    assert LAYER_KINDS == (FULL, SLIDING, CHUNKED, MLA, INDEXED_MLA, STATE, NONE)
     assert HEADED_KINDS == (FULL, SLIDING, CHUNKED) and WINDOWED_KINDS == (SLIDING, CHUNKED)
     assert all(KINDS[k].kind == k for k in LAYER_KINDS)
 
@@ -72,3 +73,14 @@ def test_as_kind_changes_the_rules_not_the_fields():
     assert sliding.kind == SLIDING and sliding.tokens_kept(5000) == 1024 and sliding.kv_heads == 8
     assert as_kind(sliding, FULL, window=None) == full
     assert sliding != dataclasses.replace(full, window=1024)  # a window on a full layer is still a full layer
+
+
+def test_an_indexed_latent_layer_adds_its_index_key_to_the_latent():
+    # DeepSeek-V3.2: kv_lora_rank 512 + qk_rope_head_dim 64, index_head_dim 128; one copy on every TP rank
+    layer = make_layer(INDEXED_MLA, mla=MlaSpec(512, 64, 1536, 128))
+    assert layer.token_bytes(dtype("bf16")) == (512 + 64 + 128) * 2 == layer.token_bytes(dtype("bf16"), tp=8)
+    assert layer.token_bytes(dtype("fp8")) == 512 + 64 + 128 and layer.tokens_kept(9000) == 9000
+    with pytest.raises(UnsupportedError) as err:
+        require_mapped_kinds([layer], ENGINE_BASE_KINDS, "vLLM", "m")
+    assert "mla_indexed" in err.value.what
+

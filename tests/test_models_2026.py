@@ -76,3 +76,35 @@ def test_nemotron_3_ultra_block_list_and_latent_experts_are_read():
     blocks = raw["layers_block_type"]
     assert "num_hidden_layers" not in raw and spec.layers == len(blocks)
     assert spec.count("full") == blocks.count("attention") and spec.count("state") == blocks.count("mamba")
+
+
+def test_dsa_indexer_keys_are_kept_on_the_layers_that_run_the_indexer():
+    # GLM-5.2: indexer_types lists 21 "full" layers of 78 (index_topk_freq 4, offset 3: layers 0-2, 6, 10, ... 74);
+    # each keeps the latent (512 + 64) and those 21 an index key of 128, bf16: 78 x 576 x 2 + 21 x 128 x 2 B a token
+    # (transformers 5.24 StaticIndexedLayer on meta: indexer_keys [1, 8192, 128] on exactly those layers)
+    spec = resolve_model(str(CORPUS / "zai-org--GLM-5.2.json"))
+    assert spec.count("mla_indexed") == 21 and spec.count("mla") == 57
+    assert CacheModel(spec, dtype("bf16")).kv_bytes_per_token == 78 * 576 * 2 + 21 * 128 * 2
+    indexed = [i for i, layer in enumerate(spec.layer_specs) if layer.kind == "mla_indexed"]
+    assert indexed == [0, 1, 2, *range(6, 78, 4)]
+    v32 = resolve_model(str(CORPUS / "nvidia--DeepSeek-V3.2-NVFP4.json"))  # every layer runs it (freq 1)
+    assert v32.count("mla_indexed") == 61
+
+
+def test_engines_that_do_not_map_a_new_layer_kind_refuse_it_by_name(cli):
+    glm = CORPUS / "zai-org--GLM-5.json"
+    for engine in ("vllm", "sglang", "trtllm"):
+        code, out, err = cli("estimate", glm, "--seq", "8K", "--engine", engine, "--kv-cache-memory", "40GiB")
+        assert code == 3 and "mla_indexed" in err, (engine, err)
+    code, out, err = cli("estimate", glm, "--seq", "8K", "--json")  # static: transformers' cache, exact
+    assert code == 0 and json.loads(out)["kv_bytes"] == TRUTH[glm.name]["kv_bytes"]
+
+
+def test_sparse_attention_layer_types_outside_a_dsa_family_are_refused():
+    from kvplan.model.hf_config import spec_mapping_from_config
+
+    raw = json.loads((DATA / "hf_configs" / "qwen3-8b.json").read_text())
+    raw["layer_types"] = ["deepseek_sparse_attention"] * raw["num_hidden_layers"]
+    with pytest.raises(UnsupportedError) as err:
+        spec_mapping_from_config(raw, name="m", where="cfg")
+    assert "layer_types" in err.value.where

@@ -28,7 +28,8 @@ from kvplan.core.cache import CacheModel, LayerGroup
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import KvplanError
 from kvplan.core.layers import as_kind, make_layer
-from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, NONE, SLIDING, STATE, LayerSpec, MlaSpec, ModelSpec
+from kvplan.core.spec import (CHUNKED, FULL, HEADED_KINDS, INDEXED_MLA, MLA, NONE, SLIDING, STATE, LayerSpec, MlaSpec,
+                              ModelSpec)
 
 
 @dataclass(frozen=True)
@@ -106,10 +107,12 @@ def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> st
             text = f"2 (K and V) x {heads} x {group.head_dim} head_dim x {width}"
         else:
             text = f"{heads} x ({group.head_dim} K + {group.v_head_dim} V) dims x {width}"
-    elif group.kind == MLA:
+    elif group.kind in (MLA, INDEXED_MLA):
         rope = spec.mla.qk_rope_head_dim if spec.mla else 0
         rank = group.latent_dim - rope
-        text = f"({rank} kv_lora_rank + {rope} qk_rope_head_dim) latent x {width}, one per token, every GPU holds it all"
+        index = f" + {spec.mla.index_head_dim} index_head_dim" if group.kind == INDEXED_MLA else ""
+        text = (f"({rank} kv_lora_rank + {rope} qk_rope_head_dim{index}) latent{' and index key' if index else ''} x "
+                f"{width}, one per token, every GPU holds it all")
     else:
         return "0 (no per-token cache)"
     if kv.scale_bits:

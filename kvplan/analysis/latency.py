@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from kvplan.core.cache import CacheModel
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, ModelSpec
+from kvplan.core.spec import CHUNKED, FULL, INDEXED_MLA, MLA, SLIDING, ModelSpec
 
 
 # ------------------------------------------------------------------ sums of min(i, W), closed form
@@ -99,6 +99,10 @@ def attention_terms(spec: ModelSpec) -> tuple[AttentionTerm, ...]:
             # a chunked-local query sees only the keys of its own chunk ((i - 1) mod C + 1 of them), not min(i, W):
             # neither the sliding nor the full term is right, and a wrong lower bound is worse than none
             raise UnsupportedError("chunked local attention (Llama 4) is not in the latency model yet",
+                                   where=spec.source or spec.name, hint="the memory figures do not depend on it")
+        if layer.kind == INDEXED_MLA:
+            # a DSA query attends to index_topk selected tokens after an indexer pass over all of them: neither term
+            raise UnsupportedError("DeepSeek sparse attention (the indexer's top-k) is not in the latency model yet",
                                    where=spec.source or spec.name, hint="the memory figures do not depend on it")
         if layer.kind in (FULL, SLIDING):
             dims = layer.head_dim + layer.v_head_dim

@@ -22,9 +22,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from kvplan.core.dtypes import DType, dtype
-from kvplan.core.errors import InputError
+from kvplan.core.errors import InputError, UnsupportedError
 
 FULL, SLIDING, CHUNKED, MLA, STATE, NONE = "full", "sliding", "chunked", "mla", "state", "none"
+INDEXED_MLA = "mla_indexed"  # MLA with DeepSeek Sparse Attention's indexer key cache (DeepSeek-V3.2, GLM-5)
 
 
 @dataclass(frozen=True)
@@ -50,6 +51,9 @@ class MlaSpec:
     # the query's low-rank projection (DeepSeek-V2/V3, Kimi-K2); None where the query is projected directly
     # (DeepSeek-V2-Lite, Moonlight). It caches nothing; the engines keep its a-projection whole on every TP rank
     q_lora_rank: int | None = None
+    # DeepSeek Sparse Attention: the lightning indexer's key width (index_head_dim); its layers keep one such key
+    # per token beside the latent. None without DSA
+    index_head_dim: int | None = None
 
     @property
     def latent_dim(self) -> int:
@@ -165,6 +169,22 @@ class LatentAttention(LayerSpec):
         return seq
 
 
+class IndexedLatentAttention(LatentAttention):
+    """MLA with DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5.x): beside the latent, the lightning indexer keeps
+    one key of index_head_dim per token, a single head that every TP rank holds whole.
+
+    As transformers' StaticIndexedLayer keeps it (cache_utils.py: indexer_keys [batch, max_cache_len, index_head_dim]
+    in the cache dtype), one token costs (kv_lora_rank + qk_rope_head_dim + index_head_dim) x bits / 8. Engines store
+    the index key their own way (vLLM 0.33 models/deepseek_v2.py DeepseekV32IndexerCache: fp8 values plus a float32
+    scale per 128, index_head_dim + index_head_dim / 128 x 4 = 132 B, whatever the KV dtype), so an engine maps this
+    kind itself or refuses it."""
+
+    kind: ClassVar[str] = INDEXED_MLA
+
+    def token_bytes(self, kv: DType, tp: int = 1) -> int:
+        return _bytes(self.mla.latent_dim + self.mla.index_head_dim, kv.bits)
+
+
 class StateLayer(LayerSpec):
     """Linear attention / SSM (Mamba, gated delta-net): a fixed state per sequence; TP splits the first dimension of
     each state tensor (ceil), as vLLM shards Mamba layers."""
@@ -184,7 +204,7 @@ class StateLayer(LayerSpec):
 
 # kind -> class: the one table of layer kinds
 KINDS: dict[str, type[LayerSpec]] = {c.kind: c for c in (FullAttention, SlidingWindow, ChunkedLocal, LatentAttention,
-                                                          StateLayer, NoCacheLayer)}
+                                                          IndexedLatentAttention, StateLayer, NoCacheLayer)}
 LAYER_KINDS = tuple(KINDS)
 # kinds that keep per-head K and V; a consumer that switches on kinds tests membership here, so a new windowed
 # kind is not dropped
@@ -203,3 +223,18 @@ def as_kind(layer: LayerSpec, kind: str, **changes) -> LayerSpec:
     fields = {f: getattr(layer, f) for f in ("kv_heads", "head_dim", "v_head_dim", "window", "mla", "state")}
     fields.update(changes)
     return make_layer(kind, **fields)
+
+
+# the kinds every serving engine has mapped from the start; an engine that maps a newer kind adds it to its own set
+ENGINE_BASE_KINDS = frozenset({FULL, SLIDING, CHUNKED, MLA, STATE, NONE})
+
+
+def require_mapped_kinds(layers, mapped: frozenset[str], engine: str, where: str) -> None:
+    """UnsupportedError (exit 3) naming the first layer kind the engine has no page or pool rule for: a new kind is
+    never dropped from a pool by an engine that switches on the kinds it knows."""
+    for layer in layers:
+        if layer.kind not in mapped:
+            raise UnsupportedError(f"{engine} does not model the {layer.kind!r} layers of this model "
+                                   f"({type(layer).__name__}): how it keeps them is not read from its source",
+                                   where=where, hint="--engine static sizes it as transformers' StaticCache does")
+

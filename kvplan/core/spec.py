@@ -16,8 +16,8 @@ from typing import Any, Mapping
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabulary: re-exported for readers of specs)
-    CHUNKED, FULL, HEADED_KINDS, LAYER_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec, MlaSpec, StateSpec,
-    make_layer)
+    CHUNKED, FULL, HEADED_KINDS, INDEXED_MLA, LAYER_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec, MlaSpec,
+    StateSpec, make_layer)
 from kvplan.core.units import shown
 
 # other spellings seen in configs and papers, accepted in spec files
@@ -25,7 +25,7 @@ _KIND_ALIASES = {
     "full_attention": FULL, "global": FULL, "attention": FULL, "attn": FULL,
     "sliding_attention": SLIDING, "local": SLIDING, "swa": SLIDING, "sliding_window": SLIDING,
     "chunked_attention": CHUNKED, "chunked_local": CHUNKED, "chunk": CHUNKED,
-    "latent": MLA,
+    "latent": MLA, "indexed_attention": INDEXED_MLA, "deepseek_sparse_attention": INDEXED_MLA, "dsa": INDEXED_MLA,
     "mamba": STATE, "mamba2": STATE, "ssm": STATE, "linear": STATE, "linear_attention": STATE,
     "no_op": NONE, "skip": NONE, "mlp": NONE,
 }
@@ -145,7 +145,7 @@ _TOP_KEYS = {
 _REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
 _LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads"}
 _MLA_KEYS = {"kv_lora_rank", "qk_rope_head_dim"}
-_MLA_OPTIONAL_KEYS = {"q_lora_rank"}
+_MLA_OPTIONAL_KEYS = {"q_lora_rank", "index_head_dim"}
 _MOE_REQUIRED = ("experts", "experts_per_token", "intermediate_size", "layers", "expert_params")
 _MOE_KEYS = {*_MOE_REQUIRED, "shared_intermediate_size", "dense_intermediate_size", "gated"}
 _STATE_KEYS = {"conv_shape", "recurrent_shape", "conv_dtype", "recurrent_dtype"}
@@ -291,7 +291,7 @@ def _build(data: Any) -> ModelSpec:
             if not m.has(key):
                 raise InputError("is required", where=f"mla.{key}")
         mla = MlaSpec(m.int("kv_lora_rank", maximum=MAX_DIM), m.int("qk_rope_head_dim", minimum=0, maximum=MAX_DIM),
-                      m.int("q_lora_rank", maximum=MAX_DIM))
+                      m.int("q_lora_rank", maximum=MAX_DIM), m.int("index_head_dim", maximum=MAX_DIM))
 
     state = None
     if (s := r.sub("state", _STATE_KEYS)) is not None:
@@ -347,11 +347,14 @@ def _build(data: Any) -> ModelSpec:
             window = sliding_window if kind == SLIDING else chunk if kind == CHUNKED else None
             resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=head_dim, v_head_dim=v_head_dim or head_dim,
                                        window=window))
-        elif kind == MLA:
+        elif kind in (MLA, INDEXED_MLA):
             if mla is None:
-                raise InputError("an mla layer needs the `mla` section", where=where,
+                raise InputError(f"an {kind} layer needs the `mla` section", where=where,
                                  hint="add `mla: {kv_lora_rank: 512, qk_rope_head_dim: 64}`")
-            resolved.append(make_layer(MLA, mla=mla))
+            if kind == INDEXED_MLA and not mla.index_head_dim:
+                raise InputError("an mla_indexed layer needs `mla.index_head_dim`", where=where,
+                                 hint="the sparse-attention indexer's key width, e.g. 128 (index_head_dim in config.json)")
+            resolved.append(make_layer(kind, mla=mla))
         elif kind == STATE:
             if state is None:
                 raise InputError("a state layer needs the `state` section", where=where,
@@ -481,6 +484,8 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         out["mla"] = {"kv_lora_rank": spec.mla.kv_lora_rank, "qk_rope_head_dim": spec.mla.qk_rope_head_dim}
         if spec.mla.q_lora_rank is not None:
             out["mla"]["q_lora_rank"] = spec.mla.q_lora_rank
+        if spec.mla.index_head_dim is not None:
+            out["mla"]["index_head_dim"] = spec.mla.index_head_dim
     if spec.state:
         out["state"] = {"conv_shape": list(spec.state.conv_shape), "recurrent_shape": list(spec.state.recurrent_shape),
                         "conv_dtype": spec.state.conv_dtype, "recurrent_dtype": spec.state.recurrent_dtype}

@@ -37,7 +37,13 @@ BASE = frozenset({"head_dim", "num_key_value_heads", "num_kv_heads", "n_head_kv"
 _SLIDING_ALL = {"sliding_window"}  # no layer_types: every layer slides (Mistral v0.1, Phi-3, Mixtral)
 _QWEN_WINDOW = {"sliding_window", "use_sliding_window", "max_window_layers"}  # Qwen2: layers >= max_window_layers
 _LAYER_TYPES = {"layer_types", "sliding_window"}  # an explicit per-layer list (its values are checked one by one)
-_MLA = {"kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim"}
+_MLA = {"kv_lora_rank", "q_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim",
+        "qk_head_dim"}  # the last: nope + rope written out (GLM-5), checked to agree
+# DeepSeek Sparse Attention's lightning indexer: its key width and which layers run it (hf_config._indexer_layers);
+# index_topk (tokens selected), index_n_heads (query heads) and indexer_rope_interleave change no cache;
+# index_share_for_mtp_iteration concerns the MTP layer only
+_DSA = {"index_head_dim", "index_n_heads", "index_topk", "index_topk_freq", "index_topk_pattern",
+        "index_skip_topk_offset", "indexer_types", "indexer_rope_interleave", "index_share_for_mtp_iteration"}
 _GATED_DELTANET = {"linear_conv_kernel_dim", "linear_key_head_dim", "linear_num_key_heads", "linear_num_value_heads",
                    "linear_value_head_dim", "full_attention_interval", "layer_types"}
 _MAMBA1 = {"mamba_d_conv", "mamba_d_state", "mamba_dt_rank", "mamba_expand", "mamba_conv_bias", "mamba_proj_bias",
@@ -74,6 +80,7 @@ READ: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "llama4_text": {"attention_chunk_size", "no_rope_layers", "no_rope_layer_interval", "layer_types"},
     # MLA: one latent of kv_lora_rank + qk_rope_head_dim per token and layer
     "deepseek_v2": _MLA, "deepseek_v3": _MLA, "kimi_k2": _MLA,
+    "deepseek_v32": _MLA | _DSA, "glm_moe_dsa": _MLA | _DSA | {"layer_types", "mlp_layer_types"},
     # hybrids with a fixed state per sequence
     "jamba": _MAMBA1 | {"attn_layer_period", "attn_layer_offset"},
     "falcon_mamba": _MAMBA1, "mamba": _MAMBA1, "mamba2": _MAMBA1 | {"n_groups", "head_dim", "num_heads", "chunk_size"},

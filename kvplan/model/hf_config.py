@@ -15,8 +15,8 @@ from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model.config_keys import refuse_unread
 from kvplan.model.params import count_params, moe_summary, mtp_layer_params, routed_expert_params
-from kvplan.core.spec import (CHUNKED, FULL, MAX_DIM, MAX_HEADS, MAX_LAYERS, MLA, NONE, SLIDING, STATE, ModelSpec,
-                              spec_from_mapping)
+from kvplan.core.spec import (CHUNKED, FULL, INDEXED_MLA, MAX_DIM, MAX_HEADS, MAX_LAYERS, MLA, NONE, SLIDING, STATE,
+                              ModelSpec, spec_from_mapping)
 from kvplan.core.text import visible
 from kvplan.core.units import shown
 
@@ -112,8 +112,15 @@ def _sliding_kinds(cfg: Mapping, model_type: str, layers: int) -> list[str] | No
     return [SLIDING] * layers  # Mistral v0.1, Phi-3: every layer
 
 
+# DeepSeek Sparse Attention models: MLA whose layers run the lightning indexer where indexer_types (or the
+# index_topk_pattern / index_topk_freq schedule) says "full" (vLLM 0.33 models/deepseek_v2.py, transformers
+# GlmMoeDsaConfig)
+_DSA_MODEL_TYPES = frozenset({"deepseek_v32", "glm_moe_dsa"})
+
 _LAYER_TYPE_KINDS = {
     "full_attention": FULL, "attention": FULL, "global": FULL,
+    # GLM-5.2 names its layers so; every one is MLA, the indexer pattern says which keep index keys (_dsa_kinds)
+    "deepseek_sparse_attention": FULL, "indexed_attention": FULL,
     "sliding_attention": SLIDING, "local": SLIDING, "chunked_attention": CHUNKED,
     "linear_attention": STATE, "mamba": STATE, "mamba2": STATE,
 }
@@ -128,6 +135,29 @@ def _layer_types(values: list, where: str) -> list[str]:
                                    hint="kvplan knows " + ", ".join(k for k, v in _LAYER_TYPE_KINDS.items() if v))
         kinds.append(kind)
     return kinds
+
+
+def _indexer_layers(cfg: Mapping, layers: int, where: str) -> list[bool]:
+    """Which layers run their own lightning indexer (and so keep index keys); the others reuse the previous one's
+    top-k. transformers GlmMoeDsaConfig.__post_init__ and vLLM 0.33 models/deepseek_v2.py agree: indexer_types
+    ("full" / "shared") when listed, else index_topk_pattern (F / S per layer), else layer i runs it when
+    max(i - index_skip_topk_offset + 1, 0) % index_topk_freq == 0 (offset 2, freq 1 by default: every layer)."""
+    types = cfg.get("indexer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers or set(map(str, types)) - {"full", "shared"}:
+            raise UnsupportedError(f"indexer_types must list 'full' or 'shared' for each of the {layers} layers",
+                                   where=f"{where}: indexer_types")
+        return [t == "full" for t in types]
+    pattern = cfg.get("index_topk_pattern")
+    if pattern is not None:
+        if len(pattern) != layers or set(pattern) - {"F", "S"}:
+            raise UnsupportedError(f"index_topk_pattern must give F or S for each of the {layers} layers",
+                                   where=f"{where}: index_topk_pattern")
+        return [c == "F" for c in pattern]
+    freq = max(int(cfg.get("index_topk_freq") or 1), 1)
+    offset = cfg.get("index_skip_topk_offset")
+    offset = 2 if offset is None else int(offset)
+    return [max(i - offset + 1, 0) % freq == 0 for i in range(layers)]
 
 
 def _mamba_state(cfg: Mapping, hidden: int, model_type: str) -> dict:
@@ -515,6 +545,20 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
         spec["head_dim"] = int(cfg.get("qk_nope_head_dim", 0) or 0) + int(cfg.get("qk_rope_head_dim", 0) or 0) or head_dim
         if cfg.get("v_head_dim"):
             spec["v_head_dim"] = int(cfg["v_head_dim"])
+        if cfg.get("qk_head_dim") not in (None, spec["head_dim"]):
+            # GLM-5 writes the sum out; transformers recomputes it (GlmMoeDsaConfig: qk_nope_head_dim + qk_rope_head_dim)
+            raise UnsupportedError(f"qk_head_dim {cfg['qk_head_dim']} is not qk_nope_head_dim + qk_rope_head_dim "
+                                   f"({spec['head_dim']})", where=f"{where}: qk_head_dim")
+        if model_type in _DSA_MODEL_TYPES:
+            if not isinstance(cfg.get("index_head_dim"), int) or cfg["index_head_dim"] < 1:
+                raise UnsupportedError("a sparse-attention (DSA) model without index_head_dim", where=f"{where}: index_head_dim")
+            spec["mla"]["index_head_dim"] = int(cfg["index_head_dim"])
+            kinds = [INDEXED_MLA if k == MLA and indexed else k
+                     for k, indexed in zip(kinds, _indexer_layers(cfg, layers, where))]
+    if model_type not in _DSA_MODEL_TYPES and any(str(v) in ("deepseek_sparse_attention", "indexed_attention")
+                                                  for v in cfg.get("layer_types") or []):
+        raise UnsupportedError(f"sparse-attention layer types in a {model_type!r} config are not modelled",
+                               where=f"{where}: layer_types", hint="kvplan reads them for deepseek_v32 and glm_moe_dsa")
 
     if kinds is not None:
         distinct = set(kinds)

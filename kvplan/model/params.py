@@ -21,7 +21,7 @@ from math import prod
 from typing import Any, Mapping
 
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import FULL, HEADED_KINDS, MLA, STATE
+from kvplan.core.spec import FULL, HEADED_KINDS, INDEXED_MLA, MLA, STATE
 
 # Tensor classes. `linear` weights are what quantization formats quantize; `expert` weights too (MoE
 # experts, one [out, in] matrix per expert and layer); everything else stays in the model dtype.
@@ -67,7 +67,8 @@ _TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon"
                     "mistral3", "starcoder2", "gpt_bigcode", "gpt_neox_japanese", "olmo"}
 _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
                       "phi3", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss", "jamba", "nemotron_h",
-                      "falcon_mamba", "nemotron-nas", "llama4_text", "olmo2", "internlm2", "exaone"}
+                      "falcon_mamba", "nemotron-nas", "llama4_text", "olmo2", "internlm2", "exaone", "deepseek_v32",
+                      "glm_moe_dsa"}
 # LayerNorm with a bias (weight + bias per norm) rather than RMSNorm (weight only)
 _LAYER_NORM = {"gpt2", "falcon", "phi", "gpt_neox", "starcoder2", "gpt_bigcode"}
 # per-head RMSNorm on queries and keys (Qwen3, Gemma-3: q_norm / k_norm of head_dim each)
@@ -207,8 +208,14 @@ def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
 def _mixer(b: _Builder, cfg: Mapping, model_type: str, kind: str, hidden: int, spec: Mapping, kv_heads: int) -> None:
     if kind in HEADED_KINDS:
         _attention(b, cfg, model_type, hidden, spec, kv_heads)
-    elif kind == MLA:
+    elif kind in (MLA, INDEXED_MLA):
         _mla(b, cfg, hidden, int(spec["attention_heads"]))
+        if kind == INDEXED_MLA:  # the lightning indexer (transformers DeepseekV32Indexer / GlmMoeDsaIndexer)
+            heads, dim = int(cfg["index_n_heads"]), int(cfg["index_head_dim"])
+            b.linear("self_attn.indexer.wq_b", heads * dim, int(cfg["q_lora_rank"]))
+            b.linear("self_attn.indexer.wk", dim, hidden)
+            b.norm("self_attn.indexer.k_norm", dim, bias=True)
+            b.linear("self_attn.indexer.weights_proj", heads, hidden)
     elif kind == STATE:
         if "linear_num_value_heads" in cfg:
             _gated_deltanet(b, cfg, hidden)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from math import gcd, prod
 from typing import Mapping
 
+from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.cache import CacheModel, cached_tokens, kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType, dtype as lookup_dtype
 from kvplan.core.errors import InputError, UnsupportedError
@@ -273,6 +274,8 @@ def rank_plan(cache: CacheModel, *, seq: int, batch: int, layout: str = STATIC, 
     if batch < 1:
         raise InputError(f"must be at least 1, got {batch}", where="--batch")
     layers = stage_layers(cache, stage)
+    # the probe allocates the tensors of the kinds it knows; a kind it does not is refused, not left unallocated
+    require_mapped_kinds(layers.values(), ENGINE_BASE_KINDS, "the probe", cache.spec.source or cache.spec.name)
     kv, tp = cache.kv_dtype, cache.tp
     if layout == PAGED and blocks is None:
         blocks = BlockPlan.static_need(layers, seq, batch, block_size or DEFAULT_BLOCK_SIZE)

@@ -29,6 +29,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.cache import layer_state_bytes, layer_token_bytes
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
@@ -221,6 +222,7 @@ class _Pool:
 
 def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> SglangEstimate:
     """The token pool SGLang builds for this deployment (the longest context is a closed-form search here)."""
+    require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "SGLang", req.spec.source or req.spec.name)
     if not pool_capped and req.kv_cache_memory is not None and req.hardware is not None:
         # issue 15: a pool larger than the GPU leaves is SGLang's profiled one
         return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="SGLang",

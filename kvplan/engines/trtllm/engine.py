@@ -27,6 +27,7 @@ import dataclasses
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
@@ -162,6 +163,7 @@ def read_kv_dtype(req: EngineRequest) -> DType:
 def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> TrtllmEstimate:
     """The pool TensorRT-LLM builds for this deployment (max_seq left None when search_max_seq is False: the
     search for it re-runs the estimate that way)."""
+    require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "TensorRT-LLM", req.spec.source or req.spec.name)
     if not pool_capped and req.kv_cache_memory is not None and req.hardware is not None:
         # issue 15: max_gpu_total_bytes beside free_gpu_memory_fraction: the smaller wins
         return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="TensorRT-LLM",

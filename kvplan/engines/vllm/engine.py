@@ -40,6 +40,7 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 
+from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
@@ -564,6 +565,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
     "high" a modelled budget is taken at that edge of its band (check judges by the low edge)."""
     refuse_unread_options(req, "vLLM", releases.OPTION_KEYS)  # a file's engine_options skip accepts
+    # the layer kinds this engine has a page rule for (_layer_specs); any other is refused by name, never dropped
+    require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "vLLM", req.spec.source or req.spec.name)
     if req.seq_auto:
         return _auto_fit(req, search_max_seq=search_max_seq)
     if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
