@@ -173,3 +173,18 @@ def test_an_output_that_is_an_input_is_refused_and_the_input_kept(cli, tmp_path,
     assert code == 2, err
     assert err.startswith(f"error: {option} ") and err.count("\n") == 1 and "input" in err, err
     assert (victim.read_bytes() if victim.exists() else None) == before
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+@pytest.mark.parametrize("args, code", [(("estimate", M, "--gpu", "h100"), 0), (("check", "examples/deploy/prod"), 1),
+                                         (("estimate", "no-such-model"), 2)])
+def test_output_encodes_on_a_stream_that_cannot_hold_its_characters(encoding, args, code):
+    """An ASCII or Latin-1 pipe gets the ASCII forms of what it cannot encode (— as -, · as |, × as x), not a
+    UnicodeEncodeError traceback (issue 26)."""
+    done = subprocess.run([sys.executable, "-m", "kvplan", *args], cwd=ROOT, capture_output=True,
+                          env={**_env(), "PYTHONIOENCODING": encoding}, timeout=GUARD_S)
+    assert done.returncode == code, done.stderr
+    assert b"Traceback" not in done.stderr and b"UnicodeEncodeError" not in done.stderr
+    done.stdout.decode(encoding), done.stderr.decode(encoding)  # what arrived is text in the stream's encoding
+    if encoding == "ascii" and code == 2:
+        assert done.stderr.startswith(b"error: MODEL - unknown model"), done.stderr

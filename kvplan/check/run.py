@@ -20,6 +20,7 @@ from kvplan.check.items import Failure, Skip, Workload
 from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, scripts, vllm_serve
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
+from kvplan.check.traced import last_field, traced
 from kvplan.check.workload import deployments
 from kvplan.core import files
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
@@ -225,6 +226,7 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
                                     f"filled in: {doc.what}")]
         err = InputError(doc.what, where=where, hint=doc.hint)
         return [failed_verdict(display, document, name, None, err)]
+    doc = traced(doc)
     try:
         for fmt_name, claims, read in READERS:
             if claims(doc):
@@ -257,6 +259,26 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
         if isinstance(doc, Mapping) and isinstance(doc.get("name"), str) and fmt == FORMAT_KVPLAN:
             name = doc["name"]
         return [failed_verdict(display, document, name, fmt, err)]
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as err:
+        # a value of a type the reader does not expect (check/traced.py): bad input at the field last read
+        field = last_field(doc, err)
+        err = InputError(f"has a value of a type kvplan does not read there ({_plain(err)})",
+                         where=f"{where}: {field}" if field else where, hint="check the field's type in the format's reference")
+        return [failed_verdict(display, document, name, fmt, err)]
+
+
+def _plain(err: Exception) -> str:
+    """Python's words for a type error, without the Python: "'float' object is not iterable" -> "a number where a
+    list or mapping belongs"."""
+    import re
+
+    text = str(err)
+    found = re.search(r"'(\w+)' object", text)
+    kinds = {"float": "a number", "int": "a number", "str": "a string", "bool": "true/false", "NoneType": "null",
+             "list": "a list", "dict": "a mapping"}
+    if found and found.group(1) in kinds:
+        return f"got {kinds[found.group(1)]}"
+    return type(err).__name__
 
 
 def _judge_command_line(text: str, *, where: str, defaults: Defaults) -> Verdict:

@@ -4,13 +4,15 @@ with its variables expanded. Pure: nothing is executed.
 
 What is understood: quotes and backslashes, comments, line continuations, `;` `&&` `||` `|` `&` and newlines,
 redirections (their targets are dropped), `NAME=value` assignments (alone, or as a command's environment),
-`export` (an exported name is in the environment of every command after it, with its value then), `$NAME`, `${NAME}`, `${NAME:-default}` / `-` / `:=` / `=` / `:+alt` / `+` / `:?msg` / `?`,
+`export` (an exported name is in the environment of every command after it, with its value then), `$NAME`, `${NAME}`, `${NAME:-default}` / `-` / `:=` / `=` / `:+alt` / `+` / `:?msg` / `?` (defaults nested:
+`${A:-${B:-8192}}`),
 `$((arithmetic))` on whole numbers, `$0` (the script, when the reader names it) with `$(dirname "$0")` and
 `$(cd DIR && pwd)`, and `if`/`elif`/`else` on `[ a = b ]`, `[ n -eq m ]`, `-z` / `-n` tests
 (decided when their operands are known; otherwise both branches are read and a variable they set differently
 is not known). Loops run their body once. A command substitution `$(...)` or a variable with no value is
 "unresolved": its word carries the marker MARK + name + MARK, so the engine readers can name the variable a
-verdict depends on instead of guessing its value.
+verdict depends on instead of guessing its value. A quote or brace left open, or a word expanding past
+MAX_EXPANSION characters, is ShellSyntaxError: the script cannot be read, in one line.
 """
 
 from __future__ import annotations
@@ -109,10 +111,7 @@ def _tokens(text: str) -> list[_Token]:
                 i = _skip_parens(text, i + 1)
                 continue
             if c == "$" and text.startswith("${", i):
-                end = text.find("}", i)
-                if end < 0:
-                    raise ShellSyntaxError(f"unterminated ${{ at line {line}")
-                i = end + 1
+                i = _skip_braces(text, i, line)
                 continue
             if c == "`":
                 end = text.find("`", i + 1)
@@ -155,14 +154,26 @@ def _skip_double(text: str, i: int, line: int) -> int:
     raise ShellSyntaxError(f'unterminated " quote at line {line}')
 
 
+def _skip_braces(text: str, i: int, line: int = 0) -> int:
+    """Index after the '}' closing the `${` at text[i], nested `${...}` and quotes inside counted (`${A:-${B:-8192}}`,
+    a common way to give a default from another variable)."""
+    return _skip_nested(text, i, "${", "}", f"unterminated ${{ at line {line}" if line else "unterminated ${")
+
+
 def _skip_parens(text: str, i: int) -> int:
     """Index after the ')' matching text[i] == '('."""
+    return _skip_nested(text, i, "(", ")", "unterminated $(")
+
+
+def _skip_nested(text: str, i: int, opener: str, closer: str, unterminated: str) -> int:
     depth, n = 0, len(text)
     while i < n:
-        c = text[i]
-        if c == "(":
+        if text.startswith(opener, i):
             depth += 1
-        elif c == ")":
+            i += len(opener)
+            continue
+        c = text[i]
+        if c == closer:
             depth -= 1
             if depth == 0:
                 return i + 1
@@ -170,7 +181,7 @@ def _skip_parens(text: str, i: int) -> int:
             end = text.find(c, i + 1)
             i = end if end > 0 else n
         i += 1
-    raise ShellSyntaxError("unterminated $(")
+    raise ShellSyntaxError(unterminated)
 
 
 # ------------------------------------------------------------------ expansion
@@ -193,9 +204,22 @@ class _Vars:
         return name in self.values
 
 
+# The longest text one word may expand to. A real launch line is a few KiB; 856 bytes of `A=$A$A` lines double a
+# variable to terabytes (issue 26: it exhausted memory), so expansion stops here and the script cannot be read.
+MAX_EXPANSION = 1 << 20
+
+
 def _expand(raw: str, vars: _Vars, *, split: bool = True) -> list[str]:
     """The words one raw word expands to (quote removal, parameter and arithmetic expansion, field splitting of
     unquoted expansions). An unresolved expansion is one marker, kept in its own field when unquoted."""
+    fields = _expand_fields(raw, vars, split=split)
+    if sum(len(f) for f in fields) > MAX_EXPANSION:
+        raise ShellSyntaxError(f"a word expands to more than {MAX_EXPANSION:,} characters (a variable that doubles "
+                               "itself?)")
+    return fields
+
+
+def _expand_fields(raw: str, vars: _Vars, *, split: bool) -> list[str]:
     fields: list[str] = [""]
     started = False  # a field exists even if empty ("" is one word; an unquoted empty expansion is none)
     i, n = 0, len(raw)
@@ -279,8 +303,8 @@ def _dollar(raw: str, i: int, vars: _Vars) -> tuple[str, int]:
         end = raw.index("}", i)
         return (marker("${BASH_SOURCE}") if vars.get("0") is None else vars.get("0")), end + 1
     if raw.startswith("${", i):
-        end = raw.index("}", i)
-        return _parameter(raw[i + 2:end], vars), end + 1
+        end = _skip_braces(raw, i)
+        return _parameter(raw[i + 2:end - 1], vars), end
     m = _NAME.match(raw, i + 1)
     if m:
         name = m.group(0)
@@ -349,7 +373,7 @@ def _arithmetic(expr: str, vars: _Vars) -> str:
         return marker("$((" + expr.strip() + "))")
     try:
         return str(_eval_int(text))
-    except (ZeroDivisionError, SyntaxError, ValueError):
+    except (ZeroDivisionError, SyntaxError, ValueError, OverflowError, RecursionError):
         return marker("$((" + expr.strip() + "))")
 
 
@@ -386,12 +410,18 @@ _KEYWORDS = {"if", "then", "elif", "else", "fi", "for", "while", "until", "do", 
 
 
 def commands(text: str, env: dict | None = None) -> list[Command]:
-    """Every simple command of a shell text, in order, variables expanded; ShellSyntaxError when it cannot be read."""
+    """Every simple command of a shell text, in order, variables expanded; ShellSyntaxError when it cannot be read
+    (unbalanced quotes or braces the tokenizer let through, an expansion past MAX_EXPANSION)."""
     tokens = _tokens(text)
     statements = _statements(tokens)
     vars = _Vars(env or {})
     out: list[Command] = []
-    _run(statements, vars, out, certain=True)
+    try:
+        _run(statements, vars, out, certain=True)
+    except ShellSyntaxError:
+        raise
+    except (ValueError, IndexError) as err:  # a quote or brace left open inside an expansion's word
+        raise ShellSyntaxError(f"a quote or brace is not closed ({type(err).__name__})") from None
     return out
 
 

@@ -84,6 +84,44 @@ class Sink:
         return getattr(self._stream, name)
 
 
+# ASCII forms of the characters kvplan's own text uses, for a stdout or stderr that cannot encode them (an ASCII or
+# Latin-1 pipe, LC_ALL=C): the output says the same in plainer letters instead of ending in UnicodeEncodeError
+# (issue 26). Anything else that does not encode (a name from a user's file) is written as a backslash escape.
+_ASCII_FORMS = {"—": "-", "–": "-", "·": "|", "×": "x", "…": "...", "→": "->", "←": "<-", "≤": "<=", "≥": ">=",
+                "≈": "~", "±": "+/-", "µ": "u", "✓": "ok", "✗": "x", "≠": "!=", "’": "'", "‘": "'", "“": '"',
+                "”": '"', "•": "*", "−": "-", "½": "1/2", "²": "2", "³": "3", "°": " deg"}
+
+
+def _plainer(err: UnicodeError):
+    if not isinstance(err, UnicodeEncodeError):
+        raise err
+    text = err.object[err.start:err.end]
+    out = "".join(_ASCII_FORMS.get(c, c.encode("ascii", "backslashreplace").decode("ascii")) for c in text)
+    return out, err.end
+
+
+def encode_anywhere() -> None:
+    """Make stdout and stderr write what their encoding cannot hold in ASCII forms (see _ASCII_FORMS)."""
+    import codecs
+
+    try:
+        codecs.lookup_error("kvplan-plainer")
+    except LookupError:
+        codecs.register_error("kvplan-plainer", _plainer)
+    for stream in (sys.stdout, sys.stderr):
+        encoding = getattr(stream, "encoding", None) or "utf-8"
+        try:
+            "—·×".encode(encoding)
+            continue
+        except (UnicodeEncodeError, LookupError):
+            pass
+        if hasattr(stream, "reconfigure"):
+            try:
+                stream.reconfigure(errors="kvplan-plainer")
+            except (ValueError, OSError):  # pragma: no cover - a stream that cannot be reconfigured keeps its way
+                pass
+
+
 def _say(line: str) -> None:
     """One line on stderr; a stderr that cannot be written is not worth a traceback either."""
     try:

@@ -62,6 +62,7 @@ def main() -> None:
     from kvplan.cli import edge
 
     register_commands(sys.argv[1] if len(sys.argv) > 1 else None)
+    edge.encode_anywhere()
     stdout = sys.stdout
     sys.stdout = edge.Sink(stdout)  # typer's own output (--help) is written through it too
     try:

@@ -218,6 +218,44 @@ _WHOLE = (
       "linear_value_head_dim", "mamba_dt_rank", "time_step_rank"), 1, MAX_DIM),
 )
 _PER_LAYER_LISTS = frozenset({"moe_layer_freq"})
+# The containers and flags kvplan reads, by the JSON type transformers' config classes give them (issue 26: a
+# `block_configs: 5`, `text_config: 3` or `layer_types: "x"` reached code that iterated or indexed it). Null means
+# absent, as transformers reads it; an empty per-layer list is no list of layers.
+_MAPPINGS = ("text_config", "language_config", "llm_config", "vision_config", "audio_config", "rope_scaling",
+             "rope_parameters", "quantization_config", "compression_config")
+_LISTS = ("layer_types", "block_configs", "layers_block_type", "hybrid_override_pattern_list", "no_rope_layers",
+          "mlp_only_layers", "swa_layers", "attention_layer_indices", "full_attn_idxs")
+_NON_EMPTY_LISTS = ("layer_types", "block_configs", "layers_block_type")
+_FLAGS = ("tie_word_embeddings", "use_sliding_window", "multi_query", "new_decoder_architecture", "use_mla",
+          "parallel_attn", "is_encoder_decoder")
+_STRINGS = ("model_type", "torch_dtype", "dtype", "hidden_act", "kv_cache_dtype", "quant_method")
+_JSON_TYPE = {Mapping: "an object", list: "a list", bool: "true or false", str: "a string"}
+
+
+def _typed(cfg: Mapping, where: str, prefix: str = "") -> None:
+    """Each container and flag kvplan reads has the JSON type it must have (see the table above)."""
+    for keys, wanted in ((_MAPPINGS, Mapping), (_LISTS, list), (_FLAGS, bool), (_STRINGS, str)):
+        for key in keys:
+            value = cfg.get(key)
+            if value is None:
+                continue
+            if not isinstance(value, wanted) or (wanted is list and key in _NON_EMPTY_LISTS and not value):
+                got = "an empty list" if isinstance(value, list) else shown(value)
+                raise InputError(f"must be {_JSON_TYPE[wanted]}{' with one entry per layer' if key in _NON_EMPTY_LISTS else ''}"
+                                 f", got {got}", where=f"{where}: {prefix}{key}",
+                                 hint="the file is damaged or not a Hugging Face config.json")
+    for key in ("block_configs",):
+        for i, block in enumerate(cfg.get(key) or []):
+            if not isinstance(block, Mapping):
+                raise InputError(f"must be an object, got {shown(block)}", where=f"{where}: {prefix}{key}[{i}]",
+                                 hint="the file is damaged or not a Hugging Face config.json")
+            for part in ("attention", "ffn"):
+                if block.get(part) is not None and not isinstance(block[part], Mapping):
+                    raise InputError(f"must be an object, got {shown(block[part])}",
+                                     where=f"{where}: {prefix}{key}[{i}].{part}")
+    for key in ("text_config", "language_config", "llm_config", "vision_config", "audio_config"):
+        if isinstance(cfg.get(key), Mapping) and not prefix:
+            _typed(cfg[key], where, prefix=f"{key}.")
 _VISION_WHOLE = ("hidden_size", "intermediate_size", "num_hidden_layers", "patch_size", "num_channels", "image_size",
                  "projector_input_dim", "projector_output_dim", "vision_output_dim", "spatial_merge_size")
 
@@ -239,6 +277,7 @@ def _positive_number(value: Any, *, key: str, where: str) -> None:
 def validate_config(raw: Mapping, cfg: Mapping, where: str) -> None:
     """Every value kvplan reads from a config.json, checked before any is used (InputError naming key and value).
     Keys kvplan does not read are not looked at; null means absent, as transformers reads it."""
+    _typed(raw, where)
     for keys, low, high in _WHOLE:
         for key in keys:
             value = cfg.get(key)

@@ -219,7 +219,13 @@ def _from_path(path: Path, *, kind: str, location: str, name: str | None = None,
         spec = spec_from_mapping(yamlio.load_yaml(path), source=str(path))
         return Resolved(spec, ModelSource(kind, location, weights=spec.weights_source))
     raw = yamlio.load_json(config)
-    spec = hf_config.spec_from_config_file(config, raw, name=name, weights=weights)
+    try:
+        spec = hf_config.spec_from_config_file(config, raw, name=name, weights=weights)
+    except (TypeError, AttributeError, KeyError, IndexError, ValueError) as err:
+        # hf_config.validate_config checks every field kvplan reads by type first; a value that still has a type
+        # the reading code does not expect is the file's fault, said in one line, never a traceback (issue 26)
+        raise InputError(f"holds a value of a type kvplan does not read ({type(err).__name__}: {err})",
+                         where=str(config), hint="the file is damaged or not a Hugging Face config.json") from None
     tokenizer = None
     tok = config.parent / "tokenizer_config.json"
     if tok.is_file():

@@ -186,11 +186,27 @@ def _workload(name: str, service: Mapping, *, source: str, document: int | None,
                     notes=(note,) if note else (), requests_gpus=gpus.count is not None or gpus.all_devices or bool(gpus.vendor))
 
 
+def _mapping_at(data: Mapping, keys: tuple[str, ...], where: str) -> Mapping:
+    """data[k1][k2]... where each level is a mapping or absent ({}); another type is bad input naming the key (a
+    `resources: "gpu"` was a traceback, issue 26)."""
+    for i, key in enumerate(keys):
+        value = data.get(key)
+        if value is None:
+            return {}
+        if not isinstance(value, Mapping):
+            raise InputError(f"must be a mapping, got {type(value).__name__}", where=f"{where}.{'.'.join(keys[:i + 1])}")
+        data = value
+    return data
+
+
 def _gpus(service: Mapping, env: Mapping[str, str | None], where: str) -> GpuEvidence:
     count, count_where, all_devices, vendor, vendor_where, other = None, None, False, None, None, None
-    reservations = (((service.get("deploy") or {}).get("resources") or {}).get("reservations") or {}) \
-        if isinstance(service.get("deploy"), Mapping) else {}
-    for device in (reservations.get("devices") or []) if isinstance(reservations, Mapping) else []:
+    reservations = _mapping_at(service, ("deploy", "resources", "reservations"), where)
+    devices = reservations.get("devices") or []
+    if not isinstance(devices, list):
+        raise InputError(f"must be a list of device requests, got {type(devices).__name__}",
+                         where=f"{where}.deploy.resources.reservations.devices")
+    for device in devices:
         if not isinstance(device, Mapping):
             continue
         caps = [str(c) for c in device.get("capabilities") or []]

@@ -1,0 +1,78 @@
+"""Issue 26, tracebacks: a value of the wrong type anywhere in a config.json or a deployment file is exit 2 naming the
+field (or 3 where the file may be right and kvplan cannot tell), never a traceback; a shell script that cannot be
+read (a nested default, a quote left open, a variable that doubles itself) is one line, not a crash or an exhausted
+memory. Each case is a real file from tests/data with one value changed as careless hands or templating leave it."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+
+DATA = Path(__file__).parent / "data"
+LLAMA = DATA / "hf_configs" / "llama-3.1-8b.json"
+
+
+@pytest.mark.parametrize("key, value", [
+    ("layer_types", []), ("block_configs", 5), ("block_configs", [5]), ("text_config", 3), ("rope_scaling", "x"),
+    ("tie_word_embeddings", "yes"), ("quantization_config", []), ("torch_dtype", 5),
+])
+def test_a_wrongly_typed_config_field_is_exit_2_naming_it(cli, tmp_path, key, value):
+    config = json.loads(LLAMA.read_text())
+    config[key] = value
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(config))
+    for args in (("estimate", path, "--gpu", "h100", "--engine", "vllm"), ("show", path)):
+        code, out, err = cli(*args)
+        assert code == 2, (args, err)
+        assert err.count("\n") == 1 and f"{path}: {key}" in err, err
+
+
+def _set(doc, path, value):
+    for part in path[:-1]:
+        doc = doc[part]
+    doc[path[-1]] = value
+
+
+@pytest.mark.parametrize("source, field, value", [
+    ("kserve/isvc-hf-llama31-8b-g5.yaml", ("spec", "predictor", "model", "modelFormat"), "huggingface"),
+    ("rayserve/gke-rayservice-llama3-8b-2x-l4.yaml", None, "${REPLICAS}"),
+    ("compose/sglang-llama31-8b-device0.yaml", None, "gpu"),
+])
+def test_a_wrongly_typed_deployment_field_is_exit_2_naming_it(cli, tmp_path, source, field, value):
+    text = (DATA / "deployments" / source).read_text()
+    if field is not None:
+        docs = list(yaml.safe_load_all(text))
+        _set(docs[0], field, value)
+        text = yaml.safe_dump_all(docs, sort_keys=False)
+    elif "rayserve" in source:
+        text = text.replace("num_replicas: 1", f"num_replicas: '{value}'")
+    else:
+        text = text.replace("      resources:\n        reservations:", f"      resources: {value}\n      x-was:\n        reservations:")
+    path = tmp_path / Path(source).name
+    path.write_text(text)
+    code, out, err = cli("check", path, "--gpu", "h100", "--offline")
+    assert code in (2, 3), err
+    assert "Traceback" not in out + err
+    errors = [line for line in err.splitlines() if line.startswith("error:")]
+    assert errors, err
+    if code == 2:
+        assert any(name in err for name in ("modelFormat", "num_replicas", "resources")), err
+
+
+@pytest.mark.parametrize("script, words", [
+    ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len ${MAX_LEN:-${DEFAULT_LEN:-8192}}\n", "pass"),
+    ('MSG="unterminated\nvllm serve meta-llama/Llama-3.1-8B-Instruct\n', "invalid"),
+    ("A=xx\n" + "A=$A$A\n" * 40 + "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name $A\n", "invalid"),
+])
+def test_shell_idioms_are_read_or_refused_in_one_line(cli, tmp_path, script, words):
+    path = tmp_path / "serve.sh"
+    path.write_text("#!/bin/sh\n" + script)
+    code, out, err = cli("check", path, "--gpu", "h100", "--format", "json")
+    verdict = json.loads(out)["verdicts"][0]
+    assert verdict["status"] == words, (out, err)
+    assert code == {"pass": 0, "invalid": 2}[words]
+    if words == "pass":
+        assert verdict["max_model_len"] == 8192
