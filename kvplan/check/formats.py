@@ -1,4 +1,5 @@
-"""Renderers for `kvplan check` results: text (the default), json, markdown, junit.
+"""Renderers for `kvplan check` results: text (the default), json, markdown, junit, github (workflow annotations),
+sarif (SARIF 2.1.0).
 
 One str-Enum of formats and one exhaustive mapping from each to its renderer (a test loops over every
 member). Every renderer is a pure function of the CheckReport: no clock, no absolute paths, no
@@ -20,6 +21,8 @@ class Format(str, Enum):
     JSON = "json"
     MARKDOWN = "markdown"
     JUNIT = "junit"
+    GITHUB = "github"
+    SARIF = "sarif"
 
 
 _STATUS_TEXT = {PASS: "pass", FAIL: "FAIL", INVALID: "INVALID", CANNOT_JUDGE: "CANNOT JUDGE", SKIPPED: "skipped"}
@@ -73,6 +76,11 @@ def headroom_cell(v: Verdict) -> str:
         return "—"
     actual = "none" if v.figures.headroom_percent is None else f"{v.figures.headroom_percent:.1f}%"
     return f"{actual} (≥{check.required:g}%)"
+
+
+def located_label(v: Verdict) -> str:
+    """'deploy/prod.yaml#2:14': the file, its document and the line the verdict points at (when it has one)."""
+    return visible(v.label) + (f":{v.line}" if v.line else "")
 
 
 def _gpu_cell(v: Verdict) -> str:
@@ -197,7 +205,7 @@ def render_markdown(report: CheckReport) -> str:
     out.append("|---|" + "|".join("---:" if h in ("max len", "concurrency", "headroom") else "---" for h in _HEADERS) + "|---|")
     for v in report.verdicts:
         cells = [_STATUS_MARK[v.status]] + _row(v) + [v.reason]
-        cells[1] = _code(cells[1])
+        cells[1] = _code(located_label(v))
         out.append("| " + " | ".join(_md(c) for c in cells) + " |")
     fixes = [v for v in report.verdicts if v.suggestions]
     if fixes:
@@ -230,9 +238,11 @@ def render_junit(report: CheckReport) -> str:
     ET.SubElement(props, "property", {"name": "exit_code", "value": str(report.exit_code)})
     for v in report.verdicts:
         # XML 1.0 cannot hold most control characters at all (a parser rejects the file): shown as escapes
-        case = ET.SubElement(suite, "testcase", {"classname": visible(v.source),
-                                                 "name": visible(v.label if v.label != v.source else v.name),
-                                                 "file": visible(v.source), "time": "0"})
+        attributes = {"classname": visible(v.source), "name": visible(v.label if v.label != v.source else v.name),
+                      "file": visible(v.source), "time": "0"}
+        if v.line:
+            attributes["line"] = str(v.line)  # as pytest's and GitLab's JUnit readers take it
+        case = ET.SubElement(suite, "testcase", attributes)
         body = [f"{k}: {val}" for k, val in (("model", v.model), ("engine", v.engine), ("GPUs", _gpu_cell(v)),
                                              ("max_model_len", v.max_model_len), ("concurrency", concurrency_cell(v)),
                                              ("headroom", headroom_cell(v))) if val not in (None, "—")]
@@ -258,11 +268,101 @@ def render_junit(report: CheckReport) -> str:
     return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
 
 
+# ------------------------------------------------------------------ github
+
+def _workflow_data(text: str) -> str:
+    """A workflow command's message, escaped as the Actions runner unescapes it (% CR LF)."""
+    return visible(text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A"))
+
+
+def _workflow_property(text: str) -> str:
+    """A workflow command's property value: also ':' and ',', which separate properties."""
+    return _workflow_data(text).replace(":", "%3A").replace(",", "%2C")
+
+
+_ANNOTATION = {FAIL: "error", INVALID: "error", CANNOT_JUDGE: "error"}
+
+
+def render_github(report: CheckReport) -> str:
+    """GitHub Actions workflow commands (https://docs.github.com/actions/reference/workflow-commands-for-github-actions):
+    one `::error file=F,line=L,title=T::message` per deployment that blocks the gate (fail, invalid, cannot judge: each
+    makes the exit code non-zero), shown on the file's line in the pull request; a `::notice` per pass; the summary
+    line last. Files are named as given on the command line (run kvplan from the repository root)."""
+    out = []
+    for v in report.verdicts:
+        if v.status == SKIPPED:
+            continue
+        level = _ANNOTATION.get(v.status, "notice")
+        props = []
+        if v.source and not v.source.startswith("--vllm-args"):
+            props.append(f"file={_workflow_property(v.source)}")
+            if v.line:
+                props.append(f"line={v.line}")
+        props.append(f"title={_workflow_property(f'kvplan check: {_STATUS_TEXT[v.status]} {v.name}')}")
+        message = v.reason
+        if v.suggestions:
+            message += "\nfix (any one): " + " | ".join(v.suggestions)
+        if v.origins is not None:
+            message += "\n" + " · ".join(origin_lines(v))
+        out.append(f"::{level} {','.join(props)}::{_workflow_data(message)}")
+    out.append(summary_line(report))
+    return "\n".join(out) + "\n"
+
+
+# ------------------------------------------------------------------ sarif
+
+SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
+_SARIF_RULES = (
+    ("starts", "the engine starts and serves one request of max_model_len"),
+    ("concurrency", "the required requests of max_model_len fit at once"),
+    ("headroom", "the required share of usable GPU memory stays free"),
+    ("gpus", "the file gives the GPUs its parallel layout takes"),
+    (INVALID, "the deployment file is valid input"),
+    (CANNOT_JUDGE, "kvplan can judge the deployment (what it does not model or cannot know is named)"),
+)
+
+
+def render_sarif(report: CheckReport) -> str:
+    """SARIF 2.1.0 (OASIS, https://docs.oasis-open.org/sarif/sarif/v2.1.0/): one run of the tool `kvplan`, a rule per
+    check, one result per failed check of a failing deployment, and one per invalid or cannot-judge deployment, each
+    at its file and line (region.startLine). Code scanning shows them on the pull request."""
+    import json
+
+    rule_ids = [rule for rule, _ in _SARIF_RULES]
+    results = []
+    for v in report.verdicts:
+        if v.status == FAIL:
+            failed = [(c.name, c.detail) for c in v.checks if not c.passed] or [("starts", v.reason)]
+        elif v.status in (INVALID, CANNOT_JUDGE):
+            failed = [(v.status, v.reason)]
+        else:
+            continue
+        for rule, detail in failed:
+            text = f"{v.name}: {detail}"
+            if v.suggestions:
+                text += " (fix, any one: " + " | ".join(v.suggestions) + ")"
+            result = {"ruleId": rule, "ruleIndex": rule_ids.index(rule) if rule in rule_ids else 0, "level": "error",
+                      "message": {"text": visible(text)}}
+            if v.source and not v.source.startswith("--vllm-args"):
+                location = {"artifactLocation": {"uri": visible(v.source)}}
+                if v.line:
+                    location["region"] = {"startLine": v.line}
+                result["locations"] = [{"physicalLocation": location}]
+            results.append(result)
+    log = {"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [{
+        "tool": {"driver": {"name": "kvplan",
+                            "rules": [{"id": rule, "shortDescription": {"text": text}} for rule, text in _SARIF_RULES]}},
+        "results": results}]}
+    return json.dumps(log, indent=2, ensure_ascii=False) + "\n"
+
+
 RENDERERS: dict[Format, Callable[[CheckReport], str]] = {
     Format.TEXT: render_text,
     Format.JSON: render_json,
     Format.MARKDOWN: render_markdown,
     Format.JUNIT: render_junit,
+    Format.GITHUB: render_github,
+    Format.SARIF: render_sarif,
 }
 if set(RENDERERS) != set(Format):  # pragma: no cover - exhaustive by construction; the test loops too
     raise AssertionError("every Format needs a renderer")

@@ -88,6 +88,7 @@ class Verdict:
     suggestions: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     origins: Origins | None = None
+    line: int | None = None  # the line of the file the verdict points at (kvplan/check/lines.py); None: no file
 
     @property
     def label(self) -> str:

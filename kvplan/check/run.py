@@ -81,7 +81,7 @@ def run_check(paths, options: CheckOptions = CheckOptions(), vllm_command_lines=
             if problem is not None:
                 verdicts.append(failed_verdict(display, None, display, None, problem))
                 continue
-            verdicts.extend(_judge_file(display, path, defaults))
+            verdicts.extend(_with_lines(_judge_file(display, path, defaults), path))
         for i, text in enumerate(vllm_command_lines, start=1):
             where = "--vllm-args" if len(vllm_command_lines) == 1 else f"--vllm-args#{i}"
             verdicts.append(_judge_command_line(text, where=where, defaults=defaults))
@@ -156,6 +156,20 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
         out.extend(_judge_document(doc, display=display, path=path, document=document, where=where, many=many,
                                    defaults=defaults))
     return out
+
+
+def _with_lines(verdicts: list[Verdict], path: Path) -> list[Verdict]:
+    """Each verdict with the line of its file it points at (lines.py), for annotations and SARIF regions."""
+    from dataclasses import replace
+
+    from kvplan.check.lines import find_line
+    from kvplan.core import yamlio
+
+    try:
+        text = yamlio.read_text(path)
+    except KvplanError:
+        return verdicts  # the file could not be read at all: its verdict says so, at no line
+    return [replace(v, line=find_line(text, v.document, v.status, v.reason)) for v in verdicts]
 
 
 def _not_a_format(where: str) -> UnsupportedError:

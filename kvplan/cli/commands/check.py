@@ -20,6 +20,8 @@ class OutputFormat(str, Enum):
     json = "json"
     markdown = "markdown"
     junit = "junit"
+    github = "github"
+    sarif = "sarif"
 
 
 def register(app) -> None:
@@ -75,7 +77,8 @@ def check(
         "--allow-path", help="A folder outside the checked repository whose files deployments may name (a model, a "
                              "--config) (repeatable). Without it such files are not read.", show_default=False)] = None,
     fmt: Annotated[OutputFormat, typer.Option(
-        "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY) or junit (XML).")] = OutputFormat.text,
+        "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY), junit (XML), github (workflow "
+                              "annotations) or sarif (SARIF 2.1.0).")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
     output: Annotated[Optional[str], typer.Option(
         "--output", "-o", help="Write the report to FILE (the text table still goes to stdout).", show_default=False)] = None,
