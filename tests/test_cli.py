@@ -33,7 +33,7 @@ def test_without_a_gpu_the_capacity_keys_are_null(cli, configs):
 
 def test_capacity_figures_are_exact(cli, configs):
     # 80 GiB x 0.9 usable; weights 8,030,261,248 x 2 B; 1 GiB per 8K sequence (128 KiB/token)
-    code, d, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "8K", "--batch", "1", "--gpu-mem", "80GiB")
+    code, d, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--engine", "static", "--seq", "8K", "--batch", "1", "--gpu-mem", "80GiB")
     capacity = 80 * 2**30
     usable = capacity * 9 // 10
     weights = 8030261248 * 2
@@ -42,22 +42,22 @@ def test_capacity_figures_are_exact(cli, configs):
     assert d["max_batch"] == (usable - weights) // per_seq
     assert d["max_seq"] == min((usable - weights) // 131072, 131072)  # capped at the model's 128K context
     # and the boundary really is the boundary: one sequence more does not fit
-    code, d2, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "8K", "--batch", str(d["max_batch"] + 1), "--gpu-mem", "80GiB")
+    code, d2, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--engine", "static", "--seq", "8K", "--batch", str(d["max_batch"] + 1), "--gpu-mem", "80GiB")
     assert code == 1 and d2["fits"] is False
-    code, d3, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--seq", "8K", "--batch", str(d["max_batch"]), "--gpu-mem", "80GiB")
+    code, d3, _ = estimate_json(cli, configs / "llama-3.1-8b.json", "--engine", "static", "--seq", "8K", "--batch", str(d["max_batch"]), "--gpu-mem", "80GiB")
     assert code == 0 and d3["fits"] is True
 
 
 def test_longest_context_is_the_boundary(cli, configs):
-    code, d, _ = estimate_json(cli, configs / "llama-3.1-70b.json", "--seq", "32K", "--batch", "8", "--gpu", "h100", "--tp", "4")
+    code, d, _ = estimate_json(cli, configs / "llama-3.1-70b.json", "--engine", "static", "--seq", "32K", "--batch", "8", "--gpu", "h100", "--tp", "4")
     assert d["max_seq_limited_by"] == "memory"
-    ok = estimate_json(cli, configs / "llama-3.1-70b.json", "--seq", str(d["max_seq"]), "--batch", "8", "--gpu", "h100", "--tp", "4")
-    over = estimate_json(cli, configs / "llama-3.1-70b.json", "--seq", str(d["max_seq"] + 1), "--batch", "8", "--gpu", "h100", "--tp", "4")
+    ok = estimate_json(cli, configs / "llama-3.1-70b.json", "--engine", "static", "--seq", str(d["max_seq"]), "--batch", "8", "--gpu", "h100", "--tp", "4")
+    over = estimate_json(cli, configs / "llama-3.1-70b.json", "--engine", "static", "--seq", str(d["max_seq"] + 1), "--batch", "8", "--gpu", "h100", "--tp", "4")
     assert ok[0] == 0 and over[0] == 1
 
 
 def test_does_not_fit_exits_1(cli, configs):
-    code, out, _ = cli("estimate", configs / "llama-3.1-70b.json", "--seq", "128K", "--batch", "8", "--gpu-mem", "24GiB")
+    code, out, _ = cli("estimate", configs / "llama-3.1-70b.json", "--engine", "static", "--seq", "128K", "--batch", "8", "--gpu-mem", "24GiB")
     assert code == 1 and "does NOT fit" in out
 
 
@@ -141,7 +141,7 @@ def test_kv_heads_what_if(cli, configs):
 
 
 def test_human_output_states_units(cli, configs):
-    code, out, _ = cli("estimate", configs / "llama-2-7b.json", "--seq", "4K", "--kv-dtype", "fp16", "--gpu", "a100-80gb")
+    code, out, _ = cli("estimate", configs / "llama-2-7b.json", "--engine", "static", "--seq", "4K", "--kv-dtype", "fp16", "--gpu", "a100-80gb")
     assert code == 0
     assert "512.00 KiB (524,288 B)" in out and "2.00 GiB (2,147,483,648 B)" in out and "fits" in out
 

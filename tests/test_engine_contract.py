@@ -91,7 +91,7 @@ def test_an_unread_release_exits_3_and_no_version_exits_2(cli, name):
         # the static engine has no releases (transformers' StaticCache semantics): any --engine-version is a flag it
         # does not take, bad input, whatever its value
         for version in ("9.9.9", "banana"):
-            code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine-version", version)
+            code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", "static", "--engine-version", version)
             assert code == 2 and "no release to choose" in err
         return
     for version in ("0.0.1", "9.9.9"):  # before the oldest release read, after the newest

@@ -49,7 +49,7 @@ def test_paged_flags_stay_valid_where_a_paged_engine_is_in_the_sweep(cli):
 ])
 def test_what_is_kept_back_names_what_set_it(cli, args, label):
     # `--gpu-util 1e-30` and `--gpu-mem 1` showed "reserve (runtime overhead)", blaming --reserve nobody passed
-    code, out, err = cli("estimate", M, *args, "--json")
+    code, out, err = cli("estimate", M, "--engine", "static", *args, "--json")
     assert json.loads(out)["reserved_by"] == label
-    code, out, err = cli("estimate", M, *args)
+    code, out, err = cli("estimate", M, "--engine", "static", *args)
     assert f"kept back ({label})" in out and "reserve (runtime overhead)" not in out

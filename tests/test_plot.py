@@ -64,7 +64,8 @@ def test_terminal_chart(cli):
     code, out, err = cli("plot", MODEL, "--gpu", "h100,l40s", "--kv-dtype", "bf16,fp8", "--batch", "8", "--width", "60", "--height", "12")
     assert code == 0, err
     lines = out.splitlines()
-    assert lines[0] == "llama-3.1-8b: weights + KV cache of 8 sequences vs context"
+    # the capacity chart is the textbook's picture (static by default), and its title says so
+    assert lines[0] == "llama-3.1-8b: weights + KV cache of 8 sequences vs context (textbook: no engine overhead)"
     plot_rows = [line for line in lines if "┤" in line]
     # --width 60 columns of plot area; a row ends at its last mark (no trailing spaces), the widest one at the edge
     areas = [line.split("┤", 1)[1] for line in plot_rows]

@@ -18,6 +18,7 @@ from kvplan.core.errors import InputError
 
 GiB = 1 << 30
 _MARKERS = "●▲■◆✚✱○△□◇"
+_LIMIT_MARKS = "─┄═┈╌"
 _MPL_MARKERS = "o^sD+*v<>p"
 
 
@@ -85,7 +86,8 @@ def capacity_chart(rows: Iterable, *, model: str, batch: int) -> Chart:
         series += [Series(label, xs, tuple(v for _ in xs), limit=True) for label, v in limits.items()]
     y_label = "GiB per GPU (most loaded)" if with_gpu else "KV cache, GiB (all GPUs)"
     what = f"weights + KV cache of {batch} sequence{'s' if batch > 1 else ''}" if with_gpu else f"KV cache of {batch} sequence{'s' if batch > 1 else ''}"
-    return Chart(title=f"{model}: {what} vs context", x_label="context length (tokens)", y_label=y_label, series=tuple(series))
+    textbook = " (textbook: no engine overhead)" if with_gpu and {r.engine for r in rows} == {"static"} else ""
+    return Chart(title=f"{model}: {what} vs context{textbook}", x_label="context length (tokens)", y_label=y_label, series=tuple(series))
 
 
 def concurrency_chart(rows: Iterable, *, model: str) -> Chart:
@@ -176,7 +178,7 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18, columns: int
     limits = [s for s in chart.series if s.limit]
     for i, s in enumerate(limits):
         r = row(s.ys[0])
-        mark = "┄" if i % 2 else "─"
+        mark = _LIMIT_MARKS[i % len(_LIMIT_MARKS)]  # a line of its own glyph: told apart without colour
         if r is not None and 0 <= r < height:
             for c in range(width):
                 if grid[r][c] == " ":
@@ -190,7 +192,7 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18, columns: int
             for c in range(ca + 1, cb):
                 frac = (c - ca) / (cb - ca)
                 r = row(ya + frac * (yb - ya)) if not chart.y_log else row(math.exp(math.log(max(ya, 1e-9)) + frac * (math.log(max(yb, 1e-9)) - math.log(max(ya, 1e-9)))))
-                if r is not None and 0 <= r < height and grid[r][c] in " ─┄":
+                if r is not None and 0 <= r < height and grid[r][c] in " " + _LIMIT_MARKS:
                     grid[r][c] = "·"
         for x, y in pts:
             r = row(y)

@@ -214,11 +214,15 @@ def row_from_result(result, combo: Combo) -> SweepRow:
 
 
 def _engine_rows(grid: Grid, combo: Combo, module, request, note) -> Iterator[SweepRow]:
+    from kvplan.engines.fixes import at_judging_edge
+
     replace = dataclasses.replace
     for seq in grid.seq:
         for batch in grid.batch:
             try:
-                result = module.estimate(replace(request, seq=seq, batch=batch))
+                # judged where estimate and check judge (the low edge of a modelled budget's band): one verdict
+                req = replace(request, seq=seq, batch=batch)
+                _, result = at_judging_edge(module, req, module.estimate(req))
             except KvplanError as err:
                 note(err)
                 yield from _refused(Grid(seq=(seq,), batch=(batch,)), combo, request.spec.name, err)

@@ -69,3 +69,24 @@ def model_lookup(models_dir, offline: bool):
     stack.enter_context(resolve.using(resolve.lookup_from_options(names(models_dir, "--models-dir"), bool(offline))))
     stack.enter_context(resolve.remembering())
     return stack
+
+
+DEFAULT_ENGINE_NOTE = ("judged by vLLM, the default engine with a GPU; --engine static gives the textbook figures (one "
+                       "contiguous cache, no engine overhead), docs/engines/README.md")
+
+
+def default_engine(engine: str | None, *, gpu=None, gpu_mem=None, kv_cache_memory=None, reserve=None,
+                   vllm_only: bool = False, sglang_args=None) -> str:
+    """The engine estimate, sweep and plot run when none is named: with a GPU, vLLM, so that a "fits" is never the
+    textbook's alone where the engine most deployments run would not start; without one, the textbook cache figures
+    (static). Options only one engine reads choose that engine (--reserve: static, --sglang-args: sglang,
+    `vllm_only`: --vllm-args and the like: vllm)."""
+    if engine is not None:
+        return engine
+    if sglang_args is not None:
+        return "sglang"
+    if reserve is not None:
+        return "static"
+    if gpu is not None or gpu_mem is not None or kv_cache_memory is not None or vllm_only:
+        return "vllm"
+    return "static"

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 def estimate(model: str, *, seq: str | int | None = None, batch: int = 1, kv_dtype: str = "auto", dtype: str | None = None,
              gpu: str | None = None, gpu_mem: str | int | None = None, gpus: int | None = None, tp: int | None = None,
-             pp: int = 1, engine: str = "static", engine_version: str | None = None,
+             pp: int = 1, engine: str | None = None, engine_version: str | None = None,
              engine_option: list[str] | dict[str, str] | str | None = None, gpu_util: str | float | None = None,
              gpu_reserved: str | int | None = None, reserve: str | int | None = None,
              kv_cache_memory: str | int | None = None, block_size: int | None = None, max_num_seqs: int | None = None,
@@ -22,7 +22,7 @@ def estimate(model: str, *, seq: str | int | None = None, batch: int = 1, kv_dty
              prompt: str | int | None = None, calibration: str | None = None, models_dir: list[str] | str | None = None,
              offline: bool = False, optimistic: bool = False) -> ContractEstimate:
     """KV cache, weights and fit of `model` at `seq` tokens x `batch` sequences, in the terms of `engine` (static,
-    vllm, sglang, trtllm): the result `kvplan estimate --json` prints. `fits` is False (not an exception) when a GPU
+    vllm, sglang, trtllm; None: vllm with a GPU, static without): the result `kvplan estimate --json` prints. `fits` is False (not an exception) when a GPU
     was given and the shape does not fit. A modelled engine budget is judged at the low edge of its band, as check
     judges it, unless `optimistic`."""
     return run(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=gpus, tp=tp,
@@ -43,7 +43,9 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, gpus, tp, pp, engin
     from kvplan.engines import fixes
     from kvplan.requests.build import build_request, refuse_paged_flags
 
-    engine = args.text(engine, "--engine")
+    engine = args.default_engine(args.text(engine, "--engine"), gpu=gpu, gpu_mem=gpu_mem, kv_cache_memory=kv_cache_memory,
+                                 reserve=reserve, vllm_only=vllm_args is not None or rate is not None or prompt is not None,
+                                 sglang_args=sglang_args)
     block_size, max_num_seqs = args.count(block_size, "--block-size"), args.count(max_num_seqs, "--max-num-seqs")
     max_num_batched_tokens = args.count(max_num_batched_tokens, "--max-num-batched-tokens")
     with args.model_lookup(models_dir, offline):

@@ -28,7 +28,7 @@ def estimate(
     gpus: GpusOpt = None,
     tp: TpOpt = None,
     pp: PpOpt = 1,
-    engine: EngineOpt = "static",
+    engine: EngineOpt = None,
     engine_version: EngineVersionOpt = None,
     engine_option: EngineOptionOpt = None,
     gpu_util: GpuUtilOpt = None,
@@ -73,6 +73,10 @@ def estimate(
         for table in views.tables(result):
             render.print_fitting(out, table)
         err = render.console(stderr=True)
+        if engine is None and result.engine == "vllm":
+            from kvplan.api.args import DEFAULT_ENGINE_NOTE
+
+            err.print(f"note: {DEFAULT_ENGINE_NOTE}")
         for note in result.notes:
             err.print(f"note: {note}")
     if result.fits is False:

@@ -36,7 +36,7 @@ def plot(
     gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog, e.g. 80GiB.", show_default=False)] = None,
     tp: Annotated[str, typer.Option("--tp", help="Tensor parallel sizes, comma separated: one curve each.")] = "1",
     pp: Annotated[str, typer.Option("--pp", help="Pipeline parallel sizes, comma separated.")] = "1",
-    engine: Annotated[str, typer.Option("--engine", help="Engines, comma separated (static, vllm, sglang, trtllm).")] = "static",
+    engine: Annotated[Optional[str], typer.Option("--engine", help="Engines, comma separated (static: the textbook, vllm, sglang, trtllm). Default: static for --kind capacity (the bytes a cache takes); for --kind concurrency vllm with a GPU, as estimate and sweep judge.", show_default=False)] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format. Default: the model's.", show_default=False)] = None,
     gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory usable.", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", "-o", help="Write an image (.png or .svg; needs matplotlib: pip install 'kvplan[plot]'). Without it: a terminal chart.", show_default=False)] = None,
@@ -77,6 +77,11 @@ def plot(
     if output is not None:
         plotting.image_format(output, image_format.value if image_format else None)  # before any work
         _check_matplotlib()
+    if engine is None and kind is Kind.capacity:
+        # the capacity chart draws the bytes a cache takes against the memory left for it: the textbook's picture (a
+        # paged engine's pool is preallocated, flat in context); its title says so. The concurrency chart, a
+        # verdict per length, is the default engine's (vLLM with a GPU), as estimate and sweep judge.
+        engine = "static"
     spec, grid, make_request, _ = build_grid(model, seq=seq, batch=str(batch), kv_dtype=kv_dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp,
                                              pp=pp, engine=engine, dtype=dtype, gpu_util=gpu_util,
                                              calibration=calibration)

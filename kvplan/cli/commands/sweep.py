@@ -38,7 +38,7 @@ def sweep(
     gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog (one value), e.g. 80GiB.", show_default=False)] = None,
     tp: Annotated[str, typer.Option("--tp", help="Tensor parallel sizes: a list or range, e.g. 1,2,4,8 or 1..8 (A..B alone doubles).")] = "1",
     pp: Annotated[str, typer.Option("--pp", help="Pipeline parallel sizes: a list or range.")] = "1",
-    engine: Annotated[str, typer.Option("--engine", help="Engines, comma separated: static, vllm, sglang, trtllm.")] = "static",
+    engine: Annotated[Optional[str], typer.Option("--engine", help="Engines, comma separated: static (the textbook), vllm, sglang, trtllm. Default: vllm with a GPU, static without.", show_default=False)] = None,
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight dtype/format (one value). Default: the model's.", show_default=False)] = None,
     gpu_util: Annotated[Optional[str], typer.Option("--gpu-util", help="Fraction of GPU memory the engine may use.", show_default=False)] = None,
     reserve: Annotated[Optional[str], typer.Option("--reserve", help="Memory per GPU kept back (static engine).", show_default=False)] = None,
@@ -127,6 +127,10 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
             raise InputError(f"empty entry in {text!r}", where=where)
         return parts
 
+    from kvplan.api.args import default_engine
+
+    engine = default_engine(engine, gpu=gpu, gpu_mem=gpu_mem, kv_cache_memory=kv_cache_memory, reserve=reserve,
+                            vllm_only=vllm_args is not None, sglang_args=sglang_args)
     engines = tuple(e.lower() for e in names(engine, "--engine"))
     for name in engines:
         if name not in ENGINE_NAMES:
