@@ -66,13 +66,20 @@ def hostile(tmp_path) -> Path:
     (("calibrate", "fifo.log"), "fifo.log — cannot read the file (is a FIFO"),
     (("calibrate", "/dev/zero"), "/dev/zero — cannot read the file (is a character device"),
     (("check", "fifo.yaml", "--gpu", "h100"), "fifo.yaml — is a FIFO"),
-    (("check", "--vllm-args", "serve x --config /dev/zero", "--gpu", "h100"), "/dev/zero — is a character device"),
     (("check", "--vllm-args", "serve x --config fifo.yaml", "--gpu", "h100"), "fifo.yaml — is a FIFO"),
 ])
 def test_fifos_and_devices_are_refused_naming_the_path(hostile, args, fragment):
     p = kvplan(*args, cwd=hostile)
     assert p.returncode == 2, (p.returncode, p.stderr)
     assert fragment in p.stderr, p.stderr
+
+
+def test_a_device_outside_the_folder_is_not_opened_from_a_command_line(hostile):
+    # --vllm-args names files relative to the working folder's repository (docs/check.md "Paths a deployment
+    # names"): /dev/zero lies outside it, so it is not opened at all — cannot judge, naming the path only
+    p = kvplan("check", "--vllm-args", "serve x --config /dev/zero", "--gpu", "h100", cwd=hostile)
+    assert p.returncode == 3, (p.returncode, p.stderr)
+    assert "/dev/zero — is outside the repository" in p.stderr and p.stderr.count("\n") == 1, p.stderr
 
 
 def test_check_reports_what_a_folder_holds_that_it_cannot_read(hostile):
