@@ -230,3 +230,54 @@ def test_deepseek_v3_weights_from_quantization_config(cli):
     assert got["weights_bytes"] == resolve_model(str(DATA / "hf_configs" / "deepseek-v3.json")).weights_bytes
     assert got["weights_source"].startswith("quantization_config fp8")
     assert 626 * GiB < got["weights_bytes"] < 627 * GiB  # 671B fp8 + block scales + bf16 embeddings/head/norms
+
+
+# ------------------------------------------------------------------ NVIDIA ModelOpt (hf_quant_config.json)
+
+CORPUS_2026 = DATA / "hf_configs_2026"
+
+
+def _checkpoint(tmp_path, name: str, with_quant: bool = True) -> Path:
+    folder = tmp_path / name
+    folder.mkdir()
+    (folder / "config.json").write_text((CORPUS_2026 / f"{name}.json").read_text())
+    if with_quant:
+        (folder / "hf_quant_config.json").write_text((CORPUS_2026 / f"{name}.hf_quant_config.json").read_text())
+    return folder
+
+
+def test_modelopt_fp8_checkpoint_is_sized_from_its_hf_quant_config(tmp_path):
+    # nvidia/Llama-3.1-70B-Instruct-FP8: config.json has no quantization_config; hf_quant_config.json says FP8 with
+    # lm_head excluded. By hand: the 80 layers' seven linears in fp8 plus a float32 weight and input scale each;
+    # embeddings, output head (excluded) and norms in bf16
+    h, inter, layers, vocab, kv = 8192, 28672, 80, 128256, 1024
+    linear = layers * (2 * h * h + 2 * h * kv + 3 * h * inter)
+    rest = 2 * vocab * h + (2 * layers + 1) * h
+    spec = resolve_model(str(_checkpoint(tmp_path, "nvidia--Llama-3.1-70B-Instruct-FP8")))
+    assert spec.params == linear + rest
+    assert spec.weights_bytes == linear + 8 * 7 * layers + 2 * rest  # 72.66 GB, not 141 GB in bf16
+    assert spec.quant_method == "modelopt" and spec.weight_dtype == "fp8_e4m3"
+    plain = resolve_model(str(_checkpoint(tmp_path / "x", "nvidia--Llama-3.1-70B-Instruct-FP8", with_quant=False)
+                              if (tmp_path / "x").mkdir() is None else None))
+    assert plain.weights_bytes is None  # without the file: params x bf16, as before
+
+
+def test_modelopt_nvfp4_keeps_the_modules_it_lists_layer_by_layer_in_bf16():
+    # nvidia/MiniMax-M2.5-NVFP4: NVFP4 (two E2M1 values a byte, an fp8 scale per 16 inputs, two float32 scales per
+    # matrix), its quantization_config ignoring model.layers.N.self_attn* one layer at a time for all 62 layers:
+    # attention stays bf16. Against the same file ignoring lm_head only, the difference is the attention matrices
+    # in bf16 less the same in NVFP4, by hand from the config's widths
+    from kvplan.model.hf_config import spec_mapping_from_config
+
+    raw = json.loads((CORPUS_2026 / "nvidia--MiniMax-M2.5-NVFP4.json").read_text())
+    listed = spec_mapping_from_config(raw, name="m", where="m")
+    ignore = raw["quantization_config"]["ignore"]
+    assert sum(1 for e in ignore if e.endswith(".self_attn*")) == raw["num_hidden_layers"] == 62
+    raw["quantization_config"]["ignore"] = ["lm_head"]
+    plain = spec_mapping_from_config(raw, name="m", where="m")
+    h, q, kv = 3072, 48 * 128, 8 * 128
+    matrices = [(q, h), (kv, h), (kv, h), (h, q)]  # q, k, v, o of one layer
+    bf16 = sum(2 * o * i for o, i in matrices)
+    nvfp4 = sum(o * i // 2 + o * i // 16 + 8 for o, i in matrices)
+    assert listed["weights_bytes"] - plain["weights_bytes"] == 62 * (bf16 - nvfp4)
+    assert listed["quant_method"] == "modelopt"

@@ -440,11 +440,14 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         notes.append(f"the checkpoint also holds {mtp} multi-token-prediction layer(s) (num_nextn_predict_layers), "
                      "loaded only for speculative decoding and not counted in params (the mtp section has them)")
     quant = raw.get("quantization_config") or cfg.get("quantization_config")
-    if isinstance(quant, Mapping):
+    if isinstance(quant, Mapping) and counted.unknown:
+        # the inventory lacks the tower: a quantized figure of the text model alone would pass for the checkpoint's
+        notes.append("the checkpoint is quantized; its weight bytes stay unknown with the tower")
+    elif isinstance(quant, Mapping):
         from kvplan.model.weights import NotModelled, quantized_weight_bytes
 
         try:
-            counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits)
+            counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits, layers)
         except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
             # a setting of the wrong type or zero (bits: "x", group_size: 0, a block_structure of one number)
             raise InputError("holds a setting kvplan cannot read as a number (bits, group_size, block sizes)",
@@ -456,6 +459,10 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
             spec["weights_source"] = counted_bytes.source
             spec["quant_method"] = str(quant.get("quant_method")).lower()
             fmt = _QUANT_WEIGHT_DTYPE.get(str(quant.get("quant_method") or "").lower())
+            if quant.get("quant_algo") and not quant.get("quant_method"):
+                spec["quant_method"] = "modelopt"
+            if spec["quant_method"] == "modelopt" and str(quant.get("quant_algo") or "").upper() == "FP8":
+                fmt = "fp8_e4m3"
             if fmt:
                 spec["weight_dtype"] = fmt
     if notes:
@@ -685,6 +692,17 @@ def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None, 
     from kvplan.model.weights import checkpoint_weight_bytes
 
     default_name = name or (path.parent.name if path.name == "config.json" else path.stem)
+    modelopt = path.parent / "hf_quant_config.json"
+    if path.name == "config.json" and modelopt.is_file() and not text_config(raw).get("quantization_config"):
+        # NVIDIA ModelOpt checkpoints (Llama-3.1-70B-Instruct-FP8, Nemotron-3 NVFP4) say their format in this file,
+        # not in config.json; vLLM reads it the same way (quantization/modelopt.py, hf_quant_config.json)
+        from kvplan.core import yamlio
+        from kvplan.model.weights import modelopt_quant_config
+
+        hf_quant = yamlio.load_json(modelopt)
+        if not isinstance(hf_quant, Mapping):
+            raise InputError("must hold a JSON object", where=str(modelopt))
+        raw = {**raw, "quantization_config": modelopt_quant_config(hf_quant)}
     mapping = spec_mapping_from_config(raw, name=default_name, where=str(path))
     found = checkpoint_weight_bytes(path.parent) or weights
     if found is not None:

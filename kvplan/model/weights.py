@@ -25,6 +25,7 @@ In order of preference (hf_config.py asks in this order and records which one an
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import struct
 from dataclasses import dataclass
@@ -156,7 +157,7 @@ def _module_of(name: str) -> str:
     return name[: -len(".weight")] if name.endswith(".weight") else name
 
 
-_LAYER_PREFIX = re.compile(r"^(?:model\.)?(?:language_model\.)?(?:model\.)?(?:layers|h|blocks)\.(\*|\d+)\.")
+_LAYER_PREFIX = re.compile(r"^(?:model\.|backbone\.)?(?:language_model\.)?(?:model\.)?(?:layers|h|blocks)\.(\*|\d+)\.")
 
 
 class _Exclusions:
@@ -171,6 +172,9 @@ class _Exclusions:
         self.regexes = []
         self.any_layer: set[str] = set()
         self.by_layer: dict[int, set[str]] = {}
+        # ModelOpt's entries are shell globs ('model.layers.0.linear_attn*', 'model.layers.0.mlp.shared_expert*')
+        self.globs_any: list[str] = []
+        self.globs_by_layer: dict[int, list[str]] = {}
         for p in patterns:
             if not isinstance(p, str):
                 continue
@@ -178,12 +182,14 @@ class _Exclusions:
                 self.regexes.append(re.compile(p[3:]))
                 continue
             m = _LAYER_PREFIX.match(p)
-            if m is None:
-                self.any_layer.add(p)
-            elif m.group(1) == "*":
-                self.any_layer.add(p[m.end():])
+            rest = p if m is None else p[m.end():]
+            layer = None if m is None or m.group(1) == "*" else int(m.group(1))
+            if "*" in rest or "?" in rest:
+                (self.globs_any if layer is None else self.globs_by_layer.setdefault(layer, [])).append(rest)
+            elif layer is None:
+                self.any_layer.add(rest)
             else:
-                self.by_layer.setdefault(int(m.group(1)), set()).add(p[m.end():])
+                self.by_layer.setdefault(layer, set()).add(rest)
 
     def covers(self, module: str, layer: int) -> bool:
         parts = module.split(".")
@@ -191,27 +197,45 @@ class _Exclusions:
         names = {".".join(parts[:i]) for i in range(1, len(parts) + 1)} | {".".join(parts[i:]) for i in range(1, len(parts))}
         if names & self.any_layer or names & self.by_layer.get(layer, set()):
             return True
+        globs = self.globs_any + self.globs_by_layer.get(layer, [])
+        if any(fnmatch.fnmatchcase(n, g) for g in globs for n in names):
+            return True
+        # a glob over whole layers ('model.layers.0*', GLM-5.1-NVFP4) is matched against the module's full names
+        fulls = [f"{root}layers.{layer}.{module}" for root in ("model.", "model.language_model.", "language_model.model.")]
+        if any(fnmatch.fnmatchcase(f, g) for g in self.globs_any for f in fulls):
+            return True
         full = f"model.layers.{layer}.{module}"
         return any(r.match(full) for r in self.regexes)
 
+    def layers_listing(self, module: str, layers: int) -> int:
+        """How many of the model's `layers` an entry naming that layer covers `module` in."""
+        listed = set(self.by_layer) | set(self.globs_by_layer)
+        return sum(1 for layer in listed if layer < layers and self.covers(module, layer))
 
-def _excluded(tensor: Tensor, exclusions: _Exclusions) -> bool:
+
+def _excluded(tensor: Tensor, exclusions: _Exclusions, layers: int | None = None) -> bool:
     """Whether an exclusion list leaves this tensor unquantized in every layer. The inventory has one entry per
     class of tensor, not per layer: an entry that covers a quantized module in some layers only cannot be applied
-    exactly, so it is refused (NotModelled)."""
+    exactly, so it is refused (NotModelled) -- unless the list names it, layer by layer, in as many layers as the
+    model has such a module (ModelOpt lists Qwen3.5's linear_attn* on exactly its 36 linear-attention layers)."""
     module = _module_of(tensor.name)
     hits = [exclusions.covers(module, layer) for layer in (0, 1, 2, 7)]
-    if any(hits) and not all(hits):
+    if all(hits):
+        return True
+    if layers is not None and exclusions.layers_listing(module, layers) == tensor.count:
+        return True
+    if any(hits):
         raise NotModelled(f"the quantization exclusions name single layers of {module}")
-    return hits[0]
+    return False
 
 
-def _matrices(tensors: Iterable[Tensor], exclude: Iterable) -> tuple[list[Tensor], list[Tensor]]:
+def _matrices(tensors: Iterable[Tensor], exclude: Iterable,
+              layers: int | None = None) -> tuple[list[Tensor], list[Tensor]]:
     """(quantized [out, in] matrices, everything else)."""
     exclusions = _Exclusions(exclude)
     quantized, rest = [], []
     for t in tensors:
-        if t.kind in (LINEAR, EXPERT) and len(t.shape) == 2 and not _excluded(t, exclusions):
+        if t.kind in (LINEAR, EXPERT) and len(t.shape) == 2 and not _excluded(t, exclusions, layers):
             quantized.append(t)
         else:
             rest.append(t)
@@ -222,13 +246,19 @@ def _cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
-def quantized_weight_bytes(quant: Mapping, tensors: Iterable[Tensor], model_dtype_bits: int) -> WeightBytes:
-    """Weight bytes of a checkpoint stored as `quant` (config.json quantization_config) describes.
+def quantized_weight_bytes(quant: Mapping, tensors: Iterable[Tensor], model_dtype_bits: int,
+                           layers: int | None = None) -> WeightBytes:
+    """Weight bytes of a checkpoint stored as `quant` (config.json quantization_config, or ModelOpt's
+    hf_quant_config.json as modelopt_quant_config makes it) describes; `layers` the decoder layers.
 
     Raises NotModelled with the reason when the format or one of its options is not modelled."""
     method = str(quant.get("quant_method") or "").lower()
     tensors = list(tensors)
     plain = model_dtype_bits // 8
+    producer = quant.get("producer") if isinstance(quant.get("producer"), Mapping) else {}
+    if method == "modelopt" or (not method and quant.get("quant_algo") and producer.get("name") == "modelopt"):
+        # some ModelOpt exports leave quant_method out of config.json's block and name only the producer
+        return _modelopt(quant, tensors, plain, layers)
     if method == "fp8":
         return _fp8(quant, tensors, plain)
     if method == "mxfp4":
@@ -340,3 +370,50 @@ def _compressed_tensors(quant: Mapping, tensors: list[Tensor], plain: int) -> We
         total += t.count * (weight + scales * plain + (16 if packed else 0) + (plain if static_input else 0))
     return WeightBytes(total, f"quantization_config compressed-tensors: {bits}-bit {kind} linear weights ({strategy} scales in "
                               f"{plain * 8}-bit, {fmt}); the rest in {plain * 8}-bit")
+
+
+# ------------------------------------------------------------------ NVIDIA ModelOpt
+
+def modelopt_quant_config(hf_quant: Mapping) -> dict:
+    """ModelOpt's hf_quant_config.json ({"quantization": {"quant_algo", "exclude_modules", "group_size", ...}}) as a
+    quantization_config mapping (quant_method "modelopt"), the form vLLM reads it into (quantization/modelopt.py
+    ModelOptFp8Config / ModelOptNvFp4Config.from_config)."""
+    q = hf_quant.get("quantization") if isinstance(hf_quant.get("quantization"), Mapping) else hf_quant
+    return {"quant_method": "modelopt", "quant_algo": q.get("quant_algo"),
+            "exclude_modules": list(q.get("exclude_modules") or []), "group_size": q.get("group_size"),
+            "kv_cache_quant_algo": q.get("kv_cache_quant_algo")}
+
+
+def _modelopt(quant: Mapping, tensors: list[Tensor], plain: int, layers: int | None) -> WeightBytes:
+    """NVIDIA ModelOpt checkpoints, per quantized [out, in] matrix as vLLM 0.33 quantization/modelopt.py creates and
+    loads them: FP8 (ModelOptFp8LinearMethod): the fp8 weight, a float32 weight_scale and input_scale per matrix;
+    NVFP4 (ModelOptNvFp4LinearMethod): uint8 [out, in / 2] (two E2M1 values a byte), an fp8 E4M3 weight_scale per
+    group of group_size (16) inputs, a float32 weight_scale_2 and input_scale per matrix. The excluded modules
+    (exclude_modules, or a config.json's ignore) and everything that is not a linear layer stay in the model dtype.
+    MIXED_PRECISION (a per-layer table of algorithms) is not modelled."""
+    algo = str(quant.get("quant_algo") or "").upper()
+    exclude = quant.get("exclude_modules") or quant.get("ignore") or []
+    q, rest = _matrices(tensors, exclude, layers)
+    total = _rest_bytes(rest, plain)
+    if algo == "FP8":
+        for t in q:
+            out, inp = t.shape
+            total += t.count * (out * inp + 4 + 4)
+        what = "1-byte fp8 linear weights, a float32 weight and input scale per matrix"
+    elif algo == "NVFP4":
+        group = quant.get("group_size")
+        if group is None:  # a config.json's modelopt block carries it in its config group
+            groups = quant.get("config_groups") or {}
+            group = next((g.get("weights", {}).get("group_size") for g in groups.values() if isinstance(g, Mapping)), 16)
+        group = int(group or 16)
+        for t in q:
+            out, inp = t.shape
+            if inp % group or inp % 2:
+                raise NotModelled(f"NVFP4 needs the input width of {t.name} ({inp}) to be a multiple of {group}")
+            total += t.count * (out * inp // 2 + out * inp // group + 4 + 4)
+        what = f"NVFP4 linear weights (4-bit E2M1, an fp8 scale per {group} inputs, float32 per-matrix scales)"
+    else:
+        raise NotModelled(f"ModelOpt quant_algo {algo or '(none)'!r} is not modelled (FP8 and NVFP4 are)")
+    return WeightBytes(total, f"ModelOpt {algo}: {what}; {len(rest)} other tensor classes (embeddings, norms, routers, "
+                              f"excluded modules) in {plain * 8}-bit")
+
