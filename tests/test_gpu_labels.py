@@ -46,7 +46,8 @@ def test_gpu_feature_discovery_product_labels_are_the_nvml_names_with_dashes():
             if alias.startswith(("NVIDIA ", "Tesla ")):
                 entry = gpus.lookup("nvidia.com/gpu.product", alias.replace(" ", "-"))
                 assert entry.names == (gpu.name,), alias
-    assert gpus.lookup("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-SHARED").names == ("h100-sxm-80gb",)
+    with pytest.raises(UnsupportedError, match="time-sliced"):  # shared with other pods: its memory is not the card's
+        gpus.lookup("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-SHARED")
     with pytest.raises(UnsupportedError, match="MIG"):
         gpus.lookup("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
 

@@ -33,6 +33,7 @@ class GpuEvidence:
     vendor_where: str | None = None
     other: str | None = None  # a non-GPU accelerator: 'AWS Neuron devices (aws.amazon.com/neuron)'
     all_devices: bool = False  # every GPU of the host (compose `count: all`, `--gpus all`): count unknown
+    shared: str | None = None  # part of a GPU: 'a MIG slice (resources.limits nvidia.com/mig-1g.10gb: 1)'
 
 
 @dataclass(frozen=True)
@@ -98,21 +99,39 @@ def lookup(key: str, value: str) -> LabelEntry | None:
 
 
 def _product_by_rule(value: str, values: dict[str, LabelEntry]) -> LabelEntry | None:
-    """GPU feature discovery's product label read back: drop -SHARED, refuse MIG slices, dashes to spaces."""
+    """GPU feature discovery's product label read back: refuse MIG slices and time-sliced (-SHARED) GPUs, dashes to
+    spaces."""
     from kvplan.core.errors import InputError
     from kvplan.model.catalog import find_gpu
 
     if "-MIG-" in value:
         raise UnsupportedError(f"nvidia.com/gpu.product={value} is a MIG slice of a GPU", hint="pass --gpu-mem SIZE for the slice")
-    base = value.removesuffix("-SHARED")
-    if base != value and base in values:
-        return values[base]
+    if value.endswith("-SHARED"):  # time-slicing: the card's memory is shared with whatever else lands on it
+        raise UnsupportedError(f"nvidia.com/gpu.product={value} is a time-sliced GPU, shared with other pods",
+                               hint="the memory left to this deployment depends on its neighbours; judge it with "
+                                    "--gpu-mem SIZE of what it gets, or on a GPU of its own")
+    base = value
     try:
         gpu = find_gpu(base.replace("-", " "))
     except InputError:
         return None
     source = next(iter(values.values())).source if values else "GPU feature discovery"
     return LabelEntry("gpu-product", (gpu.name,), None, source)
+
+
+def whole_count(value, *, where: str, what: str = "a whole number") -> int:
+    """A GPU, replica or slice count as a file writes it: an integer, or a string of ASCII digits. Python's int()
+    also reads '２' or '١٢٨' (issue 26: a count in non-ASCII digits passed as a number), and a bool is no count."""
+    from kvplan.core.errors import InputError
+
+    if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+        return value
+    text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+    if isinstance(value, float) and value.is_integer() and value >= 0:
+        return int(value)
+    if not (text.isascii() and text.isdigit()):
+        raise InputError(f"must be {what}, got {value!r}", where=where)
+    return int(text)
 
 
 # ------------------------------------------------------------------ choosing
@@ -138,6 +157,14 @@ def choose(evidence: GpuEvidence, override: Hardware | None, override_origin: st
     if evidence.other:
         raise UnsupportedError(f"runs on {evidence.other}, not on a GPU; kvplan models NVIDIA and AMD GPUs", where=where,
                                hint="nothing to judge here: the memory rules of that accelerator are not modelled")
+    if evidence.shared and (override_origin or "").startswith("--gpu-mem"):  # the memory of the slice, as given
+        return GpuChoice((override,), f"{override_origin} for {evidence.shared}", evidence.count, evidence.count_where)
+    if evidence.shared:
+        # a slice or a time share of a GPU: judging it as the whole card (what --gpu or the label names) would pass
+        # 16 GB of weights on a 10 GB MIG slice (issue 26)
+        raise UnsupportedError(f"gets {evidence.shared}: part of a GPU, whose memory kvplan cannot read from the file",
+                               where=where, hint="judge it with --gpu-mem SIZE (the memory of the slice it gets), or "
+                                                 "deploy it on whole GPUs")
     notes: list[str] = []
     named = _from_labels(evidence.labels, where=where) if evidence.labels else None
     label_origin = named[1] if named is not None else None

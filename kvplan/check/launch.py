@@ -262,7 +262,7 @@ def _docker_run(args: list[str], env: dict) -> list[EngineCall]:
             gpus_given = spec
             if spec == "all":
                 all_devices = True
-            elif spec.isdigit():
+            elif spec.isascii() and spec.isdigit():  # '２' is no count (str.isdigit accepts it, int reads it)
                 count = int(spec)
             else:
                 ids = re.search(r"device=([\d,]+)", spec)

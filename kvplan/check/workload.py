@@ -88,8 +88,8 @@ def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) 
     from kvplan.check.readers import sglang_launch, trtllm_serve, vllm_serve
 
     image = call.image or workload.image
-    gpus = _merge(workload.gpus, call.gpus)
     env = {**workload.env, **call.env}
+    gpus = visible(_merge(workload.gpus, call.gpus), env)
     notes: list[str] = []
     if call.engine == launch.OTHER:
         shown = shell.display(" ".join(call.args))[:160] if call.args else ""
@@ -117,7 +117,8 @@ def _from_config(workload: Workload, engine: str, config: Any, defaults: Default
     from kvplan.check.readers import trtllm_serve, vllm_serve
     from kvplan.engines.vllm import serve_args
 
-    ctx = _context(workload, engine, workload.image, workload.gpus, workload.env, defaults)
+    gpus = visible(workload.gpus, workload.env)
+    ctx = _context(workload, engine, workload.image, gpus, workload.env, defaults)
     if engine == launch.VLLM:
         if workload.fmt == "ray-serve":
             _exact_engine_args(config, where=workload.where, version=ctx.version)
@@ -147,7 +148,32 @@ def _merge(base: GpuEvidence, extra: GpuEvidence | None) -> GpuEvidence:
     return GpuEvidence(count=extra.count if extra.count is not None else base.count,
                        count_where=extra.count_where if extra.count is not None else base.count_where,
                        labels=base.labels, vendor=extra.vendor or base.vendor, vendor_where=extra.vendor_where if extra.vendor else base.vendor_where,
-                       other=base.other, all_devices=extra.all_devices or base.all_devices)
+                       other=base.other, all_devices=extra.all_devices or base.all_devices,
+                       shared=base.shared or extra.shared)
+
+
+# The variables that narrow the devices a process sees (CUDA: CUDA_VISIBLE_DEVICES, a list of indexes or UUIDs;
+# the NVIDIA container runtime: NVIDIA_VISIBLE_DEVICES, the same or all/none/void). Wherever a launch sets them (a
+# script's export or prefix, a Dockerfile ENV, a Kubernetes or compose environment), the engine gets that many GPUs:
+# tensor parallel 2 under CUDA_VISIBLE_DEVICES=0 does not start (issue 26).
+_VISIBILITY = ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES")
+
+
+def visible(gpus: GpuEvidence, env: Mapping) -> GpuEvidence:
+    """`gpus` narrowed by the visibility variables of the launch's environment."""
+    for name in _VISIBILITY:
+        value = env.get(name)
+        if value is None or shell.MARK in value:
+            continue  # not set, or left to the environment: the file's own count stands
+        text = value.strip()
+        if name == "NVIDIA_VISIBLE_DEVICES" and text.lower() == "all":
+            continue
+        ids = [] if text.lower() in ("", "none", "void", "-1") else [i.strip() for i in text.split(",") if i.strip()]
+        if any(i.upper().startswith("MIG-") for i in ids):
+            gpus = replace(gpus, shared=gpus.shared or f"a MIG slice (environment {name}={text})")
+        if gpus.count is None or len(ids) < gpus.count or (gpus.all_devices and not gpus.count):
+            gpus = replace(gpus, count=len(ids), count_where=f"environment {name}={text}", all_devices=False)
+    return gpus
 
 
 # ------------------------------------------------------------------ values the file leaves to the environment

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check import launch, shell
-from kvplan.check.gpus import GpuEvidence
+from kvplan.check.gpus import GpuEvidence, whole_count
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_COMPOSE
 from kvplan.core.errors import InputError
@@ -219,10 +219,9 @@ def _gpus(service: Mapping, env: Mapping[str, str | None], where: str) -> GpuEvi
         elif str(device.get("count", "all")) in ("all", "-1"):
             all_devices = True
         else:
-            try:
-                count, count_where = int(device["count"]), f"deploy.resources.reservations.devices count: {device['count']}"
-            except (TypeError, ValueError):
-                raise InputError(f"count must be a number or all, got {device['count']!r}", where=f"{where}.deploy") from None
+            count = whole_count(device["count"], where=f"{where}.deploy.resources.reservations.devices.count",
+                                what="a whole number or all")
+            count_where = f"deploy.resources.reservations.devices count: {device['count']}"
     gpus = service.get("gpus")
     if gpus is not None:
         vendor, vendor_where = "nvidia", "gpus"

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from kvplan.check.gpus import GpuEvidence
+from kvplan.check.gpus import GpuEvidence, whole_count
 from kvplan.check.items import Skip, Workload
 from kvplan.check.readers import kubernetes as k8s
 from kvplan.check.report import FORMAT_HELM_LLMD, FORMAT_HELM_PRODSTACK
@@ -97,10 +97,7 @@ def _prodstack_gpus(spec: Mapping, at: str) -> GpuEvidence:
     labels = k8s.selector_terms(spec.get("nodeSelectorTerms"), "nodeSelectorTerms")
     if count is None:
         return GpuEvidence(labels=labels)
-    try:
-        count = int(count)
-    except (TypeError, ValueError):
-        raise InputError(f"requestGPU must be a whole number, got {count!r}", where=f"{at}.requestGPU") from None
+    count = whole_count(count, where=f"{at}.requestGPU")
     other = k8s.OTHER_ACCELERATORS.get(kind)
     vendor = k8s.GPU_RESOURCES.get(kind)
     return GpuEvidence(count=count if count > 0 else None, count_where=f"requestGPU: {count} ({kind})", labels=labels,

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from kvplan.check import launch, shell
-from kvplan.check.gpus import GpuEvidence, Label, label_keys
+from kvplan.check.gpus import GpuEvidence, Label, label_keys, whole_count
 from kvplan.check.items import Skip, Workload, runs_engine
 from kvplan.check.report import FORMAT_KUBERNETES
 from kvplan.core.errors import InputError
@@ -91,15 +91,39 @@ def gpu_resources(container: Mapping) -> tuple[int | None, str | None, str | Non
         block = resources.get(part) if isinstance(resources.get(part), Mapping) else {}
         for name, vendor in GPU_RESOURCES.items():
             if name in block:
-                try:
-                    count = int(str(block[name]).strip())
-                except ValueError:
-                    raise InputError(f"{name} must be a whole number, got {block[name]!r}") from None
+                count = whole_count(block[name], where=f"resources.{part} {name}")
                 return count, f"resources.{part} {name}: {count}", vendor, None
         for name, words in OTHER_ACCELERATORS.items():
             if name in block:
                 return None, None, None, f"{words} ({name})"
     return None, None, None, None
+
+
+# What puts a pod on part of a GPU (issue 26): a MIG profile as the resource (NVIDIA device plugin, mixed strategy:
+# nvidia.com/mig-<g>g.<mem>gb), GKE's partition and sharing node labels (cloud.google.com/gke-gpu-partition-size,
+# gke-gpu-sharing-strategy, gke-max-shared-clients-per-gpu: GKE "Running multi-instance GPUs", "GPU time-sharing").
+_MIG_RESOURCE = re.compile(r"nvidia\.com/mig-\S+")
+_SHARING_LABELS = ("cloud.google.com/gke-gpu-partition-size", "cloud.google.com/gke-gpu-sharing-strategy",
+                   "cloud.google.com/gke-max-shared-clients-per-gpu")
+
+
+def gpu_share(container: Mapping, pod: Mapping) -> tuple[str | None, int | None]:
+    """(what part of a GPU the pod gets, how many such parts) when it is not whole GPUs, else (None, None)."""
+    resources = container.get("resources") if isinstance(container.get("resources"), Mapping) else {}
+    for part in ("limits", "requests"):
+        block = resources.get(part) if isinstance(resources.get(part), Mapping) else {}
+        for name, value in block.items():
+            if _MIG_RESOURCE.fullmatch(str(name)):
+                return (f"a MIG slice (resources.{part} {name}: {value})",
+                        whole_count(value, where=f"resources.{part} {name}"))
+    selector = pod.get("nodeSelector") if isinstance(pod.get("nodeSelector"), Mapping) else {}
+    for key in _SHARING_LABELS:
+        if key in selector:
+            return f"a partitioned or shared GPU (nodeSelector {key}: {selector[key]})", None
+    affinity = pod.get("affinity") if isinstance(pod.get("affinity"), Mapping) else {}
+    if any(key in repr(affinity) for key in _SHARING_LABELS):
+        return "a partitioned or shared GPU (node affinity on " + next(k for k in _SHARING_LABELS if k in repr(affinity)) + ")", None
+    return None, None
 
 
 def node_labels(pod: Mapping) -> tuple[Label, ...]:
@@ -146,11 +170,14 @@ def container_workload(container: Mapping, pod: Mapping, *, source: str, documen
     args = [expand_k8s(str(w), env) for w in args] if args else None
     words, note = launch.container_words(image, command, args)
     count, count_where, vendor, other = gpu_resources(container)
+    shared, slices = gpu_share(container, pod)
+    if count is None and slices is not None:
+        count, count_where, vendor = slices, shared, "nvidia"
     if count is not None and pods > 1:
         count, count_where = count * pods, f"{count_where} x {pods} pods ({pods_where})"
     other = other or launch.non_gpu_accelerator(image)
     gpus = GpuEvidence(count=count, count_where=count_where, labels=node_labels(pod), vendor=vendor,
-                       vendor_where=count_where.split(":")[0] if count_where else None, other=other)
+                       vendor_where=count_where.split(":")[0] if count_where else None, other=other, shared=shared)
     return Workload(source=source, document=document, name=name, fmt=fmt, where=where, base_dir=base_dir,
                     words=tuple(words) if words is not None else None, image=image, env=env, gpus=gpus,
                     notes=tuple(notes) + ((note,) if note else ()), requests_gpus=bool(count) or bool(other and image))

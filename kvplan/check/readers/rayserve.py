@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check import launch
-from kvplan.check.gpus import GpuEvidence, Label
+from kvplan.check.gpus import GpuEvidence, Label, whole_count
 from kvplan.check.items import Skip, Workload
 from kvplan.check.readers import kubernetes as k8s
 from kvplan.check.report import FORMAT_RAY
@@ -80,7 +80,7 @@ def _cluster(config: Mapping, *, where: str) -> tuple[GpuEvidence, str | None]:
             image = image or container.get("image")
             other = other or acc
             if count:
-                total += count * int(replicas)
+                total += count * whole_count(replicas, where=f"{where}: workerGroupSpecs.replicas")
                 parts.append(f"{group.get('groupName', 'workers')}: {replicas} x {count}")
                 vendor = vendor or v
                 found = k8s.node_labels(pod)

@@ -1,0 +1,103 @@
+"""Issue 26, wrong yes from hardware: a deployment judged on more GPU than it gets. Each case is a real deployment
+file from tests/data/deployments (provenance in its SOURCES.md) with the one change a cluster or a careless hand
+makes, judged through `kvplan check`:
+
+- a MIG slice as the resource (`nvidia.com/mig-1g.10gb: 1`), GKE's partition or sharing node label, a time-sliced
+  `-SHARED` product label: part of a GPU, cannot judge (or judged at --gpu-mem, the slice's memory);
+- CUDA_VISIBLE_DEVICES / NVIDIA_VISIBLE_DEVICES naming fewer devices than tensor parallel takes, wherever the launch
+  sets it (a script's export or prefix, a Dockerfile ENV, a Kubernetes env): fail, the engine cannot start;
+- a GPU count in digits that are not ASCII: bad input."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).parent / "data" / "deployments"
+MODELS = Path(__file__).parent / "data" / "public_models"
+L4 = DATA / "k8s" / "gke-gemma-7b-fp8kv-l4.yaml"  # vLLM, TP 1, nvidia.com/gpu: 1, nodeSelector nvidia-l4: pass
+
+
+def _check(cli, path, *extra):
+    code, out, err = cli("check", path, "--offline", "--models-dir", MODELS, "--format", "json", *extra)
+    return code, json.loads(out)["verdicts"][0], err
+
+
+def _variant(tmp_path, source: Path, old: str, new: str) -> Path:
+    text = source.read_text()
+    assert old in text, old
+    path = tmp_path / source.name
+    path.write_text(text.replace(old, new))
+    return path
+
+
+def test_the_unchanged_file_passes(cli):
+    code, verdict, err = _check(cli, L4)
+    assert code == 0 and verdict["status"] == "pass", err
+
+
+@pytest.mark.parametrize("old, new, words", [
+    ("nvidia.com/gpu: 1", "nvidia.com/mig-1g.10gb: 1", "a MIG slice (resources.limits nvidia.com/mig-1g.10gb: 1)"),
+    ("cloud.google.com/gke-accelerator: nvidia-l4",
+     "cloud.google.com/gke-accelerator: nvidia-l4\n        cloud.google.com/gke-gpu-partition-size: 1g.10gb",
+     "cloud.google.com/gke-gpu-partition-size"),
+    ("cloud.google.com/gke-accelerator: nvidia-l4", "nvidia.com/gpu.product: NVIDIA-L4-SHARED", "time-sliced"),
+])
+def test_part_of_a_gpu_is_cannot_judge_even_with_gpu(cli, tmp_path, old, new, words):
+    path = _variant(tmp_path, L4, old, new)
+    for extra in ((), ("--gpu", "l4")):
+        code, verdict, err = _check(cli, path, *extra)
+        assert code == 3 and verdict["status"] == "cannot_judge", (extra, err)
+        assert words in verdict["reason"], verdict["reason"]
+
+
+def test_a_mig_slice_is_judged_at_the_memory_gpu_mem_gives(cli, tmp_path):
+    path = _variant(tmp_path, L4, "nvidia.com/gpu: 1", "nvidia.com/mig-1g.10gb: 1")
+    # Gemma-7B's weights are about 17 GB (bf16): they do not fit a 10 GB slice
+    code, verdict, err = _check(cli, path, "--gpu-mem", "10GB")
+    assert code == 1 and verdict["status"] == "fail", err
+
+
+@pytest.mark.parametrize("case", ["kubernetes env", "script export", "script prefix", "dockerfile ENV"])
+def test_fewer_visible_devices_than_tensor_parallel_fails(cli, tmp_path, case):
+    if case == "kubernetes env":
+        two = _variant(tmp_path, L4, "--tensor-parallel-size=1", "--tensor-parallel-size=2")
+        text = two.read_text().replace("nvidia.com/gpu: 1", "nvidia.com/gpu: 2")
+        two.write_text(text)
+        code, verdict, err = _check(cli, two)
+        assert verdict["status"] == "pass", err  # 2 GPUs, TP 2
+        two.write_text(text.replace("        env:\n", "        env:\n        - name: CUDA_VISIBLE_DEVICES\n          value: \"0\"\n"))
+        path, extra = two, ()
+    elif case.startswith("script"):
+        source = DATA / "script" / "multiagentsdebate-qwen3-14b-tp4.sh"  # TP 4
+        line = "export CUDA_VISIBLE_DEVICES=0,1\n" if case == "script export" else ""
+        # its Qwen3-14B is not in tests/data; Qwen3-32B (public_models) at TP 4 on H100s passes the same way
+        text = source.read_text().replace("Qwen/Qwen3-14B", "Qwen/Qwen3-32B")
+        path = tmp_path / source.name
+        path.write_text(text)
+        extra = ("--gpu", "h100")
+        code, verdict, err = _check(cli, path, *extra)
+        assert verdict["status"] == "pass", err
+        path.write_text(line + (text.replace("nohup vllm", "nohup env CUDA_VISIBLE_DEVICES=0,1 vllm")
+                                if case == "script prefix" else text))
+    else:
+        source = DATA / "dockerfile" / "koyeb-llama31-8b-entrypoint.Dockerfile"  # TP 1 (vLLM's default)
+        text = source.read_text().replace("--model ${MODEL_NAME", "--tensor-parallel-size 2 --model ${MODEL_NAME")
+        path = tmp_path / source.name
+        path.write_text(text)
+        code, verdict, err = _check(cli, path, "--gpu", "h100")
+        assert verdict["status"] == "pass", err
+        path.write_text(text.replace("FROM vllm/vllm-openai:latest\n", "FROM vllm/vllm-openai:latest\nENV CUDA_VISIBLE_DEVICES=0\n"))
+        extra = ("--gpu", "h100")
+    code, verdict, err = _check(cli, path, *extra)
+    assert code == 1 and verdict["status"] == "fail", (verdict, err)
+    assert "CUDA_VISIBLE_DEVICES" in json.dumps(verdict), verdict
+
+
+def test_a_gpu_count_in_other_digits_is_bad_input(cli, tmp_path):
+    path = _variant(tmp_path, L4, "nvidia.com/gpu: 1", "nvidia.com/gpu: \"\\uFF11\"")  # FULLWIDTH DIGIT ONE
+    code, verdict, err = _check(cli, path)
+    assert code == 2 and verdict["status"] == "invalid", err
+    assert "nvidia.com/gpu" in verdict["reason"], verdict["reason"]
