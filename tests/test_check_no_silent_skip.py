@@ -147,3 +147,29 @@ def test_a_file_of_no_format_kvplan_reads_is_cannot_judge_naming_the_formats(cli
         (v,) = report["verdicts"]
         assert code == 3 and "not a deployment format kvplan reads" in v["reason"] and "formats: kvplan YAML" in v["reason"]
         assert "malformed YAML" not in v["reason"]
+
+
+def test_the_corpus_launches_that_were_skipped_are_judged(cli):
+    """Verbatim files (tests/data/deployments_2026/SOURCES.md) that kvplan skipped with exit 0: TGI started by `docker
+    run` of its image, NVIDIA NIM operator services, production-stack's VLLMRuntime resource, TensorRT-LLM servers
+    behind `srun ... bash -c "trtllm-llmapi-launch trtllm-serve ..."`, a workflow step that uses an action serving a
+    model. Each is cannot judge now, naming what it found; the NIM cache job beside a service is still skipped."""
+    cases = {
+        "tgi/arc-agi-2-launch_tgi.sh": ["Hugging Face TGI (image ghcr.io/huggingface/text-generation-inference:3.0.1)"],
+        "nim-operator/standalone--basic--llm.yaml": ["skipped", "starts NVIDIA NIM from its own settings"],
+        "prodstack/production-stack_v1alpha1_vllmruntime.yaml": ["VLLMRuntime vllmruntime-sample: an operator's resource"],
+        "slurm/trtllm-simple-example/launch.slurm": ["--extra_llm_api_options", "--extra_llm_api_options",
+                                                     "trtllm-serve disaggregated starts its servers from a config"],
+        "gha/muhac-llm-action/workflows/test.yml": ["uses muhac/llm-actions@v1 with model ${{ matrix.model }}"],
+        "gha/muhac-llm-action/action.yml": ["the model is $GITHUB_EXPRESSION_inputs_model"] * 2,
+    }
+    for name, needles in cases.items():
+        code, report = check(cli, CORPUS / name)
+        got = report["verdicts"]
+        assert len(got) == len(needles), (name, got)
+        for v, needle in zip(got, needles):
+            if needle == "skipped":
+                assert v["status"] == "skipped", (name, v)
+            else:
+                assert v["status"] == "cannot_judge" and needle in v["reason"], (name, v["reason"])
+        assert code == 3, name

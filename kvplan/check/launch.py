@@ -52,7 +52,8 @@ _MODULES = {
     "dynamo.sglang": (DYNAMO, False),
 }
 _SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
-_WRAPPERS = {"nohup", "exec", "time", "command", "stdbuf", "setsid", "numactl", "taskset", "tini", "dumb-init"}
+_WRAPPERS = {"nohup", "exec", "time", "command", "stdbuf", "setsid", "numactl", "taskset", "tini", "dumb-init",
+             "trtllm-llmapi-launch"}  # TensorRT-LLM's MPI launcher runs the command it is given
 # Slurm's srun (its options are skipped: short ones take the next word as their value, long ones `--opt=value` or
 # the next word when it is one of these) and containers run by apptainer / singularity `exec|run [options] IMAGE`
 _SRUN_SHORT_VALUES = set("ANncpwGtJoeqxCDmBdFLMSTWZ")
@@ -280,6 +281,9 @@ def _docker_run(args: list[str], env: dict) -> list[EngineCall]:
     if i >= len(args):
         return []
     image, command = args[i], args[i + 1:]
+    other = other_server_image(image)
+    if other is not None and not image_engine(image) and not (entrypoint or (command and calls_in_words(command))):
+        return [_other(f"{other} (image {image})", ["docker", "run", *args], container_env, image, None)]
     evidence = GpuEvidence(count=count, count_where=f"docker run --gpus {gpus_given}: {count}" if count is not None else None,
                            vendor=vendor,
                            vendor_where="docker run --gpus" if vendor == "nvidia" else "docker run --device /dev/kfd",

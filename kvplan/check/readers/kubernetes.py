@@ -35,8 +35,10 @@ SKIPPED_KINDS = {
     "ServiceMonitor", "PodMonitor", "PrometheusRule", "Endpoints", "EndpointSlice", "LimitRange", "ResourceQuota",
     "Certificate", "Issuer", "ClusterIssuer", "ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
     "ResourceClaimTemplate", "DeviceClass", "Kustomization", "ScaledObject", "ClusterServingRuntime", "ServingRuntime",
-    "LLMInferenceServiceConfig",
+    "LLMInferenceServiceConfig", "NIMCache",  # NVIDIA NIM operator's cache: a job that downloads the model, no server
 }
+# keys by which an operator's resource names the model it serves (NVIDIA NIMService, production-stack's VLLMRuntime, ...)
+_MODEL_KEYS = {"model", "modelURL", "modelName", "modelId", "model_id", "modelPath", "models", "modelSpec"}
 # accelerators that are not GPUs kvplan models: resource name -> how the report says it
 OTHER_ACCELERATORS = {"aws.amazon.com/neuron": "AWS Neuron devices", "aws.amazon.com/neuroncore": "AWS Neuron cores",
                       "aws.amazon.com/neurondevice": "AWS Neuron devices", "habana.ai/gaudi": "Intel Gaudi HPUs",
@@ -262,11 +264,47 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
                 items.append(workload)
             else:
                 quiet.append(cname)
+    image = _find_key(doc.get("spec"), {"image"}) if not items and not quiet else None
+    image = _find_key(image, {"repository"}) if isinstance(image, Mapping) else image
+    server = launch.other_server_image(image) if isinstance(image, str) else None
+    if not items and not quiet and (server or _names_a_model(doc.get("spec"))):
+        # no pod template: an operator starts the server from settings of its own; never passed over as "nothing"
+        from kvplan.check.items import Failure
+        from kvplan.core.errors import UnsupportedError
+
+        return [Failure(source, document, name, FORMAT_KUBERNETES, UnsupportedError(
+            f"{kind} {name}: an operator's resource that starts " + (server or "a model server") + " from its own settings"
+            + (f" (image {image})" if isinstance(image, str) else "") + "; kvplan does not read this kind",
+            where=where, hint="judge the engine command line it runs (or the rendered pods) instead"))]
     if not items:
         what = f"containers {', '.join(quiet)}" if quiet else "no containers"
         return [Skip(source, document, name, FORMAT_KUBERNETES,
                      f"{kind} {name}: nothing starts vLLM, SGLang or TensorRT-LLM or asks for a GPU ({what})")]
     return items
+
+
+def _find_key(value: Any, keys: set[str], depth: int = 0) -> Any:
+    """The first value under one of `keys`, anywhere in a document's spec (breadth of a manifest, bounded depth)."""
+    if depth > 12:
+        return None
+    if isinstance(value, Mapping):
+        for key, child in value.items():
+            if str(key) in keys and child not in (None, "", {}, []):
+                return child
+        for child in value.values():
+            found = _find_key(child, keys, depth + 1)
+            if found is not None:
+                return found
+    elif isinstance(value, list):
+        for child in value:
+            found = _find_key(child, keys, depth + 1)
+            if found is not None:
+                return found
+    return None
+
+
+def _names_a_model(spec: Any) -> bool:
+    return _find_key(spec, _MODEL_KEYS) is not None
 
 
 def ray_cluster_spec(doc: Mapping) -> tuple[Mapping | None, str]:
