@@ -11,7 +11,6 @@ import os
 import socket
 import subprocess
 import sys
-import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +21,7 @@ pytest.importorskip("starlette", reason="kvplan[serve] is not installed")
 uvicorn = pytest.importorskip("uvicorn", reason="kvplan[serve] is not installed")
 
 import kvplan  # noqa: E402
+import serving  # noqa: E402
 from kvplan.serve import app  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -30,22 +30,8 @@ LIMITS = app.Limits(max_body=64 * 1024, body_seconds=1.5, call_seconds=120, work
 
 @pytest.fixture(scope="module")
 def server():
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(app.build(LIMITS), log_level="warning", lifespan="off", timeout_keep_alive=5)
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    for _ in range(200):
-        if srv.started:
-            break
-        time.sleep(0.05)
-    assert srv.started
-    yield port
-    srv.should_exit = True
-    thread.join(10)
-    sock.close()
+    with serving.running(LIMITS) as port:
+        yield port
 
 
 def request(port: int, method: str, path: str, body=None, *, raw: bytes | None = None, headers=None):
