@@ -19,7 +19,7 @@ from kvplan.core.spec import ModelSpec
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.api import Engine, EngineRequest, Hardware
 from kvplan.engines.result import ContractEstimate, PerGpu
-from kvplan.engines.runtime.weights import model_weights
+from kvplan.engines.runtime.weights import format_assumption, model_weights
 
 ENGINE_VERSION = "transformers 5.x StaticCache semantics"
 # 10% of the GPU kept back by default: vLLM's historical gpu_memory_utilization default of 0.9
@@ -128,6 +128,9 @@ def _estimate(spec: ModelSpec, *, seq: int, batch: int, kv: DType, weight_fmt: W
         notes.append(f"weights unknown: {spec.weights_unknown}")
     else:
         weights, weights_source = model_weights(spec, weight_fmt)
+        assumed = format_assumption(spec, weight_fmt, linear_only=False)
+        if assumed:
+            notes.append(assumed)
     if spec.max_context and seq > spec.max_context:
         notes.append(f"--seq {seq} exceeds the model's max_context {spec.max_context}")
     if any(layer.kind == "sliding" for layer in spec.layer_specs) and seq > (spec.sliding_window or 0):

@@ -156,8 +156,10 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     if sglang_args is not None:
         features = sglang_features(model, spec, sglang_args, rate=rate, prompt=prompt)
     elif vllm_args is not None or rate is not None or prompt is not None:
-        spec, features, weight_fmt = launch_features(model, spec, vllm_args, tp=tp, engine_version=engine_version,
-                                                     weight_fmt=weight_fmt, rate=rate, prompt=prompt)
+        facts = hardware.facts if hardware is not None else None
+        spec, features, weight_fmt = launch_features(
+            model, spec, vllm_args, tp=tp, engine_version=engine_version, weight_fmt=weight_fmt, rate=rate,
+            prompt=prompt, capability=facts.compute_capability if facts is not None and not facts.rocm else None)
     return EngineRequest(
         spec=spec, seq=seq_tokens, seq_auto=seq_auto, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
         hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
@@ -259,7 +261,8 @@ def _refuse_launch_options(args, core: dict[str, str], unmodelled: list[tuple[st
 
 
 def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: int, engine_version: str | None,
-                    weight_fmt: WeightFormat | None, rate: str | None, prompt: str | None):
+                    weight_fmt: WeightFormat | None, rate: str | None, prompt: str | None,
+                    capability: str | None = None):
     """--vllm-args: the extra options of a `vllm serve` launch (speculative decoding, LoRA, offload, parallelism, KV
     connectors, ...), read by vLLM's own option table; and --rate / --prompt for a KV connector's link.
     Returns (the model as the launch builds it, Features, the weight format)."""
@@ -282,7 +285,8 @@ def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: i
             raw = (yamlio.load_json(config), None)
         features, spec, _ = launch.read(args, spec, raw, where="--vllm-args", tp=tp)
         if features.quantization is not None:
-            weight_fmt = launch.online_quantization(args, spec, raw, weight_fmt, where="--vllm-args: --quantization")
+            weight_fmt = launch.online_quantization(args, spec, raw, weight_fmt, where="--vllm-args: --quantization",
+                                                    capability=capability)
     if rate is not None:
         features = dataclasses.replace(features, rate=_rate(rate))
     if prompt is not None:

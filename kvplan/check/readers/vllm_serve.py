@@ -160,6 +160,10 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     if long_ok:  # the estimate refuses a length past max_position_embeddings unless told
         env_options += ((releases.ALLOW_LONG_OPTION, "1"),)
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
+    facts = choice.hardware[0].facts if choice.hardware and choice.hardware[0] is not None else None
+    if facts is not None and not facts.rocm and args.given("quantization"):  # Marlin's GPU rule (quant_methods.py)
+        launch.online_quantization(args, spec, raw_config, weight_fmt, where=at("quantization"),
+                                   capability=facts.compute_capability)
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + feature_notes
     notes += env_notes + ([gpus_note] if gpus_note else [])
     graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]

@@ -41,6 +41,20 @@ def model_weights(spec: ModelSpec, fmt: WeightFormat | None) -> tuple[int, str]:
     return weight_bytes(spec.params, fmt), f"{spec.params:,} params x {fmt.name} ({fmt.note})"
 
 
+def format_assumption(spec: ModelSpec, fmt: WeightFormat | None, *, linear_only: bool) -> str | None:
+    """What a --dtype weight format assumes, said once (None when none was given or it is a plain 16/32-bit one):
+    the quantized formats are a layout kvplan assumes, not the checkpoint's. `linear_only`: the engine keeps the
+    embedding, head and vision tower in the model dtype (stage_weight_bytes), else every parameter is counted so."""
+    if fmt is None or fmt.name in ("bf16", "fp16", "fp32"):
+        return None
+    bits = float(fmt.bits_per_param)
+    where = ("the linear layers at {b:g} bits a parameter ({note}); the embedding, output head and vision tower in the "
+             "model dtype" if linear_only else "every parameter at {b:g} bits ({note})").format(b=bits, note=fmt.note)
+    return (f"weights as {fmt.name} (--dtype, or online quantization): {where}. A quantized checkpoint's own config.json and safetensors headers give its "
+            "exact bytes (AWQ's zero points, GPTQ's g_idx, layers left unquantized)"
+            + (f"; this spec's {spec.weights_bytes:,} B of checkpoint are not used" if spec.weights_bytes else ""))
+
+
 def mxfp4_expert_bytes(spec: ModelSpec, tp: int, backend: str) -> tuple[int, int]:
     """(bytes of the MXFP4 experts in the checkpoint, whole model; bytes vLLM allocates for them on one TP rank).
 

@@ -51,7 +51,7 @@ from kvplan.engines.api import EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, request_terms,
                                  verdict_terms)
 from kvplan.engines.result import PerGpu
-from kvplan.engines.runtime.weights import model_weights
+from kvplan.engines.runtime.weights import format_assumption, model_weights
 from kvplan.engines.vllm import budget as budget_model
 from kvplan.engines.vllm import features as vfeat
 from kvplan.engines.vllm import kv_formats
@@ -601,6 +601,9 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
     in_flight = _in_flight(rel, mnbt, req.pp)
     blocks_req = _blocks_per_request(layout, req.seq, in_flight)
     notes = list(layout.notes)
+    assumed = format_assumption(spec, req.weight_fmt, linear_only=True)
+    if assumed:
+        notes.append(assumed)
     if hw is not None and req.reserve_bytes is not None:
         notes.append("--reserve applies to the static engine; vLLM's budget is its own (gpu_memory_utilization)")
     util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util

@@ -340,17 +340,26 @@ def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any
 ONLINE_QUANTIZATION = {"fp8": "fp8_e4m3"}
 
 
-def online_quantization(args: serve_args.ServeArgs, spec, raw_config, weight_fmt, *, where: str):
-    """The weight format a --quantization gives: the checkpoint's own method changes nothing (vLLM reads it from
-    config.json anyway); fp8 on a 16-bit checkpoint quantizes its linear layers; anything else is not modelled."""
+def online_quantization(args: serve_args.ServeArgs, spec, raw_config, weight_fmt, *, where: str,
+                        capability: str | None = None):
+    """The weight format a --quantization gives: the checkpoint's own method, or one of its kernels (awq_marlin,
+    gptq_marlin, marlin: kvplan/engines/vllm/quant_methods.py), changes nothing (the checkpoint's bytes); fp8 on a
+    16-bit checkpoint quantizes its linear layers; anything else is not modelled. `capability`: the GPU's SM
+    version where known (vLLM's Marlin GPU rule before its Auto* configs)."""
     from kvplan.core import dtypes
+    from kvplan.engines.vllm import quant_methods
 
     method = args.get("quantization")
     if not method:
         return weight_fmt
     method = str(method).lower()
     quant = (raw_config[0].get("quantization_config") or {}) if raw_config is not None else {}
-    if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == method:
+    checkpoint = str(quant.get("quant_method", "")).lower() if isinstance(quant, Mapping) else ""
+    if not checkpoint and raw_config is None and spec.quant_method:  # a bundled spec or a resolved model's record
+        checkpoint, quant = str(spec.quant_method).lower(), None
+    if checkpoint and quant_methods.accepts(checkpoint, method):
+        quant_methods.check(checkpoint, method, quant, version=serve_args.check_version(args.version),
+                            capability=capability, where=where)
         return weight_fmt
     if spec.weights_bytes is not None or (spec.weight_dtype or spec.dtype) not in ("bf16", "fp16", "fp32"):
         raise UnsupportedError(f"--quantization {method} on a checkpoint that is already quantized is not modelled",
