@@ -89,7 +89,8 @@ def test_nvfp4_on_hopper_from_0_32_except_head_size_64(cli):
 
 
 def test_other_engines_and_mla_refuse_the_packed_formats(cli):
-    code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--seq", "8K", "--kv-dtype", "fp8_per_token_head")
+    code, _, err = cli("estimate", "llama-3.1-8b", "--engine", "static", "--gpu", "h100", "--seq", "8K", "--kv-dtype",
+                       "fp8_per_token_head")
     assert code == 2 and "--engine vllm" in err
     code, _, err = cli("estimate", "deepseek-v3", "--engine", "vllm", "--gpu", "h200", "--tp", "8", "--seq", "8K",
                        "--kv-dtype", "fp8_per_token_head")
