@@ -18,14 +18,14 @@ class JsonResult:
 
 
 def to_json(result: Any) -> str:
-    data = dataclasses.asdict(result) if dataclasses.is_dataclass(result) else result
+    data = dataclasses.asdict(result) if dataclasses.is_dataclass(result) and not isinstance(result, type) else result
     return json.dumps(data, indent=2, default=_json_default)
 
 
 def _json_default(value: Any):
     if isinstance(value, (tuple, set, frozenset)):
         return list(value)
-    if dataclasses.is_dataclass(value):
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return dataclasses.asdict(value)
     raise TypeError(f"not JSON serialisable: {type(value).__name__}")
 

@@ -185,7 +185,7 @@ def load_yaml_text(text: str, *, where: str, per_document: bool = False) -> list
         raise InputError("is nested too deeply to read", where=where) from None
     except ValueError:  # an integer of more than 4,300 digits: Python's int() refuses to convert it
         raise InputError("holds a number too long to read (more than 4,300 digits)", where=where) from None
-    except yaml.YAMLError as err:
+    except yaml.YAMLError as err:  # noqa: F841 (used below; ruff misreads the rebinding in the nested except)
         if _Loader is not yaml.SafeLoader and _cheap_to_reword(text):
             # the C parser found it; PyYAML's own parser words the same error more plainly ("found character '\\t'"
             # where libyaml says "found character"), at its cost: pure Python, linear in the text (about 0.3 s

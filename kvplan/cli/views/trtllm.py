@@ -50,7 +50,7 @@ def tables(result: TrtllmEstimate) -> list:
         t.add_section()
         t.add_row(Text("launch options (docs/engines/features/)", style="bold"), "")
         if f.attention_dp:
-            t.add_row(f"  attention DP: pools (one per rank, every KV head)", f"{f.pools}")
+            t.add_row("  attention DP: pools (one per rank, every KV head)", f"{f.pools}")
         if f.speculative is not None:
             s = f.speculative
             t.add_row(f"  {s.decoding_type}: layers added to the KV cache manager", f"{s.kv_layers}")

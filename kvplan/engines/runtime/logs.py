@@ -23,7 +23,8 @@ def gib_bounds(value: Decimal | str) -> tuple[int, int]:
     round-half-even keeps b only when c is even. "%.2f" formatting rounds the same way.
     """
     d = Decimal(value)
-    places = max(2, -d.as_tuple().exponent) if isinstance(d.as_tuple().exponent, int) else 2
+    exponent = d.as_tuple().exponent  # an int, or a letter for nan / infinity
+    places = max(2, -exponent) if isinstance(exponent, int) else 2
     s = 10**places
     c = int(d * s)
     two_s = 2 * s

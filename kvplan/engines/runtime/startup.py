@@ -106,7 +106,9 @@ def _constants(exclude: frozenset[str]) -> StartupConstants:
     from kvplan.model.catalog import find_gpu
 
     contexts: dict[str, list[int]] = {}
-    pcie, nvlink, used = [], [], []
+    pcie: list[int] = []
+    nvlink: list[int] = []
+    used: list[str] = []
     for obs in OBSERVATIONS:
         if obs.source in exclude or obs.dist_init_gib is None:
             continue

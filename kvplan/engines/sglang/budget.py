@@ -136,7 +136,7 @@ def default_mem_fraction(gpu_mib: int | None, tp: int, pp: int, mla: bool, *, re
     else:  # reserve_by_graphs (0.5.3+)
         if max_running_requests is not None and rel.at_least("0.5.22"):
             max_bs = min(max_bs, max_running_requests)
-        graph = 2 * max_bs if disaggregation_mode != "prefill" else 0
+        graph: float = 2 * max_bs if disaggregation_mode != "prefill" else 0
         if attn_dp_size > 1 and disaggregation_mode != "prefill":
             graph += max_bs * attn_dp_size * 3 + (max_bs * attn_dp_size * 1.5 if max_bs > 300 else 0)
         on = rel.prefill_graphs_default and prefill_graphs and pp == 1 and disaggregation_mode != "decode"

@@ -98,7 +98,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     req = None
     if spec is not None:
         req = _request(figs, spec, tp, pp, hardware)
-    rest = None
+    rest: tuple[int, ...] | None = None
     if P is not None and A is not None and mfs is not None:
         lo_a, hi_a = _gib_interval(A)
         lo_p, hi_p = _gib_interval(P)

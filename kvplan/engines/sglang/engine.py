@@ -37,8 +37,8 @@ from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, W
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cap_given_pool, longest, model_dtype
 from kvplan.engines.api import EngineRequest
-from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, request_terms,
-                                 verdict_terms)
+from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, StartProblem,
+                                 request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
 from kvplan.engines.sglang import budget as sbudget
 from kvplan.engines.sglang import features as sfeat
@@ -98,7 +98,7 @@ class SglangEstimate(EngineEstimate):
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
             return None
-        problem = None
+        problem: StartProblem | None = None
         if not self.fits:
             if self.max_total_num_tokens == 0:
                 problem = Refused(next((n for n in self.notes if n.startswith("SGLang refuses")), NO_ROOM))

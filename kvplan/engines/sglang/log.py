@@ -220,14 +220,14 @@ def parse_sglang_log(text: str) -> SglangLogFigures:
         elif m := _MAX_TOTAL.search(msg):
             top.setdefault("max_total_num_tokens", int(m[1]))
             rest = m["rest"]
-            if k := re.search(r"context_len=(\d+)", rest):
-                top.setdefault("context_len", int(k[1]))
-            if k := re.search(rf"available_gpu_mem={_NUM} GB", rest):
-                top.setdefault("available_gpu_mem_gib", Decimal(k[1]))
-            if k := re.search(r"max_running_requests=(\d+)", rest):
-                top.setdefault("max_running_logged", int(k[1]))
-            if k := re.search(r"chunked_prefill_size=(-?\d+)", rest):
-                top.setdefault("chunked_logged", int(k[1]))
+            if found := re.search(r"context_len=(\d+)", rest):
+                top.setdefault("context_len", int(found[1]))
+            if found := re.search(rf"available_gpu_mem={_NUM} GB", rest):
+                top.setdefault("available_gpu_mem_gib", Decimal(found[1]))
+            if found := re.search(r"max_running_requests=(\d+)", rest):
+                top.setdefault("max_running_logged", int(found[1]))
+            if found := re.search(r"chunked_prefill_size=(-?\d+)", rest):
+                top.setdefault("chunked_logged", int(found[1]))
         elif m := _SWA_SPLIT.search(msg):
             top.setdefault("full_layer_tokens", int(m[1]))
             top.setdefault("swa_layer_tokens", int(m[2]))

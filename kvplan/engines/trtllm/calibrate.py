@@ -32,7 +32,6 @@ _KV_DTYPES = {"fp8": "fp8", "FP8": "fp8", "auto": "auto", "bfloat16": "bf16", "f
 def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir: str | None = None, site=None,
                    hardware=None) -> LogCalibration:
     from kvplan.engines.logtext import paste_traits
-    from kvplan.engines.api import Hardware
     from kvplan.engines.trtllm.log import parse_trtllm_log
     from kvplan.engines.runtime.logs import gpu_assumption, gpu_from_log, resolve_log_model
 

@@ -34,8 +34,8 @@ from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
 from kvplan.core.units import MAX_TOKENS, parse_size
 from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.api import EngineRequest
-from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, request_terms,
-                                 verdict_terms)
+from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, StartProblem,
+                                 request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
 from kvplan.engines.runtime.activations import one_sequence_forward_peak
 from kvplan.engines.runtime.startup import link_class
@@ -95,7 +95,7 @@ class TrtllmEstimate(EngineEstimate):
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
             return None
-        problem = None
+        problem: StartProblem | None = None
         if not self.fits:
             if self.features is not None and self.features.after_pool_fits is False:
                 f = self.features

@@ -38,10 +38,14 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.layers import FULL, MLA, LayerSpec, make_layer
 from kvplan.core.spec import HEADED_KINDS, ModelSpec
+
+if TYPE_CHECKING:  # annotations only: the speculative module is read when a launch has a drafter
+    from kvplan.engines.features.speculative import EagleHead
 
 MIB = 2**20
 TRANSFER_BUFFER_DEFAULT = 512 * MIB  # getEnvMemSizeForKVCacheTransferBuffer: parseMemorySize("512MB")
@@ -142,7 +146,7 @@ class Launch:
     spec_layers: int = 0
     max_draft_len: int = 0
     extra_kv_tokens: int = 0
-    eagle_head: object | None = None  # kvplan.engines.features.speculative.EagleHead (one-model EAGLE-3)
+    eagle_head: EagleHead | None = None  # one-model EAGLE-3
     transceiver_backend: str | None = None
     max_tokens_in_buffer: int | None = None
     windows: tuple[int, ...] = ()  # max_attention_window as given

@@ -220,7 +220,8 @@ def _layout_assumptions(figs) -> list[str]:
 def _layout(figs, spec, hardware, rules: str) -> tuple[int, int, list[str], list[str]]:
     """(tp, pp, assumptions, notes): the log's TP and PP, else TP read off the weights per GPU when exactly one TP
     gives them, else the worker labels' lower bound (or 1), said as assumed."""
-    assumed, notes = [], []
+    assumed: list[str] = []
+    notes: list[str] = []
     for conflict in figs.layout_conflicts:
         assumed.append(f"the log's sources disagree: {conflict}")
     pp = figs.pipeline_parallel_size
@@ -327,9 +328,9 @@ def _pool_figures(figs, req, pool_base, w, *, rules_assumed, tp_assumed, len_ass
                                 sorted({r.block_size * (b // req.pp) for r, b in zip(results, picks)}),
                                 assumed=anchor_assumed))
     if figs.estimated_max_model_len is not None and memory_bytes is not None:
-        low = vllm.estimate(dataclasses.replace(req, kv_cache_memory=memory_bytes[0], hardware=None))
+        at_low = vllm.estimate(dataclasses.replace(req, kv_cache_memory=memory_bytes[0], hardware=None))
         out.append(count_figure("estimated maximum model length (logged KV memory)", figs.estimated_max_model_len,
-                                low.estimated_max_model_len, assumed=memory_assumed + len_assumed))
+                                at_low.estimated_max_model_len, assumed=memory_assumed + len_assumed))
     if figs.padding_layers is not None or pool_base.padding_layers:
         out.append(count_figure("padding layers", figs.padding_layers or 0, pool_base.padding_layers,
                                 assumed=rules_assumed))
@@ -386,8 +387,6 @@ def _blocks_for_tokens(tokens: int, at) -> range:
 
 
 def _site_observation(figs, w, mb, modelled, tp, pp, avail) -> SiteObservation | None:
-    from kvplan.engines.vllm import budget
-
     if w is None:
         return None
 

@@ -48,8 +48,8 @@ from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, W
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.api import EngineRequest, refuse_unread_options
-from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, request_terms,
-                                 verdict_terms)
+from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, StartProblem,
+                                 request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
 from kvplan.engines.runtime.weights import format_assumption, model_weights
 from kvplan.engines.vllm import budget as budget_model
@@ -160,7 +160,7 @@ class VllmEstimate(EngineEstimate):
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
             return None
-        problem = None
+        problem: StartProblem | None = None
         if not self.fits:
             failing = next((w for w in self.workers if not w.fits), None)
             if any(w.available_kv_bytes <= 0 for w in self.workers):
@@ -381,6 +381,7 @@ def _default_block_size(req: EngineRequest, rel: Release) -> tuple[int, list[str
 
 
 def _layout(req: EngineRequest, kv: DType, rel: Release, fplan: vfeat.Plan) -> _Layout:
+    block_notes: list[str]
     if req.block_size or fplan.block_size:  # --block-size, or the one the launch's attention backend forces
         block_size, block_notes = req.block_size or fplan.block_size, []
     else:
@@ -884,7 +885,6 @@ def _given_pool_on_the_gpu(req: EngineRequest, result: VllmEstimate) -> VllmEsti
     allocation or the CUDA-graph capture after it runs out of memory. The pool must fit in what the whole GPU
     (utilization 1: the fraction is not applied) leaves after the CUDA context, the weights, the activation peak,
     non-torch memory and the CUDA graphs, each modelled as for the budget; beyond that it is a definite no."""
-    rel = release_for(req)
     hw = req.hardware
     whole_gpu = budgets_for(dataclasses.replace(req, kv_cache_memory=None, gpu_util=Fraction(1),
                                                 max_num_batched_tokens=result.max_num_batched_tokens,

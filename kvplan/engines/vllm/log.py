@@ -47,6 +47,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from kvplan.engines.logtext import Line, Needs, lines as logical_lines, message, spaced
 from kvplan.engines.runtime.logs import gib_bounds  # the interval of a printed GiB figure (re-exported)
@@ -439,7 +440,7 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
     top: dict = {}
     engine_cfg: dict[str, str] = {}
     non_default: dict | None = None
-    reporting_pid: object = ...  # the pid that logged "Available KV cache memory"
+    reporting_pid: Any = ...  # the pid that logged "Available KV cache memory" (... until one does)
     reports: list[dict] = []
     table: dict[str, Decimal] = {}
 
@@ -629,9 +630,9 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
         elif m := _WORLD_SIZE.search(msg):
             first("world_size", int(m[1]))
         else:
-            for key, pat in _V0_TABLE.items():
-                if k := pat.search(msg):
-                    table.setdefault(key, Decimal(k[1]))
+            for key, needs in _V0_TABLE.items():
+                if found := needs.search(msg):
+                    table.setdefault(key, Decimal(found[1]))
                     break
 
     if table:

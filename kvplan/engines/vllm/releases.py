@@ -26,6 +26,7 @@ import functools
 import re
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import Any
 
 from kvplan.engines import releases as policy
 from kvplan.core.errors import InputError
@@ -109,7 +110,7 @@ def with_environment(release: "Release", *, graph_estimate: str | None = None,
     VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 takes the CUDA-graph estimate out of the budget on 0.18-0.19 too, =0
     leaves it in on 0.20+ (before 0.18 it changes nothing); VLLM_USE_FLASHINFER_SAMPLER picks the sampler
     (sampler_for)."""
-    changes = {}
+    changes: dict[str, Any] = {}
     if graph_estimate is not None:
         flag = integer_flag(GRAPH_ESTIMATE_ENV, graph_estimate)
         if release.cuda_graph_estimated and flag != release.cuda_graph_subtracted:
@@ -379,7 +380,7 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
         raise policy.not_read(f"vLLM {text} is newer than {NEWEST.line}, the newest line kvplan has read", where=where,
                                hint=f"judge it by {NEWEST.line}'s rules with --engine-version {NEWEST.mirrors}")
     line = [r for r in RELEASES if r.first_key <= key][-1]
-    changes = {}
+    changes: dict[str, Any] = {}
     for at, name, value, _source in _PATCHES:
         if line.first_key <= _key(at) <= key:
             changes[name] = value

@@ -1,0 +1,28 @@
+"""The static checks configured in pyproject.toml ([tool.ruff], [tool.mypy]) hold on kvplan/: a linter (ruff:
+unused and undefined names, pycodestyle) and a type checker (mypy). Both run as this interpreter's modules, so the
+suite enforces them wherever it runs (CI included). mypy keeps its cache in pytest's cache folder: a warm run takes
+seconds, a cold one (a clean clone) about 25 s of CPU.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def test_ruff_is_clean_on_the_package():
+    done = _run("ruff", "check", "--no-cache", "kvplan")
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_mypy_is_clean_on_the_package(request):
+    cache = request.config.cache.mkdir("mypy")
+    done = _run("mypy", "--cache-dir", str(cache), "--no-error-summary")
+    assert done.returncode == 0, done.stdout + done.stderr
