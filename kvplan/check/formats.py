@@ -9,7 +9,7 @@ terminal width, so the same input gives the same bytes and CI diffs stay meaning
 from __future__ import annotations
 
 from enum import Enum
-from typing import Callable
+from typing import Any, Callable
 
 from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, SKIPPED, CheckReport, Verdict, short_tokens
 from kvplan.core.text import visible, wrap_pairs
@@ -344,7 +344,7 @@ def render_sarif(report: CheckReport) -> str:
             result = {"ruleId": rule, "ruleIndex": rule_ids.index(rule) if rule in rule_ids else 0, "level": "error",
                       "message": {"text": visible(text)}}
             if v.source and not v.source.startswith("--vllm-args"):
-                location = {"artifactLocation": {"uri": visible(v.source)}}
+                location: dict[str, Any] = {"artifactLocation": {"uri": visible(v.source)}}
                 if v.line:
                     location["region"] = {"startLine": v.line}
                 result["locations"] = [{"physicalLocation": location}]

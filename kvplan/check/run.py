@@ -276,9 +276,9 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
     except (TypeError, AttributeError, KeyError, IndexError, ValueError) as err:
         # a value of a type the reader does not expect (check/traced.py): bad input at the field last read
         field = last_field(doc, err)
-        err = InputError(f"has a value of a type kvplan does not read there ({_plain(err)})",
+        bad = InputError(f"has a value of a type kvplan does not read there ({_plain(err)})",
                          where=f"{where}: {field}" if field else where, hint="check the field's type in the format's reference")
-        return [failed_verdict(display, document, name, fmt, err)]
+        return [failed_verdict(display, document, name, fmt, bad)]
 
 
 def _plain(err: Exception) -> str:
