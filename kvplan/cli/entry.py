@@ -15,7 +15,7 @@ from typing import Annotated
 import typer
 
 # in the order `kvplan --help` lists them
-COMMANDS = ("estimate", "models", "gpus", "show", "calibrate", "check", "explain", "plan", "plot", "probe", "simulate", "sweep", "serve")
+COMMANDS = ("estimate", "models", "gpus", "show", "calibrate", "check", "explain", "plan", "plot", "probe", "simulate", "sweep", "serve", "mcp")
 
 app = typer.Typer(
     name="kvplan",
