@@ -24,7 +24,7 @@ FORMAT_COMPOSE, FORMAT_KUBERNETES, FORMAT_KSERVE, FORMAT_KUBEAI = "compose", "ku
 FORMAT_HELM_PRODSTACK, FORMAT_HELM_LLMD = "helm-production-stack", "helm-llm-d"
 FORMAT_RAY, FORMAT_SKYPILOT, FORMAT_SHELL, FORMAT_DOCKERFILE = "ray-serve", "skypilot", "shell", "dockerfile"
 FORMAT_TRTLLM_OPTIONS, FORMAT_TRTLLM_DISAGG = "trtllm-options", "trtllm-disaggregated"
-FORMAT_GITHUB_ACTIONS, FORMAT_TRUSS = "github-actions", "truss"
+FORMAT_GITHUB_ACTIONS, FORMAT_TRUSS, FORMAT_RECIPES, FORMAT_README = "github-actions", "truss", "vllm-recipe", "readme"
 
 
 @dataclass(frozen=True)

@@ -12,6 +12,7 @@ YAML documents, in the order they are asked (the first that claims a document re
 - helm: production-stack values (`servingEngineSpec`), llm-d-modelservice values (`modelArtifacts` + decode/prefill);
 - skypilot: a task with `run:` and `resources:`;
 - truss: a Truss (Baseten) config.yaml with a `docker_server` (or `trt_llm`);
+- recipes: a vllm-project/recipes model recipe (`meta` + `model.model_id`) or strategy (`deploy_type`);
 - trtllm_disagg: a `trtllm-serve disaggregated` config (`context_servers` / `generation_servers`);
 - trtllm_serve: an LLM-API options file (`kv_cache_config`, `cuda_graph_config`, `enable_attention_dp`, ...);
 - kvplan_yaml: kvplan's own format (a key vLLM has no option for: engine, gpu, require, ...);
@@ -26,7 +27,7 @@ from typing import Any, Callable, Mapping
 
 from kvplan.check import report
 from kvplan.check.readers import (compose, github_actions, helm, kserve, kubeai, kubernetes, rayserve, skypilot,
-                                  trtllm_disagg, trtllm_serve, truss)
+                                  recipes, trtllm_disagg, trtllm_serve, truss)
 
 # (format, claims(doc), read(doc, source=, document=, where=, base_dir=)); kvplan_yaml and vllm_serve come last, in run.py
 READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
@@ -40,6 +41,7 @@ READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
     (report.FORMAT_HELM_LLMD, helm.claims_llmd, helm.read_llmd),
     (report.FORMAT_SKYPILOT, skypilot.claims, skypilot.read),
     (report.FORMAT_TRUSS, truss.claims, truss.read),
+    (report.FORMAT_RECIPES, recipes.claims, recipes.read),
     (report.FORMAT_TRTLLM_DISAGG, trtllm_disagg.claims, trtllm_disagg.read),
     (report.FORMAT_TRTLLM_OPTIONS, lambda d: isinstance(d, Mapping) and trtllm_serve.is_options(d),
      trtllm_serve.read_options_file),
@@ -48,7 +50,7 @@ READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
 LOOKED_FOR = ("jobs + on (a GitHub Actions workflow)", "apiVersion + kind (Kubernetes, KServe, KubeAI, Ray)", "services: (docker compose)",
               "servingEngineSpec or modelArtifacts (Helm values of production-stack, llm-d)",
               "applications or llm_configs (Ray Serve)", "resources + run (SkyPilot)",
-              "docker_server or trt_llm (Truss)",
+              "docker_server or trt_llm (Truss)", "meta + model.model_id (vllm-project/recipes)",
               "kv_cache_config or context_servers (TensorRT-LLM)", "engine + model (kvplan)",
               "vllm serve options (a --config file)")
 
@@ -56,4 +58,4 @@ LOOKED_FOR = ("jobs + on (a GitHub Actions workflow)", "apiVersion + kind (Kuber
 FORMATS = ("kvplan YAML, vllm serve --config YAML, Kubernetes manifests (Deployment, StatefulSet, LeaderWorkerSet, "
            "RayCluster and other pod templates), KServe, KubeAI, Ray Serve, docker compose, Helm values "
            "(production-stack, llm-d), SkyPilot, TensorRT-LLM options and disaggregated configs, GitHub Actions "
-           "workflows, Truss config.yaml, shell scripts, Dockerfiles")
+           "workflows, Truss config.yaml, vllm-project/recipes YAML, shell scripts, Dockerfiles, README code blocks")
