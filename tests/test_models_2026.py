@@ -45,6 +45,9 @@ def test_each_config_is_exact_or_refused_by_name(path):
     assert CacheModel(spec, dtype("bf16")).footprint(8192, 1).kv_bytes == truth["kv_bytes"]
     if spec.weights_unknown:
         assert truth["params_vision"], "only a tower kvplan cannot size may leave the weights unknown"
+        # the text model's parameters are still right: transformers' total less its vision tower and projector
+        text = truth["params_total"] - truth["params_vision"] - (truth["params_projector"] or 0)
+        assert abs(spec.params / text - 1) <= 0.01, (spec.params, text)
     else:
         assert abs(spec.params / truth["params_total"] - 1) <= 0.01, (spec.params, truth["params_total"])
 
@@ -108,3 +111,14 @@ def test_sparse_attention_layer_types_outside_a_dsa_family_are_refused():
     with pytest.raises(UnsupportedError) as err:
         spec_mapping_from_config(raw, name="m", where="cfg")
     assert "layer_types" in err.value.where
+
+
+def test_gemma4_global_layers_have_their_own_head_shape():
+    # Gemma-4-31B: 50 sliding layers of 16 KV heads x 256 and 10 full ones of num_global_key_value_heads 4 x
+    # global_head_dim 512, K and V both kept (attention_k_eq_v drops v_proj, not the value cache: transformers stores
+    # value_states = key_states, vLLM 0.33 gemma4.py loads K into both slots): bf16 bytes a token
+    spec = resolve_model(str(CORPUS / "nvidia--Gemma-4-31B-IT-NVFP4.json"))
+    assert CacheModel(spec, dtype("bf16")).kv_bytes_per_token == 50 * 16 * 512 * 2 + 10 * 4 * 1024 * 2 == 901_120
+    full = [layer for layer in spec.layer_specs if layer.kind == "full"]
+    assert {(layer.kv_heads, layer.head_dim, layer.v_head_dim) for layer in full} == {(4, 512, 512)}
+

@@ -45,6 +45,8 @@ class Layout:
     pattern: tuple[str, ...] | None = None  # repeats from layer 0
     per_layer: tuple[str, ...] | None = None  # exactly one entry per layer
     kv_heads: tuple[int, ...] | None = None  # per-layer KV heads, where they differ by layer
+    # per-layer head widths (K and V alike), where they differ by layer: Gemma 4's global layers (global_head_dim)
+    head_dims: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -143,7 +145,7 @@ _TOP_KEYS = {
     "quant_method",
 }
 _REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
-_LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads"}
+_LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads", "head_dims"}
 _MLA_KEYS = {"kv_lora_rank", "qk_rope_head_dim"}
 _MLA_OPTIONAL_KEYS = {"q_lora_rank", "index_head_dim"}
 _MOE_REQUIRED = ("experts", "experts_per_token", "intermediate_size", "layers", "expert_params")
@@ -329,6 +331,7 @@ def _build(data: Any) -> ModelSpec:
     layout = _layout(r, layers)
     kinds = _resolve_kinds(layout, layers)
     per_layer_kv = layout.kv_heads or (kv_heads,) * layers
+    per_layer_dim = layout.head_dims or (None,) * layers
 
     resolved = []
     for index, (kind, layer_kv) in enumerate(zip(kinds, per_layer_kv)):
@@ -345,8 +348,17 @@ def _build(data: Any) -> ModelSpec:
                 raise InputError("a chunked layer needs `attention_chunk_size`", where=where,
                                  hint="add e.g. `attention_chunk_size: 8192` (Llama 4)")
             window = sliding_window if kind == SLIDING else chunk if kind == CHUNKED else None
-            resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=head_dim, v_head_dim=v_head_dim or head_dim,
-                                       window=window))
+            layer_dim = per_layer_dim[index]
+            if layer_dim is None:
+                resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=head_dim, v_head_dim=v_head_dim or head_dim,
+                                           window=window))
+                continue
+            if layer_dim < 1:
+                raise InputError(f"an attention layer needs a head width, got {layer_dim}", where="layout.head_dims")
+            if v_head_dim not in (None, head_dim):
+                raise InputError("per-layer head_dims with a v_head_dim of its own are not modelled", where="layout.head_dims")
+            # K and V alike, as Gemma 4's global layers have them
+            resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=layer_dim, v_head_dim=layer_dim, window=window))
         elif kind in (MLA, INDEXED_MLA):
             if mla is None:
                 raise InputError(f"an {kind} layer needs the `mla` section", where=where,
@@ -425,7 +437,15 @@ def _layout(r: _Reader, layers: int) -> Layout:
         if len(values) != layers:
             raise InputError(f"has {len(values)} entries but `layers` is {layers}", where="layout.kv_heads")
         kv = tuple(values)
-    return Layout(default=default, pattern=pattern, per_layer=per_layer, kv_heads=kv)
+    dims = None
+    if (raw := sub.list("head_dims")) is not None:
+        values = _expand_runs(raw, "layout.head_dims")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_DIM for v in values):
+            raise InputError("must list whole numbers (0 for layers without attention)", where="layout.head_dims")
+        if len(values) != layers:
+            raise InputError(f"has {len(values)} entries but `layers` is {layers}", where="layout.head_dims")
+        dims = tuple(values)
+    return Layout(default=default, pattern=pattern, per_layer=per_layer, kv_heads=kv, head_dims=dims)
 
 
 def _resolve_kinds(layout: Layout, layers: int) -> list[str]:
@@ -478,6 +498,8 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         layout["per_layer"] = _compress(spec.layout.per_layer)
     if spec.layout.kv_heads is not None:
         layout["kv_heads"] = _compress(spec.layout.kv_heads)
+    if spec.layout.head_dims is not None:
+        layout["head_dims"] = _compress(spec.layout.head_dims)
     if layout:
         out["layout"] = layout
     if spec.mla:

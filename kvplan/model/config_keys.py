@@ -76,6 +76,9 @@ READ: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "gemma3": _LAYER_TYPES | {"sliding_window_pattern", "_sliding_window_pattern"},
     "gemma3_text": _LAYER_TYPES | {"sliding_window_pattern", "_sliding_window_pattern"},
     "gpt_oss": _LAYER_TYPES,
+    # Gemma 4: full layers of global_head_dim x num_global_key_value_heads; K = V in them changes no cache
+    # (num_kv_shared_layers, when set, is refused: KV sharing across layers is not modelled)
+    "gemma4_text": _LAYER_TYPES | {"global_head_dim", "num_global_key_value_heads", "attention_k_eq_v"},
     "llama4": {"attention_chunk_size", "no_rope_layers", "no_rope_layer_interval", "layer_types"},
     "llama4_text": {"attention_chunk_size", "no_rope_layers", "no_rope_layer_interval", "layer_types"},
     # MLA: one latent of kv_lora_rank + qk_rope_head_dim per token and layer

@@ -583,6 +583,17 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
             raise InputError("layers are chunked but attention_chunk_size is not set", where=f"{where}: attention_chunk_size")
         spec["attention_chunk_size"] = int(cfg["attention_chunk_size"])
 
+    if model_type == "gemma4_text" and kinds is not None:
+        # Gemma 4: full-attention layers have their own head width and KV heads (transformers Gemma4TextConfig
+        # per_layer_config, vLLM 0.33 models/gemma4.py layer_config); attention_k_eq_v gives them no v_proj but the
+        # cache still keeps V (value_states = key_states, both stored: measured on meta, and vLLM loads K into both)
+        full_dim = int(cfg.get("global_head_dim") or head_dim)
+        full_kv = int(cfg.get("num_global_key_value_heads") or spec["kv_heads"])
+        if heads % full_kv:
+            raise InputError(f"{heads} attention heads are not a multiple of {full_kv} global KV heads",
+                             where=f"{where}: num_global_key_value_heads")
+        layout["kv_heads"] = [full_kv if k == FULL else spec["kv_heads"] for k in kinds]
+        layout["head_dims"] = [full_dim if k == FULL else head_dim for k in kinds]
     if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi-K2): every attention layer keeps the latent
         spec["mla"] = {"kv_lora_rank": int(cfg["kv_lora_rank"]), "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim") or 0)}
         if cfg.get("q_lora_rank"):

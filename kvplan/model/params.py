@@ -63,7 +63,8 @@ class ParamCount:
 
 # Config classes' defaults for tie_word_embeddings when a file leaves it out (transformers
 # models/<family>/configuration_<family>.py, 5.x): these families tie the output head to the embeddings.
-_TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "falcon", "mamba", "mamba2", "phi", "smollm3",
+_TIED_BY_DEFAULT = {"gpt2", "gemma", "gemma2", "gemma3", "gemma3_text", "gemma4_text", "falcon", "mamba", "mamba2", "phi",
+                    "smollm3",
                     "mistral3", "starcoder2", "gpt_bigcode", "gpt_neox_japanese", "olmo"}
 _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
                       "phi3", "granite", "granitemoe", "deepseek_v2", "deepseek_v3", "gpt_oss", "jamba", "nemotron_h",
@@ -72,9 +73,10 @@ _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen
 # LayerNorm with a bias (weight + bias per norm) rather than RMSNorm (weight only)
 _LAYER_NORM = {"gpt2", "falcon", "phi", "gpt_neox", "starcoder2", "gpt_bigcode"}
 # per-head RMSNorm on queries and keys (Qwen3, Gemma-3: q_norm / k_norm of head_dim each)
-_QK_NORM = {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text"}
+_QK_NORM = {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "qwen3_5_text", "qwen3_5_moe_text",
+            "qwen3_vl_text", "qwen3_vl_moe_text"}
 # sandwich norms: input, post_attention, pre_feedforward, post_feedforward (Gemma-2/3)
-_FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text"}
+_FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text", "muse_glimmer_text"}
 # one norm per layer: the layer is a single mixer (Mamba, Nemotron-H) or attention and MLP run in parallel
 _ONE_NORM = {"mamba", "falcon_mamba", "mamba2", "nemotron_h", "phi"}
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
@@ -140,6 +142,10 @@ def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
             continue
         if model_type == "nemotron_h":
             _nemotron_h_layer(b, cfg, i, hidden, spec, kv_heads)
+            continue
+        if model_type == "gemma4_text":
+            _gemma4_layer(b, cfg, kind, hidden, spec, kv_heads, int(((spec.get("layout") or {}).get("head_dims")
+                                                                   or [spec["head_dim"]] * layers)[i]))
             continue
         norms = 4 if model_type in _FOUR_NORMS else 1 if model_type in _ONE_NORM else 2
         if model_type == "falcon":
@@ -240,7 +246,8 @@ def _attention(b: _Builder, cfg: Mapping, model_type: str, hidden: int, spec: Ma
     all_bias = bool(cfg.get("attention_bias"))
     qkv_bias = all_bias or model_type in ("qwen2", "qwen2_moe")  # Qwen2 keeps q/k/v biases, not o
     # Qwen3-Next gates the attention output with a second query-sized projection (q_proj is 2x wide)
-    q_width = 2 * q_out if model_type == "qwen3_next" else q_out
+    gated = model_type == "qwen3_next" or bool(cfg.get("attn_output_gate"))  # Qwen3.5 / 3.6 spell it out
+    q_width = 2 * q_out if gated else q_out
     b.linear("self_attn.q_proj", q_width, hidden, bias=qkv_bias)
     b.linear("self_attn.k_proj", kv_out, hidden, bias=qkv_bias)
     b.linear("self_attn.v_proj", kv_out, hidden, bias=qkv_bias)
@@ -248,6 +255,8 @@ def _attention(b: _Builder, cfg: Mapping, model_type: str, hidden: int, spec: Ma
     if model_type in _QK_NORM:
         b.norm("self_attn.q_norm", head_dim)
         b.norm("self_attn.k_norm", head_dim)
+    if model_type == "muse_glimmer_text":  # an output gate of its own (transformers MuseGlimmerTextAttention.gate_proj)
+        b.linear("self_attn.gate_proj", q_out, hidden)
     if model_type == "gpt_oss":  # learned attention sinks, one logit per head
         b.add("self_attn.sinks", (heads,), OTHER)
 
@@ -401,7 +410,7 @@ def moe_summary(cfg: Mapping, model_type: str, layers: int) -> dict | None:
         shared = int(cfg["shared_expert_intermediate_size"])
     elif model_type == "llama4_text":
         shared = int(cfg["intermediate_size"])
-    return {"experts": int(experts), "experts_per_token": int(_get(cfg, "num_experts_per_tok", "experts_per_token", default=1)),
+    return {"experts": int(experts), "experts_per_token": int(_get(cfg, "num_experts_per_tok", "experts_per_token", "top_k_experts", default=1)),
             "intermediate_size": inter, "layers": moe_layers, "shared_intermediate_size": shared,
             "dense_intermediate_size": dense, "gated": True}
 
@@ -492,6 +501,38 @@ def _nemotron_h_layer(b: _Builder, cfg: Mapping, i: int, hidden: int, spec: Mapp
         shared = int(cfg.get("moe_shared_expert_intermediate_size") or 0) * int(cfg.get("n_shared_experts") or 1)
         if shared:
             _dense_mlp(b, "mixer.shared_experts", hidden, shared, gated=False, bias=mlp_bias)
+
+
+def _gemma4_layer(b: _Builder, cfg: Mapping, kind: str, hidden: int, spec: Mapping, kv_heads: int, head_dim: int) -> None:
+    """Gemma 4 (transformers Gemma4TextDecoderLayer, 5.24): q/k/v/o of the layer's own head width with q_norm and k_norm
+    (v_norm has no scale), no v_proj on full layers when attention_k_eq_v; four sandwich norms; a gated MLP of
+    intermediate_size in every layer, and with enable_moe_block a router (proj, scale, per_expert_scale), fused
+    experts of moe_intermediate_size and three more norms beside it. Per-layer inputs (hidden_size_per_layer_input,
+    Gemma 4 E2B/E4B) and double-wide MLPs of KV-sharing layers are not modelled."""
+    if cfg.get("hidden_size_per_layer_input") or cfg.get("num_kv_shared_layers"):
+        raise UnsupportedError("Gemma 4's per-layer inputs and KV-sharing layers are not in the parameter count",
+                               where="hidden_size_per_layer_input", hint="write a spec YAML with `params`")
+    heads = int(spec["attention_heads"])
+    bias = bool(cfg.get("attention_bias"))
+    b.norm("layer_norms", hidden, count=4)
+    b.linear("self_attn.q_proj", heads * head_dim, hidden, bias=bias)
+    b.linear("self_attn.k_proj", kv_heads * head_dim, hidden, bias=bias)
+    if not (cfg.get("attention_k_eq_v") and kind == FULL):
+        b.linear("self_attn.v_proj", kv_heads * head_dim, hidden, bias=bias)
+    b.linear("self_attn.o_proj", hidden, heads * head_dim, bias=bias)
+    b.norm("self_attn.q_norm", head_dim)
+    b.norm("self_attn.k_norm", head_dim)
+    _dense_mlp(b, "mlp", hidden, int(cfg["intermediate_size"]), gated=True, bias=False)
+    if cfg.get("enable_moe_block"):
+        experts, inter = int(cfg["num_experts"]), int(cfg["moe_intermediate_size"])
+        top_k = int(cfg.get("top_k_experts") or 1)
+        b.add("router.proj.weight", (experts, hidden), ROUTER)
+        b.add("router.scale", (hidden,), ROUTER)
+        b.add("router.per_expert_scale", (experts,), ROUTER)
+        b.add("experts.gate_proj", (inter, hidden), EXPERT, experts, top_k)
+        b.add("experts.up_proj", (inter, hidden), EXPERT, experts, top_k)
+        b.add("experts.down_proj", (hidden, inter), EXPERT, experts, top_k)
+        b.norm("moe_norms", hidden, count=3)
 
 
 def _decilm_intermediate(hidden: int, ffn_mult: float) -> int:
