@@ -38,6 +38,7 @@ sys.path.insert(0, str(HERE))
 
 from kvplan.core.dtypes import dtype as lookup_dtype  # noqa: E402
 from kvplan.core import dtypes  # noqa: E402
+from kvplan.core.errors import KvplanError  # noqa: E402
 from kvplan.engines import vllm  # noqa: E402
 from kvplan.engines.api import EngineRequest, Hardware  # noqa: E402
 from kvplan.engines.features import Features, ParallelOptions  # noqa: E402
@@ -334,8 +335,6 @@ NOT_SCORED = {
 
 def public_runs() -> tuple[list[Run], list[tuple[str, str]]]:
     """The scored public runs, and (id, why) for those kvplan cannot describe."""
-    from kvplan.core.errors import KvplanError
-
     out, refused = [], []
     for r in PUBLIC:
         try:
@@ -561,15 +560,26 @@ def without_source(runs: list[Run], run: Run) -> list[Run]:
     return [r for r in runs if r.origin != run.origin]
 
 
-def score(runs: list[Run]) -> list[Score]:
+def score(runs: list[Run], *, options_unset: bool = False, skipped: list | None = None) -> list[Score]:
+    """Every run's scores. `options_unset`: kvplan is given none of the run's environment options (a user who set
+    none), so each term they decide takes the release's default and its band; the fit still uses them. A run
+    kvplan can no longer describe is listed in `skipped` with why, not scored."""
     out = []
     for run in runs:
         if run.available is None:
             continue
-        loso_constants, _ = fit(without_source(runs, run))
-        ins, band = predict(run, B.FITTED)
-        loso, band = predict(run, loso_constants)
-        out.append(Score(run, ins, loso, band, given_budget(run)))
+        scored = dataclasses.replace(run, request=dataclasses.replace(run.request, engine_options=None)) \
+            if options_unset else run
+        try:
+            loso_constants, _ = fit(without_source(runs, run))
+            ins, band = predict(scored, B.FITTED)
+            loso, band = predict(scored, loso_constants)
+        except KvplanError as err:
+            if skipped is None:
+                raise
+            skipped.append((run.name, err.one_line()))
+            continue
+        out.append(Score(scored, ins, loso, band, given_budget(scored)))
     return out
 
 
@@ -594,11 +604,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--markdown", action="store_true", help="tables as markdown (for docs/engines/calibration.md)")
     ap.add_argument("--json", action="store_true", help="every run's figures as JSON")
+    ap.add_argument("--options-unset", action="store_true",
+                    help="score as a user who sets no environment option (VLLM_USE_FLASHINFER_SAMPLER, ...) would")
     args = ap.parse_args()
 
     public, refused = public_runs()
     runs = h100_runs() + public
-    scores = score(runs)
+    skipped: list[tuple[str, str]] = []
+    scores = score(runs, options_unset=args.options_unset, skipped=skipped)
+    refused = list(refused) + skipped
     constants, used = fit(runs)
     if args.json:
         print(json.dumps([{"log": s.run.name, "group": s.run.group, "gpu": s.run.gpu_kind, "line": s.run.line,

@@ -194,11 +194,25 @@ def _uses_swa(rel: releases.Release, spec, windowed: set[str]) -> bool:
     return spec.architecture in rel.swa_allowlist
 
 
+# kvplan's generic KV dtype names -> SGLang's spelling of the same cache (server_args.py: SGLang has no plain "fp8";
+# its fp8_e4m3 is the e4m3 cache vLLM calls fp8), said in a note (kv_spelling_note)
+GENERIC_KV = {"fp8": "fp8_e4m3"}
+
+
+def kv_spelling_note(req: EngineRequest) -> str | None:
+    """The note when the request's KV dtype is kvplan's generic name for an SGLang spelling."""
+    name = (req.kv_dtype or "auto").strip().lower()
+    if name in GENERIC_KV and GENERIC_KV[name] in releases.release(req.engine_version).kv_dtypes:
+        return f"--kv-dtype {name} is SGLang's --kv-cache-dtype {GENERIC_KV[name]} (SGLang has no plain {name})"
+    return None
+
+
 def read_kv_dtype(req: EngineRequest) -> DType:
     """The request's --kv-cache-dtype as the chosen SGLang release reads it (R9: no release takes fp16/float16)."""
     rel = releases.release(req.engine_version)
     name = (req.kv_dtype or "auto").strip().lower()
     table = rel.kv_dtypes
+    name = GENERIC_KV.get(name, name) if GENERIC_KV.get(name) in table else name
     if name not in table:
         raise InputError(f"SGLang has no KV-cache dtype {req.kv_dtype!r}", where="--kv-dtype",
                          hint=f"SGLang {rel.version} takes --kv-cache-dtype " + ", ".join(sorted(table)))
@@ -241,7 +255,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
     kv = read_kv_dtype(req)
     act = model_dtype(req)
-    notes: list[str] = []
+    notes: list[str] = [n for n in (kv_spelling_note(req),) if n]
     sg = req.features.sglang if req.features is not None else None
     if req.features is not None and dataclasses.replace(req.features, sglang=None, rate=None, prompt_tokens=None,
                                                         link_bytes_per_s=None).any:
