@@ -127,6 +127,9 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
         if scripts.is_dockerfile(path):
             items = scripts.read_dockerfile(yamlio.read_text(path), source=display, where=display, base_dir=path.parent)
             return _verdicts(items, defaults)
+        if path.name == ".env" or path.name.endswith(".env"):
+            return [skipped_verdict(display, None, path.name, None, "an environment file (KEY=VALUE): no launch of its "
+                                    "own; a compose file reads the .env beside it")]
         text = yamlio.read_text(path)
         if path.suffix.lower() in readme.MARKDOWN_SUFFIXES:
             return _verdicts(readme.read(text, source=display, where=display, base_dir=path.parent), defaults)

@@ -5,11 +5,12 @@ deployments (kvplan/check/deployment.py), workloads that start an engine (kvplan
 YAML documents, in the order they are asked (the first that claims a document reads it):
 - github_actions: a GitHub Actions workflow (`jobs:` beside `on:`, which YAML 1.1 reads as true);
 - kserve: serving.kserve.io InferenceService, ServingRuntime, LLMInferenceService;
-- kubeai: kubeai.org Model;
+- kubeai: kubeai.org Model, and the models chart's values (`catalog:`, each enabled entry a Model);
 - rayserve: ray.io RayService (and RayCluster, RayJob), Ray Serve configs (`applications:`), Ray Serve LLM configs;
 - kubernetes: any other apiVersion + kind (Deployment, StatefulSet, LeaderWorkerSet, Pod, Job, ..., Dynamo);
 - compose: a `services:` mapping;
 - helm: production-stack values (`servingEngineSpec`), llm-d-modelservice values (`modelArtifacts` + decode/prefill);
+- vllm_chart: the values of vLLM's example Helm chart (`image.command` + `gpuModels`);
 - skypilot: a task with `run:` and `resources:`;
 - truss: a Truss (Baseten) config.yaml with a `docker_server` (or `trt_llm`);
 - recipes: a vllm-project/recipes model recipe (`meta` + `model.model_id`) or strategy (`deploy_type`);
@@ -27,18 +28,20 @@ from typing import Any, Callable, Mapping
 
 from kvplan.check import report
 from kvplan.check.readers import (compose, github_actions, helm, kserve, kubeai, kubernetes, rayserve, skypilot,
-                                  recipes, trtllm_disagg, trtllm_serve, truss)
+                                  recipes, trtllm_disagg, trtllm_serve, truss, vllm_chart)
 
 # (format, claims(doc), read(doc, source=, document=, where=, base_dir=)); kvplan_yaml and vllm_serve come last, in run.py
 READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
     (report.FORMAT_GITHUB_ACTIONS, github_actions.claims, github_actions.read),
     (report.FORMAT_KSERVE, kserve.claims, kserve.read),
     (report.FORMAT_KUBEAI, kubeai.claims, kubeai.read),
+    (report.FORMAT_KUBEAI, kubeai.claims_catalog, kubeai.read_catalog),
     (report.FORMAT_RAY, rayserve.claims, rayserve.read),
     (report.FORMAT_KUBERNETES, kubernetes.claims, kubernetes.read),
     (report.FORMAT_COMPOSE, compose.claims, compose.read),
     (report.FORMAT_HELM_PRODSTACK, helm.claims_prodstack, helm.read_prodstack),
     (report.FORMAT_HELM_LLMD, helm.claims_llmd, helm.read_llmd),
+    (report.FORMAT_HELM_VLLM, vllm_chart.claims, vllm_chart.read),
     (report.FORMAT_SKYPILOT, skypilot.claims, skypilot.read),
     (report.FORMAT_TRUSS, truss.claims, truss.read),
     (report.FORMAT_RECIPES, recipes.claims, recipes.read),

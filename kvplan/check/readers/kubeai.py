@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check.gpus import GpuEvidence, Label
-from kvplan.check.items import Workload
+from kvplan.check.items import Skip, Workload
 from kvplan.check.readers import kubernetes as k8s
 from kvplan.check.report import FORMAT_KUBEAI
 from kvplan.core.errors import InputError, UnsupportedError
@@ -45,6 +45,30 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
              "--port", "8000", *args)
     return [Workload(source=source, document=document, name=name, fmt=FORMAT_KUBEAI, where=at, base_dir=base_dir,
                      words=words, env=env, gpus=gpus, notes=tuple(notes), requests_gpus=True, blocker=blocker)]
+
+
+def claims_catalog(doc: Any) -> bool:
+    """The Helm values of KubeAI's models chart (charts/models/values.yaml): `catalog:` of Model specs by name."""
+    catalog = doc.get("catalog") if isinstance(doc, Mapping) and "apiVersion" not in doc else None
+    return isinstance(catalog, Mapping) and bool(catalog) and all(
+        isinstance(m, Mapping) and ("url" in m or "engine" in m) for m in catalog.values())
+
+
+def read_catalog(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
+    """Each enabled catalog entry (`enabled: true`, or every one under `all.enabled: true`) is the Model the chart
+    renders from it (metadata.name the key, spec the entry's fields); a values file that enables none renders none."""
+    every = isinstance(doc.get("all"), Mapping) and doc["all"].get("enabled") is True
+    items: list = []
+    for key, entry in doc["catalog"].items():
+        if not (every or entry.get("enabled") is True):
+            continue
+        spec = {k: v for k, v in entry.items() if k not in ("enabled", "features", "labels")}
+        model = {"apiVersion": "kubeai.org/v1", "kind": "Model", "metadata": {"name": str(key)}, "spec": spec}
+        items += read(model, source=source, document=document, where=f"{where}: catalog.{key}", base_dir=base_dir)
+    if not items:
+        return [Skip(source, document, Path(source).stem, FORMAT_KUBEAI,
+                     f"KubeAI models chart values: none of its {len(doc['catalog'])} catalog models is enabled")]
+    return items
 
 
 def _profile(profile: str, at: str) -> GpuEvidence:
