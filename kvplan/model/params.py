@@ -668,13 +668,13 @@ def _qwen3_vit(b: _Builder, vision: Mapping) -> None:
                         ("mlp.linear_fc1", (inter, hidden)), ("mlp.linear_fc2", (hidden, inter))):
         b.add(f"visual.blocks.{name}.weight", shape, VISION, depth)
         b.add(f"visual.blocks.{name}.bias", (shape[0],), VISION, depth)
-    for norm in ("norm1", "norm2"):
-        b.add(f"visual.blocks.{norm}.weight", (hidden,), VISION, depth)
-        b.add(f"visual.blocks.{norm}.bias", (hidden,), VISION, depth)
+    for layer_norm in ("norm1", "norm2"):
+        b.add(f"visual.blocks.{layer_norm}.weight", (hidden,), VISION, depth)
+        b.add(f"visual.blocks.{layer_norm}.bias", (hidden,), VISION, depth)
     deepstack = len(vision.get("deepstack_visual_indexes") or [])
-    for name, norm, count in (("merger", hidden, 1), ("deepstack_merger_list", merged, deepstack)):
-        b.add(f"visual.{name}.norm.weight", (norm,), VISION, count)
-        b.add(f"visual.{name}.norm.bias", (norm,), VISION, count)
+    for name, width, count in (("merger", hidden, 1), ("deepstack_merger_list", merged, deepstack)):
+        b.add(f"visual.{name}.norm.weight", (width,), VISION, count)
+        b.add(f"visual.{name}.norm.bias", (width,), VISION, count)
         b.add(f"visual.{name}.linear_fc1.weight", (merged, merged), VISION, count)
         b.add(f"visual.{name}.linear_fc1.bias", (merged,), VISION, count)
         b.add(f"visual.{name}.linear_fc2.weight", (out, merged), VISION, count)
