@@ -39,3 +39,36 @@ def test_sweep_and_estimate_agree_on_the_verdict():
 def test_without_a_gpu_the_textbook_answers():
     code, out, err = kvplan("estimate llama-3.1-8b --seq 32K --json")
     assert code == 0 and json.loads(out)["engine"] == "static" and json.loads(out)["fits"] is None
+
+
+def _fixes(out: str) -> list[str]:
+    return [line.strip() for line in out.split("what would fit:\n", 1)[1].splitlines() if line.startswith("  ")]
+
+
+def test_fixes_come_in_the_order_an_operator_tries_them():
+    """Llama-3.1-70B at 32K on two H100s: quantized weights (with their memory) before more GPUs, more GPUs of the
+    same kind before another GPU, and that GPU a datacenter one with real headroom (not an A100 with 60 MiB more)."""
+    code, out, _ = kvplan("estimate llama-3.1-70b --seq 32K --gpu h100 --tp 2")
+    fixes = _fixes(out)
+    assert [f.split(":")[0].split(" (")[0] for f in fixes] == [
+        "--quantization fp8", "--tensor-parallel-size 4", "--gpu h100-nvl-94gb"]
+    assert "weights" in fixes[0] and "GiB per GPU" in fixes[0]
+    assert not any("a100" in f for f in fixes)
+
+
+def test_a_datacenter_pool_is_offered_datacenter_gpus_and_plurals_agree():
+    """An L4 (a datacenter card; a Kubernetes L4 pool) is never offered a GeForce card; "holds 1 sequence"."""
+    code, out, _ = kvplan("estimate llama-3.1-8b --seq 128K --gpu l4")
+    fixes = _fixes(out)
+    gpu = [f for f in fixes if f.startswith("--gpu ")]
+    assert gpu and not any(name in gpu[0] for name in ("rtx", "4090", "5090"))
+    assert fixes[0].startswith("--max-model-len ")
+    assert "holds 1 sequences" not in out and "holds 1 sequence of" in out
+
+
+def test_a_32b_model_on_an_l40s_is_offered_smaller_weights_before_more_gpus():
+    code, out, _ = kvplan("estimate Qwen/Qwen3-32B --seq 32K --gpu l40s --models-dir tests/data/public_models")
+    fixes = _fixes(out)
+    weights = next(i for i, f in enumerate(fixes) if "4-bit" in f or "--quantization" in f)
+    more_gpus = next(i for i, f in enumerate(fixes) if f.startswith("--tensor-parallel-size"))
+    assert weights < more_gpus

@@ -18,7 +18,7 @@ from golden import harness
 from kvplan import engines
 from kvplan.engines import fixes
 
-MODELS = ("llama-3.1-8b", "llama-3.1-70b", "qwen3-8b", "qwen2.5-72b", "mistral-7b-v0.1", "gemma-3-27b", "phi-4",
+MODELS = ("llama-3.1-8b", "qwen2.5-7b", "llama-3.1-70b", "qwen3-8b", "qwen2.5-72b", "mistral-7b-v0.1", "gemma-3-27b", "phi-4",
           "mixtral-8x7b")
 GPUS = ("l4-24gb", "a10g-24gb", "l40s-48gb", "a100-sxm-40gb", "h100-sxm-80gb")
 LENGTHS = (16384, 32768, 65536, 131072)
@@ -33,6 +33,18 @@ def _check(model: str, gpu: str, flags: dict[str, str]) -> dict:
     line = " ".join(f"{k} {v}" for k, v in flags.items())
     case = f'check --vllm-args "serve {model} {line}" --gpu {gpu} --json'
     return json.loads(harness.run(case)["stdout"])["verdicts"][0]
+
+
+def _check_kvplan_file(model: str, gpu: str, seq: int, tp: int, dtype: str) -> dict:
+    """A 4-bit checkpoint is another checkpoint, not a flag: judged as kvplan's own deployment file with `dtype`."""
+    import tempfile
+    from pathlib import Path
+
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder, "deployment.yaml")
+        path.write_text(f"name: fix\nmodel: {model}\nengine: vllm\ngpu: {gpu}\ntensor_parallel_size: {tp}\n"
+                        f"max_model_len: {seq}\ndtype: {dtype}\n", encoding="utf-8")
+        return json.loads(harness.run(f"check {path} --json")["stdout"])["verdicts"][0]
 
 
 def _estimate_fixes(model: str, gpu: str, seq: int, tp: int) -> list[fixes.Fix]:
@@ -53,8 +65,14 @@ def test_every_estimate_fix_passes_check(shape):
     base = {"--max-model-len": str(seq), "--tensor-parallel-size": str(tp)}
     for fix in found:
         flags, where = dict(base), gpu
+        if fix.setting == fixes.WEIGHTS and fix.value == fixes.WEIGHTS_INT4:
+            verdict = _check_kvplan_file(model, gpu, seq, tp, "int4")
+            assert verdict["status"] == "pass", (shape, fix.setting, fix.value, verdict["reason"])
+            continue
         if fix.setting == fixes.GPU:
             where = fix.value
+        elif fix.setting == fixes.WEIGHTS:
+            flags["--quantization"] = "fp8"
         elif fix.setting == fixes.UTIL:
             flags[_FLAG[fix.setting]] = f"{float(fix.value):.2f}"
         else:
@@ -71,6 +89,8 @@ def test_every_check_fix_passes_check(shape):
     first = _check(model, gpu, base)
     assume(first["status"] == "fail" and first["suggestions"])
     for words in first["suggestions"]:
+        if not words.startswith("--"):
+            continue  # another checkpoint (4-bit weights), not a flag of this launch: the estimate test judges it
         flag, value = re.sub(r" \(.*\)$", "", words).split(" ", 1)
         flags, where = dict(base), gpu
         if flag == "--gpu":

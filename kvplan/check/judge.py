@@ -273,11 +273,24 @@ def _fix_words(engine: Engine, dep: Deployment, base) -> list[str]:
             out.append(setting(dep, fix.setting, engine.flags.kv_fp8_name if engine.flags else "fp8"))
         elif fix.setting == fixes.UTIL:
             out.append(setting(dep, fix.setting, f"{float(fix.value):.2f}"))
+        elif fix.setting == fixes.WEIGHTS:
+            out.append(_weights_words(dep, fix.value))
         elif fix.setting == fixes.GPU:
             out.append(f"gpu: {fix.value}" if dep.format == FORMAT_KVPLAN else f"--gpu {fix.value}")
         else:
             out.append(setting(dep, fix.setting, fix.value))
     return out
+
+
+
+def _weights_words(dep: Deployment, fmt: str) -> str:
+    """Quantized weights as the deployment would ask for them: kvplan's own file by its `dtype`, an engine's launch by
+    the engine's online fp8 (vLLM --quantization fp8), and a 4-bit checkpoint as another checkpoint to serve."""
+    if dep.format == FORMAT_KVPLAN:
+        return setting(dep, "dtype", "fp8" if fmt == fixes.WEIGHTS_FP8 else fmt)
+    if fmt == fixes.WEIGHTS_FP8:
+        return setting(dep, "quantization", "fp8")
+    return "a 4-bit (AWQ/GPTQ) checkpoint of the model"
 
 
 __all__ = ["judge"]

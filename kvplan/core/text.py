@@ -75,3 +75,8 @@ def wrap_pairs(pairs: list[str], width: int) -> list[str]:
     if line:
         lines.append(line)
     return lines
+
+
+def plural(n: int, word: str) -> str:
+    """`1 sequence`, `2 sequences`, `1,024 sequences`: a count with its noun in the right number."""
+    return f"{n:,} {word}{'' if n == 1 else 's'}"

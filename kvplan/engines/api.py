@@ -114,6 +114,9 @@ class EngineFlags:
     kv_memory: str | None  # an explicit cache-size flag
     kv_fp8_name: str = "fp8"  # the engine's spelling of an fp8 (e4m3) KV cache
     util_limit: Fraction = Fraction(99, 100)
+    # the whole flag that quantizes a 16-bit checkpoint's weights to fp8 as it loads (vLLM --quantization fp8); None
+    # when the engine has none kvplan models (a 4-bit checkpoint is then the quantized-weights fix)
+    weights_fp8: str | None = None
 
     def util_flag(self, value: str) -> str:
         return self.util.replace("{F}", value) if "{F}" in self.util else f"{self.util} {value}"

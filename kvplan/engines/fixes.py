@@ -2,16 +2,20 @@
 
 One search serves `kvplan estimate` (does the request shape fit?) and `kvplan check` (does it pass every
 requirement?): the caller gives the test, the search tries each change by running the same engine model again
-with that one thing changed (never a rule of thumb):
+with that one thing changed (never a rule of thumb). They come in the order an operator tries them: a flag on
+the same launch first, then the same model with smaller weights, then more of the same GPU, then another GPU:
 
 1. the longest max_model_len that passes (binary search: every test is monotone in the length);
-2. the smallest larger tensor-parallel size that divides the attention heads;
-3. an fp8 KV cache, when the cache is wider than 8 bits;
-4. the smallest memory fraction above the current one, in steps of 0.01, up to what the engine accepts;
-5. the smallest explicit cache size, when the deployment pins one (vLLM --kv-cache-memory-bytes);
-6. the smallest larger GPU of the catalog from the same vendor (the software stack stays the same), never one
-   with unified memory (GH200, GB200, DGX Spark): there the host's own use comes out of the capacity, so its
-   size promises nothing.
+2. an fp8 KV cache, when the cache is wider than 8 bits;
+3. the smallest memory fraction above the current one, in steps of 0.01, up to what the engine accepts;
+4. the smallest explicit cache size, when the deployment pins one (vLLM --kv-cache-memory-bytes);
+5. quantized weights of a 16-bit model: fp8 where the engine quantizes them as it loads (vLLM --quantization fp8),
+   else a 4-bit (AWQ/GPTQ) checkpoint of the model;
+6. the smallest larger tensor-parallel size that divides the attention heads (more GPUs of the same kind);
+7. the smallest larger GPU of the catalog of the same vendor and class (datacenter for datacenter, GeForce for
+   GeForce, workstation for workstation: the software stack and the fleet stay the same), with at least 5% more
+   memory (a card of another generation with 60 MiB more is no memory fix), never one with unified memory (GH200,
+   GB200, DGX Spark): there the host's own use comes out of the capacity, so its size promises nothing.
 
 Each Fix carries the changed request and the engine's result for it; `engine_words` spells it as the engine's
 flags (estimate's `suggestions`), check spells it in the deployment's own keys.
@@ -25,20 +29,25 @@ from fractions import Fraction
 from typing import Any, Callable
 
 from kvplan.core.errors import KvplanError
+from kvplan.core.text import plural
 from kvplan.core.units import format_bytes, format_tokens
 from kvplan.engines.api import Engine
 from kvplan.engines.api import EngineRequest
 
 TP_CANDIDATES = (2, 4, 8, 16, 32, 64)
 UTIL_STEP = Fraction(1, 100)
-MAX_LEN, TP, KV_DTYPE, UTIL, KV_MEMORY, GPU = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype",
-                                              "gpu_memory_utilization", "kv_cache_memory_bytes", "gpu")
+MAX_LEN, TP, KV_DTYPE, UTIL, KV_MEMORY, WEIGHTS, GPU = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype",
+                                                       "gpu_memory_utilization", "kv_cache_memory_bytes", "quantization",
+                                                       "gpu")
+# a larger GPU is a fix only with this much more memory than the one it replaces
+GPU_STEP = Fraction(105, 100)
+WEIGHTS_FP8, WEIGHTS_INT4 = "fp8_e4m3", "int4"
 
 
 @dataclass(frozen=True)
 class Fix:
-    setting: str  # one of MAX_LEN, TP, KV_DTYPE, UTIL, KV_MEMORY, GPU (vLLM's names for the settings)
-    value: Any  # int, "fp8", a Fraction, bytes, or the catalog GPU's name
+    setting: str  # one of MAX_LEN, TP, KV_DTYPE, UTIL, KV_MEMORY, WEIGHTS, GPU (vLLM's names for the settings)
+    value: Any  # int, "fp8", a Fraction, bytes, a weight format (WEIGHTS_FP8, WEIGHTS_INT4) or the catalog GPU's name
     request: EngineRequest  # the request with the change
     gpus: int | None = None  # TP x PP after a TP change
     capacity_bytes: int | None = None  # of the suggested GPU
@@ -61,10 +70,6 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if ok(dataclasses.replace(req, seq=mid)) else (lo, mid)
         out.append(Fix(MAX_LEN, lo, dataclasses.replace(req, seq=lo)))
-    for tp in TP_CANDIDATES:
-        if tp > req.tp and not req.spec.attention_heads % tp and ok(candidate := dataclasses.replace(req, tp=tp)):
-            out.append(Fix(TP, tp, candidate, gpus=tp * req.pp))
-            break
     fp8_name = engine.flags.kv_fp8_name if engine.flags else "fp8"
     if engine.kv_dtype(req).bits > 8 and ok(candidate := dataclasses.replace(req, kv_dtype=fp8_name)):
         out.append(Fix(KV_DTYPE, fp8_name, candidate))
@@ -82,17 +87,52 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
         size = _smallest_cache(req, ok)
         if size is not None:
             out.append(Fix(KV_MEMORY, size, dataclasses.replace(req, kv_cache_memory=size)))
+    out += _quantized_weights(engine, req, ok)
+    for tp in TP_CANDIDATES:
+        if tp > req.tp and not req.spec.attention_heads % tp and ok(candidate := dataclasses.replace(req, tp=tp)):
+            out.append(Fix(TP, tp, candidate, gpus=tp * req.pp))
+            break
     hw = req.hardware
     if hw is not None:
         vendor = hw.facts.vendor if hw.facts else None
+        kind = gpu_class(hw.facts) if hw.facts else None
         for g in sorted(gpus(), key=lambda g: (g.capacity_bytes, g.name)):
-            if g.capacity_bytes <= hw.capacity_bytes or (vendor is not None and g.vendor != vendor) or g.unified_memory:
+            if (g.capacity_bytes < hw.capacity_bytes * GPU_STEP or (vendor is not None and g.vendor != vendor)
+                    or g.unified_memory or (kind is not None and gpu_class(g) != kind)):
                 continue
             candidate = dataclasses.replace(req, hardware=dataclasses.replace(hw, name=g.name, capacity_bytes=g.capacity_bytes))
             if ok(candidate):
                 out.append(Fix(GPU, g.name, candidate, capacity_bytes=g.capacity_bytes))
                 break
     return out
+
+
+def gpu_class(gpu) -> str:
+    """The class of a catalog GPU, as a fleet is bought: "consumer" (GeForce), "workstation" (the RTX
+    professional cards sold for desks) or "datacenter" (the rest, and an RTX PRO sold as a Server Edition)."""
+    names = " ".join((gpu.name, *gpu.aliases)).lower()
+    if "geforce" in names:
+        return "consumer"
+    if gpu.name.startswith("rtx-") and "server edition" not in names:
+        return "workstation"
+    return "datacenter"
+
+
+def _quantized_weights(engine: Engine, req: EngineRequest, ok: Callable[[EngineRequest], bool]) -> list[Fix]:
+    """Smaller weights of the same model, the first that passes: fp8 where the engine quantizes a 16-bit checkpoint
+    as it loads it (its flags name how), else a 4-bit checkpoint. Only for a 16-bit model whose weights kvplan
+    counts from its parameters (a checkpoint already quantized, or read byte-exact from its files, is left as it is)."""
+    from kvplan.core import dtypes
+
+    spec = req.spec
+    if spec.weights_bytes is not None or req.weight_fmt is not None or (spec.weight_dtype or spec.dtype) not in ("bf16", "fp16", "fp32"):
+        return []
+    formats = ((WEIGHTS_FP8,) if engine.flags is not None and engine.flags.weights_fp8 else ()) + (WEIGHTS_INT4,)
+    for name in formats:
+        candidate = dataclasses.replace(req, weight_fmt=dtypes.weight_format(name))
+        if ok(candidate):
+            return [Fix(WEIGHTS, name, candidate)]
+    return []
 
 
 def _smallest_cache(req: EngineRequest, ok: Callable[[EngineRequest], bool]) -> int | None:
@@ -140,8 +180,8 @@ def attach(engine: Engine, req: EngineRequest, result):
         return result
     fixes = search(engine, req, result, lambda r: fits(engine, r))
     words = [engine_words(engine, req, result, f) for f in fixes] or [
-        "nothing kvplan tried fits (longer context, more TP, fp8 KV, a higher memory fraction, a larger "
-        "GPU): add pipeline stages or use a smaller model"]
+        "nothing kvplan tried fits (a shorter context, fp8 KV, a higher memory fraction, quantized weights, more "
+        "TP, a larger GPU of the same class): add pipeline stages or use a smaller model"]
     return dataclasses.replace(result, suggestions=tuple(words))
 
 
@@ -152,7 +192,7 @@ def engine_words(engine: Engine, req: EngineRequest, result, fix: Fix) -> str:
     if fix.setting == MAX_LEN:
         if not result.max_seq and fix.value == result.estimated_max_model_len:
             return f"{flags.max_len} {fix.value}: the estimated maximum model length"
-        return f"{flags.max_len} {fix.value}: the longest context that fits {n} sequence{'s' if n > 1 else ''} with these flags"
+        return f"{flags.max_len} {fix.value}: the longest context that fits {plural(n, 'sequence')} with these flags"
     if fix.setting == TP:
         return f"{flags.tp} {fix.value}: {fix.gpus} GPUs" + _held(engine, fix)
     if fix.setting == KV_DTYPE:
@@ -160,14 +200,20 @@ def engine_words(engine: Engine, req: EngineRequest, result, fix: Fix) -> str:
     if fix.setting == UTIL:
         return f"{flags.util_flag(f'{float(fix.value):.2f}')}: the smallest fraction that fits"
     if fix.setting == KV_MEMORY:
-        return (f"{flags.kv_memory} {fix.value}: the cache {n} request{'s' if n > 1 else ''} of {format_tokens(req.seq)} "
+        return (f"{flags.kv_memory} {fix.value}: the cache {plural(n, 'request')} of {format_tokens(req.seq)} "
                 f"need ({format_bytes(fix.value)} per GPU)")
+    if fix.setting == WEIGHTS:
+        r = engine.estimate(fix.request, search_max_seq=False)
+        weights = f"weights {format_bytes(r.per_gpu.weights_bytes)} per GPU" if r.per_gpu else "smaller weights"
+        how = flags.weights_fp8 if fix.value == WEIGHTS_FP8 else "a 4-bit (AWQ/GPTQ) checkpoint of the model"
+        return f"{how}: {weights}" + _held(engine, fix)
     return f"--gpu {fix.value} ({format_bytes(fix.capacity_bytes)}) with the same flags" + _held(engine, fix)
 
 
 def _held(engine: Engine, fix: Fix) -> str:
     r = engine.estimate(fix.request, search_max_seq=False)
-    return f"; holds {r.max_batch:,} sequences of {format_tokens(r.seq)}" if r.max_batch else ""
+    return f"; holds {plural(r.max_batch, 'sequence')} of {format_tokens(r.seq)}" if r.max_batch else ""
 
 
-__all__ = ["Fix", "search", "attach", "fits", "engine_words", "at_judging_edge"]
+
+__all__ = ["Fix", "search", "attach", "fits", "engine_words", "at_judging_edge", "gpu_class"]
