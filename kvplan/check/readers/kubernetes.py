@@ -370,6 +370,8 @@ def _dynamo(doc: Mapping, *, source: str, document: int | None, where: str, base
     for sname, service in services.items() if isinstance(services, Mapping) else []:
         if not isinstance(service, Mapping):
             continue
+        if service.get("componentType") == "frontend":
+            continue  # Dynamo's frontend routes requests to the workers (the operator runs dynamo.frontend): no engine
         pod = (service.get("extraPodSpec") or {}) if isinstance(service.get("extraPodSpec"), Mapping) else {}
         main = pod.get("mainContainer") if isinstance(pod.get("mainContainer"), Mapping) else {}
         limits = ((service.get("resources") or {}).get("limits") or {}) if isinstance(service.get("resources"), Mapping) else {}

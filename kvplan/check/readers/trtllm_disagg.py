@@ -19,7 +19,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
-from kvplan.check.items import Workload
+from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_DISAGG
 from kvplan.core.errors import InputError
 
@@ -83,7 +83,14 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     from kvplan.check.readers.trtllm_serve import yaml_key
 
     items = []
-    for role, args, instances in server_groups(doc, where=where):
+    groups = server_groups(doc, where=where)
+    if groups and not any(args.get("model") for _, args, _ in groups) and all(
+            isinstance(doc.get(f"{role}_servers"), Mapping) and doc[f"{role}_servers"].get("urls") for role, _, _ in groups):
+        # `trtllm-serve disaggregated -c` starts only the proxy; with urls and no model its servers are started by
+        # their own `trtllm-serve MODEL --config ...` commands (which are judged where they are written)
+        return [Skip(source, document, Path(source).stem, FORMAT_TRTLLM_DISAGG, "a disaggregated proxy config: its "
+                     "context and generation servers run at the urls it lists, started by their own trtllm-serve commands")]
+    for role, args, instances in groups:
         tp = args.get("tensor_parallel_size") or 1
         pp = args.get("pipeline_parallel_size") or 1
         notes = [f"{role} servers: {instances} instance(s), judged per instance"
