@@ -101,3 +101,42 @@ def test_a_gpu_count_in_other_digits_is_bad_input(cli, tmp_path):
     code, verdict, err = _check(cli, path)
     assert code == 2 and verdict["status"] == "invalid", err
     assert "nvidia.com/gpu" in verdict["reason"], verdict["reason"]
+
+
+def test_two_compose_services_on_one_device_are_cannot_judge(cli, tmp_path):
+    """The same service twice (a second copy on port 30001): apart on device_ids 0 and 1 both pass; on device 0 both
+    (each sizes its pool as if it had the card alone) they are cannot judge."""
+    import yaml
+
+    doc = yaml.safe_load((DATA / "compose" / "sglang-llama31-8b-device0.yaml").read_text())
+    second = json.loads(json.dumps(doc["services"]["sglang"]))
+    second["container_name"] = "sglang-2"
+    second["command"] = second["command"].replace("--port 30000", "--port 30001")
+    doc["services"]["sglang-2"] = second
+    path = tmp_path / "compose.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, out, err = cli("check", path, "--gpu", "h100", "--offline", "--format", "json")
+    verdicts = json.loads(out)["verdicts"]
+    assert code == 3 and [v["status"] for v in verdicts] == ["cannot_judge", "cannot_judge"], err
+    assert all("shares a GPU with service" in v["reason"] for v in verdicts)
+    second["deploy"]["resources"]["reservations"]["devices"][0]["device_ids"] = ["1"]
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, out, err = cli("check", path, "--gpu", "h100", "--offline", "--format", "json")
+    assert code == 0 and [v["status"] for v in json.loads(out)["verdicts"]] == ["pass", "pass"], err
+
+
+def test_two_background_engines_in_one_script_are_cannot_judge(cli, tmp_path):
+    source = DATA / "script" / "multiagentsdebate-qwen3-14b-tp4.sh"
+    text = source.read_text().replace("Qwen/Qwen3-14B", "Qwen/Qwen3-32B").replace("--tensor-parallel-size 4",
+                                                                                    "--tensor-parallel-size 1")
+    second = text.replace("--port 8000", "--port 8001")
+    path = tmp_path / source.name
+    path.write_text(text + "\n" + second)
+    code, out, err = cli("check", path, "--gpu", "h100", "--offline", "--models-dir", MODELS, "--format", "json")
+    verdicts = json.loads(out)["verdicts"]
+    assert code == 3 and {v["status"] for v in verdicts} == {"cannot_judge"}, err
+    assert "starts 2 engines that may share a GPU" in verdicts[0]["reason"]
+    apart = "export CUDA_VISIBLE_DEVICES=0\n" + text + "\nexport CUDA_VISIBLE_DEVICES=1\n" + second
+    path.write_text(apart)
+    code, out, err = cli("check", path, "--gpu", "h100", "--offline", "--models-dir", MODELS, "--format", "json")
+    assert code == 0 and {v["status"] for v in json.loads(out)["verdicts"]} == {"pass"}, err

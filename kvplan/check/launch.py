@@ -79,6 +79,7 @@ class EngineCall:
     image: str | None = None  # `docker run IMAGE`
     gpus: GpuEvidence | None = None  # `docker run --gpus`
     subcommand: str | None = None  # trtllm-serve disaggregated; dynamo's module
+    scheduled: bool = False  # started by a scheduler (srun) on the nodes it allocates, not on this host's GPUs
 
 
 @dataclass(frozen=True)
@@ -133,7 +134,9 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
         return []
     head = PurePosixPath(words[0]).name
     if head == "srun":
-        return calls_in_words(_after_srun(words[1:]), env, image=image, gpus=gpus)
+        from dataclasses import replace
+
+        return [replace(c, scheduled=True) for c in calls_in_words(_after_srun(words[1:]), env, image=image, gpus=gpus)]
     if head in _CONTAINER_RUNNERS and words[1:2] in (["exec"], ["run"]):
         rest = words[2:]
         while rest and rest[0].startswith("-"):

@@ -43,8 +43,15 @@ def deployments(workload: Workload, defaults: Defaults) -> list[Deployment | Fai
         if engine:
             why += f" (image {workload.image} is {launch.ENGINE_TITLES[engine]}'s: its arguments are made inside the container)"
         return [failure(UnsupportedError(why, where=workload.where, hint="name the engine command in the file to judge it"))]
+    crowded = _sharing(calls, workload.env)
     out: list[Deployment | Failure] = []
     for index, call in enumerate(calls):
+        if crowded:
+            name = workload.name if len(calls) == 1 else f"{workload.name}#{index + 1}"
+            out.append(Failure(workload.source, workload.document, name, workload.fmt, UnsupportedError(
+                crowded, where=workload.where, hint="give each engine its own GPUs (CUDA_VISIBLE_DEVICES=0 / =1), "
+                "or judge each launch alone with --vllm-args")))
+            continue
         name = workload.name if len(calls) == 1 else f"{workload.name}#{index + 1}"
         try:
             out.append(_from_call(replace(workload, name=name), call, defaults))
@@ -150,6 +157,34 @@ def _merge(base: GpuEvidence, extra: GpuEvidence | None) -> GpuEvidence:
                        labels=base.labels, vendor=extra.vendor or base.vendor, vendor_where=extra.vendor_where if extra.vendor else base.vendor_where,
                        other=base.other, all_devices=extra.all_devices or base.all_devices,
                        shared=base.shared or extra.shared)
+
+
+def _devices(env: Mapping) -> frozenset[str] | None:
+    """The devices a launch is limited to by its environment, or None (every GPU the container has)."""
+    for name in _VISIBILITY:
+        value = env.get(name)
+        if value is None or shell.MARK in value or value.strip().lower() == "all":
+            continue
+        return frozenset(i.strip() for i in value.split(",") if i.strip())
+    return None
+
+
+def _sharing(calls: list, env: Mapping) -> str | None:
+    """Why the engines a workload starts may share a GPU, when they may: each engine sizes its pool as if it had the
+    card alone (vLLM's --gpu-memory-utilization is a share of the whole card), so two at 0.9 on one GPU cannot both
+    start, though each alone passes (issue 26). Disjoint CUDA_VISIBLE_DEVICES lists keep them apart; so does srun,
+    which places each job step on the resources it allocates."""
+    engines = [c for c in calls if c.engine in (launch.VLLM, launch.SGLANG, launch.TRTLLM) and not c.scheduled]
+    if len(engines) < 2:
+        return None
+    seen: list[frozenset[str] | None] = []
+    for call in engines:
+        devices = _devices({**env, **call.env})
+        if any(other is None or devices is None or other & devices for other in seen):
+            return (f"starts {len(engines)} engines that may share a GPU (no CUDA_VISIBLE_DEVICES keeps them apart); "
+                    "kvplan judges an engine that has its GPUs to itself")
+        seen.append(devices)
+    return None
 
 
 # The variables that narrow the devices a process sees (CUDA: CUDA_VISIBLE_DEVICES, a list of indexes or UUIDs;

@@ -143,10 +143,55 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
             items.append(workload)
         else:
             quiet.append(str(name))
+    items = _apart(items)
     if not items:
         return [Skip(source, document, Path(source).stem, FORMAT_COMPOSE,
                      f"no service starts vLLM, SGLang or TensorRT-LLM or asks for a GPU (services: {', '.join(quiet)})")]
     return items
+
+
+def _devices(workload: Workload) -> set[str] | None:
+    """The host GPUs a service's engine lands on: its device_ids, else the first N for a count (Docker hands out GPUs
+    from index 0, moby daemon/nvidia_linux.go countToDevices: two services with `count: 1` both get GPU 0), None for
+    every GPU (`all`)."""
+    env = workload.env
+    for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
+        value = env.get(name)
+        if value and shell.MARK not in value and value.strip().lower() != "all":
+            return {i.strip() for i in value.split(",") if i.strip()}
+    where = workload.gpus.count_where or ""
+    ids = re.search(r"device_ids \[(.*)\]", where)
+    if ids:
+        return {i.strip(" '\"") for i in ids.group(1).split(",") if i.strip(" '\"")}
+    if workload.gpus.count is not None:
+        return {str(i) for i in range(workload.gpus.count)}
+    return None
+
+
+def _apart(items: list) -> list:
+    """Services whose engines land on the same GPU are cannot judge: each engine sizes its pool as if it had the
+    card alone, so two that each pass alone may not both start (issue 26)."""
+    from dataclasses import replace
+
+    from kvplan.check.items import runs_engine
+
+    engines = [w for w in items if isinstance(w, Workload) and runs_engine(w) and (w.requests_gpus or w.gpus.count)]
+    placed = [(w, _devices(w)) for w in engines]
+    crowded = {}
+    for i, (a, da) in enumerate(placed):
+        for b, db in placed[i + 1:]:
+            if da is None or db is None or da & db:
+                crowded.setdefault(a.name, b.name)
+                crowded.setdefault(b.name, a.name)
+    if not crowded:
+        return items
+    from kvplan.core.errors import UnsupportedError
+
+    return [replace(w, blocker=w.blocker or UnsupportedError(
+        f"shares a GPU with service {crowded[w.name]} (the same device_ids, or counts Docker fills from GPU 0); kvplan "
+        "judges an engine that has its GPUs to itself", where=w.where,
+        hint="give each service its own device_ids")) if isinstance(w, Workload) and w.name in crowded else w
+        for w in items]
 
 
 def _words(value: Any, at: str) -> list[str] | None:
