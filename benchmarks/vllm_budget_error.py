@@ -44,7 +44,7 @@ from kvplan.engines.api import EngineRequest, Hardware  # noqa: E402
 from kvplan.engines.features import Features, ParallelOptions  # noqa: E402
 from kvplan.engines.vllm import budget as B  # noqa: E402
 from kvplan.engines.vllm import releases  # noqa: E402
-from kvplan.engines.vllm.engine import budgets_for, release_for  # noqa: E402
+from kvplan.engines.vllm.engine import budget_edges, budgets_for, release_for  # noqa: E402
 from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log_file  # noqa: E402
 from kvplan.model import catalog  # noqa: E402
 
@@ -510,8 +510,10 @@ class Score:
     run: Run
     in_sample: int  # predicted available bytes
     loso: int
-    band: int
+    band: int  # the half width of the band (its widest side)
     given: str  # "exact" / "differs: ..." / "n/a"
+    low: int = 0  # the band's edges (LOSO constants): the budget's error, widened by every open term
+    high: int = 0
 
     @property
     def logged(self) -> float:
@@ -522,15 +524,17 @@ class Score:
 
     @property
     def covered(self) -> bool:
-        return abs(self.loso - self.logged) <= self.band + 0.005 * GIB
+        return self.low - 0.005 * GIB <= self.logged <= self.high + 0.005 * GIB
 
 
-def predict(run: Run, constants: B.Constants) -> tuple[int, int]:
-    """(available bytes of the pool's worker, its band) with these constants."""
+def predict(run: Run, constants: B.Constants) -> tuple[int, int, int]:
+    """(available bytes of the pool's worker, the low and high edges of its band) with these constants; the band is
+    the engine's (engine.budget_edges: the terms' error, widened by what the launch leaves open)."""
     budgets = budgets_for(run.request, constants)
     shapes = vllm.estimate(dataclasses.replace(run.request, kv_cache_memory=GIB, hardware=None)).workers
     worker = min(range(len(budgets)), key=lambda i: (budgets[i].available_bytes // shapes[i].bytes_per_block, i))
-    return budgets[worker].available_bytes, budgets[worker].uncertainty_bytes
+    low, high = budget_edges(run.request, budgets, constants=constants)
+    return budgets[worker].available_bytes, low[worker], high[worker]
 
 
 def given_budget(run: Run) -> str:
@@ -572,14 +576,14 @@ def score(runs: list[Run], *, options_unset: bool = False, skipped: list | None 
             if options_unset else run
         try:
             loso_constants, _ = fit(without_source(runs, run))
-            ins, band = predict(scored, B.FITTED)
-            loso, band = predict(scored, loso_constants)
+            ins, _, _ = predict(scored, B.FITTED)
+            loso, low, high = predict(scored, loso_constants)
         except KvplanError as err:
             if skipped is None:
                 raise
             skipped.append((run.name, err.one_line()))
             continue
-        out.append(Score(scored, ins, loso, band, given_budget(scored)))
+        out.append(Score(scored, ins, loso, max(loso - low, high - loso), given_budget(scored), low, high))
     return out
 
 

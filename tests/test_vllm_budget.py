@@ -469,6 +469,34 @@ def test_flashinfer_sampler_by_its_environment_variable():
             vllm_engine.estimate(req("0.19.0", word))
 
 
+def test_the_sampler_left_open_widens_the_band_to_both():
+    """VLLM_USE_FLASHINFER_SAMPLER unset on 0.10-0.11: the worker warms FlashInfer's sampler up whenever flashinfer
+    is installed (topk_topp_sampler.py), which a launch does not say. The public A100 site's logs ("Using FlashInfer
+    for top-p & top-k sampling", 24.83 and 5.01 GiB logged) fell outside the band kvplan gave a user who sets nothing
+    (issue 28); now the band holds both samplers, the verdict stays at its low edge (the sort sampler's budget), and
+    giving the variable narrows it to one."""
+    from kvplan.engines.vllm import engine as vllm_engine
+
+    def est(util, value=None):
+        opts = [f"VLLM_USE_FLASHINFER_SAMPLER={value}"] if value is not None else None
+        return vllm_engine.estimate(build_request(
+            str(ROOT / "tests/data/vllm_models/Qwen--Qwen2.5-7B-Instruct"), seq="16384", batch=1, kv_dtype="auto",
+            dtype=None, gpu="a100-sxm-80gb", gpu_mem=None, gpus=None, tp=1, pp=1, gpu_util=util,
+            engine_version="0.10.1.1", engine_options=opts))
+
+    for util, logged in (("0.5", 24.83), ("0.25", 5.01)):
+        unset, sort, flashinfer = est(util), est(util, "0"), est(util, "1")
+        assert unset.available_kv_bytes_low == sort.available_kv_bytes_low
+        assert unset.available_kv_bytes_high == flashinfer.available_kv_bytes_high
+        assert unset.available_kv_bytes_low / GIB <= logged <= unset.available_kv_bytes_high / GIB
+        assert not sort.available_kv_bytes_low / GIB <= logged <= sort.available_kv_bytes_high / GIB
+        assert any("covers both samplers" in n for n in unset.notes)
+    # 0.12-0.20 use FlashInfer's sampler only when told: nothing is left open there
+    v12 = vllm_engine.open_terms(build_request("llama-3.1-8b", seq="8K", batch=1, kv_dtype="auto", dtype=None,
+                                               gpu="h100", gpu_mem=None, gpus=None, tp=1, pp=1, engine_version="0.13.0"))
+    assert v12 == []
+
+
 @pytest.mark.parametrize("model,tp,tokens", [("llama-3.1-8b", 1, 8192), ("llama-3.1-8b", 2, 4608),
                                              ("qwen3-30b-a3b-2507", 1, 8192), ("gemma-3-27b", 4, 2048), ("kimi-vl-a3b", 2, 8192)])
 def test_the_borrowed_forward_peak_is_vllm_019s_profile_of_one_dense_sequence(model, tp, tokens):

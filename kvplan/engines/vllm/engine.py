@@ -531,6 +531,40 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
                                      notes=notes)
 
 
+def open_terms(req: EngineRequest) -> list[tuple[str, EngineRequest]]:
+    """The request under each other value of a budget term its launch leaves open, with what the term is: a user
+    who does not say cannot be judged by one value. VLLM_USE_FLASHINFER_SAMPLER unset on 0.10-0.11: the worker
+    warms FlashInfer's sampler up whenever flashinfer is installed (v1/sample/ops/topk_topp_sampler.py; the
+    official image has it), PyTorch's sort otherwise (releases.sampler_for)."""
+    rel = releases.release(req.engine_version)
+    out = []
+    if rel.sampler_by_install and req.option(releases.FLASHINFER_SAMPLER_OPTION) is None:
+        given = tuple(req.engine_options or ()) + ((releases.FLASHINFER_SAMPLER_OPTION, "1"),)
+        out.append((f"{releases.FLASHINFER_SAMPLER_ENV} is not given, and vLLM {rel.version} warms FlashInfer's sampler "
+                    "up whenever flashinfer is installed (the official image has it)",
+                    dataclasses.replace(req, engine_options=given)))
+    return out
+
+
+def budget_edges(req: EngineRequest, budgets, *, constants: budget_model.Constants = budget_model.FITTED,
+                 spec: ModelSpec | None = None, bterms=None, notes: list[str] | None = None) -> tuple[list[int], list[int]]:
+    """The band of each worker's KV memory: the budget's measured error around it, widened to every value of a term
+    the launch leaves open (open_terms); the verdict is judged at its low edge."""
+    low = [b.available_bytes - b.uncertainty_bytes for b in budgets]
+    high = [b.available_bytes + b.uncertainty_bytes for b in budgets]
+    for why, alt in open_terms(req):
+        other = budgets_for(alt, constants, spec=spec)
+        if bterms is not None:
+            other = vfeat.adjust_budgets(other, bterms)
+        low = [min(x, b.available_bytes - b.uncertainty_bytes) for x, b in zip(low, other)]
+        high = [max(x, b.available_bytes + b.uncertainty_bytes) for x, b in zip(high, other)]
+        if notes is not None:
+            gap = abs(other[0].available_bytes - budgets[0].available_bytes)
+            notes.append(f"{why}: the band covers both samplers ({_gib(gap)} GiB apart); give --engine-option "
+                         f"{releases.FLASHINFER_SAMPLER_OPTION.upper()}=0 or 1 to narrow it")
+    return low, high
+
+
 def _workers(shapes: list[_WorkerShape], available: list[int], budgets, layout: _Layout, blocks_req: int,
              in_flight: int, reserve_null: bool, seq: int, *, override: int | None = None,
              override_in_fit: bool = False) -> list[VllmWorker]:
@@ -625,8 +659,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
             budgets = vfeat.adjust_budgets(budgets, bterms)
         notes += budget_notes
         nominal = [b.available_bytes for b in budgets]
-        edges = ([b.available_bytes - b.uncertainty_bytes for b in budgets],
-                 [b.available_bytes + b.uncertainty_bytes for b in budgets])
+        edges = budget_edges(req, budgets, spec=spec, bterms=bterms, notes=notes)
         available = {"low": edges[0], "high": edges[1]}.get(req.budget_edge or "", nominal)
         source = "model"
     else:
@@ -717,9 +750,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
         elif search_max_seq:
             max_seq = _longest_seq(req, layout, workers, in_flight, reserve_null, (mnbt, max_seqs), rel)
         if edges is not None:
-            band = binding.budget.uncertainty_bytes
-            centre = binding.available_kv_bytes + {"low": band, "high": -band}.get(req.budget_edge or "", 0)
-            low_kv, high_kv = centre - band, centre + band
+            low_kv, high_kv = edges[0][binding.stage], edges[1][binding.stage]
             at = [_holds(_workers(shapes, e, budgets, layout, blocks_req, in_flight, reserve_null, req.seq), blocks_req,
                          req.batch, max_seqs) and starts and not too_long for e in edges]
             marginal = at[0] != at[1]

@@ -241,6 +241,9 @@ class Release:
     # the KV memory (v1/core/kv_cache_utils.py _auto_fit_max_model_len, a binary search over 1 ... the derived
     # length); None: the release has no such value (0.10-0.13 read -1 as a length)
     auto_fit: str | None
+    # v1/sample/ops/topk_topp_sampler.py: with VLLM_USE_FLASHINFER_SAMPLER unset, FlashInfer's sampler whenever
+    # flashinfer is installed (0.10-0.11), which the launch does not say (engine.open_terms)
+    sampler_by_install: bool
     # --- parser and log -------------------------------------------------------------------------------------
     # config/cache.py CacheConfig.kv_cache_memory_bytes: --kv-cache-memory-bytes exists from 0.10.2
     kv_cache_memory_option: bool
@@ -270,7 +273,7 @@ _BASE = dict(
     fused_moe=MOE_DIRECT, fused_moe_chunk=32768, mxfp4_hopper_backend="marlin", group_size_max_within=None,
     page_unification="equal", uniform_type_groups=True, chunked_local_hybrid=False,
     tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, in_flight="one",
-    fit_check_uses_block_override=False, auto_fit=None,
+    fit_check_uses_block_override=False, auto_fit=None, sampler_by_install=False,
     hybrid_prefix_caching=False, hybrid_mla_alignment=64, hybrid_align_to_block_size=False,
     gdn_prefill_checkpoints=False, pads_uneven_pages=False, mla_block_hopper=64, mla_block_sm10x=128,
     kv_cache_memory_option=True, enable_disable_switches=False, config_false_as_no_flag=False,
@@ -284,9 +287,11 @@ def _after(previous: dict, **changes) -> dict:
 
 
 _L10 = _after(_BASE, line="0.10", first="0.10.0", mirrors="0.10.2", nccl_in_budget=True, uniform_type_groups=False,
+              sampler_by_install=True,
               batched_tokens_capped_at_seqs_x_len=False, chunked_local_hybrid=False)
 _L11 = _after(_L10, line="0.11", first="0.11.0", mirrors="0.11.0", nccl_in_budget=False, uniform_type_groups=True)
 _L12 = _after(_L11, line="0.12-0.13", first="0.12.0", mirrors="0.13.0", batched_tokens_capped_at_seqs_x_len=True,
+              sampler_by_install=False,
               fused_moe_chunk=16384, group_size_max_within=Fraction(5, 4), page_unification="divide",
               mxfp4_hopper_backend="triton")
 _L14 = _after(_L12, line="0.14-0.17", first="0.14.0", mirrors="0.14.1", requested_ceil=True, fused_moe=MOE_MODULAR,
