@@ -1,4 +1,5 @@
-"""Cold-start time of `kvplan estimate` (and of `import kvplan`) as a ratio to importing what any typer+rich+yaml CLI imports.
+"""Cold-start time of every main path (`estimate` on each engine, table and JSON; `check` of one file; `import
+kvplan`) as a ratio to importing what any typer+rich+yaml CLI imports.
 
 Both are measured in this run, on this machine, as fresh interpreter processes (best of N, to keep
 scheduler noise out). Target: ratio <= 1.5. Prints the figures; asserts nothing.
@@ -24,6 +25,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent.parent
 CONFIG = HERE / "tests" / "data" / "hf_configs" / "llama-3.1-8b.json"
+CHECKED = HERE / "tests" / "data" / "deployments" / "compose" / "sglang-llama31-8b-device0.yaml"
 
 
 ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
@@ -50,16 +52,21 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=15)
     args = parser.parse_args()
     baseline_cmd = [sys.executable, "-c", "import typer, rich.table, yaml"]
-    cases = {
-        "estimate (bundled spec)": [sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100", "--json"],
-        "estimate (config.json)": [sys.executable, "-m", "kvplan", "estimate", str(CONFIG), "--seq", "32K", "--json"],
-        "estimate (table)": [sys.executable, "-m", "kvplan", "estimate", "llama-3.1-8b", "--seq", "32K", "--gpu", "h100"],
-        "--help": [sys.executable, "-m", "kvplan", "--help"],
+    kvplan = [sys.executable, "-m", "kvplan"]
+    shape = ["llama-3.1-8b", "--seq", "32K", "--gpu", "h100"]
+    cases = {}
+    for engine in ("static", "vllm", "sglang", "trtllm"):  # every engine, table and JSON
+        cases[f"estimate {engine} (table)"] = [*kvplan, "estimate", *shape, "--engine", engine]
+        cases[f"estimate {engine} (--json)"] = [*kvplan, "estimate", *shape, "--engine", engine, "--json"]
+    cases.update({
+        "estimate (config.json)": [*kvplan, "estimate", str(CONFIG), "--seq", "32K", "--json"],
+        "check (one file)": [*kvplan, "check", str(CHECKED), "--gpu", "h100"],
+        "--help": [*kvplan, "--help"],
         # the Python API (docs/api.md): the import alone, and one estimate through it
         "import kvplan": [sys.executable, "-c", "import kvplan"],
         "kvplan.estimate (API)": [sys.executable, "-c", "import kvplan; kvplan.estimate('llama-3.1-8b', seq='32K', "
                                   "gpu='h100', engine='vllm')"],
-    }
+    })
     timed(baseline_cmd, 2)  # warm the file cache
     runs = [run_once(baseline_cmd) for _ in range(args.runs)]
     base, base_cpu = [w for w, _ in runs], [c for _, c in runs]
@@ -69,7 +76,7 @@ def main() -> None:
         timed(cmd, 2)  # warm: the first run may compile bytecode that later starts reuse
         runs = [run_once(cmd) for _ in range(args.runs)]
         t, cpu = [w for w, _ in runs], [c for _, c in runs]
-        print(f"{name:26s} best {min(t) * 1000:.0f} ms, median {statistics.median(t) * 1000:.0f} ms, "
+        print(f"{name:28s} best {min(t) * 1000:.0f} ms, median {statistics.median(t) * 1000:.0f} ms, "
               f"ratio (best) {min(t) / min(base):.2f}x, ratio (median) {statistics.median(t) / statistics.median(base):.2f}x, "
               f"CPU ratio (median) {statistics.median(cpu) / statistics.median(base_cpu):.2f}x")
 

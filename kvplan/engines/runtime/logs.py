@@ -14,6 +14,15 @@ from kvplan.engines.api import Hardware
 GIB = 2**30
 
 
+def vllm_format_gib(num_bytes: int) -> str:
+    """The text vLLM prints for a byte count (utils/mem_utils.py:format_gib): str(round(b / 2**30, 2)).
+
+    b / 2**30 is exact in binary floating point for any realistic b (a division by a power of two),
+    and Python's round() is correctly rounded with ties to even, so this is a pure function of b.
+    """
+    return f"{round(num_bytes / GIB, 2)}"
+
+
 def gib_bounds(value: Decimal | str) -> tuple[int, int]:
     """The byte interval [low, high) whose members vLLM prints as `value` GiB.
 

@@ -1,20 +1,31 @@
-"""SGLang: the token pool its model runner sizes, release by release (0.3.0 ... 0.5.23)."""
+"""SGLang: the token pool its model runner sizes, release by release (0.3.0 ... 0.5.23).
+
+The engine record (ENGINE, parts.py) and the names below load on first use (PEP 562): reading one of the engine's
+tables (its releases, its options) does not build its whole memory model, which keeps every other engine's start
+fast (benchmarks/cold_start.py). Its submodules load the same way when asked for as attributes.
+"""
 
 from __future__ import annotations
 
-from fractions import Fraction
+import importlib
+from typing import Any
 
-from kvplan.engines.api import Engine, EngineFlags
-from kvplan.engines.sglang.budget import default_mem_fraction
-from kvplan.engines.sglang.engine import OPTION_KEYS, SglangEstimate, estimate, read_kv_dtype
+_LAZY = {"ENGINE": "kvplan.engines.sglang.parts",
+         "estimate": "kvplan.engines.sglang.engine",
+         "SglangEstimate": "kvplan.engines.sglang.engine",
+         "default_mem_fraction": "kvplan.engines.sglang.budget"}
 
-ENGINE = Engine(
-    name="sglang", title="SGLang", estimate=estimate, kv_dtype=read_kv_dtype,
-    flags=EngineFlags("--context-length", "--tp-size", "--kv-cache-dtype fp8_e4m3", "--mem-fraction-static", None,
-                      kv_fp8_name="fp8_e4m3"),
-    util_of=lambda req, r: None if r.mem_fraction_static is None else Fraction(r.mem_fraction_static),
-    util_max=lambda r: Fraction(95, 100),
-    option_keys=OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
-)
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ENGINE", "estimate", "SglangEstimate", "default_mem_fraction"]

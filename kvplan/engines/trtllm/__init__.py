@@ -1,20 +1,31 @@
-"""TensorRT-LLM: the paged KV pool its executor sizes, for the PyTorch and the TensorRT-engine backends."""
+"""TensorRT-LLM: the paged KV pool its executor sizes, for the PyTorch and the TensorRT-engine backends.
+
+The engine record (ENGINE, parts.py) and the names below load on first use (PEP 562): reading one of the engine's
+tables (its releases, its options) does not build its whole memory model, which keeps every other engine's start
+fast (benchmarks/cold_start.py). Its submodules load the same way when asked for as attributes.
+"""
 
 from __future__ import annotations
 
-from fractions import Fraction
+import importlib
+from typing import Any
 
-from kvplan.engines.api import Engine, EngineFlags
-from kvplan.engines.trtllm.budget import pool_tokens
-from kvplan.engines.trtllm.engine import OPTION_KEYS, TrtllmEstimate, estimate, read_kv_dtype
+_LAZY = {"ENGINE": "kvplan.engines.trtllm.parts",
+         "estimate": "kvplan.engines.trtllm.engine",
+         "TrtllmEstimate": "kvplan.engines.trtllm.engine",
+         "pool_tokens": "kvplan.engines.trtllm.budget"}
 
-ENGINE = Engine(
-    name="trtllm", title="TensorRT-LLM", estimate=estimate, kv_dtype=read_kv_dtype,
-    flags=EngineFlags("--max_seq_len", "--tp_size", "kv_cache_config: {dtype: fp8} (extra LLM API options)",
-                      "kv_cache_config: {free_gpu_memory_fraction: {F}} (extra LLM API options)", None),
-    util_of=lambda req, r: None if r.free_gpu_memory_fraction is None else Fraction(r.free_gpu_memory_fraction),
-    util_max=lambda r: Fraction(95, 100),
-    option_keys=OPTION_KEYS, takes_gpu_reserved=True,
-)
+
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ENGINE", "estimate", "TrtllmEstimate", "pool_tokens"]

@@ -1,32 +1,30 @@
-"""vLLM (v1 engine): release rules, layout and estimate, budget, serve arguments, log reader and calibration."""
+"""vLLM (v1 engine): release rules, layout and estimate, budget, serve arguments, log reader and calibration.
+
+The engine record (ENGINE, parts.py) and the names below load on first use (PEP 562): reading one of the engine's
+tables (its releases, its options) does not build its whole memory model, which keeps every other engine's start
+fast (benchmarks/cold_start.py). Its submodules load the same way when asked for as attributes.
+"""
 
 from __future__ import annotations
 
-from fractions import Fraction
+import importlib
+from typing import Any
 
-from kvplan.engines.api import Engine, EngineFlags
-from kvplan.engines.vllm import releases
-from kvplan.engines.vllm.engine import VllmEstimate, estimate, read_kv_dtype
-
-
-def _util_max(result: VllmEstimate) -> Fraction | None:
-    """vLLM refuses utilizations above what is free at start-up (total minus CUDA context / NCCL)."""
-    budget = result.workers[0].budget if result.workers else None
-    if budget is None:
-        return None
-    free = budget.total_bytes - budget.context_bytes - budget.memory_in_use_bytes
-    return Fraction(max(free, 0) * 100 // budget.total_bytes, 100)
+_LAZY = {"ENGINE": "kvplan.engines.vllm.parts",
+         "estimate": "kvplan.engines.vllm.engine",
+         "VllmEstimate": "kvplan.engines.vllm.engine"}
 
 
-ENGINE = Engine(
-    name="vllm", title="vLLM", estimate=estimate, kv_dtype=read_kv_dtype,
-    # --quantization fp8 on a 16-bit checkpoint: vllm/launch.py ONLINE_QUANTIZATION
-    flags=EngineFlags("--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8", "--gpu-memory-utilization",
-                      "--kv-cache-memory-bytes", weights_fp8="--quantization fp8"),
-    util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
-    util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True,
-    # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
-    option_keys=releases.OPTION_KEYS,
-)
+def __getattr__(name: str) -> Any:
+    if name in _LAZY:
+        return getattr(importlib.import_module(_LAZY[name]), name)
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{__name__}.{name}")
+        except ModuleNotFoundError as err:
+            if err.name != f"{__name__}.{name}":
+                raise
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["ENGINE", "estimate", "VllmEstimate"]

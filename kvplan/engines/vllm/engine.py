@@ -51,6 +51,7 @@ from kvplan.engines.api import EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, StartProblem,
                                  request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
+from kvplan.engines.runtime.logs import vllm_format_gib
 from kvplan.engines.runtime.weights import format_assumption, model_weights
 from kvplan.engines.vllm import budget as budget_model
 from kvplan.engines.vllm import features as vfeat
@@ -1000,8 +1001,6 @@ def _longest_seq(req: EngineRequest, layout: _Layout, workers: list[VllmWorker],
 
 
 def _gib(n: int) -> str:
-    from kvplan.engines.vllm.log import vllm_format_gib
-
     return vllm_format_gib(n)
 
 

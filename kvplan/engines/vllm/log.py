@@ -50,7 +50,7 @@ from pathlib import Path
 from typing import Any
 
 from kvplan.engines.logtext import Line, Needs, lines as logical_lines, message, spaced
-from kvplan.engines.runtime.logs import gib_bounds  # the interval of a printed GiB figure (re-exported)
+from kvplan.engines.runtime.logs import gib_bounds, vllm_format_gib  # GiB as vLLM prints it (re-exported)
 
 GIB = 2**30
 
@@ -62,19 +62,6 @@ __all__ = [
     "parse_vllm_log_file",
     "vllm_format_gib",
 ]
-
-
-# --------------------------------------------------------------------------------------------------
-# Rounding of printed GiB values
-
-
-def vllm_format_gib(num_bytes: int) -> str:
-    """The text vLLM prints for a byte count (utils/mem_utils.py:format_gib): str(round(b / 2**30, 2)).
-
-    b / 2**30 is exact in binary floating point for any realistic b (a division by a power of two),
-    and Python's round() is correctly rounded with ties to even, so this is a pure function of b.
-    """
-    return f"{round(num_bytes / GIB, 2)}"
 
 
 # --------------------------------------------------------------------------------------------------

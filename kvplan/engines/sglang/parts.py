@@ -1,0 +1,18 @@
+"""The SGLang engine record (ENGINE) the registry hands out: its estimate, how it reads a KV dtype, its
+flags and the options it reads (kvplan/engines/api.py Engine)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from kvplan.engines.api import Engine, EngineFlags
+from kvplan.engines.sglang.engine import OPTION_KEYS, estimate, read_kv_dtype
+
+ENGINE = Engine(
+    name="sglang", title="SGLang", estimate=estimate, kv_dtype=read_kv_dtype,
+    flags=EngineFlags("--context-length", "--tp-size", "--kv-cache-dtype fp8_e4m3", "--mem-fraction-static", None,
+                      kv_fp8_name="fp8_e4m3"),
+    util_of=lambda req, r: None if r.mem_fraction_static is None else Fraction(r.mem_fraction_static),
+    util_max=lambda r: Fraction(95, 100),
+    option_keys=OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
+)

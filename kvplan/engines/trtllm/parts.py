@@ -1,0 +1,18 @@
+"""The TensorRT-LLM engine record (ENGINE) the registry hands out: its estimate, how it reads a KV dtype, its
+flags and the options it reads (kvplan/engines/api.py Engine)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from kvplan.engines.api import Engine, EngineFlags
+from kvplan.engines.trtllm.engine import OPTION_KEYS, estimate, read_kv_dtype
+
+ENGINE = Engine(
+    name="trtllm", title="TensorRT-LLM", estimate=estimate, kv_dtype=read_kv_dtype,
+    flags=EngineFlags("--max_seq_len", "--tp_size", "kv_cache_config: {dtype: fp8} (extra LLM API options)",
+                      "kv_cache_config: {free_gpu_memory_fraction: {F}} (extra LLM API options)", None),
+    util_of=lambda req, r: None if r.free_gpu_memory_fraction is None else Fraction(r.free_gpu_memory_fraction),
+    util_max=lambda r: Fraction(95, 100),
+    option_keys=OPTION_KEYS, takes_gpu_reserved=True,
+)

@@ -1,0 +1,31 @@
+"""The vLLM (v1 engine) engine record (ENGINE) the registry hands out: its estimate, how it reads a KV dtype, its
+flags and the options it reads (kvplan/engines/api.py Engine)."""
+
+from __future__ import annotations
+
+from fractions import Fraction
+
+from kvplan.engines.api import Engine, EngineFlags
+from kvplan.engines.vllm import releases
+from kvplan.engines.vllm.engine import VllmEstimate, estimate, read_kv_dtype
+
+
+def _util_max(result: VllmEstimate) -> Fraction | None:
+    """vLLM refuses utilizations above what is free at start-up (total minus CUDA context / NCCL)."""
+    budget = result.workers[0].budget if result.workers else None
+    if budget is None:
+        return None
+    free = budget.total_bytes - budget.context_bytes - budget.memory_in_use_bytes
+    return Fraction(max(free, 0) * 100 // budget.total_bytes, 100)
+
+
+ENGINE = Engine(
+    name="vllm", title="vLLM", estimate=estimate, kv_dtype=read_kv_dtype,
+    # --quantization fp8 on a 16-bit checkpoint: vllm/launch.py ONLINE_QUANTIZATION
+    flags=EngineFlags("--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8", "--gpu-memory-utilization",
+                      "--kv-cache-memory-bytes", weights_fp8="--quantization fp8"),
+    util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
+    util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True,
+    # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
+    option_keys=releases.OPTION_KEYS,
+)
