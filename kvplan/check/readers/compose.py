@@ -177,7 +177,7 @@ def _apart(items: list) -> list:
 
     engines = [w for w in items if isinstance(w, Workload) and runs_engine(w) and (w.requests_gpus or w.gpus.count)]
     placed = [(w, _devices(w)) for w in engines]
-    crowded = {}
+    crowded: dict[str, str] = {}
     for i, (a, da) in enumerate(placed):
         for b, db in placed[i + 1:]:
             if da is None or db is None or da & db:
