@@ -164,3 +164,30 @@ def test_python_examples_print_what_the_doc_shows(path, monkeypatch):
 
 def test_the_api_doc_has_examples():
     assert ROOT / "docs" / "api.md" in DOCTEST_DOCS
+
+
+def _format_examples() -> list[tuple[str, str, int]]:
+    """(format, example file, exit code) of each row of docs/check.md "Every format, with an example"."""
+    text = (ROOT / "docs" / "check.md").read_text(encoding="utf-8")
+    section = text.split("## Every format, with an example", 1)[1].split("\n## ", 1)[0]
+    return [(m.group(1), m.group(2), int(m.group(3)))
+            for m in re.finditer(r"^\| `([\w-]+)` \| `([^`]+)` \| (\d) \|", section, re.M)]
+
+
+def test_every_check_format_has_an_example_the_docs_name():
+    from kvplan.check import report
+
+    formats = {v for k, v in vars(report).items() if k.startswith("FORMAT_")} - {"vllm-args"}
+    rows = _format_examples()
+    assert {f for f, _, _ in rows} == formats and len(rows) == len(formats)
+    for _, path, _ in rows:
+        assert (ROOT / path).is_file() and (path.startswith("tests/data/") or path.startswith("examples/")), path
+
+
+@pytest.mark.parametrize("fmt, path, code", _format_examples(), ids=[r[0] for r in _format_examples()])
+def test_each_format_example_reads_as_the_docs_say(cli, fmt, path, code):
+    import json
+
+    got, out, _ = cli("check", ROOT / path, "--offline", "--format", "json")
+    verdicts = json.loads(out)["verdicts"]
+    assert got == code and fmt in {v["format"] for v in verdicts}, (path, [(v["format"], v["reason"]) for v in verdicts])
