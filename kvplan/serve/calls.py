@@ -20,7 +20,8 @@ from typing import Any
 from kvplan.core.errors import InputError
 from kvplan.serve import schema
 
-# what a caller cannot name: files and folders of the server
+# what a caller cannot set: files and folders of the server, and whether the server may ask the Hugging Face Hub
+# (the server's own environment decides: HF_HUB_OFFLINE)
 SERVER_FILES = frozenset({"models_dir", "calibration", "save", "prices", "allow_path", "workload", "offline"})
 
 _TEXT_FILES = {"type": "object", "additionalProperties": {"type": "string"}}
