@@ -20,3 +20,13 @@ def test_fp8_is_sglangs_fp8_e4m3_with_a_note(cli):
     # a release without fp8_e4m3 (0.4.0 takes auto and fp8_e5m2) still refuses it, naming what it takes
     code, _, err = cli(*base, "--kv-dtype", "fp8", "--engine-version", "0.4.0")
     assert code == 2 and "fp8_e5m2" in err
+
+
+def test_an_option_modelled_on_the_newest_release_only_is_named_as_given(cli):
+    """--enable-hierarchical-cache on 0.5.7 was refused naming --disaggregation-mode / --speculative-algorithm, which
+    were not given. 0.5.7's server_args.py also moves the decode attention backend off FA3 when HiCache is on (its
+    kernel I/O backend), which kvplan has not modelled: still exit 3, naming the option."""
+    code, _, err = cli("estimate", "llama-3.1-8b", "--engine", "sglang", "--engine-version", "0.5.7", "--gpu", "h100",
+                       "--seq", "8K", "--sglang-args", "--enable-hierarchical-cache")
+    assert code == 3 and "--enable-hierarchical-cache is modelled from SGLang" in err
+    assert "--disaggregation-mode" not in err and "--speculative-algorithm" not in err

@@ -574,7 +574,12 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
     """What kvplan models of the options, and where: SGLang 0.5.23's rules, on the layouts they were read for."""
     newest = releases.release(None)
     if rel.version != newest.version:
-        raise UnsupportedError(f"--disaggregation-mode / --speculative-algorithm are modelled from SGLang "
+        given = [name for name, on in (("--disaggregation-mode", sg.disaggregation_mode is not None),
+                                       ("--speculative-algorithm", sg.speculative_algorithm is not None),
+                                       ("attention data parallelism", sg.attn_dp_size > 1),
+                                       ("LoRA slots", sg.lora_slots > 0),
+                                       ("--enable-hierarchical-cache", sg.hicache)) if on]
+        raise UnsupportedError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} modelled from SGLang "
                                f"{newest.version}'s source only, not {rel.version}'s", where=sg.where,
                                hint=f"judge it with --engine-version {newest.version}")
     kinds = {layer.kind for layer in req.spec.layer_specs}
