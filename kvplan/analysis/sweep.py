@@ -26,7 +26,6 @@ from typing import Callable, Iterable, Iterator, Sequence
 from kvplan.core.errors import InputError, KvplanError
 from kvplan.core.text import csv_cell
 from kvplan.core.units import MAX_TOKENS, parse_int
-from kvplan.engines.static import kv_dtype as static_kv_dtype
 
 # A grid is expanded eagerly (its axes are short lists); this bounds one axis and the whole product so
 # that a typo such as 1..1000000000 fails fast instead of streaming forever.
@@ -238,7 +237,7 @@ def _static_rows(grid: Grid, combo: Combo, module, request, caches: dict) -> Ite
     key = (id(spec), request.kv_dtype, request.tp, request.pp)
     entry = caches.get(key)
     if entry is None:
-        cache = CacheModel(spec, static_kv_dtype(request), request.tp, request.pp)
+        cache = CacheModel(spec, module.kv_dtype(request), request.tp, request.pp)
         per_seq = {s: (cache.max_rank_footprint(s, 1).cache_bytes, cache.footprint(s, 1).cache_bytes) for s in grid.seq}
         entry = caches[key] = (cache, per_seq, spec)  # spec kept alive so its id stays unique
     cache, per_seq, _ = entry

@@ -18,7 +18,7 @@ from kvplan.probe.layout import (DEFAULT_BLOCK_SIZE, PAGED, STATIC, BlockPlan, e
 from kvplan.probe.result import BenchGroup, BenchResult, Deltas, FindMaxResult, GroupResult, ProbeResult, RankResult
 from kvplan.core.spec import STATE
 from kvplan.core.units import format_bytes
-from kvplan.engines.static import kv_dtype as static_kv_dtype
+from kvplan import engines
 
 DEFAULT_MAX_FRACTION = Fraction(95, 100)
 
@@ -135,7 +135,7 @@ def run_probe(request, opts: ProbeOptions, *, engine_estimate=None, engine_resul
     torch = torch or load_torch()
     if opts.layout not in (STATIC, PAGED):
         raise InputError(f"unknown layout {opts.layout!r}", where="--layout", hint="static or paged")
-    cache = CacheModel(request.spec, static_kv_dtype(request), request.tp, request.pp)
+    cache = CacheModel(request.spec, engines.get("static").kv_dtype(request), request.tp, request.pp)
     _check_bench(cache, opts)
     env = from_env() if dist_env is None else (dist_env or None)
     if env is not None and env.world_size != cache.tp * cache.pp:

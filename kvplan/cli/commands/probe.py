@@ -85,11 +85,11 @@ def probe(
                             head_dim=head_dim)
     # torch describes sizes in int64: a cache (or a pool) past 2**62 bytes cannot even be laid out on the meta
     # device, and torch's own error is a C++ traceback
-    from kvplan.engines import static
+    from kvplan import engines
 
     if num_blocks is not None and num_blocks > 2**40:
         raise InputError(f"{num_blocks} blocks is beyond what torch can lay out", where="--num-blocks", hint="at most 2**40")
-    if static.estimate(request).cache_bytes > 2**62:
+    if engines.get("static").estimate(request).cache_bytes > 2**62:
         raise InputError(f"a cache of {request.seq:,} tokens x {request.batch:,} sequences is beyond what torch can lay out "
                          "(2**62 bytes)", where="--batch" if request.batch > 1 else "--seq", hint="lower --seq or --batch")
     engine_estimate = None

@@ -48,7 +48,7 @@ def simulate(
     from kvplan.core import yamlio
     from kvplan.core.cache import CacheModel
     from kvplan.requests.build import build_request
-    from kvplan.engines import static
+    from kvplan import engines
     from kvplan.core.errors import InputError
 
     if gpu is None and gpu_mem is None and kv_cache_memory is None:
@@ -64,11 +64,10 @@ def simulate(
     requests, description = wl.load(workload, load_yaml=yamlio.load_yaml, max_requests=wl.max_requests_for(chosen))
     request = build_request(model, seq=seq, batch=1, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None, tp=tp,
                             pp=pp, gpu_util=gpu_util, reserve=reserve, kv_cache_memory=kv_cache_memory, block_size=block_size)
+    static = engines.get("static")  # the contiguous layout: its pool is the GPU less the weights
     est = static.estimate(request)
     pool = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes
-    from kvplan.engines.static import kv_dtype as static_kv_dtype
-
-    cache = CacheModel(request.spec, static_kv_dtype(request), request.tp, request.pp)
+    cache = CacheModel(request.spec, static.kv_dtype(request), request.tp, request.pp)
     result = wl.simulate(requests, cache, pool_bytes=pool, max_model_len=request.seq, block_size=block_size,
                          shared_prefix=shared_prefix, policies=chosen, max_num_seqs=max_num_seqs, model=request.spec.name,
                          workload=description, gpu=est.gpu)
