@@ -92,9 +92,11 @@ def test_the_server_reads_no_file_of_its_own(server):
 
 
 def test_malformed_bodies_get_one_json_error_and_the_server_keeps_serving(server):
-    for raw in (b"{not json", b"\xff\xfe", b"[1, 2", b"[" * 100_000 + b"]" * 100_000):
+    # the last is nested deeper than Python's JSON reader goes, yet under the size limit
+    for raw in (b"{not json", b"\xff\xfe", b"[1, 2", b"[" * 30_000 + b"]" * 30_000):
+        assert len(raw) < LIMITS.max_body
         status, _, body = request(server, "POST", "/api/estimate", raw=raw)
-        assert status in (400, 413) and body["exit_code"] == 2 and body["error"]["where"] == "body", raw[:10]
+        assert status == 400 and body["exit_code"] == 2 and body["error"]["where"] == "body", raw[:10]
     status, _, body = request(server, "POST", "/api/estimate", ["llama-3.1-8b"])
     assert status == 400 and "JSON object" in body["error"]["what"]
     assert_still_serving(server)
