@@ -141,12 +141,29 @@ jobs:
     assert code == 0 and report["verdicts"][0]["status"] == "skipped"
 
 
-def test_a_file_of_no_format_kvplan_reads_is_cannot_judge_naming_the_formats(cli):
-    for path in (CORPUS / "modal" / "gemma4-modal.py", CORPUS / "terraform" / "gke-prodstack" / "helm.tf"):
+def test_a_file_of_no_format_kvplan_reads_is_cannot_judge_naming_the_formats(cli, tmp_path):
+    (tmp_path / "notes.txt").write_text("Deploy on Friday; ask ops for two H100s.\n")
+    (tmp_path / "util.py").write_text("import json\n\nprint(json.dumps({'a': 1}))\n")
+    (tmp_path / "main.tf").write_text('resource "aws_s3_bucket" "b" {\n  bucket = "x"\n}\n')
+    for path in sorted(tmp_path.iterdir()):
         code, report = check(cli, path)
         (v,) = report["verdicts"]
         assert code == 3 and "not a deployment format kvplan reads" in v["reason"] and "formats: kvplan YAML" in v["reason"]
         assert "malformed YAML" not in v["reason"]
+
+
+def test_programs_are_named_not_passed(cli):
+    """A Modal app, a BentoML service and its pyproject.toml, Terraform's helm_release (verbatim, SOURCES.md): kvplan
+    reads deployment files, not programs; each is cannot judge, naming the framework, the engine and the models."""
+    for name, needle in {
+        "modal/gemma4-modal.py": "a Modal app that starts vLLM from its own code (models named: google/gemma-4-26B-A4B-it)",
+        "bentoml/gpt-oss-120b/service.py": "a BentoML service that starts vLLM from its own code",
+        "bentoml/gpt-oss-120b/pyproject.toml": "BentoML build settings ([tool.bentoml])",
+        "terraform/gke-prodstack/helm.tf": "Terraform helm_release nvidia_device_plugin, vllm,",
+    }.items():
+        code, report = check(cli, CORPUS / name)
+        (v,) = report["verdicts"]
+        assert code == 3 and v["format"] == "program" and needle in v["reason"], (name, v["reason"])
 
 
 def test_the_corpus_launches_that_were_skipped_are_judged(cli):

@@ -7,6 +7,8 @@ not bundle (named, exit 3), which is the right answer offline. Judged by hand, i
   CPUs: cannot judge, naming the server or the accelerator;
 - vLLM releases kvplan does not mirror (0.7.1, 0.8.5, 0.9.2 images) and V0-only options (--swap-space,
   --num-scheduler-steps) in files that pin no release: cannot judge;
+- two launches in one README block (per-node commands of a multi-node guide) that no CUDA_VISIBLE_DEVICES keeps
+  apart: cannot judge (they may share a GPU);
 - models given as host paths (/models/..., /path/to/..., /data/) or set outside the file ($MODEL_PATH, a matrix, a
   GPU count from nvidia-smi): cannot judge, naming it;
 - documents with no launch (Services, a RuntimeClass, NIMCache jobs, a recipes strategy, Dockerfiles that only
@@ -17,7 +19,8 @@ not bundle (named, exit 3), which is the right answer offline. Judged by hand, i
 - one malformed file (a git conflict left in an SGLang StatefulSet): invalid; two SGLang launches with an option
   SGLang 0.5.23 lacks (--enable-ep-moe) in a guide that pins no release: invalid (see the report: kvplan has only
   0.5.23's option table);
-- Python (BentoML, Modal, Ray Serve apps), TOML and Terraform files: not a deployment format kvplan reads (exit 3).
+- Python (BentoML, Modal, Ray Serve apps), BentoML's pyproject.toml and Terraform's helm_release: programs, cannot
+  judge naming the framework and engine (kvplan reads deployment files, not programs).
 """
 
 import collections
@@ -42,17 +45,17 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'aibrix/quickstart--tensorrt--tensor-rt.yaml': [('cannot_judge', '--extra_llm_api_options /tmp/config.yaml is not beside the'), ('skipped', 'Service qwen-llm-service: runs no container, nothing to')],
     'aibrix/semantic-router--models--qwen3-8b.yaml': [('cannot_judge', "model '/models/Qwen3-8B/' is on the serving host (a path, a"), ('skipped', 'Service qwen3-8b: runs no container, nothing to')],
     'anyscale/deploy_llama_3_1_70b/Dockerfile': [('skipped', 'starts no vLLM, SGLang or TensorRT-LLM server')],
-    'anyscale/deploy_llama_3_1_70b/serve.py': [('cannot_judge', 'not a deployment format kvplan reads')],
+    'anyscale/deploy_llama_3_1_70b/serve.py': [('cannot_judge', 'a Ray Serve application that starts vLLM from its own code')],
     'anyscale/deploy_llama_3_1_70b/service.yaml': [('cannot_judge', 'a custom Ray Serve application (serve:app): its engine')],
     'anyscale/deploy_llama_3_8b/Dockerfile': [('skipped', 'starts no vLLM, SGLang or TensorRT-LLM server')],
-    'anyscale/deploy_llama_3_8b/serve_llama_3_1_8b.py': [('cannot_judge', 'not a deployment format kvplan reads')],
+    'anyscale/deploy_llama_3_8b/serve_llama_3_1_8b.py': [('cannot_judge', 'a Ray Serve application that starts its server from its own code')],
     'anyscale/deploy_llama_3_8b/service.yaml': [('cannot_judge', 'a custom Ray Serve application (serve_llama_3_1_8b:app):')],
-    'bentoml/gpt-oss-120b/pyproject.toml': [('cannot_judge', 'not a deployment format kvplan reads')],
-    'bentoml/gpt-oss-120b/service.py': [('cannot_judge', 'not a deployment format kvplan reads')],
-    'bentoml/llama3.1-8b-kv-offloading/pyproject.toml': [('cannot_judge', 'not a deployment format kvplan reads')],
-    'bentoml/llama3.1-8b-kv-offloading/service.py': [('cannot_judge', 'not a deployment format kvplan reads')],
-    'bentoml/qwen3-next-80b-a3b/pyproject.toml': [('cannot_judge', 'not a deployment format kvplan reads')],
-    'bentoml/qwen3-next-80b-a3b/service.py': [('cannot_judge', 'not a deployment format kvplan reads')],
+    'bentoml/gpt-oss-120b/pyproject.toml': [('cannot_judge', 'BentoML build settings')],
+    'bentoml/gpt-oss-120b/service.py': [('cannot_judge', 'a BentoML service that starts vLLM from its own code')],
+    'bentoml/llama3.1-8b-kv-offloading/pyproject.toml': [('cannot_judge', 'BentoML build settings')],
+    'bentoml/llama3.1-8b-kv-offloading/service.py': [('cannot_judge', 'a BentoML service that starts vLLM from its own code')],
+    'bentoml/qwen3-next-80b-a3b/pyproject.toml': [('cannot_judge', 'BentoML build settings')],
+    'bentoml/qwen3-next-80b-a3b/service.py': [('cannot_judge', 'a BentoML service that starts vLLM from its own code')],
     'compose/custom-ai/.env': [('skipped', 'an environment file (KEY=VALUE): no launch of its own; a')],
     'compose/custom-ai/docker-compose.yml': [('cannot_judge', "vLLM 0.33.0 has no serve option '--swap-space'; vLLM 0.10.2")],
     'dynamo/disagg.yaml': [('cannot_judge', 'an NVIDIA Dynamo worker (python3 -m dynamo.vllm): its'), ('cannot_judge', 'an NVIDIA Dynamo worker (python3 -m dynamo.vllm): its')],
@@ -69,8 +72,8 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'kubeai/mistral-small-3.1-24b-instruct-h100.yaml': [('pass', 'starts at max_model_len 64K, 4.34x concurrency')],
     'kubeai/models-chart-values.yaml': [('skipped', 'KubeAI models chart values: none of its 47 catalog models')],
     'kubeai/qwen2.5-coder-1.5b-rtx4070-8gb.yaml': [('cannot_judge', "model 'Qwen/Qwen2.5-Coder-1.5B-Instruct' is not bundled,")],
-    'modal/gemma4-modal.py': [('cannot_judge', 'not a deployment format kvplan reads')],
-    'modal/lfm25-modal.py': [('cannot_judge', 'not a deployment format kvplan reads')],
+    'modal/gemma4-modal.py': [('cannot_judge', 'a Modal app that starts vLLM from its own code')],
+    'modal/lfm25-modal.py': [('cannot_judge', 'a Modal app that starts vLLM from its own code')],
     'nim-operator/advanced--multi-node--multi-node-nimservice.yaml': [('skipped', 'NIMCache deepseek-r1-nimcache: runs no container, nothing'), ('cannot_judge', "NIMService deepseek-r1: an operator's resource that starts")],
     'nim-operator/kserve--standard--llm.yaml': [('skipped', 'NIMCache meta-llama-3-2-1b-instruct: runs no container,'), ('cannot_judge', "NIMService meta-llama-3-2-1b-instruct: an operator's")],
     'nim-operator/standalone--basic--llm.yaml': [('skipped', 'NIMCache meta-llama-3-2-1b-instruct: runs no container,'), ('cannot_judge', "NIMService meta-llama-3-2-1b-instruct: an operator's")],
@@ -86,13 +89,13 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'prodstack/values-19-sleep-mode-aware.yaml': [('cannot_judge', "model 'ibm-granite/granite-3.0-3b-a800m-instruct' is not")],
     'prodstack/values-25-v100-single-gpu.yaml': [('cannot_judge', 'vLLM 0.8.5 (image vllm/vllm-openai:v0.8.5) is not modelled')],
     'rayserve-benchmark/config.yaml': [('cannot_judge', 'a custom Ray Serve application (vllm.entrypoints.openai.api_')],
-    'rayserve-benchmark/qwen.py': [('cannot_judge', 'not a deployment format kvplan reads')],
-    'readme/kimi-k2-deploy_guidance.md': [('cannot_judge', 'the model is $MODEL_PATH, set outside the file (give it in'), ('cannot_judge', 'the model is $MODEL_PATH, set outside the file (give it in'), ('cannot_judge', 'the model is $MODEL_PATH, set outside the file (give it in'), ('cannot_judge', '--model-path is $MODEL_PATH, set outside the file (give its'), ('cannot_judge', '--model-path is $MODEL_PATH, set outside the file (give its'), ('cannot_judge', '--model-path is $MODEL_PATH, set outside the file (give its'), ('cannot_judge', '--model-path is $MODEL_PATH, set outside the file (give its')],
+    'rayserve-benchmark/qwen.py': [('cannot_judge', 'a Ray Serve application that starts its server from its own code')],
+    'readme/kimi-k2-deploy_guidance.md': [('cannot_judge', 'the model is $MODEL_PATH, set outside the file (give it in'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES')],
     'readme/kimi-linear-README.md': [('cannot_judge', "model 'moonshotai/Kimi-Linear-48B-A3B-Instruct' is not")],
-    'readme/longcat-flash-chat-deployment_guide.md': [('invalid', "SGLang 0.5.23 has no launch_server option '--enable-ep-moe'"), ('invalid', "SGLang 0.5.23 has no launch_server option '--enable-ep-moe'"), ('cannot_judge', "model 'meituan-longcat/LongCat-Flash-Chat-FP8' is not"), ('cannot_judge', "model 'meituan-longcat/LongCat-Flash-Chat' is not bundled,"), ('cannot_judge', "model 'meituan-longcat/LongCat-Flash-Chat' is not bundled,")],
+    'readme/longcat-flash-chat-deployment_guide.md': [('invalid', "SGLang 0.5.23 has no launch_server option '--enable-ep-moe'"), ('invalid', "SGLang 0.5.23 has no launch_server option '--enable-ep-moe'"), ('cannot_judge', "model 'meituan-longcat/LongCat-Flash-Chat-FP8' is not"), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES')],
     'readme/minimax-m2-sglang_deploy_guide.md': [('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under"), ('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under")],
     'readme/minimax-m2-vllm_deploy_guide.md': [('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under"), ('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under"), ('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under")],
-    'readme/step3-deploy_guidance.md': [('cannot_judge', "model '/path/to/step3' is on the serving host (a path, a"), ('cannot_judge', "model '/path/to/step3' is on the serving host (a path, a"), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,"), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,"), ('cannot_judge', "model 'stepfun-ai/step3' is not bundled, not under"), ('cannot_judge', "model 'stepfun-ai/step3' is not bundled, not under"), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,")],
+    'readme/step3-deploy_guidance.md': [('cannot_judge', "model '/path/to/step3' is on the serving host (a path, a"), ('cannot_judge', "model '/path/to/step3' is on the serving host (a path, a"), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,"), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,"), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,")],
     'recipes/ByteDance-Seed/Seed-OSS-36B-Instruct.yaml': [('cannot_judge', 'a vllm-project/recipes recipe for ByteDance-Seed/Seed-OSS-36')],
     'recipes/GPT-OSS_EAGLE3_Hopper.yaml': [('skipped', 'a vllm serve --config file that names no model: judged with')],
     'recipes/Google/gemma-4-31B-it.yaml': [('cannot_judge', 'a vllm-project/recipes recipe for google/gemma-4-31B-it')],
@@ -118,8 +121,8 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'slurm/trtllm-simple-example/disagg_config.yaml': [('skipped', 'a disaggregated proxy config: its context and generation')],
     'slurm/trtllm-simple-example/gen_extra-llm-api-config.yaml': [('skipped', 'a TensorRT-LLM LLM-API options file names no model: it is')],
     'slurm/trtllm-simple-example/launch.slurm': [('cannot_judge', '--extra_llm_api_options /ctx_extra-llm-api-config.yaml is'), ('cannot_judge', '--extra_llm_api_options /gen_extra-llm-api-config.yaml is'), ('cannot_judge', 'trtllm-serve disaggregated starts its servers from a config')],
-    'terraform/eks-prodstack/vllm-production-stack.tf': [('cannot_judge', 'not a deployment format kvplan reads')],
-    'terraform/gke-prodstack/helm.tf': [('cannot_judge', 'not a deployment format kvplan reads')],
+    'terraform/eks-prodstack/vllm-production-stack.tf': [('cannot_judge', 'Terraform helm_release vllm_stack of chart vllm-stack')],
+    'terraform/gke-prodstack/helm.tf': [('cannot_judge', 'Terraform helm_release nvidia_device_plugin, vllm, kube_prometheus_sta')],
     'terraform/gke-prodstack/production_stack_specification.yaml': [('cannot_judge', "model 'facebook/opt-125m' is not bundled, not under")],
     'tgi/arc-agi-2-launch_tgi.sh': [('cannot_judge', 'starts Hugging Face TGI (image ghcr.io/huggingface/text-gene')],
     'tgi/arc-agi-2-start_tgi_phi-4.sh': [('cannot_judge', 'starts Hugging Face TGI (image ghcr.io/huggingface/text-gene')],
@@ -185,8 +188,9 @@ def test_no_wrong_pass_and_no_launch_skipped(report):
 
 
 def test_read_share(report):
-    """Files read by a reader (judged, refused with a reason, or skipped as having no launch) vs. files of no format
-    kvplan reads: the report to the lead quotes these numbers."""
+    """Every file is read by a reader (judged, refused with a reason, or skipped as having no launch); none is "not a
+    deployment format". The 13 programs among them are recognised only (cannot judge, format `program`)."""
     got = by_file(report)
     unread = [n for n, vs in got.items() if any(NOT_A_FORMAT in v.reason for v in vs)]
-    assert len(got) - len(unread) >= 92 and all(n.endswith((".py", ".toml", ".tf")) for n in unread)
+    programs = [n for n, vs in got.items() if all(v.format == "program" for v in vs)]
+    assert unread == [] and len(programs) == 13 and all(n.endswith((".py", ".toml", ".tf")) for n in programs)

@@ -17,7 +17,7 @@ from typing import Any, Mapping
 from kvplan.check import judge as judging
 from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
-from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, readme, scripts, vllm_serve
+from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, programs, readme, scripts, vllm_serve
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.traced import last_field, traced
@@ -133,6 +133,11 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
         text = yamlio.read_text(path)
         if path.suffix.lower() in readme.MARKDOWN_SUFFIXES:
             return _verdicts(readme.read(text, source=display, where=display, base_dir=path.parent), defaults)
+        if path.suffix.lower() in programs.SUFFIXES and not scripts.is_shell(path, text):
+            items = programs.read(text, path, source=display, where=display)
+            if items is None:
+                raise _not_a_format(display)
+            return _verdicts(items, defaults)
         if scripts.is_shell(path, text):
             return _verdicts(scripts.read_shell(text, source=display, where=display, base_dir=path.parent), defaults)
         yaml_named = path.suffix.lower() in YAML_SUFFIXES

@@ -61,4 +61,5 @@ LOOKED_FOR = ("jobs + on (a GitHub Actions workflow)", "apiVersion + kind (Kuber
 FORMATS = ("kvplan YAML, vllm serve --config YAML, Kubernetes manifests (Deployment, StatefulSet, LeaderWorkerSet, "
            "RayCluster and other pod templates), KServe, KubeAI, Ray Serve, docker compose, Helm values "
            "(production-stack, llm-d), SkyPilot, TensorRT-LLM options and disaggregated configs, GitHub Actions "
-           "workflows, Truss config.yaml, vllm-project/recipes YAML, shell scripts, Dockerfiles, README code blocks")
+           "workflows, Truss config.yaml, vllm-project/recipes YAML, shell scripts, Dockerfiles, README code blocks; "
+           "BentoML, Modal and Ray Serve Python, BentoML pyproject.toml and Terraform helm_release are recognised)")
