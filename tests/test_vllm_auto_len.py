@@ -148,3 +148,20 @@ def test_check_judges_an_auto_launch_by_the_low_edge(cli, tmp_path):
                       "--kv-cache-memory-bytes 3000000000\n")
     verdict = json.loads(cli("check", pinned, "--gpu", "l4", "--json")[1])["verdicts"][0]
     assert verdict["max_model_len"] == picked_by_vllm(3_000_000_000, null_block_kept=True)
+
+
+def test_kvplan_yaml_takes_auto_and_vllms_kv_formats(cli, tmp_path):
+    given = tmp_path / "given.yaml"
+    given.write_text("name: a\nengine: vllm\nmodel: llama-3.1-8b\ngpu: l4\nmax_model_len: auto\n"
+                     "kv_cache_memory_bytes: 3000000000\n")
+    verdict = json.loads(cli("check", given, "--json")[1])["verdicts"][0]
+    assert verdict["status"] == "pass" and verdict["max_model_len"] == picked_by_vllm(3_000_000_000, null_block_kept=True)
+    packed = tmp_path / "packed.yaml"
+    packed.write_text("name: b\nengine: vllm\nmodel: llama-3.1-8b\ngpu: l4\nmax_model_len: 8192\n"
+                      "kv_cache_dtype: int8_per_token_head\n")
+    verdict = json.loads(cli("check", packed, "--json")[1])["verdicts"][0]
+    assert verdict["status"] == "pass" and verdict["kv_cache_dtype"] == "int8_per_token_head"
+    other = tmp_path / "sglang.yaml"
+    other.write_text("name: c\nengine: sglang\nmodel: llama-3.1-8b\ngpu: l4\nmax_model_len: auto\n")
+    code, out, _ = cli("check", other, "--json")
+    assert code == 2 and json.loads(out)["verdicts"][0]["status"] == "invalid"

@@ -7,6 +7,7 @@ reserve, vllm_version)."""
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -16,6 +17,8 @@ from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, Require
 from kvplan.check.report import FORMAT_KVPLAN, Origins
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.units import shown
+from kvplan.engines.vllm import kv_formats
+from kvplan.requests.build import AUTO_LENGTH
 
 # vLLM's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors, ...: docs/engines/features/),
 # read by vLLM's own option table and kvplan/engines/vllm/launch.py, with kvplan's keys for what a launch leaves to
@@ -121,12 +124,15 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     tp = whole(data["tensor_parallel_size"], where=at("tensor_parallel_size"), high=MAX_PARALLEL) if "tensor_parallel_size" in data else None
     pp = whole(data["pipeline_parallel_size"], where=at("pipeline_parallel_size"), high=MAX_PARALLEL) if "pipeline_parallel_size" in data else 1
     tp, gpus_note = tp_from_gpus(tp, pp, defaults.gpus, where=at("tensor_parallel_size"))
-    if "max_model_len" in data:
+    # vLLM's --max-model-len auto / -1: the derived length, fitted to the KV memory by the engine (engine._auto_fit)
+    seq_auto = engine == "vllm" and str(data.get("max_model_len", "")).strip().lower() in AUTO_LENGTH
+    if "max_model_len" in data and not seq_auto:
         seq = located(at("max_model_len"), units.parse_tokens, data["max_model_len"], what="max_model_len")
     else:
         seq = default_max_len(engine, spec, raw_config, where=where, key="max_model_len")
     kv_name = text(data["kv_cache_dtype"], where=at("kv_cache_dtype")) if "kv_cache_dtype" in data else "auto"
-    located(at("kv_cache_dtype"), dtypes.resolve_kv_dtype, kv_name, dtypes.dtype(spec.dtype))
+    if not (engine == "vllm" and kv_name.strip().lower() in kv_formats.KNOWN):  # vLLM's own formats: the engine judges
+        located(at("kv_cache_dtype"), dtypes.resolve_kv_dtype, kv_name, dtypes.dtype(spec.dtype))
     weight_fmt = located(at("dtype"), dtypes.weight_format, text(data["dtype"], where=at("dtype"))) if "dtype" in data else None
     util = located(at("gpu_memory_utilization"), units.parse_fraction, data["gpu_memory_utilization"],
                    what="gpu_memory_utilization") if "gpu_memory_utilization" in data else None
@@ -156,6 +162,8 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=gpu, util=util,
                              reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version,
                              features=features, site=defaults.site_for(engine), engine_options=options, **ints)
+    if seq_auto:
+        request = dataclasses.replace(request, seq_auto=True)
     release = None
     if engine == "vllm":
         mirrored = releases.release(version).mirrors
