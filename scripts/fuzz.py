@@ -1,5 +1,7 @@
 """The contract fuzzer of tests/test_fuzz.py, run longer (before a release): every command on generated hostile
-files and flag values (tests/fuzzing.py), reporting the inputs tried, per command, and every contract violation.
+files and flag values, and on real configs and deployments with one value changed or a shell idiom inserted
+(tests/fuzzing.py), then a Hub lookup against each misbehaving loopback server (silent, trickling, 500s, endless
+body); reports the inputs tried, per command, and every contract violation.
 
     python scripts/fuzz.py                 # 500 inputs
     python scripts/fuzz.py --examples 5000 --seed 7
@@ -36,8 +38,9 @@ def main() -> int:
 
     @seed(opts.seed)
     @settings(max_examples=opts.examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
-    @given(call=fuzzing.calls(), content=fuzzing.FILES, suffix=fuzzing.SUFFIXES)
-    def run(call, content, suffix):
+    @given(case=fuzzing.INPUTS)
+    def run(case):
+        call, content, suffix = case
         path = folder / f"input{suffix}"
         path.write_bytes(content)
         tried[call.args[0]] += 1
@@ -45,6 +48,9 @@ def main() -> int:
             failures.append((problem, content[:200]))
 
     run()
+    for how in fuzzing.HUB_MISBEHAVIOURS:
+        tried["hub"] += 1
+        failures += [(problem, b"") for problem in fuzzing.hub_violations(how)]
     print(f"inputs tried: {sum(tried.values())} ({', '.join(f'{c} {n}' for c, n in sorted(tried.items()))})")
     print(f"contract violations: {len(failures)}")
     for problem, content in failures[:50]:

@@ -184,3 +184,140 @@ def violations(invoke, call: Call, path: Path) -> list[str]:
     if (again.exit_code, again.stdout) != (result.exit_code, result.stdout):
         problems.append("the same input gave different output")
     return [f"{' '.join(args)}: {p}" for p in problems]
+
+
+# ------------------------------------------------------------------ structural mutation of real files (issue 26)
+# Real configs and deployment files (tests/data, each with its provenance) with one value replaced by what careless
+# hands and templating leave there: null, an empty or wrong container, a string where a number goes, an unexpanded
+# variable, digits that are not ASCII, a negative or absurd number. A wrong type must be exit 2 naming the field (or
+# 3), never a traceback.
+DATA = Path(__file__).parent / "data"
+CONFIG_SOURCES = sorted((DATA / "hf_configs").glob("*.json"))
+DEPLOYMENT_SOURCES = sorted(p for p in (DATA / "deployments").rglob("*")
+                            if p.is_file() and p.suffix in (".yaml", ".yml") and p.name != "SOURCES.md")
+SCRIPT_SOURCES = sorted(p for p in (DATA / "deployments").rglob("*") if p.is_file() and p.suffix == ".sh")
+HOSTILE_VALUES = [None, [], {}, "", "x", "gpu", -1, 0, 2**64, 1.5, True, "${REPLICAS}", "２", "١٢٨", [None], {"a": None},
+                  "nan", float("inf")]
+
+
+def _nodes(data, path=()):
+    yield path
+    if isinstance(data, dict):
+        for key, value in data.items():
+            yield from _nodes(value, path + (key,))
+    elif isinstance(data, list):
+        for i, value in enumerate(data):
+            yield from _nodes(value, path + (i,))
+
+
+def _replaced(data, path, value):
+    if not path:
+        return value
+    head, rest = path[0], path[1:]
+    if isinstance(data, dict):
+        return {k: (_replaced(v, rest, value) if k == head else v) for k, v in data.items()}
+    return [(_replaced(v, rest, value) if i == head else v) for i, v in enumerate(data)]
+
+
+def mutate_documents(docs: list, pick: int, value) -> list:
+    """`docs` with the node number `pick` (modulo the count, the root of each document left out) replaced."""
+    nodes = [(d, p) for d, doc in enumerate(docs) for p in _nodes(doc) if p]
+    if not nodes:
+        return docs
+    d, path = nodes[pick % len(nodes)]
+    return [(_replaced(doc, path, value) if i == d else doc) for i, doc in enumerate(docs)]
+
+
+def mutated_config(source: Path, pick: int, value) -> bytes:
+    data = json.loads(source.read_text(encoding="utf-8"))
+    return json.dumps(mutate_documents([data], pick, value)[0], default=str).encode()
+
+
+def mutated_deployment(source: Path, pick: int, value) -> bytes:
+    import yaml
+
+    try:
+        docs = [d for d in yaml.safe_load_all(source.read_text(encoding="utf-8")) if d is not None]
+    except yaml.YAMLError:  # a Helm template ({{ .Values }}): kept as it is
+        return source.read_bytes()
+    return yaml.safe_dump_all(mutate_documents(docs, pick, value), allow_unicode=True, sort_keys=False).encode()
+
+
+# shell idioms real launch scripts use (and careless ones): nested defaults, unterminated quotes, ANSI-C quoting,
+# eval, aliases, CRLF line ends, self-doubling variables, exports of the devices a launch sees
+SHELL_IDIOMS = [
+    'MAX_LEN=${A:-${B:-8192}}\n', 'X="unterminated\n', "X='unterminated\n", "X=$'\\x31'\n", 'eval "$CMD"\n',
+    "alias serve='vllm serve'\n", "export CUDA_VISIBLE_DEVICES=0\n", "CUDA_VISIBLE_DEVICES=0 ",
+    "\r\n", "A=xx\n" + "".join(f"A=$A$A\n" for _ in range(40)), "${A:?}\n", "$(( 1 << 62 ))\n", "`echo x`\n",
+    "${#A}\n", "NVIDIA_VISIBLE_DEVICES=none\n", "set -u\n", "cat <<EOF\nx\nEOF\n",
+]
+
+
+def mutated_script(source: Path, pick: int, idiom: str) -> bytes:
+    lines = source.read_text(encoding="utf-8").splitlines(keepends=True)
+    at = pick % (len(lines) + 1)
+    return "".join(lines[:at] + [idiom] + lines[at:]).encode()
+
+
+MUTATED = st.one_of(
+    st.builds(lambda s, i, v: ("estimate", mutated_config(s, i, v)), st.sampled_from(CONFIG_SOURCES),
+              st.integers(0, 10**6), st.sampled_from(HOSTILE_VALUES)),
+    st.builds(lambda s, i, v: ("check", mutated_deployment(s, i, v)), st.sampled_from(DEPLOYMENT_SOURCES),
+              st.integers(0, 10**6), st.sampled_from(HOSTILE_VALUES)),
+    st.builds(lambda s, i, v: ("script", mutated_script(s, i, v)), st.sampled_from(SCRIPT_SOURCES),
+              st.integers(0, 10**6), st.sampled_from(SHELL_IDIOMS)),
+)
+
+
+def mutated_call(kind: str) -> tuple[Call, str]:
+    """The command line for a mutated file of `kind`, and the file's suffix."""
+    if kind == "estimate":
+        return Call(("estimate", "FILE", "--gpu", "h100", "--engine", "vllm", "--json"), True), ".json"
+    models = str(DATA / "public_models")  # so the mutated files get past finding their model
+    if kind == "check":
+        return Call(("check", "FILE", "--gpu", "h100", "--offline", "--models-dir", models, "--json"), True), ".yaml"
+    return Call(("check", "FILE", "--gpu", "h100", "--offline", "--models-dir", models, "--json"), True), ".sh"
+
+
+# One generated input of either family: (call, file bytes, suffix).
+def _hostile(call, content, suffix):
+    return call, content, suffix
+
+
+def _structural(mutated):
+    kind, content = mutated
+    call, suffix = mutated_call(kind)
+    return call, content, suffix
+
+
+INPUTS = st.one_of(st.builds(_hostile, calls(), FILES, SUFFIXES), MUTATED.map(_structural))
+
+
+HUB_MISBEHAVIOURS = ("silent", "trickle", "500", "endless")
+
+
+def hub_violations(how: str, timeout_s: float = 1.0) -> list[str]:
+    """A lookup against the loopback stand-in misbehaving `how` (tests/hub_standin.py), in a fresh process: it must
+    end with exit 3 and one `error:` line within the generous guard."""
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    import hub_standin
+
+    with hub_standin.serve() as state, tempfile.TemporaryDirectory() as cache:
+        state.add_public("Qwen/Qwen3-0.6B")
+        state.misbehave = how
+        env = {k: v for k, v in os.environ.items() if k != "HF_HUB_OFFLINE"}
+        env.update(HF_ENDPOINT=state.url, KVPLAN_HUB_TIMEOUT=str(timeout_s), HF_HUB_CACHE=cache,
+                   KVPLAN_CACHE_DIR=cache + "-kvplan")
+        try:
+            done = subprocess.run([sys.executable, "-m", "kvplan", "estimate", "Qwen/Qwen3-0.6B"], env=env,
+                                  capture_output=True, text=True, timeout=BOUND_S)
+        except subprocess.TimeoutExpired:
+            return [f"hub {how}: did not return within {BOUND_S} s"]
+    lines = done.stderr.splitlines()
+    if done.returncode != 3 or len(lines) != 1 or not lines[0].startswith("error: "):
+        return [f"hub {how}: exit {done.returncode}, stderr {done.stderr[-300:]!r}"]
+    return []

@@ -1,5 +1,5 @@
 """The contract under generated hostile input (issue 15): every command, generated files and flag values of the
-classes issue 15 lists (tests/fuzzing.py). A bounded run on every suite run; `scripts/fuzz.py` runs the same
+classes issue 15 lists, and real files with one value changed as issue 26 lists (tests/fuzzing.py). A bounded run on every suite run; `scripts/fuzz.py` runs the same
 fuzzer longer and reports the inputs tried."""
 
 from __future__ import annotations
@@ -22,6 +22,17 @@ def invoke():
 @settings(max_examples=25, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
 @given(call=fuzzing.calls(), content=fuzzing.FILES, suffix=fuzzing.SUFFIXES)
 def test_every_command_keeps_the_contract_on_hostile_input(invoke, tmp_path_factory, call, content, suffix):
+    path = tmp_path_factory.mktemp("fuzz") / f"input{suffix}"
+    path.write_bytes(content)
+    assert fuzzing.violations(invoke, call, path) == []
+
+
+@settings(max_examples=30, deadline=None, derandomize=True, suppress_health_check=list(HealthCheck))
+@given(mutated=fuzzing.MUTATED)
+def test_real_files_with_one_value_changed_keep_the_contract(invoke, tmp_path_factory, mutated):
+    """Issue 26's classes: a real config or deployment with one value replaced (null, a wrong container, an
+    unexpanded variable, other digits) or a shell idiom inserted is exit 2 or 3 in one line, never a traceback."""
+    call, content, suffix = fuzzing._structural(mutated)
     path = tmp_path_factory.mktemp("fuzz") / f"input{suffix}"
     path.write_bytes(content)
     assert fuzzing.violations(invoke, call, path) == []

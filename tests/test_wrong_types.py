@@ -76,3 +76,15 @@ def test_shell_idioms_are_read_or_refused_in_one_line(cli, tmp_path, script, wor
     assert code == {"pass": 0, "invalid": 2}[words]
     if words == "pass":
         assert verdict["max_model_len"] == 8192
+
+
+@pytest.mark.parametrize("value", ["two", ".inf", "'２'"])
+def test_a_helm_parallelism_that_is_no_whole_number_is_bad_input(cli, tmp_path, value):
+    """llm-d's parallelism.tensor read any bad value as 1 (tensor parallel 1: a possible wrong yes), and `.inf`
+    raised OverflowError; both are exit 2 naming the field."""
+    source = DATA / "deployments" / "helm" / "llmd-modelservice-heterogeneous-pd-nvidia-gaudi.yaml"
+    path = tmp_path / source.name
+    path.write_text(source.read_text().replace("    tensor: 2\n", f"    tensor: {value}\n", 1))
+    code, out, err = cli("check", path, "--gpu", "h100", "--offline", "--format", "json")
+    assert code == 2, err
+    assert "parallelism.tensor" in err and "Traceback" not in err, err

@@ -116,11 +116,12 @@ def _pod_of(section: Mapping) -> Mapping:
         "nodeSelectorTerms": [{"matchExpressions": [expression]}]}}}}
 
 
-def _int(value: Any, default: int = 1) -> int:
-    try:
-        return int(value) if value else default
-    except (TypeError, ValueError):
+def _int(value: Any, default: int = 1, *, where: str) -> int:
+    """A parallelism size: absent (or 0, as the chart's templates read it) is the default; anything but a whole
+    number is bad input (it became 1 before: tensor parallel 1 where the file meant something else)."""
+    if value is None or value == 0:
         return default
+    return whole_count(value, where=where)
 
 
 def read_llmd(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
@@ -142,8 +143,10 @@ def read_llmd(doc: Mapping, *, source: str, document: int | None, where: str, ba
         if not isinstance(section, Mapping) or section.get("create") is False:
             continue
         par = section.get("parallelism") if isinstance(section.get("parallelism"), Mapping) else {}
-        tp, data_local = _int(par.get("tensor")), _int(par.get("dataLocal"))
-        data = _int(par.get("data"), data_local * _int(par.get("workers")))
+        tp = _int(par.get("tensor"), where=f"{where}: {role}.parallelism.tensor")
+        data_local = _int(par.get("dataLocal"), where=f"{where}: {role}.parallelism.dataLocal")
+        data = _int(par.get("data"), data_local * _int(par.get("workers"), where=f"{where}: {role}.parallelism.workers"),
+                    where=f"{where}: {role}.parallelism.data")
         role_accelerator = (section.get("accelerator") or {}).get("type", accelerator) \
             if isinstance(section.get("accelerator"), Mapping) else accelerator
         for index, container in enumerate(section.get("containers") or []):
