@@ -192,7 +192,7 @@ def engine_words(engine: Engine, req: EngineRequest, result, fix: Fix) -> str:
     if fix.setting == MAX_LEN:
         if not result.max_seq and fix.value == result.estimated_max_model_len:
             return f"{flags.max_len} {fix.value}: the estimated maximum model length"
-        return f"{flags.max_len} {fix.value}: the longest context that fits {plural(n, 'sequence')} with these flags"
+        return f"{flags.max_len} {fix.value}: the longest that fits {plural(n, 'sequence')} with these flags"
     if fix.setting == TP:
         return f"{flags.tp} {fix.value}: {fix.gpus} GPUs" + _held(engine, fix)
     if fix.setting == KV_DTYPE:
@@ -204,15 +204,15 @@ def engine_words(engine: Engine, req: EngineRequest, result, fix: Fix) -> str:
                 f"need ({format_bytes(fix.value)} per GPU)")
     if fix.setting == WEIGHTS:
         r = engine.estimate(fix.request, search_max_seq=False)
-        weights = f"weights {format_bytes(r.per_gpu.weights_bytes)} per GPU" if r.per_gpu else "smaller weights"
-        how = flags.weights_fp8 if fix.value == WEIGHTS_FP8 else "a 4-bit (AWQ/GPTQ) checkpoint of the model"
+        weights = f"{format_bytes(r.per_gpu.weights_bytes)} of weights per GPU" if r.per_gpu else "smaller weights"
+        how = flags.weights_fp8 if fix.value == WEIGHTS_FP8 else "a 4-bit (AWQ/GPTQ) checkpoint"
         return f"{how}: {weights}" + _held(engine, fix)
-    return f"--gpu {fix.value} ({format_bytes(fix.capacity_bytes)}) with the same flags" + _held(engine, fix)
+    return f"--gpu {fix.value} ({format_bytes(fix.capacity_bytes)})" + _held(engine, fix)
 
 
 def _held(engine: Engine, fix: Fix) -> str:
     r = engine.estimate(fix.request, search_max_seq=False)
-    return f"; holds {plural(r.max_batch, 'sequence')} of {format_tokens(r.seq)}" if r.max_batch else ""
+    return f"; holds {plural(r.max_batch, 'sequence')}" if r.max_batch else ""  # of the asked length
 
 
 

@@ -80,6 +80,7 @@ def check(
         "--format", "-f", help="text (table), json, markdown (for $GITHUB_STEP_SUMMARY), junit (XML), github (workflow "
                               "annotations) or sarif (SARIF 2.1.0).")] = OutputFormat.text,
     json_out: Annotated[bool, typer.Option("--json", help="Same as --format json.")] = False,
+    brief: Annotated[bool, typer.Option("--brief", help="The answer alone: per deployment its verdict and engine, the concurrency at max_model_len, the longest context that starts, the fix (8 lines for one deployment); text format only.")] = False,
     output: Annotated[Optional[str], typer.Option(
         "--output", "-o", help="Write the report to FILE (the text table still goes to stdout).", show_default=False)] = None,
     print_schema: Annotated[bool, typer.Option(
@@ -103,6 +104,9 @@ def check(
     if json_out and fmt not in (OutputFormat.text, OutputFormat.json):
         raise InputError(f"--json and --format {fmt.value} disagree", where="--json", hint="give one of them")
     chosen = report_formats.Format("json" if json_out else fmt.value)
+    if brief and chosen is not report_formats.Format.TEXT:
+        raise InputError(f"--brief is a text view; --format {chosen.value} has every figure", where="--brief",
+                         hint="drop --brief, or drop --format/--json")
     from kvplan.core.io import refuse_over_inputs
 
     refuse_over_inputs(output, [*(configs or []), calibration, *(models_dir or [])], option="--output")
@@ -119,6 +123,10 @@ def check(
     # the text table fits the terminal on stdout (records when it is wider); a file gets the whole table
     text = report_formats.render(report, chosen) if output is not None or chosen is not report_formats.Format.TEXT \
         else report_formats.render_text(report, width())
+    if brief and output is None:
+        from kvplan.cli.views.brief import check_lines
+
+        text = "\n".join(check_lines(report)) + "\n"
     if output is not None:
         from kvplan.core.io import write_file
 

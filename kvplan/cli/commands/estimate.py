@@ -7,7 +7,7 @@ import sys
 import typer
 
 from kvplan.cli.edge import guarded
-from kvplan.cli.options import (BatchOpt, BlockOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
+from kvplan.cli.options import (BatchOpt, BlockOpt, BriefOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
                                 GpuOpt, GpuReservedOpt, GpusOpt, GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt,
                                 KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, ModelsDirOpt, OfflineOpt, OptimisticOpt, PpOpt, PromptOpt, RateOpt,
                                 ReserveOpt, SeqOpt, SglangArgsOpt, TpOpt, VllmArgsOpt)
@@ -46,6 +46,7 @@ def estimate(
     prompt: PromptOpt = None,
     calibration: CalibrationOpt = None,
     optimistic: OptimisticOpt = False,
+    brief: BriefOpt = False,
     json_out: JsonOpt = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -68,6 +69,10 @@ def estimate(
         print(f"note: {request.spec.notes}", file=sys.stderr)
     if json_out:
         print(render.to_json(result))
+    elif brief:
+        from kvplan.cli.views.brief import estimate_lines
+
+        print("\n".join(estimate_lines(result)))
     else:
         out = render.console()
         for table in views.tables(result):

@@ -95,11 +95,15 @@ def tables(result: VllmEstimate) -> list:
             t.add_row("  --max-model-len auto: vLLM will pick",
                       (format_tokens(r.auto_max_model_len) if r.auto_max_model_len else "nothing (not one token fits)")
                       + (f" (band {band[0]:,} … {band[1]:,})" if None not in band and band[0] != band[1] else ""))
-        if r.estimated_max_model_len is not None:
-            t.add_row("  estimated maximum model length", format_tokens(r.estimated_max_model_len))
         t.add_row(f"sequences of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")
-        t.add_row(f"longest max_model_len for {r.batch} sequence{'s' if r.batch > 1 else ''}",
-                  format_tokens(r.max_seq) if r.max_seq else "none")
+        # one longest figure: vLLM's own estimate when max_model_len does not start (what its error message says),
+        # else the longest that holds `batch` sequences
+        if r.estimated_max_model_len is not None:
+            t.add_row("longest max_model_len (vLLM's estimated maximum model length)",
+                      format_tokens(r.estimated_max_model_len))
+        else:
+            t.add_row(f"longest max_model_len for {r.batch} sequence{'s' if r.batch > 1 else ''}",
+                      format_tokens(r.max_seq) if r.max_seq else "none")
     return view_end(r, out)
 
 
