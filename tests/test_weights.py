@@ -109,11 +109,17 @@ def test_bad_index_names_the_key(cli, tmp_path):
 def test_model_folder_through_the_cli(cli, tmp_path):
     """A model folder: config.json and its safetensors; estimate reports their exact bytes and says so."""
     (tmp_path / "config.json").write_text((DATA / "hf_configs" / "qwen3-8b.json").read_text())
-    n = write_safetensors(tmp_path / "model.safetensors", {"w": ("BF16", [1000, 1000]), "s": ("F32", [10])})
+    # the header of a whole checkpoint's worth of tensors (16.4 GB for Qwen3-8B's 8.19 billion parameters; a toy
+    # header of 2 MB is refused as an incomplete checkpoint); the data after the header is left out: only the
+    # header is read
+    import hub_standin
+
+    (tmp_path / "model.safetensors").write_bytes(hub_standin.safetensors_file(
+        {"w": ("BF16", [4_000_000, 2048]), "s": ("F32", [10])}, {"BF16": 2, "F32": 4}))
     code, out, err = cli("estimate", tmp_path, "--seq", "4096", "--json")
     assert code == 0, err
     got = json.loads(out)
-    assert got["weights_bytes"] == n == 2_000_040
+    assert got["weights_bytes"] == 4_000_000 * 2048 * 2 + 10 * 4
     assert "safetensors headers" in got["weights_source"]
     code, out, _ = cli("estimate", tmp_path, "--seq", "4096", "--dtype", "bf16", "--json")  # --dtype overrides
     assert json.loads(out)["weights_bytes"] == 2 * json.loads(out)["params"]

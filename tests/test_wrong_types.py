@@ -88,3 +88,45 @@ def test_a_helm_parallelism_that_is_no_whole_number_is_bad_input(cli, tmp_path, 
     code, out, err = cli("check", path, "--gpu", "h100", "--offline", "--format", "json")
     assert code == 2, err
     assert "parallelism.tensor" in err and "Traceback" not in err, err
+
+
+# ------------------------------------------------------------------ incomplete checkpoints (issue 26)
+
+def _checkpoint(tmp_path, files: dict[str, bytes]) -> Path:
+    folder = tmp_path / "Llama-3.1-8B-Instruct"
+    folder.mkdir()
+    (folder / "config.json").write_bytes(LLAMA.read_bytes())
+    for name, data in files.items():
+        (folder / name).write_bytes(data)
+    return folder
+
+
+def _index(total: int, shards: int = 4) -> bytes:
+    names = [f"model-{i:05d}-of-{shards:05d}.safetensors" for i in range(1, shards + 1)]
+    return json.dumps({"metadata": {"total_size": total},
+                       "weight_map": {f"layer{i}.weight": n for i, n in enumerate(names)}}).encode()
+
+
+@pytest.mark.parametrize("case, words", [
+    ("one shard of four", "names 3 shard(s) the folder does not have"),
+    ("index total_size of 1 byte", "not the whole checkpoint"),
+    ("a header of no tensors", "not the whole checkpoint"),
+    ("one of four shards, no index", "holds 1 of the checkpoint's 4 safetensors shards"),
+])
+def test_an_incomplete_checkpoint_is_refused_not_sized(cli, tmp_path, case, words):
+    """Llama-3.1-8B's 16 GB of bf16 weights 'fit' a T4 when a partial download or lying metadata was taken as the
+    checkpoint; each is refused, naming what is wrong."""
+    import struct
+
+    empty_header = struct.pack("<Q", 2) + b"{}"
+    files = {
+        "one shard of four": {"model.safetensors.index.json": _index(16_060_522_496),
+                              "model-00001-of-00004.safetensors": empty_header},
+        "index total_size of 1 byte": {"model.safetensors.index.json": _index(1)},
+        "a header of no tensors": {"model.safetensors": empty_header},
+        "one of four shards, no index": {"model-00001-of-00004.safetensors": empty_header},
+    }[case]
+    folder = _checkpoint(tmp_path, files)
+    code, out, err = cli("estimate", folder, "--gpu", "t4", "--seq", "1K")
+    assert code == 2, err
+    assert err.count("\n") == 1 and words in err, err

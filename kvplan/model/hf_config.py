@@ -717,6 +717,9 @@ def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None, 
     mapping = spec_mapping_from_config(raw, name=default_name, where=str(path))
     found = checkpoint_weight_bytes(path.parent) or weights
     if found is not None:
+        from kvplan.model.weights import check_plausible
+
+        check_plausible(found, int(mapping.get("params") or 0) + int(mapping.get("vision_params") or 0), where=str(path))
         mapping["weights_bytes"] = found.bytes
         mapping["weights_source"] = found.source
         mtp = int(text_config(raw).get("num_nextn_predict_layers") or 0)

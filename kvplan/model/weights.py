@@ -120,13 +120,48 @@ def _checkpoint_files(folder: Path) -> list[Path]:
     return hf or files
 
 
+# Bytes a parameter can take in a real checkpoint: from ternary and 2-bit packings (about 0.2) to fp32 (4), with room
+# for embeddings kept wide and towers the parameter inventory does not count. Outside it the metadata is not the
+# checkpoint's (issue 26: an index total_size of 1 byte, a header of no tensors "fit" an 8B model on a T4).
+PLAUSIBLE_BYTES_PER_PARAM = (0.1, 8.5)
+
+
+def check_plausible(found: WeightBytes, params: int, *, where: str) -> None:
+    """Refuse weight bytes that cannot be the checkpoint of a model of `params` parameters."""
+    if not params:
+        return
+    low, high = PLAUSIBLE_BYTES_PER_PARAM
+    ratio = found.bytes / params
+    if not low <= ratio <= high:
+        raise InputError(f"{found.source} gives {found.bytes:,} bytes for a model of {params:,} parameters "
+                         f"({ratio:.3g} bytes a parameter; a real checkpoint has {low:g} to {high:g}): not the "
+                         "whole checkpoint", where=where,
+                         hint="the download is incomplete or the metadata damaged; download the checkpoint again")
+
+
+def _missing_shards(folder: Path, named: list[str]) -> list[str]:
+    """Shards the checkpoint names that are not in the folder, when any shard is there (a folder of config.json and
+    the index only, as the Hub lookup keeps, is metadata, not a partial download)."""
+    present = [n for n in named if (folder / n).exists()]
+    return [n for n in named if not (folder / n).exists()] if present else []
+
+
 def checkpoint_weight_bytes(folder: Path) -> WeightBytes | None:
-    """Exact bytes of the checkpoint in `folder` from its index or safetensors headers; None without either."""
+    """Exact bytes of the checkpoint in `folder` from its index or safetensors headers; None without either. A
+    checkpoint whose index names shards that are not there (some are), or whose `-of-N` shards are fewer than N, is an
+    interrupted download: refused."""
     index = folder / "model.safetensors.index.json"
     if index.is_file():
         from kvplan.core.yamlio import load_json
 
         data = load_json(index)
+        weight_map = data.get("weight_map") if isinstance(data, dict) else None
+        if isinstance(weight_map, dict):
+            missing = _missing_shards(folder, sorted({str(v) for v in weight_map.values()}))
+            if missing:
+                raise InputError(f"names {len(missing)} shard(s) the folder does not have ({', '.join(missing[:3])}"
+                                 f"{', ...' if len(missing) > 3 else ''})", where=f"{index}: weight_map",
+                                 hint="the download is incomplete; download the checkpoint again")
         total = (data.get("metadata") or {}).get("total_size") if isinstance(data, dict) else None
         if isinstance(total, int) and not isinstance(total, bool) and total > 0:
             return WeightBytes(total, f"{index.name} metadata.total_size")
@@ -137,6 +172,11 @@ def checkpoint_weight_bytes(folder: Path) -> WeightBytes | None:
     files = _checkpoint_files(folder)
     if not files:
         return None
+    counts = {m.group(2) for m in (re.fullmatch(r"model-(\d+)-of-(\d+)\.safetensors", f.name) for f in files) if m}
+    expected = int(counts.pop()) if len(counts) == 1 else 0
+    if len(files) < expected:
+        raise InputError(f"holds {len(files)} of the checkpoint's {expected} safetensors shards", where=str(folder),
+                         hint="the download is incomplete; download it again")
     total = tensors = 0
     for f in files:
         b, n = safetensors_bytes(f)
