@@ -94,3 +94,27 @@ def test_every_brief_golden_answer_is_at_most_8_lines_of_80_columns():
         if "--gpu" in case:
             assert any(line.startswith(("verdict: ", "PASS ", "FAIL ")) for line in lines), case
             assert any(name in "\n".join(lines[:2]) for name in ("vLLM", "textbook", "SGLang", "TensorRT-LLM")), case
+
+
+def test_a_size_without_its_unit_is_refused_with_the_unit_to_write():
+    """`--gpu-mem 80` was a GPU of 80 bytes; a bare number of bytes large enough to be meant (a pinned cache size as
+    the fixes print it) is still read."""
+    code, out, err = kvplan("estimate llama-3.1-8b --seq 8K --gpu-mem 80")
+    assert code == 2 and out == ""
+    assert err.startswith("error: --gpu-mem — '80' has no unit") and "80GiB" in err
+    code, out, _ = kvplan("estimate llama-3.1-8b --seq 8K --kv-cache-memory 1520435200 --json")
+    assert code == 0 and json.loads(out)["available_kv_bytes"] == 1520435200
+
+
+def test_lowercase_k_is_noted_where_it_changes_the_number():
+    code, out, err = kvplan("estimate llama-3.1-8b --seq 32k --json")
+    assert json.loads(out)["seq"] == 32000 and err == ""  # JSON stays clean
+    code, out, err = kvplan("estimate llama-3.1-8b --seq 32k")
+    assert "32,000 tokens" in err and "32K would be 32,768" in err
+    assert "32K would" not in kvplan("estimate llama-3.1-8b --seq 32K")[2]
+
+
+def test_kv_cache_dtype_is_read_as_vllm_spells_it():
+    one = json.loads(kvplan("estimate llama-3.1-8b --seq 8K --gpu h100 --kv-cache-dtype fp8 --json")[1])
+    other = json.loads(kvplan("estimate llama-3.1-8b --seq 8K --gpu h100 --kv-dtype fp8 --json")[1])
+    assert one == other and one["kv_dtype"].startswith("fp8")

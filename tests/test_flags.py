@@ -43,7 +43,7 @@ def test_paged_flags_stay_valid_where_a_paged_engine_is_in_the_sweep(cli):
 
 @pytest.mark.parametrize("args, label", [
     (("--gpu", "h100", "--gpu-util", "1e-30"), "--gpu-util 1e-30"),
-    (("--gpu-mem", "1"), "--gpu-util 0.9 (default)"),
+    (("--gpu-mem", "1MiB"), "--gpu-util 0.9 (default)"),
     (("--gpu", "h100", "--reserve", "1GiB"), "--reserve"),
     (("--gpu", "h100", "--kv-cache-memory", "1GiB"), "--kv-cache-memory"),
 ])

@@ -48,10 +48,11 @@ def test_numbers_that_int_would_misread_are_refused(text, fragment):
 
 
 @pytest.mark.parametrize("text,size", [
-    ("80GiB", 80 * 2**30), ("80GB", 80 * 10**9), ("81559MiB", 81559 * 2**20), ("1024", 1024),
+    ("80GiB", 80 * 2**30), ("80GB", 80 * 10**9), ("81559MiB", 81559 * 2**20), ("85899345920", 80 * 2**30),
     ("1.5KiB", 1536), ("0.5 GiB", 2**29), ("2TB", 2 * 10**12),
 ])
 def test_sizes_keep_binary_and_decimal_apart(text, size):
+    # a bare number is bytes only from 1 MiB up: below, it is a unit left out (`--gpu-mem 80`), refused
     assert parse_size(text) == size
 
 

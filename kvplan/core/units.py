@@ -114,6 +114,23 @@ def human_readable_int(text: str, *, what: str | None = None) -> int:
     return int(number) * _BINARY_SUFFIX.get(suffix, 1)
 
 
+def decimal_suffix_note(text, *, what: str) -> str | None:
+    """A note when a token count uses a decimal suffix whose binary twin is a different number: '32k' is 32,000 where
+    '32K' is 32,768 (vLLM reads both so; a user writing 32k for 32K would size a shorter context). None otherwise."""
+    if not isinstance(text, str):
+        return None
+    match = _TOKENS.fullmatch(text.strip())
+    if not match or match.group(2) not in _DECIMAL_SUFFIX or match.group(2).upper() not in _BINARY_SUFFIX:
+        return None
+    decimal = parse_tokens(text, what=what)
+    number = match.group(1).replace("_", "")
+    if "." in number:
+        return None
+    binary = int(number) * _BINARY_SUFFIX[match.group(2).upper()]
+    return (f"{what} {text.strip()} is {decimal:,} tokens ({match.group(2)} = {_DECIMAL_SUFFIX[match.group(2)]:,}, as vLLM "
+            f"reads it); {number}{match.group(2).upper()} would be {binary:,}")
+
+
 def parse_tokens(text: str | int, *, what: str | None = None) -> int:
     """'8192', '8k', '8K', '128K', '25.6k' -> tokens, as vLLM's human_readable_int reads them."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
@@ -126,8 +143,13 @@ def parse_tokens(text: str | int, *, what: str | None = None) -> int:
     return tokens
 
 
+# a size written as a bare number below this many bytes is a unit left out (`--gpu-mem 80`), not a size: refused
+_UNITLESS_FLOOR = 2**20
+
+
 def parse_size(text: str | int, *, what: str | None = None) -> int:
-    """'80GiB', '80GB', '81559MiB' or a plain integer of bytes -> bytes."""
+    """'80GiB', '80GB', '81559MiB' or a plain integer of bytes (at least 1 MiB as text: `80` is a unit left out) ->
+    bytes."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise InputError(f"must be a size, got {shown(text)}", where=what, hint="e.g. 80GiB, 80GB or 85899345920")
     if isinstance(text, int):
@@ -136,6 +158,10 @@ def parse_size(text: str | int, *, what: str | None = None) -> int:
         raw = _text(text, what=what, example="80GiB")
         match = _SIZE.fullmatch(raw)
         unit = match.group(2).lower() if match else None
+        if match and not unit and 0 < Fraction(Decimal(match.group(1).replace("_", ""))) < _UNITLESS_FLOOR:
+            # `--gpu-mem 80` read as 80 bytes judged a GPU of nothing; no memory size kvplan takes is below a MiB
+            raise InputError(f"{text!r} has no unit: it would be {match.group(1)} bytes", where=what,
+                             hint=f"write the unit, e.g. {match.group(1)}GiB (binary) or {match.group(1)}GB (decimal)")
         if not match or unit not in _SIZE_UNITS:
             hint = "binary units KiB/MiB/GiB/TiB or decimal KB/MB/GB/TB, e.g. 80GiB"
             if unit in {"k", "m", "g", "t"}:

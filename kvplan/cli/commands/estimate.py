@@ -63,6 +63,11 @@ def estimate(
                           kv_heads=kv_heads, head_dim=head_dim, vllm_args=vllm_args, sglang_args=sglang_args, rate=rate,
                           prompt=prompt, calibration=calibration, models_dir=models_dir, offline=offline,
                           optimistic=optimistic)
+    from kvplan.core.units import decimal_suffix_note
+
+    suffix_note = decimal_suffix_note(seq, what="--seq")
+    if suffix_note and not json_out:
+        print(f"note: {suffix_note}", file=sys.stderr)
     if request.spec.source and request.spec.source.endswith(".json") and request.spec.notes:
         # what kvplan assumed while reading a config.json (a missing dtype, an untested model_type): on stderr,
         # so --json output stays clean

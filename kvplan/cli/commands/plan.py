@@ -36,7 +36,7 @@ def plan(
     tpot: Annotated[Optional[float], typer.Option("--tpot", help="P99 time-per-output-token target in milliseconds.", show_default=False)] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU kinds to consider, comma separated (default: the whole catalog, kvplan gpus).", show_default=False)] = None,
     engine: Annotated[str, typer.Option("--engine", help="Engines to consider, comma separated: vllm, sglang, trtllm.")] = "vllm,sglang,trtllm",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV cache dtypes to consider, comma separated (auto = the model's).")] = "auto,fp8",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="KV cache dtypes to consider, comma separated (auto = the model's).")] = "auto,fp8",
     dtype: Annotated[Optional[str], typer.Option("--dtype", help="Weight format (bf16, fp16, fp8, int8, int4). Default: the checkpoint's.", show_default=False)] = None,
     max_gpus: Annotated[int, typer.Option("--max-gpus", help="The most GPUs a plan may use in all (replicas x TP x PP).")] = 64,
     gpus_per_node: Annotated[Optional[int], typer.Option("--gpus-per-node", help="GPUs in one node (TP stays inside a node). Default: per GPU kind (kvplan/data/nodes.yaml: 8 for most).", show_default=False)] = None,

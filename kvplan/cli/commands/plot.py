@@ -31,7 +31,7 @@ def plot(
     kind: Annotated[Kind, typer.Option("--kind", "-k", help="capacity: weights + cache per GPU vs context, against each GPU's usable memory; concurrency: the most sequences that fit vs context.")] = Kind.capacity,
     seq: Annotated[str, typer.Option("--seq", "-s", help="Context lengths (x axis): a list or range, e.g. 1K..128K*2.")] = "1K..128K*2",
     batch: Annotated[int, typer.Option("--batch", "-b", help="Sequences in the capacity chart's cache.", parser=whole_number)] = 1,
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV dtypes, comma separated: one curve each.")] = "auto",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="KV dtypes, comma separated: one curve each.")] = "auto",
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPUs from the catalog, comma separated: one curve and one usable-memory line each.", show_default=False)] = None,
     gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog, e.g. 80GiB.", show_default=False)] = None,
     tp: Annotated[str, typer.Option("--tp", help="Tensor parallel sizes, comma separated: one curve each.")] = "1",

@@ -33,7 +33,7 @@ def sweep(
     model: Annotated[str, typer.Argument(help="Bundled model name or alias, spec YAML, config.json, or a folder with one.", show_default=False)],
     seq: Annotated[Optional[str], typer.Option("--seq", "-s", help="Tokens per sequence: a list or range, e.g. 4K,8K or 4K..128K*2 (doubling; A..B alone doubles too). Default: the model's max context.", show_default=False)] = None,
     batch: Annotated[str, typer.Option("--batch", "-b", help="Concurrent sequences: a list or range, e.g. 1,8,64 or 1..64+8 (A..B alone steps by 1).")] = "1",
-    kv_dtype: Annotated[str, typer.Option("--kv-dtype", help="KV dtypes, comma separated: auto, bf16, fp16, fp8, fp8_e5m2, int8, int4.")] = "auto",
+    kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="KV dtypes, comma separated: auto, bf16, fp16, fp8, fp8_e5m2, int8, int4.")] = "auto",
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPUs from the catalog, comma separated (kvplan gpus).", show_default=False)] = None,
     gpu_mem: Annotated[Optional[str], typer.Option("--gpu-mem", help="Memory of one GPU not in the catalog (one value), e.g. 80GiB.", show_default=False)] = None,
     tp: Annotated[str, typer.Option("--tp", help="Tensor parallel sizes: a list or range, e.g. 1,2,4,8 or 1..8 (A..B alone doubles).")] = "1",

@@ -39,7 +39,7 @@ def estimate_lines(result) -> list[str]:
     r = result
     tokens = short_tokens(r.seq)
     gpus = getattr(r, "gpus", None) or 1
-    where = f"{gpus}× {r.gpu or 'custom GPU'}" if r.per_gpu is not None or r.gpu else "no GPU"
+    where = f"{gpus}× {r.gpu}" if r.gpu else (f"{gpus}× custom GPU" if r.per_gpu is not None else "no GPU named")
     lines = [f"{r.model} · {tokens} × {r.batch:,} · KV {r.kv_dtype} · {where} · {_engine_name(r)}"]
     if r.fits is None:
         lines.append(f"KV cache: {format_bytes(r.cache_bytes)} ({format_bytes(r.kv_bytes_per_token)} per token); "
