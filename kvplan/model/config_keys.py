@@ -113,10 +113,17 @@ def _set(value: Any) -> bool:
     return value is not None and value is not False and value != 0 and value != "" and value != [] and value != {}
 
 
+# every key some family reads: a key outside it is new to kvplan altogether, and is named first
+_ANY_READ = frozenset().union(*READ.values())
+
+
 def unread_keys(cfg: Mapping, model_type: str) -> list[str]:
-    """The cache-shaping keys of `cfg` (the text config, merged) that kvplan does not read for `model_type`."""
+    """The cache-shaping keys of `cfg` (the text config, merged) that kvplan does not read for `model_type`: the ones
+    no family reads first, and among them a section or per-layer list (Kimi-K3's linear_attn_config before its MLA
+    keys and its latent_moe_use_norm flag)."""
     known = BASE | READ.get(model_type, frozenset())
-    return sorted(k for k, v in cfg.items() if isinstance(k, str) and shapes_cache(k) and k not in known and _set(v))
+    keys = [k for k, v in cfg.items() if isinstance(k, str) and shapes_cache(k) and k not in known and _set(v)]
+    return sorted(keys, key=lambda k: (k in _ANY_READ, not isinstance(cfg[k], (Mapping, list)), k))
 
 
 def refuse_unread(cfg: Mapping, model_type: str, where: str) -> None:
