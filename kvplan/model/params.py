@@ -81,9 +81,6 @@ _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text", "muse_glimmer_text"}
 _ONE_NORM = {"mamba", "falcon_mamba", "mamba2", "nemotron_h", "phi"}
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
 _MODELLED_VISION = {"siglip_vision_model", "pixtral", "llama4_vision_model", "moonvit"}
-# Qwen3-VL / Qwen3.5 / 3.6 ViTs, by the vision config's model_type (NVIDIA's exports spell it with _vision)
-_QWEN3_VIT = {"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe", "qwen3_5_vision", "qwen3_5_moe_vision"}
-_QWEN3_VL_MODELS = {"qwen3_vl", "qwen3_vl_moe", "qwen3_5", "qwen3_5_moe"}
 
 
 def _get(cfg: Mapping, *keys: str, default: Any = None) -> Any:
@@ -575,12 +572,6 @@ def _vision(b: _Builder, raw: Mapping, cfg: Mapping, text_hidden: int) -> list[T
     if not isinstance(vision, Mapping):
         return []
     vtype = str(vision.get("model_type") or "")
-    if not vtype and str(raw.get("model_type")) in _QWEN3_VL_MODELS:
-        vtype = str(raw.get("model_type"))  # Qwen3-VL-235B-A22B-Thinking's vision_config names no model_type
-    if vtype in _QWEN3_VIT:
-        start = len(b.tensors)
-        _qwen3_vit(b, vision)
-        return b.tensors[start:]
     if vtype not in _MODELLED_VISION:
         raise UnsupportedError(f"vision tower {vtype or '(no model_type)'!r} is not modelled, so its parameters are unknown",
                                where="vision_config.model_type",
@@ -644,41 +635,6 @@ def _siglip(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> Non
     else:
         raise UnsupportedError(f"the projector of {model_type!r} is not modelled", where="model_type",
                                hint="write a spec YAML with `params` and `vision_params`")
-
-
-def _qwen3_vit(b: _Builder, vision: Mapping) -> None:
-    """The Qwen3-VL / Qwen3.5 vision tower (transformers Qwen3VLVisionModel, Qwen3_5VisionModel, 5.24): a biased
-    Conv3d patch embedding over temporal_patch_size x patch_size^2 pixels, learned positions (num_position_embeddings),
-    `depth` pre-LN blocks (LayerNorms with biases, a fused biased qkv, proj, and a biased fc1/fc2 MLP), and the patch
-    merger (a LayerNorm, then two biased linears from hidden x spatial_merge_size^2 to out_hidden_size, the text
-    width); Qwen3-VL adds one merger per deepstack_visual_indexes entry, each normalising the merged width."""
-    missing = [k for k in ("hidden_size", "intermediate_size", "depth", "out_hidden_size", "num_position_embeddings")
-               if not isinstance(vision.get(k), int)]
-    if missing:  # the config class's defaults are not kvplan's to guess: the tower's weights stay unknown
-        raise UnsupportedError(f"the vision tower's {', '.join(missing)} are not given", where=f"vision_config.{missing[0]}")
-    hidden, inter, depth = int(vision["hidden_size"]), int(vision["intermediate_size"]), int(vision["depth"])
-    channels, patch = int(vision.get("in_channels") or 3), int(vision.get("patch_size") or 16)
-    temporal, merge = int(vision.get("temporal_patch_size") or 2), int(vision.get("spatial_merge_size") or 2)
-    out, positions = int(vision["out_hidden_size"]), int(vision["num_position_embeddings"])
-    merged = hidden * merge * merge
-    b.add("visual.patch_embed.proj.weight", (hidden, channels, temporal, patch, patch), VISION)
-    b.add("visual.patch_embed.proj.bias", (hidden,), VISION)
-    b.add("visual.pos_embed.weight", (positions, hidden), VISION)
-    for name, shape in (("attn.qkv", (3 * hidden, hidden)), ("attn.proj", (hidden, hidden)),
-                        ("mlp.linear_fc1", (inter, hidden)), ("mlp.linear_fc2", (hidden, inter))):
-        b.add(f"visual.blocks.{name}.weight", shape, VISION, depth)
-        b.add(f"visual.blocks.{name}.bias", (shape[0],), VISION, depth)
-    for layer_norm in ("norm1", "norm2"):
-        b.add(f"visual.blocks.{layer_norm}.weight", (hidden,), VISION, depth)
-        b.add(f"visual.blocks.{layer_norm}.bias", (hidden,), VISION, depth)
-    deepstack = len(vision.get("deepstack_visual_indexes") or [])
-    for name, width, count in (("merger", hidden, 1), ("deepstack_merger_list", merged, deepstack)):
-        b.add(f"visual.{name}.norm.weight", (width,), VISION, count)
-        b.add(f"visual.{name}.norm.bias", (width,), VISION, count)
-        b.add(f"visual.{name}.linear_fc1.weight", (merged, merged), VISION, count)
-        b.add(f"visual.{name}.linear_fc1.bias", (merged,), VISION, count)
-        b.add(f"visual.{name}.linear_fc2.weight", (out, merged), VISION, count)
-        b.add(f"visual.{name}.linear_fc2.bias", (out,), VISION, count)
 
 
 def _llava_projector(b: _Builder, raw: Mapping, vision_hidden: int, text_hidden: int) -> None:
