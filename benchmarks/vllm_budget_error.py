@@ -342,6 +342,9 @@ def public_runs() -> tuple[list[Run], list[tuple[str, str]]]:
         except KvplanError as err:
             refused.append((r["id"], err.one_line().replace(str(HERE) + "/", "")))
             continue
+        if spec.weights_unknown and spec.weights_bytes is None:  # a tower kvplan cannot size: no budget to score
+            refused.append((r["id"], f"the weights are unknown: {spec.weights_unknown}"))
+            continue
         if r.get("dtype"):
             spec = dataclasses.replace(spec, dtype=r["dtype"])
         if r.get("max_position"):  # the checkpoint's own max_position_embeddings (its rotary cache) where it differs
