@@ -51,10 +51,13 @@ def test_the_l4_deployment_fails_on_its_own_and_with_gpu_h100(cli, l4_file):
     assert any(n.startswith("--gpu h100-sxm-80gb is not used") for n in given["notes"])
 
 
-@pytest.mark.parametrize("fmt", ["text", "markdown", "junit"])
+@pytest.mark.parametrize("fmt", ["text", "markdown", "junit", "github", "sarif"])
 def test_a_gpu_flag_the_file_overrules_is_reported_in_every_format(cli, l4_file, fmt):
     code, out, _ = cli("check", l4_file, "--gpu", "h100", "--format", fmt)
     assert code == 1 and NOT_USED in out
+    if fmt == "sarif":
+        (result,) = json.loads(out)["runs"][0]["results"]
+        assert result["ruleId"] == "starts" and NOT_USED in result["message"]["text"]
     if fmt == "junit":
         case = ET.fromstring(out).find("testsuite/testcase")
         assert case.find("failure") is not None

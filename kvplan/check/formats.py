@@ -341,6 +341,9 @@ def render_sarif(report: CheckReport) -> str:
             text = f"{v.name}: {detail}"
             if v.suggestions:
                 text += " (fix, any one: " + " | ".join(v.suggestions) + ")"
+            unused = [line for line in origin_lines(v) if "not used)" in line]  # a --gpu / --gpus the file overrules
+            if unused:
+                text += " [" + "; ".join(unused) + "]"
             result = {"ruleId": rule, "ruleIndex": rule_ids.index(rule) if rule in rule_ids else 0, "level": "error",
                       "message": {"text": visible(text)}}
             if v.source and not v.source.startswith("--vllm-args"):
