@@ -118,3 +118,17 @@ def test_kv_cache_dtype_is_read_as_vllm_spells_it():
     one = json.loads(kvplan("estimate llama-3.1-8b --seq 8K --gpu h100 --kv-cache-dtype fp8 --json")[1])
     other = json.loads(kvplan("estimate llama-3.1-8b --seq 8K --gpu h100 --kv-dtype fp8 --json")[1])
     assert one == other and one["kv_dtype"].startswith("fp8")
+
+
+def test_long_context_past_the_models_limit_offers_rope_scaling_and_one_longest_figure():
+    """Qwen3-32B at 128K: one longest figure (40,960) in the whole output, and YaRN RoPE scaling (with the factor) as
+    the fix that reaches 128K, before the variable that only lifts vLLM's check."""
+    code, out, err = kvplan("estimate Qwen/Qwen3-32B --seq 128K --gpu h100 --tp 2 --models-dir tests/data/public_models")
+    assert code == 1
+    longest = {int(n.replace(",", "")) for n in re.findall(r"longest[^\n]*?([\d,]{5,})", out)}
+    assert longest == {40960}
+    fixes = _fixes(out)
+    rope = next(i for i, f in enumerate(fixes) if f.startswith("YaRN RoPE scaling x3.2 to 131,072 tokens"))
+    assert "--hf-overrides" in fixes[rope] + out and '"rope_type":"yarn"' in out
+    assert not any("VLLM_ALLOW_LONG_MAX_MODEL_LEN" in f for f in fixes)
+    assert "only lifts the check" in err

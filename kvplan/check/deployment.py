@@ -310,7 +310,8 @@ def check_vllm_max_len(seq: int, spec, raw_config, *, where: str, allow_long: bo
                                f"if {releases.ALLOW_LONG_ENV}, set outside the file, is 1", where=where,
                                hint=f"give --engine-option {releases.ALLOW_LONG_ENV}=1 (or 0) to say which")
     raise InputError(f"max_model_len {seq:,} is above the model's limit of {int(limit):,} tokens: vLLM refuses to start",
-                     where=where, hint=f"lower it; vLLM allows more only with {releases.ALLOW_LONG_ENV}=1")
+                     where=where, hint="lower it, or extend the model's context with RoPE scaling as its card gives it (--hf-overrides "
+                          f"rope_scaling, YaRN); {releases.ALLOW_LONG_ENV}=1 only lifts the check")
 
 
 def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, util, reserve, kv_mem, where, key,

@@ -9,7 +9,7 @@ from dataclasses import replace
 from fractions import Fraction
 
 from kvplan.check.deployment import Deployment, setting
-from kvplan.check.report import CANNOT_JUDGE, FAIL, FORMAT_KVPLAN, PASS, Check, Figures, Verdict, short_tokens
+from kvplan.check.report import CANNOT_JUDGE, FAIL, FORMAT_KVPLAN, FORMAT_VLLM_ARGS, PASS, Check, Figures, Verdict, short_tokens
 from kvplan.core.errors import KvplanError, UnsupportedError
 from kvplan.engines.api import Engine
 from kvplan.engines import fixes
@@ -273,6 +273,9 @@ def _fix_words(engine: Engine, dep: Deployment, base) -> list[str]:
             out.append(setting(dep, fix.setting, engine.flags.kv_fp8_name if engine.flags else "fp8"))
         elif fix.setting == fixes.UTIL:
             out.append(setting(dep, fix.setting, f"{float(fix.value):.2f}"))
+        elif fix.setting == fixes.ROPE:
+            value = fixes.rope_overrides(fix)
+            out.append(setting(dep, "hf_overrides", f"'{value}'" if dep.format == FORMAT_VLLM_ARGS or dep.flag_style else value))
         elif fix.setting == fixes.WEIGHTS:
             out.append(_weights_words(dep, fix.value))
         elif fix.setting == fixes.GPU:

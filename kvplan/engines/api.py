@@ -117,6 +117,9 @@ class EngineFlags:
     # the whole flag that quantizes a 16-bit checkpoint's weights to fp8 as it loads (vLLM --quantization fp8); None
     # when the engine has none kvplan models (a 4-bit checkpoint is then the quantized-weights fix)
     weights_fp8: str | None = None
+    # the flag that overrides the model's config.json (vLLM --hf-overrides): a longer context by RoPE scaling (YaRN)
+    # where max_model_len is past the model's limit; None when the engine has none kvplan models
+    config_override: str | None = None
 
     def util_flag(self, value: str) -> str:
         return self.util.replace("{F}", value) if "{F}" in self.util else f"{self.util} {value}"

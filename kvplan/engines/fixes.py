@@ -5,7 +5,9 @@ requirement?): the caller gives the test, the search tries each change by runnin
 with that one thing changed (never a rule of thumb). They come in the order an operator tries them: a flag on
 the same launch first, then the same model with smaller weights, then more of the same GPU, then another GPU:
 
-1. the longest max_model_len that passes (binary search: every test is monotone in the length);
+1. the longest max_model_len that passes (binary search: every test is monotone in the length); where the length
+   asked is past the model's limit, YaRN RoPE scaling to reach it (vLLM --hf-overrides), never a variable that
+   only lifts the check;
 2. an fp8 KV cache, when the cache is wider than 8 bits;
 3. the smallest memory fraction above the current one, in steps of 0.01, up to what the engine accepts;
 4. the smallest explicit cache size, when the deployment pins one (vLLM --kv-cache-memory-bytes);
@@ -39,6 +41,7 @@ UTIL_STEP = Fraction(1, 100)
 MAX_LEN, TP, KV_DTYPE, UTIL, KV_MEMORY, WEIGHTS, GPU = ("max_model_len", "tensor_parallel_size", "kv_cache_dtype",
                                                        "gpu_memory_utilization", "kv_cache_memory_bytes", "quantization",
                                                        "gpu")
+ROPE = "hf_overrides"  # a longer context by RoPE scaling (YaRN), where max_model_len is past the model's limit
 # a larger GPU is a fix only with this much more memory than the one it replaces
 GPU_STEP = Fraction(105, 100)
 WEIGHTS_FP8, WEIGHTS_INT4 = "fp8_e4m3", "int4"
@@ -51,6 +54,7 @@ class Fix:
     request: EngineRequest  # the request with the change
     gpus: int | None = None  # TP x PP after a TP change
     capacity_bytes: int | None = None  # of the suggested GPU
+    from_len: int | None = None  # ROPE: the model's own limit the scaling factor multiplies
 
 
 def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineRequest], bool]) -> list[Fix]:
@@ -70,6 +74,7 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if ok(dataclasses.replace(req, seq=mid)) else (lo, mid)
         out.append(Fix(MAX_LEN, lo, dataclasses.replace(req, seq=lo)))
+    out += _rope_scaling(engine, req, ok)
     fp8_name = engine.flags.kv_fp8_name if engine.flags else "fp8"
     if engine.kv_dtype(req).bits > 8 and ok(candidate := dataclasses.replace(req, kv_dtype=fp8_name)):
         out.append(Fix(KV_DTYPE, fp8_name, candidate))
@@ -105,6 +110,28 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
                 out.append(Fix(GPU, g.name, candidate, capacity_bytes=g.capacity_bytes))
                 break
     return out
+
+
+def _rope_scaling(engine: Engine, req: EngineRequest, ok: Callable[[EngineRequest], bool]) -> list[Fix]:
+    """The asked length past the model's limit, reached by YaRN RoPE scaling (the long-context setting model cards
+    such as Qwen3's give for vLLM, --hf-overrides rope_scaling), before any variable that lifts the limit check
+    (VLLM_ALLOW_LONG_MAX_MODEL_LEN, which vLLM itself warns may give NaNs). The factor is the smallest in hundredths
+    that takes the model's limit to the length (vLLM's derived length: original x factor); its cost is the cache
+    of the longer context, which the test measures like any other change."""
+    limit = req.spec.max_context
+    if engine.flags is None or not engine.flags.config_override or not limit or req.seq <= limit:
+        return []
+    factor = Fraction(-(-req.seq * 100 // limit), 100)
+    longer = dataclasses.replace(req, spec=dataclasses.replace(req.spec, max_context=int(limit * factor)))
+    return [Fix(ROPE, factor, longer, from_len=limit)] if ok(longer) else []
+
+
+def rope_overrides(fix: Fix) -> str:
+    """The --hf-overrides JSON of a ROPE fix."""
+    import json
+
+    return json.dumps({"rope_scaling": {"rope_type": "yarn", "factor": float(fix.value),
+                                        "original_max_position_embeddings": fix.from_len}}, separators=(",", ":"))
 
 
 def gpu_class(gpu) -> str:
@@ -193,6 +220,9 @@ def engine_words(engine: Engine, req: EngineRequest, result, fix: Fix) -> str:
         if not result.max_seq and fix.value == result.estimated_max_model_len:
             return f"{flags.max_len} {fix.value}: the estimated maximum model length"
         return f"{flags.max_len} {fix.value}: the longest that fits {plural(n, 'sequence')} with these flags"
+    if fix.setting == ROPE:
+        return (f"YaRN RoPE scaling x{float(fix.value):g} to {fix.request.spec.max_context:,} tokens: "
+                f"{flags.config_override} '{rope_overrides(fix)}'" + _held(engine, fix))
     if fix.setting == TP:
         return f"{flags.tp} {fix.value}: {fix.gpus} GPUs" + _held(engine, fix)
     if fix.setting == KV_DTYPE:
@@ -216,4 +246,4 @@ def _held(engine: Engine, fix: Fix) -> str:
 
 
 
-__all__ = ["Fix", "search", "attach", "fits", "engine_words", "at_judging_edge", "gpu_class"]
+__all__ = ["Fix", "search", "attach", "fits", "engine_words", "at_judging_edge", "gpu_class", "rope_overrides"]

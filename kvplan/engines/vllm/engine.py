@@ -720,7 +720,8 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
                          f"{releases.ALLOW_LONG_ENV} lets vLLM start (it warns that with RoPE the positions beyond give NaN)")
         elif too_long:
             longer = (f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
-                      f"vLLM refuses it unless {releases.ALLOW_LONG_ENV}=1")
+                      "vLLM refuses it; RoPE scaling extends it (see the fixes), "
+                      f"{releases.ALLOW_LONG_ENV}=1 only lifts the check")
             refused = refused or longer
             notes.append(longer)
         fits = starts and failing is None and not too_long

@@ -21,9 +21,11 @@ def _util_max(result: VllmEstimate) -> Fraction | None:
 
 ENGINE = Engine(
     name="vllm", title="vLLM", estimate=estimate, kv_dtype=read_kv_dtype,
-    # --quantization fp8 on a 16-bit checkpoint: vllm/launch.py ONLINE_QUANTIZATION
+    # --quantization fp8 on a 16-bit checkpoint: vllm/launch.py ONLINE_QUANTIZATION; --hf-overrides rope_scaling:
+    # vllm/launch.py apply_hf_overrides, the limit serve_args.derived_max_model_len reads from it
     flags=EngineFlags("--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8", "--gpu-memory-utilization",
-                      "--kv-cache-memory-bytes", weights_fp8="--quantization fp8"),
+                      "--kv-cache-memory-bytes", weights_fp8="--quantization fp8",
+                      config_override="--hf-overrides"),
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
     util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True,
     # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
