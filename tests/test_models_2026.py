@@ -122,3 +122,14 @@ def test_gemma4_global_layers_have_their_own_head_shape():
     full = [layer for layer in spec.layer_specs if layer.kind == "full"]
     assert {(layer.kv_heads, layer.head_dim, layer.v_head_dim) for layer in full} == {(4, 512, 512)}
 
+
+
+def test_an_unknown_tower_keeps_an_engine_budget_refused_even_with_the_checkpoints_bytes(cli, tmp_path):
+    # the checkpoint's total gives the static engine its weights, but not what vLLM's budget needs of the tower (its
+    # encoder profile, its split over the GPUs): with an index beside the config, vLLM still says cannot judge
+    (tmp_path / "config.json").write_text((CORPUS / "nvidia--Gemma-4-31B-IT-NVFP4.json").read_text())
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": 20 * 10**9}}))
+    code, out, err = cli("estimate", tmp_path, "--gpu", "h100", "--engine", "static", "--seq", "8K", "--json")
+    assert code == 0 and json.loads(out)["weights_bytes"] == 20 * 10**9
+    code, out, err = cli("estimate", tmp_path, "--gpu", "h100", "--engine", "vllm", "--seq", "8K")
+    assert code == 3 and "weights are unknown" in err and "gemma4_vision" in err

@@ -111,10 +111,12 @@ class ModelSpec:
     notes: str | None = None
     source: str | None = field(default=None, compare=False)  # where the spec was read from
 
-    def require_known_weights(self) -> None:
+    def require_known_weights(self, *, budget: bool = False) -> None:
         """UnsupportedError (exit 3) when the weights are unknown (a tower kvplan cannot size) and no exact figure from
-        the checkpoint stands in: every weight figure made from params asks here first."""
-        if self.weights_unknown and self.weights_bytes is None:
+        the checkpoint stands in: every weight figure made from params asks here first. An engine's budget asks with
+        `budget`: it needs the tower itself (its split over the GPUs, the engine's encoder profile), which the
+        checkpoint's total does not give."""
+        if self.weights_unknown and (budget or self.weights_bytes is None):
             raise UnsupportedError(f"the weights are unknown: {self.weights_unknown}", where=self.source or self.name,
                                    hint="the KV cache is known: give --kv-cache-memory, or put the checkpoint's "
                                         "safetensors (or model.safetensors.index.json) beside its config.json")

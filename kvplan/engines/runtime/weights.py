@@ -97,7 +97,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     an even split.
     """
     require_fields(spec, "hidden_size", "vocab_size")
-    spec.require_known_weights()
+    spec.require_known_weights(budget=True)
     act_bits = model_dtype.bits
     embed_params = spec.vocab_size * spec.hidden_size
     # a tied output head is the embedding itself (counted once in params, stored once in the checkpoint);
