@@ -140,3 +140,20 @@ def test_two_background_engines_in_one_script_are_cannot_judge(cli, tmp_path):
     path.write_text(apart)
     code, out, err = cli("check", path, "--gpu", "h100", "--offline", "--models-dir", MODELS, "--format", "json")
     assert code == 0 and {v["status"] for v in json.loads(out)["verdicts"]} == {"pass"}, err
+
+
+@pytest.mark.parametrize("engine, dtype, status", [
+    ("vllm", "int4", "invalid"), ("sglang", "int8", "invalid"), ("trtllm", "fp8", "invalid"),
+    ("vllm", "fp8", "pass"), ("static", "int4", "pass"),
+])
+def test_kvplans_dtype_key_does_not_quantize_a_bf16_checkpoint(cli, tmp_path, engine, dtype, status):
+    """`dtype: int4` in kvplan's own file sized Llama-3.1-8B's bf16 checkpoint as int4 for every engine (16 GB of
+    weights on a T4's 15 GiB 'fit'); an engine loads a checkpoint as a float dtype or, vLLM and SGLang, quantizes it
+    to fp8 as it loads; the static engine is kvplan's what-if and takes any format."""
+    path = tmp_path / "deploy.yaml"
+    path.write_text(f"name: chat\nmodel: llama-3.1-8b\nengine: {engine}\ngpu: l4\nmax_model_len: 4K\ndtype: {dtype}\n")
+    code, out, err = cli("check", path, "--format", "json")
+    verdict = json.loads(out)["verdicts"][0]
+    assert verdict["status"] == status, (verdict, err)
+    if status == "invalid":
+        assert code == 2 and f"cannot load llama-3.1-8b's bf16 checkpoint as" in verdict["reason"]

@@ -134,6 +134,14 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     if not (engine == "vllm" and kv_name.strip().lower() in kv_formats.KNOWN):  # vLLM's own formats: the engine judges
         located(at("kv_cache_dtype"), dtypes.resolve_kv_dtype, kv_name, dtypes.dtype(spec.dtype))
     weight_fmt = located(at("dtype"), dtypes.weight_format, text(data["dtype"], where=at("dtype"))) if "dtype" in data else None
+    if weight_fmt is not None and not dtypes.engine_loads_as(engine, weight_fmt.name) \
+            and weight_fmt.name != (spec.weight_dtype or spec.dtype):
+        # `dtype: int4` on a bf16 checkpoint is a launch that does not exist (issue 26: it was sized as int4 for
+        # every engine, while the same launch through --vllm-args is refused)
+        raise InputError(f"{engine} cannot load {spec.name}'s {spec.weight_dtype or spec.dtype} checkpoint as "
+                         f"{weight_fmt.name}", where=at("dtype"),
+                         hint="give bf16, fp16 or fp32 (or fp8, which vLLM and SGLang quantize to as they load); for "
+                              f"{weight_fmt.name} weights name a checkpoint quantized so")
     util = located(at("gpu_memory_utilization"), units.parse_fraction, data["gpu_memory_utilization"],
                    what="gpu_memory_utilization") if "gpu_memory_utilization" in data else None
     kv_mem = located(at("kv_cache_memory_bytes"), units.parse_size, data["kv_cache_memory_bytes"],
