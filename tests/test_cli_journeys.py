@@ -132,3 +132,14 @@ def test_long_context_past_the_models_limit_offers_rope_scaling_and_one_longest_
     assert "--hf-overrides" in fixes[rope] + out and '"rope_type":"yarn"' in out
     assert not any("VLLM_ALLOW_LONG_MAX_MODEL_LEN" in f for f in fixes)
     assert "only lifts the check" in err
+
+
+def test_explain_engine_explains_the_figure_estimate_and_check_give():
+    code, out, _ = kvplan("explain llama-3.1-8b --seq 128K --gpu l4 --engine vllm --json")
+    explained = json.loads(out.replace("<t>", "0"))["engine_estimate"]  # the harness masks wall-clock seconds
+    estimated = json.loads(kvplan("estimate llama-3.1-8b --seq 128K --gpu l4 --json")[1])
+    assert code == 0 and explained["estimated_max_model_len"] == estimated["estimated_max_model_len"] == 25216
+    assert explained["suggestions"] == estimated["suggestions"]
+    code, text, _ = kvplan("explain llama-3.1-8b --seq 128K --gpu l4 --engine vllm")
+    assert "(textbook)" in text and "longest max_model_len (vLLM's estimated maximum model length)" in text
+    assert kvplan("explain llama-3.1-8b --seq 8K --engine vllm")[0] == 2  # an engine's figure needs a GPU

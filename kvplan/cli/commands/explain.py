@@ -33,6 +33,7 @@ def explain(
     vllm_args: Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options: each term they add (drafter, LoRA slots, offload tiers, parallelism, KV connectors) derived with its numbers (docs/engines/features/).", show_default=False)] = None,
     sglang_args: Annotated[Optional[str], typer.Option("--sglang-args", help="Extra `python -m sglang.launch_server` options (--disaggregation-mode, --speculative-algorithm, --enable-dp-attention, --enable-lora, --enable-hierarchical-cache): each term they add derived with its numbers (docs/engines/features/).", show_default=False)] = None,
     engine_option: Annotated[Optional[List[str]], typer.Option("--engine-option", help="TensorRT-LLM launch options as KEY=VALUE (LLM-API fields: enable_attention_dp, speculative_config.*, cache_transceiver_config.*): each term they add, with its numbers (docs/engines/features/).", show_default=False)] = None,
+    engine: Annotated[Optional[str], typer.Option("--engine", help="Also derive the engine's figure for the same launch (vllm, sglang, trtllm): its budget term by term, the pool, the longest context and the fixes, judged as estimate and check judge. Needs --gpu or --gpu-mem.", show_default=False)] = None,
     json_out: Annotated[bool, typer.Option("--json", help="Print one JSON object.")] = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -47,10 +48,51 @@ def explain(
     result, est = run(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp,
                       gpu_util=gpu_util, window=window, prompt=prompt, output=output, vllm_args=vllm_args,
                       sglang_args=sglang_args, engine_option=engine_option, models_dir=models_dir, offline=offline)
+    engine_result = _engine_estimate(engine, model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu,
+                                     gpu_mem=gpu_mem, tp=tp, pp=pp, gpu_util=gpu_util, vllm_args=vllm_args,
+                                     sglang_args=sglang_args, engine_option=engine_option, models_dir=models_dir,
+                                     offline=offline)
     if json_out:
-        print(render.to_json(result))
+        if engine_result is None:
+            print(render.to_json(result))
+        else:  # one object: the explanation's keys and, under `engine_estimate`, the engine's (estimate --json's)
+            import json
+
+            print(json.dumps({**json.loads(render.to_json(result)),
+                              "engine_estimate": json.loads(render.to_json(engine_result))}, indent=2))
         return
     _print(result, est, engine="TensorRT-LLM" if engine_option else "SGLang" if sglang_args is not None else "vLLM")
+    if engine_result is not None:
+        from kvplan.cli import views
+
+        out = render.console()
+        out.print()
+        out.print(f"[bold]the same launch as {engine_result.engine} makes it (kvplan estimate --engine "
+                  f"{engine_result.engine}: its budget term by term, judged as check judges)[/bold]")
+        for table in views.tables(engine_result):
+            render.print_fitting(out, table)
+        err = render.console(stderr=True)
+        for note in engine_result.notes:
+            err.print(f"note: {note}")
+
+
+def _engine_estimate(engine, model, **options):
+    """The engine's estimate of the launch explain derives (None without --engine): the same request, judging edge
+    and fixes as `kvplan estimate --engine`, so the figure explained is the figure estimate and check give."""
+    if engine is None:
+        return None
+    from kvplan.api.estimate import run
+    from kvplan.core.errors import InputError
+
+    if engine.strip().lower() == "static":
+        raise InputError("the textbook derivation above is the static engine's", where="--engine",
+                         hint="give vllm, sglang or trtllm, or leave --engine out")
+    if options["gpu"] is None and options["gpu_mem"] is None:
+        raise InputError("an engine's figure needs a GPU", where="--engine", hint="add --gpu NAME or --gpu-mem SIZE")
+    sglang_args = options.pop("sglang_args")
+    return run(model, engine=engine, engine_version=None, gpus=None, gpu_reserved=None, reserve=None, kv_cache_memory=None,
+               block_size=None, max_num_seqs=None, max_num_batched_tokens=None, kv_heads=None, head_dim=None,
+               sglang_args=sglang_args, rate=None, prompt=None, calibration=None, **options)[1]
 
 
 def _print(result, est, *, engine: str = "vLLM") -> None:
@@ -87,7 +129,7 @@ def _print(result, est, *, engine: str = "vLLM") -> None:
                                                      ["option", "term", "how", "bytes"], rows, text=(0, 1, 2)))
 
     has_gpu = any(w.max_batch is not None for w in result.what_ifs)
-    headers = ["variant", "KV/token", "cache", "vs model"] + ([f"max seqs on {est.gpu or 'GPU'}"] if has_gpu else []) + ["what changes"]
+    headers = ["variant", "KV/token", "cache", "vs model"] + ([f"max seqs on {est.gpu or 'GPU'} (textbook)"] if has_gpu else []) + ["what changes"]
     rows = []
     for w in result.what_ifs:
         if w.error:
