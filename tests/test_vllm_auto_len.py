@@ -165,3 +165,18 @@ def test_kvplan_yaml_takes_auto_and_vllms_kv_formats(cli, tmp_path):
     other.write_text("name: c\nengine: sglang\nmodel: llama-3.1-8b\ngpu: l4\nmax_model_len: auto\n")
     code, out, _ = cli("check", other, "--json")
     assert code == 2 and json.loads(out)["verdicts"][0]["status"] == "invalid"
+
+
+def test_the_auto_fit_line_is_worded_as_each_release_logs_it():
+    """_auto_fit_max_model_len's info line: 0.14-0.31 "... available GPU memory (X GiB available for KV cache)",
+    0.32+ "... available KV cache memory (X GiB GPU)" (_kv_cache_device_name), after "Available KV cache memory"."""
+    memory = 3 * 2**30 + 12345
+    old = estimate("0.22.1", memory).log_lines
+    assert old[1] == (f"INFO Auto-fit max_model_len: reduced from {DERIVED} to {picked_by_vllm(memory, null_block_kept=False)}"
+                      " to fit in available GPU memory (3.0 GiB available for KV cache)")
+    assert old[0].startswith("INFO Available KV cache memory")
+    new = estimate("0.33.0", memory).log_lines
+    assert new[1] == (f"INFO Auto-fit max_model_len: reduced from {DERIVED} to {picked_by_vllm(memory, null_block_kept=True)}"
+                      " to fit in available KV cache memory (3.0 GiB GPU)")
+    full = estimate("0.22.1", 17 * 2**30).log_lines
+    assert f"INFO Auto-fit max_model_len: full model context length {DERIVED} fits in available GPU memory" in full

@@ -849,6 +849,25 @@ def _auto_length(workers: list[VllmWorker], derived: int) -> int:
     return min(derived if w.fits else (w.estimated_max_model_len or 0) for w in workers)
 
 
+def _auto_fit_log(result: VllmEstimate, rel: Release, derived: int, picked: int) -> tuple[str, ...]:
+    """The estimate's log lines with vLLM's auto-fit line after "Available KV cache memory": the memory it names is
+    the limiting worker's as the search saw it (0.29+: less the null block)."""
+    worker = min(result.workers, key=lambda w: (w.estimated_max_model_len or derived, w.stage)) if picked < derived \
+        else result.workers[0]
+    memory = worker.available_kv_bytes - (worker.bytes_per_block if rel.null_block_reserved_before_fit else 0)
+    if rel.auto_fit_log_device:
+        where = f"available KV cache memory ({_gib(memory)} GiB GPU)"
+    elif picked < derived:
+        where = f"available GPU memory ({_gib(memory)} GiB available for KV cache)"
+    else:
+        where = "available GPU memory"
+    line = (f"INFO Auto-fit max_model_len: reduced from {derived} to {picked} to fit in {where}" if picked < derived
+            else f"INFO Auto-fit max_model_len: full model context length {derived} fits in {where}")
+    lines = list(result.log_lines)
+    at = next((i + 1 for i, x in enumerate(lines) if x.startswith("INFO Available KV cache memory")), len(lines))
+    return tuple(lines[:at] + [line] + lines[at:])
+
+
 def _auto_fit(req: EngineRequest, *, search_max_seq: bool) -> VllmEstimate:
     """--max-model-len auto (kvplan --seq auto). vLLM builds its configuration at the derived length
     (config/model.py _get_and_verify_max_len: -1 is read as "not given"), so the scheduler limits, the profile and
@@ -901,12 +920,14 @@ def _auto_fit(req: EngineRequest, *, search_max_seq: bool) -> VllmEstimate:
         said = (f"vLLM will pick {picked:,} (--max-model-len auto: the longest length whose one request fits the KV "
                 f"memory, below the model's {derived:,})")
     notes = [n for n in final.notes if not n.startswith("marginal:")]
+    log_lines = _auto_fit_log(final, rel, derived, picked)
     marginal = None
     if edges[0] is not None and edges[1] is not None:
         marginal = (edges[0] < 1) != (edges[1] < 1)
         if edges[0] != edges[1]:
             said += f"; {edges[0]:,} ... {edges[1]:,} across the budget's band"
-    return dataclasses.replace(final, notes=tuple([said] + notes), marginal=marginal, auto_max_model_len=picked,
+    return dataclasses.replace(final, notes=tuple([said] + notes), log_lines=log_lines, marginal=marginal,
+                               auto_max_model_len=picked,
                                auto_max_model_len_low=edges[0], auto_max_model_len_high=edges[1])
 
 

@@ -244,6 +244,9 @@ class Release:
     # v1/sample/ops/topk_topp_sampler.py: with VLLM_USE_FLASHINFER_SAMPLER unset, FlashInfer's sampler whenever
     # flashinfer is installed (0.10-0.11), which the launch does not say (engine.open_terms)
     sampler_by_install: bool
+    # the auto-fit log line (v1/core/kv_cache_utils.py _auto_fit_max_model_len): "... available GPU memory (X GiB
+    # available for KV cache)" until 0.31, "... available KV cache memory (X GiB GPU)" from 0.32
+    auto_fit_log_device: bool
     # --- parser and log -------------------------------------------------------------------------------------
     # config/cache.py CacheConfig.kv_cache_memory_bytes: --kv-cache-memory-bytes exists from 0.10.2
     kv_cache_memory_option: bool
@@ -274,6 +277,7 @@ _BASE = dict(
     page_unification="equal", uniform_type_groups=True, chunked_local_hybrid=False,
     tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, in_flight="one",
     fit_check_uses_block_override=False, auto_fit=None, sampler_by_install=False,
+    auto_fit_log_device=False,
     hybrid_prefix_caching=False, hybrid_mla_alignment=64, hybrid_align_to_block_size=False,
     gdn_prefill_checkpoints=False, pads_uneven_pages=False, mla_block_hopper=64, mla_block_sm10x=128,
     kv_cache_memory_option=True, enable_disable_switches=False, config_false_as_no_flag=False,
@@ -310,6 +314,7 @@ _L29 = _after(_L28, line="0.29-0.30", first="0.29.0", mirrors="0.29.0", null_blo
               in_flight="v2_async", cuda_graph_ceiling_sm10x=1024)
 _L31 = _after(_L29, line="0.31-0.32", first="0.31.0", mirrors="0.31.0")
 _L33 = _after(_L31, line="0.33", first="0.33.0", mirrors="0.33.0", gdn_prefill_checkpoints=True, pads_uneven_pages=True,
+              auto_fit_log_device=True,
               enable_disable_switches=True)
 
 RELEASES = tuple(_line(**rules) for rules in (_L10, _L11, _L12, _L14, _L18, _L20, _L26, _L27, _L28, _L29, _L31, _L33))
@@ -332,6 +337,8 @@ PATCHES = (
     ("0.22.0", "not_fit_possessive", "model's", "v1/core/kv_cache_utils.py _check_enough_kv_cache_memory (0.22.1)"),
     ("0.17.0", "auto_fit", AUTO_FIT_PER_WORKER, "v1/core/kv_cache_utils.py get_kv_cache_configs: auto-fit on each "
      "worker's projected groups (0.17.1; 0.16.0 fits the global groups)"),
+    ("0.32.0", "auto_fit_log_device", True, "v1/core/kv_cache_utils.py _auto_fit_max_model_len (0.32.0; 0.31.0 the "
+     "older wording)"),
     ("0.15.0", "mla_block_sm10x", 64, "platforms/cuda.py: FLASHINFER_MLA first on SM10x for qk_nope_head_dim 128 (0.15.1)"),
 )
 
