@@ -66,6 +66,8 @@ def test_a_wrongly_typed_deployment_field_is_exit_2_naming_it(cli, tmp_path, sou
     ("vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len ${MAX_LEN:-${DEFAULT_LEN:-8192}}\n", "pass"),
     ('MSG="unterminated\nvllm serve meta-llama/Llama-3.1-8B-Instruct\n', "invalid"),
     ("A=xx\n" + "A=$A$A\n" * 40 + "vllm serve meta-llama/Llama-3.1-8B-Instruct --served-model-name $A\n", "invalid"),
+    ('CMD="vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192"\neval "$CMD"\n', "cannot_judge"),
+    ("alias serve='vllm serve'\nserve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192\n", "pass"),
 ])
 def test_shell_idioms_are_read_or_refused_in_one_line(cli, tmp_path, script, words):
     path = tmp_path / "serve.sh"
@@ -73,7 +75,7 @@ def test_shell_idioms_are_read_or_refused_in_one_line(cli, tmp_path, script, wor
     code, out, err = cli("check", path, "--gpu", "h100", "--format", "json")
     verdict = json.loads(out)["verdicts"][0]
     assert verdict["status"] == words, (out, err)
-    assert code == {"pass": 0, "invalid": 2}[words]
+    assert code == {"pass": 0, "invalid": 2, "cannot_judge": 3}[words]
     if words == "pass":
         assert verdict["max_model_len"] == 8192
 
@@ -130,3 +132,20 @@ def test_an_incomplete_checkpoint_is_refused_not_sized(cli, tmp_path, case, word
     code, out, err = cli("estimate", folder, "--gpu", "t4", "--seq", "1K")
     assert code == 2, err
     assert err.count("\n") == 1 and words in err, err
+
+
+@pytest.mark.parametrize("construct", ["extends", "include"])
+def test_compose_extends_and_include_are_cannot_judge(cli, tmp_path, construct):
+    """A service that extends another, or a file that includes others, takes settings kvplan does not merge: the
+    inherited 70B service was dropped and the file passed (issue 26)."""
+    doc = yaml.safe_load((DATA / "deployments" / "compose" / "sglang-llama31-8b-device0.yaml").read_text())
+    if construct == "extends":
+        doc["services"]["sglang"]["extends"] = {"file": "base.yaml", "service": "llm"}
+    else:
+        doc = {"include": ["models.yaml"], **doc}
+    path = tmp_path / "compose.yaml"
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, out, err = cli("check", path, "--gpu", "h100", "--offline", "--format", "json")
+    verdicts = json.loads(out)["verdicts"]
+    assert code == 3 and verdicts[0]["status"] == "cannot_judge", err
+    assert construct in verdicts[0]["reason"]

@@ -68,6 +68,10 @@ def calls_of(workload: Workload) -> list[launch.EngineCall]:
             from kvplan.core.errors import InputError
 
             raise InputError(f"the shell script cannot be read: {err}", where=workload.where) from None
+        except KvplanError as err:  # a construct the reader does not follow (eval): located at the workload
+            if not err.where:
+                err.where = workload.where
+            raise
     calls = launch.calls_in_words(list(workload.words), workload.env, image=workload.image) if workload.words else []
     if not calls and launch.other_server_image(workload.image) and not launch.image_engine(workload.image):
         # the image's own server runs (no command, or one kvplan does not read): cannot judge, naming it

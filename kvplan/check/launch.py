@@ -92,10 +92,34 @@ class ReleasePin:
 # ------------------------------------------------------------------ commands
 
 def calls_in_shell(text: str, env: Mapping[str, str | None] | None = None) -> list[EngineCall]:
-    """Every engine launch of a shell text (ShellSyntaxError when it cannot be read)."""
+    """Every engine launch of a shell text (ShellSyntaxError when it cannot be read). An `alias NAME='words'` is
+    expanded where NAME starts a later command, as an interactive shell (or one with expand_aliases) would; `eval`
+    runs text the reader does not see as commands, so a script with one is cannot judge, naming it (issue 26: a
+    launch behind `eval "$CMD"` or an alias was skipped with exit 0)."""
+    import shlex
+
     out: list[EngineCall] = []
+    aliases: dict[str, list[str]] = {}
     for command in shell.commands(text, dict(env or {})):
-        out.extend(calls_in_words(list(command.words), {**(env or {}), **command.env}))
+        words = list(command.words)
+        if words and words[0] == "alias":
+            for definition in words[1:]:
+                name, eq, value = definition.partition("=")
+                if eq:
+                    try:
+                        aliases[name] = shlex.split(value)
+                    except ValueError:
+                        aliases[name] = [value]
+            continue
+        if words and words[0] in aliases:
+            words = aliases[words[0]] + words[1:]
+        if words and words[0] == "eval":
+            from kvplan.core.errors import UnsupportedError
+
+            shown = shell.display(" ".join(words))[:120]
+            raise UnsupportedError(f"runs `{shown}` (line {command.line}): eval builds a command kvplan does not read "
+                                   "as one", hint="write the launch out in the script, or judge it with --vllm-args")
+        out.extend(calls_in_words(words, {**(env or {}), **command.env}))
     return out
 
 

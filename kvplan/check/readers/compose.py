@@ -24,7 +24,7 @@ from kvplan.check import launch, shell
 from kvplan.check.gpus import GpuEvidence, whole_count
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_COMPOSE
-from kvplan.core.errors import InputError
+from kvplan.core.errors import InputError, UnsupportedError
 
 _TOP_LEVEL = {"version", "name", "services", "volumes", "networks", "configs", "secrets", "include", "models"}
 _SERVICE_KEYS = {"image", "build", "command", "entrypoint", "deploy", "environment", "ports", "volumes"}
@@ -132,10 +132,17 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     doc = interpolate(doc, env)
     items: list = []
     quiet: list[str] = []
+    if doc.get("include") is not None:  # other compose files merged into this one (Compose Specification: include)
+        raise UnsupportedError("includes other compose files, which kvplan does not follow: their services are not "
+                               "judged", where=f"{where}: include", hint="check the included files with this one merged "
+                                                                         "(`docker compose config` prints the whole)")
     for name, service in (doc.get("services") or {}).items():
         at = f"{where}: services.{name}"
         if not isinstance(service, Mapping):
             raise InputError("a service must be a mapping", where=at)
+        if service.get("extends") is not None:  # its settings come from another service, maybe another file
+            raise UnsupportedError("extends another service, whose settings kvplan does not merge", where=f"{at}.extends",
+                                   hint="check the output of `docker compose config`, which has them merged")
         workload = _workload(str(name), service, source=source, document=document, where=at, base_dir=base_dir)
         from kvplan.check.items import runs_engine
 
