@@ -143,3 +143,22 @@ def test_explain_engine_explains_the_figure_estimate_and_check_give():
     code, text, _ = kvplan("explain llama-3.1-8b --seq 128K --gpu l4 --engine vllm")
     assert "(textbook)" in text and "longest max_model_len (vLLM's estimated maximum model length)" in text
     assert kvplan("explain llama-3.1-8b --seq 8K --engine vllm")[0] == 2  # an engine's figure needs a GPU
+
+
+def test_calibrate_reads_a_piped_log_and_a_model_path_by_its_trailing_org_name():
+    """`docker logs vllm | kvplan calibrate -`: '-' is stdin. The log (a public vLLM start-up log, tests/data) is given
+    as served from a local path, /mnt/models/meta-llama/Llama-3.1-8B-Instruct: its trailing org/name is the bundled
+    spec's alias, so it is judged without --model."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    log = Path(harness.ROOT, "tests/data/vllm_logs/raw/meta-llama-llama---h100-80gb--tp1pp1dp1--8192-dtbf16.log")
+    text = log.read_text(encoding="utf-8").replace("meta-llama/Llama-3.1-8B-Instruct",
+                                                  "/mnt/models/meta-llama/Llama-3.1-8B-Instruct")
+    assert "/mnt/models/meta-llama/Llama-3.1-8B-Instruct" in text
+    done = subprocess.run([sys.executable, "-m", "kvplan", "calibrate", "-", "--json"], input=text, capture_output=True,
+                          text=True, cwd=harness.ROOT, env={**harness.ENV, "PATH": "/usr/bin:/bin"})
+    report = json.loads(done.stdout)
+    assert done.returncode == 0, done.stderr
+    assert report["logs"][0]["model"] == "llama-3.1-8b" and report["summary"]["matched"] == 1

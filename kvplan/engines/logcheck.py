@@ -170,6 +170,14 @@ def read_log(path: str | Path) -> str:
     the bounded reader (core/files.py): a FIFO, a device or a socket named as a log is refused, never read forever."""
     from kvplan.core import files
 
+    if str(path) == "-":  # a log piped in (`docker logs vllm 2>&1 | kvplan calibrate -`), bounded as a file is
+        import sys
+
+        data = sys.stdin.buffer.read(MAX_LOG_BYTES + 1)
+        if len(data) > MAX_LOG_BYTES:
+            raise InputError(f"cannot read the file (more than {MAX_LOG_BYTES:,} bytes)", where="-",
+                             hint="pass the start-up part of the log")
+        return data.decode("utf-8", errors="replace")
     p = Path(path)
     if p.is_dir():
         raise InputError("cannot read the file (it is a directory)", where=str(path))

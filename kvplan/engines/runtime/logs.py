@@ -61,7 +61,7 @@ def model_dir_name(model_id: str) -> str:
 
 def resolve_log_model(model_id: str | None, *, model: str | None = None, models_dir: str | None = None):
     """The ModelSpec for a log's model: --model wins, then <models-dir>/<org>--<name> (or its short name), then a
-    bundled spec or alias."""
+    bundled spec or alias, then, for a path, the bundled alias its trailing org/name spells."""
     from kvplan.model import catalog
 
     if model:
@@ -80,6 +80,11 @@ def resolve_log_model(model_id: str | None, *, model: str | None = None, models_
         return catalog.resolve_model(model_id)
     except InputError:
         pass
+    # a path on the serving host ending in a Hub id (/mnt/models/meta-llama/Llama-3.1-8B-Instruct): the bundled spec
+    # that carries that org/name as its alias; a path is never looked up on the Hub
+    parts = [part for part in model_id.strip().rstrip("/").split("/") if part]
+    if len(parts) > 2 and (spec := catalog.find_bundled("/".join(parts[-2:]))) is not None:
+        return spec
     raise UnsupportedError(f"kvplan cannot describe {model_id!r}: not a bundled model or alias"
                            + (f", nor under {models_dir}" if models_dir else ""),
                            hint="give --model PATH (a config.json, a model folder or a spec YAML) or --models-dir DIR")
