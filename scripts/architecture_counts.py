@@ -24,26 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from archgraph import ENGINE_NAMES, MODULES, cycles, engine_of, import_edges  # noqa: E402
-
-
-def engine_name_comparisons(tree: ast.AST) -> list[int]:
-    """Line numbers of comparisons with an engine name (== "vllm", in ("sglang", "trtllm"), ...)."""
-
-    def names_engine(node: ast.AST) -> bool:
-        if isinstance(node, ast.Constant):
-            return node.value in ENGINE_NAMES
-        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
-            return any(names_engine(e) for e in node.elts)
-        return False
-
-    lines = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Compare) and any(names_engine(n) for n in [node.left, *node.comparators]):
-            lines.append(node.lineno)
-        elif isinstance(node, ast.MatchValue) and names_engine(node.value):
-            lines.append(node.lineno)
-    return lines
+from archgraph import MODULES, cycles, engine_name_comparisons, engine_of, import_edges  # noqa: E402
 
 
 def long_functions(tree: ast.AST, limit: int = 80) -> list[tuple[str, int]]:

@@ -135,3 +135,22 @@ def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
                     if len(comp) > 1:
                         out.append(sorted(comp))
     return out
+
+
+def engine_name_comparisons(tree: ast.AST) -> list[int]:
+    """Line numbers of comparisons with an engine name (== "vllm", in ("sglang", "trtllm"), ...)."""
+
+    def names_engine(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in ENGINE_NAMES
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(names_engine(e) for e in node.elts)
+        return False
+
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare) and any(names_engine(n) for n in [node.left, *node.comparators]):
+            lines.append(node.lineno)
+        elif isinstance(node, ast.MatchValue) and names_engine(node.value):
+            lines.append(node.lineno)
+    return lines

@@ -107,14 +107,30 @@ def test_an_unread_release_exits_3_and_no_version_exits_2(cli, name):
 
 @pytest.mark.parametrize("name", PAGED)
 def test_an_unread_release_is_refused_by_the_registry_as_unsupported(name):
-    """engines/releases.py: every registry raises UnsupportedError (exit 3) for a release it has not read."""
-    rel = __import__(f"kvplan.engines.{name}.releases", fromlist=["release"])
+    """engines/releases.py: every registry, reached through engines.release, raises UnsupportedError (exit 3) for a
+    release it has not read and bad input (exit 2) for text that is no version."""
     for version in ("0.0.1", "9.9.9"):
         with pytest.raises(UnsupportedError):
-            rel.release(version)
+            engines.release(name, version)
     with pytest.raises(KvplanError) as caught:
-        rel.release("banana")
+        engines.release(name, "banana")
     assert caught.value.exit_code == 2
+    assert engines.release(name, None) == engines.release(name.upper(), None)  # the default, named as --engine is
+
+
+def test_the_static_engine_has_no_release_to_read():
+    with pytest.raises(KvplanError) as caught:
+        engines.release("static", None)
+    assert caught.value.exit_code == 2
+
+
+@pytest.mark.parametrize("name", engines.ENGINE_NAMES)
+def test_every_kv_dtype_name_an_engine_lists_is_one_it_reads(name):
+    """Engine.kv_dtype_names is what check's readers pass on to the engine: each one must resolve, not be refused."""
+    engine = engines.get(name)
+    for spelling in engine.kv_dtype_names:
+        req = dataclasses.replace(engine_request("llama-3.1-8b", 4096, gpu="h100"), kv_dtype=spelling)
+        assert engine.kv_dtype(req) is not None, spelling
 
 
 @pytest.mark.parametrize("image, engine", [("lmsysorg/sglang:v9.9.9", "SGLang"), ("vllm/vllm-openai:v9.9.9", "vLLM")])

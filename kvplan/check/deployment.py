@@ -145,8 +145,6 @@ def parse_headroom(value: Any, *, where: str) -> Fraction:
 def defaults(options: CheckOptions) -> Defaults:
     """Validate the command-line settings up front: a bad flag is a usage error for the whole run."""
     from kvplan.requests.build import hardware_for
-    from kvplan.engines.vllm import releases
-
     from kvplan.model import resolve
 
     gpu = hardware_for(options.gpu, options.gpu_mem)
@@ -154,8 +152,9 @@ def defaults(options: CheckOptions) -> Defaults:
         if value is not None and value < 1:
             raise InputError(f"must be at least 1, got {shown(value)}", where=flag)
     headroom = parse_headroom(options.require_headroom, where="--require-headroom") if options.require_headroom is not None else None
-    releases.release(options.vllm_version, where="--vllm-version")
     from kvplan import engines
+
+    engines.release("vllm", options.vllm_version, where="--vllm-version")
     from kvplan.core.units import parse_size
     from kvplan.requests.build import parse_engine_options
 

@@ -131,9 +131,9 @@ def _judge_on(dep: Deployment, *, suggest: bool, optimistic: bool) -> Verdict:
     if edge_note:
         notes.insert(0, edge_note)
     if dep.engine == "vllm":
-        from kvplan.engines.vllm import releases
+        from kvplan import engines
 
-        rel = releases.release(req.engine_version)
+        rel = engines.release(dep.engine, req.engine_version)
         notes.insert(0, f"judged by vLLM {rel.version} rules (line {rel.line})")
     return Verdict(
         source=dep.source, document=dep.document, name=dep.name, format=dep.format, status=FAIL if failed else PASS,

@@ -119,13 +119,13 @@ def exit_code(verdicts) -> int:
 
 
 def make_report(verdicts, vllm_version: str | None = None) -> CheckReport:
-    from kvplan.engines.vllm import releases
+    from kvplan import engines
 
     verdicts = tuple(verdicts)
     count = {s: sum(1 for v in verdicts if v.status == s) for s in STATUSES}
     return CheckReport(verdicts=verdicts, total=sum(count[s] for s in JUDGED), passed=count[PASS], failed=count[FAIL],
                        invalid=count[INVALID], cannot_judge=count[CANNOT_JUDGE], exit_code=exit_code(verdicts),
-                       vllm_version=releases.release(vllm_version, where="--vllm-version").version,
+                       vllm_version=engines.release("vllm", vllm_version, where="--vllm-version").version,
                        skipped=count[SKIPPED])
 
 

@@ -12,6 +12,7 @@ engine.
 from __future__ import annotations
 
 import importlib
+from typing import Any
 
 from kvplan.core.errors import InputError, did_you_mean
 from kvplan.engines.api import Engine, EngineFlags, EngineRequest, Hardware
@@ -20,15 +21,34 @@ from kvplan.engines.api import Engine, EngineFlags, EngineRequest, Hardware
 _PACKAGES = {"static": "kvplan.engines.static", "vllm": "kvplan.engines.vllm", "sglang": "kvplan.engines.sglang",
              "trtllm": "kvplan.engines.trtllm"}
 ENGINE_NAMES = tuple(_PACKAGES)
+# name -> its release registry (a `release(version, *, where)` under engines/releases.py's one refusal policy); the
+# static engine has no releases
+_RELEASES = {"vllm": "kvplan.engines.vllm.releases", "sglang": "kvplan.engines.sglang.releases",
+             "trtllm": "kvplan.engines.trtllm.releases"}
 
 
-def get(name: str) -> Engine:
-    """The engine registered under `name` (case and spaces forgiven); InputError at --engine otherwise."""
+def _key(name: str) -> str:
+    """The registry key `name` means (case and spaces forgiven); InputError at --engine otherwise."""
     key = name.strip().lower()
     if key not in _PACKAGES:
         raise InputError(f"unknown engine {name!r}", where="--engine",
                          hint=did_you_mean(name, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
-    return importlib.import_module(_PACKAGES[key]).ENGINE
+    return key
 
 
-__all__ = ["Engine", "EngineFlags", "EngineRequest", "Hardware", "ENGINE_NAMES", "get"]
+def get(name: str) -> Engine:
+    """The engine registered under `name` (case and spaces forgiven); InputError at --engine otherwise."""
+    return importlib.import_module(_PACKAGES[_key(name)]).ENGINE
+
+
+def release(name: str, version: str | None, *, where: str = "--engine-version") -> Any:
+    """The rules of engine `name`'s release `version` (None: its default) from the engine's registry, read without
+    building its memory model (`check` names a release before it judges; benchmarks/cold_start.py). Refusals follow
+    engines/releases.py: not a version -> InputError, a release kvplan has not read -> UnsupportedError."""
+    key = _key(name)
+    if key not in _RELEASES:
+        raise InputError(f"the {key} engine has no releases", where=where, hint="drop the release")
+    return importlib.import_module(_RELEASES[key]).release(version, where=where)
+
+
+__all__ = ["Engine", "EngineFlags", "EngineRequest", "Hardware", "ENGINE_NAMES", "get", "release"]

@@ -148,6 +148,9 @@ class Engine:
     takes_features: bool = False
     # whether the engine can fit the length to its memory at start-up (--seq auto: vLLM's --max-model-len auto)
     fits_length: bool = False
+    # the KV-cache dtype spellings the engine reads itself (its kv_dtype's table), which a deployment reader passes to
+    # it; () where they depend on the release (SGLang: its release's kv_dtypes) or the engine takes no spelling (static)
+    kv_dtype_names: tuple[str, ...] = ()
 
     def accepts(self, req: EngineRequest) -> None:
         """InputError for an --engine-option key, --gpu-reserved or launch features this engine does not read (never

@@ -10,6 +10,7 @@ from typing import Mapping
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
                                      resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.report import Origins
+from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.sglang import launch_args
 
@@ -27,11 +28,8 @@ def key(name: str) -> str:
 
 def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
     """The SGLang release to judge by and how the report says it; a release kvplan does not mirror cannot be judged."""
-    from kvplan.core.errors import KvplanError
-    from kvplan.engines.sglang import releases
-
     try:
-        chosen = releases.release(version)
+        chosen = engines.release("sglang", version)
     except KvplanError as err:  # the engine's release registry says which releases it mirrors
         raise UnsupportedError(f"SGLang {version} ({origin}) is not modelled", hint=err.hint) from None
     # the registry names a release by the one whose source it mirrors (or, per release, by its own version)
@@ -43,7 +41,6 @@ def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
 
 def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     from kvplan.core import dtypes
-    from kvplan.engines.sglang import releases
 
     where = ctx.where
     at = lambda dest: f"{where}: {args.written.get(dest, key(dest))}"  # noqa: E731
@@ -94,7 +91,7 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     elif seq < 1:
         raise InputError(f"must be positive, got {seq}", where=at("context_length"))
     kv_name = args.get("kv_cache_dtype", "auto")
-    rules = releases.release(version)
+    rules = engines.release("sglang", version)
     kv_table = rules.kv_dtypes  # the release's own choices (engines/sglang/releases.py R9)
     if kv_name not in kv_table:
         raise InputError(f"SGLang {rules.version} has no --kv-cache-dtype {kv_name}", where=at("kv_cache_dtype"),
@@ -160,9 +157,7 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
 
 
 def _other_release(version: str) -> bool:
-    from kvplan.engines.sglang import releases
-
     try:
-        return releases.release(version).version != releases.release(launch_args.MIRRORS).version
+        return engines.release("sglang", version).version != engines.release("sglang", launch_args.MIRRORS).version
     except KvplanError:  # not a version, or a release not read (engines/releases.py)
         return True

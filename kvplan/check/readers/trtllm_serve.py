@@ -14,6 +14,7 @@ from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, de
                                      resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
+from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.trtllm import serve_args
 
@@ -51,11 +52,8 @@ def is_options(doc: Mapping) -> bool:
 
 
 def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
-    from kvplan.core.errors import KvplanError
-    from kvplan.engines.trtllm import releases
-
     try:
-        chosen = releases.release(version)
+        chosen = engines.release("trtllm", version)
     except KvplanError as err:  # the engine's release registry says which releases it mirrors
         raise UnsupportedError(f"TensorRT-LLM {version} ({origin}) is not modelled", hint=err.hint) from None
     # the registry names a release by the one whose source it mirrors (or, per release, by its own version)
@@ -68,8 +66,7 @@ def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
 def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Mapping[str, str] | None = None,
                  notes: tuple[str, ...] = ()) -> Deployment:
     """An effective LLM-API mapping (flags with the YAML over them, or a disaggregated server's) -> Deployment."""
-    from kvplan.engines.trtllm.engine import KV_DTYPES
-
+    kv_dtypes = engines.get("trtllm").kv_dtype_names
     where = ctx.where
     written = dict(written or {})
     key = ctx.key or flag_key
@@ -110,7 +107,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
         seq = whole(seq, where=at("max_seq_len"))
     kv = llm_api.get("kv_cache_config") or {}
     kv_name = str(kv.get("dtype", "auto"))
-    if kv_name not in KV_DTYPES:
+    if kv_name not in kv_dtypes:
         raise UnsupportedError(f"kv_cache_config.dtype {kv_name} is not modelled", where=f"{where}: kv_cache_config.dtype",
                                hint="auto and fp8 are")
     util = kv.get("free_gpu_memory_fraction")
@@ -176,10 +173,8 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
 
 
 def _before_one(version: str) -> bool:
-    from kvplan.engines.trtllm import releases
-
     try:
-        return not releases.release(version).at_least("1.0.0")
+        return not engines.release("trtllm", version).at_least("1.0.0")
     except (KvplanError, AttributeError, ValueError):  # not a version, or a release not read (engines/releases.py)
         return True
 

@@ -13,6 +13,7 @@ from typing import Callable, Mapping
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, check_vllm_max_len, default_max_len,
                                      engine_request, resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
+from kvplan import engines
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.text import visible
 from kvplan.engines.vllm import kv_formats, launch, serve_args
@@ -78,9 +79,7 @@ def key_style(fmt: str) -> Callable[[str], str]:
 
 
 def release_words(version: str | None, origin: str | None) -> str:
-    from kvplan.engines.vllm import releases
-
-    mirrored = releases.release(version).mirrors
+    mirrored = engines.release("vllm", version).mirrors
     if origin:
         return f"vLLM {mirrored} rules ({origin})"
     return f"vLLM {mirrored} rules (kvplan's default: the file pins no release)"
@@ -89,7 +88,6 @@ def release_words(version: str | None, origin: str | None) -> str:
 def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     from kvplan.core import dtypes
     from kvplan.engines.vllm import releases
-    from kvplan.engines.vllm.engine import KV_DTYPES
 
     where = ctx.where
     at = lambda dest: f"{where}: {args.written.get(dest, dest)}"  # noqa: E731
@@ -143,7 +141,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     features, spec, feature_notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=ctx.base_dir)
     weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=at("quantization"))
     kv_name = args.get("kv_cache_dtype", "auto")
-    if kv_name not in KV_DTYPES and kv_name not in kv_formats.KNOWN:  # the engine judges the packed formats
+    if kv_name not in engines.get("vllm").kv_dtype_names and kv_name not in kv_formats.KNOWN:  # the engine judges the packed formats
         raise UnsupportedError(f"kv-cache-dtype {kv_name} is not modelled", where=at("kv_cache_dtype"),
                                hint="auto, bfloat16, float16, fp8, fp8_e4m3 and fp8_e5m2 are")
     ints = {}

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from kvplan.engines.api import Engine, EngineFlags
-from kvplan.engines.trtllm.engine import OPTION_KEYS, estimate, read_kv_dtype
+from kvplan.engines.trtllm.engine import KV_DTYPES, OPTION_KEYS, estimate, read_kv_dtype
 
 ENGINE = Engine(
     name="trtllm", title="TensorRT-LLM", estimate=estimate, kv_dtype=read_kv_dtype,
@@ -14,5 +14,5 @@ ENGINE = Engine(
                       "kv_cache_config: {free_gpu_memory_fraction: {F}} (extra LLM API options)", None),
     util_of=lambda req, r: None if r.free_gpu_memory_fraction is None else Fraction(r.free_gpu_memory_fraction),
     util_max=lambda r: Fraction(95, 100),
-    option_keys=OPTION_KEYS, takes_gpu_reserved=True,
+    option_keys=OPTION_KEYS, takes_gpu_reserved=True, kv_dtype_names=tuple(KV_DTYPES),
 )

@@ -7,7 +7,7 @@ from fractions import Fraction
 
 from kvplan.engines.api import Engine, EngineFlags
 from kvplan.engines.vllm import releases
-from kvplan.engines.vllm.engine import VllmEstimate, estimate, read_kv_dtype
+from kvplan.engines.vllm.engine import KV_DTYPES, VllmEstimate, estimate, read_kv_dtype
 
 
 def _util_max(result: VllmEstimate) -> Fraction | None:
@@ -29,5 +29,5 @@ ENGINE = Engine(
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
     util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True,
     # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
-    option_keys=releases.OPTION_KEYS,
+    option_keys=releases.OPTION_KEYS, kv_dtype_names=tuple(KV_DTYPES),
 )
