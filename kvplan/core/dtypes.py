@@ -113,19 +113,6 @@ _WEIGHT_FORMATS = {
 }
 
 
-# The weight formats an engine loads a checkpoint of another format in: the float dtypes (vLLM's --dtype auto, half,
-# bfloat16, float; SGLang's and trtllm-serve's the same), and fp8, which vLLM (--quantization fp8: quantization/fp8.py
-# quantizes a checkpoint not serialized in fp8 as it loads) and SGLang (--quantization fp8, the same online path) make
-# at load. int4 or int8 weights come only from a checkpoint quantized so.
-_FLOAT_WEIGHTS = ("bf16", "fp16", "fp32")
-_LOADS_AS = {"vllm": _FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"), "sglang": _FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2")}
-
-
-def engine_loads_as(engine: str, fmt: str) -> bool:
-    """Whether `engine` can serve a checkpoint of another format with weights in `fmt` (the static engine: any)."""
-    return engine == "static" or fmt in _LOADS_AS.get(engine, _FLOAT_WEIGHTS)
-
-
 def weight_format(name: str) -> WeightFormat:
     return _WEIGHT_FORMATS[dtype(name, what="weight dtype").name]
 

@@ -103,6 +103,11 @@ def refuse_unread_options(req: EngineRequest, title: str, keys: tuple[str, ...])
             raise InputError(f"{title} has no engine option {key!r}", where="--engine-option", hint=hint)
 
 
+# the float dtypes every engine loads any 16- or 32-bit checkpoint in (vLLM's --dtype auto, half, bfloat16, float;
+# SGLang's and trtllm-serve's the same)
+FLOAT_WEIGHTS = ("bf16", "fp16", "fp32")
+
+
 @dataclass(frozen=True)
 class EngineFlags:
     """How one engine spells the knobs a fix turns (engines/fixes.py), as its users type them."""
@@ -151,6 +156,17 @@ class Engine:
     # the KV-cache dtype spellings the engine reads itself (its kv_dtype's table), which a deployment reader passes to
     # it; () where they depend on the release (SGLang: its release's kv_dtypes) or the engine takes no spelling (static)
     kv_dtype_names: tuple[str, ...] = ()
+    # the engine's own KV-cache formats beyond the dtypes (vLLM's packed per-token-head ones, engines/vllm/kv_formats.py):
+    # its estimate judges them, so a reader passes them on without the generic dtype check
+    kv_formats: frozenset[str] = frozenset()
+    # the weight formats the engine loads a checkpoint of another format in (its --dtype; fp8 where its online
+    # quantization makes it at load); None: any (the static engine sizes what it is told)
+    weights_loaded_as: tuple[str, ...] | None = FLOAT_WEIGHTS
+
+    def loads_weights_as(self, fmt: str) -> bool:
+        """Whether the engine can serve a checkpoint of another format with weights in `fmt`. int4 or int8 weights
+        come only from a checkpoint quantized so."""
+        return self.weights_loaded_as is None or fmt in self.weights_loaded_as
 
     def accepts(self, req: EngineRequest) -> None:
         """InputError for an --engine-option key, --gpu-reserved or launch features this engine does not read (never

@@ -14,10 +14,10 @@ from typing import Any, Mapping
 from kvplan.check.deployment import (MAX_PARALLEL, Defaults, Deployment, Requirements, check_vllm_max_len,
                                      default_max_len, engine_request, located, parse_headroom, resolve_model, text,
                                      tp_from_gpus, whole)
+from kvplan import engines
 from kvplan.check.report import FORMAT_KVPLAN, Origins
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.units import shown
-from kvplan.engines.vllm import kv_formats
 from kvplan.requests.build import AUTO_LENGTH
 
 # vLLM's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors, ...: docs/engines/features/),
@@ -125,16 +125,16 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     pp = whole(data["pipeline_parallel_size"], where=at("pipeline_parallel_size"), high=MAX_PARALLEL) if "pipeline_parallel_size" in data else 1
     tp, gpus_note = tp_from_gpus(tp, pp, defaults.gpus, where=at("tensor_parallel_size"))
     # vLLM's --max-model-len auto / -1: the derived length, fitted to the KV memory by the engine (engine._auto_fit)
-    seq_auto = engine == "vllm" and str(data.get("max_model_len", "")).strip().lower() in AUTO_LENGTH
+    seq_auto = engines.get(engine).fits_length and str(data.get("max_model_len", "")).strip().lower() in AUTO_LENGTH
     if "max_model_len" in data and not seq_auto:
         seq = located(at("max_model_len"), units.parse_tokens, data["max_model_len"], what="max_model_len")
     else:
         seq = default_max_len(engine, spec, raw_config, where=where, key="max_model_len")
     kv_name = text(data["kv_cache_dtype"], where=at("kv_cache_dtype")) if "kv_cache_dtype" in data else "auto"
-    if not (engine == "vllm" and kv_name.strip().lower() in kv_formats.KNOWN):  # vLLM's own formats: the engine judges
+    if kv_name.strip().lower() not in engines.get(engine).kv_formats:  # the engine's own formats: the engine judges
         located(at("kv_cache_dtype"), dtypes.resolve_kv_dtype, kv_name, dtypes.dtype(spec.dtype))
     weight_fmt = located(at("dtype"), dtypes.weight_format, text(data["dtype"], where=at("dtype"))) if "dtype" in data else None
-    if weight_fmt is not None and not dtypes.engine_loads_as(engine, weight_fmt.name) \
+    if weight_fmt is not None and not engines.get(engine).loads_weights_as(weight_fmt.name) \
             and weight_fmt.name != (spec.weight_dtype or spec.dtype):
         # `dtype: int4` on a bf16 checkpoint is a launch that does not exist (issue 26: it was sized as int4 for
         # every engine, while the same launch through --vllm-args is refused)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kvplan.engines.api import Engine, EngineFlags
+from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
 from kvplan.engines.sglang.engine import OPTION_KEYS, estimate, read_kv_dtype
 
 ENGINE = Engine(
@@ -15,4 +15,6 @@ ENGINE = Engine(
     util_of=lambda req, r: None if r.mem_fraction_static is None else Fraction(r.mem_fraction_static),
     util_max=lambda r: Fraction(95, 100),
     option_keys=OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
+    # --quantization fp8: the same online path as vLLM's, fp8 weights made at load
+    weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"),
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from fractions import Fraction
 
-from kvplan.engines.api import Engine, EngineFlags
-from kvplan.engines.vllm import releases
+from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
+from kvplan.engines.vllm import kv_formats, releases
 from kvplan.engines.vllm.engine import KV_DTYPES, VllmEstimate, estimate, read_kv_dtype
 
 
@@ -29,5 +29,7 @@ ENGINE = Engine(
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
     util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True,
     # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
-    option_keys=releases.OPTION_KEYS, kv_dtype_names=tuple(KV_DTYPES),
+    option_keys=releases.OPTION_KEYS, kv_dtype_names=tuple(KV_DTYPES), kv_formats=kv_formats.KNOWN,
+    # --quantization fp8 quantizes a checkpoint not serialized in fp8 as it loads (quantization/fp8.py)
+    weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"),
 )
