@@ -119,6 +119,8 @@ def test_an_unread_release_is_refused_by_the_registry_as_unsupported(name):
 
 
 def test_the_static_engine_has_no_release_to_read():
+    """Engine.has_releases is what `estimate --engine-version` asks; the registry agrees with it."""
+    assert [name for name in engines.ENGINE_NAMES if not engines.get(name).has_releases] == ["static"]
     with pytest.raises(KvplanError) as caught:
         engines.release("static", None)
     assert caught.value.exit_code == 2

@@ -74,7 +74,7 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, gpus, tp, pp, engin
             engine_version=engine_version, gpu_reserved=args.text(gpu_reserved, "--gpu-reserved"),
             engine_options=args.engine_options(engine_option), vllm_args=vllm_args, rate=rate, prompt=prompt, site=site,
             sglang_args=sglang_args)
-        if engine_version and chosen.name == "static":
+        if engine_version and not chosen.has_releases:
             raise InputError("the static engine has no release to choose", where="--engine-version",
                              hint="use it with --engine vllm, sglang or trtllm")
         chosen.accepts(request)

@@ -156,6 +156,8 @@ class Engine:
     # the KV-cache dtype spellings the engine reads itself (its kv_dtype's table), which a deployment reader passes to
     # it; () where they depend on the release (SGLang: its release's kv_dtypes) or the engine takes no spelling (static)
     kv_dtype_names: tuple[str, ...] = ()
+    # whether the engine has releases to choose (--engine-version; kvplan.engines.release); the static engine has none
+    has_releases: bool = True
     # the engine's own KV-cache formats beyond the dtypes (vLLM's packed per-token-head ones, engines/vllm/kv_formats.py):
     # its estimate judges them, so a reader passes them on without the generic dtype check
     kv_formats: frozenset[str] = frozenset()
