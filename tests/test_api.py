@@ -23,7 +23,7 @@ from kvplan.cli.entry import app, register_commands
 API = {"estimate": "estimate", "check": "check", "explain": "explain", "plan": "plan", "calibrate": "calibrate",
        "models": "models", "gpus": "gpus"}
 POSITIONAL = {"estimate": "model", "explain": "model", "plan": "model", "check": "configs", "calibrate": "logs"}
-OUTPUT_ONLY = {"json_out", "fmt", "print_schema", "top", "plot", "emit", "emit_to", "markdown"}
+OUTPUT_ONLY = {"json_out", "fmt", "print_schema", "top", "plot", "emit", "emit_to", "markdown", "brief"}
 OUTPUT_FILE = {"check": {"output"}}  # explain's and plan's --output is a number of output tokens, an API argument
 
 register_commands()
@@ -169,3 +169,13 @@ def test_unknown_attribute_is_an_attribute_error():
     with pytest.raises(AttributeError):
         kvplan.no_such_function  # noqa: B018
     assert {"estimate", "check", "plan", "explain", "calibrate", "models", "gpus"} <= set(dir(kvplan))
+
+
+def test_explain_with_an_engine_returns_what_the_command_printed():
+    """explain --engine: the explanation and, under engine_estimate, the engine's estimate --json of the same launch."""
+    words = ["llama-3.1-70b", "--seq", "32K", "--gpu", "h100", "--tp", "2", "--engine", "vllm"]
+    cli = subprocess.run([sys.executable, "-m", "kvplan", "explain", *words, "--json"], capture_output=True, text=True)
+    api = kvplan.explain("llama-3.1-70b", seq="32K", gpu="h100", tp=2, engine="vllm").to_dict()
+    assert _timings_masked(api) == _timings_masked(json.loads(cli.stdout))
+    alone = kvplan.estimate("llama-3.1-70b", seq="32K", gpu="h100", tp=2, engine="vllm").to_dict()
+    assert api["engine_estimate"] == alone and alone["fits"] is False

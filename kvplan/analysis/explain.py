@@ -90,6 +90,14 @@ class Explanation(JsonResult):
     extra_terms: tuple[ExtraTerm, ...] = ()  # what a vLLM launch's options add (explain --vllm-args)
 
 
+@dataclass(frozen=True)
+class EngineExplanation(Explanation):
+    """An explanation with the engine's estimate of the same launch (explain --engine): its --json is the
+    explanation's keys and, under `engine_estimate`, what `estimate --engine --json` prints."""
+
+    engine_estimate: object | None = None
+
+
 def _num(n: int) -> str:
     return f"{n:,}"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from kvplan.api import args
@@ -15,13 +16,40 @@ def explain(model: str, *, seq: str | int | None = None, batch: int = 1, kv_dtyp
             gpu: str | None = None, gpu_mem: str | int | None = None, tp: int | None = None, pp: int = 1,
             gpu_util: str | float | None = None, window: int = 4096, prompt: str | int | None = None,
             output: str | int | None = None, vllm_args: str | None = None, sglang_args: str | None = None,
-            engine_option: list[str] | dict[str, str] | str | None = None, models_dir: list[str] | str | None = None,
-            offline: bool = False) -> Explanation:
+            engine_option: list[str] | dict[str, str] | str | None = None, engine: str | None = None,
+            models_dir: list[str] | str | None = None, offline: bool = False) -> Explanation:
     """The cache bill of `model` derived layer group by layer group, the what-ifs beside it and, with a GPU from the
-    catalog, lower bounds on prefill and decode time: the result `kvplan explain --json` prints."""
-    return run(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp,
-               gpu_util=gpu_util, window=window, prompt=prompt, output=output, vllm_args=vllm_args,
-               sglang_args=sglang_args, engine_option=engine_option, models_dir=models_dir, offline=offline)[0]
+    catalog, lower bounds on prefill and decode time: the result `kvplan explain --json` prints. With `engine`
+    (vllm, sglang, trtllm) the engine's estimate of the same launch rides along as `engine_estimate`."""
+    options = dict(seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp,
+                   gpu_util=gpu_util, vllm_args=vllm_args, sglang_args=sglang_args, engine_option=engine_option,
+                   models_dir=models_dir, offline=offline)
+    explained = run(model, window=window, prompt=prompt, output=output, **options)[0]
+    by_engine = engine_estimate(engine, model, **options)
+    if by_engine is None:
+        return explained
+    from kvplan.analysis.explain import EngineExplanation
+
+    return EngineExplanation(**{f.name: getattr(explained, f.name) for f in dataclasses.fields(explained)},
+                             engine_estimate=by_engine)
+
+
+def engine_estimate(engine: str | None, model: str, **options):
+    """The engine's estimate of the launch explain derives (None without an engine): the same request, judging edge
+    and fixes as `kvplan estimate --engine`, so the figure explained is the figure estimate and check give."""
+    if engine is None:
+        return None
+    from kvplan.api.estimate import run as estimate_run
+    from kvplan.core.errors import InputError
+
+    if engine.strip().lower() == "static":
+        raise InputError("the textbook derivation above is the static engine's", where="--engine",
+                         hint="give vllm, sglang or trtllm, or leave --engine out")
+    if options["gpu"] is None and options["gpu_mem"] is None:
+        raise InputError("an engine's figure needs a GPU", where="--engine", hint="add --gpu NAME or --gpu-mem SIZE")
+    return estimate_run(model, engine=engine, engine_version=None, gpus=None, gpu_reserved=None, reserve=None,
+                        kv_cache_memory=None, block_size=None, max_num_seqs=None, max_num_batched_tokens=None,
+                        kv_heads=None, head_dim=None, rate=None, prompt=None, calibration=None, **options)[1]
 
 
 def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, tp, pp, gpu_util, window, prompt, output, vllm_args,

@@ -48,7 +48,9 @@ def explain(
     result, est = run(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, tp=tp, pp=pp,
                       gpu_util=gpu_util, window=window, prompt=prompt, output=output, vllm_args=vllm_args,
                       sglang_args=sglang_args, engine_option=engine_option, models_dir=models_dir, offline=offline)
-    engine_result = _engine_estimate(engine, model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu,
+    from kvplan.api.explain import engine_estimate
+
+    engine_result = engine_estimate(engine, model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu,
                                      gpu_mem=gpu_mem, tp=tp, pp=pp, gpu_util=gpu_util, vllm_args=vllm_args,
                                      sglang_args=sglang_args, engine_option=engine_option, models_dir=models_dir,
                                      offline=offline)
@@ -74,25 +76,6 @@ def explain(
         err = render.console(stderr=True)
         for note in engine_result.notes:
             err.print(f"note: {note}")
-
-
-def _engine_estimate(engine, model, **options):
-    """The engine's estimate of the launch explain derives (None without --engine): the same request, judging edge
-    and fixes as `kvplan estimate --engine`, so the figure explained is the figure estimate and check give."""
-    if engine is None:
-        return None
-    from kvplan.api.estimate import run
-    from kvplan.core.errors import InputError
-
-    if engine.strip().lower() == "static":
-        raise InputError("the textbook derivation above is the static engine's", where="--engine",
-                         hint="give vllm, sglang or trtllm, or leave --engine out")
-    if options["gpu"] is None and options["gpu_mem"] is None:
-        raise InputError("an engine's figure needs a GPU", where="--engine", hint="add --gpu NAME or --gpu-mem SIZE")
-    sglang_args = options.pop("sglang_args")
-    return run(model, engine=engine, engine_version=None, gpus=None, gpu_reserved=None, reserve=None, kv_cache_memory=None,
-               block_size=None, max_num_seqs=None, max_num_batched_tokens=None, kv_heads=None, head_dim=None,
-               sglang_args=sglang_args, rate=None, prompt=None, calibration=None, **options)[1]
 
 
 def _print(result, est, *, engine: str = "vLLM") -> None:
