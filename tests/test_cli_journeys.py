@@ -162,3 +162,14 @@ def test_calibrate_reads_a_piped_log_and_a_model_path_by_its_trailing_org_name()
     report = json.loads(done.stdout)
     assert done.returncode == 0, done.stderr
     assert report["logs"][0]["model"] == "llama-3.1-8b" and report["summary"]["matched"] == 1
+
+
+def test_simulate_caps_the_running_set_as_vllm_does_by_default():
+    """vLLM runs at most max_num_seqs requests at once (256 on an A100 by default); simulate's default was memory
+    alone, 1,003 at once where vLLM allows 256."""
+    line = "simulate llama-2-7b --workload examples/workloads/chat-sharegpt-like.yaml --seq 2048 --gpu a100-40gb --json"
+    capped = json.loads(kvplan(line)[1])
+    free = json.loads(kvplan(line + " --max-num-seqs 100000")[1])
+    peak = lambda report: max(p["peak_concurrency"] for p in report["policies"])  # noqa: E731
+    assert peak(capped) <= 256 < peak(free)
+    assert "capped at 256" in kvplan(line.replace(" --json", ""))[2]

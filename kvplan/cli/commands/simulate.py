@@ -33,7 +33,7 @@ def simulate(
     block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).", parser=whole_number)] = 16,
     shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).", parser=whole_number)] = 0,
     policies: Annotated[str, typer.Option("--policies", help="Comma list of: contiguous, pow2, oracle, paged, exact.")] = "contiguous,pow2,oracle,paged,exact",
-    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: memory is the only limit.", show_default=False, parser=whole_number)] = None,
+    max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: vLLM's default for the GPU and release, as a deployment runs it.", show_default=False, parser=whole_number)] = None,
     kv_host: Annotated[Optional[str], typer.Option("--kv-host", help="Host memory for offloaded KV blocks, this GPU's share (vLLM --kv-offloading-size / TP ranks, LMCache's max_local_cpu_size): the tier view in tokens and warm requests (docs/workloads.md).", show_default=False)] = None,
     kv_disk: Annotated[Optional[str], typer.Option("--kv-disk", help="Disk for offloaded KV blocks, this GPU's share (LMCache's max_local_disk_size).", show_default=False)] = None,
     prefix_hit_rate: Annotated[Optional[float], typer.Option("--prefix-hit-rate", help="Share of prompt tokens found in a cache tier (0-1): the prefill tokens that reuse saves.", show_default=False)] = None,
@@ -68,6 +68,18 @@ def simulate(
     est = static.estimate(request)
     pool = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes
     cache = CacheModel(request.spec, static.kv_dtype(request), request.tp, request.pp)
+    cap_note = None
+    if max_num_seqs is None:
+        # the engine's own batch cap, as a deployment runs it: vLLM's default max_num_seqs for this GPU and release
+        # (engine/arg_utils.py, engines/vllm/budget.py resolve_batch_limits), not memory alone
+        from kvplan.core.errors import KvplanError
+
+        try:
+            max_num_seqs = engines.get("vllm").estimate(request, search_max_seq=False).max_num_seqs
+            cap_note = (f"running requests capped at {max_num_seqs:,}, vLLM's default max_num_seqs for this GPU "
+                        "(--max-num-seqs N to change it)")
+        except KvplanError:
+            cap_note = "no batch cap: vLLM cannot judge this launch, so memory is the only limit (--max-num-seqs N sets one)"
     result = wl.simulate(requests, cache, pool_bytes=pool, max_model_len=request.seq, block_size=block_size,
                          shared_prefix=shared_prefix, policies=chosen, max_num_seqs=max_num_seqs, model=request.spec.name,
                          workload=description, gpu=est.gpu)
@@ -88,6 +100,8 @@ def simulate(
     _print(result)
     if tier is not None:
         _print_tiers(tier)
+    if cap_note:
+        render.console(stderr=True).print(f"note: {cap_note}")
 
 
 def _print_tiers(t) -> None:
