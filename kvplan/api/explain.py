@@ -9,7 +9,7 @@ from kvplan.api import args
 
 if TYPE_CHECKING:
     from kvplan.analysis.explain import Explanation
-    from kvplan.engines.static import Estimate
+    from kvplan.engines.result import ContractEstimate
 
 
 def explain(model: str, *, seq: str | int | None = None, batch: int = 1, kv_dtype: str = "auto", dtype: str | None = None,
@@ -53,7 +53,7 @@ def engine_estimate(engine: str | None, model: str, **options):
 
 
 def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, tp, pp, gpu_util, window, prompt, output, vllm_args,
-        sglang_args, engine_option, models_dir, offline) -> tuple[Explanation, Estimate]:
+        sglang_args, engine_option, models_dir, offline) -> tuple[Explanation, ContractEstimate]:
     """The explanation and the static estimate it was checked against (the command's table shows both)."""
     import dataclasses
 
@@ -61,9 +61,8 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, tp, pp, gpu_util, w
     from kvplan.core import units
     from kvplan.core.cache import CacheModel
     from kvplan.core.errors import InputError, KvplanError
-    from kvplan.engines import static
+    from kvplan import engines
     from kvplan.requests.build import build_request
-    from kvplan.engines.static import kv_dtype as static_kv_dtype
     from kvplan.model import catalog
 
     seq, gpu_mem, gpu_util = args.text(seq, "--seq"), args.text(gpu_mem, "--gpu-mem"), args.text(gpu_util, "--gpu-util")
@@ -76,9 +75,10 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, tp, pp, gpu_util, w
             raise InputError(f"must be at least 1, got {window}", where="--window")
         request = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
                                 gpus=None, tp=tp, pp=pp, gpu_util=gpu_util)
+        static = engines.get("static")
         est = static.estimate(request)
         spec = request.spec
-        cache = CacheModel(spec, static_kv_dtype(request), request.tp, request.pp)
+        cache = CacheModel(spec, static.kv_dtype(request), request.tp, request.pp)
         room = est.per_gpu.usable_bytes - est.per_gpu.weights_bytes if est.per_gpu else None
 
         bounds, notes = None, []
@@ -101,26 +101,20 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, tp, pp, gpu_util, w
             raise InputError("--sglang-args takes SGLang's options: give one engine's launch options", where="--sglang-args",
                              hint="drop --vllm-args / --engine-option")
         if sglang_args is not None:
-            from kvplan.engines.sglang import engine as sglang_engine
-
             sreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
                                  gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, sglang_args=sglang_args)
-            result = dataclasses.replace(result, extra_terms=ex.sglang_extra_terms(sglang_engine.estimate(sreq)))
+            result = dataclasses.replace(result, extra_terms=ex.sglang_extra_terms(engines.get("sglang").estimate(sreq)))
         if vllm_args is not None:
-            from kvplan.engines.vllm import engine as vllm_engine
-
             vreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
                                  tp=tp, pp=pp, gpu_util=gpu_util, vllm_args=vllm_args)
-            result = dataclasses.replace(result, extra_terms=ex.extra_terms(vllm_engine.estimate(vreq)))
+            result = dataclasses.replace(result, extra_terms=ex.extra_terms(engines.get("vllm").estimate(vreq)))
         if engine_option:
             if vllm_args is not None:
                 raise InputError("--engine-option takes TensorRT-LLM's options, --vllm-args vLLM's: give one",
                                  where="--engine-option")
-            from kvplan.engines.trtllm import engine as trtllm_engine
-
             treq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
                                  gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, engine_options=engine_option)
-            terms = ex.trtllm_extra_terms(trtllm_engine.estimate(treq, search_max_seq=False))
+            terms = ex.trtllm_extra_terms(engines.get("trtllm").estimate(treq, search_max_seq=False))
             result = dataclasses.replace(result, extra_terms=terms)
         if notes:
             result = dataclasses.replace(result, notes=result.notes + tuple(notes))
