@@ -313,12 +313,13 @@ def search(base, load: Load, targets: Targets, axes: Axes, *, prices: dict, get_
 
 
 def unsupported(engine, gpu, kv) -> str | None:
-    """Why `engine` cannot serve a `kv` cache on `gpu` at all, or None. TensorRT-LLM is built for NVIDIA GPUs only,
-    and its FP8 KV cache needs FP8 tensor cores (Ada, Hopper, Blackwell: the catalog's fp8_dense_flops)."""
-    if engine.name == "trtllm" and gpu.vendor != "nvidia":
-        return f"TensorRT-LLM runs on NVIDIA GPUs only ({gpu.name} is {gpu.vendor})"
-    if engine.name == "trtllm" and kv.bits == 8 and kv.name.startswith("fp8") and not gpu.fp8_dense_flops:
-        return f"TensorRT-LLM's FP8 KV cache needs FP8 tensor cores, which {gpu.architecture} GPUs lack"
+    """Why `engine` cannot serve a `kv` cache on `gpu` at all, or None: the engine's record says which GPU vendors it
+    runs on and whether its FP8 KV cache needs FP8 tensor cores (TensorRT-LLM: NVIDIA only, and it does)."""
+    if engine.gpu_vendors is not None and gpu.vendor not in engine.gpu_vendors:
+        vendors = " or ".join(v.upper() for v in engine.gpu_vendors)
+        return f"{engine.title} runs on {vendors} GPUs only ({gpu.name} is {gpu.vendor})"
+    if engine.fp8_kv_needs_fp8_cores and kv.bits == 8 and kv.name.startswith("fp8") and not gpu.fp8_dense_flops:
+        return f"{engine.title}'s FP8 KV cache needs FP8 tensor cores, which {gpu.architecture} GPUs lack"
     return None
 
 

@@ -156,6 +156,10 @@ class Engine:
     # the KV-cache dtype spellings the engine reads itself (its kv_dtype's table), which a deployment reader passes to
     # it; () where they depend on the release (SGLang: its release's kv_dtypes) or the engine takes no spelling (static)
     kv_dtype_names: tuple[str, ...] = ()
+    # the GPU vendors (catalog's Gpu.vendor) the engine runs on; None: any the catalog has
+    gpu_vendors: tuple[str, ...] | None = None
+    # whether an fp8 KV cache needs FP8 tensor cores (the catalog's fp8_dense_flops), not only fp8 storage
+    fp8_kv_needs_fp8_cores: bool = False
     # whether the engine has releases to choose (--engine-version; kvplan.engines.release); the static engine has none
     has_releases: bool = True
     # the engine's own KV-cache formats beyond the dtypes (vLLM's packed per-token-head ones, engines/vllm/kv_formats.py):

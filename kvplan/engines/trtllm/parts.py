@@ -15,4 +15,6 @@ ENGINE = Engine(
     util_of=lambda req, r: None if r.free_gpu_memory_fraction is None else Fraction(r.free_gpu_memory_fraction),
     util_max=lambda r: Fraction(95, 100),
     option_keys=OPTION_KEYS, takes_gpu_reserved=True, kv_dtype_names=tuple(KV_DTYPES),
+    # built for NVIDIA GPUs only, and its FP8 KV cache runs on FP8 tensor cores (Ada, Hopper, Blackwell)
+    gpu_vendors=("nvidia",), fp8_kv_needs_fp8_cores=True,
 )
