@@ -163,3 +163,15 @@ def test_results_are_frozen_dataclasses():
         assert dataclasses.is_dataclass(r)
         with pytest.raises(dataclasses.FrozenInstanceError):
             r.fits = not r.fits
+
+
+@pytest.mark.parametrize("name", engines.ENGINE_NAMES)
+def test_an_engines_launch_command_goes_only_to_that_engine(cli, name):
+    """--vllm-args and --sglang-args reach only the engine whose record names the flag (Engine.launch_args_flag);
+    another engine refuses them as bad input rather than ignoring them."""
+    for flag, args in (("--vllm-args", "--gpu-memory-utilization 0.8"), ("--sglang-args", "--dp-size 1")):
+        code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", name, flag, args, "--json")
+        if engines.get(name).launch_args_flag == flag:
+            assert code in (0, 1), err
+        else:
+            assert code == 2 and err.startswith(f"error: {flag}"), err

@@ -53,10 +53,10 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, gpus, tp, pp, engin
         refuse_paged_flags((chosen.name,), block_size=block_size, max_num_seqs=max_num_seqs,
                            max_num_batched_tokens=max_num_batched_tokens)
         rate, prompt = args.text(rate, "--rate"), args.text(prompt, "--prompt")
-        if sglang_args is not None and chosen.name != "sglang":
+        if sglang_args is not None and chosen.launch_args_flag != "--sglang-args":
             raise InputError("SGLang's options apply to --engine sglang", where="--sglang-args", hint="add --engine sglang")
         if (vllm_args is not None or (sglang_args is None and (rate is not None or prompt is not None))) \
-                and chosen.name != "vllm":
+                and chosen.launch_args_flag != "--vllm-args":
             flag = "--vllm-args" if vllm_args is not None else "--rate" if rate is not None else "--prompt"
             raise InputError("vLLM's options apply to --engine vllm", where=flag, hint="add --engine vllm")
         site = None

@@ -160,6 +160,9 @@ class Engine:
     gpu_vendors: tuple[str, ...] | None = None
     # whether an fp8 KV cache needs FP8 tensor cores (the catalog's fp8_dense_flops), not only fp8 storage
     fp8_kv_needs_fp8_cores: bool = False
+    # the option that takes the engine's own launch command line (--vllm-args, --sglang-args; kvplan/requests/), None
+    # when there is none
+    launch_args_flag: str | None = None
     # whether the engine has releases to choose (--engine-version; kvplan.engines.release); the static engine has none
     has_releases: bool = True
     # the engine's own KV-cache formats beyond the dtypes (vLLM's packed per-token-head ones, engines/vllm/kv_formats.py):

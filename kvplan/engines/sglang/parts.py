@@ -16,5 +16,5 @@ ENGINE = Engine(
     util_max=lambda r: Fraction(95, 100),
     option_keys=OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
     # --quantization fp8: the same online path as vLLM's, fp8 weights made at load
-    weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"),
+    weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"), launch_args_flag="--sglang-args",
 )

@@ -27,7 +27,7 @@ ENGINE = Engine(
                       "--kv-cache-memory-bytes", weights_fp8="--quantization fp8",
                       config_override="--hf-overrides"),
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
-    util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True,
+    util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True, launch_args_flag="--vllm-args",
     # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
     option_keys=releases.OPTION_KEYS, kv_dtype_names=tuple(KV_DTYPES), kv_formats=kv_formats.KNOWN,
     # --quantization fp8 quantizes a checkpoint not serialized in fp8 as it loads (quantization/fp8.py)
