@@ -281,11 +281,13 @@ def resolve_model(ref: str, *, base_dir: Path, where: str, lookup=None, host_pat
 
 
 def default_max_len(engine: str, spec, raw_config, *, where: str, key: str) -> int:
-    """The length a deployment that names none gets: vLLM derives it from config.json, others use max_context."""
-    from kvplan.engines.vllm import serve_args
+    """The length a deployment that names none gets: an engine that derives it from config.json does (vLLM:
+    Engine.derived_max_len), the others use max_context."""
+    from kvplan import engines
 
-    if engine == "vllm" and raw_config is not None:
-        default, _ = serve_args.derived_max_model_len(*raw_config)
+    derive = engines.get(engine).derived_max_len
+    if derive is not None and raw_config is not None:
+        default, _ = derive(*raw_config)
         if default is not None:
             return default
     if spec.max_context:

@@ -160,6 +160,9 @@ class Engine:
     gpu_vendors: tuple[str, ...] | None = None
     # whether an fp8 KV cache needs FP8 tensor cores (the catalog's fp8_dense_flops), not only fp8 storage
     fp8_kv_needs_fp8_cores: bool = False
+    # (config.json, tokenizer_config.json or None) -> (the length the engine serves when none is given, the largest it
+    # accepts), each None when the config names none; None: the engine takes the model's max_context as it is
+    derived_max_len: Callable[..., tuple[int | None, float | None]] | None = None
     # the option that takes the engine's own launch command line (--vllm-args, --sglang-args; kvplan/requests/), None
     # when there is none
     launch_args_flag: str | None = None

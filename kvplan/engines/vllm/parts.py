@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
-from kvplan.engines.vllm import kv_formats, releases
+from kvplan.engines.vllm import kv_formats, releases, serve_args
 from kvplan.engines.vllm.engine import KV_DTYPES, VllmEstimate, estimate, read_kv_dtype
 
 
@@ -32,4 +32,6 @@ ENGINE = Engine(
     option_keys=releases.OPTION_KEYS, kv_dtype_names=tuple(KV_DTYPES), kv_formats=kv_formats.KNOWN,
     # --quantization fp8 quantizes a checkpoint not serialized in fp8 as it loads (quantization/fp8.py)
     weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"),
+    # vllm/config/model.py _get_and_verify_max_len
+    derived_max_len=serve_args.derived_max_model_len,
 )
