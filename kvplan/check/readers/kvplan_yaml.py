@@ -97,6 +97,11 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     if engine not in ENGINE_NAMES:
         raise InputError(f"unknown engine {data['engine']!r}", where=at("engine"),
                          hint=did_you_mean(engine, ENGINE_NAMES) or "one of " + ", ".join(ENGINE_NAMES))
+    try:
+        record = engines.get(engine)
+    except KvplanError as err:  # an engine this build does not model: said at the file's own key, as check/judge.py does
+        err.where = at("engine")
+        raise
 
     gpu_note = None
     if "gpu" in data and "gpu_memory" in data:
@@ -125,16 +130,16 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     pp = whole(data["pipeline_parallel_size"], where=at("pipeline_parallel_size"), high=MAX_PARALLEL) if "pipeline_parallel_size" in data else 1
     tp, gpus_note = tp_from_gpus(tp, pp, defaults.gpus, where=at("tensor_parallel_size"))
     # vLLM's --max-model-len auto / -1: the derived length, fitted to the KV memory by the engine (engine._auto_fit)
-    seq_auto = engines.get(engine).fits_length and str(data.get("max_model_len", "")).strip().lower() in AUTO_LENGTH
+    seq_auto = record.fits_length and str(data.get("max_model_len", "")).strip().lower() in AUTO_LENGTH
     if "max_model_len" in data and not seq_auto:
         seq = located(at("max_model_len"), units.parse_tokens, data["max_model_len"], what="max_model_len")
     else:
         seq = default_max_len(engine, spec, raw_config, where=where, key="max_model_len")
     kv_name = text(data["kv_cache_dtype"], where=at("kv_cache_dtype")) if "kv_cache_dtype" in data else "auto"
-    if kv_name.strip().lower() not in engines.get(engine).kv_formats:  # the engine's own formats: the engine judges
+    if kv_name.strip().lower() not in record.kv_formats:  # the engine's own formats: the engine judges
         located(at("kv_cache_dtype"), dtypes.resolve_kv_dtype, kv_name, dtypes.dtype(spec.dtype))
     weight_fmt = located(at("dtype"), dtypes.weight_format, text(data["dtype"], where=at("dtype"))) if "dtype" in data else None
-    if weight_fmt is not None and not engines.get(engine).loads_weights_as(weight_fmt.name) \
+    if weight_fmt is not None and not record.loads_weights_as(weight_fmt.name) \
             and weight_fmt.name != (spec.weight_dtype or spec.dtype):
         # `dtype: int4` on a bf16 checkpoint is a launch that does not exist (issue 26: it was sized as int4 for
         # every engine, while the same launch through --vllm-args is refused)
