@@ -37,13 +37,23 @@ def _check(model: str, gpu: str, flags: dict[str, str]) -> dict:
 
 
 def _check_kvplan_file(model: str, gpu: str, seq: int, tp: int, dtype: str) -> dict:
-    """A 4-bit checkpoint is another checkpoint, not a flag: judged as kvplan's own deployment file with `dtype`."""
+    """A 4-bit checkpoint is another checkpoint, not a flag: the bundled spec with its weights stored as `dtype` (as an
+    AWQ / GPTQ export of the model stores them), judged as kvplan's own deployment file naming it. `dtype: int4` on
+    the bf16 checkpoint itself is a launch no engine makes, and check refuses it (issue 26)."""
     import tempfile
     from pathlib import Path
 
+    import yaml
+
+    from kvplan.core import packaged
+
+    spec = yaml.safe_load((packaged.folder("kvplan.model_specs") / f"{model}.yaml").read_text(encoding="utf-8"))
+    spec.update(name=f"{model}-{dtype}", weight_dtype=dtype)
+    spec.pop("aliases", None)
     with tempfile.TemporaryDirectory() as folder:
+        Path(folder, "spec.yaml").write_text(yaml.safe_dump(spec), encoding="utf-8")
         path = Path(folder, "deployment.yaml")
-        path.write_text(f"name: fix\nmodel: {model}\nengine: vllm\ngpu: {gpu}\ntensor_parallel_size: {tp}\n"
+        path.write_text(f"name: fix\nmodel: ./spec.yaml\nengine: vllm\ngpu: {gpu}\ntensor_parallel_size: {tp}\n"
                         f"max_model_len: {seq}\ndtype: {dtype}\n", encoding="utf-8")
         return json.loads(harness.run(f"check {path} --json")["stdout"])["verdicts"][0]
 
