@@ -1,14 +1,11 @@
 """SGLang: the token pool its model runner sizes, release by release (0.3.0 ... 0.5.23).
 
-The engine record (ENGINE, parts.py) and the names below load on first use (PEP 562): reading one of the engine's
-tables (its releases, its options) does not build its whole memory model, which keeps every other engine's start
-fast (benchmarks/cold_start.py). Its submodules load the same way when asked for as attributes.
+The engine record (ENGINE, parts.py) and the names below load on first use (kvplan/engines/lazy.py).
 """
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from kvplan.engines.lazy import module_getattr
 
 _LAZY = {"ENGINE": "kvplan.engines.sglang.parts",
          "estimate": "kvplan.engines.sglang.engine",
@@ -16,16 +13,7 @@ _LAZY = {"ENGINE": "kvplan.engines.sglang.parts",
          "default_mem_fraction": "kvplan.engines.sglang.budget"}
 
 
-def __getattr__(name: str) -> Any:
-    if name in _LAZY:
-        return getattr(importlib.import_module(_LAZY[name]), name)
-    if not name.startswith("_"):
-        try:
-            return importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as err:
-            if err.name != f"{__name__}.{name}":
-                raise
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+__getattr__ = module_getattr(__name__, _LAZY)
 
 
 __all__ = ["ENGINE", "estimate", "SglangEstimate", "default_mem_fraction"]
