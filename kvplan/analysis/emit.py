@@ -14,7 +14,6 @@ import json
 import shlex
 from dataclasses import dataclass
 
-from kvplan import engines
 from kvplan.core.errors import InputError, UnsupportedError
 
 FORMATS = ("kvplan", "vllm-config", "compose", "k8s")
@@ -135,12 +134,6 @@ def kvplan_yaml(plan, load, *, model: str, ref: str, weight_dtype_given: str | N
         f"kv_cache_dtype: {plan.kv_dtype_flag}",
     ]
     if weight_dtype_given:
-        from kvplan.core.dtypes import weight_format
-
-        if not engines.get(plan.engine).loads_weights_as(weight_format(weight_dtype_given).name):
-            # `kvplan check` refuses such a file: the engine cannot make these weights from the checkpoint it names
-            raise UnsupportedError(f"{plan.engine} cannot load {ref} as {weight_dtype_given} weights", where="--emit",
-                                   hint=f"plan a checkpoint quantized to {weight_dtype_given} as MODEL, or drop --dtype")
         lines.append(f"dtype: {weight_dtype_given}")
     lines += [
         f"kv_cache_memory_bytes: {plan.pinned_kv_bytes}",

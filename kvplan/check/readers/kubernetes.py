@@ -58,15 +58,18 @@ def resource_name(doc: Mapping, fallback: str) -> str:
 
 # ------------------------------------------------------------------ pods and containers
 
-def expand_k8s(text: str, env: Mapping[str, str | None]) -> str:
-    """$(VAR) as the kubelet expands it in command/args (kubernetes/third_party/forked/golang/expansion)."""
+def expand_k8s(text: str, env: Mapping[str, str | None], *, open_env: bool = False) -> str:
+    """$(VAR) as the kubelet expands it in command/args (kubernetes/third_party/forked/golang/expansion). With
+    `open_env` (the container has envFrom: a ConfigMap or Secret kvplan cannot see defines more variables) a name
+    not in `env` is unknown, not the literal text the kubelet leaves for an undefined one (issue 26: `$(MAX_LEN)`
+    from envFrom was read as the literal word)."""
     def sub(m: re.Match) -> str:
         if m.group(1):
             return "$(" + m.group(2) + ")"  # $$(VAR) is the literal $(VAR)
         name = m.group(2)
         if name in env:
             return env[name] if env[name] is not None else shell.marker(name)
-        return m.group(0)
+        return shell.marker(name) if open_env else m.group(0)
     return re.sub(r"(\$)?\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, text)
 
 
@@ -168,8 +171,9 @@ def container_workload(container: Mapping, pod: Mapping, *, source: str, documen
     for part, value in (("command", command), ("args", args)):
         if value is not None and not isinstance(value, list):
             raise InputError(f"{part} must be a list of strings", where=f"{where}.{part}")
-    command = [expand_k8s(str(w), env) for w in command] if command else None
-    args = [expand_k8s(str(w), env) for w in args] if args else None
+    open_env = bool(container.get("envFrom"))
+    command = [expand_k8s(str(w), env, open_env=open_env) for w in command] if command else None
+    args = [expand_k8s(str(w), env, open_env=open_env) for w in args] if args else None
     words, note = launch.container_words(image, command, args)
     count, count_where, vendor, other = gpu_resources(container)
     shared, slices = gpu_share(container, pod)

@@ -139,14 +139,15 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     if kv_name.strip().lower() not in record.kv_formats:  # the engine's own formats: the engine judges
         located(at("kv_cache_dtype"), dtypes.resolve_kv_dtype, kv_name, dtypes.dtype(spec.dtype))
     weight_fmt = located(at("dtype"), dtypes.weight_format, text(data["dtype"], where=at("dtype"))) if "dtype" in data else None
+    quantized_note = None
     if weight_fmt is not None and not record.loads_weights_as(weight_fmt.name) \
             and weight_fmt.name != (spec.weight_dtype or spec.dtype):
-        # `dtype: int4` on a bf16 checkpoint is a launch that does not exist (issue 26: it was sized as int4 for
-        # every engine, while the same launch through --vllm-args is refused)
-        raise InputError(f"{engine} cannot load {spec.name}'s {spec.weight_dtype or spec.dtype} checkpoint as "
-                         f"{weight_fmt.name}", where=at("dtype"),
-                         hint="give bf16, fp16 or fp32 (or fp8, which vLLM and SGLang quantize to as they load); for "
-                              f"{weight_fmt.name} weights name a checkpoint quantized so")
+        # the engine cannot make these weights from the checkpoint named (it loads a float dtype, or fp8 as vLLM and
+        # SGLang quantize at load): `dtype` stands for another checkpoint of the model, quantized so. Said on the
+        # verdict, never silently (issue 26: the bf16 checkpoint was sized as int4 without a word)
+        quantized_note = (f"dtype: {weight_fmt.name} is judged as a {weight_fmt.name} checkpoint of the model: {engine} "
+                          f"cannot make {weight_fmt.name} weights from the {spec.weight_dtype or spec.dtype} checkpoint "
+                          f"named ({spec.name}); deploy a checkpoint quantized so")
     util = located(at("gpu_memory_utilization"), units.parse_fraction, data["gpu_memory_utilization"],
                    what="gpu_memory_utilization") if "gpu_memory_utilization" in data else None
     kv_mem = located(at("kv_cache_memory_bytes"), units.parse_size, data["kv_cache_memory_bytes"],
@@ -186,7 +187,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     gpus = tp * pp
     if features is not None and features.parallel is not None:
         gpus *= features.parallel.data_parallel_size * features.parallel.prefill_context_parallel_size
-    notes = list(notes) + [n for n in (gpu_note, gpus_note) if n]
+    notes = list(notes) + [n for n in (gpu_note, gpus_note, quantized_note) if n]
     origins = Origins(gpu=gpu_origin, gpus=f"tensor x pipeline parallel = {tp} x {pp}" + (
         f" (--gpus {defaults.gpus} not used)" if gpus_note else ""), model=found.source.describe(),
                       engine_release=release)
