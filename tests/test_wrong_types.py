@@ -149,3 +149,15 @@ def test_compose_extends_and_include_are_cannot_judge(cli, tmp_path, construct):
     verdicts = json.loads(out)["verdicts"]
     assert code == 3 and verdicts[0]["status"] == "cannot_judge", err
     assert construct in verdicts[0]["reason"]
+
+
+def test_a_skypilot_accelerator_count_of_inf_is_bad_input(cli, tmp_path):
+    """Found by scripts/fuzz.py (seed 101): `A10g:8: .inf` among a service's any_of accelerators raised
+    OverflowError from int(inf)."""
+    source = DATA / "deployments" / "skypilot" / "gpt-oss-120b-1x-h100-vllm.sky.yaml"
+    doc = yaml.safe_load(source.read_text())
+    doc["resources"]["accelerators"] = {"H100": float("inf")}
+    path = tmp_path / source.name
+    path.write_text(yaml.safe_dump(doc, sort_keys=False))
+    code, out, err = cli("check", path, "--offline", "--format", "json")
+    assert code == 2 and "kvplan judges whole GPUs" in err, err

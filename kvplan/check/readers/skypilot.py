@@ -7,6 +7,8 @@ The engine release: `image_id: docker:IMAGE` or a `pip install engine==X` in `se
 
 from __future__ import annotations
 
+import math
+
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -71,7 +73,7 @@ def _count(value: Any, at: str) -> int:
         count = float(value)
     except (TypeError, ValueError):
         raise InputError(f"accelerator count {value!r} is not a number", where=at) from None
-    if count < 1 or count != int(count):
+    if not math.isfinite(count) or count < 1 or count != int(count):  # inf: int() raised OverflowError (issue 26)
         raise InputError(f"accelerator count {value!r}: kvplan judges whole GPUs", where=at)
     return int(count)
 
