@@ -171,3 +171,15 @@ def serve():
         state.stopping.set()
         server.shutdown()
         server.server_close()
+
+
+@contextlib.contextmanager
+def online(monkeypatch, timeout_s: str = "5"):
+    """A running stand-in with the Hub allowed for one test (the suite turns it off, conftest.py): HF_ENDPOINT points
+    at it, no token is sent, and each lookup has `timeout_s` seconds."""
+    with serve() as state:
+        monkeypatch.setenv("HF_ENDPOINT", state.url)
+        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
+        monkeypatch.delenv("HF_TOKEN", raising=False)
+        monkeypatch.setenv("KVPLAN_HUB_TIMEOUT", timeout_s)
+        yield state

@@ -15,11 +15,7 @@ UNKNOWN = "acme/no-such-model"
 def hub(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "hf-cache"))
     monkeypatch.setenv("KVPLAN_CACHE_DIR", str(tmp_path / "kvplan-cache"))
-    with hub_standin.serve() as state:
-        monkeypatch.setenv("HF_ENDPOINT", state.url)
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.delenv("HF_TOKEN", raising=False)
-        monkeypatch.setenv("KVPLAN_HUB_TIMEOUT", "5")
+    with hub_standin.online(monkeypatch) as state:
         yield state
 
 

@@ -34,11 +34,7 @@ def cache(tmp_path, monkeypatch):
 @pytest.fixture
 def hub(cache, monkeypatch):
     """The stand-in Hub, with the Hub allowed for this test."""
-    with hub_standin.serve() as state:
-        monkeypatch.setenv("HF_ENDPOINT", state.url)
-        monkeypatch.delenv("HF_HUB_OFFLINE", raising=False)
-        monkeypatch.delenv("HF_TOKEN", raising=False)
-        monkeypatch.setenv("KVPLAN_HUB_TIMEOUT", "5")
+    with hub_standin.online(monkeypatch) as state:
         yield state
 
 
