@@ -13,6 +13,9 @@ os.environ.setdefault("COLUMNS", "120")
 ROOT = Path(__file__).resolve().parents[1]
 os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep)
                                                          if p and p != str(ROOT)])
+# the examples and fixtures are named relative to the repository root, as a user in a checkout names them; a run
+# started from another folder (`cd /tmp && python -m pytest /path/to/kvplan/tests`) works in the root all the same
+os.chdir(ROOT)
 
 # No test touches the internet: the Hugging Face Hub is off for the whole session (tests of the Hub path start a
 # stand-in server on loopback and turn it back on for themselves), and the Hugging Face and kvplan caches are empty

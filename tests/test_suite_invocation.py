@@ -58,3 +58,13 @@ def test_this_process_imports_this_tree():
     import kvplan
 
     assert Path(kvplan.__file__).resolve().is_relative_to(ROOT)
+
+
+def test_tests_that_name_repository_paths_pass_when_pytest_starts_in_another_folder(tmp_path):
+    # fixtures such as examples/deploy/prod/chat-8b.yaml are named from the repository root; started from another
+    # folder, 9 tests failed with "no such file" before conftest.py moved the run into the root
+    test = ROOT / "tests" / "test_flags.py"
+    out = subprocess.run([sys.executable, "-m", "pytest", "-q", "-n", "0", "-p", "no:cacheprovider",
+                          "-c", str(ROOT / "pyproject.toml"), "--rootdir", str(ROOT), str(test), "-k", "output"],
+                         capture_output=True, text=True, cwd=tmp_path, env=dict(os.environ), timeout=120)
+    assert out.returncode == 0 and " passed" in out.stdout, out.stdout[-2000:]
