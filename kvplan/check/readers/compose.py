@@ -9,7 +9,9 @@ Read as docker compose reads them (the Compose Specification, https://github.com
   shell would split it (no shell runs it unless the command is `sh -c`); vLLM's images run `vllm serve`;
 - GPUs: `deploy.resources.reservations.devices` (`count: N`, `count: all`, `device_ids`), `gpus:`,
   `runtime: nvidia`; AMD through `devices: /dev/kfd`; Intel Gaudi through `runtime: habana`;
-  `CUDA_VISIBLE_DEVICES` in the service's environment narrows them.
+  `CUDA_VISIBLE_DEVICES` in the service's environment narrows them;
+- `build:` makes the image from the Dockerfile in the build context (read as readers/scripts.py reads one, inside
+  the checked repository only): its FROM, ENV, ENTRYPOINT and CMD are what the service runs under its own settings.
 A file is compose when it has a `services:` mapping of services (and no Kubernetes apiVersion/kind).
 """
 
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import re
 import shlex
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
@@ -132,6 +135,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     doc = interpolate(doc, env)
     items: list = []
     quiet: list[str] = []
+    unread_builds: list[Workload] = []  # services whose Dockerfile kvplan could not read: what they run is unknown
     if doc.get("include") is not None:  # other compose files merged into this one (Compose Specification: include)
         raise UnsupportedError("includes other compose files, which kvplan does not follow: their services are not "
                                "judged", where=f"{where}: include", hint="check the included files with this one merged "
@@ -150,7 +154,9 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
             items.append(workload)
         else:
             quiet.append(str(name))
-    items = _apart(items)
+            if workload.blocker is not None:
+                unread_builds.append(workload)
+    items = _apart(items) or unread_builds  # a file is skipped only when every service is known to start no engine
     if not items:
         return [Skip(source, document, Path(source).stem, FORMAT_COMPOSE,
                      f"no service starts vLLM, SGLang or TensorRT-LLM or asks for a GPU (services: {', '.join(quiet)})")]
@@ -178,8 +184,6 @@ def _devices(workload: Workload) -> set[str] | None:
 def _apart(items: list) -> list:
     """Services whose engines land on the same GPU are cannot judge: each engine sizes its pool as if it had the
     card alone, so two that each pass alone may not both start (issue 26)."""
-    from dataclasses import replace
-
     from kvplan.check.items import runs_engine
 
     engines = [w for w in items if isinstance(w, Workload) and runs_engine(w) and (w.requests_gpus or w.gpus.count)]
@@ -231,11 +235,94 @@ def _workload(name: str, service: Mapping, *, source: str, document: int | None,
     env = environment(service.get("environment"))
     entrypoint = _words(service.get("entrypoint"), f"{where}.entrypoint")
     command = _words(service.get("command"), f"{where}.command")
+    if service.get("build") is not None:
+        return _built(name, service, image, env, entrypoint, command, source=source, document=document, where=where,
+                      base_dir=base_dir)
     words, note = launch.container_words(image, entrypoint, command)
     gpus = _gpus(service, env, where)
     return Workload(source=source, document=document, name=name, fmt=FORMAT_COMPOSE, where=where, base_dir=base_dir,
                     words=tuple(words) if words is not None else None, image=image, env=env, gpus=gpus,
                     notes=(note,) if note else (), requests_gpus=gpus.count is not None or gpus.all_devices or bool(gpus.vendor))
+
+
+# ------------------------------------------------------------------ build: the Dockerfile beside the compose file
+
+# Compose Specification, build section (compose-spec/build.md): keys that change what the image runs are read
+# (context, dockerfile, dockerfile_inline, args, target); these change how it is built, not ENTRYPOINT/CMD/ENV/FROM
+_BUILD_KEYS_READ = {"context", "dockerfile", "dockerfile_inline", "args", "target"}
+_BUILD_KEYS_NO_LAUNCH = {"additional_contexts", "cache_from", "cache_to", "entitlements", "extra_hosts", "isolation",
+                         "labels", "network", "no_cache", "platforms", "privileged", "provenance", "pull", "sbom",
+                         "secrets", "shm_size", "ssh", "tags", "ulimits"}
+
+
+def _built(name: str, service: Mapping, image: str | None, env: dict, entrypoint: list[str] | None,
+           command: list[str] | None, *, source: str, document: int | None, where: str, base_dir: Path) -> Workload:
+    """A service with `build:`: compose builds its image from the Dockerfile in the build context and runs it, so the
+    Dockerfile's FROM (the base image: the engine and its release), ENV, ENTRYPOINT and CMD are what the service runs,
+    under the service's own environment, entrypoint and command (a compose `entrypoint` also drops the image's CMD:
+    Compose Specification, services.entrypoint). The Dockerfile is read only inside the checked repository (or an
+    allowed folder), like every path a file names; one kvplan cannot read makes the service cannot judge."""
+    from kvplan.check.readers import scripts
+    from kvplan.core import files
+    from kvplan.core.errors import KvplanError
+
+    at = f"{where}.build"
+    gpus = _gpus(service, env, where)
+    base = Workload(source=source, document=document, name=name, fmt=FORMAT_COMPOSE, where=where, base_dir=base_dir,
+                    image=image, env=env, gpus=gpus,
+                    requests_gpus=gpus.count is not None or gpus.all_devices or bool(gpus.vendor))
+    spec = service["build"]
+    spec = {"context": spec} if isinstance(spec, str) else spec
+    if not isinstance(spec, Mapping):
+        raise InputError(f"must be a path or a mapping, got {type(spec).__name__}", where=at)
+    unknown = sorted(str(k) for k in spec if str(k) not in _BUILD_KEYS_READ | _BUILD_KEYS_NO_LAUNCH
+                     and not str(k).startswith("x-"))
+    if unknown:
+        return replace(base, words=tuple(command or ()) or None, blocker=UnsupportedError(
+            f"build.{unknown[0]} is a build setting kvplan does not read", where=f"{at}.{unknown[0]}",
+            hint="check the built image's launch with --vllm-args"))
+    context = str(spec.get("context", "."))
+    if re.match(r"^[a-z][a-z0-9+.-]*://|^git@|^github\.com/", context, re.I):
+        return replace(base, words=tuple(command or ()) or None, blocker=UnsupportedError(
+            f"builds its image from a remote context ({context}), which kvplan does not fetch", where=f"{at}.context",
+            hint="check the Dockerfile in a local checkout of that context"))
+    dockerfile = str(spec.get("dockerfile", "Dockerfile"))
+    shown = (Path(context) / dockerfile).as_posix() if not Path(dockerfile).is_absolute() else dockerfile
+    try:
+        if spec.get("dockerfile_inline") is not None:
+            shown, text = "build.dockerfile_inline", str(spec["dockerfile_inline"])
+        else:
+            text = files.read_text(base_dir / context / dockerfile, where=f"{at}: {shown}")
+        built = scripts.build_stage(text, build_args=environment(spec.get("args")),
+                                    target=str(spec["target"]) if spec.get("target") is not None else None)
+        if built is None:
+            raise InputError(f"the Dockerfile has no stage named {spec['target']}", where=f"{at}.target")
+    except KvplanError as err:
+        return replace(base, words=tuple(command or ()) or None, blocker=UnsupportedError(
+            f"builds its image from {shown}, which kvplan cannot read ({err.what}); the launch and the engine release "
+            "are the Dockerfile's", where=at, hint="check the repository with the Dockerfile in it"))
+    if entrypoint:  # compose's entrypoint replaces the image's and drops its CMD
+        words, script, note = list(entrypoint) + list(command or []), None, None
+    elif command is not None:
+        image_entry = built.entrypoint
+        if image_entry is not None and image_entry[1] is not None:
+            words, script, note = None, image_entry[1], None  # a shell-form ENTRYPOINT ignores arguments
+        elif image_entry is not None:
+            words, script, note = list(image_entry[0] or []) + list(command), None, None
+        else:
+            words, note = launch.container_words(built.image, None, command)
+            script = None
+    else:
+        words, script = scripts.image_command(built)
+        note = None
+    pins = tuple(p for p in [launch.pip_release("\n".join(built.runs))] if p)
+    notes = [f"image built from {shown}" + (f" (FROM {built.image})" if built.image else "")]
+    if note:
+        notes.append(note)
+    gpus = _gpus(service, {**built.env, **env}, where)
+    return replace(base, words=tuple(words) if words is not None else None, script=script, image=built.image,
+                   env={**built.env, **env}, gpus=gpus, pins=pins, notes=tuple(notes),
+                   requests_gpus=gpus.count is not None or gpus.all_devices or bool(gpus.vendor))
 
 
 def _mapping_at(data: Mapping, keys: tuple[str, ...], where: str) -> Mapping:

@@ -18,7 +18,9 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Mapping
 
 from kvplan.check import launch, shell
 from kvplan.check.items import Skip, Workload, calls_of, runs_engine
@@ -109,56 +111,89 @@ def _form(argument: str) -> tuple[list[str] | None, str | None]:
     return None, argument
 
 
-def read_dockerfile(text: str, *, source: str, where: str, base_dir: Path) -> list:
-    name = Path(source).stem
-    steps = instructions(text)
+@dataclass(frozen=True)
+class ImageBuild:
+    """What one stage of a Dockerfile leaves in its image: the FROM image it builds on, ENV, ENTRYPOINT and CMD
+    (each (exec-form words, shell-form text) or None when the stage sets none) and the RUN lines up to it."""
+    image: str | None
+    env: dict[str, str | None]
+    entrypoint: tuple[list[str] | None, str | None] | None
+    cmd: tuple[list[str] | None, str | None] | None
+    runs: tuple[str, ...]
+
+
+def build_stage(text: str, *, build_args: Mapping[str, str | None] | None = None, target: str | None = None
+                ) -> ImageBuild | None:
+    """The image a Dockerfile builds: its last stage, or the stage named `target` (None when there is no such stage).
+    `build_args` override the ARG defaults, as `docker build --build-arg` (compose `build.args`) does."""
     args: dict[str, str | None] = {}
-    env: dict[str, str | None] = {}
-    image = None
-    entrypoint: tuple[list[str] | None, str | None] | None = None
-    cmd: tuple[list[str] | None, str | None] | None = None
-    runs: list[str] = []
-    for op, argument, _line in steps:
+    given = dict(build_args or {})
+    stages: list[ImageBuild] = []
+    names: dict[str, int] = {}
+    image, env, entrypoint, cmd, runs = None, {}, None, None, []  # type: ignore[var-annotated]
+    started = False
+    for op, argument, _line in instructions(text):
         if op == "ARG":
             key, eq, value = argument.strip().partition("=")
-            args[key.strip()] = value.strip().strip('"') if eq else args.get(key.strip())
+            key = key.strip()
+            args[key] = given[key] if key in given else (value.strip().strip('"') if eq else args.get(key))
         elif op == "FROM":
+            if started:
+                stages.append(ImageBuild(image, env, entrypoint, cmd, tuple(runs)))
             words = argument.split()
             image = _expand(words[0], args) if words else None
-            env, entrypoint, cmd = {}, None, None  # a new stage
+            if len(words) >= 3 and words[-2].upper() == "AS":
+                names[words[-1].lower()] = len(stages)
+            env, entrypoint, cmd, started = {}, None, None, True  # a new stage (RUN lines of earlier stages kept:
+            # a builder stage's `pip install vllm==X` pins what a later stage copies)
         elif op == "ENV":
             for key, value in _env_pairs(argument):
-                env[key] = None if shell.MARK in _expand(value, {**args, **env}) else _expand(value, {**args, **env})
+                value = _expand(value, {**args, **env})
+                env[key] = None if shell.MARK in value else value
         elif op == "ENTRYPOINT":
             entrypoint, cmd = _form(argument), None
         elif op == "CMD":
             cmd = _form(argument)
         elif op == "RUN":
             runs.append(argument)
-    runtime_env = dict(env)
-    words: list[str] | None = None
-    script: str | None = None
-    if entrypoint is not None:
-        exec_words, shell_text = entrypoint
-        if shell_text is not None:
-            script = shell_text  # a shell-form ENTRYPOINT ignores CMD
-        else:
-            words = exec_words + (cmd[0] if cmd and cmd[0] is not None else ([] if not cmd else ["/bin/sh", "-c", cmd[1]]))
-    elif cmd is not None:
-        exec_words, shell_text = cmd
-        if shell_text is not None:
-            script = shell_text
-        else:
-            words, note = launch.container_words(image, None, exec_words)
-    else:
-        default = launch.image_entrypoint(image)
-        words = default
-    pins = tuple(p for p in [launch.pip_release("\n".join(runs))] if p)
-    workload = Workload(source=source, document=None, name=name, fmt=FORMAT_DOCKERFILE, where=where, base_dir=base_dir,
-                        words=tuple(words) if words is not None else None, script=script, image=image, env=runtime_env,
-                        pins=pins, notes=("variables the file does not set take the defaults it gives them",))
+    stages.append(ImageBuild(image, env, entrypoint, cmd, tuple(runs)))
+    if target is None:
+        return stages[-1]
+    index = names.get(target.lower())
+    return stages[index] if index is not None else None
 
-    if not runs_engine(workload) and not launch.image_engine(image):
+
+def image_command(build: ImageBuild) -> tuple[list[str] | None, str | None]:
+    """(exec-form words, or a shell script) a container of the built image runs, as docker combines ENTRYPOINT and
+    CMD: a shell-form ENTRYPOINT runs through /bin/sh -c and ignores CMD; a shell-form CMD after an exec-form
+    ENTRYPOINT is its arguments `/bin/sh -c TEXT`; with neither, the base image's entrypoint (vLLM's: `vllm serve`)."""
+    if build.entrypoint is not None:
+        exec_words, shell_text = build.entrypoint
+        if shell_text is not None:
+            return None, shell_text
+        cmd = build.cmd
+        return list(exec_words or []) + (cmd[0] if cmd and cmd[0] is not None else
+                                          ([] if not cmd else ["/bin/sh", "-c", cmd[1] or ""])), None
+    if build.cmd is not None:
+        exec_words, shell_text = build.cmd
+        if shell_text is not None:
+            return None, shell_text
+        return launch.container_words(build.image, None, exec_words)[0], None
+    return launch.image_entrypoint(build.image), None
+
+
+def read_dockerfile(text: str, *, source: str, where: str, base_dir: Path) -> list:
+    name = Path(source).stem
+    build = build_stage(text)
+    assert build is not None  # the last stage always exists
+    words, script = image_command(build)
+    pins = tuple(p for p in [launch.pip_release("\n".join(build.runs))] if p)
+    workload = Workload(source=source, document=None, name=name, fmt=FORMAT_DOCKERFILE, where=where, base_dir=base_dir,
+                        words=tuple(words) if words is not None else None, script=script, image=build.image,
+                        env=dict(build.env), pins=pins,
+                        notes=("variables the file does not set take the defaults it gives them",))
+
+    if not runs_engine(workload) and not launch.image_engine(build.image):
         return [Skip(source, None, name, FORMAT_DOCKERFILE, "starts no vLLM, SGLang or TensorRT-LLM server")]
     return [workload]
 
