@@ -16,6 +16,7 @@ from kvplan.core.spec import ModelSpec
 # bundled model specs live in kvplan/model/bundled.py; re-exported for the commands that list them
 from kvplan.model.bundled import bundled_spec, bundled_spec_files, bundled_specs, find_bundled
 from kvplan.model.bundled import norm as _norm
+from kvplan.model import resolve
 
 __all__ = ["Gpu", "bundled_spec", "bundled_spec_files", "bundled_specs", "find_bundled", "find_gpu", "gpus", "resolve_model"]
 
@@ -23,8 +24,6 @@ __all__ = ["Gpu", "bundled_spec", "bundled_spec_files", "bundled_specs", "find_b
 def resolve_model(ref: str) -> ModelSpec:
     """A ModelSpec from any of the ways a user may name a model (docs/models.md): kvplan/model/resolve.py finds it (bundled,
     a file, --models-dir, the Hugging Face cache, the Hub), in one order for every command."""
-    from kvplan.model import resolve
-
     return resolve.resolve(ref).spec
 
 

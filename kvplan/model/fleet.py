@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.core.errors import InputError
+from kvplan.model.catalog import find_gpu
 
 
 @dataclass(frozen=True)
@@ -70,8 +71,6 @@ def _dollars(value: Any, *, where: str) -> float:
 
 
 def _gpu_name(name: Any, *, where: str) -> str:
-    from kvplan.model.catalog import find_gpu
-
     if not isinstance(name, str):
         raise InputError(f"a GPU name, got {name!r}", where=where, hint="a name from `kvplan gpus`")
     try:

@@ -20,6 +20,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from kvplan.core import files
+from kvplan.core.errors import UnsupportedError
+
 # a Hub repository id (huggingface_hub validate_repo_id: letters, digits, '-', '_', '.'; at most one '/')
 REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 COMMIT = re.compile(r"[0-9a-f]{40}")
@@ -77,9 +80,6 @@ def find_snapshot(repo_id: str, revision: str | None, cache: Path | None = None)
 def _commit_of(ref_file: Path) -> str:
     """The commit a refs/ file names. The client writes 40 hex digits and nothing else; anything else (binary, a
     path, megabytes) is refused without being quoted: the snapshot folder is named by it."""
-    from kvplan.core import files
-    from kvplan.core.errors import UnsupportedError
-
     data = files.read_bytes(ref_file, prefix=128).strip()
     if not COMMIT.fullmatch(data.decode("ascii", errors="replace")):
         raise UnsupportedError("does not hold a commit (40 hexadecimal digits)", where=str(ref_file),

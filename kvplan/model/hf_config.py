@@ -19,6 +19,9 @@ from kvplan.core.spec import (CHUNKED, FULL, INDEXED_MLA, MAX_DIM, MAX_HEADS, MA
                               ModelSpec, spec_from_mapping)
 from kvplan.core.text import visible
 from kvplan.core.units import shown
+from kvplan.core import yamlio
+from kvplan.model.weights import check_plausible, checkpoint_weight_bytes, modelopt_quant_config, NotModelled, quantized_weight_bytes
+from kvplan.core.files import check_regular
 
 # vLLM downcasts a float32 (or dtype-less) config to the platform's preferred 16-bit dtype: bf16 on every GPU
 # from Ampere on (vllm/config/model.py _resolve_auto_dtype: supported_dtypes[0]; CudaPlatform lists bf16
@@ -444,8 +447,6 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         # the inventory lacks the tower: a quantized figure of the text model alone would pass for the checkpoint's
         notes.append("the checkpoint is quantized; its weight bytes stay unknown with the tower")
     elif isinstance(quant, Mapping):
-        from kvplan.model.weights import NotModelled, quantized_weight_bytes
-
         try:
             counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits, layers)
         except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
@@ -672,8 +673,6 @@ def find_config_json(path: Path) -> Path | None:
     if path.is_dir():
         candidate = path / "config.json"
         if candidate.is_symlink() or candidate.exists():
-            from kvplan.core.files import check_regular
-
             check_regular(candidate)  # a config.json that is a FIFO or a link to a device is refused, not skipped
             return candidate
         return None
@@ -686,8 +685,6 @@ def load_draft_config(ref: str, *, base_dir: Path | None, where: str, what: str,
     """The config.json of a draft checkpoint a launch names (an EAGLE head, an SGLang draft model): a path, relative
     to `base_dir` (the launch file's folder) when not absolute, to the file or its folder. Not found is exit 3: the
     launch is fine, kvplan just cannot size what it does not have offline."""
-    from kvplan.core import yamlio
-
     path = Path(ref).expanduser()
     if base_dir is not None and not path.is_absolute():
         path = base_dir / path
@@ -700,16 +697,11 @@ def load_draft_config(ref: str, *, base_dir: Path | None, where: str, what: str,
 def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None, weights=None) -> ModelSpec:
     """The spec of a config.json; weight bytes from the checkpoint beside it when its metadata is there, else
     `weights` (a WeightBytes read elsewhere: a safetensors header fetched from the Hub)."""
-    from kvplan.model.weights import checkpoint_weight_bytes
-
     default_name = name or (path.parent.name if path.name == "config.json" else path.stem)
     modelopt = path.parent / "hf_quant_config.json"
     if path.name == "config.json" and modelopt.is_file() and not text_config(raw).get("quantization_config"):
         # NVIDIA ModelOpt checkpoints (Llama-3.1-70B-Instruct-FP8, Nemotron-3 NVFP4) say their format in this file,
         # not in config.json; vLLM reads it the same way (quantization/modelopt.py, hf_quant_config.json)
-        from kvplan.core import yamlio
-        from kvplan.model.weights import modelopt_quant_config
-
         hf_quant = yamlio.load_json(modelopt)
         if not isinstance(hf_quant, Mapping):
             raise InputError("must hold a JSON object", where=str(modelopt))
@@ -717,8 +709,6 @@ def spec_from_config_file(path: Path, raw: Mapping, *, name: str | None = None, 
     mapping = spec_mapping_from_config(raw, name=default_name, where=str(path))
     found = checkpoint_weight_bytes(path.parent) or weights
     if found is not None:
-        from kvplan.model.weights import check_plausible
-
         check_plausible(found, int(mapping.get("params") or 0) + int(mapping.get("vision_params") or 0), where=str(path))
         mapping["weights_bytes"] = found.bytes
         mapping["weights_source"] = found.source

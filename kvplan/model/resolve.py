@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.core.spec import ModelSpec
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError, did_you_mean
+from kvplan.core.spec import ModelSpec, spec_from_mapping
+from kvplan.model import bundled
 
 BUNDLED, FILE, MODELS_DIR, HF_CACHE, HUB = "bundled", "file", "models-dir", "hf-cache", "hub"
 _WITH_REVISION = re.compile(r"(?P<id>[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*)@(?P<rev>[A-Za-z0-9][A-Za-z0-9._/-]*)")
@@ -133,8 +134,6 @@ def _remembered(memo: dict, key: tuple, find):
 
 
 def _local_or_bundled(ref, base_dir: Path | None) -> bool:
-    from kvplan.model import bundled
-
     if not isinstance(ref, str) or not ref.strip() or _WITH_REVISION.fullmatch(ref.strip()):
         return False
     return _local_path(ref.strip(), base_dir) is not None or bundled.find_bundled(ref.strip()) is not None
@@ -155,8 +154,6 @@ def remembering() -> Iterator[None]:
 
 
 def _resolve(ref: str, *, base_dir: Path | None, host_paths: bool, lookup: Lookup) -> Resolved:
-    from kvplan.model import bundled
-
     if not isinstance(ref, str) or not ref.strip():
         raise InputError("no model given", hint="name a bundled model (kvplan models), a spec YAML or a config.json")
     ref = ref.strip()
@@ -184,7 +181,6 @@ def _resolve(ref: str, *, base_dir: Path | None, host_paths: bool, lookup: Looku
         return _host_path(ref, lookup, host_paths=host_paths, base_dir=base_dir)
     if not hf_cache.REPO_ID.fullmatch(name):
         names = list(bundled.bundled_spec_files()) + [a for s in bundled.bundled_specs() for a in s.aliases]
-        from kvplan.core.errors import did_you_mean
 
         raise InputError(f"unknown model {ref!r}", where="MODEL",
                          hint=(did_you_mean(ref, names) or "see `kvplan models`")
@@ -209,7 +205,6 @@ def _looks_like_path(ref: str) -> bool:
 def _from_path(path: Path, *, kind: str, location: str, name: str | None = None, repo_id: str | None = None,
                revision: str | None = None, weights=None) -> Resolved:
     from kvplan.core import yamlio
-    from kvplan.core.spec import spec_from_mapping
     from kvplan.model import hf_config
 
     config = hf_config.find_config_json(path)

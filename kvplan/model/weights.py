@@ -35,6 +35,7 @@ from typing import Any, Iterable, Mapping
 from kvplan.core import files, jsonio
 from kvplan.core.errors import InputError
 from kvplan.model.params import EXPERT, LINEAR, Tensor
+from kvplan.core.yamlio import load_json
 
 # bytes per element of the safetensors dtypes (safetensors/src/tensor.rs `Dtype`); sub-byte types by bits
 _SAFETENSORS_BITS = {
@@ -152,8 +153,6 @@ def checkpoint_weight_bytes(folder: Path) -> WeightBytes | None:
     interrupted download: refused."""
     index = folder / "model.safetensors.index.json"
     if index.is_file():
-        from kvplan.core.yamlio import load_json
-
         data = load_json(index)
         weight_map = data.get("weight_map") if isinstance(data, dict) else None
         if isinstance(weight_map, dict):
