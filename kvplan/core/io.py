@@ -8,6 +8,8 @@ import json
 import os
 from typing import Any
 
+from kvplan.core.errors import InputError
+
 
 class JsonResult:
     """A result dataclass whose to_dict() is exactly the object its command's --json prints (docs/api.md): the JSON
@@ -40,8 +42,6 @@ def write_file(path: str, write, *, what: str = "the output") -> None:
     """
     import errno
     import tempfile
-
-    from kvplan.core.errors import InputError
 
     if not path:
         raise InputError("is empty", where="--output", hint="give a file name, or leave the option out")
@@ -78,8 +78,6 @@ def refuse_over_inputs(output: str | None, inputs, *, option: str) -> None:
     """An output path that is one of the command's inputs, or inside a folder it reads, is refused before any work:
     `check X -o X`, `plan CFG --emit-to CFG` or `calibrate a.log --save a.log` would replace what was read (issue 26).
     Paths are compared after symlinks are followed, and as files (a hard link to an input is the input)."""
-    from kvplan.core.errors import InputError
-
     if not output:
         return
     target = os.path.realpath(os.path.expanduser(output))
