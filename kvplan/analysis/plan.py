@@ -30,6 +30,10 @@ from typing import Callable
 from kvplan.core.io import JsonResult
 from kvplan.analysis import serving
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
+from kvplan.core.cache import CacheModel
+from kvplan.engines.api import Hardware
+from kvplan.engines.runtime.weights import model_weights
 
 TP_SIZES = (1, 2, 4, 8, 16, 32, 64)
 # pipeline depths tried (deeper ones only add memory; the search stops one past the first that starts)
@@ -326,8 +330,6 @@ def unsupported(engine, gpu, kv) -> str | None:
 def _why_not(result, engine, layout: str, load: Load) -> tuple[str, bool]:
     """Why an engine does not start, in its own terms, and whether a deeper pipeline could help (a memory shortage
     can; a refusal at start-up cannot)."""
-    from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
-
     view = result.pool_view()
     problem = view.problem if view else None
     if isinstance(problem, Refused):
@@ -405,20 +407,14 @@ _FLOPS_MEMO: dict = {}  # id(spec) -> its FLOP counts by token count (serving.Re
 
 @lru_cache(maxsize=4096)
 def _cache_model(spec, kv, tp: int, pp: int):
-    from kvplan.core.cache import CacheModel
-
     return CacheModel(spec, kv, tp, pp)
 
 
 def _hardware(gpu):
-    from kvplan.engines.api import Hardware
-
     return Hardware(gpu.name, gpu.capacity_bytes)
 
 
 def _weights_bytes(base) -> int:
-    from kvplan.engines.runtime.weights import model_weights
-
     key = ("weights", id(base.spec), base.weight_fmt)
     if key not in _FLOPS_MEMO:
         _FLOPS_MEMO[key] = model_weights(base.spec, base.weight_fmt)[0]

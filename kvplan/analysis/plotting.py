@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Iterable
 
 from kvplan.core.errors import InputError
+from kvplan.core.io import write_file
 
 GiB = 1 << 30
 _MARKERS = "●▲■◆✚✱○△□◇"
@@ -296,6 +297,5 @@ def render_file(chart: Chart, path: str, *, fmt: str | None = None, dpi: int = 1
     ax.set_title(chart.title, fontsize=11, loc="left")
     ax.grid(True, which="major", alpha=0.3)
     ax.legend(fontsize=8, loc="best")
-    from kvplan.core.io import write_file
 
     write_file(path, lambda target: fig.savefig(target, format=fmt), what="the image")

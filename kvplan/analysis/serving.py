@@ -39,6 +39,7 @@ from kvplan.analysis.latency import AttentionTerm, attention_terms, decode_flops
 from kvplan.core.cache import CacheModel
 from kvplan.core.errors import UnsupportedError
 from kvplan.model.efficiency import Factors
+from kvplan.model import fleet
 
 ACTIVATION_BYTES = 2  # 16-bit activations cross the all-reduce (engines keep them in bf16/fp16 even with fp8 weights)
 
@@ -202,8 +203,6 @@ def replica_of(engine, req, weights_bytes: int, *, gpu=None, cache: CacheModel |
                flops_memo: dict | None = None) -> Replica:
     """The Replica of an engine request on a catalog GPU (the KV dtype as this engine stores it); `gpu` (the catalog
     entry) and `cache` may be passed when the caller has them."""
-    from kvplan.model import fleet
-
     if gpu is None:
         gpu = req.hardware.facts if req.hardware is not None else None
     if gpu is None:

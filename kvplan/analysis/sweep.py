@@ -26,6 +26,8 @@ from typing import Callable, Iterable, Iterator, Sequence
 from kvplan.core.errors import InputError, KvplanError
 from kvplan.core.text import csv_cell
 from kvplan.core.units import MAX_TOKENS, parse_int
+from kvplan.engines.fixes import at_judging_edge
+from kvplan.core.cache import CacheModel
 
 # A grid is expanded eagerly (its axes are short lists); this bounds one axis and the whole product so
 # that a typo such as 1..1000000000 fails fast instead of streaming forever.
@@ -213,8 +215,6 @@ def row_from_result(result, combo: Combo) -> SweepRow:
 
 
 def _engine_rows(grid: Grid, combo: Combo, module, request, note) -> Iterator[SweepRow]:
-    from kvplan.engines.fixes import at_judging_edge
-
     replace = dataclasses.replace
     for seq in grid.seq:
         for batch in grid.batch:
@@ -231,8 +231,6 @@ def _engine_rows(grid: Grid, combo: Combo, module, request, note) -> Iterator[Sw
 
 def _static_rows(grid: Grid, combo: Combo, module, request, caches: dict) -> Iterator[SweepRow]:
     """Validates and precomputes now (errors surface to rows()), then returns the row generator."""
-    from kvplan.core.cache import CacheModel
-
     spec = request.spec
     key = (id(spec), request.kv_dtype, request.tp, request.pp)
     entry = caches.get(key)
