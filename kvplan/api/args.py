@@ -7,6 +7,8 @@ from collections.abc import Iterable, Mapping
 from os import PathLike
 
 from kvplan.core.errors import InputError
+from kvplan.core.units import parse_int
+from kvplan.model import resolve
 
 Text = str | int | float | None
 
@@ -22,8 +24,6 @@ def text(value: Text, flag: str) -> str | None:
 
 def count(value, flag: str) -> int | None:
     """A whole number (an int, or its digits as a string); None stays None. The range is the builder's to check."""
-    from kvplan.core.units import parse_int
-
     return None if value is None else parse_int(value, what=flag, minimum=None)
 
 
@@ -62,8 +62,6 @@ def path(value, flag: str) -> str | None:
 def model_lookup(models_dir, offline: bool):
     """The resolver --models-dir and --offline make, with each model read once inside (kvplan/model/resolve.py)."""
     from contextlib import ExitStack
-
-    from kvplan.model import resolve
 
     stack = ExitStack()
     stack.enter_context(resolve.using(resolve.lookup_from_options(names(models_dir, "--models-dir"), bool(offline))))

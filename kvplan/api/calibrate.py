@@ -6,7 +6,13 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.api import args
-from kvplan.core.io import JsonResult
+from kvplan.core.io import JsonResult, refuse_over_inputs, write_file
+from kvplan.core.errors import did_you_mean, InputError
+from kvplan.engines import logcheck
+from kvplan.requests.build import hardware_for
+from kvplan.engines.calibration import dump_profile, profile_to_mapping, read_profile
+from kvplan.engines.sitefit import fit_site
+from kvplan.model.catalog import resolve_model
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -36,8 +42,6 @@ def calibrate(logs: str | PathLike | list[str | PathLike], *, engine: str | None
 
 def run(logs, *, engine, model, models_dir, gpu, gpu_mem, save, calibration) -> tuple[CalibrationReport, Any]:
     """The report and the fitted profile with its figures as numbers (engines/sitefit.py), which the command prints."""
-    from kvplan.core.io import refuse_over_inputs
-
     logs, save, models_dir = args.names(logs, "LOG") or [], args.path(save, "--save"), args.path(models_dir, "--models-dir")
     refuse_over_inputs(save, [*logs, calibration, model, models_dir], option="--save")
     results, summary, fit = _run(logs, engine=engine, model=model, models_dir=models_dir, save=save,
@@ -49,23 +53,16 @@ def run(logs, *, engine, model, models_dir, gpu, gpu_mem, save, calibration) -> 
 def _run(logs: list[str], *, engine, model, models_dir, save, calibration, gpu=None, gpu_mem=None):
     from pathlib import Path
 
-    from kvplan.core.errors import InputError
-    from kvplan.engines import logcheck
-
     if not logs:
         raise InputError("no log given", where="LOG", hint="kvplan calibrate path/to/server.log")
     if engine is not None:
         key = engine.strip().lower()
         if key not in logcheck.ENGINES:
-            from kvplan.core.errors import did_you_mean
-
             raise InputError(f"unknown engine {engine!r}", where="--engine",
                              hint=did_you_mean(engine, logcheck.ENGINES) or "vllm, sglang or trtllm")
         engine = key
     # a wrong --model or --models-dir is bad input for every log (exit 2), not a model kvplan cannot describe
     if model is not None:
-        from kvplan.model.catalog import resolve_model
-
         try:
             resolve_model(model)
         except InputError as err:
@@ -75,13 +72,10 @@ def _run(logs: list[str], *, engine, model, models_dir, save, calibration, gpu=N
         missing = not Path(models_dir).expanduser().exists()
         raise InputError("no such folder" if missing else "is not a folder", where=f"--models-dir {models_dir}",
                          hint="a folder of model folders named like the Hub cache (org--name/config.json)")
-    from kvplan.requests.build import hardware_for
 
     hardware = hardware_for(gpu, gpu_mem)
     site = None
     if calibration is not None:
-        from kvplan.engines.calibration import read_profile
-
         site = read_profile(calibration, engine=engine)
     results = [logcheck.calibrate_path(path, engine=engine, model=model, models_dir=models_dir, site=site,
                                        hardware=hardware) for path in logs]
@@ -94,11 +88,6 @@ def _run(logs: list[str], *, engine, model, models_dir, save, calibration, gpu=N
 
 def _save(results, path: str, summary):
     """Fit and write the profile, unless an input was invalid (exit 2: nothing half-written)."""
-    from kvplan.core.errors import InputError
-    from kvplan.core.io import write_file
-    from kvplan.engines.calibration import dump_profile
-    from kvplan.engines.sitefit import fit_site
-
     if summary.invalid:
         bad = next(r for r in results if r.status == "invalid")
         raise InputError(f"not saved: {bad.reason}", where=bad.log, hint="pass only start-up logs to --save")
@@ -117,7 +106,6 @@ def _save(results, path: str, summary):
 def _site_json(fit, path):
     if fit is None:
         return None
-    from kvplan.engines.calibration import profile_to_mapping
 
     return {"file": path, "profile": profile_to_mapping(fit.profile), "left_out": fit.left_out,
             "mean_error_percent_before": fit.mean_error_percent_before,

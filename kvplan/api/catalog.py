@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from kvplan.core.io import JsonResult
+from kvplan.core.cache import CacheModel
+from kvplan.core.dtypes import dtype as lookup
+from kvplan.model import catalog
 
 if TYPE_CHECKING:
     from kvplan.model.catalog import Gpu
@@ -58,10 +61,6 @@ class GpuList(JsonResult):
 
 def models() -> ModelList:
     """Every bundled model spec, with its KV bytes per token in the model's dtype."""
-    from kvplan.core.cache import CacheModel
-    from kvplan.core.dtypes import dtype as lookup
-    from kvplan.model import catalog
-
     return ModelList(tuple(
         ModelEntry(name=spec.name, aliases=tuple(spec.aliases), architecture=spec.architecture, layers=spec.layers,
                    attention_heads=spec.attention_heads, kv_heads=spec.kv_heads, head_dim=spec.head_dim,
@@ -72,6 +71,4 @@ def models() -> ModelList:
 
 def gpus() -> GpuList:
     """The GPU catalog, with the memory the runtime reports (not the marketed figure)."""
-    from kvplan.model import catalog
-
     return GpuList(catalog.gpus())

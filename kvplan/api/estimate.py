@@ -5,6 +5,10 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvplan.api import args
+from kvplan import engines
+from kvplan.core.errors import InputError
+from kvplan.engines import fixes
+from kvplan.requests.build import build_request, refuse_paged_flags
 
 if TYPE_CHECKING:
     from kvplan.engines import EngineRequest
@@ -38,11 +42,6 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, gpus, tp, pp, engin
         head_dim, vllm_args, sglang_args, rate, prompt, calibration, models_dir, offline, optimistic=False
         ) -> tuple[EngineRequest, ContractEstimate]:
     """The request and the estimate: the command also prints what kvplan assumed while reading the model."""
-    from kvplan import engines
-    from kvplan.core.errors import InputError
-    from kvplan.engines import fixes
-    from kvplan.requests.build import build_request, refuse_paged_flags
-
     engine = args.default_engine(args.text(engine, "--engine"), gpu=gpu, gpu_mem=gpu_mem, kv_cache_memory=kv_cache_memory,
                                  reserve=reserve, vllm_only=vllm_args is not None or rate is not None or prompt is not None,
                                  sglang_args=sglang_args)

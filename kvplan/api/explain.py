@@ -6,6 +6,15 @@ import dataclasses
 from typing import TYPE_CHECKING
 
 from kvplan.api import args
+from kvplan.analysis.explain import EngineExplanation
+from kvplan.api.estimate import run as estimate_run
+from kvplan.core.errors import InputError, KvplanError
+from kvplan.analysis import explain as ex, latency
+from kvplan.core import units
+from kvplan.core.cache import CacheModel
+from kvplan import engines
+from kvplan.requests.build import build_request
+from kvplan.model import catalog
 
 if TYPE_CHECKING:
     from kvplan.analysis.explain import Explanation
@@ -28,7 +37,6 @@ def explain(model: str, *, seq: str | int | None = None, batch: int = 1, kv_dtyp
     by_engine = engine_estimate(engine, model, **options)
     if by_engine is None:
         return explained
-    from kvplan.analysis.explain import EngineExplanation
 
     return EngineExplanation(**{f.name: getattr(explained, f.name) for f in dataclasses.fields(explained)},
                              engine_estimate=by_engine)
@@ -39,8 +47,6 @@ def engine_estimate(engine: str | None, model: str, **options):
     and fixes as `kvplan estimate --engine`, so the figure explained is the figure estimate and check give."""
     if engine is None:
         return None
-    from kvplan.api.estimate import run as estimate_run
-    from kvplan.core.errors import InputError
 
     if engine.strip().lower() == "static":
         raise InputError("the textbook derivation above is the static engine's", where="--engine",
@@ -56,14 +62,6 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, tp, pp, gpu_util, w
         sglang_args, engine_option, models_dir, offline) -> tuple[Explanation, ContractEstimate]:
     """The explanation and the static estimate it was checked against (the command's table shows both)."""
     import dataclasses
-
-    from kvplan.analysis import explain as ex, latency
-    from kvplan.core import units
-    from kvplan.core.cache import CacheModel
-    from kvplan.core.errors import InputError, KvplanError
-    from kvplan import engines
-    from kvplan.requests.build import build_request
-    from kvplan.model import catalog
 
     seq, gpu_mem, gpu_util = args.text(seq, "--seq"), args.text(gpu_mem, "--gpu-mem"), args.text(gpu_util, "--gpu-util")
     prompt, output = args.text(prompt, "--prompt"), args.text(output, "--output")

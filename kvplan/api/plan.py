@@ -6,6 +6,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from kvplan.api import args
+from kvplan import engines
+from kvplan.analysis import emit as emitting, plan as planning, workload as wl
+from kvplan.core import units, yamlio
+from kvplan.core.errors import InputError
+from kvplan.requests.build import build_request
+from kvplan.model import catalog, efficiency, fleet
 
 if TYPE_CHECKING:
     from kvplan.analysis.plan import Load, PlanResult
@@ -42,14 +48,6 @@ def run(model, *, concurrency, seq, rate, workload, prompt, output, ttft, tpot, 
         gpus_per_node, expert_parallel, price, prices, models_dir, offline) -> Planned:
     import dataclasses
 
-    from kvplan import engines
-    from kvplan.analysis import emit as emitting
-    from kvplan.analysis import plan as planning
-    from kvplan.core import yamlio
-    from kvplan.core.errors import InputError
-    from kvplan.requests.build import build_request
-    from kvplan.model import efficiency, fleet
-
     max_gpus, gpus_per_node = args.count(max_gpus, "--max-gpus"), args.count(gpus_per_node, "--gpus-per-node")
     for flag, value in (("--max-gpus", max_gpus), ("--gpus-per-node", gpus_per_node)):
         if value is not None and not 1 <= value <= 4096:
@@ -79,8 +77,6 @@ def run(model, *, concurrency, seq, rate, workload, prompt, output, ttft, tpot, 
 
 
 def _number(value, flag: str) -> float | None:
-    from kvplan.core.errors import InputError
-
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
@@ -107,8 +103,6 @@ def _prices(value) -> list[str]:
 
 
 def _names(text: str, flag: str) -> tuple[str, ...]:
-    from kvplan.core.errors import InputError
-
     names = tuple(dict.fromkeys(n.strip().lower() for n in text.split(",") if n.strip()))
     if not names:
         raise InputError("names nothing", where=flag)
@@ -116,8 +110,6 @@ def _names(text: str, flag: str) -> tuple[str, ...]:
 
 
 def _gpus(text: str | None):
-    from kvplan.model import catalog
-
     if text is None:
         return catalog.gpus()
     return tuple({catalog.find_gpu(name).name: catalog.find_gpu(name) for name in _names(text, "--gpu")}.values())
@@ -125,10 +117,6 @@ def _gpus(text: str | None):
 
 def _lengths(seq, workload, prompt, output, *, concurrency, rate, load_yaml):
     """(requests, description, max_model_len or None) from --seq, --workload, or --prompt/--output."""
-    from kvplan.analysis import workload as wl
-    from kvplan.core import units
-    from kvplan.core.errors import InputError
-
     max_len = units.parse_tokens(seq, what="--seq") if seq is not None else None
     if workload and (prompt or output):
         raise InputError("give --workload or --prompt/--output, not both", where="--workload")
