@@ -47,7 +47,7 @@ from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, ModelSpec
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
-from kvplan.engines.api import EngineRequest, refuse_unread_options
+from kvplan.engines.api import FLOAT_WEIGHTS, EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, StartProblem,
                                  request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
@@ -55,6 +55,7 @@ from kvplan.engines.runtime.logs import vllm_format_gib
 from kvplan.engines.runtime.weights import format_assumption, model_weights
 from kvplan.engines.vllm import budget as budget_model
 from kvplan.engines.vllm import features as vfeat
+from kvplan.engines.vllm import gpu_dtypes
 from kvplan.engines.vllm import kv_formats
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.budget import VllmBudget
@@ -505,6 +506,20 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
                                 "SIZE, or a site profile fitted by kvplan calibrate on one of this machine's logs")
 
 
+def _gpu_refusal(req: EngineRequest, rel: Release) -> str | None:
+    """Why vLLM does not start on this GPU generation: a dtype, quantization or KV format it does not run there
+    (kvplan/engines/vllm/gpu_dtypes.py); None without a catalog NVIDIA GPU (--gpu-mem names no generation)."""
+    facts = req.hardware.facts if req.hardware is not None else None
+    if facts is None or facts.rocm:
+        return None
+    fmt = req.weight_fmt.name if req.weight_fmt is not None else None
+    return gpu_dtypes.refusal(version=rel.version, capability=facts.compute_capability,
+                              explicit_dtype=fmt if fmt in FLOAT_WEIGHTS else None, checkpoint_dtype=req.spec.dtype,
+                              architecture=req.spec.architecture,
+                              method=gpu_dtypes.quant_method(req.spec.quant_method, req.spec.weight_dtype, fmt),
+                              kv_spelled=req.kv_dtype or "auto", mla=any(layer.kind == MLA for layer in req.spec.layer_specs))
+
+
 def release_for(req: EngineRequest) -> releases.Release:
     """The rules of the request's vLLM release under the environment it gives (--engine-option, a deployment's
     environment): whether the CUDA-graph estimate leaves the budget, and which sampler the profile warms up."""
@@ -613,6 +628,7 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
         raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
     _check_device(req, rel)
     kv = read_kv_dtype(req)
+    gpu_refusal = _gpu_refusal(req, rel)
     act = model_dtype(req)
     features = vfeat.features_of(req)
     vfeat.check_lengths(req, spec)
@@ -700,10 +716,11 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
         if budgets is not None and not starts:
             refused = refusal(budgets[0], multi_gpu=req.tp * req.pp > 1)
             notes.append(refused)
-        if fplan.refusal is not None:
-            starts = False
-            refused = refused or fplan.refusal
-            notes.append(fplan.refusal)
+        for why in (fplan.refusal, gpu_refusal):
+            if why is not None:
+                starts = False
+                refused = refused or why
+                notes.append(why)
         failing = next((w for w in workers if not w.fits), None)
         if any(w.available_kv_bytes <= 0 for w in workers):
             notes.append("no memory is left for the KV cache (\"No available memory for the cache blocks\"): the weights "
