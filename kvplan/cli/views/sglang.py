@@ -1,14 +1,17 @@
-"""The SGLang view of `kvplan estimate --engine sglang`: every figure of the estimate as a table."""
+"""The SGLang view of `kvplan estimate --engine sglang`: every figure of the estimate as a table.
+
+The result is the engine's own (engines/sglang/engine.py SglangEstimate), read by its field names as the registry
+hands it back: the view never imports the engine's modules (docs/architecture.md)."""
 
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import Any
 
 from kvplan.cli.views.common import band_rows, view_end, view_start
-from kvplan.engines.sglang.engine import SglangEstimate
 
 
-def tables(result: SglangEstimate) -> list:
+def tables(result: Any) -> list:
     from rich.text import Text
 
     from kvplan.cli.render import size
@@ -71,7 +74,7 @@ def tables(result: SglangEstimate) -> list:
     return view_end(r, out)
 
 
-def _feature_rows(t, r: SglangEstimate) -> None:
+def _feature_rows(t, r: Any) -> None:
     """The terms of the launch's modelled SGLang options (engines/sglang/features.py)."""
     from rich.text import Text
 

@@ -1,15 +1,18 @@
-"""The static engine's view of `kvplan estimate`: cache, weights and the GPU verdict in one table."""
+"""The static engine's view of `kvplan estimate`: cache, weights and the GPU verdict in one table.
+
+The result is the engine's own (engines/static.py Estimate), read by its field names as the registry
+hands it back: the view never imports the engine's modules (docs/architecture.md)."""
 
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from kvplan.cli.render import quantity_table, size
 from kvplan.core.units import format_tokens
-from kvplan.engines.static import Estimate
 
 
-def tables(est: Estimate) -> list:
+def tables(est: Any) -> list:
     """The human view of an Estimate: one header line, then cache, weights and the GPU verdict in one table."""
     from rich.text import Text
 

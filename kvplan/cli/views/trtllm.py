@@ -1,12 +1,16 @@
-"""The TensorRT-LLM view of `kvplan estimate --engine trtllm`: every figure of the estimate as a table."""
+"""The TensorRT-LLM view of `kvplan estimate --engine trtllm`: every figure of the estimate as a table.
+
+The result is the engine's own (engines/trtllm/engine.py TrtllmEstimate), read by its field names as the registry
+hands it back: the view never imports the engine's modules (docs/architecture.md)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvplan.cli.views.common import band_rows, view_end, view_start
-from kvplan.engines.trtllm.engine import TrtllmEstimate
 
 
-def tables(result: TrtllmEstimate) -> list:
+def tables(result: Any) -> list:
     from rich.text import Text
 
     from kvplan.cli.render import size

@@ -1,12 +1,16 @@
-"""The vLLM view of `kvplan estimate --engine vllm`: every figure of the estimate as a table."""
+"""The vLLM view of `kvplan estimate --engine vllm`: every figure of the estimate as a table.
+
+The result is the engine's own (engines/vllm/engine.py VllmEstimate), read by its field names as the registry
+hands it back: the view never imports the engine's modules (docs/architecture.md)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from kvplan.cli.views.common import view_end, view_start
-from kvplan.engines.vllm.engine import VllmEstimate
 
 
-def tables(result: VllmEstimate) -> list:
+def tables(result: Any) -> list:
     """The human view: layout, budget (every term), pool, verdict, the fix."""
     from rich.text import Text
 
@@ -107,7 +111,7 @@ def tables(result: VllmEstimate) -> list:
     return view_end(r, out)
 
 
-def _feature_rows(t, r: VllmEstimate) -> None:
+def _feature_rows(t, r: Any) -> None:
     """The terms of the launch's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors)."""
     from rich.text import Text
 
