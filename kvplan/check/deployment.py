@@ -11,6 +11,7 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
+from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.calibration import SiteProfile
 from kvplan.core.units import shown
@@ -298,10 +299,10 @@ def default_max_len(engine: str, spec, raw_config, *, where: str, key: str) -> i
 def check_vllm_max_len(seq: int, spec, raw_config, *, where: str, allow_long: bool | None = False) -> None:
     """vLLM refuses a max_model_len above the model's derived limit (vllm/config/model.py _get_and_verify_max_len)
     unless VLLM_ALLOW_LONG_MAX_MODEL_LEN is on (`allow_long`; None: set outside the file, so not known)."""
-    from kvplan.engines.vllm import releases, serve_args
-
+    vllm = engines.get("vllm")
+    releases = vllm.releases
     if raw_config is not None:
-        _, limit = serve_args.derived_max_model_len(*raw_config)
+        _, limit = vllm.derived_max_len(*raw_config)
     else:
         limit = spec.max_context
     if limit is None or seq <= limit or allow_long:

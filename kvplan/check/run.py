@@ -14,6 +14,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Mapping
 
+from kvplan import engines
 from kvplan.check import judge as judging
 from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
@@ -223,15 +224,14 @@ def document_format(doc: Any, *, where: str) -> str:
 
 def _looks_like_vllm_config(doc: Mapping) -> bool:
     """Most of its keys are `vllm serve` options of some release kvplan mirrors (or it names a model)."""
-    from kvplan.engines.vllm import releases, serve_args
-
+    vllm = engines.get("vllm")
     if "model" in doc:
         return True
     known = 0
     for key in doc:
-        for r in releases.RELEASES:
+        for r in vllm.releases.RELEASES:
             try:
-                serve_args.lookup(str(key), where="", version=r.line)
+                vllm.options.lookup(str(key), where="", version=r.line)
                 known += 1
                 break
             except KvplanError:
@@ -240,8 +240,6 @@ def _looks_like_vllm_config(doc: Mapping) -> bool:
 
 
 def _judge_document(doc, *, display, path, document, where, many, defaults: Defaults) -> list[Verdict]:
-    from kvplan.engines.vllm import serve_args
-
     name = Path(display).stem if not many else f"{Path(display).stem}#{document}"
     fmt = None
     if isinstance(doc, InputError):  # this document could not be built; the others of the file still are
@@ -269,7 +267,7 @@ def _judge_document(doc, *, display, path, document, where, many, defaults: Defa
         if many:
             raise InputError("vLLM reads one YAML document per --config file", where=where,
                              hint="split the file, or add `engine: vllm` and a GPU to make it a kvplan deployment")
-        args = serve_args.parse_config(doc, where=where, version=defaults.vllm_version)
+        args = engines.get("vllm").options.parse_config(doc, where=where, version=defaults.vllm_version)
         if "model" not in doc and not args.model and not args.get("hf_config_path"):  # `model: false` is bad input
             return [skipped_verdict(display, document, name, FORMAT_VLLM, "a vllm serve --config file that names no "
                                     "model: judged with the command line that gives it (--vllm-args \"serve MODEL "
@@ -307,13 +305,12 @@ def _plain(err: Exception) -> str:
 
 def _judge_command_line(text: str, *, where: str, defaults: Defaults) -> Verdict:
     from kvplan.core import yamlio
-    from kvplan.engines.vllm import serve_args
 
     def load(p: str):
         return yamlio.load_yaml(Path(p))
 
     try:
-        args = serve_args.parse_command_line(text, where=where, load_config=load, version=defaults.vllm_version)
+        args = engines.get("vllm").options.parse_command_line(text, where=where, load_config=load, version=defaults.vllm_version)
         ctx = LaunchContext(source=where, document=None, where=where, name=args.model or "vllm serve", fmt=FORMAT_VLLM_ARGS,
                             base_dir=Path.cwd(), defaults=defaults, version=defaults.vllm_version,
                             release_origin=f"--vllm-version {defaults.vllm_version}" if defaults.vllm_version else None,

@@ -8,6 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any, Mapping
 
+from kvplan import engines
 from kvplan.check import launch, shell
 from kvplan.check.deployment import Defaults, Deployment, LaunchContext
 from kvplan.check.gpus import GpuEvidence, choose
@@ -77,8 +78,7 @@ def _context(workload: Workload, engine: str, image: str | None, gpus: GpuEviden
              notes: tuple[str, ...] = ()) -> LaunchContext:
     version, origin = _release(workload, engine, image, defaults)
     if engine == launch.VLLM and version is not None:
-        from kvplan.engines.vllm import releases
-
+        releases = engines.get(engine).releases
         try:
             releases.release(version, where="image")
         except KvplanError:
@@ -122,15 +122,15 @@ def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) 
 
 def _from_config(workload: Workload, engine: str, config: Any, defaults: Defaults) -> Deployment:
     from kvplan.check.readers import trtllm_serve, vllm_serve
-    from kvplan.engines.vllm import serve_args
 
     gpus = visible(workload.gpus, workload.env)
     ctx = _context(workload, engine, workload.image, gpus, workload.env, defaults)
     if engine == launch.VLLM:
         if workload.fmt == "ray-serve":
             _exact_engine_args(config, where=workload.where, version=ctx.version)
-        args = vllm_serve.refused_elsewhere(ctx, lambda version: serve_args.parse_config(config, where=workload.where,
-                                                                                        version=version))
+        options = engines.get(engine).options
+        args = vllm_serve.refused_elsewhere(ctx, lambda version: options.parse_config(config, where=workload.where,
+                                                                                     version=version))
         return vllm_serve.read(args, replace(ctx, key=ctx.key or vllm_serve.key_style("vllm-config")))
     return trtllm_serve.read_llm_api(config, ctx)
 
@@ -138,10 +138,10 @@ def _from_config(workload: Workload, engine: str, config: Any, defaults: Default
 def _exact_engine_args(config: Mapping, *, where: str, version: str | None) -> None:
     """Ray Serve LLM hands engine_kwargs to vLLM's AsyncEngineArgs(**kwargs): a key is a field's exact name (no
     argparse prefixes). One the judged release lacks is cannot judge: Ray picks the release, the file does not."""
-    from kvplan.engines.vllm import releases, serve_args
-
+    vllm = engines.get("vllm")
+    releases = vllm.releases
     line = releases.release(version).line
-    dests = set(serve_args.options(line))
+    dests = set(vllm.options.options(line))
     for key in config:
         if str(key) != "model" and str(key).replace("-", "_") not in dests:
             raise UnsupportedError(f"engine_kwargs.{key} is not an engine argument of vLLM {releases.release(version).mirrors}",
@@ -213,47 +213,6 @@ def visible(gpus: GpuEvidence, env: Mapping) -> GpuEvidence:
 
 # ------------------------------------------------------------------ values the file leaves to the environment
 
-def _option_lookup(engine: str, version: str | None):
-    """(takes_value(flag) -> bool | None, relevant(flag) -> bool) for an engine's command line."""
-    if engine == launch.VLLM:
-        from kvplan.engines.vllm import releases, serve_args
-
-        line = releases.release(version).line if version else None
-        relevant = (set(serve_args.MODELLED) | set(serve_args.NOT_MODELLED) | set(serve_args.CUDA_GRAPH_OPTIONS) | {"config"}) \
-            - {"served_model_name"}
-
-        def info(flag):
-            try:
-                opt, _, _ = serve_args.lookup(flag, where="", version=line or serve_args.DEFAULT_VERSION)
-            except KvplanError:
-                return None, True
-            return opt.kind not in ("flag", "true"), opt.dest in relevant
-        return info
-    if engine == launch.SGLANG:
-        from kvplan.engines.sglang import launch_args
-
-        relevant = set(launch_args.MODELLED) | set(launch_args.NOT_MODELLED) | set(launch_args.MOVES_DEFAULT_FRACTION) | {"config"}
-
-        def info(flag):
-            opt = launch_args.lookup(flag)
-            if opt is None:
-                return None, True
-            return launch_args.takes_value(opt), opt.dest in relevant
-        return info
-    from kvplan.engines.trtllm import serve_args as trt
-
-    relevant = {"tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "moe_expert_parallel_size",
-                "max_batch_size", "max_num_tokens", "max_seq_len", "free_gpu_memory_fraction", "backend",
-                "extra_llm_api_options"}
-
-    def info(flag):
-        opt = trt.OPTIONS.get(flag)
-        if opt is None:
-            return None, True
-        return opt.kind != "flag", opt.dest in relevant
-    return info
-
-
 def _strip_unresolved(call: launch.EngineCall, where: str, defaults: Defaults) -> tuple[list[str], list[str]]:
     """The engine's arguments with unresolved values of options that do not change memory dropped (and noted);
     an unresolved value kvplan needs (the model, a size, a fraction) or an unresolved list of arguments is
@@ -261,7 +220,8 @@ def _strip_unresolved(call: launch.EngineCall, where: str, defaults: Defaults) -
     args = list(call.args)
     if not any(shell.MARK in a for a in args):
         return args, []
-    info = _option_lookup(call.engine, defaults.vllm_version)
+    # flag -> (takes a value, changes memory), from the engine's own option table (its record's option part)
+    info = engines.get(call.engine).options.option_info(defaults.vllm_version)
     out: list[str] = []
     notes: list[str] = []
     positional_seen = False

@@ -174,6 +174,18 @@ class Engine:
     # the weight formats the engine loads a checkpoint of another format in (its --dtype; fp8 where its online
     # quantization makes it at load); None: any (the static engine sizes what it is told)
     weights_loaded_as: tuple[str, ...] | None = FLOAT_WEIGHTS
+    # The parts a deployment reader, the request builder or a command asks of an engine's launch, each the names the
+    # engine lists from one of its modules, loaded on first use (engines/lazy.py Part); None where the engine has none
+    # (static). A caller asks the record for them and never imports the engine's modules (docs/architecture.md).
+    # options: the engine's launch option table and parser: parse_argv (its command line -> its launch arguments),
+    #   unmodelled (the options set that kvplan does not model), option_info(version) (a flag -> whether it takes a
+    #   value and whether it changes memory), and the engine's own readers of config mappings
+    options: Any = None
+    # launch: what the launch arguments build: read (the features: speculative decoding, LoRA, offload, parallelism,
+    #   disaggregation), and the engine's own (vLLM: online quantization, --hf-overrides)
+    launch: Any = None
+    # releases: the engine's release rows and the flags its environment sets (vLLM: RELEASES, allow_long_flag)
+    releases: Any = None
 
     def loads_weights_as(self, fmt: str) -> bool:
         """Whether the engine can serve a checkpoint of another format with weights in `fmt`. int4 or int8 weights

@@ -1,11 +1,12 @@
 """The lazy attribute lookup every engine package uses (PEP 562 module __getattr__): its record and main names load
 from their modules on first use, so reading one of an engine's tables does not build its whole memory model
-(benchmarks/cold_start.py), and its submodules load the same way when asked for as attributes."""
+(benchmarks/cold_start.py), and its submodules load the same way when asked for as attributes. `Part` is one part of an engine's record: names
+of one of its modules, loaded when first asked."""
 
 from __future__ import annotations
 
 import importlib
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, Iterable, Mapping
 
 
 def module_getattr(package: str, names: Mapping[str, str]) -> Callable[[str], Any]:
@@ -24,3 +25,28 @@ def module_getattr(package: str, names: Mapping[str, str]) -> Callable[[str], An
         raise AttributeError(f"module {package!r} has no attribute {name!r}")
 
     return __getattr__
+
+
+class Part:
+    """One part of an engine's record (kvplan/engines/api.py Engine): the names a caller may ask of it, taken from
+    the engine module that defines them on first use. A caller asks the record (`engines.get("vllm").options
+    .parse_argv(...)`), never imports the module, and sees only the names the engine lists for the part; the module
+    loads when a name is first asked, so a record's part costs nothing at start-up (benchmarks/cold_start.py)."""
+
+    def __init__(self, module: str, names: Iterable[str] | Mapping[str, str]):
+        self._module = module
+        # the part's name -> the module's (the same unless the engine renames one for the part)
+        self._names = dict(names) if isinstance(names, Mapping) else {n: n for n in names}
+
+    def __getattr__(self, name: str) -> Any:
+        if name.startswith("__") or name in ("_module", "_names"):
+            raise AttributeError(name)
+        if name not in self._names:
+            raise AttributeError(f"the part from {self._module} has no {name!r} (it gives {', '.join(self._names)})")
+        return getattr(importlib.import_module(self._module), self._names[name])
+
+    def __dir__(self) -> list[str]:
+        return sorted(self._names)
+
+    def __repr__(self) -> str:
+        return f"Part({self._module!r}, {sorted(self._names)})"

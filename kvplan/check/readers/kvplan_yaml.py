@@ -74,7 +74,6 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     from kvplan.core import dtypes, units
     from kvplan.engines import ENGINE_NAMES
     from kvplan.engines.api import Hardware
-    from kvplan.engines.vllm import releases
     from kvplan.model import catalog
 
     data: dict[str, Any] = {}
@@ -156,6 +155,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     ints = {k: whole(data[k], where=at(k)) for k in ("block_size", "max_num_seqs", "max_num_batched_tokens") if k in data}
     requirements = _requirements(data.get("require"), where=at("require"), defaults=defaults.requirements)
     version = None
+    releases = engines.get("vllm").releases  # vllm_version and vLLM's environment flags are read by its release rows
     if "vllm_version" in data:
         if engine != "vllm":
             raise InputError(f"vllm_version applies to engine vllm, not {engine}", where=at("vllm_version"))
@@ -204,7 +204,6 @@ def _features(data: Mapping, spec, raw_config, weight_fmt, *, engine: str, tp: i
 
     from kvplan.core import units
     from kvplan.engines.features import offload
-    from kvplan.engines.vllm import launch, serve_args
 
     options = {k: data[k] for k in FEATURE_KEYS if k in data}
     extra = {k: data[k] for k in ("lmcache", "request_rate", "prompt_tokens") if k in data}
@@ -215,7 +214,9 @@ def _features(data: Mapping, spec, raw_config, weight_fmt, *, engine: str, tp: i
         raise InputError(f"{first} is a vLLM option; this deployment's engine is {engine}", where=f"{where}: {first}",
                          hint="write SGLang's launch options in sglang_args" if engine == "sglang" else
                          "TensorRT-LLM's settings go in engine_options (its option spellings are read from its own files)")
-    args = serve_args.parse_config({"pipeline_parallel_size": pp, **options}, where=where, version=version)
+    vllm = engines.get("vllm")
+    launch = vllm.launch
+    args = vllm.options.parse_config({"pipeline_parallel_size": pp, **options}, where=where, version=version)
     features, spec, notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=base_dir)
     weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=f"{where}: quantization")
     if "lmcache" in extra:

@@ -1,6 +1,6 @@
 """SGLang launch commands (`python -m sglang.launch_server ...`, `sglang serve ...`), read with SGLang's own option
-table (kvplan/engines/sglang/launch_args.py) and judged with kvplan's SGLang engine. The GPU and the release come
-from the file around the command (LaunchContext)."""
+table (the sglang engine record's option part: its launch_args.py) and judged with kvplan's SGLang engine. The GPU
+and the release come from the file around the command (LaunchContext)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, de
 from kvplan.check.report import Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.engines.sglang import launch_args
 
 # kvplan's names for the settings a fix turns -> SGLang's flags (kvplan/engines/sglang/__init__.py EngineFlags)
 _FLAGS = {"max_model_len": "--context-length", "tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
@@ -39,9 +38,12 @@ def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
     return version, words
 
 
-def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
+def read(args, ctx: LaunchContext) -> Deployment:
+    """SGLang's launch arguments (its option part's parse_argv: the engine's LaunchArgs) -> Deployment."""
     from kvplan.core import dtypes
 
+    sglang = engines.get("sglang")
+    options = sglang.options
     where = ctx.where
     at = lambda dest: f"{where}: {args.written.get(dest, key(dest))}"  # noqa: E731
     try:
@@ -55,7 +57,7 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     found = resolve_model(model_ref, base_dir=ctx.base_dir, where=at("model_path"), lookup=ctx.defaults.lookup,
                           host_paths=ctx.host_paths)
     spec = found.spec
-    blocked = launch_args.unmodelled(args)
+    blocked = options.unmodelled(args)
     if found.config is not None and args.get("quantization"):
         quant = found.config.get("quantization_config") or {}
         if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == str(args.get("quantization")).lower():
@@ -65,7 +67,7 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
     if ep not in (1, tp):
         blocked.append((args.written.get("ep_size", "--ep-size"), f"expert parallelism {ep} over a tensor parallel size {tp or 1}"))
     if not args.given("mem_fraction_static"):
-        moved = [args.written[d] for d in launch_args.MOVES_DEFAULT_FRACTION if args.given(d)]
+        moved = [args.written[d] for d in options.MOVES_DEFAULT_FRACTION if args.given(d)]
         if moved:
             blocked.append((moved[0], "it moves the default --mem-fraction-static (a reserve formula on the CUDA-graph "
                                       "batch sizes); give --mem-fraction-static to judge it"))
@@ -74,11 +76,10 @@ def read(args: launch_args.LaunchArgs, ctx: LaunchContext) -> Deployment:
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
     from kvplan.engines.features import Features
-    from kvplan.engines.sglang import features as sfeat
 
     # disaggregation and speculative decoding: modelled from SGLang 0.5.23 (engines/sglang/features.py), which
     # refuses the algorithms and backends it does not model
-    sglang_opts = sfeat.read(args, spec, where=where, base_dir=ctx.base_dir)
+    sglang_opts = sglang.launch.read(args, spec, where=where, base_dir=ctx.base_dir)
     features = Features(sglang=sglang_opts) if sglang_opts is not None else None
     pp = args.get("pp_size", 1)
     for dest, value in (("tp_size", tp), ("pp_size", pp), ("dp_size", args.get("dp_size", 1))):
@@ -142,14 +143,15 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
                                    where=ctx.where, hint="keep the config file in the repository, next to this file")
         return yamlio.load_yaml(path)
 
+    options = engines.get("sglang").options
     try:
-        args = launch_args.parse_argv(list(words), where=ctx.where, load_config=load)
+        args = options.parse_argv(list(words), where=ctx.where, load_config=load)
     except InputError as err:
         # kvplan has SGLang 0.5.23's option table only: a launch pinned to another release may use an option
         # that release had (or spell a value as it did), so its refusal is not a verdict on the file
         if ctx.version is not None and _other_release(ctx.version):
             raise UnsupportedError(f"{err.what}; the file pins SGLang {ctx.version}, whose options kvplan does not have "
-                                   f"(it reads SGLang {launch_args.MIRRORS}'s)", where=err.where,
+                                   f"(it reads SGLang {options.MIRRORS}'s)", where=err.where,
                                    hint="judge it on SGLang 0.5.23 (a newer image tag) or check the option against "
                                         "that release") from None
         raise
@@ -158,6 +160,7 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
 
 def _other_release(version: str) -> bool:
     try:
-        return engines.release("sglang", version).version != engines.release("sglang", launch_args.MIRRORS).version
+        mirrored = engines.get("sglang").options.MIRRORS
+        return engines.release("sglang", version).version != engines.release("sglang", mirrored).version
     except KvplanError:  # not a version, or a release not read (engines/releases.py)
         return True

@@ -1,8 +1,8 @@
 """TensorRT-LLM deployments: `trtllm-serve` command lines with their `--extra_llm_api_options` YAML, and a
 standalone LLM-API options YAML (judged only with a command that names its model: alone it is skipped, its keys
-checked). Read with kvplan/engines/trtllm/serve_args.py and judged with kvplan's TensorRT-LLM engine (PyTorch
-backend). `trtllm-serve disaggregated` configs are trtllm_disagg.py's; each of their server groups comes here as
-an LLM-API mapping (read_llm_api)."""
+checked). Read with the trtllm engine record's option part (its serve_args.py) and judged with kvplan's TensorRT-LLM
+engine (PyTorch backend). `trtllm-serve disaggregated` configs are trtllm_disagg.py's; each of their server groups
+comes here as an LLM-API mapping (read_llm_api)."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.engines.trtllm import serve_args
 
 _FLAGS = {"max_model_len": "--max_seq_len", "tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
           "kv_cache_dtype": "kv_cache_config.dtype", "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
@@ -66,7 +65,8 @@ def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
 def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Mapping[str, str] | None = None,
                  notes: tuple[str, ...] = ()) -> Deployment:
     """An effective LLM-API mapping (flags with the YAML over them, or a disaggregated server's) -> Deployment."""
-    kv_dtypes = engines.get("trtllm").kv_dtype_names
+    trtllm = engines.get("trtllm")
+    kv_dtypes, options = trtllm.kv_dtype_names, trtllm.options
     where = ctx.where
     written = dict(written or {})
     key = ctx.key or flag_key
@@ -85,7 +85,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     found = resolve_model(str(model_ref), base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
                           host_paths=ctx.host_paths)
     spec = found.spec
-    blocked = serve_args.unmodelled(llm_api)
+    blocked = options.unmodelled(llm_api)
     if blocked:
         field, why = blocked[0]
         raise UnsupportedError(f"{field} is set ({why}); kvplan does not model it", where=f"{where}: {field}",
@@ -133,7 +133,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=None, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version, **ints)
     # attention DP, speculative decoding, the cache transceiver, kv_cache_config's caps: the engine's option keys
-    launch = serve_args.engine_options(llm_api, where=where, base_dir=ctx.base_dir)
+    launch = options.engine_options(llm_api, where=where, base_dir=ctx.base_dir)
     if launch:
         from dataclasses import replace
 
@@ -160,7 +160,7 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
         return yamlio.load_yaml(path)
 
     try:
-        args = serve_args.parse_argv(list(words), where=ctx.where, load_config=load)
+        args = engines.get("trtllm").options.parse_argv(list(words), where=ctx.where, load_config=load)
     except InputError as err:
         # the option table is trtllm-serve's of the 1.x line; a launch pinned to an older release may use an
         # option of its own, so a refusal is not a verdict on the file
@@ -184,7 +184,7 @@ def _before_one(version: str) -> bool:
 def read_options_file(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
     """A standalone `--extra_llm_api_options` file: its keys are checked; with no model it is judged only through
     the command that uses it, so alone it is skipped."""
-    serve_args.check_llm_api(doc, where=where)
+    engines.get("trtllm").options.check_llm_api(doc, where=where)
     name = Path(source).stem
     if not doc.get("model"):
         return [Skip(source, document, name, FORMAT_TRTLLM_OPTIONS,

@@ -1,6 +1,6 @@
 """`vllm serve` deployments: a `--config` YAML file, or a command line (--vllm-args, or the command a container,
-service or script runs), read as vLLM reads them (kvplan/engines/vllm/serve_args.py) and judged with the vllm
-engine. The GPU comes from the file around the command line (LaunchContext.gpu), else --gpu/--gpu-mem."""
+service or script runs), read as vLLM reads them (the vllm engine record's option part: its serve_args.py) and
+judged with the vllm engine. The GPU comes from the file around the command line (LaunchContext.gpu), else --gpu/--gpu-mem."""
 
 from __future__ import annotations
 
@@ -16,7 +16,6 @@ from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FO
 from kvplan import engines
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.text import visible
-from kvplan.engines.vllm import kv_formats, launch, serve_args
 
 # environment variables that change what vLLM allocates (vllm/envs.py)
 _V0 = "VLLM_USE_V1"
@@ -29,11 +28,15 @@ def _set_outside(value: str | None) -> bool:
     return value is None or shell.MARK in value
 
 
+def _vllm() -> engines.Engine:
+    """The vLLM engine's record: its option table, launch reader and release rows (kvplan/engines/api.py)."""
+    return engines.get("vllm")
+
+
 def allow_long(env: Mapping[str, str | None], command_line: Mapping[str, str]) -> bool | None:
     """Whether VLLM_ALLOW_LONG_MAX_MODEL_LEN lets max_model_len pass the model's limit: --engine-option first, then
     the engine's environment; None when the file sets it from outside (its value is not known)."""
-    from kvplan.engines.vllm import releases
-
+    releases = _vllm().releases
     if releases.ALLOW_LONG_OPTION in command_line:
         return releases.allow_long_flag(command_line[releases.ALLOW_LONG_OPTION])
     if releases.ALLOW_LONG_ENV not in env:
@@ -52,8 +55,7 @@ _WORST_CASE = {"VLLM_USE_FLASHINFER_SAMPLER": ("0", "vLLM's native sampler, whic
 
 def environment_options(env: Mapping[str, str | None], where: str) -> tuple[tuple[tuple[str, str], ...], list[str]]:
     """The engine's environment variables that change vLLM's budget, as `--engine-option` passes them, and notes."""
-    from kvplan.engines.vllm import releases
-
+    releases = _vllm().releases
     options: list[tuple[str, str]] = []
     notes = []
     for name, (worst, judged) in _WORST_CASE.items():
@@ -85,10 +87,12 @@ def release_words(version: str | None, origin: str | None) -> str:
     return f"vLLM {mirrored} rules (kvplan's default: the file pins no release)"
 
 
-def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
+def read(args, ctx: LaunchContext) -> Deployment:
+    """vLLM's launch arguments (its option part's parse_argv / parse_config: the engine's ServeArgs) -> Deployment."""
     from kvplan.core import dtypes
-    from kvplan.engines.vllm import releases
 
+    vllm = _vllm()
+    options, launch, releases = vllm.options, vllm.launch, vllm.releases
     where = ctx.where
     at = lambda dest: f"{where}: {args.written.get(dest, dest)}"  # noqa: E731
     key = ctx.key or key_style(ctx.fmt)
@@ -102,7 +106,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
                           lookup=ctx.defaults.lookup, host_paths=ctx.host_paths)
     spec = found.spec
     raw_config = (found.config, found.tokenizer_config) if found.config is not None else None
-    blocked = serve_args.unmodelled(args)
+    blocked = options.unmodelled(args)
     if blocked:
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
@@ -118,8 +122,8 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
             whole(value, where=at(dest), high=MAX_PARALLEL)
     length_config = raw_config  # the length vLLM derives is the one of the config as --hf-overrides changes it
     if args.given("hf_overrides") and args.get("hf_overrides"):
-        length_config = launch.overridden_config(spec, raw_config, launch._json(args.get("hf_overrides"),
-                                                                                where=at("hf_overrides")))
+        length_config = launch.overridden_config(spec, raw_config, launch.json_value(args.get("hf_overrides"),
+                                                                                    where=at("hf_overrides")))
     tp, gpus_note = tp_from_gpus(tp, pp, ctx.defaults.gpus, where=at("tensor_parallel_size"), launch=ctx.whole_launch)
     seq = args.get("max_model_len")
     # -1 / auto (0.14+; the option tables of older releases refuse 'auto', and the engine refuses -1 there): vLLM
@@ -137,11 +141,11 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
     if vllm_dtype != "auto":
         # --dtype sets the activation dtype; it changes the weight bytes only of an unquantized checkpoint
         if spec.weights_bytes is None and (spec.weight_dtype or spec.dtype) in ("bf16", "fp16", "fp32", "bfloat16", "float16", "float32"):
-            weight_fmt = dtypes.weight_format(serve_args.DTYPE_WEIGHTS[vllm_dtype])
+            weight_fmt = dtypes.weight_format(options.DTYPE_WEIGHTS[vllm_dtype])
     features, spec, feature_notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=ctx.base_dir)
     weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=at("quantization"))
     kv_name = args.get("kv_cache_dtype", "auto")
-    if kv_name not in engines.get("vllm").kv_dtype_names and kv_name not in kv_formats.KNOWN:  # the engine judges the packed formats
+    if kv_name not in vllm.kv_dtype_names and kv_name not in vllm.kv_formats:  # the engine judges the packed formats
         raise UnsupportedError(f"kv-cache-dtype {kv_name} is not modelled", where=at("kv_cache_dtype"),
                                hint="auto, bfloat16, float16, fp8, fp8_e4m3 and fp8_e5m2 are")
     ints = {}
@@ -164,7 +168,7 @@ def read(args: serve_args.ServeArgs, ctx: LaunchContext) -> Deployment:
                                    capability=facts.compute_capability)
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + feature_notes
     notes += env_notes + ([gpus_note] if gpus_note else [])
-    graph = [args.written[d] for d in serve_args.CUDA_GRAPH_OPTIONS if args.given(d)]
+    graph = [args.written[d] for d in options.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
         notes.append(f"{', '.join(graph)}: CUDA-graph memory is counted as with vLLM's defaults")
     if backend:
@@ -206,7 +210,7 @@ def read_argv(words, ctx: LaunchContext, *, positional: bool = True) -> Deployme
                                    where=ctx.where, hint="keep the config file in the repository, next to this file")
         return yamlio.load_yaml(path)
 
-    args = refused_elsewhere(ctx, lambda version: serve_args.parse_argv(
+    args = refused_elsewhere(ctx, lambda version: _vllm().options.parse_argv(
         list(words), where=ctx.where, load_config=load, version=version, positional=positional))
     return read(args, ctx)
 
@@ -221,8 +225,8 @@ def refused_elsewhere(ctx: LaunchContext, parse):
     file pins none, a release kvplan mirrors that accepts them makes it cannot judge (the file may target that
     release), not invalid: an option vLLM dropped or changed is not a mistake in a file that names no release."""
     from kvplan.core.errors import KvplanError
-    from kvplan.engines.vllm import releases
 
+    releases = _vllm().releases
     try:
         return parse(ctx.version)
     except InputError as err:

@@ -685,6 +685,20 @@ def takes_value(opt: Option) -> bool:
     return opt.kind not in ("true", "bool")
 
 
+
+def option_info(version: str | None = None) -> Callable[[str], tuple[bool | None, bool]]:
+    """flag -> (whether it takes a value, None for an option SGLang lacks; whether its value changes what kvplan
+    judges), for `kvplan check` to tell which values a file leaves to the environment it can drop. The table is
+    SGLang MIRRORS's whatever the release (`version` is not read)."""
+    relevant = set(MODELLED) | set(NOT_MODELLED) | set(MOVES_DEFAULT_FRACTION) | {"config"}
+
+    def info(flag: str) -> tuple[bool | None, bool]:
+        opt = lookup(flag)
+        if opt is None:
+            return None, True
+        return takes_value(opt), opt.dest in relevant
+    return info
+
 def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], Any] | None = None) -> LaunchArgs:
     """A launch_server argument list -> LaunchArgs, refusing what SGLang would refuse."""
     tokens = list(tokens)

@@ -82,6 +82,23 @@ def _options() -> dict[str, Option]:
 
 OPTIONS = _options()
 
+# the trtllm-serve flags whose values change what kvplan judges (the rest: the server, the tokenizer, logging)
+_RELEVANT = frozenset({"tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size",
+                       "moe_expert_parallel_size", "max_batch_size", "max_num_tokens", "max_seq_len",
+                       "free_gpu_memory_fraction", "backend", "extra_llm_api_options"})
+
+
+def option_info(version: str | None = None) -> Callable[[str], tuple[bool | None, bool]]:
+    """flag -> (whether it takes a value, None for an option trtllm-serve lacks; whether its value changes what
+    kvplan judges), for `kvplan check` to tell which values a file leaves to the environment it can drop. The table
+    is the 1.x line's whatever the release (`version` is not read)."""
+    def info(flag: str) -> tuple[bool | None, bool]:
+        opt = OPTIONS.get(flag)
+        if opt is None:
+            return None, True
+        return opt.kind != "flag", opt.dest in _RELEVANT
+    return info
+
 # LLM-API fields (tensorrt_llm/llmapi/llm_args.py TorchLlmArgs) seen in deployment files, and what each does to
 # GPU memory in kvplan's TensorRT-LLM model (kvplan/engines/trtllm/engine.py):
 #   "modelled": read onto the engine request;  "none": no effect on the KV pool or the budget;

@@ -6,6 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
+from kvplan.engines.lazy import Part
 from kvplan.engines.vllm import kv_formats, releases, serve_args
 from kvplan.engines.vllm.engine import KV_DTYPES, VllmEstimate, estimate, read_kv_dtype
 
@@ -34,4 +35,12 @@ ENGINE = Engine(
     weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"),
     # vllm/config/model.py _get_and_verify_max_len
     derived_max_len=serve_args.derived_max_model_len,
+    # `vllm serve`'s option table of each release, read from its own parser (serve_args.py)
+    options=Part("kvplan.engines.vllm.serve_args", (
+        "parse_argv", "parse_config", "parse_command_line", "lookup", "options", "option_info", "unmodelled",
+        "DTYPE_WEIGHTS", "CUDA_GRAPH_OPTIONS")),
+    launch=Part("kvplan.engines.vllm.launch", {"read": "read", "online_quantization": "online_quantization",
+                                               "overridden_config": "overridden_config", "json_value": "_json"}),
+    releases=Part("kvplan.engines.vllm.releases", ("RELEASES", "release", "ALLOW_LONG_ENV", "ALLOW_LONG_OPTION",
+                                                   "allow_long_flag", "integer_flag")),
 )

@@ -35,7 +35,7 @@ from functools import lru_cache
 from kvplan.core import packaged
 from typing import Any, Callable, Mapping
 
-from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.errors import InputError, KvplanError, did_you_mean
 from kvplan.engines.runtime.options import exact_float as _exact_float
 from kvplan.engines.runtime.options import human_readable_int
 from kvplan.engines.vllm import releases
@@ -500,6 +500,21 @@ def unmodelled(args: ServeArgs) -> list[tuple[str, str]]:
             continue
         out.append((args.written.get(dest, dest), why))
     return out
+
+
+def option_info(version: str | None) -> Callable[[str], tuple[bool | None, bool]]:
+    """flag -> (whether it takes a value, None for an option the release lacks; whether its value changes what
+    kvplan judges), for `kvplan check` to tell which values a file leaves to the environment it can drop."""
+    line = releases.release(version).line if version else DEFAULT_VERSION
+    relevant = (set(MODELLED) | set(NOT_MODELLED) | set(CUDA_GRAPH_OPTIONS) | {"config"}) - {"served_model_name"}
+
+    def info(flag: str) -> tuple[bool | None, bool]:
+        try:
+            opt, _, _ = lookup(flag, where="", version=line)
+        except KvplanError:
+            return None, True
+        return opt.kind not in ("flag", "true"), opt.dest in relevant
+    return info
 
 
 # ------------------------------------------------------------------ vLLM's maximum model length
