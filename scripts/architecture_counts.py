@@ -24,12 +24,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from archgraph import MODULES, cycles, engine_name_comparisons, engine_of, import_edges  # noqa: E402
-
-
-def long_functions(tree: ast.AST, limit: int = 80) -> list[tuple[str, int]]:
-    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > limit]
+from archgraph import MODULES, cycles, engine_name_comparisons, engine_of, import_edges, long_functions  # noqa: E402
 
 
 def main() -> None:

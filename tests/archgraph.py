@@ -154,3 +154,9 @@ def engine_name_comparisons(tree: ast.AST) -> list[int]:
         elif isinstance(node, ast.MatchValue) and names_engine(node.value):
             lines.append(node.lineno)
     return lines
+
+
+def long_functions(tree: ast.AST, limit: int = 80) -> list[tuple[str, int]]:
+    """(name, lines) of every function longer than `limit` lines, nested ones included."""
+    return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > limit]

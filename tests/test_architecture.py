@@ -14,7 +14,7 @@ from pathlib import Path
 
 import ast
 
-from archgraph import MODULES, cycles, engine_name_comparisons, engine_of, import_edges, imports
+from archgraph import MODULES, cycles, engine_name_comparisons, engine_of, import_edges, imports, long_functions
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -83,6 +83,8 @@ ENGINE_NAME_COMPARISONS_MAX = 35
 # imports of kvplan modules written inside a function, outside cli/ (one per statement): each is a dependency the
 # module's header does not show. The few kept say why beside them (a measured start-up cost, benchmarks/cold_start.py)
 FUNCTION_LEVEL_IMPORTS_MAX = 222
+# functions over 80 lines in kvplan/engines/: an engine's memory model is steps the driver (engines/driver.py) calls
+ENGINE_LONG_FUNCTIONS_MAX = 11
 
 
 def test_imports_of_engine_modules_from_outside_do_not_grow():
@@ -124,3 +126,9 @@ def test_every_name_an_engine_part_lists_is_there():
     assert missing == []
     # every engine a deployment's launch can name reads its command line through its record
     assert all(engines.get(n).options is not None for n in ("vllm", "sglang", "trtllm"))
+
+
+def test_long_functions_in_engines_do_not_grow():
+    found = [f"{name}.{fn} ({n} lines)" for name, path in MODULES.items() if name.startswith("kvplan.engines")
+             for fn, n in long_functions(ast.parse(path.read_text(encoding="utf-8")))]
+    assert len(found) <= ENGINE_LONG_FUNCTIONS_MAX, "\n".join(found)

@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
@@ -46,6 +47,7 @@ from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, ModelSpec
 from kvplan.core.units import MAX_TOKENS
+from kvplan.engines import driver
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.api import FLOAT_WEIGHTS, EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, StartProblem,
@@ -611,33 +613,70 @@ def _holds(workers: list[VllmWorker], blocks_req: int, batch: int, max_seqs: int
     return batch <= min(max(blocks - 1, 0) // blocks_req, max_seqs)
 
 
-def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: bool = False) -> VllmEstimate:
-    """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
-    None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
-    "high" a modelled budget is taken at that edge of its band (check judges by the low edge)."""
+@dataclass
+class _Run(driver.Run):
+    """One vLLM estimate's figures as its steps (driver.Steps) hand them along."""
+
+    rel: Release | None = None
+    kv: DType | None = None
+    act: DType | None = None
+    features: Any = None  # the launch's features (kvplan/engines/features/), `.any` when it sets one
+    fplan: vfeat.Plan | None = None
+    spec: ModelSpec | None = None  # the model as vLLM builds it with the launch's options
+    layout: _Layout | None = None
+    counts: list[int] = field(default_factory=list)
+    shapes: list[_WorkerShape] = field(default_factory=list)
+    mnbt: int = 0
+    max_seqs: int = 0
+    in_flight: int = 0
+    blocks_req: int = 0
+    util: Fraction | None = None
+    bterms: Any = None  # the budget terms of the launch's features
+    budgets: tuple[VllmBudget, ...] | None = None
+    edges: tuple[list[int], list[int]] | None = None
+    available: list[int] | None = None  # KV memory of each worker (one per pipeline stage)
+    workers: list[VllmWorker] = field(default_factory=list)
+    groups: tuple[KvCacheGroup, ...] = ()
+    common: dict[str, Any] = field(default_factory=dict)
+    weights_total: int | None = None
+    per_request: int = 0
+    state_per_request: int = 0
+    log_lines: list[str] = field(default_factory=list)
+    binding: VllmWorker | None = None  # the worker whose block count sizes the pool
+    failing: VllmWorker | None = None  # the first worker one request of max_model_len does not fit
+    starts: bool | None = None
+    too_long: bool = False
+    refused: str | None = None
+    gpu_refusal: str | None = None  # why vLLM does not start on this GPU generation (gpu_dtypes.py)
+    num_blocks: int | None = None
+    tokens: int | None = None
+    concurrency: float | None = None
+    est_len: int | None = None
+    fits: bool | None = None
+    serves: bool | None = None
+    max_batch: int | None = None
+    max_seq: int | None = None
+    marginal: bool | None = None
+    low_kv: int | None = None
+    high_kv: int | None = None
+    per_gpu: PerGpu | None = None
+    pin: int | None = None
+    pin_fits: bool | None = None
+    pin_spare: int | None = None
+    feature_record: vfeat.VllmFeatures | None = None
+
+
+def _refuse(req: EngineRequest) -> None:
     refuse_unread_options(req, "vLLM", releases.OPTION_KEYS)  # a file's engine_options skip accepts
     # the layer kinds this engine has a page rule for (_layer_specs); any other is refused by name, never dropped
     require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "vLLM", req.spec.source or req.spec.name)
-    if req.seq_auto:
-        return _auto_fit(req, search_max_seq=search_max_seq)
-    if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:
-        return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
-    rel = release_for(req)
-    spec = req.spec
-    if req.batch < 1:
-        raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
-    _check_device(req, rel)
-    kv = read_kv_dtype(req)
-    gpu_refusal = _gpu_refusal(req, rel)
-    act = model_dtype(req)
-    features = vfeat.features_of(req)
-    vfeat.check_lengths(req, spec)
-    fplan = vfeat.plan(req, rel, kv, act, KV_DTYPES)
-    spec = fplan.spec  # the model as vLLM builds it with the launch's options (kvplan/engines/vllm/features.py)
-    layout = _layout(req, kv, rel, fplan)
-    counts = pp_layer_counts(spec.layers, req.pp)
-    # the drafter's layers sit on the (only) stage after the target's (speculative decoding is judged at PP 1)
-    shapes = _worker_shapes(layout, counts[:-1] + [counts[-1] + fplan.draft_layers])
+
+
+def _judge_given_pool(req: EngineRequest, *, search_max_seq: bool) -> VllmEstimate:
+    return _given_pool_on_the_gpu(req, estimate(req, search_max_seq=search_max_seq, pool_checked=True))
+
+
+def _refuse_empty_stage(shapes: list[_WorkerShape], counts: list[int]) -> None:
     empty = next((s for s in shapes if s.bytes_per_block == 0), None)
     if empty is not None:
         # its worker has no KV-cache layer, so no block size to divide its memory by (vLLM's per-worker sizing,
@@ -646,167 +685,217 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
         raise UnsupportedError(f"pipeline stage {empty.stage} (layers {first}-{first + empty.layers - 1}) holds no layer "
                                "with a KV cache; how vLLM sizes that worker's pool is not modelled",
                                where="--pp", hint="choose a pipeline size whose every stage holds an attention layer")
+
+
+def _start(req: EngineRequest, search_max_seq: bool) -> _Run:
+    """The release, dtypes, launch plan, layout and scheduler limits of the request."""
+    rel = release_for(req)
+    driver.refuse_batch(req)
+    _check_device(req, rel)
+    kv = read_kv_dtype(req)
+    gpu_refusal = _gpu_refusal(req, rel)
+    act = model_dtype(req)
+    features = vfeat.features_of(req)
+    vfeat.check_lengths(req, req.spec)
+    fplan = vfeat.plan(req, rel, kv, act, KV_DTYPES)
+    spec = fplan.spec  # the model as vLLM builds it with the launch's options (kvplan/engines/vllm/features.py)
+    layout = _layout(req, kv, rel, fplan)
+    counts = pp_layer_counts(spec.layers, req.pp)
+    # the drafter's layers sit on the (only) stage after the target's (speculative decoding is judged at PP 1)
+    shapes = _worker_shapes(layout, counts[:-1] + [counts[-1] + fplan.draft_layers])
+    _refuse_empty_stage(shapes, counts)
     hw = req.hardware
     mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
                                                         hw.capacity_bytes if hw else None, hw.name if hw else None,
                                                         rel)
     in_flight = _in_flight(rel, mnbt, req.pp)
-    blocks_req = _blocks_per_request(layout, req.seq, in_flight)
-    notes = list(layout.notes)
+    run = _Run(req, search_max_seq, notes=list(layout.notes), rel=rel, kv=kv, act=act, features=features, fplan=fplan,
+               spec=spec, layout=layout, counts=counts, shapes=shapes, mnbt=mnbt, max_seqs=max_seqs,
+               in_flight=in_flight, blocks_req=_blocks_per_request(layout, req.seq, in_flight), gpu_refusal=gpu_refusal)
     assumed = format_assumption(spec, req.weight_fmt, linear_only=True)
     if assumed:
-        notes.append(assumed)
-    if hw is not None and req.reserve_bytes is not None:
-        notes.append("--reserve applies to the static engine; vLLM's budget is its own (gpu_memory_utilization)")
-    util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util
+        run.notes.append(assumed)
+    reserve = driver.reserve_note(req, "vLLM's budget is its own (gpu_memory_utilization)")
+    if reserve:
+        run.notes.append(reserve)
+    run.util = req.gpu_util if req.gpu_util is not None else rel.default_gpu_util
+    if features.any:
+        run.bterms = vfeat.budget_terms(req, fplan, act, rel, mnbt, counts, rel.cuda_graph_subtracted)
+    return run
 
-    budgets: tuple[VllmBudget, ...] | None = None
-    edges: tuple[list[int], list[int]] | None = None
-    bterms = vfeat.budget_terms(req, fplan, act, rel, mnbt, counts, rel.cuda_graph_subtracted) if features.any else None
-    if req.kv_cache_memory is not None:
-        available = [req.kv_cache_memory] * req.pp
-        source = "--kv-cache-memory"
-        if not rel.kv_cache_memory_option:
-            notes.append(f"vLLM {rel.version} has no --kv-cache-memory-bytes (it came in 0.10.2): the given KV memory "
+
+def _given(run: _Run) -> None:
+    req, rel = run.req, run.rel
+    run.available = [req.kv_cache_memory] * req.pp
+    if not rel.kv_cache_memory_option:
+        run.notes.append(f"vLLM {rel.version} has no --kv-cache-memory-bytes (it came in 0.10.2): the given KV memory "
                          "is taken as what its budget would leave")
-    elif hw is not None:
-        budget_notes: list[str] = []
-        budgets = budgets_for(req, notes=budget_notes, spec=spec)
-        if bterms is not None:
-            budgets = vfeat.adjust_budgets(budgets, bterms)
-        notes += budget_notes
-        nominal = [b.available_bytes for b in budgets]
-        edges = budget_edges(req, budgets, spec=spec, bterms=bterms, notes=notes)
-        available = {"low": edges[0], "high": edges[1]}.get(req.budget_edge or "", nominal)
-        source = "model"
-    else:
-        available = None
-        source = "none"
 
-    reserve_null = rel.null_block_reserved_before_fit
-    override = fplan.num_gpu_blocks_override
-    workers: list[VllmWorker] = []
-    if available is not None:
-        workers = _workers(shapes, available, budgets, layout, blocks_req, in_flight, reserve_null, req.seq,
-                           override=override, override_in_fit=rel.fit_check_uses_block_override)
+
+def _modelled(run: _Run) -> None:
+    req = run.req
+    budget_notes: list[str] = []
+    budgets = budgets_for(req, notes=budget_notes, spec=run.spec)
+    if run.bterms is not None:
+        budgets = vfeat.adjust_budgets(budgets, run.bterms)
+    run.notes += budget_notes
+    nominal = [b.available_bytes for b in budgets]
+    run.edges = budget_edges(req, budgets, spec=run.spec, bterms=run.bterms, notes=run.notes)
+    run.available = {"low": run.edges[0], "high": run.edges[1]}.get(req.budget_edge or "", nominal)
+    run.budgets = budgets
+
+
+def _pool(run: _Run) -> None:
+    """The workers' pools, the verdict, the logged figures, the band and what the result reports beside them."""
+    req, rel, layout, shapes = run.req, run.rel, run.layout, run.shapes
+    override = run.fplan.num_gpu_blocks_override
+    if run.available is not None:
+        run.workers = _workers(shapes, run.available, run.budgets, layout, run.blocks_req, run.in_flight,
+                               rel.null_block_reserved_before_fit, req.seq, override=override,
+                               override_in_fit=rel.fit_check_uses_block_override)
         if override is not None:
-            notes.append(f"Overriding num_gpu_blocks={max(available[0] // shapes[0].bytes_per_block, 0)} with "
-                         f"num_gpu_blocks_override={override}")
-
-    groups = _public_groups(layout, req.seq, in_flight)
-    common = request_terms(req, kv, engine="vllm", engine_version=ENGINE_VERSION)
+            run.notes.append(f"Overriding num_gpu_blocks={max(run.available[0] // shapes[0].bytes_per_block, 0)} with "
+                             f"num_gpu_blocks_override={override}")
+    run.groups = _public_groups(layout, req.seq, run.in_flight)
+    run.common = request_terms(req, run.kv, engine="vllm", engine_version=ENGINE_VERSION)
+    spec = run.spec
     # a tower kvplan cannot size leaves the weights unknown; a given pool (--kv-cache-memory) does not need them
-    weights_total = None if spec.weights_unknown and spec.weights_bytes is None else model_weights(spec, req.weight_fmt)[0]
-    if budgets is not None:
-        weights_total = sum(b.weights_bytes for b in budgets) * req.tp
-    per_request = sum(w.bytes_per_block for w in shapes) * blocks_req * req.tp
-    state_per_request = _state_bytes_per_request(layout, shapes, req.tp)
-    kv_per_request = per_request - state_per_request
+    run.weights_total = None if spec.weights_unknown and spec.weights_bytes is None else model_weights(spec, req.weight_fmt)[0]
+    if run.budgets is not None:
+        run.weights_total = sum(b.weights_bytes for b in run.budgets) * req.tp
+    run.per_request = sum(w.bytes_per_block for w in shapes) * run.blocks_req * req.tp
+    run.state_per_request = _state_bytes_per_request(layout, shapes, req.tp)
+    run.log_lines = list(f"WARNING {w}" for w in layout.padding_warnings)
+    if run.workers:
+        _verdict(run)
+        _logged_pool(run)
+        _band(run)
+    _per_gpu(run)
+    _layer_notes(run)
+    _feature_notes(run)
 
-    num_blocks = tokens = concurrency = est_len = None
-    fits = max_batch = max_seq = serves = None
-    binding = None
-    refused = None
-    marginal = None
-    low_kv = high_kv = None
-    log_lines: list[str] = list(f"WARNING {w}" for w in layout.padding_warnings)
-    if workers:
-        binding = min(workers, key=lambda w: (w.num_blocks, w.stage))
-        starts = budgets is None or all(b.starts for b in budgets)
-        if budgets is not None and not starts:
-            refused = refusal(budgets[0], multi_gpu=req.tp * req.pp > 1)
-            notes.append(refused)
-        for why in (fplan.refusal, gpu_refusal):
-            if why is not None:
-                starts = False
-                refused = refused or why
-                notes.append(why)
-        failing = next((w for w in workers if not w.fits), None)
-        if any(w.available_kv_bytes <= 0 for w in workers):
-            notes.append("no memory is left for the KV cache (\"No available memory for the cache blocks\"): the weights "
-                         "and activations take the whole budget")
-            log_lines.append("ERROR ValueError: No available memory for the cache blocks. Try increasing "
+
+def _verdict(run: _Run) -> None:
+    """Whether vLLM starts and serves one request of max_model_len, and why not, in its own words."""
+    req, rel, workers, budgets, notes = run.req, run.rel, run.workers, run.budgets, run.notes
+    run.binding = min(workers, key=lambda w: (w.num_blocks, w.stage))
+    run.starts = budgets is None or all(b.starts for b in budgets)
+    if budgets is not None and not run.starts:
+        run.refused = refusal(budgets[0], multi_gpu=req.tp * req.pp > 1)
+        notes.append(run.refused)
+    for why in (run.fplan.refusal, run.gpu_refusal):
+        if why is not None:
+            run.starts = False
+            run.refused = run.refused or why
+            notes.append(why)
+    run.failing = failing = next((w for w in workers if not w.fits), None)
+    if any(w.available_kv_bytes <= 0 for w in workers):
+        notes.append("no memory is left for the KV cache (\"No available memory for the cache blocks\"): the weights "
+                     "and activations take the whole budget")
+        run.log_lines.append("ERROR ValueError: No available memory for the cache blocks. Try increasing "
                              "`gpu_memory_utilization` when initializing the engine.")
-        elif failing is not None:
-            est_len = failing.estimated_max_model_len
-            log_lines.append(_not_fit_line(rel, req.seq, failing.needed_kv_bytes, failing.available_kv_bytes, est_len))
-        too_long = spec.max_context is not None and req.seq > spec.max_context
-        if too_long and releases.allow_long_flag(req.option(releases.ALLOW_LONG_OPTION)):
-            too_long = False
-            notes.append(f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
-                         f"{releases.ALLOW_LONG_ENV} lets vLLM start (it warns that with RoPE the positions beyond give NaN)")
-        elif too_long:
-            longer = (f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
-                      "vLLM refuses it; RoPE scaling extends it (see the fixes), "
-                      f"{releases.ALLOW_LONG_ENV}=1 only lifts the check")
-            refused = refused or longer
-            notes.append(longer)
-        fits = starts and failing is None and not too_long
-        num_blocks = binding.num_blocks
-        concurrency = num_blocks / blocks_req
+    elif failing is not None:
+        run.est_len = failing.estimated_max_model_len
+        run.log_lines.append(_not_fit_line(rel, req.seq, failing.needed_kv_bytes, failing.available_kv_bytes,
+                                           run.est_len))
+    spec = run.spec
+    run.too_long = spec.max_context is not None and req.seq > spec.max_context
+    if run.too_long and releases.allow_long_flag(req.option(releases.ALLOW_LONG_OPTION)):
+        run.too_long = False
+        notes.append(f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
+                     f"{releases.ALLOW_LONG_ENV} lets vLLM start (it warns that with RoPE the positions beyond give NaN)")
+    elif run.too_long:
+        longer = (f"max_model_len {req.seq:,} exceeds the model's max_position_embeddings {spec.max_context:,}: "
+                  "vLLM refuses it; RoPE scaling extends it (see the fixes), "
+                  f"{releases.ALLOW_LONG_ENV}=1 only lifts the check")
+        run.refused = run.refused or longer
+        notes.append(longer)
+    run.fits = run.starts and failing is None and not run.too_long
+
+
+def _logged_pool(run: _Run) -> None:
+    """The blocks, tokens and concurrency vLLM logs, the sequences its pool holds at once and the longest length."""
+    req, rel, binding, blocks_req = run.req, run.rel, run.binding, run.blocks_req
+    run.num_blocks = num_blocks = binding.num_blocks
+    run.concurrency = concurrency = num_blocks / blocks_req
+    if rel.tokens_logged_from_concurrency:
+        run.tokens = int(concurrency * req.seq)
+    else:
+        # 0.19 _report_kv_cache_config: num_blocks // groups x block size, times DCP x PCP
+        run.tokens = (num_blocks // len(run.layout.groups) * min(s.block_size for s, _ in run.layout.groups)
+                      * run.fplan.token_shards)
+    if run.failing is None and all(w.available_kv_bytes > 0 for w in run.workers):
+        run.log_lines.append(f"INFO Available KV cache memory: {_gib(binding.available_kv_bytes)} GiB")
         if rel.tokens_logged_from_concurrency:
-            tokens = int(concurrency * req.seq)
-        else:
-            # 0.19 _report_kv_cache_config: num_blocks // groups x block size, times DCP x PCP
-            tokens = num_blocks // len(layout.groups) * min(s.block_size for s, _ in layout.groups) * fplan.token_shards
-        if failing is None and all(w.available_kv_bytes > 0 for w in workers):
-            log_lines.append(f"INFO Available KV cache memory: {_gib(binding.available_kv_bytes)} GiB")
-            if rel.tokens_logged_from_concurrency:
-                log_lines.append(f"INFO GPU KV cache size: {tokens:,} tokens, Maximum concurrency for {req.seq:,} "
+            run.log_lines.append(f"INFO GPU KV cache size: {run.tokens:,} tokens, Maximum concurrency for {req.seq:,} "
                                  f"tokens per request: {concurrency:.2f}x")
-            else:
-                log_lines.append(f"INFO GPU KV cache size: {tokens:,} tokens")
-                log_lines.append(f"INFO Maximum concurrency for {req.seq:,} tokens per request: {concurrency:.2f}x")
-        usable_blocks = max(num_blocks - 1, 0)  # block 0 is the null block (v1/core/block_pool.py)
-        max_batch = min(usable_blocks // blocks_req, max_seqs) if fits else 0
-        serves = fits and req.batch <= max_batch
-        if fits and req.batch > max_batch:
-            notes.append(f"vLLM starts, but its pool holds {max_batch} sequences of {req.seq:,} tokens at once"
+        else:
+            run.log_lines.append(f"INFO GPU KV cache size: {run.tokens:,} tokens")
+            run.log_lines.append(f"INFO Maximum concurrency for {req.seq:,} tokens per request: {concurrency:.2f}x")
+    usable_blocks = max(num_blocks - 1, 0)  # block 0 is the null block (v1/core/block_pool.py)
+    max_seqs = run.max_seqs
+    run.max_batch = max_batch = min(usable_blocks // blocks_req, max_seqs) if run.fits else 0
+    run.serves = run.fits and req.batch <= max_batch
+    if run.fits and req.batch > max_batch:
+        run.notes.append(f"vLLM starts, but its pool holds {max_batch} sequences of {req.seq:,} tokens at once"
                          + (f" (max_num_seqs {max_seqs})" if max_batch == max_seqs else "")
                          + f"; the other {req.batch - max_batch} wait")
-        if not starts:
-            max_seq = 0
-        elif search_max_seq:
-            max_seq = _longest_seq(req, layout, workers, in_flight, reserve_null, (mnbt, max_seqs), rel)
-        if edges is not None:
-            low_kv, high_kv = edges[0][binding.stage], edges[1][binding.stage]
-            at = [_holds(_workers(shapes, e, budgets, layout, blocks_req, in_flight, reserve_null, req.seq), blocks_req,
-                         req.batch, max_seqs) and starts and not too_long for e in edges]
-            marginal = at[0] != at[1]
-            if marginal:
-                notes.append(f"marginal: the budget's band ({_gib(low_kv)}-{_gib(high_kv)} GiB of KV memory, the measured "
-                             f"error of its terms) holds the request shape at its high edge but not at its low edge")
-        elif source == "--kv-cache-memory":
-            low_kv = high_kv = binding.available_kv_bytes
-            marginal = False
-    if source == "none":
-        notes.append("no GPU given: blocks, tokens and concurrency need --gpu/--gpu-mem or --kv-cache-memory")
+    if not run.starts:
+        run.max_seq = 0
+    elif run.search_max_seq:
+        run.max_seq = _longest_seq(req, run.layout, run.workers, run.in_flight, rel.null_block_reserved_before_fit,
+                                   (run.mnbt, max_seqs), rel)
 
-    per_gpu = None
-    pin = pin_fits = pin_spare = None
-    if hw is not None and binding is not None:
-        b = binding.budget
-        pool = binding.num_blocks * binding.bytes_per_block
-        if b is not None:
-            non_kv = b.non_kv_bytes + (b.cuda_graph_bytes if b.cuda_graph_subtracted else 0)
-            per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=b.requested_bytes,
+
+def _band(run: _Run) -> None:
+    """The verdict at the two edges of a modelled budget's band (marginal when they differ)."""
+    req, edges, binding = run.req, run.edges, run.binding
+    if edges is not None:
+        run.low_kv, run.high_kv = edges[0][binding.stage], edges[1][binding.stage]
+        at = [_holds(_workers(run.shapes, e, run.budgets, run.layout, run.blocks_req, run.in_flight,
+                              run.rel.null_block_reserved_before_fit, req.seq), run.blocks_req, req.batch, run.max_seqs)
+              and run.starts and not run.too_long for e in edges]
+        run.marginal = at[0] != at[1]
+        if run.marginal:
+            run.notes.append(f"marginal: the budget's band ({_gib(run.low_kv)}-{_gib(run.high_kv)} GiB of KV memory, the "
+                             "measured error of its terms) holds the request shape at its high edge but not at its low "
+                             "edge")
+    elif run.source == driver.GIVEN:
+        run.low_kv = run.high_kv = binding.available_kv_bytes
+        run.marginal = False
+
+
+def _per_gpu(run: _Run) -> None:
+    """The most loaded GPU, and the --kv-cache-memory-bytes that pins the pool (_pin)."""
+    req, hw, binding = run.req, run.req.hardware, run.binding
+    if hw is None or binding is None:
+        return
+    b = binding.budget
+    pool = binding.num_blocks * binding.bytes_per_block
+    if b is not None:
+        non_kv = b.non_kv_bytes + (b.cuda_graph_bytes if b.cuda_graph_subtracted else 0)
+        run.per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=b.requested_bytes,
                              weights_bytes=b.weights_bytes, cache_bytes=pool,
                              reserved_bytes=hw.capacity_bytes - b.requested_bytes,
                              free_bytes=b.requested_bytes - non_kv - pool)
-            if rel.kv_cache_memory_option and binding.num_blocks > 0:
-                pin, pin_fits, pin_spare = _pin(workers, binding.num_blocks, hw.capacity_bytes)
-        else:
-            weights_gpu = cdiv(weights_total, req.tp * req.pp)
-            per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=weights_gpu + binding.available_kv_bytes,
+        if run.rel.kv_cache_memory_option and binding.num_blocks > 0:
+            run.pin, run.pin_fits, run.pin_spare = _pin(run.workers, binding.num_blocks, hw.capacity_bytes)
+    else:
+        weights_gpu = cdiv(run.weights_total, req.tp * req.pp)
+        run.per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=weights_gpu + binding.available_kv_bytes,
                              weights_bytes=weights_gpu, cache_bytes=pool,
                              reserved_bytes=max(hw.capacity_bytes - weights_gpu - binding.available_kv_bytes, 0),
                              free_bytes=binding.available_kv_bytes - pool)
-    b0 = binding.budget if binding is not None else None
-    sliding = [s for s in layout.specs.values() if s.kind == SLIDING]
+
+
+def _layer_notes(run: _Run) -> None:
+    """What the sliding-window and chunked-local layers are charged, and where the budget's terms come from."""
+    req, in_flight, notes = run.req, run.in_flight, run.notes
+    sliding = [s for s in run.layout.specs.values() if s.kind == SLIDING]
     if sliding and min(s.window - 1 + in_flight for s in sliding) >= req.seq:
         notes.append(f"sliding-window layers are charged the whole max_model_len: window - 1 + {in_flight:,} tokens in "
                      "flight (max_num_batched_tokens) reach past it")
-    chunked = [s for s in layout.specs.values() if s.kind == CHUNKED]
+    chunked = [s for s in run.layout.specs.values() if s.kind == CHUNKED]
     if chunked:
         c = min(s.window for s in chunked)
         if c + in_flight >= req.seq:
@@ -816,47 +905,77 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: b
             notes.append(f"chunked-local layers hold the current chunk plus the tokens in flight ({c:,} + {in_flight:,} "
                          "tokens a request), not the whole max_model_len; with EAGLE or VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_"
                          "HYBRID_KV_CACHE=0 vLLM turns its hybrid KV cache manager off and charges them the whole length")
-    if budgets is not None:
-        notes.append(f"budget terms are modelled for vLLM {rel.version} (vLLM measures them at start-up); its constants "
-                     "were measured on public start-up logs, the band is their leave-out error "
+    if run.budgets is not None:
+        b0 = run.binding.budget if run.binding is not None else None
+        notes.append(f"budget terms are modelled for vLLM {run.rel.version} (vLLM measures them at start-up); its "
+                     "constants were measured on public start-up logs, the band is their leave-out error "
                      "(docs/engines/calibration.md)" + (f"; from the site profile: {', '.join(b0.site_terms)}"
                                                          if b0 is not None and b0.site_terms else ""))
 
-    feature_record = None
-    if features.any:
-        attention_specs = [s for s in layout.specs.values() if s.kind != MAMBA]
-        token_rank = sum(s.page // s.block_size for s in attention_specs)
-        feature_record = vfeat.summarize(
-            req, fplan, bterms, act=act, bytes_per_block=binding.bytes_per_block if binding else None,
-            token_bytes_per_rank=token_rank, block_size=layout.block_size, mnbt=mnbt, concurrency=concurrency,
-            max_batch=max_batch, pool_bytes=binding.num_blocks * binding.bytes_per_block if binding else None, rel=rel)
-        notes = list(dict.fromkeys(list(fplan.notes) + notes + list(feature_record.notes)))
-    elif fplan.notes:
-        notes = list(fplan.notes) + notes
 
-    result = VllmEstimate(
-        **common, kv_bytes=kv_per_request * req.batch, state_bytes=state_per_request * req.batch,
-        cache_bytes=per_request * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
-        max_seq=max_seq, notes=tuple(notes), **verdict_terms(fits, serves), vllm_version=rel.line,
-        vllm_release=rel.version, block_size=layout.block_size, max_num_batched_tokens=mnbt, max_num_seqs=max_seqs,
-        gpu_memory_utilization=budget_model._fraction_text(util) if source == "model" else None,
-        kv_cache_groups=groups, padding_layers=layout.padding_layers, padding_warnings=tuple(layout.padding_warnings),
-        group_size=binding.group_size if binding else shapes[0].group_size,
-        bytes_per_block=binding.bytes_per_block if binding else None, blocks_per_request=blocks_req,
+def _feature_notes(run: _Run) -> None:
+    """The terms of the launch's features (speculative decoding, LoRA, offload, parallelism), notes first."""
+    fplan, binding = run.fplan, run.binding
+    if run.features.any:
+        attention_specs = [s for s in run.layout.specs.values() if s.kind != MAMBA]
+        token_rank = sum(s.page // s.block_size for s in attention_specs)
+        run.feature_record = vfeat.summarize(
+            run.req, fplan, run.bterms, act=run.act, bytes_per_block=binding.bytes_per_block if binding else None,
+            token_bytes_per_rank=token_rank, block_size=run.layout.block_size, mnbt=run.mnbt,
+            concurrency=run.concurrency, max_batch=run.max_batch,
+            pool_bytes=binding.num_blocks * binding.bytes_per_block if binding else None, rel=run.rel)
+        run.notes = list(dict.fromkeys(list(fplan.notes) + run.notes + list(run.feature_record.notes)))
+    elif fplan.notes:
+        run.notes = list(fplan.notes) + run.notes
+
+
+def _result(run: _Run) -> VllmEstimate:
+    req, rel, binding, layout = run.req, run.rel, run.binding, run.layout
+    b0 = binding.budget if binding is not None else None
+    kv_per_request = run.per_request - run.state_per_request
+    return VllmEstimate(
+        **run.common, kv_bytes=kv_per_request * req.batch, state_bytes=run.state_per_request * req.batch,
+        cache_bytes=run.per_request * req.batch, weights_bytes=run.weights_total, per_gpu=run.per_gpu,
+        max_batch=run.max_batch, max_seq=run.max_seq, notes=tuple(run.notes), **verdict_terms(run.fits, run.serves),
+        vllm_version=rel.line, vllm_release=rel.version, block_size=layout.block_size, max_num_batched_tokens=run.mnbt,
+        max_num_seqs=run.max_seqs,
+        gpu_memory_utilization=budget_model._fraction_text(run.util) if run.source == driver.MODELLED else None,
+        kv_cache_groups=run.groups, padding_layers=layout.padding_layers,
+        padding_warnings=tuple(layout.padding_warnings),
+        group_size=binding.group_size if binding else run.shapes[0].group_size,
+        bytes_per_block=binding.bytes_per_block if binding else None, blocks_per_request=run.blocks_req,
         available_kv_bytes=binding.available_kv_bytes if binding else None,
-        available_kv_bytes_low=low_kv, available_kv_bytes_high=high_kv, marginal=marginal, num_gpu_blocks=num_blocks,
-        kv_cache_tokens=tokens, max_concurrency=concurrency, estimated_max_model_len=est_len, budget_source=source,
-        budget_edge=req.budget_edge if source == "model" and req.budget_edge in ("low", "high") else None,
+        available_kv_bytes_low=run.low_kv, available_kv_bytes_high=run.high_kv, marginal=run.marginal,
+        num_gpu_blocks=run.num_blocks, kv_cache_tokens=run.tokens, max_concurrency=run.concurrency,
+        estimated_max_model_len=run.est_len, budget_source=run.source,
+        budget_edge=req.budget_edge if run.source == driver.MODELLED and req.budget_edge in ("low", "high") else None,
         requested_bytes=b0.requested_bytes if b0 else None, weights_per_gpu_bytes=b0.weights_bytes if b0 else None,
         activation_peak_bytes=b0.activation_peak_bytes if b0 else None,
         non_torch_bytes=b0.non_torch_bytes if b0 else None, cuda_graph_bytes=b0.cuda_graph_bytes if b0 else None,
         cuda_graph_subtracted=b0.cuda_graph_subtracted if b0 else None,
         moe_workspace_bytes=b0.moe_workspace_bytes if b0 else None,
         budget_uncertainty_bytes=b0.uncertainty_bytes if b0 else None,
-        pinned_kv_cache_memory_bytes=pin, pinned_fits_beside=pin_fits, pinned_spare_bytes=pin_spare,
-        workers=tuple(workers), log_lines=tuple(log_lines), refusal=refused, suggestions=(), features=feature_record,
+        pinned_kv_cache_memory_bytes=run.pin, pinned_fits_beside=run.pin_fits, pinned_spare_bytes=run.pin_spare,
+        workers=tuple(run.workers), log_lines=tuple(run.log_lines), refusal=run.refused, suggestions=(),
+        features=run.feature_record,
     )
-    return result
+
+
+def _fit_length(req: EngineRequest, *, search_max_seq: bool) -> VllmEstimate:
+    return _auto_fit(req, search_max_seq=search_max_seq)
+
+
+STEPS = driver.Steps(refuse=_refuse, on_the_gpu=_judge_given_pool, start=_start, given=_given, modelled=_modelled,
+                     no_gpu="no GPU given: blocks, tokens and concurrency need --gpu/--gpu-mem or --kv-cache-memory",
+                     pool=_pool, result=_result, fit_length=_fit_length)
+
+
+def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_checked: bool = False) -> VllmEstimate:
+    """What the vLLM release req.engine_version (default releases.DEFAULT) does with this deployment (max_seq left
+    None when search_max_seq is False: _longest_seq re-runs the estimate that way). With req.budget_edge "low" or
+    "high" a modelled budget is taken at that edge of its band (check judges by the low edge). The steps above, in
+    the order every paged engine follows (kvplan/engines/driver.py)."""
+    return driver.estimate(STEPS, req, search_max_seq=search_max_seq, pool_checked=pool_checked)
 
 
 def _auto_length(workers: list[VllmWorker], derived: int) -> int:
