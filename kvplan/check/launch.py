@@ -308,13 +308,15 @@ def _docker_run(args: list[str], env: dict) -> list[EngineCall]:
     if i >= len(args):
         return []
     image, command = args[i], args[i + 1:]
-    other = other_server_image(image)
-    if other is not None and not image_engine(image) and not (entrypoint or (command and calls_in_words(command))):
-        return [_other(f"{other} (image {image})", ["docker", "run", *args], container_env, image, None)]
     evidence = GpuEvidence(count=count, count_where=f"docker run --gpus {gpus_given}: {count}" if count is not None else None,
                            vendor=vendor,
                            vendor_where="docker run --gpus" if vendor == "nvidia" else "docker run --device /dev/kfd",
                            all_devices=all_devices)
+    other = other_server_image(image)
+    if other is not None and not image_engine(image) and not (entrypoint or (command and calls_in_words(command))):
+        if other == "NVIDIA NIM":  # its NIM_* settings may map to a vLLM launch (check/nim.py): keep what it runs
+            return [EngineCall(OTHER, f"{other} (image {image})", tuple(command), False, container_env, image, evidence)]
+        return [_other(f"{other} (image {image})", ["docker", "run", *args], container_env, image, None)]
     words = ([entrypoint] if entrypoint else []) + command
     if not words or (words[0].startswith("-") and not entrypoint):
         default = image_entrypoint(image)

@@ -9,7 +9,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from kvplan import engines
-from kvplan.check import launch, shell
+from kvplan.check import launch, nim, shell
 from kvplan.check.deployment import Defaults, Deployment, LaunchContext
 from kvplan.check.gpus import GpuEvidence, choose
 from kvplan.check.items import Failure, Workload, calls_of
@@ -98,6 +98,10 @@ def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) 
     env = {**workload.env, **call.env}
     gpus = visible(_merge(workload.gpus, call.gpus), env)
     notes: list[str] = []
+    if call.engine == launch.OTHER and nim.is_nim(image):  # NIM_* settings that give a vLLM launch, or why not
+        call = nim.engine_call(replace(call, image=image), env, where=workload.where)
+        notes.append(f"{nim.TITLE}: the vLLM release inside image {image} is not in the file; judged by the rules of "
+                     "a launch that pins none")
     if call.engine == launch.OTHER:
         shown = shell.display(" ".join(call.args))[:160] if call.args else ""
         raise UnsupportedError(f"starts {call.launcher}" + (f" (`{shown}`)" if shown else "") + ", a server whose memory "
