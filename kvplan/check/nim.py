@@ -56,6 +56,7 @@ _MODEL = ("NIM_MODEL_PATH", "NIM_MODEL_NAME")
 _READ = set(VLLM_FLAGS) | set(_SWITCHES) | NO_MEMORY | set(_MODEL) | {"NIM_MODEL_PROFILE", "NIM_PASSTHROUGH_ARGS"}
 _HF_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
 _PROFILE_ENGINE = re.compile(r"(vllm|sglang|tensorrt_llm|trtllm)(?:[-_]|$)")
+_VLLM_PROFILE = re.compile(r"vllm(?:[-_]|$)")
 
 
 def is_nim(image: str | None) -> bool:
@@ -83,7 +84,7 @@ def engine_call(call: launch.EngineCall, env: Mapping[str, str | None], *, where
         raise UnsupportedError(f"starts {shown}: NIM picks its engine from the profile it selects at start, and {why}",
                                where=where, hint="set NIM_MODEL_PROFILE to a readable vllm-<precision>-tp<N>-pp<M> "
                                "profile (list-model-profiles prints them) to judge it as that vLLM launch")
-    if parsed.group(1) != "vllm":
+    if not _VLLM_PROFILE.match(parsed.group(0)):
         raise UnsupportedError(f"starts {shown} with profile {profile}: its {parsed.group(1)} engine's settings "
                                "are NIM's own, which kvplan does not map", where=where,
                                hint="judge a vllm-* profile, or the engine's own launch")

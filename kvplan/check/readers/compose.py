@@ -24,10 +24,12 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check import launch, shell
+from kvplan.check.readers import scripts
 from kvplan.check.gpus import GpuEvidence, whole_count
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_COMPOSE
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core import files
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 
 _TOP_LEVEL = {"version", "name", "services", "volumes", "networks", "configs", "secrets", "include", "models"}
 _SERVICE_KEYS = {"image", "build", "command", "entrypoint", "deploy", "environment", "ports", "volumes"}
@@ -262,10 +264,6 @@ def _built(name: str, service: Mapping, image: str | None, env: dict, entrypoint
     under the service's own environment, entrypoint and command (a compose `entrypoint` also drops the image's CMD:
     Compose Specification, services.entrypoint). The Dockerfile is read only inside the checked repository (or an
     allowed folder), like every path a file names; one kvplan cannot read makes the service cannot judge."""
-    from kvplan.check.readers import scripts
-    from kvplan.core import files
-    from kvplan.core.errors import KvplanError
-
     at = f"{where}.build"
     gpus = _gpus(service, env, where)
     base = Workload(source=source, document=document, name=name, fmt=FORMAT_COMPOSE, where=where, base_dir=base_dir,
