@@ -16,11 +16,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.probe.device import Device
 from kvplan.probe.layout import RankPlan, TensorSpec
 from kvplan.probe.result import BenchGroup, BenchResult
 from kvplan.core.spec import HEADED_KINDS, MLA, ModelSpec
+from kvplan.model import catalog
 
 MIN_SECONDS = 0.2
 MAX_ITERS = 50
@@ -112,8 +113,6 @@ def catalog_gpu(device: Device, lookup=None):
     """The catalog entry whose name matches the CUDA device name, or None."""
     if device.kind != "cuda" or not device.name:
         return None
-    from kvplan.model import catalog
-    from kvplan.core.errors import KvplanError
 
     try:
         return (lookup or catalog.find_gpu)(device.name)

@@ -19,6 +19,10 @@ from kvplan.probe.result import BenchGroup, BenchResult, Deltas, FindMaxResult, 
 from kvplan.core.spec import STATE
 from kvplan.core.units import format_bytes
 from kvplan import engines
+from kvplan.probe.measure import measure_rank, rank_match
+from kvplan.probe.findmax import find_max
+from kvplan.probe.bench import bench, catalog_gpu
+from kvplan.engines.api import Hardware
 
 DEFAULT_MAX_FRACTION = Fraction(95, 100)
 
@@ -54,16 +58,12 @@ def _budget(device: Device, opts: ProbeOptions) -> tuple[int, str]:
 
 def _probe_rank(request, cache: CacheModel, opts: ProbeOptions, device: Device, stage: int, tp_rank: int,
                 engine_result: Any) -> tuple[RankResult, list[str], tuple[int | None, str | None]]:
-    from kvplan.probe.measure import measure_rank, rank_match
-
     notes: list[str] = []
     rank = stage * cache.tp + tp_rank
     layers = stage_layers(cache, stage)
     span = f"{min(layers)}-{max(layers)}" if layers else "-"
     start = time.perf_counter()
     if opts.find_max:
-        from kvplan.probe.findmax import find_max
-
         unit = growth_unit(cache, layout=opts.layout, stage=stage, seq=request.seq, block_size=opts.block_size)
         if unit.name == "blocks" and any(layer.kind == STATE for layer in layers.values()):
             notes.append("paged --find-max grows the attention pools only; state layers hold a fixed slot per sequence")
@@ -85,8 +85,6 @@ def _probe_rank(request, cache: CacheModel, opts: ProbeOptions, device: Device, 
                          blocks=blocks, block_size=opts.block_size)
     hook = None
     if opts.bench:
-        from kvplan.probe.bench import bench
-
         hook = lambda held: bench(held, plan, cache.spec, device)  # noqa: E731 - runs while the cache is held
     groups, deltas, tensor_bytes, count, seconds, bench_result = measure_rank(plan, device, touch=opts.touch, while_held=hook)
     ok, measured, why = rank_match(plan, groups, deltas, tensor_bytes)
@@ -119,8 +117,6 @@ def _engine_result(request, device: Device, engine_estimate, engine: str):
         if total is None:
             raise InputError(f"--engine {engine} sizes its pool from a GPU budget", where="--engine",
                              hint="add --gpu NAME, --gpu-mem SIZE or --kv-cache-memory SIZE (or probe on a GPU)")
-        from kvplan.engines.api import Hardware
-        from kvplan.probe.bench import catalog_gpu
 
         gpu = catalog_gpu(device)
         request = replace(request, hardware=Hardware(gpu.name if gpu else None, total))

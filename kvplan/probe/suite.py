@@ -18,6 +18,15 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from kvplan.model import catalog
+from kvplan.core.errors import InputError, KvplanError
+from kvplan.requests.build import build_request
+from kvplan.probe import load_torch, ProbeOutOfMemory
+from kvplan.probe.runner import ProbeOptions, run_probe
+from kvplan.core.units import parse_size
+from kvplan.probe.device import select_device
+from kvplan import engines
+
 # GPU shapes fit one 80 GB card with room to spare (each case alone; they run one after another).
 # The CPU dry run keeps every case under ~0.5 GB.
 
@@ -83,9 +92,6 @@ CONFIG_FILES = {"qwen3-next-80b-a3b": "qwen3-next-80b-a3b-thinking", "nemotron-h
 def model_ref(name: str) -> str:
     """The bundled spec's name when kvplan has it, else the copy of its config.json in a checkout's
     tests/data/hf_configs (a wheel without the spec, or a checkout from before it was bundled)."""
-    from kvplan.model import catalog
-    from kvplan.core.errors import InputError
-
     try:
         catalog.resolve_model(name)
         return name
@@ -97,8 +103,6 @@ def model_ref(name: str) -> str:
 
 
 def _request(case: Case, shape: dict):
-    from kvplan.requests.build import build_request
-
     return build_request(model_ref(case.model), seq=str(shape["seq"]), batch=shape.get("batch", 1),
                          kv_dtype=shape.get("kv_dtype", "auto"), dtype=None, gpu=None, gpu_mem=None, gpus=None,
                          tp=shape.get("tp"), pp=shape.get("pp", 1), kv_cache_memory=shape.get("kv_cache_memory"))
@@ -106,11 +110,6 @@ def _request(case: Case, shape: dict):
 
 def run_case(case: Case, device, torch, *, small: bool) -> dict:
     from dataclasses import asdict
-
-    from kvplan.core.errors import KvplanError
-    from kvplan.probe import ProbeOutOfMemory
-    from kvplan.probe.runner import ProbeOptions, run_probe
-    from kvplan.core.units import parse_size
 
     shape = case.cpu if small else case.gpu
     opts = dict(case.options)
@@ -127,8 +126,6 @@ def run_case(case: Case, device, torch, *, small: bool) -> dict:
         req = _request(case, shape)
         engine_estimate = None
         if opts.get("engine", "static") != "static":
-            from kvplan import engines
-
             engine_estimate = engines.get(opts["engine"]).estimate
         result = run_probe(req, ProbeOptions(device=device.label, **opts), engine_estimate=engine_estimate, torch=torch,
                            device=device, dist_env=False)
@@ -175,9 +172,6 @@ def _summary(result) -> str:
 
 
 def run_suite(device_name: str = "cuda", *, small: bool | None = None, only: list[str] | None = None, torch=None) -> dict:
-    from kvplan.probe import load_torch
-    from kvplan.probe.device import select_device
-
     torch = torch or load_torch()
     start = time.perf_counter()
     device = select_device(torch, device_name)
@@ -207,7 +201,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--small", action="store_true", help="the small CPU shapes even on a GPU")
     parser.add_argument("--only", action="append", help="run only this case (repeatable)")
     args = parser.parse_args(argv)
-    from kvplan.core.errors import KvplanError
 
     try:
         report = run_suite(args.device, small=True if args.small else None, only=args.only)
