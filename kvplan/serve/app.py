@@ -27,6 +27,7 @@ from starlette.routing import Route
 
 from kvplan.core.errors import EXIT_INPUT, KvplanError
 from kvplan.serve import calls
+from kvplan import __version__
 
 PAGE = Path(__file__).with_name("page")
 _PAGE_FILES = {"": ("index.html", "text/html; charset=utf-8"), "page.js": ("page.js", "text/javascript; charset=utf-8"),
@@ -148,8 +149,6 @@ def build(limits: Limits = Limits()) -> Starlette:
 
 def openapi_document() -> dict:
     """OpenAPI 3.1 (whose schemas are JSON Schema) of every call: its arguments' schema, read from the API function."""
-    from kvplan import __version__
-
     error = {"description": "an error: where, what, hint, and the command's exit code",
              "content": {"application/json": {"schema": {"$ref": "#/components/schemas/Error"}}}}
     paths = {}

@@ -17,8 +17,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from kvplan.core.errors import InputError
+from kvplan.core.errors import InputError, did_you_mean
 from kvplan.serve import schema
+import kvplan
+from kvplan.check.entry import check
 
 # what a caller cannot set: files and folders of the server, and whether the server may ask the Hugging Face Hub
 # (the server's own environment decides: HF_HUB_OFFLINE)
@@ -53,16 +55,12 @@ class Call:
 
 def _api(name: str):
     def load():
-        import kvplan
-
         return getattr(kvplan, name)
 
     return load
 
 
 def _check_function():
-    from kvplan.check.entry import check
-
     return check
 
 
@@ -95,8 +93,6 @@ def run(name: str, arguments: Any) -> tuple[dict, int]:
     properties = call.arguments_schema()["properties"]
     for key, value in arguments.items():
         if key not in properties:
-            from kvplan.core.errors import did_you_mean
-
             raise InputError("is not an argument of " + name, where=str(key)[:100],
                              hint=did_you_mean(str(key), properties) or "see GET /api/openapi.json")
         if not schema.matches(value, properties[key]):

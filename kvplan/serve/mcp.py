@@ -13,6 +13,7 @@ import json
 
 from kvplan.core.errors import KvplanError
 from kvplan.serve import calls
+from kvplan import __version__
 
 TOOLS = ("estimate", "check", "plan", "explain", "models")
 _ADVICE = {
@@ -30,8 +31,6 @@ def build():
     import anyio
     import mcp_types as types
     from mcp.server.lowlevel import Server
-
-    from kvplan import __version__
 
     async def list_tools(ctx, params) -> types.ListToolsResult:
         return types.ListToolsResult(tools=[
