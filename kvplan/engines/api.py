@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from kvplan.core.dtypes import DType, WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
+from kvplan.model.catalog import find_gpu
 
 if TYPE_CHECKING:  # annotations only: `estimate` of a plain request imports neither (benchmarks/cold_start.py)
     from kvplan.engines.calibration import SiteProfile
@@ -38,8 +39,6 @@ class Hardware:
     def facts(self):
         """The catalog entry (kvplan.model.catalog.Gpu: vendor, architecture, nvidia-smi MiB, bandwidth), or None
         for a GPU given by its memory alone."""
-        from kvplan.model.catalog import find_gpu
-
         return find_gpu(self.name) if self.name else None
 
 

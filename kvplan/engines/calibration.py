@@ -25,7 +25,9 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from kvplan.core.errors import InputError
+from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core import units, yamlio
+from kvplan.core.yamlio import dump_yaml
 
 FORMAT = "kvplan-site-profile/1"
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -127,8 +129,6 @@ def profile_from_mapping(data: Any, *, where: str) -> SiteProfile:
         raise InputError("a site profile is a mapping of keys", where=where, hint="see docs/engines/calibration.md")
     for key in data:
         if key not in _KEYS:
-            from kvplan.core.errors import did_you_mean
-
             raise InputError(f"unknown key {key!r}", where=f"{where}: {key}",
                              hint=did_you_mean(str(key), list(_KEYS)) or "keys: " + ", ".join(_KEYS))
     if data.get("format") != FORMAT:
@@ -150,7 +150,6 @@ def profile_from_mapping(data: Any, *, where: str) -> SiteProfile:
             if value < 0:
                 raise InputError(f"must not be negative, got {value}", where=f"{where}: {key}")
             return value
-        from kvplan.core import units
 
         if value.strip() in ("0", "0B"):
             return 0
@@ -207,8 +206,6 @@ def profile_to_mapping(site: SiteProfile) -> dict:
 def read_profile(path: str, *, engine: str | None = None) -> SiteProfile:
     """Load and validate a profile file (YAML, or JSON by its .json name); a profile fitted on another engine's
     logs is refused for `engine`."""
-    from kvplan.core import yamlio
-
     p = Path(path).expanduser()
     data = yamlio.load_json(p) if p.suffix.lower() == ".json" else yamlio.load_yaml(p)
     site = profile_from_mapping(data, where=str(path))
@@ -225,6 +222,5 @@ def dump_profile(site: SiteProfile, path: str) -> str:
     data = profile_to_mapping(site)
     if path.lower().endswith(".json"):
         return json.dumps(data, indent=2) + "\n"
-    from kvplan.core.yamlio import dump_yaml
 
     return "# kvplan site profile: written by `kvplan calibrate --save` (docs/engines/calibration.md)\n" + dump_yaml(data)

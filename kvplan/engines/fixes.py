@@ -35,6 +35,8 @@ from kvplan.core.text import plural
 from kvplan.core.units import format_bytes, format_tokens
 from kvplan.engines.api import Engine
 from kvplan.engines.api import EngineRequest
+from kvplan.model.catalog import gpus
+from kvplan.core import dtypes
 
 TP_CANDIDATES = (2, 4, 8, 16, 32, 64)
 UTIL_STEP = Fraction(1, 100)
@@ -59,8 +61,6 @@ class Fix:
 
 def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineRequest], bool]) -> list[Fix]:
     """The single changes to `req` for which `passes` holds; `result` is the engine's result for `req`."""
-    from kvplan.model.catalog import gpus
-
     def ok(candidate: EngineRequest) -> bool:
         try:
             return passes(candidate)
@@ -149,8 +149,6 @@ def _quantized_weights(engine: Engine, req: EngineRequest, ok: Callable[[EngineR
     """Smaller weights of the same model, the first that passes: fp8 where the engine quantizes a 16-bit checkpoint
     as it loads it (its flags name how), else a 4-bit checkpoint. Only for a 16-bit model whose weights kvplan
     counts from its parameters (a checkpoint already quantized, or read byte-exact from its files, is left as it is)."""
-    from kvplan.core import dtypes
-
     spec = req.spec
     if spec.weights_bytes is not None or req.weight_fmt is not None or (spec.weight_dtype or spec.dtype) not in ("bf16", "fp16", "fp32"):
         return []

@@ -31,6 +31,9 @@ from pathlib import Path
 
 from kvplan.core.errors import EXIT_INPUT, EXIT_NO, EXIT_OK, EXIT_UNSUPPORTED, InputError
 from kvplan.engines.calibration import SiteObservation
+from kvplan.core import files
+from kvplan.engines.logtext import detect_engine
+from kvplan.engines.sitefit import predict
 
 GIB = 2**30
 MATCH, MISMATCH, CANNOT_JUDGE, INVALID = "match", "mismatch", "cannot judge", "invalid"
@@ -168,8 +171,6 @@ def _range_text(values: list, fmt: str) -> str | None:
 def read_log(path: str | Path) -> str:
     """A log file's text (UTF-8, undecodable bytes replaced: logs carry progress-bar glyphs and mojibake), through
     the bounded reader (core/files.py): a FIFO, a device or a socket named as a log is refused, never read forever."""
-    from kvplan.core import files
-
     if str(path) == "-":  # a log piped in (`docker logs vllm 2>&1 | kvplan calibrate -`), bounded as a file is
         import sys
 
@@ -195,8 +196,6 @@ def invalid(path: str, what: str, engine: str | None = None) -> LogCalibration:
 def calibrate_path(path: str | Path, *, engine: str | None = None, model: str | None = None,
                    models_dir: str | None = None, site=None, hardware=None) -> LogCalibration:
     """One log file, its engine detected from the text unless given; unreadable or unrecognised: INVALID."""
-    from kvplan.engines.logtext import detect_engine
-
     try:
         text = read_log(path)
     except InputError as err:
@@ -214,8 +213,6 @@ def calibrate_path(path: str | Path, *, engine: str | None = None, model: str | 
 
 def _with_profile(result: LogCalibration, site) -> LogCalibration:
     """The modelled KV budget again with a site profile's terms (engines/calibration.py adjusted_available)."""
-    from kvplan.engines.sitefit import predict
-
     o = result.site
     if o is None or o.modelled_available_kv_bytes is None or (site.engine not in (None, o.engine)):
         return result

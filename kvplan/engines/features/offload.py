@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import HEADED_KINDS, ModelSpec
+from kvplan.core.layers import kv_heads_per_rank
 
 GIB = 2**30
 PAGE_SIZE = 4096  # mmap.PAGESIZE on x86-64 Linux: the alignment of one offloaded chunk (SharedOffloadRegion)
@@ -70,7 +71,6 @@ def layer_parameters(spec: ModelSpec, tp: int, bits: int) -> list[tuple[str, int
     if style is None or spec.moe is not None or spec.hidden_size is None or spec.intermediate_size is None:
         raise UnsupportedError(f"weight offload of {spec.architecture or spec.name} is not modelled", where="cpu_offload_gb",
                                hint="kvplan walks the decoder-layer parameters of dense " + ", ".join(sorted(_LAYER_ORDER)))
-    from kvplan.core.layers import kv_heads_per_rank
 
     h, inter = spec.hidden_size, spec.intermediate_size
     kv_layer = next(layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS)

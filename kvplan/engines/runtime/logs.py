@@ -10,6 +10,8 @@ from pathlib import Path
 
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.engines.api import Hardware
+from kvplan.model import catalog
+from kvplan.model.catalog import gpus
 
 GIB = 2**30
 
@@ -62,8 +64,6 @@ def model_dir_name(model_id: str) -> str:
 def resolve_log_model(model_id: str | None, *, model: str | None = None, models_dir: str | None = None):
     """The ModelSpec for a log's model: --model wins, then <models-dir>/<org>--<name> (or its short name), then a
     bundled spec or alias, then, for a path, the bundled alias its trailing org/name spells."""
-    from kvplan.model import catalog
-
     if model:
         return catalog.resolve_model(model)
     if not model_id:
@@ -99,8 +99,6 @@ def gpu_from_log(total_gib: Decimal | None, *, tolerance_gib: Decimal | None = N
     """The catalog GPU whose runtime capacity vLLM would print as `total_gib` (or, with a tolerance, the nearest
     within it: TensorRT-LLM prints its totals after its own deductions), else a nameless one in the middle of the
     printed interval."""
-    from kvplan.model.catalog import gpus
-
     if total_gib is None:
         return None, ["the log prints no total GPU memory (worker snapshot, profile or Free memory line): the GPU is "
                       "unknown, so nothing end to end is modelled"]

@@ -10,6 +10,7 @@ import math
 from fractions import Fraction
 
 from kvplan.core.errors import InputError
+from kvplan.core.units import human_readable_int as parse, parse_decimal
 
 
 def human_readable_int(value: str) -> int:
@@ -17,8 +18,6 @@ def human_readable_int(value: str) -> int:
     '1K' = 1024, '25.6k' = 25600, '1.5K' refused. Decimal suffixes go through float as in vLLM, so the rare value
     that float rounds down ('1.001k' -> 1000) comes out as vLLM itself reads it. The text is read by kvplan's one
     number parser (kvplan.core.units): ASCII digits, no commas, bounded length (int() would take more)."""
-    from kvplan.core.units import human_readable_int as parse
-
     try:
         return parse(value)
     except InputError as err:
@@ -34,8 +33,6 @@ def exact_float(value: str) -> Fraction | float:
     """argparse type for float options: checked as vLLM checks it (float()), kept exact when finite, so that 0.9 x
     capacity picks up no binary rounding. The exact value comes from kvplan's number parser, which bounds the
     exponent: Fraction(Decimal('1e999999999')) would expand a billion-digit integer."""
-    from kvplan.core.units import parse_decimal
-
     if not value.strip().isascii():
         raise ValueError(value)  # float() would read full-width digits; argparse: "invalid float value"
     number = float(value)

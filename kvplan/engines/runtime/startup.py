@@ -18,6 +18,8 @@ from fractions import Fraction
 from functools import lru_cache
 from statistics import mean
 
+from kvplan.model.catalog import find_gpu
+
 GIB = 2**30
 MIB = 2**20
 
@@ -103,8 +105,6 @@ def constants(exclude: frozenset[str] | None = None) -> StartupConstants:
 
 @lru_cache(maxsize=None)
 def _constants(exclude: frozenset[str]) -> StartupConstants:
-    from kvplan.model.catalog import find_gpu
-
     contexts: dict[str, list[int]] = {}
     pcie: list[int] = []
     nvlink: list[int] = []
@@ -150,8 +150,6 @@ def _free_before_errors(exclude: frozenset[str]) -> tuple[tuple[str, str, int], 
     """(log, group, modelled P - logged P in bytes) for every observation, each modelled with constants fitted
     without its own source (leave-one-source-out) and without the sources in `exclude`; group: "one" GPU, or
     TP over "pcie" / "nvlink" (unknown links count as NVLink, as in `startup_bytes`)."""
-    from kvplan.model.catalog import find_gpu
-
     out = []
     for obs in OBSERVATIONS:
         if obs.source in exclude:

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from fractions import Fraction
 
 from kvplan.engines.runtime.startup import StartupConstants, constants, free_before_errors, link_group, startup_bytes
-from kvplan.engines.sglang.releases import Release
+from kvplan.engines.sglang.releases import Release, DEFAULT
 
 GIB = 2**30
 MIB = 2**20
@@ -106,8 +106,6 @@ def default_mem_fraction(gpu_mib: int | None, tp: int, pp: int, mla: bool, *, re
     follows its running requests x `draft_tokens` and it captures no prefill graphs; a prefill server captures no
     decode graphs (arg_groups/memory_hook.py handle_gpu_memory_settings, reserve_for_graph_mb). `attn_dp_size` D > 1
     (attention data parallelism): the decode graphs reserve max_bs x D x 3 MiB more, x 1.5 more past 300."""
-    from kvplan.engines.sglang.releases import DEFAULT
-
     rel = rel or DEFAULT
     chunk, max_bs = default_sizes(rel, gpu_mib, tp)
     if chunked_prefill_size is not None:

@@ -99,10 +99,15 @@ from fractions import Fraction
 from pathlib import Path
 from typing import Any
 
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.spec import ModelSpec
 from kvplan.engines.features import disagg as shared_disagg
 from kvplan.engines.features import speculative as shared_spec
+from kvplan.model import catalog, hf_config
+from kvplan.core.cache import layer_token_bytes
+from kvplan.core.layers import FULL, kv_heads_per_rank, make_layer
+from kvplan.core.dtypes import dtype
+from kvplan.engines.runtime.weights import stage_weight_bytes
 
 MODES = ("prefill", "decode")
 # --disaggregation-transfer-backend choices and what they allocate (0.5.23 disaggregation/<backend>/conn.py)
@@ -331,7 +336,6 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
             raise UnsupportedError("a separate NEXTN draft checkpoint for a model with its own MTP layers is not "
                                    "modelled", where=f"{where}: --speculative-draft-model-path",
                                    hint="leave the path out: SGLang then uses the target's MTP layers")
-        from kvplan.model import hf_config
 
         raw = hf_config.load_draft_config(str(path), base_dir=base_dir, where=f"{where}: --speculative-draft-model-path",
                                           what="the draft head",
@@ -345,9 +349,6 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
 
 
 def _draft_model(ref: str, *, base_dir: Path | None, where: str) -> ModelSpec:
-    from kvplan.core.errors import KvplanError
-    from kvplan.model import catalog
-
     path = Path(ref).expanduser()
     if base_dir is not None and not path.is_absolute() and (base_dir / path).exists():
         ref = str(base_dir / path)
@@ -397,9 +398,6 @@ def draft_duplicates_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, a
 def draft_weights_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, bits: Fraction) -> tuple[int, str]:
     """The draft's weights on one GPU, and how they were counted."""
     if opts.draft_spec is not None:
-        from kvplan.core.dtypes import dtype
-        from kvplan.engines.runtime.weights import stage_weight_bytes
-
         draft = opts.draft_spec
         b = stage_weight_bytes(draft, None, dtype(draft.dtype), tp, 1)[0]
         return b, (f"STANDALONE draft {draft.name}: its whole weights / TP {tp}, its own embedding and head "
@@ -420,9 +418,6 @@ def draft_cell_actual(opts: SglangOptions, spec: ModelSpec, kv, *, tp: int) -> i
     """The bytes per token the draft's own pool holds on one rank (its layers with its own heads), which a prefill
     server sends with the target's: kv_data_ptrs list [K target, V target, K draft, V draft]
     (disaggregation/utils.py, the draft entries' layer ids)."""
-    from kvplan.core.cache import layer_token_bytes
-    from kvplan.core.layers import FULL, make_layer
-
     if opts.speculative_algorithm is None:
         return 0
     if opts.draft_spec is not None:
@@ -585,8 +580,6 @@ class LoraTerms:
 
 def lora_terms(spec: ModelSpec, opts: SglangOptions, *, tp: int, bits: int) -> LoraTerms:
     """LoRAMemoryPool's buffers on one rank (lora/mem_pool.py get_lora_A_shape / get_lora_B_shape)."""
-    from kvplan.core.layers import kv_heads_per_rank
-
     L, r, h, inter = opts.lora_slots, opts.lora_rank, spec.hidden_size, spec.intermediate_size
     q, d = spec.attention_heads * spec.head_dim, spec.head_dim
     kv_out = kv_heads_per_rank(spec.kv_heads, tp) * d  # per rank: replicated heads once TP exceeds them

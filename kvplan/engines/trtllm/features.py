@@ -43,6 +43,9 @@ from typing import TYPE_CHECKING
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.layers import FULL, MLA, LayerSpec, make_layer
 from kvplan.core.spec import HEADED_KINDS, ModelSpec
+from kvplan.core import yamlio
+from kvplan.engines.features import speculative
+from kvplan.model import hf_config
 
 if TYPE_CHECKING:  # annotations only: the speculative module is read when a launch has a drafter
     from kvplan.engines.features.speculative import EagleHead
@@ -367,10 +370,6 @@ def lora_terms(spec: ModelSpec, launch: Launch, *, tp: int, pp: int, dtype_bytes
 
 
 def _eagle_head(ref: str | None, *, base_dir: Path | None):
-    from kvplan.core import yamlio
-    from kvplan.engines.features import speculative
-    from kvplan.model import hf_config
-
     if not ref:
         raise UnsupportedError("an Eagle3 head without speculative_model_dir cannot be sized", where="speculative_config",
                                hint="give speculative_config.speculative_model_dir=PATH (the head's folder or config.json)")
@@ -416,8 +415,6 @@ def drafter_weights(spec: ModelSpec, launch: Launch, *, tp: int, bits: Fraction,
                + "); embedding and head shared with the target")
         return b, how
     if launch.decoding_type == "EAGLE3":
-        from kvplan.engines.features import speculative
-
         w = speculative.eagle_weights(launch.eagle_head)
         split = 1 if launch.attention_dp else tp
         b = w.bytes_per_gpu(split, Fraction(act_bits))

@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
-from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.errors import InputError, did_you_mean, UnsupportedError
 from kvplan.engines.runtime.options import exact_float
 
 # `kind  flags...`: int, float, str (one value), flag (no value), multi (repeatable)
@@ -274,8 +274,6 @@ def engine_options(llm_api: Mapping[str, Any], *, where: str, base_dir=None) -> 
     fields of speculative_config and cache_transceiver_config, kv_cache_config's caps), as text. A nested field
     kvplan does not know is "cannot judge" (exit 3)."""
     from pathlib import Path
-
-    from kvplan.core.errors import UnsupportedError
 
     out: dict[str, str] = {}
     if llm_api.get("enable_attention_dp"):

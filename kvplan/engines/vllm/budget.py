@@ -41,6 +41,7 @@ from kvplan.engines.runtime.activations import (MULTIMODAL_PROFILE_BYTES, SORT_S
 from kvplan.engines.runtime.weights import cdiv, require_fields, stage_weight_bytes
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.releases import Release
+from kvplan.model.catalog import find_gpu
 
 GIB = 2**30
 MIB = 2**20
@@ -196,7 +197,6 @@ def default_batch_limits(capacity_bytes: int | None, gpu_name: str | None, relea
 def _gpu_names(gpu_name: str | None) -> tuple[str, ...]:
     if not gpu_name:
         return ()
-    from kvplan.model.catalog import find_gpu
 
     g = find_gpu(gpu_name)
     return (g.name,) + g.aliases

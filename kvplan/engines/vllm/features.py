@@ -22,6 +22,8 @@ from kvplan.engines.features import backend as backends
 from kvplan.engines.features import disagg, lora, offload, parallel, speculative
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.runtime.weights import expert_bytes, linear_bits, stage_weight_bytes
+from kvplan.engines.vllm import budget as budget_model, option_rules
+from kvplan.engines.vllm.option_rules import OPTION_FIRST
 
 GIB = 2**30
 
@@ -98,8 +100,6 @@ def features_of(req: EngineRequest) -> Features:
 
 
 def _rules(rel):
-    from kvplan.engines.vllm import option_rules  # only a launch with options reads their rules
-
     return option_rules.rules(rel)
 
 
@@ -131,8 +131,6 @@ def check_options(f: Features, rules, spec: ModelSpec) -> None:
              "kv_offloading_size": bool(f.kv_offload and f.kv_offload.where.replace("-", "_").endswith("kv_offloading_size"))}
     for option, used in given.items():
         if used and not rules.has(option):
-            from kvplan.engines.vllm.option_rules import OPTION_FIRST
-
             rules.refuse(f"--{option.replace('_', '-')} does not exist (first in vLLM {OPTION_FIRST[option]})",
                          where=option, hint=f"judge it with --engine-version {OPTION_FIRST[option]} or newer")
     if par is not None and par.decode_context_parallel_size > 1 and not rules.dcp_gqa and spec.mla is None:
@@ -368,8 +366,6 @@ def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_
     """The options' terms for every worker: weights (drafter, LoRA slots, offloaded weights, the experts' share
     under DP / EP / PCP), activations (the LoRA shrink buffer; no encoder profile when text-only) and the CUDA-graph
     estimate (the drafter's layers at the fitted per-layer rate)."""
-    from kvplan.engines.vllm import budget as budget_model
-
     f = features_of(req)
     spec = p.spec
     sp = f.speculative

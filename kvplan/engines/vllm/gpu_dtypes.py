@@ -27,6 +27,7 @@ MLA models pick other backends (TRITON_MLA below Hopper): their KV rules here we
 from __future__ import annotations
 
 from kvplan.core.errors import UnsupportedError
+from kvplan.engines.vllm import releases
 
 # model types (and their architectures) whose --dtype auto falls back to float32, not float16, below SM 8.0
 FLOAT16_UNSAFE = frozenset({"gemma2", "gemma3", "gemma3_text", "glm4", "plamo2", "Gemma2ForCausalLM",
@@ -52,8 +53,6 @@ def sm(capability: str) -> int:
 
 
 def _floor(method: str, version: str) -> int | None:
-    from kvplan.engines.vllm import releases
-
     for first, floor in MIN_CAPABILITY.get(method, ()):
         if releases.at_least(version, first):
             return floor
@@ -83,8 +82,6 @@ def refusal(*, version: str, capability: str, explicit_dtype: str | None, checkp
     when it does. UnsupportedError where the rule was not read (exit 3). `explicit_dtype`: the float --dtype given
     (bf16, fp16, fp32), None for auto; `checkpoint_dtype`: the config's torch_dtype as kvplan names it; `method`:
     quant_method()'s answer; `kv_spelled`: --kv-cache-dtype as written."""
-    from kvplan.engines.vllm import releases
-
     here = sm(capability)
     if explicit_dtype == "bf16" and here < 80:
         return (f"vLLM refuses to start: bfloat16 needs a GPU of compute capability 8.0 or newer, this one is "

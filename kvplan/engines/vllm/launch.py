@@ -15,10 +15,12 @@ from pathlib import Path
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.core.spec import ModelSpec
+from kvplan.core.spec import ModelSpec, spec_from_mapping
 from kvplan.engines.features import Features
 from kvplan.engines.features import disagg, lora, offload, parallel, speculative
-from kvplan.engines.vllm import option_rules, serve_args
+from kvplan.engines.vllm import option_rules, serve_args, quant_methods
+from kvplan.model import catalog, hf_config
+from kvplan.core import dtypes
 
 GIB = 2**30
 
@@ -245,7 +247,6 @@ def speculative_options(config: Mapping, spec: ModelSpec, *, tp: int, where: str
             raise InputError(f"vLLM refuses a draft model whose vocabulary ({draft.vocab_size}) differs from the target's "
                              f"({spec.vocab_size})", where=f"{where}: model")
         return speculative.SpeculativeOptions(num_speculative_tokens=k, draft_spec=draft, **base)
-    from kvplan.model import hf_config
 
     raw = hf_config.load_draft_config(str(model), base_dir=base_dir, where=f"{where}: model", what="the EAGLE head",
                                       hint="give the head's folder or config.json")
@@ -254,8 +255,6 @@ def speculative_options(config: Mapping, spec: ModelSpec, *, tp: int, where: str
 
 
 def _resolve_draft(ref: str, *, base_dir: Path | None, resolve, where: str) -> ModelSpec:
-    from kvplan.model import catalog
-
     path = Path(ref).expanduser()
     if base_dir is not None and not path.is_absolute() and (base_dir / path).exists():
         ref = str(base_dir / path)
@@ -303,8 +302,6 @@ def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any
     """vLLM's hf_overrides (transformers_utils/config.py): each key set on the config, a mapping merged into the
     sub-config of that name; the spec is then derived again from the changed config.json, its maximum context the
     length vLLM derives from it (a RoPE scaling override lengthens it)."""
-    from kvplan.model import hf_config
-
     if not isinstance(overrides, Mapping):
         raise InputError("hf_overrides must be a JSON object", where=where)
     if not overrides:
@@ -321,7 +318,6 @@ def apply_hf_overrides(spec: ModelSpec, raw_config: tuple | None, overrides: Any
         mapping = hf_config.spec_mapping_from_config(config, name=spec.name, where=where)
     except KvplanError as err:
         raise type(err)(err.what, where=where, hint=err.hint) from None
-    from kvplan.core.spec import spec_from_mapping
 
     new = spec_from_mapping(mapping, source=spec.source)
     _, limit = serve_args.derived_max_model_len(config, raw_config[1])
@@ -346,9 +342,6 @@ def online_quantization(args: serve_args.ServeArgs, spec, raw_config, weight_fmt
     gptq_marlin, marlin: kvplan/engines/vllm/quant_methods.py), changes nothing (the checkpoint's bytes); fp8 on a
     16-bit checkpoint quantizes its linear layers; anything else is not modelled. `capability`: the GPU's SM
     version where known (vLLM's Marlin GPU rule before its Auto* configs)."""
-    from kvplan.core import dtypes
-    from kvplan.engines.vllm import quant_methods
-
     method = args.get("quantization")
     if not method:
         return weight_fmt

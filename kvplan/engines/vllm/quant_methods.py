@@ -25,6 +25,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.vllm import releases
 
 MARLIN = ("awq_marlin", "gptq_marlin", "marlin")
 # checkpoint method -> the --quantization values that name it, and the release whose Auto* config takes them all
@@ -56,8 +57,6 @@ def check(checkpoint: str, requested: str, quant: Mapping[str, Any] | None, *, v
           where: str) -> str | None:
     """InputError where vLLM refuses the pair; else a note on the kernel (None when there is nothing to say).
     `capability`: the GPU's CUDA SM version ("8.6"), None when not known (the GPU rule is then not applied)."""
-    from kvplan.engines.vllm import releases
-
     if requested == checkpoint or requested not in MARLIN:
         return None
     family_from = _FAMILIES[checkpoint][1]

@@ -39,6 +39,8 @@ from kvplan.core.errors import InputError, KvplanError, did_you_mean
 from kvplan.engines.runtime.options import exact_float as _exact_float
 from kvplan.engines.runtime.options import human_readable_int
 from kvplan.engines.vllm import releases
+from kvplan.core.units import parse_int
+from kvplan.model.hf_config import text_config
 
 # a `version` below is any vLLM release string ("0.19.5"); DEFAULT_VERSION is the newest line's release
 DEFAULT_VERSION = releases.DEFAULT.version
@@ -142,8 +144,6 @@ def _optional(inner: Callable[[str], Any]) -> Callable[[str], Any]:
 
 def _int(value: str) -> int:
     """vLLM's int(value), read by kvplan's number parser (ASCII digits, bounded length)."""
-    from kvplan.core.units import parse_int
-
     try:
         return parse_int(value, what=None, minimum=None)
     except InputError:
@@ -533,8 +533,6 @@ def derived_max_model_len(config: Mapping, tokenizer_config: Mapping | None = No
     LongRoPE models default to original_max_position_embeddings. A length above the limit is refused
     unless it is within config.json's model_max_length. (None, None) when the config names no length.
     """
-    from kvplan.model.hf_config import text_config
-
     cfg = text_config(config)
     lengths = [cfg[k] for k in _MAX_LEN_KEYS if isinstance(cfg.get(k), (int, float)) and not isinstance(cfg.get(k), bool)]
     if not lengths:
