@@ -9,6 +9,9 @@ derived length (left/right/mid as written there, no rounding), the derived lengt
 """
 
 import json
+import re
+from decimal import Decimal
+from pathlib import Path
 
 import pytest
 
@@ -180,3 +183,40 @@ def test_the_auto_fit_line_is_worded_as_each_release_logs_it():
                       " to fit in available KV cache memory (3.0 GiB GPU)")
     full = estimate("0.22.1", 17 * 2**30).log_lines
     assert f"INFO Auto-fit max_model_len: full model context length {DERIVED} fits in available GPU memory" in full
+
+
+# ------------------------------------------------------------------ public logs of auto launches
+
+AUTO_LOGS = Path(__file__).parent / "data" / "vllm_auto_fit_logs"
+QWEN36_27B = Path(__file__).parent / "data" / "public_models" / "nvidia--Qwen3.6-27B-NVFP4"
+GIB = 2**30
+
+
+def _logged(text: str, pattern: str) -> str:
+    return re.search(pattern, text).group(1)
+
+
+@pytest.mark.parametrize("log", ["yeasah-vllm-golite-qwen3.8-27b-cold.log", "yeasah-vllm-golite-qwen3.8-27b-warm.log"])
+def test_the_length_a_public_auto_launch_logged(log):
+    """A 16 GB card, Qwen3.8-27B (exl3), --max-model-len -1 --kv-cache-dtype turboquant_4bit_nc with prefix caching,
+    on a 0.28-line build (tests/data/vllm_auto_fit_logs/SOURCES.md). The log prints the KV memory to 0.01 GiB: kvplan
+    picks the logged length somewhere in that interval, at the block size and pool the log prints."""
+    text = (AUTO_LOGS / log).read_text(encoding="utf-8")
+    memory = Decimal(_logged(text, r"Available KV cache memory: ([\d.]+) GiB"))
+    picked = int(_logged(text, r"Auto-fit max_model_len: reduced from 262144 to (\d+)"))
+    tokens = int(_logged(text, r"GPU KV cache size: ([\d,]+) tokens").replace(",", ""))
+
+    def at(gib: Decimal):
+        req = build_request(str(QWEN36_27B), seq=None, batch=1, kv_dtype="auto", dtype=None, gpu=None, gpu_mem=None,
+                            gpus=None, tp=None, pp=1, kv_cache_memory=str(int(gib * GIB)), engine_version="0.28.0",
+                            vllm_args="--max-model-len -1 --kv-cache-dtype turboquant_4bit_nc --enable-prefix-caching "
+                                      "--language-model-only --max-num-seqs 1")
+        return get("vllm").estimate(req)
+
+    low, high = at(memory - Decimal("0.005")), at(memory + Decimal("0.005") - Decimal("0.000001"))
+    assert low.block_size == high.block_size == 3072  # "Setting attention block size to 3072 tokens"
+    assert picked in (low.auto_max_model_len, high.auto_max_model_len), (low.auto_max_model_len, high.auto_max_model_len)
+    assert tokens in (low.kv_cache_tokens, high.kv_cache_tokens)
+    # the cold start's interval holds one pick only: kvplan names it exactly
+    if log.endswith("cold.log"):
+        assert low.auto_max_model_len == high.auto_max_model_len == picked == 172_032

@@ -11,6 +11,7 @@ import json
 
 import pytest
 
+from kvplan.core.errors import UnsupportedError
 from kvplan.engines import get
 from kvplan.engines.vllm import kv_formats, serve_args
 from kvplan.engines.vllm.engine import KV_DTYPES
@@ -71,13 +72,65 @@ def test_every_value_of_0_33_is_read_or_refused_by_name():
     ("nvfp4_4over6", "0.33.0", "h100", 2, "only on SM10x"),
     ("fp8_inc", "0.33.0", "h100", 2, "no NVIDIA GPU runs it"),
     ("octave_k3v4", "0.33.0", "h100", 2, "no NVIDIA GPU runs it"),
-    ("turboquant_4bit_nc", "0.33.0", "h100", 3, "slot size was not read"),
+    ("turboquant_4bit_nc", "0.33.0", "h100", 3, "turboquant_4bit_nc's boundary layers (kept in bf16)"),
+    ("turboquant_k8v4", "0.19.1", "h100", 2, "vLLM 0.19.1 has no --kv-cache-dtype turboquant_k8v4"),
     ("fp8_ds_mla", "0.33.0", "h100", 3, "sparse MLA is not modelled"),
 ])
 def test_refused_where_the_release_or_gpu_does_not_take_it(cli, kv, version, gpu, code, words):
     got, out, err = cli("estimate", "llama-3.1-8b", "--engine", "vllm", "--gpu", gpu, "--seq", "8K",
                         "--engine-version", version, "--kv-dtype", kv)
     assert got == code and words in err, err
+
+
+# TurboQuant's slot (model_executor/layers/quantization/turboquant/config.py, the same 0.20-0.33), copied by hand:
+# key = head_size bytes for fp8 keys, else ceil(head_size x bits / 8) + 2 (an fp16 norm); value = ceil(head_size x bits
+# / 8) + 4 (fp16 scale and zero); the slot rounded up to even. The page is block x KV heads x slot (0.24
+# TQFullAttentionSpec.real_page_size_bytes; 0.28+ the backend's get_kv_cache_shape)
+TURBOQUANT = {"turboquant_k8v4": (8, 4), "turboquant_4bit_nc": (4, 4), "turboquant_k3v4_nc": (3, 4),
+              "turboquant_3bit_nc": (3, 3)}
+
+
+def slot_turboquant(head_size, key_bits, value_bits):
+    key = head_size if key_bits == 8 else -(-head_size * key_bits // 8) + 2
+    size = key + -(-head_size * value_bits // 8) + 4
+    return size + size % 2
+
+
+@pytest.mark.parametrize("kv", TURBOQUANT)
+@pytest.mark.parametrize("head_size", [64, 128, 256])
+def test_turboquant_row_is_the_slot(kv, head_size):
+    from kvplan.core.dtypes import dtype
+
+    heads = 4
+    assert dtype(kv, what="KV dtype").row_bytes(heads * 2 * head_size, heads) == heads * slot_turboquant(head_size, *TURBOQUANT[kv])
+
+
+@pytest.mark.parametrize("kv", TURBOQUANT)
+def test_turboquant_dense_model_keeps_its_boundary_layers_in_bf16(kv):
+    # Llama-3.1-8B on 0.24 (the heterogeneous pages share one block before 0.25 padded them): layers 0, 1, 30, 31 in
+    # bf16 (2 x 16 x 8 x 128 x 2 bytes a page), the other 28 in TurboQuant slots
+    r = vllm("llama-3.1-8b", kv, version="0.24.0")
+    assert r.bytes_per_block == 28 * 16 * 8 * slot_turboquant(128, *TURBOQUANT[kv]) + 4 * 2 * 16 * 8 * 128 * 2
+    assert any("layers 0, 1, 30, 31 in the model dtype" in n for n in r.notes)
+
+
+def test_turboquant_boundary_layers_by_release():
+    # engine/arg_utils.py: TurboQuantConfig.get_boundary_skip_layers, hybrid models exempt from 0.21 (config.py)
+    skip = kv_formats.boundary_skip_layers
+    assert skip("turboquant_4bit_nc", version="0.20.2", layers=64, hybrid=True) == ("0", "1", "62", "63")
+    assert skip("turboquant_4bit_nc", version="0.21.0", layers=64, hybrid=True) == ()
+    assert skip("turboquant_3bit_nc", version="0.33.0", layers=3, hybrid=False) == ("0", "2")  # n = layers // 2
+    assert skip("fp8", version="0.33.0", layers=32, hybrid=False) == ()
+
+
+def test_turboquant_refuses_what_was_not_read(cli):
+    code, _, err = cli("estimate", "gemma-2-9b", "--engine", "vllm", "--gpu", "h100", "--seq", "8K",
+                       "--engine-version", "0.24.0", "--kv-dtype", "turboquant_4bit_nc")
+    assert code == 3 and "sliding-window" in err, err
+    req = build_request("llama-3.1-8b", seq="8K", batch=1, kv_dtype="turboquant_k3v4_nc", dtype=None, gpu="h100",
+                        gpu_mem=None, gpus=None, tp=None, pp=1, engine_version="0.24.0", head_dim=72)
+    with pytest.raises(UnsupportedError, match="multiples of 16"):
+        get("vllm").estimate(req)
 
 
 def test_nvfp4_on_hopper_from_0_32_except_head_size_64(cli):

@@ -54,6 +54,15 @@ _KV_FORMATS = {
     "int4_per_token_head": DType("int4_per_token_head", 4, None, head_bytes=8),
     "nvfp4": DType("nvfp4", 4, None, scale_bits=Fraction(8, 16)),
     "nvfp4_4over6": DType("nvfp4_4over6", 4, None, scale_bits=Fraction(8, 16)),
+    # TurboQuant: one slot a KV head and token holds the key and the value together (model_executor/layers/
+    # quantization/turboquant/config.py TurboQuantConfig.slot_size, the same 0.20-0.33): key = head_dim x key bits / 8
+    # + a 2-byte norm (fp8 keys: head_dim bytes, no norm), value = head_dim x value bits / 8 + 4 bytes of fp16 scale
+    # and zero; as bits over the 2 x head_dim values of the slot plus bytes a head. The slot is rounded up to an
+    # even size; at head_dim a multiple of 16 it already is (kv_formats refuses the others)
+    "turboquant_k8v4": DType("turboquant_k8v4", 6, None, head_bytes=4),
+    "turboquant_4bit_nc": DType("turboquant_4bit_nc", 4, None, head_bytes=6),
+    "turboquant_k3v4_nc": DType("turboquant_k3v4_nc", 3, None, scale_bits=Fraction(1, 2), head_bytes=6),
+    "turboquant_3bit_nc": DType("turboquant_3bit_nc", 3, None, head_bytes=6),
 }
 
 _ALIASES = {

@@ -213,7 +213,8 @@ def read_kv_dtype(req: EngineRequest) -> DType:
                          capability=facts.compute_capability if facts is not None and not facts.rocm else None,
                          rocm=bool(facts is not None and facts.rocm),
                          head_size=attention[0].head_dim if attention else None,
-                         mla=any(layer.kind == MLA for layer in req.spec.layer_specs))
+                         mla=any(layer.kind == MLA for layer in req.spec.layer_specs),
+                         windowed=any(layer.kind in WINDOWED_KINDS for layer in req.spec.layer_specs))
         return dtype(name, what="KV dtype")
     return kv_dtype(req, KV_DTYPES, engine="vLLM", flag="--kv-cache-dtype")
 

@@ -214,6 +214,19 @@ def _mamba_dtype(name: str | None) -> str | None:
     return dtype(name).name
 
 
+def skipped_layers(f: Features, spec: ModelSpec, rel, kv: DType, notes: list[str]) -> tuple[str, ...]:
+    """--kv-cache-dtype-skip-layers as vLLM ends up with it: the launch's, and the boundary layers TurboQuant adds
+    (kv_formats.boundary_skip_layers)."""
+    from kvplan.engines.vllm import kv_formats
+
+    hybrid = any(layer.kind == STATE for layer in spec.layer_specs)
+    boundary = kv_formats.boundary_skip_layers(kv.name, version=rel.version, layers=spec.layers, hybrid=hybrid)
+    if boundary:
+        notes.append(f"{kv.name}: vLLM keeps layers {', '.join(boundary)} in the model dtype (TurboQuant's boundary "
+                     "protection, engine/arg_utils.py get_boundary_skip_layers)")
+    return tuple(dict.fromkeys((*f.kv_cache_dtype_skip_layers, *boundary)))
+
+
 def skip_layer(index: int, layer: LayerSpec, skip: tuple[str, ...]) -> bool:
     """model_executor/layers/attention/attention.py: a layer whose index is listed, or any sliding layer when
     'sliding_window' is, keeps its KV in the model dtype (kv_cache_dtype 'auto')."""
@@ -233,18 +246,24 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
     refusal = None
     if f.kv_cache_dtype_skip_layers and kv.name == act.name:
         notes.append("--kv-cache-dtype-skip-layers: the KV cache is already in the model dtype; nothing changes")
+    skip = skipped_layers(f, spec, rel, kv, notes)
+    if skip and rules is None:
+        rules = _rules(rel)
     layers: list[CacheLayer] = []
     for i, layer in enumerate(spec.layer_specs):
         if layer.kind == NONE:
             continue
-        layer_kv = act if f.kv_cache_dtype_skip_layers and skip_layer(i, layer, f.kv_cache_dtype_skip_layers) else kv
+        layer_kv = act if skip and skip_layer(i, layer, skip) else kv
         layers.append(CacheLayer(i, layer, layer_kv, False))
     skipped = sum(1 for c in layers if c.kv != kv)
     if skipped and kv.name != act.name:
         if rules.skip_layers_padded:
-            rules.refuse("--kv-cache-dtype-skip-layers pads the quantized page to the skipped layers' "
+            given = "--kv-cache-dtype-skip-layers" if f.kv_cache_dtype_skip_layers else \
+                f"{kv.name}'s boundary layers (kept in {act.name})"
+            rules.refuse(f"{given}: vLLM pads the quantized page to the skipped layers' "
                          "(platforms/interface.py Platform._align_heterogeneous_kv_block_size, 0.25+), which kvplan "
-                         "does not model", where="kv_cache_dtype_skip_layers",
+                         "does not model", where="kv_cache_dtype_skip_layers" if f.kv_cache_dtype_skip_layers
+                         else "--kv-dtype",
                          hint="judge it with --engine-version 0.24 or older (0.19-0.24 unify the pages)")
         notes.append(f"{skipped} layer(s) keep their KV in {act.name} (--kv-cache-dtype-skip-layers)")
     draft = 0
