@@ -22,7 +22,7 @@ from kvplan.engines.features import backend as backends
 from kvplan.engines.features import disagg, lora, offload, parallel, speculative
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.runtime.weights import expert_bytes, linear_bits, stage_weight_bytes
-from kvplan.engines.vllm import budget as budget_model, option_rules
+from kvplan.engines.vllm import budget as budget_model, kv_formats, option_rules
 from kvplan.engines.vllm.option_rules import OPTION_FIRST
 
 GIB = 2**30
@@ -217,8 +217,6 @@ def _mamba_dtype(name: str | None) -> str | None:
 def skipped_layers(f: Features, spec: ModelSpec, rel, kv: DType, notes: list[str]) -> tuple[str, ...]:
     """--kv-cache-dtype-skip-layers as vLLM ends up with it: the launch's, and the boundary layers TurboQuant adds
     (kv_formats.boundary_skip_layers)."""
-    from kvplan.engines.vllm import kv_formats
-
     hybrid = any(layer.kind == STATE for layer in spec.layer_specs)
     boundary = kv_formats.boundary_skip_layers(kv.name, version=rel.version, layers=spec.layers, hybrid=hybrid)
     if boundary:

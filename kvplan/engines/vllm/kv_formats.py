@@ -26,6 +26,7 @@ kvplan.core.dtypes' packed KV formats:
 from __future__ import annotations
 
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.vllm import releases
 
 # value -> (the first release kvplan models it for, the first release whose parser takes it)
 PACKED = {"fp8_per_token_head": ("0.20.0", "0.20.0"), "int8_per_token_head": ("0.20.0", "0.20.0"),
@@ -59,8 +60,6 @@ def check(name: str, *, version: str, accepted: tuple[str, ...] | None, capabili
     kvplan has not read (exit 3). `accepted`: the release's --kv-cache-dtype choices; `capability`: the GPU's
     CUDA SM version ("9.0"), None without a catalog GPU; `head_size`: the attention head size; `windowed`: the
     model has sliding-window or chunked attention layers."""
-    from kvplan.engines.vllm import releases
-
     where = "--kv-dtype"
     if accepted is not None and name not in accepted:
         raise InputError(f"vLLM {version} has no --kv-cache-dtype {name}", where=where,
@@ -113,8 +112,6 @@ def boundary_skip_layers(name: str, *, version: str, layers: int, hybrid: bool) 
     """The layers vLLM keeps in the model dtype under a TurboQuant KV cache (engine/arg_utils.py, added to
     kv_cache_dtype_skip_layers): the first and the last TURBOQUANT_BOUNDARY of `layers` (never more than half),
     none in a hybrid model from TURBOQUANT_HYBRID_EXEMPT on; none for any other --kv-cache-dtype."""
-    from kvplan.engines.vllm import releases
-
     if name not in TURBOQUANT or (hybrid and releases.at_least(version, TURBOQUANT_HYBRID_EXEMPT)):
         return ()
     n = min(TURBOQUANT_BOUNDARY, layers // 2)
