@@ -165,6 +165,9 @@ class Engine:
     # the option that takes the engine's own launch command line (--vllm-args, --sglang-args; kvplan/requests/), None
     # when there is none
     launch_args_flag: str | None = None
+    # whether the engine sizes a paged pool (--block-size, --max-num-seqs, --max-num-batched-tokens set it); the static
+    # engine keeps one contiguous cache per sequence
+    paged: bool = True
     # whether the engine has releases to choose (--engine-version; kvplan.engines.release); the static engine has none
     has_releases: bool = True
     # the engine's own KV-cache formats beyond the dtypes (vLLM's packed per-token-head ones, engines/vllm/kv_formats.py):

@@ -50,3 +50,15 @@ class Part:
 
     def __repr__(self) -> str:
         return f"Part({self._module!r}, {sorted(self._names)})"
+
+
+def deferred(module: str, name: str) -> Callable[..., Any]:
+    """A function of an engine module, imported when first called: a record names its estimate or a reader without
+    building the engine's memory model, so a caller that asks the record for a table pays nothing for the rest."""
+
+    def call(*args: Any, **kwargs: Any) -> Any:
+        return getattr(importlib.import_module(module), name)(*args, **kwargs)
+
+    call.__name__ = call.__qualname__ = name
+    call.__doc__ = f"{module}.{name}, imported on the first call."
+    return call

@@ -184,6 +184,6 @@ def _longest_context(cache: CacheModel, batch: int, room: int, max_context: int 
 
 
 ENGINE = Engine(name="static", title="static", estimate=estimate, kv_dtype=kv_dtype, flags=None, weights_loaded_as=None,
-                has_releases=False,
+                has_releases=False, paged=False,
                 # the usable share check's fix search raises (--reserve pins the memory instead)
                 util_of=lambda req, result: None if req.reserve_bytes is not None else req.gpu_util or DEFAULT_GPU_UTIL)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from kvplan import engines
 from kvplan.core.dtypes import WeightFormat
 from kvplan.core.errors import InputError
 from kvplan.core.spec import ModelSpec
@@ -40,10 +41,10 @@ def check_count(value: int | None, flag: str) -> None:
 PAGED_ONLY_FLAGS = ("--block-size", "--max-num-seqs", "--max-num-batched-tokens")
 
 
-def refuse_paged_flags(engines, **given) -> None:
-    """Refuse the paged engines' flags when every engine asked for is the static one: they would change nothing
-    and say nothing (issue 15). `given` maps flag names (block_size=...) to their values."""
-    if any(e != "static" for e in engines):
+def refuse_paged_flags(names, **given) -> None:
+    """Refuse the paged engines' flags when no engine asked for sizes a paged pool (the static engine): they would
+    change nothing and say nothing (issue 15). `given` maps flag names (block_size=...) to their values."""
+    if any(engines.get(name).paged for name in names):
         return
     for flag in PAGED_ONLY_FLAGS:
         if given.get(flag.lstrip("-").replace("-", "_")) is not None:
@@ -121,10 +122,9 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         seq_tokens = spec.max_context
     else:
         seq_tokens = units.parse_tokens(seq, what="--seq") if seq is not None else (spec.max_context or 8192)
-    from kvplan.engines.vllm.kv_formats import KNOWN as VLLM_KV_FORMATS
-
     try:
-        if kv_dtype.strip().lower() not in VLLM_KV_FORMATS:  # vLLM's own formats: its engine judges them
+        # vLLM's own packed formats (its record's kv_formats): its engine judges them; the engine is not known here
+        if kv_dtype.strip().lower() not in engines.get("vllm").kv_formats:
             dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))  # a spelling no engine takes fails here, once
     except InputError as err:
         raise err.located("--kv-dtype") from None
@@ -219,18 +219,14 @@ def _vllm_value(dest: str, value, spec: ModelSpec):
         if value == "auto" or spec.weights_bytes is not None or (spec.weight_dtype or spec.dtype) not in (
                 "bf16", "fp16", "fp32", "bfloat16", "float16", "float32"):
             return None
-        from kvplan.engines.vllm.serve_args import DTYPE_WEIGHTS
-
-        return DTYPE_WEIGHTS[value]
+        return engines.get("vllm").options.DTYPE_WEIGHTS[value]
     return value
 
 
 def _merge_vllm_core(vllm_args: str, given: dict, spec: ModelSpec, *, engine_version: str | None) -> dict:
     """kvplan's flag values with the `vllm serve` options of --vllm-args that give the same setting; a setting given
     both ways with two values is an error (exit 2)."""
-    from kvplan.engines.vllm import serve_args
-
-    args = serve_args.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
+    args = engines.get("vllm").options.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
     out = dict(given)
     for dest, (param, flag, default) in _VLLM_CORE.items():
         if not args.given(dest):
@@ -271,13 +267,14 @@ def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: i
 
     from kvplan.core import units, yamlio
     from kvplan.engines.features import Features
-    from kvplan.engines.vllm import launch, serve_args
     from kvplan.model import hf_config
 
     features = Features()
     if vllm_args is not None:
-        args = serve_args.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
-        _refuse_launch_options(args, _MODEL_OPTIONS, serve_args.unmodelled(args), where="--vllm-args")
+        vllm = engines.get("vllm")
+        launch = vllm.launch
+        args = vllm.options.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
+        _refuse_launch_options(args, _MODEL_OPTIONS, vllm.options.unmodelled(args), where="--vllm-args")
         raw = None
         path = Path(model).expanduser()
         config = hf_config.find_config_json(path) if path.exists() else None
@@ -303,23 +300,22 @@ _SGLANG_CORE = {"model_path": "MODEL", "context_length": "--seq", "tp_size": "--
 
 def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str | None, prompt: str | None):
     """--sglang-args: the extra options of a `python -m sglang.launch_server` launch (disaggregation, speculative
-    decoding), read by SGLang's own option table (engines/sglang/launch_args.py); --rate / --prompt size a
+    decoding), read by SGLang's own option table (the sglang record's option part); --rate / --prompt size a
     disaggregated server's link. Returns Features (None when the options set nothing kvplan models)."""
     import dataclasses
     import shlex
 
     from kvplan.core import units
     from kvplan.engines.features import Features
-    from kvplan.engines.sglang import features as sfeat
-    from kvplan.engines.sglang import launch_args
 
+    sglang = engines.get("sglang")
     try:
         words = shlex.split(sglang_args)
     except ValueError as err:
         raise InputError(f"is not a command line: {err}", where="--sglang-args") from None
-    args = launch_args.parse_argv(words, where="--sglang-args")
-    _refuse_launch_options(args, _SGLANG_CORE, launch_args.unmodelled(args), where="--sglang-args")
-    opts = sfeat.read(args, spec, where="--sglang-args")
+    args = sglang.options.parse_argv(words, where="--sglang-args")
+    _refuse_launch_options(args, _SGLANG_CORE, sglang.options.unmodelled(args), where="--sglang-args")
+    opts = sglang.launch.read(args, spec, where="--sglang-args")
     features = Features(sglang=opts)
     if rate is not None or prompt is not None:
         if opts is None or opts.disaggregation_mode is None:

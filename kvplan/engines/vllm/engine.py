@@ -59,6 +59,7 @@ from kvplan.engines.vllm import budget as budget_model
 from kvplan.engines.vllm import features as vfeat
 from kvplan.engines.vllm import gpu_dtypes
 from kvplan.engines.vllm import kv_formats
+from kvplan.engines.vllm.kv_formats import KV_DTYPES
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.budget import VllmBudget
 from kvplan.engines.vllm.releases import Release
@@ -66,10 +67,6 @@ from kvplan.engines.vllm.releases import Release
 ENGINE_VERSION = "vLLM v1 engine, release lines 0.10-0.33 (--engine-version; default the newest)"
 DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (every release line)
 
-# --kv-cache-dtype spellings vLLM takes (config/cache.py CacheDType) and what they store; '' = the model dtype.
-# fp8 means e4m3 on NVIDIA. fp8_inc / fp8_ds_mla and 0.33's packed formats are not modelled.
-KV_DTYPES = {"auto": "", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
-             "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16"}
 MAMBA = "mamba"
 # Architectures whose linear-attention layers are vLLM 0.33's QwenGatedDeltaNetAttention
 # (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py), the one Mamba layer that exports prefill

@@ -28,6 +28,10 @@ from __future__ import annotations
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.engines.vllm import releases
 
+# --kv-cache-dtype spellings vLLM takes (config/cache.py CacheDType) and what they store; '' = the model dtype.
+# fp8 means e4m3 on NVIDIA. fp8_inc / fp8_ds_mla and 0.33's packed formats are not modelled.
+KV_DTYPES = {"auto": "", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2",
+             "bfloat16": "bf16", "bf16": "bf16", "float16": "fp16", "fp16": "fp16"}
 # value -> (the first release kvplan models it for, the first release whose parser takes it)
 PACKED = {"fp8_per_token_head": ("0.20.0", "0.20.0"), "int8_per_token_head": ("0.20.0", "0.20.0"),
           "int4_per_token_head": ("0.25.0", "0.25.0"), "nvfp4": ("0.22.0", "0.20.0"),

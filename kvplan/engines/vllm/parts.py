@@ -4,11 +4,14 @@ flags and the options it reads (kvplan/engines/api.py Engine)."""
 from __future__ import annotations
 
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
-from kvplan.engines.lazy import Part
-from kvplan.engines.vllm import kv_formats, releases, serve_args
-from kvplan.engines.vllm.engine import KV_DTYPES, VllmEstimate, estimate, read_kv_dtype
+from kvplan.engines.lazy import Part, deferred
+from kvplan.engines.vllm import kv_formats, releases
+
+if TYPE_CHECKING:  # the record names the estimate without building it (engines/lazy.py deferred)
+    from kvplan.engines.vllm.engine import VllmEstimate
 
 
 def _util_max(result: VllmEstimate) -> Fraction | None:
@@ -21,7 +24,8 @@ def _util_max(result: VllmEstimate) -> Fraction | None:
 
 
 ENGINE = Engine(
-    name="vllm", title="vLLM", estimate=estimate, kv_dtype=read_kv_dtype,
+    name="vllm", title="vLLM", estimate=deferred("kvplan.engines.vllm.engine", "estimate"),
+    kv_dtype=deferred("kvplan.engines.vllm.engine", "read_kv_dtype"),
     # --quantization fp8 on a 16-bit checkpoint: vllm/launch.py ONLINE_QUANTIZATION; --hf-overrides rope_scaling:
     # vllm/launch.py apply_hf_overrides, the limit serve_args.derived_max_model_len reads from it
     flags=EngineFlags("--max-model-len", "--tensor-parallel-size", "--kv-cache-dtype fp8", "--gpu-memory-utilization",
@@ -30,11 +34,11 @@ ENGINE = Engine(
     util_of=lambda req, r: None if r.gpu_memory_utilization is None else Fraction(r.gpu_memory_utilization),
     util_max=_util_max, takes_gpu_reserved=True, takes_features=True, fits_length=True, launch_args_flag="--vllm-args",
     # the vLLM environment variables kvplan models (releases.OPTION_KEYS)
-    option_keys=releases.OPTION_KEYS, kv_dtype_names=tuple(KV_DTYPES), kv_formats=kv_formats.KNOWN,
+    option_keys=releases.OPTION_KEYS, kv_dtype_names=tuple(kv_formats.KV_DTYPES), kv_formats=kv_formats.KNOWN,
     # --quantization fp8 quantizes a checkpoint not serialized in fp8 as it loads (quantization/fp8.py)
     weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"),
     # vllm/config/model.py _get_and_verify_max_len
-    derived_max_len=serve_args.derived_max_model_len,
+    derived_max_len=deferred("kvplan.engines.vllm.serve_args", "derived_max_model_len"),
     # `vllm serve`'s option table of each release, read from its own parser (serve_args.py)
     options=Part("kvplan.engines.vllm.serve_args", (
         "parse_argv", "parse_config", "parse_command_line", "lookup", "options", "option_info", "unmodelled",
