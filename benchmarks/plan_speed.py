@@ -38,6 +38,7 @@ def main() -> None:
     model = sys.argv[1] if len(sys.argv) > 1 else "llama-3.1-8b"
     from kvplan import engines
     from kvplan.analysis import plan, workload as wl
+    from kvplan.analysis.targets import targets as plan_targets
     from kvplan.engines import fixes
     from kvplan.requests.build import build_request
     from kvplan.model import catalog, efficiency, fleet
@@ -61,7 +62,7 @@ def main() -> None:
         base = build_request(model, seq=str(load.max_model_len), batch=1, kv_dtype="auto", dtype=None, gpu=None,
                              gpu_mem=None, gpus=None, tp=None, pp=1)
         axes = plan.Axes(gpus=catalog.gpus(), engines=("vllm", "sglang", "trtllm"), kv_dtypes=("auto", "fp8"))
-        targets = plan.Targets(ttft_ms=spec.get("ttft"), tpot_ms=spec.get("tpot"))
+        targets = plan_targets(spec.get("ttft"), spec.get("tpot"))  # as the command reads them
         result = []
 
         def run():

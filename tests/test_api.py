@@ -23,7 +23,7 @@ from kvplan.cli.entry import app, register_commands
 API = {"estimate": "estimate", "check": "check", "explain": "explain", "plan": "plan", "calibrate": "calibrate",
        "models": "models", "gpus": "gpus"}
 POSITIONAL = {"estimate": "model", "explain": "model", "plan": "model", "check": "configs", "calibrate": "logs"}
-OUTPUT_ONLY = {"json_out", "fmt", "print_schema", "top", "plot", "emit", "emit_to", "markdown", "brief"}
+OUTPUT_ONLY = {"json_out", "fmt", "print_schema", "top", "plot", "emit", "emit_to", "markdown", "brief", "rejected", "detail"}
 OUTPUT_FILE = {"check": {"output"}}  # explain's and plan's --output is a number of output tokens, an API argument
 
 register_commands()

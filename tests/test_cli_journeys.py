@@ -173,3 +173,77 @@ def test_simulate_caps_the_running_set_as_vllm_does_by_default():
     peak = lambda report: max(p["peak_concurrency"] for p in report["policies"])  # noqa: E731
     assert peak(capped) <= 256 < peak(free)
     assert "capped at 256" in kvplan(line.replace(" --json", ""))[2]
+
+
+# ------------------------------------------------------------------ plan
+
+PLAN_70B = "plan llama-3.1-70b --rate 20 --prompt 1000 --output 500 --gpu a100-80gb"
+
+
+def test_plan_holds_a_default_interactivity_target_and_says_so_first():
+    """Without a target the cheapest A100 plan for a 70B at 20 requests/s streams at 175 ms a token (more sequences
+    crammed into each replica); the default P99 TPOT of 100 ms is in the second line, and every plan meets it."""
+    code, out, _ = kvplan(PLAN_70B)
+    lines = out.splitlines()
+    assert code == 0 and lines[0].startswith("llama-3.1-70b · 20 requests/s")
+    assert lines[1].startswith("target: P99 TPOT ≤ 100 ms (the default")
+    planned = json.loads(kvplan(PLAN_70B + " --json")[1])
+    assert planned["targets"]["tpot"] == [{"percentile": 99, "ms": 100.0}] and planned["targets"]["tpot_is_default"]
+    assert all(p["tpot"]["percentile"] == 99 and p["tpot"]["estimate_ms"] <= 100 for p in planned["plans"])
+    free = json.loads(kvplan(PLAN_70B + " --tpot none --json")[1])
+    assert free["targets"]["tpot"] == [] and free["plans"][0]["tpot"]["estimate_ms"] > 100
+    assert free["plans"][0]["usd_per_hour"] < planned["plans"][0]["usd_per_hour"]  # the target costs replicas
+
+
+def test_plan_answers_in_at_most_40_lines_at_any_width():
+    for width in (120, 80):
+        code, out, _ = kvplan(f"COLUMNS={width} plan llama-3.1-8b --concurrency 64 --seq 8K")
+        assert code == 0 and len(out.splitlines()) <= 40
+        assert any(line.startswith("chosen: #1") for line in out.splitlines())
+
+
+def test_plan_rejected_families_none_summary_or_all():
+    line = "plan llama-3.1-8b --concurrency 64 --seq 8K --gpu h100,a100-80gb,l4 --tpot 50"
+    summary = [x for x in kvplan(line)[1].splitlines() if x.startswith("rejected")]
+    assert len(summary) == 1 and summary[0].startswith("rejected: ")
+    assert "rejected" not in kvplan(line + " --rejected none")[1]
+    every = kvplan(line + " --rejected all")[1]
+    assert "rejected families" in every and "closest candidate" in every
+    code, _, err = kvplan(line + " --rejected some")
+    assert code == 2 and err.startswith("error: --rejected")
+
+
+def test_plan_ties_engines_its_latency_model_cannot_tell_apart():
+    """kvplan times every engine alike: on one H100 at one batch the engines tie (one rank, one row); where their pools
+    hold different batches their latencies differ and they rank apart."""
+    line = "plan llama-3.1-8b --concurrency 64 --seq 8K --gpu h100"
+    out = kvplan(line)[1]
+    first = next(x for x in out.splitlines() if re.match(r"\s+1\D", x))
+    assert re.search(r"(sglang|trtllm|vllm) = (sglang|trtllm|vllm) = (sglang|trtllm|vllm)", first)
+    assert "the engines tie" in out
+    plans = json.loads(kvplan(line + " --json")[1])["plans"]
+    ranks = [p["rank"] for p in plans]
+    assert ranks.count(1) == 3 and ranks == sorted(ranks)
+    for a in plans:
+        for b in plans:
+            same = all(a[k] == b[k] for k in ("gpu", "kv_dtype", "tp", "pp", "replicas"))
+            if same and a["rank"] != b["rank"]:
+                assert abs(a["tpot"]["estimate_ms"] - b["tpot"]["estimate_ms"]) > 0.01 * a["tpot"]["estimate_ms"] or \
+                    abs(a["ttft"]["estimate_ms"] - b["ttft"]["estimate_ms"]) > 0.01 * a["ttft"]["estimate_ms"]
+
+
+def test_plan_reads_ttft_at_a_percentile_as_the_prompt_of_that_percentile():
+    """`--ttft p95:2s`: a P95 target, checked at the P95 prompt of the workload (nearest rank, computed here from the
+    file)."""
+    line = "plan llama-3.1-8b --rate 2 --workload examples/workloads/sample.csv --gpu h100 --ttft p95:2s --json"
+    code, out, _ = kvplan(line)
+    planned = json.loads(out)
+    assert code == 0 and planned["targets"]["ttft"] == [{"percentile": 95, "ms": 2000.0}]
+    prompts = sorted(int(row.split(",")[0]) for row in
+                     (harness.ROOT / "examples/workloads/sample.csv").read_text().splitlines()[1:] if row.strip())
+    assert planned["load"]["prompt_p95"] == prompts[-(-95 * len(prompts) // 100) - 1]
+    assert all(p["ttft"]["percentile"] == 95 and p["ttft"]["estimate_ms"] <= 2000 for p in planned["plans"])
+    bare = json.loads(kvplan(line.replace("p95:2s", "2000"))[1])  # a bare number is P99 milliseconds, as before
+    assert bare["targets"]["ttft"] == [{"percentile": 99, "ms": 2000.0}]
+    code, _, err = kvplan(line.replace("p95:2s", "p97:2s").replace(" --json", ""))
+    assert code == 2 and err.startswith("error: --ttft — P97")

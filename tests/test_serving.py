@@ -132,3 +132,14 @@ def test_factors_fall_back_to_the_architecture_then_all_gpus():
     assert not b200.measured and "all GPUs" in b200.basis
     h100_pcie = factors_for("h100-pcie-80gb", "hopper")  # no H100 PCIe measurement: Hopper's
     assert not h100_pcie.measured and "hopper" in h100_pcie.basis
+
+
+def test_prefills_at_a_percentile_is_the_compound_poisson_normal_quantile():
+    # hand arithmetic: 100 + ceil(2.3263 x sqrt(100 x 1)) = 100 + 24; 64 + ceil(1.6449 x sqrt(64 x 2)) = 64 + ceil(18.61)
+    assert serving.prefills_at(100, 2.3263, 1.0) == 124
+    assert serving.prefills_at(64, 1.6449, 2.0) == 83
+    assert serving.prefills_at(64, 0.0, 2.0) == 64  # P50: the mean, tpot's default
+    r = replica()
+    mean = serving.tpot(r, FACTORS, batch=32, prompt=1000, output=400)
+    p99 = serving.tpot(r, FACTORS, batch=32, prompt=1000, output=400, prefills=serving.prefills_at(32, 2.3263, 1.0))
+    assert p99.seconds > mean.seconds and p99.floor_s == mean.floor_s  # only the prefill share grows

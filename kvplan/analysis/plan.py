@@ -29,6 +29,7 @@ from typing import Callable
 
 from kvplan.core.io import JsonResult
 from kvplan.analysis import serving
+from kvplan.analysis.targets import Z, Target, Targets  # noqa: F401  (plan.Targets is the API's name for them)
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
 from kvplan.core.cache import CacheModel
@@ -67,15 +68,19 @@ class Load:
     max_model_len: int  # the longest request, prompt + output (the engines' max_model_len)
     prompt_mean: int
     output_mean: int
-    prompt_p99: int  # TTFT is estimated for this prompt length
+    prompt_p50: int  # a TTFT target at a percentile is estimated for the prompt of that percentile
+    prompt_p90: int
+    prompt_p95: int
+    prompt_p99: int
+    prompt_spread: float  # E[P^2] / E[P]^2 of the prompts: how much a request's TPOT varies (serving.prefills_at)
     tokens_mean: int  # mean prompt + output: what a request holds of the pool at its end
     requests: int  # requests in the workload sample (1 for a fixed shape)
     description: str
 
 
-def _p99(values: list[int]) -> int:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(0.99 * len(ordered)) - 1))]
+def _percentile(ordered: list[int], q: int) -> int:
+    """The nearest-rank percentile of sorted values."""
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q / 100 * len(ordered)) - 1))]
 
 
 def load_of(requests, *, concurrency: int | None, rate: float | None, max_model_len: int | None, description: str) -> Load:
@@ -93,26 +98,30 @@ def load_of(requests, *, concurrency: int | None, rate: float | None, max_model_
         raise InputError(f"the workload's longest request has {longest:,} tokens, more than --seq {max_model_len:,}",
                          where="--seq", hint="raise --seq or leave it out (the longest request sets max_model_len)")
     n = len(requests)
+    prompts = sorted(r.prompt for r in requests)
+    mean = sum(prompts) / n
     return Load(kind="concurrency" if concurrency is not None else "rate", concurrency=concurrency, rate=rate,
                 max_model_len=max_model_len or longest,
                 prompt_mean=max(1, round(sum(r.prompt for r in requests) / n)),
                 output_mean=max(1, round(sum(r.output for r in requests) / n)),
-                prompt_p99=_p99([r.prompt for r in requests]), tokens_mean=max(2, math.ceil(sum(totals) / n)),
+                prompt_p50=_percentile(prompts, 50), prompt_p90=_percentile(prompts, 90),
+                prompt_p95=_percentile(prompts, 95), prompt_p99=_percentile(prompts, 99),
+                prompt_spread=sum(p * p for p in prompts) / n / (mean * mean), tokens_mean=max(2, math.ceil(sum(totals) / n)),
                 requests=n, description=description)
 
 
-@dataclass(frozen=True)
-class Targets:
-    ttft_ms: float | None = None  # P99 time to first token
-    tpot_ms: float | None = None  # P99 time per output token
+def prompt_at(load: Load, percentile: int) -> int:
+    return {50: load.prompt_p50, 90: load.prompt_p90, 95: load.prompt_p95, 99: load.prompt_p99}[percentile]
 
 
 # ------------------------------------------------------------------ results
 
 @dataclass(frozen=True)
 class Latency:
-    """An estimate in milliseconds with its band and its floor, and how it stands against the target."""
+    """An estimate in milliseconds at a percentile of the load's requests, with its band and its floor, and how it
+    stands against the target at that percentile."""
 
+    percentile: int
     estimate_ms: float
     low_ms: float
     high_ms: float
@@ -123,7 +132,7 @@ class Latency:
 
 @dataclass(frozen=True)
 class Plan:
-    rank: int
+    rank: int  # 1 = the chosen plan; plans that tie (ties) share a rank
     gpu: str
     engine: str
     engine_version: str
@@ -297,7 +306,7 @@ def search(base, load: Load, targets: Targets, axes: Axes, *, prices: dict, get_
     plans.sort(key=lambda p: (p.usd_per_hour if p.usd_per_hour is not None else math.inf,
                               p.usd_per_million_output_tokens if p.usd_per_million_output_tokens is not None else math.inf,
                               p.gpus, -p.headroom, p.gpu, p.engine, p.kv_dtype, p.tp, p.pp))
-    plans = [dataclasses.replace(p, rank=i) for i, p in enumerate(plans, 1)]
+    plans = _ranked(plans)
     notes = []
     unpriced = sorted({p.gpu for p in plans if p.usd_per_hour is None})
     if unpriced:
@@ -314,6 +323,36 @@ def search(base, load: Load, targets: Targets, axes: Axes, *, prices: dict, get_
                       "network (InfiniBand or RoCE assumed; its transfers, hidden x 2 bytes per token per stage, are not "
                       "timed)"),
         notes=tuple(notes))
+
+
+# Latencies closer than this share of each other are one figure to kvplan: its estimates' median error is near a third
+# (docs/plan.md, "Out of sample"), and engines at one layout differ by hundredths of a millisecond (their page sizes)
+TIE_SHARE = 0.01
+
+
+def ties(a: Plan, b: Plan) -> bool:
+    """Two plans tie when they have the same GPUs, KV dtype, layout, replicas and cost, and latency estimates within
+    TIE_SHARE of each other. kvplan's latency model times every engine alike, so engines at one layout and batch tie;
+    they differ only where their pools hold different batches."""
+    if (a.gpu, a.kv_dtype, a.tp, a.pp, a.replicas, a.usd_per_hour) != (b.gpu, b.kv_dtype, b.tp, b.pp, b.replicas,
+                                                                        b.usd_per_hour):
+        return False
+    for x, y in ((a.ttft, b.ttft), (a.tpot, b.tpot)):
+        if (x is None) != (y is None) or (x is not None and abs(x.estimate_ms - y.estimate_ms) > TIE_SHARE * x.estimate_ms):
+            return False
+    return True
+
+
+def _ranked(plans: list[Plan]) -> list[Plan]:
+    """Ranks in the sorted order, one rank per tie: a plan that ties the first plan of an earlier rank joins it."""
+    groups: list[list[Plan]] = []
+    for p in plans:
+        group = next((g for g in groups if ties(g[0], p)), None)
+        if group is None:
+            groups.append([p])
+        else:
+            group.append(p)
+    return [dataclasses.replace(p, rank=rank) for rank, group in enumerate(groups, 1) for p in group]
 
 
 def unsupported(engine, gpu, kv) -> str | None:
@@ -429,10 +468,24 @@ def _pool_tokens(result) -> int | None:
     return None
 
 
-def _latency(e: serving.Estimate, target_ms: float | None) -> Latency:
+def _latency(e: serving.Estimate, target: Target | None, percentile: int) -> Latency:
     ms = 1e3
-    return Latency(e.seconds * ms, e.low_s * ms, e.high_s * ms, e.floor_s * ms, target_ms,
-                   e.meets(target_ms / ms if target_ms is not None else None))
+    return Latency(percentile, e.seconds * ms, e.low_s * ms, e.high_s * ms, e.floor_s * ms,
+                   target.ms if target else None, e.meets(target.ms / ms if target else None))
+
+
+def _tpot_at(replica, factors, load: Load, batch: int, percentile: int) -> serving.Estimate:
+    """TPOT at a percentile of the load's requests: the decode step every running request shares, plus the prefills
+    that land during one request's decode at that percentile (serving.prefills_at; docs/plan.md, "Latency targets")."""
+    z = Z[percentile]
+    return serving.tpot(replica, factors, batch=batch, prompt=load.prompt_mean, output=load.output_mean,
+                        prefills=serving.prefills_at(batch, z, load.prompt_spread))
+
+
+def _ttft_at(replica, factors, load: Load, batch: int, percentile: int) -> serving.Estimate:
+    """TTFT at a percentile of the load's requests: that percentile's prompt (prefill grows with the prompt)."""
+    return serving.ttft(replica, factors, prompt=prompt_at(load, percentile), batch=batch,
+                        context=load.prompt_mean + load.output_mean // 2)
 
 
 def _evaluate(req, result, load: Load, targets: Targets, axes: Axes, gpu, engine, kv_flag, per_node, node, prices,
@@ -471,7 +524,9 @@ def _evaluate(req, result, load: Load, targets: Targets, axes: Axes, gpu, engine
         replica.prefill_floor(1)  # raises for layer kinds the latency model does not time
     except UnsupportedError as err:
         replica = None
-        if targets.ttft_ms is not None or targets.tpot_ms is not None or load.kind == "rate":
+        # a target the user gave, or a rate (replicas follow from the latency), cannot be judged without one; the default
+        # interactivity target is noted as not checked
+        if targets.ttft or (targets.tpot and not targets.tpot_is_default) or load.kind == "rate":
             failures.append(_Failure(NO_LATENCY, gpu.name, engine.name, layout, kv_flag, err.what, 0))
             return None
         notes.append(f"no latency estimate: {err.what}")
@@ -481,27 +536,29 @@ def _evaluate(req, result, load: Load, targets: Targets, axes: Axes, gpu, engine
     within = False
     rate_max = None
     if replica is not None:
-        limit = serving.largest_batch(replica, factors, limit=held, prompt=P, output=O,
-                                      tpot_target_s=targets.tpot_ms / 1e3 if targets.tpot_ms is not None else None)
-        if limit < 1:
-            one = serving.tpot(replica, factors, batch=1, prompt=P, output=O)
-            state = one.meets(targets.tpot_ms / 1e3)
-            failures.append(_Failure(TPOT, gpu.name, engine.name, layout, kv_flag,
-                                     (f"TPOT floor {one.floor_s * 1e3:,.1f} ms at one sequence is above {targets.tpot_ms:g} ms"
-                                      if state == "floor" else
-                                      f"TPOT estimate {one.seconds * 1e3:,.1f} ms at one sequence (floor {one.floor_s * 1e3:,.1f} ms) "
-                                      f"is above {targets.tpot_ms:g} ms"), one.seconds))
-            return None
-        if targets.ttft_ms is not None:
-            limit, first = _ttft_limit(replica, factors, load, limit, targets.ttft_ms / 1e3)
+        for target in targets.tpot:
+            limit = serving.largest_batch(replica, factors, limit=limit, prompt=P, output=O, tpot_target_s=target.ms / 1e3,
+                                          z=target.z, spread=load.prompt_spread)
             if limit < 1:
-                state = first.meets(targets.ttft_ms / 1e3)
+                one = _tpot_at(replica, factors, load, 1, target.percentile)
+                state = one.meets(target.ms / 1e3)
+                failures.append(_Failure(TPOT, gpu.name, engine.name, layout, kv_flag,
+                                         (f"TPOT floor {one.floor_s * 1e3:,.1f} ms at one sequence is above "
+                                          f"{target.words('TPOT')}" if state == "floor" else
+                                          f"P{target.percentile} TPOT estimate {one.seconds * 1e3:,.1f} ms at one sequence "
+                                          f"(floor {one.floor_s * 1e3:,.1f} ms) misses {target.words('TPOT')}"), one.seconds))
+                return None
+        for target in targets.ttft:
+            limit, first = _ttft_limit(replica, factors, load, limit, target)
+            if limit < 1:
+                state = first.meets(target.ms / 1e3)
+                prompt = prompt_at(load, target.percentile)
                 failures.append(_Failure(TTFT, gpu.name, engine.name, layout, kv_flag,
-                                         (f"prefill of a {load.prompt_p99:,}-token prompt takes at least "
+                                         (f"prefill of the P{target.percentile} prompt ({prompt:,} tokens) takes at least "
                                           f"{first.floor_s * 1e3:,.1f} ms" if state == "floor" else
-                                          f"TTFT estimate {first.seconds * 1e3:,.1f} ms for a {load.prompt_p99:,}-token prompt "
-                                          f"(floor {first.floor_s * 1e3:,.1f} ms)") + f", above {targets.ttft_ms:g} ms",
-                                         first.seconds))
+                                          f"TTFT estimate {first.seconds * 1e3:,.1f} ms for the P{target.percentile} prompt "
+                                          f"({prompt:,} tokens; floor {first.floor_s * 1e3:,.1f} ms)")
+                                         + f", above {target.ms:,.6g} ms", first.seconds))
                 return None
         rate_max = serving.operating_point(replica, factors, batch=limit, prompt=P, output=O,
                                            ttft_prompt=load.prompt_p99).requests_per_s
@@ -528,9 +585,17 @@ def _evaluate(req, result, load: Load, targets: Targets, axes: Axes, gpu, engine
     out_tps = None
     if replica is not None:
         op = serving.operating_point(replica, factors, batch=batch, prompt=P, output=O, ttft_prompt=load.prompt_p99)
-        ttft = _latency(op.ttft, targets.ttft_ms)
-        tpot = _latency(op.tpot, targets.tpot_ms)
-        within = "band" in (ttft.meets, tpot.meets)
+        # every target is checked at the operating point; the table shows the highest percentile of each (TTFT P99 and
+        # the mean TPOT without one)
+        checked = ([("ttft", t, _ttft_at(replica, factors, load, batch, t.percentile)) for t in targets.ttft]
+                   + [("tpot", t, _tpot_at(replica, factors, load, batch, t.percentile)) for t in targets.tpot])
+        within = any(e.meets(t.ms / 1e3) == "band" for _, t, e in checked)
+        ttft_at = targets.ttft[-1] if targets.ttft else None
+        tpot_at = targets.tpot[-1] if targets.tpot else None
+        ttft = _latency(_ttft_at(replica, factors, load, batch, ttft_at.percentile if ttft_at else 99), ttft_at,
+                        ttft_at.percentile if ttft_at else 99)
+        tpot = _latency(op.tpot if tpot_at is None else _tpot_at(replica, factors, load, batch, tpot_at.percentile),
+                        tpot_at, tpot_at.percentile if tpot_at else 50)
         out_tps = replicas * op.output_tokens_per_s if load.kind == "concurrency" else load.rate * O
         if not factors.measured:
             notes.append(f"latency: {factors.basis}")
@@ -555,13 +620,13 @@ def _evaluate(req, result, load: Load, targets: Targets, axes: Axes, gpu, engine
         latency_basis=factors.basis if factors else None, within_band=within, notes=tuple(notes))
 
 
-def _ttft_limit(replica, factors, load: Load, limit: int, target_s: float) -> tuple[int, serving.Estimate]:
-    """The largest batch (<= limit) at which the P99 prompt's TTFT estimate meets the target (TTFT grows with the
-    batch through the decode step a new request waits behind)."""
-    context = load.prompt_mean + load.output_mean // 2
+def _ttft_limit(replica, factors, load: Load, limit: int, target: Target) -> tuple[int, serving.Estimate]:
+    """The largest batch (<= limit) at which the TTFT estimate of the target percentile's prompt meets the target
+    (TTFT grows with the batch through the decode step a new request waits behind)."""
+    target_s = target.ms / 1e3
 
     def at(b: int) -> serving.Estimate:
-        return serving.ttft(replica, factors, prompt=load.prompt_p99, batch=b, context=context)
+        return _ttft_at(replica, factors, load, b, target.percentile)
 
     first = at(1)
     if first.seconds > target_s:

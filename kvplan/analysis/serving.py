@@ -243,15 +243,26 @@ def ttft(replica: Replica, f: Factors, *, prompt: int, batch: int, context: int)
     return _scaled(f, seconds, pre)
 
 
-def tpot(replica: Replica, f: Factors, *, batch: int, prompt: int, output: int) -> Estimate:
+def tpot(replica: Replica, f: Factors, *, batch: int, prompt: int, output: int, prefills: int | None = None) -> Estimate:
     """Time per output token with `batch` sequences running in steady state (continuous batching): one decode step at
     the mean context, plus this replica's share of the prefills that keep the batch full (`batch` new prompts for
-    every `output` tokens a sequence generates, interleaved with the decode steps)."""
+    every `output` tokens a sequence generates, interleaved with the decode steps; `prefills` prompts instead, for a
+    request that meets more of them than the mean: prefills_at)."""
     context = prompt + output // 2
     step = replica.decode_s(batch, context)
-    prefills = replica.prefill_s(prompt, batch)
+    prefills = replica.prefill_s(prompt, batch if prefills is None else prefills)
     seconds = f.decode * step + f.step_s + f.sequence_step_s * batch + f.prefill * prefills / max(output, 1)
     return _scaled(f, seconds, step)
+
+
+def prefills_at(batch: int, z: float, spread: float) -> int:
+    """The prompts (of the mean length) whose prefills share the decode steps of one request, at the percentile of
+    standard normal quantile `z`. In steady state `batch` requests join while one request decodes its output (each
+    running slot turns over once); with arrivals at random (Poisson) their number is Poisson with mean `batch`, and
+    the prompt tokens they bring a compound Poisson sum with variance batch x E[P^2], i.e. batch x `spread` x E[P]^2
+    (`spread` = E[P^2] / E[P]^2, 1 for one fixed prompt length). Its normal approximation's quantile, in prompts of
+    the mean length: batch + z sqrt(batch x spread). z = 0 is the mean (tpot's default)."""
+    return batch + math.ceil(z * math.sqrt(batch * spread)) if z > 0 and batch > 0 else batch
 
 
 @dataclass(frozen=True)
@@ -285,14 +296,15 @@ def requests_per_s(replica: Replica, f: Factors, *, batch: int, prompt: int, out
 
 
 def largest_batch(replica: Replica, f: Factors, *, limit: int, prompt: int, output: int, tpot_target_s: float | None,
-                  edge: str = "estimate") -> int:
+                  edge: str = "estimate", z: float = 0.0, spread: float = 1.0) -> int:
     """The most sequences (at most `limit`) whose TPOT estimate meets the target; 0 when not even one does. TPOT grows
-    with the batch, so a binary search finds it ('high': the band's slow edge must meet it)."""
+    with the batch, so a binary search finds it ('high': the band's slow edge must meet it). `z`, `spread`: the
+    target's percentile (prefills_at; 0: the mean)."""
     if tpot_target_s is None:
         return limit
 
     def ok(b: int) -> bool:
-        t = tpot(replica, f, batch=b, prompt=prompt, output=output)
+        t = tpot(replica, f, batch=b, prompt=prompt, output=output, prefills=prefills_at(b, z, spread))
         return (t.high_s if edge == "high" else t.seconds) <= tpot_target_s
 
     if limit < 1 or not ok(1):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from kvplan.analysis import targets
 from kvplan.api import args
 from kvplan import engines
 from kvplan.analysis import emit as emitting, plan as planning, workload as wl
@@ -30,14 +31,16 @@ class Planned:
 
 def plan(model: str, *, concurrency: int | None = None, seq: str | int | None = None, rate: float | None = None,
          workload: str | None = None, prompt: str | int | None = None, output: str | int | None = None,
-         ttft: float | None = None, tpot: float | None = None, gpu: str | list[str] | None = None,
+         ttft: float | str | None = None, tpot: float | str | None = None, gpu: str | list[str] | None = None,
          engine: str | list[str] = "vllm,sglang,trtllm", kv_dtype: str | list[str] = "auto,fp8", dtype: str | None = None,
          max_gpus: int = 64, gpus_per_node: int | None = None, expert_parallel: bool = False,
          price: list[str] | dict[str, float] | str | None = None, prices: str | None = None,
          models_dir: list[str] | str | None = None, offline: bool = False) -> PlanResult:
     """The cheapest deployments of `model` that hold a load (`concurrency` sequences of `seq` tokens, or `rate`
     requests per second of a length mix), ranked: the result `kvplan plan --json` prints. No plan holding the load is
-    an empty `plans`, not an exception. Lists (gpu, engine, kv_dtype) may be given as Python lists or comma-separated."""
+    an empty `plans`, not an exception. Lists (gpu, engine, kv_dtype) may be given as Python lists or comma-separated.
+    `ttft`, `tpot`: targets as the options read them (a number is P99 milliseconds; 'p95:2s', 'p50:300ms,p99:1s');
+    `tpot=None` is the default interactivity target (P99 100 ms), `tpot='none'` no target (docs/plan.md)."""
     return run(model, concurrency=concurrency, seq=seq, rate=rate, workload=workload, prompt=prompt, output=output,
                ttft=ttft, tpot=tpot, gpu=gpu, engine=engine, kv_dtype=kv_dtype, dtype=dtype, max_gpus=max_gpus,
                gpus_per_node=gpus_per_node, expert_parallel=expert_parallel, price=price, prices=prices,
@@ -52,10 +55,8 @@ def run(model, *, concurrency, seq, rate, workload, prompt, output, ttft, tpot, 
     for flag, value in (("--max-gpus", max_gpus), ("--gpus-per-node", gpus_per_node)):
         if value is not None and not 1 <= value <= 4096:
             raise InputError(f"must be from 1 to 4096, got {value}", where=flag)
-    ttft, tpot, rate = _number(ttft, "--ttft"), _number(tpot, "--tpot"), _number(rate, "--rate")
-    for flag, value in (("--ttft", ttft), ("--tpot", tpot)):
-        if value is not None and not (0 < value < 1e9):
-            raise InputError(f"must be a positive number of milliseconds, got {value:g}", where=flag)
+    goals = targets.targets(ttft, tpot)
+    rate = _number(rate, "--rate")
     concurrency = args.count(concurrency, "--concurrency")
     with args.model_lookup(models_dir, offline):
         requests, description, max_len = _lengths(args.text(seq, "--seq"), args.path(workload, "--workload"),
@@ -69,7 +70,7 @@ def run(model, *, concurrency, seq, rate, workload, prompt, output, ttft, tpot, 
                              kv_dtypes=_names(_joined(kv_dtype, "--kv-dtype"), "--kv-dtype"), max_gpus=max_gpus,
                              gpus_per_node=gpus_per_node, expert_parallel=bool(expert_parallel))
         table = fleet.price_table(args.path(prices, "--prices"), _prices(price), load_yaml=yamlio.load_yaml)
-        result = planning.search(base, load, planning.Targets(ttft, tpot), axes, prices=table, get_engine=engines.get,
+        result = planning.search(base, load, goals, axes, prices=table, get_engine=engines.get,
                                  factors_for=efficiency.factors_for, node_of=fleet.node)
         ref = emitting.model_reference(base.spec, model)
         result = dataclasses.replace(result, launch=tuple(_launches(result, ref, emitting)))

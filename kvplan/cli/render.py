@@ -60,6 +60,20 @@ def console(stderr: bool = False):
     return Console(file=_Lines(stream), width=width(), highlight=False, soft_wrap=stderr, markup=False, emoji=False)
 
 
+def line_count(items) -> int:
+    """The lines `items` (what print_fitting prints, in order) take at this terminal's width: a view that promises a
+    number of lines measures itself with it."""
+    import io
+
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    out = Console(file=_Lines(buffer), width=width(), highlight=False, markup=False, emoji=False, no_color=True)
+    for item in items:
+        print_fitting(out, item)
+    return buffer.getvalue().count("\n")
+
+
 def _plain(cell) -> str:
     return cell.plain if hasattr(cell, "plain") else str(cell)
 

@@ -9,6 +9,7 @@ from typing import Annotated, List, Optional
 import typer
 
 from kvplan.cli.options import ModelArg, ModelsDirOpt, OfflineOpt
+from kvplan.cli.views import plan as view
 
 
 class EmitFormat(str, Enum):
@@ -32,8 +33,8 @@ def plan(
     workload: Annotated[Optional[str], typer.Option("--workload", "-w", help="Request lengths as `kvplan simulate` reads them: CSV/JSONL of prompt_tokens,output_tokens, a YAML/JSON distribution, or inline 'prompt=p50:100,p99:2000;output=p50:200,p99:1500'.", show_default=False)] = None,
     prompt: Annotated[Optional[str], typer.Option("--prompt", help="Prompt lengths: a number of tokens or percentiles 'p50:200,p99:2000' (default with --seq: half of it).", show_default=False)] = None,
     output: Annotated[Optional[str], typer.Option("--output", help="Output lengths: a number of tokens or percentiles 'p50:300,p99:1000' (default with --seq: half of it).", show_default=False)] = None,
-    ttft: Annotated[Optional[float], typer.Option("--ttft", help="P99 time-to-first-token target in milliseconds.", show_default=False)] = None,
-    tpot: Annotated[Optional[float], typer.Option("--tpot", help="P99 time-per-output-token target in milliseconds.", show_default=False)] = None,
+    ttft: Annotated[Optional[str], typer.Option("--ttft", help="Time-to-first-token target at a percentile of the requests: p95:2s, p50:400ms,p99:1s (p50, p90, p95, p99; a bare number is P99 milliseconds).", show_default=False)] = None,
+    tpot: Annotated[Optional[str], typer.Option("--tpot", help="Time-per-output-token target, as --ttft reads it (p99:60ms). Default: P99 100 ms (interactive chat); none for no target.", show_default=False)] = None,
     gpu: Annotated[Optional[str], typer.Option("--gpu", help="GPU kinds to consider, comma separated (default: the whole catalog, kvplan gpus).", show_default=False)] = None,
     engine: Annotated[str, typer.Option("--engine", help="Engines to consider, comma separated: vllm, sglang, trtllm.")] = "vllm,sglang,trtllm",
     kv_dtype: Annotated[str, typer.Option("--kv-dtype", "--kv-cache-dtype", help="KV cache dtypes to consider, comma separated (auto = the model's).")] = "auto,fp8",
@@ -43,7 +44,9 @@ def plan(
     expert_parallel: Annotated[bool, typer.Option("--expert-parallel", help="MoE models: launch with expert parallelism over the TP ranks (the same bytes per GPU).")] = False,
     price: Annotated[Optional[List[str]], typer.Option("--price", help="A price in dollars per GPU hour, NAME=DOLLARS (repeatable), e.g. h100-sxm-80gb=2.49.", show_default=False)] = None,
     prices: Annotated[Optional[str], typer.Option("--prices", help="A YAML file of your prices: `gpu-name: dollars per GPU hour`, or a list like kvplan/data/prices.yaml.", show_default=False)] = None,
-    top: Annotated[int, typer.Option("--top", help="Plans shown in the table (--json has them all).")] = 10,
+    top: Annotated[Optional[int], typer.Option("--top", help="Ranks shown in the table (--json has every plan). Default: 10, fewer where the answer would pass 40 lines (10 with --detail or --markdown).", show_default=False)] = None,
+    rejected: Annotated[str, typer.Option("--rejected", help="The rejected families: none, summary (one line) or all (a table with each family's closest candidate).")] = "summary",
+    detail: Annotated[bool, typer.Option("--detail", help="The full tables: latency bands, pools, batch limits, every engine's launch command, the interconnect.")] = False,
     plot: Annotated[Optional[str], typer.Option("--plot", help="Write the cost per million output tokens against TPOT of every plan, Pareto front marked: .png or .svg (needs matplotlib), or .txt (a text chart).", show_default=False)] = None,
     emit: Annotated[Optional[EmitFormat], typer.Option("--emit", help="Write a deployment file of the chosen plan: kvplan (any engine), vllm-config, compose or k8s (the best vLLM plan). On stdout unless --emit-to.", show_default=False)] = None,
     emit_to: Annotated[Optional[str], typer.Option("--emit-to", help="The file --emit writes (the table then goes to stdout).", show_default=False)] = None,
@@ -62,10 +65,12 @@ def plan(
     from kvplan.core.errors import EXIT_NO, InputError
     from kvplan.model import catalog
 
-    if not 1 <= top <= 4096:
+    if top is not None and not 1 <= top <= 4096:
         raise InputError(f"must be from 1 to 4096, got {top}", where="--top")
     if json_out and markdown:
         raise InputError("give --json or --markdown, not both", where="--markdown")
+    if rejected not in view.REJECTED:
+        raise InputError(f"must be none, summary or all, got {rejected!r}", where="--rejected")
     if emit is not None and not emit_to and (json_out or markdown):
         raise InputError("--emit without --emit-to prints the deployment file on stdout, which --json or --markdown "
                          "also want", where="--emit", hint="add --emit-to FILE")
@@ -105,14 +110,10 @@ def plan(
     elif json_out:
         print(render.to_json(result))
     elif markdown:
-        from kvplan.cli.views import plan as view
-
-        print(view.markdown(result, top=top), end="")
+        print(view.markdown(result, top=top or view.TOP, rejected=rejected), end="")
     else:
-        from kvplan.cli.views import plan as view
-
         out = render.console()
-        for item in view.tables(result, top=top):
+        for item in _answer(result, top=top, detail=detail, rejected=rejected):
             render.print_fitting(out, item)
     err = render.console(stderr=True)
     if not json_out:
@@ -124,6 +125,19 @@ def plan(
             err.print(f"wrote {plot}")
     if not result.plans:
         raise typer.Exit(EXIT_NO)
+
+
+def _answer(result, *, top: int | None, detail: bool, rejected: str) -> list:
+    """The text view; without --top (and without --detail) the most ranks, up to 10, that keep it within 40 lines."""
+    from kvplan.cli import render
+
+    if top is not None or detail:
+        return view.tables(result, top=top or view.TOP, detail=detail, rejected=rejected)
+    for n in range(view.TOP, 0, -1):
+        items = view.tables(result, top=n, rejected=rejected)
+        if n == 1 or render.line_count(items) <= view.LINES:
+            return items
+    raise AssertionError("unreachable")
 
 
 def _check_plot(path: str) -> None:
