@@ -383,3 +383,18 @@ def test_the_header_names_vllms_rules_only_where_a_vllm_deployment_is_judged(cli
     assert code == 0 and "judged by vLLM" not in out
     code, out, _ = cli("check", "examples/deploy/vllm/llama-8b.serve.yaml", "--gpu", "h100")
     assert out.splitlines()[0].startswith("kvplan check · vLLM deployments that pin no release judged by vLLM 0.")
+
+
+def test_the_text_report_is_the_same_bytes_whatever_columns_says(cli, monkeypatch, tmp_path):
+    # issue 26: COLUMNS narrowed the report on stdout in pipes and CI logs, though the same input must give the same
+    # bytes; only an interactive terminal gets the table fitted to its width (tests/test_layout.py)
+    target = DEPLOY / "prod"
+    outputs = []
+    for columns in ("30", "120", "300"):
+        monkeypatch.setenv("COLUMNS", columns)
+        code, out, _ = cli("check", target, *GPU)
+        outputs.append(out)
+    written = tmp_path / "report.txt"
+    cli("check", target, *GPU, "-o", written)
+    assert code == 1 and outputs[0] == outputs[1] == outputs[2] == written.read_text(encoding="utf-8")
+    assert "status  deployment" in outputs[0]  # the table, not the narrow records

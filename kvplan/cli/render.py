@@ -51,6 +51,12 @@ def width() -> int:
     return 120
 
 
+def terminal_width() -> int | None:
+    """width() when stdout is an interactive terminal, None anywhere else (a pipe, a file, a CI log): a report that
+    promises the same bytes for the same input is fitted to a terminal only, never to what COLUMNS says elsewhere."""
+    return width() if sys.stdout.isatty() else None
+
+
 def console(stderr: bool = False):
     from rich.console import Console
 

@@ -28,16 +28,26 @@ def cases() -> list[str]:
             if line.strip() and not line.lstrip().startswith("#")]
 
 
+class _Terminal(io.StringIO):
+    """A stdout that says it is an interactive terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
 def run(command: str) -> dict:
     """{'exit': code, 'stdout': text, 'stderr': text} of `kvplan <command>` run from the repository root. A case
-    may start with `COLUMNS=N ` (as a shell line would) to run at another terminal width than 120."""
+    may start with `TTY ` (stdout is an interactive terminal, as kvplan check's fitted table needs) and then
+    `COLUMNS=N ` (as a shell line would) to run at another terminal width than 120."""
     from kvplan.cli import main
 
     env = dict(ENV)
+    terminal = command.startswith("TTY ")
+    command = command[len("TTY "):] if terminal else command
     width = re.match(r"COLUMNS=(\d+) +", command)
     if width:
         env["COLUMNS"], command = width.group(1), command[width.end():]
-    out, err = io.StringIO(), io.StringIO()
+    out, err = (_Terminal() if terminal else io.StringIO()), io.StringIO()
     saved_env = {k: os.environ.get(k) for k in env}
     saved_argv, saved_cwd = sys.argv, os.getcwd()
     os.environ.update(env)

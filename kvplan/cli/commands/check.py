@@ -118,11 +118,13 @@ def check(
     for verdict in report.verdicts:
         if verdict.status in (INVALID, CANNOT_JUDGE):
             print(f"error: {verdict.reason}", file=sys.stderr)
-    from kvplan.cli.render import width
+    from kvplan.cli.render import terminal_width
 
-    # the text table fits the terminal on stdout (records when it is wider); a file gets the whole table
+    # the text table fits an interactive terminal (records when it is wider); a pipe, a CI log and a file get the
+    # whole table, whatever COLUMNS says (docs/check.md: the same input gives the same bytes)
+    fit = terminal_width()
     text = report_formats.render(report, chosen) if output is not None or chosen is not report_formats.Format.TEXT \
-        else report_formats.render_text(report, width())
+        else report_formats.render_text(report, fit)
     if brief and output is None:
         from kvplan.cli.views.brief import check_lines
 
@@ -135,7 +137,7 @@ def check(
                 f.write(text)
 
         write_file(output, write, what="the report")
-        sys.stdout.write(report_formats.render_text(report, width()))
+        sys.stdout.write(report_formats.render_text(report, fit))
     else:
         sys.stdout.write(text)
     sys.stdout.flush()
