@@ -86,6 +86,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'nim-operator/standalone--lora--llm.yaml': [('cannot_judge', "NIMService meta-llama-3-2-1b-instruct: an operator's")],
     'nim-operator/standalone--no-precaching--multi-llm-hf.yaml': [('cannot_judge', "NIMService meta-llama-3-2-1b-instruct: an operator's")],
     'ollama/kraken-labs/compose.yaml': [('cannot_judge', 'starts Ollama (image ollama/ollama:latest), a server whose')],
+    'nomad/ai4os-llm.nomad.hcl': [('cannot_judge', 'the model is $VLLM_ARGS, set outside the file')],
     'prodstack/decode-deploy.yaml': [('skipped', 'Service decode-headless: runs no container, nothing to'), ('cannot_judge', "model '/var/mdl/YOUR-MODEL-PATH' is on the serving host (a")],
     'prodstack/production-stack_v1alpha1_vllmruntime.yaml': [('cannot_judge', "VLLMRuntime vllmruntime-sample: an operator's resource that")],
     'prodstack/production_stack_specification.yaml': [('cannot_judge', 'it asks for 1 NVIDIA GPU (requestGPU: 1 (nvidia.com/gpu))')],

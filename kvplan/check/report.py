@@ -25,7 +25,7 @@ FORMAT_HELM_PRODSTACK, FORMAT_HELM_LLMD = "helm-production-stack", "helm-llm-d"
 FORMAT_RAY, FORMAT_SKYPILOT, FORMAT_SHELL, FORMAT_DOCKERFILE = "ray-serve", "skypilot", "shell", "dockerfile"
 FORMAT_TRTLLM_OPTIONS, FORMAT_TRTLLM_DISAGG = "trtllm-options", "trtllm-disaggregated"
 FORMAT_GITHUB_ACTIONS, FORMAT_TRUSS, FORMAT_RECIPES, FORMAT_README = "github-actions", "truss", "vllm-recipe", "readme"
-FORMAT_HELM_VLLM, FORMAT_PROGRAM = "helm-vllm-example", "program"
+FORMAT_HELM_VLLM, FORMAT_PROGRAM, FORMAT_NOMAD = "helm-vllm-example", "program", "nomad"
 
 
 @dataclass(frozen=True)

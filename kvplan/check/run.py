@@ -18,7 +18,7 @@ from kvplan import engines
 from kvplan.check import judge as judging
 from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
-from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, programs, readme, scripts, vllm_serve
+from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, nomad, programs, readme, scripts, vllm_serve
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.traced import last_field, traced
@@ -36,7 +36,8 @@ _PACKAGE = Path(__file__).parent.parent
 
 def is_deployment_file(path: Path) -> bool:
     """The files a folder is walked for."""
-    return path.suffix.lower() in YAML_SUFFIXES + SHELL_SUFFIXES or scripts.is_dockerfile(path)
+    return path.suffix.lower() in YAML_SUFFIXES + SHELL_SUFFIXES or scripts.is_dockerfile(path) \
+        or nomad.is_nomad_name(path)
 
 
 def collect(paths) -> list[tuple[str, Path | None, InputError | None]]:
@@ -54,7 +55,7 @@ def collect(paths) -> list[tuple[str, Path | None, InputError | None]]:
                 key=lambda p: p.relative_to(path).as_posix())
             if not found:
                 out.append((str(given), None, InputError(
-                    "holds no deployment files (*.yaml, *.yml, *.sh, Dockerfile)", where=str(given))))
+                    "holds no deployment files (*.yaml, *.yml, *.sh, Dockerfile, *.nomad)", where=str(given))))
             for p in found:
                 display = (path / p.relative_to(path)).as_posix()
                 try:
@@ -134,6 +135,11 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
         text = yamlio.read_text(path)
         if path.suffix.lower() in readme.MARKDOWN_SUFFIXES:
             return _verdicts(readme.read(text, source=display, where=display, base_dir=path.parent), defaults)
+        if path.suffix.lower() in nomad.SUFFIXES:  # a Nomad job (HCL); another HCL file is no format kvplan reads
+            items = nomad.read(text, source=display, where=display, base_dir=path.parent)
+            if items is None:
+                raise _not_a_format(display)
+            return _verdicts(items, defaults)
         if path.suffix.lower() in programs.SUFFIXES and not scripts.is_shell(path, text):
             items = programs.read(text, path, source=display, where=display)
             if items is None:

@@ -18,7 +18,7 @@ YAML documents, in the order they are asked (the first that claims a document re
 - trtllm_serve: an LLM-API options file (`kv_cache_config`, `cuda_graph_config`, `enable_attention_dp`, ...);
 - kvplan_yaml: kvplan's own format (a key vLLM has no option for: engine, gpu, require, ...);
 - vllm_serve: a `vllm serve --config` file (its keys are vLLM options).
-Text files: scripts (shell scripts by name or shebang, Dockerfiles by name). The engine command lines found in
+Text files: scripts (shell scripts by name or shebang, Dockerfiles by name), nomad (Nomad job files in HCL). The engine command lines found in
 any of them are read by vllm_serve, sglang_launch and trtllm_serve.
 """
 
@@ -61,5 +61,6 @@ LOOKED_FOR = ("jobs + on (a GitHub Actions workflow)", "apiVersion + kind (Kuber
 FORMATS = ("kvplan YAML, vllm serve --config YAML, Kubernetes manifests (Deployment, StatefulSet, LeaderWorkerSet, "
            "RayCluster and other pod templates), KServe, KubeAI, Ray Serve, docker compose, Helm values "
            "(production-stack, llm-d), SkyPilot, TensorRT-LLM options and disaggregated configs, GitHub Actions "
-           "workflows, Truss config.yaml, vllm-project/recipes YAML, shell scripts, Dockerfiles, README code blocks; "
+           "workflows, Truss config.yaml, vllm-project/recipes YAML, shell scripts, Dockerfiles, README code blocks, Nomad "
+           "job files; "
            "BentoML, Modal and Ray Serve Python, BentoML pyproject.toml and Terraform helm_release are recognised)")
