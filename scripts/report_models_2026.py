@@ -1,7 +1,8 @@
 """Print what kvplan makes of every config.json in tests/data/hf_configs_2026, against transformers' truth.
 
 For each file: read or refused (with the key the refusal names); for the files read and built by transformers 5.24 on
-`meta` (tests/data/transformers_truth_2026.json), whether the KV bytes at 8K in bf16 are exact and how far the
+`meta` (tests/data/transformers_truth_2026.json; DeepSeek-V4's DynamicCache in
+transformers_truth_deepseek_v4.json), whether the KV bytes at 8K in bf16 are exact and how far the
 parameters are (the text model's when kvplan leaves a tower's weights unknown). Ends with the counts.
 
     python scripts/report_models_2026.py
@@ -24,10 +25,13 @@ from kvplan.model.catalog import resolve_model  # noqa: E402
 
 CORPUS = REPO / "tests" / "data" / "hf_configs_2026"
 TRUTH = REPO / "tests" / "data" / "transformers_truth_2026.json"
+# DeepSeek-V4: transformers keeps it in a DynamicCache only (scripts/make_deepseek_v4_truth.py)
+V4_TRUTH = REPO / "tests" / "data" / "transformers_truth_deepseek_v4.json"
 
 
 def main() -> int:
     truth = json.loads(TRUTH.read_text())["configs"]
+    v4_truth = json.loads(V4_TRUTH.read_text())["configs"]
     counts: Counter = Counter()
     reasons: Counter = Counter()
     for path in sorted(p for p in CORPUS.glob("*.json") if not p.name.endswith(".hf_quant_config.json")):
@@ -41,6 +45,17 @@ def main() -> int:
             continue
         counts["read"] += 1
         t = truth.get(path.name) or {}
+        if path.name in v4_truth:
+            v4 = v4_truth[path.name]
+            cache = CacheModel(spec, dtype("bf16"))
+            sizes = v4["cache_bytes_at_tokens"]
+            exact = all(cache.footprint(int(n), 1).kv_bytes == b for n, b in sizes.items())
+            counts["KV exact" if exact else "KV differs"] += 1
+            off = spec.params / v4["params_total"] - 1
+            counts["params within 1%" if abs(off) <= 0.01 else "params off by more than 1%"] += 1
+            kv_text = "exact" if exact else "differs"
+            print(f"{path.stem[:52]:52} read     KV {kv_text} (DynamicCache, {len(sizes)} lengths), params {off * 100:+.2f}%")
+            continue
         if not t.get("built"):
             counts["read, no transformers build"] += 1
             print(f"{path.stem[:52]:52} read     (transformers cannot build it natively)")

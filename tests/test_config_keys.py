@@ -95,14 +95,22 @@ def test_an_unknown_model_type_with_a_cache_key_is_refused_and_a_plain_one_is_re
     assert "sliding_window" in err.value.one_line() and "does not know" in err.value.one_line()
 
 
-def test_deepseek_v4_compressed_attention_is_refused_not_read_as_sliding_layers():
-    # before: 43 sliding-128 layers, about 20x too small at 32K (issue 25)
+def test_deepseek_v4_compressed_attention_is_read_not_as_sliding_layers():
+    # before: 43 sliding-128 layers, about 20x too small at 32K (issue 25); now every layer is a compressed kind
+    # with its ratio (tests/test_models_2026.py checks the bytes against transformers)
     for name in ("deepseek-ai--DeepSeek-V4-Flash", "deepseek-ai--DeepSeek-V4-Pro"):
         raw = _raw(PUBLIC / name / "config.json")
-        assert "compress_ratios" in unread_keys(text_config(raw), "deepseek_v4")
-        with pytest.raises(UnsupportedError) as err:
-            spec_mapping_from_config(raw, name="m", where="cfg")
-        assert "compress_ratios" in err.value.one_line()
+        assert unread_keys(text_config(raw), "deepseek_v4") == []
+        spec = spec_mapping_from_config(raw, name="m", where="cfg")
+        ratios = spec["layout"]["compress_ratios"]
+        assert ratios == raw["compress_ratios"][:raw["num_hidden_layers"]]
+        assert spec["layout"]["per_layer"] == ["compressed_indexed" if r == 4 else "compressed" for r in ratios]
+    # the same keys on a model_type that does not read them are still refused by name
+    raw = _raw(PUBLIC / "deepseek-ai--DeepSeek-V4-Flash" / "config.json")
+    raw["model_type"] = "deepseek_v3"
+    with pytest.raises(UnsupportedError) as err:
+        spec_mapping_from_config(raw, name="m", where="cfg")
+    assert "compress_ratios" in err.value.one_line()
 
 
 def test_mla_without_head_dim_is_read_whatever_hidden_over_heads_gives():

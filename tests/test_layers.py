@@ -62,7 +62,7 @@ def test_no_cache_layer_keeps_nothing():
 
 
 def test_one_table_of_kinds():
-    assert LAYER_KINDS == (FULL, SLIDING, CHUNKED, MLA, INDEXED_MLA, STATE, NONE)
+    assert LAYER_KINDS == (FULL, SLIDING, CHUNKED, MLA, INDEXED_MLA, "compressed", "compressed_indexed", STATE, NONE)
     assert HEADED_KINDS == (FULL, SLIDING, CHUNKED) and WINDOWED_KINDS == (SLIDING, CHUNKED)
     assert all(KINDS[k].kind == k for k in LAYER_KINDS)
 
@@ -84,3 +84,29 @@ def test_an_indexed_latent_layer_adds_its_index_key_to_the_latent():
         require_mapped_kinds([layer], ENGINE_BASE_KINDS, "vLLM", "m")
     assert "mla_indexed" in err.value.what
 
+
+
+def _v4(kind: str, ratio: int):
+    from kvplan.core.layers import CompressSpec
+
+    index = 128 if kind == "compressed_indexed" else None
+    return make_layer(kind, kv_heads=1, head_dim=512, v_head_dim=512, window=128, compress=CompressSpec(ratio, index))
+
+
+def test_deepseek_v4_layers_keep_what_transformers_measured_one_layer_at_a_time():
+    # one layer of each type, bf16, against the per-layer bytes transformers 5.24 held on `meta` after N tokens
+    # (DeepseekV4CSACache / DeepseekV4HCACache; a 4-layer V4-Flash built by hand: sliding, CSA, HCA, sliding)
+    measured = {1: (2048, 7168, 4096), 3: (6144, 21504, 12288), 4: (8192, 19712, 16384), 127: (260096, 325376, 520192),
+                128: (260096, 311296, 261120), 129: (260096, 316416, 263168), 1000: (260096, 590336, 480256)}
+    layers = (_v4("compressed", 0), _v4("compressed_indexed", 4), _v4("compressed", 128))
+    for n, row in measured.items():
+        assert tuple(layer.seq_bytes(BF16, 1, n) for layer in layers) == row, n
+
+
+def test_deepseek_v4_peak_is_the_most_held_at_any_shorter_length():
+    # the open window drains at each boundary, so the cache at 128 tokens is less than at 127; fitting asks the peak
+    for layer in (_v4("compressed", 0), _v4("compressed_indexed", 4), _v4("compressed", 128)):
+        running = 0
+        for n in range(1, 700):
+            running = max(running, layer.seq_bytes(BF16, 1, n))
+            assert layer.peak_seq_bytes(BF16, 1, n) == running, (layer.kind, n)

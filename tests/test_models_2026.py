@@ -54,7 +54,7 @@ def test_each_config_is_exact_or_refused_by_name(path):
 
 def test_the_corpus_is_mostly_read():
     read = [p for p in CONFIGS if _spec(p)[0] is not None]
-    assert len(CONFIGS) >= 60 and len(read) >= 57, len(read)
+    assert len(CONFIGS) >= 60 and len(read) >= 74, len(read)
 
 
 def test_a_multimodal_config_gives_the_pool_with_its_weights_unknown(cli):
@@ -133,3 +133,65 @@ def test_an_unknown_tower_keeps_an_engine_budget_refused_even_with_the_checkpoin
     assert code == 0 and json.loads(out)["weights_bytes"] == 20 * 10**9
     code, out, err = cli("estimate", tmp_path, "--gpu", "h100", "--engine", "vllm", "--seq", "8K")
     assert code == 3 and "weights are unknown" in err and "gemma4_vision" in err
+
+
+# DeepSeek-V4: transformers 5.24 keeps its compressed attention in a DynamicCache (no StaticCache for it), measured
+# on `meta` after one prefill of N tokens by scripts/make_deepseek_v4_truth.py, at lengths around the window (128)
+# and the compression boundaries (4, 128) and at 8K / 32K
+V4_TRUTH = json.loads((DATA / "transformers_truth_deepseek_v4.json").read_text())["configs"]
+
+
+@pytest.mark.parametrize("name", sorted(V4_TRUTH))
+def test_deepseek_v4_compressed_cache_is_what_transformers_keeps_at_every_length(name):
+    spec = resolve_model(str(CORPUS / name))
+    truth = V4_TRUTH[name]
+    cache = CacheModel(spec, dtype("bf16"))
+    assert {n: cache.footprint(int(n), 1).kv_bytes for n in truth["cache_bytes_at_tokens"]} == \
+        truth["cache_bytes_at_tokens"]
+    assert spec.params == truth["params_total"]
+    assert spec.count("compressed_indexed") == truth["layer_types"]["compressed_sparse_attention"]
+
+
+def test_deepseek_v4_flash_by_hand_at_32k():
+    # 43 layers, each a window of 127 tokens (DynamicSlidingWindowLayer keeps window - 1) of K and V, 512 wide; 21
+    # CSA layers add 32768 / 4 entries of 512 + 128 (indexer key) and the overlap of 2 x 4 x 640; 20 HCA layers add
+    # 32768 / 128 entries of 512; bf16. The same file as SGLang spells it (model_type deepseek_ref) reads the same
+    expected = (43 * 2 * 127 * 512 + 21 * (8192 * 640 + 2 * 4 * 640) + 20 * 256 * 512) * 2
+    for name in ("nvidia--DeepSeek-V4-Flash-NVFP4.json", "sgl-project--DeepSeek-V4-Flash-FP8.json"):
+        spec = resolve_model(str(CORPUS / name))
+        assert CacheModel(spec, dtype("bf16")).footprint(32768, 1).kv_bytes == expected == 236_843_008
+
+
+def test_engines_refuse_deepseek_v4_compressed_layers_by_name(cli):
+    v4 = CORPUS / "nvidia--DeepSeek-V4-Pro-NVFP4.json"
+    for engine in ("vllm", "sglang", "trtllm"):
+        code, out, err = cli("estimate", v4, "--seq", "8K", "--engine", engine, "--kv-cache-memory", "40GiB")
+        assert code == 3 and "'compressed" in err, (engine, err)
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"compress_ratios": [0, 0] + [8, 128] * 20 + [8, 0]}, "compress_ratios"),  # a ratio transformers does not map
+    ({"compress_ratios": [0, 4, 128]}, "compress_ratios"),  # not one per layer
+    ({"num_key_value_heads": 2, "num_attention_heads": 64}, "num_key_value_heads"),
+    ({"compress_rates": {"compressed_sparse_attention": 4, "lightning": 2}}, "compress_rates"),
+])
+def test_deepseek_v4_spellings_kvplan_does_not_model_are_refused_by_key(change, key):
+    from kvplan.core.errors import KvplanError
+    from kvplan.model.hf_config import spec_mapping_from_config
+
+    raw = json.loads((CORPUS / "nvidia--DeepSeek-V4-Flash-NVFP4.json").read_text())
+    raw.update(change)
+    with pytest.raises(KvplanError) as err:
+        spec_mapping_from_config(raw, name="m", where="cfg")
+    assert err.value.where.endswith(key), err.value.one_line()
+
+
+def test_fitting_deepseek_v4_asks_for_the_most_it_holds_on_the_way():
+    # at 128 tokens transformers holds less than at 127 (each HCA layer's open window of 127 tokens drained into one
+    # entry): the static engine's fit and longest context use the peak, so a sequence is never admitted at a length
+    # it could not have grown through
+    spec = resolve_model(str(CORPUS / "nvidia--DeepSeek-V4-Flash-NVFP4.json"))
+    cache = CacheModel(spec, dtype("bf16"))
+    assert cache.footprint(128).kv_bytes < cache.footprint(127).kv_bytes
+    assert cache.max_rank_footprint(128).kv_bytes == cache.footprint(127).kv_bytes
+    assert cache.max_rank_footprint(32768).kv_bytes == cache.footprint(32767).kv_bytes > cache.footprint(32768).kv_bytes

@@ -28,8 +28,8 @@ from kvplan.core.cache import CacheModel, LayerGroup
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import KvplanError
 from kvplan.core.layers import as_kind, make_layer
-from kvplan.core.spec import (CHUNKED, FULL, HEADED_KINDS, INDEXED_MLA, MLA, NONE, SLIDING, STATE, LayerSpec, MlaSpec,
-                              ModelSpec)
+from kvplan.core.spec import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_MLA, MLA, NONE,
+                              SLIDING, STATE, LayerSpec, MlaSpec, ModelSpec)
 
 
 @dataclass(frozen=True)
@@ -121,6 +121,8 @@ def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> st
         index = f" + {spec.mla.index_head_dim} index_head_dim" if group.kind == INDEXED_MLA else ""
         text = (f"({rank} kv_lora_rank + {rope} qk_rope_head_dim{index}) latent{' and index key' if index else ''} x "
                 f"{width}, one per token, every GPU holds it all")
+    elif group.kind in (COMPRESSED, COMPRESSED_INDEXED):
+        text = f"2 (K = V, both kept) x 1 head x {group.head_dim} head_dim x {width} in the window"
     else:
         return "0 (no per-token cache)"
     if kv.scale_bits:
@@ -152,10 +154,17 @@ def derivation(spec: ModelSpec, cache: CacheModel, seq: int, batch: int) -> tupl
     out = []
     for stage, groups in enumerate(cache.stages):
         for g in groups:
-            tokens = 0 if g.kind in (STATE, NONE) else (min(seq, g.window) if g.window is not None else seq)
-            per_seq = g.count * (g.token_bytes * tokens + g.state_bytes)
+            tokens = 0 if g.kind in (STATE, NONE) else g.layer.tokens_kept(seq)
+            per_seq = g.kv_bytes(seq) + g.count * g.state_bytes
             total = per_seq * batch * cache.tp
-            if g.kind in HEADED_KINDS or g.kind == MLA:
+            if g.kind in (COMPRESSED, COMPRESSED_INDEXED):
+                c = g.layer.compress
+                entries = (f" + {_num(seq // c.ratio)} compressed entries (1 per {c.ratio} tokens)"
+                           + (" with index keys" if c.index_head_dim else "") + " and the open window"
+                           if c.ratio else "")
+                formula = (f"{g.count} layers x (min({_num(seq)}, window {_num(g.window)} - 1) = {_num(tokens)} tokens x "
+                           f"{_num(g.token_bytes)} B{entries}) = {_num(g.kv_bytes(seq))} B")
+            elif g.kind in HEADED_KINDS or g.kind in (MLA, INDEXED_MLA):
                 what = "chunk" if g.kind == CHUNKED else "window"
                 kept = f"min({_num(seq)}, {what} {_num(g.window)}) = {_num(tokens)}" if g.window is not None else _num(seq)
                 formula = f"{_num(g.token_bytes)} B x {g.count} layers x {kept} tokens"

@@ -60,6 +60,8 @@ class LayerGroup:
     token_bytes: int  # per layer, per rank
     state_bytes: int  # per layer, per rank, per sequence
     kv_heads_per_rank: int
+    kv_dtype: DType | None = None  # what `kv_bytes` asks the layer's own rule with
+    tp: int = 1
 
     @property
     def kind(self) -> str:
@@ -82,7 +84,15 @@ class LayerGroup:
         return self.layer.mla.latent_dim if self.layer.mla else 0
 
     def kv_bytes(self, seq: int) -> int:
-        return self.count * self.token_bytes * self.layer.tokens_kept(seq)
+        if self.kv_dtype is None:
+            return self.count * self.token_bytes * self.layer.tokens_kept(seq)
+        return self.count * self.layer.seq_bytes(self.kv_dtype, self.tp, seq)  # the kind's rule (compressed layers)
+
+    def peak_kv_bytes(self, seq: int) -> int:
+        """The most kv_bytes is at any length up to seq (layer.peak_seq_bytes)."""
+        if self.kv_dtype is None:
+            return self.kv_bytes(seq)
+        return self.count * self.layer.peak_seq_bytes(self.kv_dtype, self.tp, seq)
 
 
 @dataclass(frozen=True)
@@ -127,20 +137,25 @@ class CacheModel:
         for layer in layers:
             heads = layer.heads_per_rank(self.tp)
             key = (type(layer), layer.token_bytes(self.kv_dtype, self.tp), layer.window, layer.state_bytes(self.tp),
-                   heads, layer.head_dim, layer.v_head_dim, layer.mla.latent_dim if layer.mla else 0)
+                   heads, layer.head_dim, layer.v_head_dim, layer.mla.latent_dim if layer.mla else 0, layer.compress)
             groups.setdefault(key, [layer, 0])[1] += 1
-        return tuple(LayerGroup(layer=first, count=n, token_bytes=k[1], state_bytes=k[3], kv_heads_per_rank=k[4])
+        return tuple(LayerGroup(layer=first, count=n, token_bytes=k[1], state_bytes=k[3], kv_heads_per_rank=k[4],
+                                kv_dtype=self.kv_dtype, tp=self.tp)
                      for k, (first, n) in groups.items())
 
     # -- one rank -----------------------------------------------------------------------------
-    def rank_footprint(self, stage: int, seq: int, batch: int = 1) -> Footprint:
+    def rank_footprint(self, stage: int, seq: int, batch: int = 1, *, peak: bool = False) -> Footprint:
+        """One rank's cache at `seq` tokens; with `peak`, the most it holds at any length up to `seq`."""
         groups = self.stages[stage]
-        return Footprint(kv_bytes=batch * sum(g.kv_bytes(seq) for g in groups),
-                         state_bytes=batch * sum(g.count * g.state_bytes for g in groups))
+        kv = sum(g.peak_kv_bytes(seq) if peak else g.kv_bytes(seq) for g in groups)
+        return Footprint(kv_bytes=batch * kv, state_bytes=batch * sum(g.count * g.state_bytes for g in groups))
 
     def max_rank_footprint(self, seq: int, batch: int = 1) -> Footprint:
-        """The most loaded GPU's cache (stages differ when layers are uneven or mixed)."""
-        return max((self.rank_footprint(s, seq, batch) for s in range(self.pp)), key=lambda f: (f.cache_bytes, f.kv_bytes))
+        """The most loaded GPU's cache (stages differ when layers are uneven or mixed), at its peak over the lengths a
+        sequence passes through on its way to `seq`: what fitting needs. It is the cache at `seq` for every kind but
+        DeepSeek-V4's compressed layers, whose open window is drained at each compression boundary."""
+        return max((self.rank_footprint(s, seq, batch, peak=True) for s in range(self.pp)),
+                   key=lambda f: (f.cache_bytes, f.kv_bytes))
 
     # -- whole model, every rank counted --------------------------------------------------------
     def footprint(self, seq: int, batch: int = 1) -> Footprint:

@@ -14,6 +14,8 @@ Per layer and rank, one token costs
     full / sliding / chunked:  kv_heads_per_rank x (head_dim + v_head_dim) x bits / 8
     mla:             (kv_lora_rank + qk_rope_head_dim) x bits / 8   (one latent, no factor 2, not split by TP)
     state / none:    0   (state layers hold a fixed amount per sequence instead)
+    compressed:      2 x head_dim x bits / 8 (the window's K and V); the compressed entries on top are the kind's
+                     own `seq_bytes` rule
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ from kvplan.core.errors import InputError, UnsupportedError
 
 FULL, SLIDING, CHUNKED, MLA, STATE, NONE = "full", "sliding", "chunked", "mla", "state", "none"
 INDEXED_MLA = "mla_indexed"  # MLA with DeepSeek Sparse Attention's indexer key cache (DeepSeek-V3.2, GLM-5)
+# DeepSeek-V4's attention: a sliding window plus entries compressed every `ratio` tokens (heavily compressed, HCA),
+# and the same with the lightning indexer's compressed keys (compressed sparse attention, CSA)
+COMPRESSED, COMPRESSED_INDEXED = "compressed", "compressed_indexed"
 
 
 @dataclass(frozen=True)
@@ -40,6 +45,16 @@ class StateSpec:
     recurrent_shape: tuple[int, ...]
     conv_dtype: str
     recurrent_dtype: str
+
+
+@dataclass(frozen=True)
+class CompressSpec:
+    """DeepSeek-V4 compressed attention in one layer: every `ratio` tokens become one compressed entry of head_dim
+    (0: the layer keeps its sliding window only); `index_head_dim`: the lightning indexer's compressed key width on
+    the layers that run it (compressed sparse attention), None on the others."""
+
+    ratio: int
+    index_head_dim: int | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +113,7 @@ class LayerSpec:
     window: int | None = None
     mla: MlaSpec | None = None  # mla layers only
     state: StateSpec | None = None  # state layers only
+    compress: CompressSpec | None = None  # compressed layers only
 
     def heads_per_rank(self, tp: int = 1) -> int:
         return 0
@@ -110,6 +126,16 @@ class LayerSpec:
 
     def tokens_kept(self, seq: int) -> int:
         return 0
+
+    def seq_bytes(self, kv: DType, tp: int, seq: int) -> int:
+        """Bytes one sequence of `seq` tokens keeps in this layer on one rank, beside its fixed state: for most kinds
+        the bytes a token adds times the tokens kept; a kind that keeps more than that says so itself."""
+        return self.token_bytes(kv, tp) * self.tokens_kept(seq)
+
+    def peak_seq_bytes(self, kv: DType, tp: int, seq: int) -> int:
+        """The most `seq_bytes` is at any length up to `seq`: what a sequence growing to `seq` needs room for. The
+        same as seq_bytes(seq) for every kind whose cache never shrinks as the sequence grows."""
+        return self.seq_bytes(kv, tp, seq)
 
     @property
     def caches(self) -> bool:
@@ -185,6 +211,62 @@ class IndexedLatentAttention(LatentAttention):
         return _bytes(self.mla.latent_dim + self.mla.index_head_dim, kv.bits)
 
 
+class CompressedAttention(LayerSpec):
+    """DeepSeek-V4's attention layer without the indexer: one K = V head of head_dim over a sliding window, plus (ratio
+    > 0, heavily compressed attention) one compressed entry of head_dim for every `ratio` tokens. Every TP rank keeps
+    it whole (transformers DeepseekV4Config: attention replicated; vLLM 0.33 models/deepseek_v4: max_tp_shards=1).
+
+    As transformers 5.24 keeps it (models/deepseek_v4 DeepseekV4HCACache over DynamicSlidingWindowLayer, measured on
+    `meta`; it has no StaticCache for V4), a sequence of N tokens holds, in elements:
+        window:      2 x min(N, window - 1) x head_dim      (keys and values both stored)
+        compressed:  (N // ratio) x head_dim
+        buffer:      2 x (N % ratio) x head_dim             (the open window's kv and gate, awaiting compression)
+    Engines allocate it their own way (vLLM pages the compressed entries and compressor states in page-shared
+    groups), so an engine maps this kind itself or refuses it."""
+
+    kind: ClassVar[str] = COMPRESSED
+
+    def token_bytes(self, kv: DType, tp: int = 1) -> int:
+        return _bytes(2 * self.head_dim, kv.bits)  # the window's K and V: what each token adds at first
+
+    def tokens_kept(self, seq: int) -> int:
+        return min(seq, self.window - 1)  # DynamicSlidingWindowLayer keeps the last window - 1
+
+    def _compressed_elements(self, seq: int) -> int:
+        m = self.compress.ratio
+        if not m:
+            return 0
+        return (seq // m) * self.head_dim + 2 * (seq % m) * self.head_dim
+
+    def seq_bytes(self, kv: DType, tp: int, seq: int) -> int:
+        return _bytes(2 * self.tokens_kept(seq) * self.head_dim + self._compressed_elements(seq), kv.bits)
+
+    def peak_seq_bytes(self, kv: DType, tp: int, seq: int) -> int:
+        # the open window drains into one entry at every multiple of the ratio, so the cache shrinks there (HCA at
+        # 127 -> 128 tokens: 520,192 -> 261,120 B in bf16). Within a window it only grows, and the last length before
+        # each boundary holds more than the one before the previous boundary: the peak up to seq is seq itself or
+        # the last length before the latest boundary
+        m = self.compress.ratio
+        before = (seq // m) * m - 1 if m and seq >= m else 0
+        return max(self.seq_bytes(kv, tp, seq), self.seq_bytes(kv, tp, before) if before > 0 else 0)
+
+
+class CompressedIndexedAttention(CompressedAttention):
+    """DeepSeek-V4's compressed sparse attention: the compressor runs two overlapping series (width 2 x head_dim) and
+    the lightning indexer compresses its own keys of index_head_dim alongside. transformers 5.24 DeepseekV4CSACache
+    holds, in elements, for N tokens (I = index_head_dim, m = ratio):
+        window:      2 x min(N, window - 1) x head_dim
+        compressed:  (N // m) x (head_dim + I)                 (entries and indexer keys)
+        buffer:      4 x (N % m) x (head_dim + I)              (kv and gate, both series, both compressors)
+        overlap:     2 x m x (head_dim + I) once N >= m        (the previous window's series kept for the next)"""
+
+    kind: ClassVar[str] = COMPRESSED_INDEXED
+
+    def _compressed_elements(self, seq: int) -> int:
+        m, width = self.compress.ratio, self.head_dim + self.compress.index_head_dim
+        return (seq // m) * width + 4 * (seq % m) * width + (2 * m * width if seq >= m else 0)
+
+
 class StateLayer(LayerSpec):
     """Linear attention / SSM (Mamba, gated delta-net): a fixed state per sequence; TP splits the first dimension of
     each state tensor (ceil), as vLLM shards Mamba layers."""
@@ -204,7 +286,8 @@ class StateLayer(LayerSpec):
 
 # kind -> class: the one table of layer kinds
 KINDS: dict[str, type[LayerSpec]] = {c.kind: c for c in (FullAttention, SlidingWindow, ChunkedLocal, LatentAttention,
-                                                          IndexedLatentAttention, StateLayer, NoCacheLayer)}
+                                                          IndexedLatentAttention, CompressedAttention,
+                                                          CompressedIndexedAttention, StateLayer, NoCacheLayer)}
 LAYER_KINDS = tuple(KINDS)
 # kinds that keep per-head K and V; a consumer that switches on kinds tests membership here, so a new windowed
 # kind is not dropped
@@ -220,7 +303,7 @@ def make_layer(kind: str, **fields) -> LayerSpec:
 
 def as_kind(layer: LayerSpec, kind: str, **changes) -> LayerSpec:
     """The same layer as another kind (explain's what-ifs: MHA instead of MLA, no sliding window)."""
-    fields = {f: getattr(layer, f) for f in ("kv_heads", "head_dim", "v_head_dim", "window", "mla", "state")}
+    fields = {f: getattr(layer, f) for f in ("kv_heads", "head_dim", "v_head_dim", "window", "mla", "state", "compress")}
     fields.update(changes)
     return make_layer(kind, **fields)
 
@@ -236,5 +319,5 @@ def require_mapped_kinds(layers, mapped: frozenset[str], engine: str, where: str
         if layer.kind not in mapped:
             raise UnsupportedError(f"{engine} does not model the {layer.kind!r} layers of this model "
                                    f"({type(layer).__name__}): how it keeps them is not read from its source",
-                                   where=where, hint="--engine static sizes it as transformers' StaticCache does")
+                                   where=where, hint="--engine static sizes it as transformers keeps it")
 

@@ -16,8 +16,8 @@ from typing import Any, Mapping
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabulary: re-exported for readers of specs)
-    CHUNKED, FULL, HEADED_KINDS, INDEXED_MLA, LAYER_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec, MlaSpec,
-    StateSpec, make_layer)
+    CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_MLA, LAYER_KINDS, MLA, NONE, SLIDING, STATE,
+    WINDOWED_KINDS, CompressSpec, LayerSpec, MlaSpec, StateSpec, make_layer)
 from kvplan.core.units import shown
 
 # other spellings seen in configs and papers, accepted in spec files
@@ -28,6 +28,8 @@ _KIND_ALIASES = {
     "latent": MLA, "indexed_attention": INDEXED_MLA, "deepseek_sparse_attention": INDEXED_MLA, "dsa": INDEXED_MLA,
     "mamba": STATE, "mamba2": STATE, "ssm": STATE, "linear": STATE, "linear_attention": STATE,
     "no_op": NONE, "skip": NONE, "mlp": NONE,
+    # DeepSeek-V4's layer_types (transformers DeepseekV4Config)
+    "heavily_compressed_attention": COMPRESSED, "compressed_sparse_attention": COMPRESSED_INDEXED,
 }
 
 # Bounds that keep every per-layer loop finite and catch typos; far beyond any published model.
@@ -47,6 +49,8 @@ class Layout:
     kv_heads: tuple[int, ...] | None = None  # per-layer KV heads, where they differ by layer
     # per-layer head widths (K and V alike), where they differ by layer: Gemma 4's global layers (global_head_dim)
     head_dims: tuple[int, ...] | None = None
+    # DeepSeek-V4: per layer, the tokens one compressed entry stands for (0: the window only); compressed layers only
+    compress_ratios: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -101,6 +105,7 @@ class ModelSpec:
     tie_word_embeddings: bool | None = None  # None: the source does not say
     mla: MlaSpec | None = None
     state: StateSpec | None = None
+    index_head_dim: int | None = None  # DeepSeek-V4: the indexer's compressed key width (compressed_indexed layers)
     intermediate_size: int | None = None  # the dense MLP width (LoRA slots are sized by it)
     moe: MoeSpec | None = None
     mtp: MtpSpec | None = None
@@ -144,10 +149,10 @@ _TOP_KEYS = {
     "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
     "active_params", "vision_params", "weights_unknown", "weights_bytes", "weights_source", "max_context", "layout",
     "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state", "intermediate_size", "moe", "mtp",
-    "quant_method",
+    "quant_method", "index_head_dim",
 }
 _REQUIRED = ("name", "layers", "attention_heads", "head_dim", "dtype", "params")
-_LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads", "head_dims"}
+_LAYOUT_KEYS = {"default", "pattern", "per_layer", "kv_heads", "head_dims", "compress_ratios"}
 _MLA_KEYS = {"kv_lora_rank", "qk_rope_head_dim"}
 _MLA_OPTIONAL_KEYS = {"q_lora_rank", "index_head_dim"}
 _MOE_REQUIRED = ("experts", "experts_per_token", "intermediate_size", "layers", "expert_params")
@@ -369,6 +374,9 @@ def _build(data: Any) -> ModelSpec:
                 raise InputError("an mla_indexed layer needs `mla.index_head_dim`", where=where,
                                  hint="the sparse-attention indexer's key width, e.g. 128 (index_head_dim in config.json)")
             resolved.append(make_layer(kind, mla=mla))
+        elif kind in (COMPRESSED, COMPRESSED_INDEXED):
+            resolved.append(_compressed_layer(kind, index, layout, layer_kv, head_dim, sliding_window,
+                                              r.int("index_head_dim", maximum=MAX_DIM), where))
         elif kind == STATE:
             if state is None:
                 raise InputError("a state layer needs the `state` section", where=where,
@@ -398,10 +406,37 @@ def _build(data: Any) -> ModelSpec:
         weights_unknown=r.str("weights_unknown"),
         max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
         tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
+        index_head_dim=r.int("index_head_dim", maximum=MAX_DIM),
         intermediate_size=r.int("intermediate_size", maximum=MAX_DIM), moe=moe, mtp=mtp,
         quant_method=r.str("quant_method"), aliases=tuple(a.strip() for a in aliases), architecture=r.str("architecture"),
         provenance=r.str("provenance"), notes=r.str("notes"),
     )
+
+
+def _compressed_layer(kind: str, index: int, layout: Layout, kv_heads: int, head_dim: int, window: int | None,
+                      index_head_dim: int | None, where: str) -> LayerSpec:
+    """One DeepSeek-V4 attention layer: its window, its compression ratio and (compressed sparse attention) the
+    indexer's key width."""
+    if kv_heads != 1:
+        raise UnsupportedError(f"a compressed layer of {kv_heads} KV heads is not modelled (DeepSeek-V4 keeps one)",
+                               where="kv_heads")
+    if window is None:
+        raise InputError(f"a {kind} layer needs `sliding_window`", where=where, hint="DeepSeek-V4: 128")
+    if layout.compress_ratios is None:
+        raise InputError(f"a {kind} layer needs `layout.compress_ratios`", where=where,
+                         hint="one entry per layer: 0 (window only), 4, 128 ...")
+    ratio = layout.compress_ratios[index]
+    if kind == COMPRESSED_INDEXED:
+        if not ratio:
+            raise InputError("a compressed_indexed layer needs a compression ratio of at least 1",
+                             where="layout.compress_ratios")
+        if not index_head_dim:
+            raise InputError("a compressed_indexed layer needs `index_head_dim`", where=where,
+                             hint="the lightning indexer's key width (index_head_dim in config.json)")
+        return make_layer(kind, kv_heads=1, head_dim=head_dim, v_head_dim=head_dim, window=window,
+                          compress=CompressSpec(ratio, index_head_dim))
+    return make_layer(kind, kv_heads=1, head_dim=head_dim, v_head_dim=head_dim, window=window,
+                      compress=CompressSpec(ratio))
 
 
 _REQUIRED_HINTS = {
@@ -447,7 +482,16 @@ def _layout(r: _Reader, layers: int) -> Layout:
         if len(values) != layers:
             raise InputError(f"has {len(values)} entries but `layers` is {layers}", where="layout.head_dims")
         dims = tuple(values)
-    return Layout(default=default, pattern=pattern, per_layer=per_layer, kv_heads=kv, head_dims=dims)
+    ratios = None
+    if (raw := sub.list("compress_ratios")) is not None:
+        values = _expand_runs(raw, "layout.compress_ratios")
+        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 <= v <= MAX_DIM for v in values):
+            raise InputError("must list whole numbers (0: the window only)", where="layout.compress_ratios")
+        if len(values) != layers:
+            raise InputError(f"has {len(values)} entries but `layers` is {layers}", where="layout.compress_ratios")
+        ratios = tuple(values)
+    return Layout(default=default, pattern=pattern, per_layer=per_layer, kv_heads=kv, head_dims=dims,
+                  compress_ratios=ratios)
 
 
 def _resolve_kinds(layout: Layout, layers: int) -> list[str]:
@@ -488,7 +532,8 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
     out["dtype"] = spec.dtype
     for key in ("weight_dtype", "params", "active_params", "vision_params", "weights_unknown", "weights_bytes",
                 "weights_source",
-                "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings", "quant_method"):
+                "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings", "quant_method",
+                "index_head_dim"):
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)
     layout: dict[str, Any] = {}
@@ -502,6 +547,8 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         layout["kv_heads"] = _compress(spec.layout.kv_heads)
     if spec.layout.head_dims is not None:
         layout["head_dims"] = _compress(spec.layout.head_dims)
+    if spec.layout.compress_ratios is not None:
+        layout["compress_ratios"] = _compress(spec.layout.compress_ratios)
     if layout:
         out["layout"] = layout
     if spec.mla:

@@ -59,6 +59,15 @@ _NEMOTRON_H = {"hybrid_override_pattern", "attention_head_dim", "mamba_head_dim"
                # the multi-token-prediction layer: attention + MoE, read where hf_config checks it is that
                "mtp_hybrid_override_pattern", "mtp_layers_block_type"}
 
+# DeepSeek-V4's compressed attention (hf_config._compressed_kinds): the per-layer ratios (or layer_types with
+# compress_rates, and the legacy scalar rates), the window, the indexer's key width; the rest shapes no cache: the
+# compressor's rotary (compress_rope_*), the indexer's query heads and top-k, the query / grouped-output low ranks
+# and the mHC Sinkhorn iterations (params.py reads them), qk_nope / qk_rope (one 512-wide head: nope + rope)
+_DEEPSEEK_V4 = {"compress_ratios", "compress_rates", "compress_rate_csa", "compress_rate_hca", "compress_rope_theta",
+                "compress_rope_parameters", "layer_types", "mlp_layer_types", "sliding_window", "index_head_dim",
+                "index_n_heads", "index_topk", "q_lora_rank", "o_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim",
+                "hc_sinkhorn_iters"}
+
 READ: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     # dense and MoE decoders, full attention only
     "llama": set(), "gemma": set(), "granite": set(), "granitemoe": set(), "phi": set(), "gpt2": set(),
@@ -100,6 +109,8 @@ READ: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     # Qwen3.5 / 3.6: Gated DeltaNet with its recurrent state in mamba_ssm_dtype (float32 in the published files)
     "qwen3_5_text": _GATED_DELTANET | {"mamba_ssm_dtype"},
     "qwen3_5_moe_text": _GATED_DELTANET | {"mamba_ssm_dtype"},
+    # DeepSeek-V4 (transformers DeepseekV4Config); deepseek_ref is the same file as SGLang's checkpoints spell it
+    "deepseek_v4": _DEEPSEEK_V4, "deepseek_ref": _DEEPSEEK_V4,
 }.items()}
 
 

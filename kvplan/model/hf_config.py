@@ -15,8 +15,8 @@ from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model.config_keys import refuse_unread
 from kvplan.model.params import count_params, moe_summary, mtp_layer_params, routed_expert_params
-from kvplan.core.spec import (CHUNKED, FULL, INDEXED_MLA, MAX_DIM, MAX_HEADS, MAX_LAYERS, MLA, NONE, SLIDING, STATE,
-                              ModelSpec, spec_from_mapping)
+from kvplan.core.spec import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, INDEXED_MLA, MAX_DIM, MAX_HEADS, MAX_LAYERS,
+                              MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping)
 from kvplan.core.text import visible
 from kvplan.core.units import shown
 from kvplan.core import yamlio
@@ -34,7 +34,7 @@ TESTED_MODEL_TYPES = frozenset({
     "nemotron_h", "phi", "phi3", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "qwen3_next",
     # 2025-2026, against transformers 5.24 (tests/test_models_2026.py)
     "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_text", "qwen3_vl_moe_text", "minimax_m2", "ministral3", "olmo3",
-    "laguna", "muse_glimmer_text", "smollm3", "glm4_moe", "glm4_moe_lite",
+    "laguna", "muse_glimmer_text", "smollm3", "glm4_moe", "glm4_moe_lite", "deepseek_v4", "deepseek_ref",
 })
 # model types with no attention at all: a fixed recurrent state per sequence
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
@@ -138,6 +138,64 @@ def _layer_types(values: list, where: str) -> list[str]:
                                    hint="kvplan knows " + ", ".join(k for k, v in _LAYER_TYPE_KINDS.items() if v))
         kinds.append(kind)
     return kinds
+
+
+# DeepSeek-V4: transformers DeepseekV4Config (5.24) names its attention layers by type; the legacy per-layer
+# compress_ratios map 0 / 4 / 128 to them, and compress_rates gives each compressed type its ratio
+COMPRESSED_MODEL_TYPES = frozenset({"deepseek_v4", "deepseek_ref"})
+_V4_CSA, _V4_HCA, _V4_SWA = "compressed_sparse_attention", "heavily_compressed_attention", "sliding_attention"
+_V4_TYPE_OF_RATIO = {0: _V4_SWA, 4: _V4_CSA, 128: _V4_HCA}
+
+
+def _compressed_kinds(cfg: Mapping, layers: int, spec: dict, layout: dict, where: str) -> list[str]:
+    """DeepSeek-V4's layers as transformers 5.24 DeepseekV4Config.__post_init__ types them: layer_types when listed,
+    else the legacy compress_ratios (one per layer, the MTP layers' after them, as vLLM 0.33
+    transformers_utils/deepseek_v4_utils.py get_compress_ratios reads them), else two heavily compressed layers then
+    CSA / HCA in turn. Each compressed type's ratio comes from compress_rates (4 and 128 by default; the legacy
+    compress_rate_csa / compress_rate_hca override). Sets the window, the ratios and the indexer's key width."""
+    rates = {_V4_CSA: 4, _V4_HCA: 128}
+    given = cfg.get("compress_rates")
+    if given is not None:
+        if not isinstance(given, Mapping) or set(given) - {_V4_CSA, _V4_HCA}:
+            raise UnsupportedError(f"compress_rates keys other than {_V4_CSA} and {_V4_HCA} are not modelled",
+                                   where=f"{where}: compress_rates")
+        rates.update(given)
+    for key, kind in (("compress_rate_csa", _V4_CSA), ("compress_rate_hca", _V4_HCA)):
+        if cfg.get(key) is not None:
+            rates[kind] = cfg[key]
+    for kind, rate in rates.items():
+        if not isinstance(rate, int) or isinstance(rate, bool) or not 1 <= rate <= MAX_DIM:
+            raise InputError(f"the {kind} rate must be a whole number of at least 1, got {rate!r}",
+                             where=f"{where}: compress_rates")
+    types = cfg.get("layer_types")
+    ratios = cfg.get("compress_ratios")
+    if types is None and ratios is not None:
+        mtp = int(cfg.get("num_nextn_predict_layers") or 0)
+        if not isinstance(ratios, list) or len(ratios) not in (layers, layers + mtp):
+            raise InputError(f"must list one ratio for each of the {layers} layers (and the {mtp} MTP layers after them)",
+                             where=f"{where}: compress_ratios")
+        unknown = sorted({repr(r) for r in ratios} - {repr(r) for r in _V4_TYPE_OF_RATIO})
+        if unknown:
+            raise UnsupportedError(f"compression ratio {unknown[0]} is not modelled (transformers maps 0, 4 and 128)",
+                                   where=f"{where}: compress_ratios")
+        types = [_V4_TYPE_OF_RATIO[r] for r in ratios[:layers]]
+    elif types is None:
+        types = [_V4_HCA] * min(layers, 2) + [_V4_CSA if i % 2 else _V4_HCA for i in range(max(layers - 2, 0))]
+    if not isinstance(types, list) or len(types) != layers or set(map(str, types)) - {_V4_CSA, _V4_HCA, _V4_SWA}:
+        raise UnsupportedError(f"layer_types must give {_V4_CSA}, {_V4_HCA} or {_V4_SWA} for each of the {layers} "
+                               "layers", where=f"{where}: layer_types")
+    window = cfg.get("sliding_window", 128)  # DeepseekV4Config's default
+    index_dim = cfg.get("index_head_dim", 128)
+    for key, value in (("sliding_window", window), ("index_head_dim", index_dim)):
+        if not isinstance(value, int) or isinstance(value, bool) or not 2 <= value <= MAX_DIM:
+            raise InputError(f"must be a whole number of at least 2, got {value!r}", where=f"{where}: {key}")
+    if spec["kv_heads"] != 1:
+        raise UnsupportedError(f"DeepSeek-V4 attention of {spec['kv_heads']} KV heads is not modelled (it keeps one)",
+                               where=f"{where}: num_key_value_heads")
+    spec["sliding_window"] = window
+    spec["index_head_dim"] = index_dim
+    layout["compress_ratios"] = [rates.get(t, 0) for t in types]
+    return [COMPRESSED_INDEXED if t == _V4_CSA else COMPRESSED for t in types]
 
 
 def _indexer_layers(cfg: Mapping, layers: int, where: str) -> list[bool]:
@@ -435,7 +493,12 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         raise UnsupportedError(f"a multi-token-prediction layer of {mtp_blocks!r} is not modelled",
                                where=f"{where}: mtp_hybrid_override_pattern", hint="kvplan models an attention MTP layer")
     mtp = int(_first(cfg, "num_nextn_predict_layers", "mtp_num_hidden_layers") or 0)
-    if mtp:
+    if mtp and model_type in COMPRESSED_MODEL_TYPES:
+        # mtp_layer_params builds a DeepSeek-V3 layer; V4's MTP layer (hyper-connections, compressed attention) is
+        # not read from any source here, so it stays out rather than sized wrong
+        notes.append(f"the checkpoint also holds {mtp} multi-token-prediction layer(s), which kvplan does not size "
+                     "for DeepSeek-V4 (not counted in params)")
+    elif mtp:
         try:
             spec["mtp"] = {"layers": mtp, "params": mtp * mtp_layer_params(cfg, spec)}
         except KvplanError as err:
@@ -530,7 +593,9 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
             raise UnsupportedError(f"layers_block_type {unknown[0]!r} is not modelled", where=f"{where}: layers_block_type",
                                    hint="kvplan knows " + ", ".join(names))
         cfg["hybrid_override_pattern"] = "".join(names[str(v)] for v in values)
-    if isinstance(cfg.get("hybrid_override_pattern"), str):  # Nemotron-H: M = Mamba2, * = attention, -/E = MLP/MoE
+    if model_type in COMPRESSED_MODEL_TYPES:
+        kinds = _compressed_kinds(cfg, layers, spec, layout, where)
+    elif isinstance(cfg.get("hybrid_override_pattern"), str):  # Nemotron-H: M = Mamba2, * = attention, -/E = MLP/MoE
         pattern = cfg["hybrid_override_pattern"]
         table = {"M": STATE, "*": FULL, "-": NONE, "E": NONE}
         if len(pattern) != layers:

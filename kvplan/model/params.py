@@ -21,7 +21,7 @@ from math import prod
 from typing import Any, Mapping
 
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import FULL, HEADED_KINDS, INDEXED_MLA, MLA, STATE
+from kvplan.core.spec import COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_MLA, MLA, STATE
 
 # Tensor classes. `linear` weights are what quantization formats quantize; `expert` weights too (MoE
 # experts, one [out, in] matrix per expert and layer); everything else stays in the model dtype.
@@ -143,6 +143,11 @@ def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
         if model_type == "nemotron_h":
             _nemotron_h_layer(b, cfg, i, hidden, spec, kv_heads)
             continue
+        if model_type in _DEEPSEEK_V4:
+            ratio = int(spec["layout"]["compress_ratios"][i])
+            _deepseek_v4_layer(b, cfg, kind, ratio, hidden, spec)
+            _ffn(b, cfg, model_type, i, hidden)
+            continue
         if model_type == "gemma4_text":
             _gemma4_layer(b, cfg, kind, hidden, spec, kv_heads, int(((spec.get("layout") or {}).get("head_dims")
                                                                    or [spec["head_dim"]] * layers)[i]))
@@ -155,6 +160,11 @@ def count_params(raw: Mapping, cfg: Mapping, spec: Mapping) -> ParamCount:
         if model_type not in _PURE_MAMBA:
             _ffn(b, cfg, model_type, i, hidden)
 
+    if model_type in _DEEPSEEK_V4:  # the head's hyper-connection mix (transformers DeepseekV4Model.hc_head)
+        mult = int(cfg.get("hc_mult") or 4)
+        b.add("hc_head.hc_base", (mult,), OTHER)
+        b.add("hc_head.hc_fn", (mult, mult * hidden), OTHER)
+        b.add("hc_head.hc_scale", (1,), OTHER)
     unknown = None
     start = len(b.tensors)
     try:
@@ -533,6 +543,49 @@ def _gemma4_layer(b: _Builder, cfg: Mapping, kind: str, hidden: int, spec: Mappi
         b.add("experts.up_proj", (inter, hidden), EXPERT, experts, top_k)
         b.add("experts.down_proj", (hidden, inter), EXPERT, experts, top_k)
         b.norm("moe_norms", hidden, count=3)
+
+
+_DEEPSEEK_V4 = frozenset({"deepseek_v4", "deepseek_ref"})
+
+
+def _deepseek_v4_layer(b: _Builder, cfg: Mapping, kind: str, ratio: int, hidden: int, spec: Mapping) -> None:
+    """One DeepSeek-V4 decoder layer but its MoE block, as transformers 5.24 models/deepseek_v4 builds it: the
+    mHC mixes around attention and MLP (DeepseekV4HyperConnection: base, fn, scale), a low-rank query, one shared
+    K = V projection, the grouped output projection (o_groups x o_lora_rank), per-head sinks, and on compressed layers
+    the compressor (two overlapping series on CSA layers) and, on CSA layers, the lightning indexer."""
+    heads, dim = int(spec["attention_heads"]), int(spec["head_dim"])
+    q_rank, groups, o_rank = int(cfg["q_lora_rank"]), int(cfg.get("o_groups") or 8), int(cfg.get("o_lora_rank") or 1024)
+    mult = int(cfg.get("hc_mult") or 4)
+    mix = mult * (2 + mult)
+    for hc in ("attn_hc", "ffn_hc"):
+        b.add(f"{hc}.base", (mix,), OTHER)
+        b.add(f"{hc}.fn", (mix, mult * hidden), OTHER)
+        b.add(f"{hc}.scale", (3,), OTHER)
+    b.norm("input_layernorm", hidden)
+    b.norm("post_attention_layernorm", hidden)
+    b.linear("self_attn.q_a_proj", q_rank, hidden)
+    b.norm("self_attn.q_a_norm", q_rank)
+    b.linear("self_attn.q_b_proj", heads * dim, q_rank)
+    b.linear("self_attn.kv_proj", dim, hidden)
+    b.norm("self_attn.kv_norm", dim)
+    b.linear("self_attn.o_a_proj", groups * o_rank, heads * dim // groups)
+    b.linear("self_attn.o_b_proj", hidden, groups * o_rank)
+    b.add("self_attn.sinks", (heads,), OTHER)
+    if not ratio:
+        return
+    width = 2 * dim if kind == COMPRESSED_INDEXED else dim  # CSA compresses two overlapping series
+    b.linear("self_attn.compressor.kv_proj", width, hidden)
+    b.linear("self_attn.compressor.gate_proj", width, hidden)
+    b.norm("self_attn.compressor.kv_norm", dim)
+    b.add("self_attn.compressor.position_bias", (ratio, width), OTHER)
+    if kind == COMPRESSED_INDEXED:
+        index_dim, index_heads = int(spec["index_head_dim"]), int(cfg.get("index_n_heads") or 64)
+        b.linear("self_attn.compressor.indexer.kv_proj", 2 * index_dim, hidden)
+        b.linear("self_attn.compressor.indexer.gate_proj", 2 * index_dim, hidden)
+        b.norm("self_attn.compressor.indexer.kv_norm", index_dim)
+        b.add("self_attn.compressor.indexer.position_bias", (ratio, 2 * index_dim), OTHER)
+        b.linear("self_attn.compressor.indexer.q_b_proj", index_heads * index_dim, q_rank)
+        b.linear("self_attn.compressor.indexer.scorer.weights_proj", index_heads, hidden)
 
 
 def _decilm_intermediate(hidden: int, ffn_mult: float) -> int:
