@@ -19,8 +19,8 @@ HEAD = ROOT / "examples" / "deploy" / "models" / "eagle3-llama3.1-8b"
 H100_MIB = 81559  # nvidia-smi memory.total of an H100 SXM (the catalog's reading)
 
 
-def _est(model="llama-3.1-8b", *, sglang_args=None, tp=1, gpu="h100-sxm-80gb", seq="32K", version=None, **kw):
-    req = build_request(model, seq=seq, batch=1, kv_dtype="auto", dtype=None, gpu=gpu, gpu_mem=None, gpus=None, tp=tp,
+def _est(model="llama-3.1-8b", *, sglang_args=None, tp=1, gpu="h100-sxm-80gb", seq="32K", version=None, dtype=None, **kw):
+    req = build_request(model, seq=seq, batch=1, kv_dtype="auto", dtype=dtype, gpu=gpu, gpu_mem=None, gpus=None, tp=tp,
                         pp=1, sglang_args=sglang_args, engine_version=version, **kw)
     return engine.estimate(req)
 
@@ -202,6 +202,30 @@ def test_dp_attention_on_qwen3_235b():
     assert same.max_total_num_tokens == dp.max_total_num_tokens
     with pytest.raises(InputError, match="divisible"):
         _est("qwen3-235b-a22b", tp=8, gpu="h200-141gb", sglang_args="--attn-dp-size 3")
+
+
+def test_dp_attention_on_deepseek_v3_by_hand():
+    """DeepSeek-V3 (models/deepseek_v2.py): under DP attention q_b_proj, kv_b_proj and o_proj and the embedding shard
+    over attention TP instead of TP; the fused a-projection is whole on every rank either way, the dense MLPs, shared
+    and routed experts and lm_head stay on TP. Per layer 1,536 x 128 x 192 + 512 x 128 x (128 + 128) + 128 x 128 x
+    7,168 = 171,966,464; x 61 = 10,489,954,304 parameters; embedding 129,280 x 7,168 = 926,679,040. In bf16 (--dtype,
+    so the bytes are whole) at TP 8: D = 8 (attention TP 1) holds 7/8 of both more, D = 2 (attention TP 4) 1/4 - 1/8."""
+    attention, embed = 2 * 10_489_954_304, 2 * 926_679_040
+    base = _est("deepseek-v3", tp=8, gpu="b300", seq="8K", dtype="bf16")
+    for d, attn_tp in ((8, 1), (2, 4)):
+        dp = _est("deepseek-v3", tp=8, gpu="b300", seq="8K", dtype="bf16", sglang_args=f"--enable-dp-attention --dp {d}")
+        a = dp.features.dp_attention
+        want = (attention // attn_tp - attention // 8) + (embed // attn_tp - embed // 8)
+        assert a.weights_added_per_gpu_bytes == want == dp.weights_per_gpu_bytes - base.weights_per_gpu_bytes, d
+        assert (a.attn_dp_size, a.attn_tp_size) == (d, attn_tp)
+        # the MLA latent (512 + 64) is whole on every rank with or without it: 61 x 576 x 2 B a token
+        assert dp.cell_size == base.cell_size == 61 * 576 * 2
+        assert dp.pool_view().replicas == d
+    assert want == 2_854_158_336
+    # what moves weights to other groups is refused, not ignored
+    for option in ("--enable-dp-lm-head", "--moe-dense-tp-size 1", "--moe-a2a-backend deepep"):
+        with pytest.raises(UnsupportedError, match=option.split()[0]):
+            _est("deepseek-v3", tp=8, gpu="b300", seq="8K", sglang_args=f"--enable-dp-attention --dp 8 {option}")
 
 
 def test_check_reads_dp_attention_inside_the_tp_group(cli):

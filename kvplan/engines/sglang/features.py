@@ -37,10 +37,13 @@ arg_groups/parallel_hook.py handle_deprecated_dp_attention turns the first into 
   when max_bs > 300 (memory_hook.py reserve_for_graph_mb);
 - which weights shard over attn_tp instead of TP is per model class: Qwen3-MoE's qkv_proj, o_proj
   (parallel_group "attn_tp") and embed_tokens (use_attn_tp_group=is_dp_attention_enabled()); its experts and lm_head
-  stay on the TP group (models/qwen3_moe.py, qwen2_moe.py Qwen2MoeModel). Other classes are not modelled (exit 3):
-  DeepSeek's MLA splits its b-projections over attn_tp and keeps the a-projections whole (without DP attention the
-  whole-kept part is in vllm/budget.py stage_weight_bytes); how its embedding and dense layers split under DP
-  attention was not read.
+  stay on the TP group (models/qwen3_moe.py, qwen2_moe.py Qwen2MoeModel). DeepSeek-V2/V3 and Kimi-K2
+  (models/deepseek_v2.py DeepseekV2AttentionMLA): q_b_proj (or q_proj), kv_b_proj and o_proj on attn_tp, the
+  fused a-projection whole on every rank either way (ReplicatedLinear; runtime/weights.py counts it), embed_tokens
+  on attn_tp (vocab_parallel_embedding.py get_embedding_tp_kwargs); the dense layers' MLP and the shared experts
+  stay on TP (parallel_group "tp" unless --moe-dense-tp-size 1 or an all-to-all MoE backend, which kvplan refuses),
+  as do the routed experts and lm_head (--enable-dp-lm-head moves it; refused). The MLA latent is whole on every
+  rank with or without it. Other classes are not modelled (exit 3).
 
 LoRA (--enable-lora / --lora-paths with --max-lora-rank, --lora-target-modules, --max-loras-per-batch):
 - the adapter slots are zero-filled GPU buffers, max_loras_per_batch (default 8) of them per module and layer,
@@ -105,7 +108,7 @@ from kvplan.engines.features import disagg as shared_disagg
 from kvplan.engines.features import speculative as shared_spec
 from kvplan.model import catalog, hf_config
 from kvplan.core.cache import layer_token_bytes
-from kvplan.core.layers import FULL, kv_heads_per_rank, make_layer
+from kvplan.core.layers import FULL, MLA, kv_heads_per_rank, make_layer
 from kvplan.core.dtypes import dtype
 from kvplan.engines.runtime.weights import stage_weight_bytes
 
@@ -134,7 +137,7 @@ SPEC_NOT_MODELLED = {
 }
 # architectures whose MTP layers SGLang serves as the NEXTN draft without a draft path (_handle_eagle_family)
 # model classes whose attention-TP sharding under DP attention kvplan read (see above)
-DP_ATTENTION_CLASSES = frozenset({"Qwen3MoeForCausalLM"})
+DP_ATTENTION_CLASSES = frozenset({"Qwen3MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"})
 MTP_TARGETS = frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeForCausalLM",
                          "Glm4MoeLiteForCausalLM", "BailingMoeV2ForCausalLM"})
 
@@ -534,17 +537,35 @@ def option_names(opts: SglangOptions) -> tuple[str, ...]:
     return tuple(out)
 
 
+def attn_tp_parameters(spec: ModelSpec) -> tuple[int, str]:
+    """The attention parameters that shard over the attention-TP group under DP attention, and their names: Qwen3-MoE's
+    qkv_proj and o_proj; an MLA model's b-projections and o_proj (its a-projections are whole on every rank anyway)."""
+    h, heads = spec.hidden_size, spec.attention_heads
+    if spec.mla is None:
+        kv, d = spec.kv_heads, spec.head_dim
+        return spec.layers * (h * (heads + 2 * kv) * d + heads * d * h), "qkv_proj + o_proj"
+    if spec.v_head_dim is None:
+        raise UnsupportedError("attention data parallelism on an MLA model needs v_head_dim (the b-projections' width)",
+                               where=spec.source or spec.name)
+    m, qk, v = spec.mla, spec.head_dim, spec.v_head_dim
+    nope = qk - m.qk_rope_head_dim
+    q = (m.q_lora_rank or h) * heads * qk  # q_b_proj from the query latent, or q_proj from the hidden state
+    per_layer = q + m.kv_lora_rank * heads * (nope + v) + heads * v * h
+    layers = sum(1 for layer in spec.layer_specs if layer.kind == MLA)
+    return layers * per_layer, ("q_b_proj" if m.q_lora_rank else "q_proj") + " + kv_b_proj + o_proj"
+
+
 def dp_attention_weights_delta(spec: ModelSpec, *, tp: int, attn_dp: int, linear_bits: Fraction, act_bits: int) -> tuple[int, str]:
     """The bytes one GPU holds beyond the TP-sharded model when attention shards over attn_tp = TP / D instead
-    (Qwen3-MoE: qkv_proj, o_proj and embed_tokens on the attention-TP group)."""
-    h, heads, kv, d = spec.hidden_size, spec.attention_heads, spec.kv_heads, spec.head_dim
+    (attn_tp_parameters, and embed_tokens, on the attention-TP group)."""
+    h = spec.hidden_size
     attn_tp = tp // attn_dp
-    attention = spec.layers * (h * (heads + 2 * kv) * d + heads * d * h)
+    attention, names = attn_tp_parameters(spec)
     embed = spec.vocab_size * h
     a_bytes = Fraction(attention) * linear_bits / 8
     e_bytes = Fraction(embed * act_bits, 8)
     delta = math.ceil(a_bytes / attn_tp) - math.ceil(a_bytes / tp) + math.ceil(e_bytes / attn_tp) - math.ceil(e_bytes / tp)
-    return delta, (f"qkv_proj + o_proj ({attention:,} parameters at {float(linear_bits):g} bits) and embed_tokens "
+    return delta, (f"{names} ({attention:,} parameters at {float(linear_bits):g} bits) and embed_tokens "
                    f"({embed:,} at {act_bits}) over attention TP {attn_tp} instead of TP {tp}")
 
 

@@ -796,6 +796,11 @@ NOT_MODELLED: dict[str, tuple[Any, str]] = {
     "swa_full_tokens_ratio": (None, "the sliding-window pool's share"),
     "mamba_full_memory_ratio": (None, "the Mamba state pool's share"),
     "load_format": ("auto", "a weight format kvplan does not size (bitsandbytes, gguf, ...)"),
+    # which group holds which weights (models/deepseek_v2.py: the dense MLP replicated at 1, the shared experts
+    # replicated under an all-to-all MoE backend; logits_processor.py: lm_head on the attention-TP group)
+    "moe_dense_tp_size": (None, "the dense MLP layers' TP size"),
+    "moe_a2a_backend": ("none", "an all-to-all MoE backend (replicated shared experts, its own buffers)"),
+    "enable_dp_lm_head": (False, "lm_head split over the attention-TP group"),
 }
 # with the default mem_fraction_static (a reserve formula on the CUDA-graph batch sizes and the chunk), these move
 # the budget; with an explicit --mem-fraction-static they do not
