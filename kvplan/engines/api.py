@@ -162,6 +162,10 @@ class Engine:
     # (config.json, tokenizer_config.json or None) -> (the length the engine serves when none is given, the largest it
     # accepts), each None when the config names none; None: the engine takes the model's max_context as it is
     derived_max_len: Callable[..., tuple[int | None, float | None]] | None = None
+    # the engine's own check of a length past the model's: (seq, spec, raw_config, *, version, env, where) -> a note
+    # or None, raising where the engine refuses it (env: the launch's variables, None for one set outside the file);
+    # None: the engine has no such rule here (vLLM's is check_vllm_max_len's)
+    check_length: Callable[..., str | None] | None = None
     # the option that takes the engine's own launch command line (--vllm-args, --sglang-args; kvplan/requests/), None
     # when there is none
     launch_args_flag: str | None = None

@@ -168,6 +168,11 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         given = dict(options or ()) | dict(defaults.engine_options or ())  # the command line outranks the file
         check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"),
                            allow_long=releases.allow_long_flag(given.get(releases.ALLOW_LONG_OPTION)))
+    check_length = engines.get(engine).check_length
+    if check_length is not None and "max_model_len" in data and not seq_auto:
+        # kvplan's own file has no environment: the engine's override variables are unset, as in a bare launch
+        check_length(seq, spec, raw_config[0] if raw_config else None, version=version, env={},
+                     where=at("max_model_len"))
     if "sglang_args" in data:
         features, notes = _sglang_features(data, spec, engine=engine, where=where)
     else:

@@ -9,6 +9,7 @@ from typing import Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
                                      resolve_model, tp_from_gpus, whole, count_origin)
+from kvplan.check import shell
 from kvplan.check.report import Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
@@ -91,6 +92,10 @@ def read(args, ctx: LaunchContext) -> Deployment:
         seq = default_max_len("sglang", spec, None, where=where, key=key("max_model_len"))
     elif seq < 1:
         raise InputError(f"must be positive, got {seq}", where=at("context_length"))
+    longer_note = None
+    if args.given("context_length"):
+        env = {name: None if value is None or shell.MARK in value else value for name, value in ctx.env.items()}
+        longer_note = sglang.check_length(seq, spec, found.config, version=version, env=env, where=at("context_length"))
     kv_name = args.get("kv_cache_dtype", "auto")
     rules = engines.release("sglang", version)
     kv_table = rules.kv_dtypes  # the release's own choices (engines/sglang/releases.py R9)
@@ -114,6 +119,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
             ints[field] = whole(args.get(dest), where=at(dest))
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + ([gpus_note] if gpus_note else [])
+    notes += [longer_note] if longer_note else []
     dp = args.get("dp_size", 1)
     if sglang_opts is not None and sglang_opts.attn_dp_size > 1:
         dp = 1  # attention data parallelism runs inside the TP group (parallel_hook.py handle_deprecated_dp_attention)

@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
-from kvplan.engines.lazy import Part
+from kvplan.engines.lazy import Part, deferred
 from kvplan.engines.sglang.engine import OPTION_KEYS, estimate, read_kv_dtype
 
 ENGINE = Engine(
@@ -18,6 +18,7 @@ ENGINE = Engine(
     option_keys=OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
     # --quantization fp8: the same online path as vLLM's, fp8 weights made at load
     weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"), launch_args_flag="--sglang-args",
+    check_length=deferred("kvplan.engines.sglang.context", "check_length"),  # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
     # launch_server's option table of SGLang launch_args.MIRRORS (launch_args.py)
     options=Part("kvplan.engines.sglang.launch_args", (
         "parse_argv", "lookup", "option_info", "unmodelled", "MOVES_DEFAULT_FRACTION", "MIRRORS")),

@@ -182,6 +182,21 @@ UNIFIED_MEMORY = (
     Change("0.4.9.post3", "torch_total", "utils.py get_nvgpu_memory_capacity"),
     Change("0.5.9", "psutil", "utils/common.py get_available_gpu_memory (props.is_integrated)"),
 )
+# R10. --context-length past the model's derived length (configs/model_config.py ModelConfig.__init__, from 0.5.7
+# _derive_context_length): how SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is read. "no_check": any length is taken;
+# "set": any non-empty value allows it (os.environ.get); "true_1": "true" / "1" (any case) allow it, unset refuses
+# (get_bool_env_var, default "false"); "true_1_default_on": unset allows it, a value other than true / 1 refuses
+# (default "True"); "env_bool": EnvBool(False): true/1/yes/y allow, false/0/no/n refuse, anything else is a
+# ValueError at start; "not_read": 0.3.6.post1-post2, between a "set" and a "true_1" release.
+LONGER_CONTEXT = (
+    Change("0.3.0", "no_check", "configs/model_config.py ModelConfig.__init__ (context_len = context_length)"),
+    Change("0.3.5", "set", "configs/model_config.py ModelConfig.__init__ (os.environ.get)"),
+    Change("0.3.6.post1", "not_read", "-"),
+    Change("0.3.6.post3", "true_1", "configs/model_config.py ModelConfig.__init__ (get_bool_env_var)"),
+    Change("0.4.4", "true_1_default_on", "configs/model_config.py ModelConfig.__init__ (default=\"True\")"),
+    Change("0.5.1", "true_1", "configs/model_config.py ModelConfig.__init__ (get_bool_env_var)"),
+    Change("0.5.3", "env_bool", "environ.py SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN = EnvBool(False)"),
+)
 # the release whose source docs/engines/sglang.md walks through (S1-S13)
 NEWEST = "0.5.23"
 OLDEST = "0.3.0"
@@ -212,6 +227,7 @@ class Release:
     kv_dtypes: dict[str, str | None]
     no_room_message: str
     unified_memory: str
+    longer_context: str  # R10
 
     @property
     def key(self) -> Version:
@@ -253,7 +269,8 @@ def rules_at(key: Version) -> Release:
         blackwell_deepseek_page=_at(BLACKWELL_DEEPSEEK_PAGE, key), swa_rule=_at(SWA_RULE, key),
         swa_classes=_at(SWA_CLASSES, key) or frozenset(), swa_allowlist=_at(SWA_ALLOWLIST, key) or frozenset(),
         swa_split=_at(SWA_SPLIT, key), mamba_rule=_at(MAMBA_RULE, key), kv_dtypes=_at(KV_DTYPES, key),
-        no_room_message=_at(NO_ROOM_MESSAGE, key), unified_memory=_at(UNIFIED_MEMORY, key))
+        no_room_message=_at(NO_ROOM_MESSAGE, key), unified_memory=_at(UNIFIED_MEMORY, key),
+        longer_context=_at(LONGER_CONTEXT, key))
 
 
 # the newest release of each minor line, for a version given as "0.4" or "0.5"
