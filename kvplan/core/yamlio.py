@@ -27,6 +27,7 @@ import yaml
 
 from kvplan.core import files
 from kvplan.core.errors import InputError
+from kvplan.core.jsonio import load_json as strict, loads
 
 MAX_FILE_BYTES = 8 * 2**20  # a spec, a config.json or a deployment file is a few KiB; 8 MiB is generous
 ALIAS_EXPANSION = 10  # the expanded tree may be this many times the file's own nodes ...
@@ -217,15 +218,11 @@ def load_yaml(path: Path) -> Any:
 
 def load_json(path: Path) -> Any:
     """JSON as Hugging Face writes it (bare Infinity/NaN), strictly: kvplan.core.jsonio."""
-    from kvplan.core.jsonio import load_json as strict
-
     return strict(path)
 
 
 def load_json_text(text: str, *, where: str) -> Any:
     """JSON inside another file (a --kv-transfer-config value, a ConfigMap entry), read as load_json reads a file."""
-    from kvplan.core.jsonio import loads
-
     return loads(text, where=where)
 
 

@@ -30,6 +30,8 @@ from pathlib import Path
 
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.model.hf_cache import COMMIT, Snapshot, repo_folder
+from kvplan.core import jsonio
+from kvplan.model.weights import header_bytes, MAX_HEADER_BYTES
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 10.0  # huggingface_hub's own default for its metadata requests (HF_HUB_ETAG_TIMEOUT)
@@ -215,9 +217,6 @@ def _file(url: str, repo_id: str, revision: str, name: str, cap: int, deadline, 
 def _single_file_header(url: str, repo_id: str, commit: str, deadline, token: str | None) -> None:
     """The weight bytes of model.safetensors from its header (range reads), kept in kvplan's cache."""
     import struct
-
-    from kvplan.core import jsonio
-    from kvplan.model.weights import MAX_HEADER_BYTES, header_bytes
 
     name = "model.safetensors"
     try:

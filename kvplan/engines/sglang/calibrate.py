@@ -21,6 +21,12 @@ from decimal import Decimal
 from kvplan.core.errors import KvplanError
 from kvplan.engines.logcheck import (CONSISTENCY, GIB, LOGGED_BUDGET, LOGGED_POOL, MODELLED, Figure,
                                      LogCalibration, SiteObservation, count_figure, invalid, memory_figure, verdict)
+from kvplan.engines.logtext import paste_traits
+from kvplan.engines.sglang.log import parse_sglang_log
+from kvplan.engines.runtime.logs import resolve_log_model
+from kvplan.core.spec import CHUNKED, MLA, SLIDING, STATE
+from kvplan.engines.api import EngineRequest, Hardware
+from kvplan.engines import sglang
 
 HALF = Decimal("0.005")  # half the last printed digit of a GiB figure
 # "Using KV cache dtype: torch.float8_e4m3fn" (and the pool line's dtype) in SGLang's --kv-cache-dtype spelling
@@ -35,10 +41,6 @@ def _gib_interval(value: Decimal) -> tuple[Decimal, Decimal]:
 
 def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir: str | None = None, site=None,
                    hardware=None) -> LogCalibration:
-    from kvplan.engines.logtext import paste_traits
-    from kvplan.engines.sglang.log import parse_sglang_log
-    from kvplan.engines.runtime.logs import resolve_log_model
-
     try:
         figs = parse_sglang_log(text)
     except ValueError as err:
@@ -65,8 +67,6 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
             p.dtype for r in figs.ranks for p in r.pools):
         assumed.append("KV cache dtype auto (the log does not show it)")
     if hardware is None and figs.total_gpu_memory_gib is not None:
-        from kvplan.engines.api import Hardware
-
         hardware = Hardware(None, int(figs.total_gpu_memory_gib * GIB))
     base = dict(log=log, engine="sglang", model_id=figs.model or figs.architecture, engine_version=None,
                 rules="0.5.23", gpu=hardware.name if hardware else None, tp=tp, pp=pp,
@@ -161,15 +161,11 @@ def _main_pool(figs, r):
 
 
 def _special_layout(spec) -> bool:
-    from kvplan.core.spec import MLA, SLIDING, STATE, CHUNKED
-
     return bool({layer.kind for layer in spec.layer_specs} & {MLA, SLIDING, STATE, CHUNKED})
 
 
 def _request(figs, spec, tp, pp, hardware):
     from fractions import Fraction
-
-    from kvplan.engines.api import EngineRequest
 
     logged = figs.kv_dtype_logged or next((p.dtype for r in figs.ranks for p in r.pools if p.dtype), None)
     kv = (figs.kv_cache_dtype or _TORCH_KV.get(logged or "", "auto")).lower()
@@ -181,8 +177,6 @@ def _request(figs, spec, tp, pp, hardware):
 
 
 def _estimate(req, *, kv_cache_memory=None):
-    from kvplan.engines import sglang
-
     if kv_cache_memory is not None:
         req = dataclasses.replace(req, kv_cache_memory=kv_cache_memory, hardware=None)
     return sglang.estimate(req, search_max_seq=False)

@@ -23,6 +23,13 @@ from decimal import Decimal
 from kvplan.core.errors import KvplanError
 from kvplan.engines.logcheck import (CONSISTENCY, GIB, LOGGED_BUDGET, LOGGED_POOL, MODELLED, Figure, LogCalibration,
                                      SiteObservation, count_figure, invalid, memory_figure, verdict)
+from kvplan.engines.logtext import paste_traits
+from kvplan.engines.trtllm.log import parse_trtllm_log
+from kvplan.engines.runtime.logs import gpu_assumption, gpu_from_log, resolve_log_model
+from kvplan.engines.trtllm import releases
+from kvplan.core import dtypes
+from kvplan.engines.api import EngineRequest
+from kvplan.engines import trtllm
 
 HALF = Decimal("0.005")
 _KV_DTYPES = {"fp8": "fp8", "FP8": "fp8", "auto": "auto", "bfloat16": "bf16", "float16": "fp16", "BF16": "bf16",
@@ -31,10 +38,6 @@ _KV_DTYPES = {"fp8": "fp8", "FP8": "fp8", "auto": "auto", "bfloat16": "bf16", "f
 
 def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir: str | None = None, site=None,
                    hardware=None) -> LogCalibration:
-    from kvplan.engines.logtext import paste_traits
-    from kvplan.engines.trtllm.log import parse_trtllm_log
-    from kvplan.engines.runtime.logs import gpu_assumption, gpu_from_log, resolve_log_model
-
     try:
         figs = parse_trtllm_log(text)
     except ValueError as err:
@@ -54,7 +57,6 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     pp = figs.pp_size or 1
     if figs.pp_size is None and tp > 1:
         assumed.append("PP 1 (not stated)")
-    from kvplan.engines.trtllm import releases
 
     rel, note = releases.closest(figs.version)
     if note:
@@ -137,9 +139,6 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
 def _request(figs, spec, tp, pp, hardware, version, backend):
     from fractions import Fraction
 
-    from kvplan.core import dtypes
-    from kvplan.engines.api import EngineRequest
-
     kv = _KV_DTYPES.get(figs.kv_dtype or "auto", "auto")
     fp8 = (figs.quantization or "").upper() == "FP8" or (figs.model or "").lower().endswith("-fp8")
     weight_fmt = dtypes.weight_format("fp8") if fp8 and spec.weights_bytes is None else None
@@ -159,8 +158,6 @@ def _request(figs, spec, tp, pp, hardware, version, backend):
 
 
 def _estimate(req, *, kv_cache_memory=None):
-    from kvplan.engines import trtllm
-
     if kv_cache_memory is not None:
         req = dataclasses.replace(req, kv_cache_memory=kv_cache_memory, hardware=None)
     return trtllm.estimate(req, search_max_seq=False)

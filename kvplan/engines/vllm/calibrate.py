@@ -32,6 +32,14 @@ from kvplan.core.errors import InputError, KvplanError
 from kvplan.engines.runtime.logs import gpu_assumption, gpu_from_log, model_dir_name, resolve_log_model
 from kvplan.engines.logcheck import (CANNOT_JUDGE, GIB, LOGGED_POOL, MODELLED, Figure, LogCalibration, SiteObservation,
                                      count_figure, invalid, memory_figure, ratio_figure, verdict)
+from kvplan.core import dtypes
+from kvplan.engines.api import EngineRequest
+from kvplan.engines.logcheck import read_log
+from kvplan.engines import vllm
+from kvplan.engines.vllm import budget, releases
+from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log
+from kvplan.core.dtypes import dtype
+from kvplan.engines.logtext import paste_traits
 
 MAX_CANDIDATES = 64  # block counts evaluated one by one; a wider printed interval is judged by its ends
 WEIGHTS_TP_TOLERANCE = Decimal("0.03")  # a TP is read off the weights only when one TP lands this close
@@ -51,9 +59,6 @@ def request_from_log(figs, spec, hardware, *, rules: str | None = None, kv_cache
                      tp: int | None = None, pp: int | None = None, max_model_len: int | None = None, site=None):
     """The EngineRequest of the launch a log describes (tp, pp, max_model_len: where the log is silent)."""
     from fractions import Fraction
-
-    from kvplan.core import dtypes
-    from kvplan.engines.api import EngineRequest
 
     notes = []
     act = _TORCH_DTYPES.get(str(figs.dtype or "").strip().strip("'"))
@@ -81,8 +86,6 @@ def request_from_log(figs, spec, hardware, *, rules: str | None = None, kv_cache
 def calibrate_log(path: str | Path, *, model: str | None = None, models_dir: str | None = None, site=None
                   ) -> LogCalibration:
     """Parse one vLLM log file and compare every figure kvplan predicts for the same launch."""
-    from kvplan.engines.logcheck import read_log
-
     try:
         text = read_log(path)
     except InputError as err:
@@ -92,10 +95,6 @@ def calibrate_log(path: str | Path, *, model: str | None = None, models_dir: str
 
 def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir: str | None = None, site=None,
                    hardware=None) -> LogCalibration:
-    from kvplan.engines import vllm
-    from kvplan.engines.vllm import releases
-    from kvplan.engines.vllm.log import parse_vllm_log
-
     try:
         figs = parse_vllm_log(text)
     except ValueError as err:
@@ -244,9 +243,6 @@ def _layout(figs, spec, hardware, rules: str) -> tuple[int, int, list[str], list
 
 
 def _tp_from_weights(figs, spec, hardware, rules: str, pp: int) -> int | None:
-    from kvplan.core.dtypes import dtype
-    from kvplan.engines.vllm import budget
-
     if figs.weights_gib is None or figs.weights_gib <= 0:
         return None
     req, _ = request_from_log(figs, spec, hardware, rules=rules, tp=1, pp=pp, max_model_len=figs.max_model_len)
@@ -264,9 +260,6 @@ def _tp_from_weights(figs, spec, hardware, rules: str, pp: int) -> int | None:
 
 def _pool_figures(figs, req, pool_base, w, *, rules_assumed, tp_assumed, len_assumed) -> list[Figure]:
     """The pool figures, given the pool the log states (see the module docstring)."""
-    from kvplan.engines import vllm
-    from kvplan.engines.vllm.log import gib_bounds
-
     out: list[Figure] = []
     stopped = _pool_after_no_memory(figs, w)
     if stopped is not None:
@@ -410,8 +403,6 @@ def _site_observation(figs, w, mb, modelled, tp, pp, avail) -> SiteObservation |
 
 def _read_notes(text: str, figs) -> tuple[str, ...]:
     """What the reader had to undo or infer in this paste (shown under the table)."""
-    from kvplan.engines.logtext import paste_traits
-
     out = list(paste_traits(text))
     if figs.tp_source:
         out.append(f"TP from the {figs.tp_source}")

@@ -43,7 +43,7 @@ from typing import Any
 
 from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
-from kvplan.core.dtypes import DType
+from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, ModelSpec
 from kvplan.core.units import MAX_TOKENS
@@ -55,7 +55,7 @@ from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, 
 from kvplan.engines.result import PerGpu
 from kvplan.engines.runtime.logs import vllm_format_gib
 from kvplan.engines.runtime.weights import format_assumption, model_weights
-from kvplan.engines.vllm import budget as budget_model
+from kvplan.engines.vllm import budget as budget_model, serve_args
 from kvplan.engines.vllm import features as vfeat
 from kvplan.engines.vllm import gpu_dtypes
 from kvplan.engines.vllm import kv_formats
@@ -63,6 +63,7 @@ from kvplan.engines.vllm.kv_formats import KV_DTYPES
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.budget import VllmBudget
 from kvplan.engines.vllm.releases import Release
+from kvplan.model.catalog import find_gpu
 
 ENGINE_VERSION = "vLLM v1 engine, release lines 0.10-0.33 (--engine-version; default the newest)"
 DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (every release line)
@@ -200,9 +201,6 @@ def read_kv_dtype(req: EngineRequest) -> DType:
     head scales, NVFP4) where the release and the GPU take them (kvplan/engines/vllm/kv_formats.py)."""
     name = (req.kv_dtype or "auto").strip().lower()
     if name in kv_formats.KNOWN:
-        from kvplan.core.dtypes import dtype
-        from kvplan.engines.vllm import serve_args
-
         rel = releases.release(req.engine_version)
         facts = req.hardware.facts if req.hardware is not None else None
         attention = [layer for layer in req.spec.layer_specs if layer.kind in HEADED_KINDS]
@@ -340,8 +338,6 @@ def _mamba_cache_mode(req: EngineRequest, rel: Release, *, hybrid: bool) -> tupl
     notes = []
     checkpoint = None
     if rel.gdn_prefill_checkpoints and req.spec.architecture in GDN_CHECKPOINT_ARCHITECTURES:
-        from kvplan.model.catalog import find_gpu
-
         name = req.hardware.name if req.hardware is not None else None
         arch = find_gpu(name).architecture if name else None
         if arch not in GDN_TRITON_ARCHITECTURES:

@@ -51,6 +51,8 @@ from typing import Any
 
 from kvplan.engines.logtext import Line, Needs, lines as logical_lines, message, spaced
 from kvplan.engines.runtime.logs import gib_bounds, vllm_format_gib  # GiB as vLLM prints it (re-exported)
+from kvplan.core import files
+from kvplan.core.errors import InputError
 
 GIB = 2**30
 
@@ -865,9 +867,6 @@ def _opt_float(v) -> float | None:
 
 def parse_vllm_log_file(path: str | Path) -> VllmLogFigures:
     """Read and parse a log file; ValueError (naming the file) when it is unreadable or not a vLLM log."""
-    from kvplan.core import files
-    from kvplan.core.errors import InputError
-
     p = Path(path)
     try:  # the bounded reader: a FIFO or /dev/zero named as a log is refused, not read forever
         text = files.read_text(p, limit=files.MAX_LOG_BYTES, errors="replace", what="logs")
