@@ -8,6 +8,7 @@ import json
 import re
 
 from golden import harness
+from kvplan.analysis.workload import poisson_arrivals
 
 
 def kvplan(line: str) -> tuple[int, str, str]:
@@ -247,3 +248,33 @@ def test_plan_reads_ttft_at_a_percentile_as_the_prompt_of_that_percentile():
     assert bare["targets"]["ttft"] == [{"percentile": 99, "ms": 2000.0}]
     code, _, err = kvplan(line.replace("p95:2s", "p97:2s").replace(" --json", ""))
     assert code == 2 and err.startswith("error: --ttft — P97")
+
+
+# ------------------------------------------------------------------ simulate --rate
+
+SIM = "simulate llama-2-7b --workload examples/workloads/chat-sharegpt-like.yaml --seq 2048 --gpu a100-40gb --policies paged"
+
+
+def test_simulate_rate_is_poisson_seeded_and_reproducible():
+    """`--rate 5`: arrivals at random, the same seed the same run; another seed another run. The arrivals' mean gap is
+    1/rate (2,000 exponential gaps: within 5%)."""
+    one = json.loads(kvplan(SIM + " --rate 5 --json")[1])
+    again = json.loads(kvplan(SIM + " --rate 5 --json")[1])
+    other = json.loads(kvplan(SIM + " --rate 5 --seed 7 --json")[1])
+    assert one == again and one["rate"] == 5 and one["seed"] == 0
+    assert one["policies"][0]["wait_p99_s"] != other["policies"][0]["wait_p99_s"]
+    times = poisson_arrivals(2000, 5.0, 0)
+    assert abs(times[-1] / 2000 - 0.2) < 0.01 and times == sorted(times)
+
+
+def test_simulate_rate_waits_only_when_the_pool_or_the_cap_is_full():
+    """A trickle (one request every 50 s on average, each done in seconds) waits at most for the step in flight (a
+    decode step of a 7B on an A100 is tens of milliseconds: 13.5 GB of weights over 1.6 TB/s is 8 ms, its floor); a
+    flood fills vLLM's cap of 256 running requests (the default) and queues."""
+    code, out, _ = kvplan(SIM + " --rate 0.02 --json")
+    trickle = json.loads(out)["policies"][0]
+    assert code == 0 and trickle["wait_p50_s"] == 0 and trickle["wait_p99_s"] < 0.05
+    flood = json.loads(kvplan(SIM + " --rate 50 --json")[1])["policies"][0]
+    assert flood["peak_concurrency"] == 256 and flood["wait_p50_s"] > 1
+    code, _, err = kvplan(SIM.replace("--gpu a100-40gb", "--kv-cache-memory 20GiB") + " --rate 5")
+    assert code == 2 and err.startswith("error: --rate")

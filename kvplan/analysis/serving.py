@@ -265,6 +265,29 @@ def prefills_at(batch: int, z: float, spread: float) -> int:
     return batch + math.ceil(z * math.sqrt(batch * spread)) if z > 0 and batch > 0 else batch
 
 
+def step_clock(replica: Replica, f: Factors, *, context: int):
+    """The seconds of one engine step, as a function of the sequences it decodes and the prompts it admits:
+    s + b x decode floor(n, context) + q n, plus a x prefill floor of each admitted prompt (the estimate's terms,
+    one step at a time; every running sequence taken at the workload's mean `context`). For `kvplan simulate
+    --rate`, which advances a clock by it (docs/workloads.md)."""
+    decodes: dict[int, float] = {}
+    prefills: dict[int, float] = {}
+
+    def seconds(running: int, admitted) -> float:
+        t = f.step_s
+        if running:
+            if running not in decodes:
+                decodes[running] = f.decode * replica.decode_s(running, context) + f.sequence_step_s * running
+            t += decodes[running]
+        for prompt in admitted:
+            if prompt not in prefills:
+                prefills[prompt] = f.prefill * replica.prefill_s(prompt)
+            t += prefills[prompt]
+        return t
+
+    return seconds
+
+
 @dataclass(frozen=True)
 class OperatingPoint:
     """A replica serving `batch` sequences of `prompt` + `output` tokens at once, in steady state."""

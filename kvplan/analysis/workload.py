@@ -382,6 +382,11 @@ class PolicyResult:
     steps: int  # until the last request finished
     tokens_per_step: float  # output tokens / steps: the throughput if every step took the same time
     relative_throughput: float | None  # tokens_per_step / the contiguous policy's
+    # with --rate (arrivals over time; the means above are then over time):
+    duration_s: float | None = None  # simulated time until the last request finished
+    output_tokens_per_s: float | None = None
+    wait_p50_s: float | None = None  # from arrival to admission (queueing for room or for the batch cap)
+    wait_p99_s: float | None = None
 
 
 @dataclass(frozen=True)
@@ -414,6 +419,8 @@ class SimulationResult:
     shared_prefix: int
     policies: tuple[PolicyResult, ...]
     notes: tuple[str, ...] = ()
+    rate: float | None = None  # requests per second (Poisson arrivals), or None: all queued at step 0
+    seed: int | None = None  # the arrivals' random seed
 
 
 def _stats(values: list[int]) -> LengthStats:
@@ -464,9 +471,17 @@ class _Run:
             return self.cost.paged(own, self.block)
         return self.cost.stored(own)
 
-    def run(self, requests: list[Request]) -> dict:
+    def run(self, requests: list[Request], arrivals: list[float] | None = None, clock=None) -> dict:
+        """Every request queued at step 0; or, with `arrivals` (seconds, one per request, ascending) and `clock`
+        (serving.step_clock: the seconds of a step), each request joins the queue when the clock reaches its arrival,
+        and the means are over time."""
         cost, pool, block, policy = self.cost, self.pool, self.block, self.policy
-        queue = deque((i, r.prompt, r.output) for i, r in enumerate(requests))  # (id, prompt, tokens still to emit)
+        timed = arrivals is not None
+        every = deque((i, r.prompt, r.output) for i, r in enumerate(requests))  # (id, prompt, tokens still to emit)
+        queue = every if not timed else deque()
+        now = 0.0
+        waits: list[float] = []
+        admitted_prompts: list[int] = []
         running: dict[int, _Rec] = {}
         # admission order, the last admitted preempted first; a dict is an ordered set with O(1) removal (a list's
         # remove() is O(running), which made runs with tens of thousands of running requests quadratic)
@@ -481,7 +496,7 @@ class _Run:
         sums = [0, 0, 0, 0, 0, 0]  # saturated steps: running, stored, allocated, final, tokens, steps
         early = [0, 0, 0, 0, 0, 0]  # the same before the first request finishes (for unsaturated runs)
         peak = preemptions = generated = recomputed = 0
-        finished_any = False
+        finished_any = waited = False
         t = 0
         full_per_token, windowed_terms, paged = self.full_per_token, self.windowed_terms, policy == "paged"
         head_need: tuple | None = None  # (queue head, bytes it needs): a saturated pool retries the same head each step
@@ -499,13 +514,19 @@ class _Run:
             for w in self.windows:
                 below[w] -= own < w
 
-        while queue or running:
+        while queue or running or (timed and every):
+            if timed:
+                if not queue and not running and arrivals[every[0][0]] > now:
+                    sums[5] += arrivals[every[0][0]] - now  # idle until the next request arrives: nothing runs
+                    now = arrivals[every[0][0]]
+                while every and arrivals[every[0][0]] <= now:
+                    queue.append(every.popleft())
             # 1. requests that emitted their last token in the previous step leave
             for rec in finishing.pop(t, ()):
                 if rec.live:
                     remove(rec, t - 1)
                     finished_any = True
-            if not queue and not running:
+            if not queue and not running and not (timed and every):
                 break  # the last requests finished in the previous step
             # 2. every running request stores one more token; preempt (last admitted first) if the pool is short
             due = [rec for rec in growing.pop(t, ()) if rec.live] if paged else []
@@ -557,6 +578,10 @@ class _Run:
                     break
                 rid, prompt, output = head
                 queue.popleft()
+                if timed:
+                    admitted_prompts.append(prompt)
+                    if prompt == requests[rid].prompt:  # a first admission (a preempted request comes back longer)
+                        waits.append(now - arrivals[rid])
                 rec = _Rec(rid, t, prompt, output, share, need)
                 running[rid] = rec
                 order[rid] = None
@@ -580,6 +605,16 @@ class _Run:
             if n > peak:
                 peak = n
             generated += n
+            if timed:
+                # 4. measure over time: every step, weighted by its seconds
+                dt = clock(n, admitted_prompts)
+                admitted_prompts.clear()
+                waited = waited or bool(queue)
+                for i, value in enumerate((n, stored, allocated, final_bytes, tokens, 1)):
+                    sums[i] += value * dt
+                now += dt
+                t += 1
+                continue
             # 4. measure: while requests wait (saturated), and separately before anything has finished
             target = sums if queue else (early if not finished_any and sums[5] == 0 else None)
             if target is not None:
@@ -590,8 +625,11 @@ class _Run:
                 target[4] += tokens
                 target[5] += 1
             t += 1
+        if timed:
+            return {"sums": sums, "saturated": waited, "peak": peak, "preemptions": preemptions, "recomputed": recomputed,
+                    "steps": t, "generated": generated, "measured": t, "seconds": now, "waits": waits}
         return {"sums": sums if sums[5] else early, "saturated": sums[5] > 0, "peak": peak, "preemptions": preemptions,
-                "recomputed": recomputed, "steps": t, "generated": generated}
+                "recomputed": recomputed, "steps": t, "generated": generated, "measured": sums[5] if sums[5] else early[5]}
 
 
 class _Rec:
@@ -644,10 +682,30 @@ def _estimated_steps(admitted: list[Request], runs: dict, pool: int, max_seqs: i
     return steps
 
 
+def poisson_arrivals(n: int, rate: float, seed: int) -> list[float]:
+    """Arrival times (seconds) of `n` requests at `rate` per second at random: exponential gaps, a seeded generator
+    (the same seed, the same arrivals on every machine: Python's Mersenne Twister)."""
+    draw = random.Random(seed)
+    now, out = 0.0, []
+    for _ in range(n):
+        now += draw.expovariate(rate)
+        out.append(now)
+    return out
+
+
+def _nearest_rank(values: list[float], q: int) -> float | None:
+    if not values:
+        return None
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(q / 100 * len(ordered)) - 1)]
+
+
 def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: int, block_size: int = 16,
              shared_prefix: int = 0, policies: tuple[str, ...] = POLICIES, max_num_seqs: int | None = None,
-             model: str | None = None, workload: str = "", gpu: str | None = None) -> SimulationResult:
-    """Run every policy over the same requests on the pool of the most loaded GPU."""
+             model: str | None = None, workload: str = "", gpu: str | None = None, rate: float | None = None,
+             seed: int = 0, clock=None) -> SimulationResult:
+    """Run every policy over the same requests on the pool of the most loaded GPU: all queued at step 0, or with
+    `rate` arriving at random (Poisson, `seed`) while `clock` (serving.step_clock) times each step."""
     if block_size < 1:
         raise InputError(f"must be at least 1, got {block_size}", where="--block-size")
     if pool_bytes <= 0:
@@ -703,7 +761,11 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
     if cache.pp > 1:
         notes.append(f"PP {cache.pp}: simulated on stage {stage}, the most loaded at max_model_len")
 
-    raw = {policy: run.run(admitted) for policy, run in runs.items()}
+    if rate is not None and (clock is None or not (0 < rate < 1e9)):
+        raise InputError(f"must be above 0 requests per second, got {rate:g}" if clock is not None else
+                         "arrivals over time need each step's time", where="--rate")
+    arrivals = poisson_arrivals(len(admitted), rate, seed) if rate is not None else None
+    raw = {policy: run.run(admitted, arrivals, clock) for policy, run in runs.items()}
     results = []
     base = raw.get("contiguous")
     base_rate = base["generated"] / base["steps"] if base else None
@@ -712,28 +774,30 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
         saturated = r["saturated"]
         n, stored, alloc, final, tokens, steps = r["sums"]
         reserving = policy in ("contiguous", "pow2", "oracle")
-        rate = r["generated"] / r["steps"]
+        per_step = r["generated"] / r["steps"]
         results.append(PolicyResult(
             policy=policy, description=_DESCRIPTIONS[policy].format(block=block_size), block_size=block_size if policy == "paged" else None,
-            saturated=saturated, measured_steps=steps, sustained_concurrency=n / steps, peak_concurrency=r["peak"],
+            saturated=saturated, measured_steps=r["measured"], sustained_concurrency=n / steps, peak_concurrency=r["peak"],
             mean_tokens=tokens / steps, utilisation=stored / steps / pool_bytes, allocation=alloc / steps / pool_bytes,
             waste=(alloc - stored) / alloc if alloc else 0.0,
             waste_reserved=(final - stored) / alloc if reserving and alloc else None,
             waste_never_used=(alloc - final) / alloc if reserving and alloc else None,
-            preemptions=r["preemptions"], recomputed_tokens=r["recomputed"], steps=r["steps"], tokens_per_step=rate,
-            relative_throughput=rate / base_rate if base_rate else None,
+            preemptions=r["preemptions"], recomputed_tokens=r["recomputed"], steps=r["steps"], tokens_per_step=per_step,
+            relative_throughput=per_step / base_rate if base_rate else None,
+            duration_s=r.get("seconds"), output_tokens_per_s=r["generated"] / r["seconds"] if r.get("seconds") else None,
+            wait_p50_s=_nearest_rank(r.get("waits", []), 50), wait_p99_s=_nearest_rank(r.get("waits", []), 99),
         ))
     if shared_prefix:
         notes.append(f"a {shared_prefix:,}-token system prompt precedes every prompt; paged stores its whole blocks once, exact "
                      "all of it once; contiguous policies hold a copy per request")
-    if any(not p.saturated for p in results):
+    if any(not p.saturated for p in results) and rate is None:
         notes.append("some policies fit every request at once (not saturated): figures are for the steps before the first finished")
     return SimulationResult(
         model=model or cache.spec.name, workload=workload, requests=len(requests), rejected=rejected, truncated=truncated,
         prompt_tokens=_stats([r.prompt for r in requests]), output_tokens=_stats([r.output for r in requests]),
         max_model_len=max_model_len, kv_dtype=cache.kv_dtype.name, tp=cache.tp, pp=cache.pp, gpu=gpu, pool_bytes=pool_bytes,
         pool_stage=stage, kv_bytes_per_token=cost.per_token, block_size=block_size, shared_prefix=shared_prefix,
-        policies=tuple(results), notes=tuple(notes),
+        policies=tuple(results), notes=tuple(notes), rate=rate, seed=seed if rate is not None else None,
     )
 
 

@@ -33,6 +33,8 @@ def simulate(
     block_size: Annotated[int, typer.Option("--block-size", help="Paged block size in tokens (vLLM default 16).", parser=whole_number)] = 16,
     shared_prefix: Annotated[int, typer.Option("--shared-prefix", help="Tokens of a system prompt put before every request's prompt; stored once by paged (whole blocks) and exact (prefix caching).", parser=whole_number)] = 0,
     policies: Annotated[str, typer.Option("--policies", help="Comma list of: contiguous, pow2, oracle, paged, exact.")] = "contiguous,pow2,oracle,paged,exact",
+    rate: Annotated[Optional[float], typer.Option("--rate", "-r", help="Requests arriving per second at random (Poisson), each step timed by kvplan's latency estimate on the --gpu; the report adds the wait from arrival to admission. Default: every request queued at once.", show_default=False)] = None,
+    seed: Annotated[int, typer.Option("--seed", help="Seed of the --rate arrivals (the same seed, the same run).", parser=whole_number)] = 0,
     max_num_seqs: Annotated[Optional[int], typer.Option("--max-num-seqs", help="Cap on running requests (vLLM max_num_seqs). Default: vLLM's default for the GPU and release, as a deployment runs it.", show_default=False, parser=whole_number)] = None,
     kv_host: Annotated[Optional[str], typer.Option("--kv-host", help="Host memory for offloaded KV blocks, this GPU's share (vLLM --kv-offloading-size / TP ranks, LMCache's max_local_cpu_size): the tier view in tokens and warm requests (docs/workloads.md).", show_default=False)] = None,
     kv_disk: Annotated[Optional[str], typer.Option("--kv-disk", help="Disk for offloaded KV blocks, this GPU's share (LMCache's max_local_disk_size).", show_default=False)] = None,
@@ -80,9 +82,10 @@ def simulate(
                         "(--max-num-seqs N to change it)")
         except KvplanError:
             cap_note = "no batch cap: vLLM cannot judge this launch, so memory is the only limit (--max-num-seqs N sets one)"
+    clock = _clock(request, est, cache, requests) if rate is not None else None
     result = wl.simulate(requests, cache, pool_bytes=pool, max_model_len=request.seq, block_size=block_size,
                          shared_prefix=shared_prefix, policies=chosen, max_num_seqs=max_num_seqs, model=request.spec.name,
-                         workload=description, gpu=est.gpu)
+                         workload=description, gpu=est.gpu, rate=rate, seed=seed, clock=clock)
     tier = None
     if kv_host is not None or kv_disk is not None or prefix_hit_rate is not None:
         from kvplan.core import units
@@ -102,6 +105,24 @@ def simulate(
         _print_tiers(tier)
     if cap_note:
         render.console(stderr=True).print(f"note: {cap_note}")
+
+
+def _clock(request, est, cache, requests):
+    """The seconds of one engine step on the request's catalog GPU (serving.step_clock), every running sequence at
+    the workload's mean context (its mean prompt and half its mean output)."""
+    from kvplan import engines
+    from kvplan.analysis import serving
+    from kvplan.core.errors import InputError
+    from kvplan.model.efficiency import factors_for
+
+    gpu = request.hardware.facts if request.hardware is not None else None
+    if gpu is None:
+        raise InputError("arrivals per second need each step's time, which needs a GPU from the catalog", where="--rate",
+                         hint="name one with --gpu (kvplan gpus), or leave --rate out")
+    static = engines.get("static")
+    replica = serving.replica_of(static, request, est.weights_bytes, gpu=gpu, cache=cache)
+    context = round(sum(r.prompt + r.output / 2 for r in requests) / len(requests))
+    return serving.step_clock(replica, factors_for(gpu.name, gpu.architecture), context=context)
 
 
 def _print_tiers(t) -> None:
@@ -145,22 +166,37 @@ def _print(r) -> None:
     render.print_fitting(out, head)
 
     # two tables of few columns rather than one of eleven: at 100 columns rich would cut the figures ("546,…")
-    names = [p.policy + (f" ({p.block_size})" if p.block_size else "") + ("" if p.saturated else " *") for p in r.policies]
-    render.print_table(
-        out, "requests running at once under each allocation policy (all queued at step 0; means over the saturated steps)",
-        ["policy", "running (mean)", "peak", "preempted", "recomputed tokens", "throughput"],
-        [[name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", f"{p.preemptions:,}", f"{p.recomputed_tokens:,}",
-          f"{p.relative_throughput:.2f}x" if p.relative_throughput is not None else f"{p.tokens_per_step:,.1f} tok/step"]
-         for name, p in zip(names, r.policies)])
+    names = [p.policy + (f" ({p.block_size})" if p.block_size else "") + ("" if p.saturated or r.rate else " *")
+             for p in r.policies]
+    if r.rate is not None:
+        render.print_table(
+            out, f"requests running at once under each allocation policy ({r.rate:,.6g} requests/s arriving at random, "
+                 f"seed {r.seed}; means over time)",
+            ["policy", "running (mean)", "peak", "wait P50", "wait P99", "preempted", "output tok/s"],
+            [[name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", f"{p.wait_p50_s:,.2f} s",
+              f"{p.wait_p99_s:,.2f} s", f"{p.preemptions:,}", f"{p.output_tokens_per_s:,.0f}"]
+             for name, p in zip(names, r.policies)])
+    else:
+        render.print_table(
+            out, "requests running at once under each allocation policy (all queued at step 0; means over the saturated steps)",
+            ["policy", "running (mean)", "peak", "preempted", "recomputed tokens", "throughput"],
+            [[name, f"{p.sustained_concurrency:,.1f}", f"{p.peak_concurrency:,}", f"{p.preemptions:,}", f"{p.recomputed_tokens:,}",
+              f"{p.relative_throughput:.2f}x" if p.relative_throughput is not None else f"{p.tokens_per_step:,.1f} tok/step"]
+             for name, p in zip(names, r.policies)])
     render.print_table(
         out, f"the {format_bytes(r.pool_bytes)} pool under each policy (shares of the pool, then of the allocated bytes)",
         ["policy", "K/V in pool", "allocated", "waste", "of which reserved", "never used"],
         [[name, _pct(p.utilisation), _pct(p.allocation), _pct(p.waste), _pct(p.waste_reserved), _pct(p.waste_never_used)]
          for name, p in zip(names, r.policies)])
     err = render.console(stderr=True)
-    err.print("waste = allocated bytes not holding K/V, of the allocated; throughput = output tokens per step relative to contiguous "
-              "(recomputation after preemption not charged)"
-              + ("; * = never saturated (every request fit at once)" if any(not p.saturated for p in r.policies) else ""))
+    if r.rate is not None:
+        err.print("waste = allocated bytes not holding K/V, of the allocated; wait = from arrival to admission (room in the "
+                  "pool or under the running cap); each step timed by kvplan's latency estimate (docs/plan.md: typically "
+                  "within a third)")
+    else:
+        err.print("waste = allocated bytes not holding K/V, of the allocated; throughput = output tokens per step relative to "
+                  "contiguous (recomputation after preemption not charged)"
+                  + ("; * = never saturated (every request fit at once)" if any(not p.saturated for p in r.policies) else ""))
     for p in r.policies:
         err.print(f"  {p.policy}: {p.description}")
     for note in r.notes:
