@@ -229,14 +229,15 @@ def test_ten_thousand_rows_stream_as_csv():
 
 
 def test_other_engines_are_asked_row_by_row():
-    """An engine other than static goes through its own estimate for every row (here: static under another name)."""
+    """A paged engine goes through its own estimate for every row (here: static under another name, with the record
+    saying it is paged: the sweep asks the record, not the name)."""
     calls = []
 
     def estimate(req, *, search_max_seq=True):
         calls.append((req.seq, req.batch))
         return static.estimate(req)
 
-    other = dataclasses.replace(static.ENGINE, name="other", estimate=estimate)
+    other = dataclasses.replace(static.ENGINE, name="other", estimate=estimate, paged=True)
     grid = sw.Grid(seq=(2048, 8192), batch=(1, 5), gpu=("h100-sxm-80gb",), engine=("other",))
     make = _factory(CONFIGS / "gemma-2-9b.json")
     rows = list(sw.rows(grid, make, lambda name: other if name == "other" else engines.get(name), model="m"))

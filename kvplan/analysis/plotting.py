@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable
 
+from kvplan import engines
 from kvplan.core.errors import InputError
 from kvplan.core.io import write_file
 
@@ -87,7 +88,8 @@ def capacity_chart(rows: Iterable, *, model: str, batch: int) -> Chart:
         series += [Series(label, xs, tuple(v for _ in xs), limit=True) for label, v in limits.items()]
     y_label = "GiB per GPU (most loaded)" if with_gpu else "KV cache, GiB (all GPUs)"
     what = f"weights + KV cache of {batch} sequence{'s' if batch > 1 else ''}" if with_gpu else f"KV cache of {batch} sequence{'s' if batch > 1 else ''}"
-    textbook = " (textbook: no engine overhead)" if with_gpu and {r.engine for r in rows} == {"static"} else ""
+    # every row the textbook cache's (an engine with no paged pool, no runtime of its own: the static engine)
+    textbook = " (textbook: no engine overhead)" if with_gpu and not any(engines.get(e).paged for e in {r.engine for r in rows}) else ""
     return Chart(title=f"{model}: {what} vs context{textbook}", x_label="context length (tokens)", y_label=y_label, series=tuple(series))
 
 

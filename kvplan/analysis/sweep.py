@@ -177,7 +177,7 @@ def rows(grid: Grid, make_request: RequestFactory, engine: Callable[[str], objec
         try:
             module = engine(combo.engine)
             request = make_request(combo, grid.seq[0], grid.batch[0])
-            if module.name == "static":
+            if not module.paged:  # the textbook cache: one per sequence, no pool
                 block = _static_rows(grid, combo, module, request, caches)
             else:
                 block = _engine_rows(grid, combo, module, request, note)

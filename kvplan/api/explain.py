@@ -48,7 +48,7 @@ def engine_estimate(engine: str | None, model: str, **options):
     if engine is None:
         return None
 
-    if engine.strip().lower() == "static":
+    if not engines.get(engine).paged:  # the static engine: its figure is the derivation itself
         raise InputError("the textbook derivation above is the static engine's", where="--engine",
                          hint="give vllm, sglang or trtllm, or leave --engine out")
     if options["gpu"] is None and options["gpu_mem"] is None:

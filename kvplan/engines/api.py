@@ -172,6 +172,9 @@ class Engine:
     # whether the engine sizes a paged pool (--block-size, --max-num-seqs, --max-num-batched-tokens set it); the static
     # engine keeps one contiguous cache per sequence
     paged: bool = True
+    # the field of the engine's result that names the release it judged by, as people know it (vLLM's vllm_release:
+    # 0.33.0); None where the result names none
+    release_field: str | None = None
     # whether the engine has releases to choose (--engine-version; kvplan.engines.release); the static engine has none
     has_releases: bool = True
     # the engine's own KV-cache formats beyond the dtypes (vLLM's packed per-token-head ones, engines/vllm/kv_formats.py):

@@ -125,7 +125,7 @@ def run_case(case: Case, device, torch, *, small: bool) -> dict:
     try:
         req = _request(case, shape)
         engine_estimate = None
-        if opts.get("engine", "static") != "static":
+        if engines.get(opts.get("engine", "static")).paged:
             engine_estimate = engines.get(opts["engine"]).estimate
         result = run_probe(req, ProbeOptions(device=device.label, **opts), engine_estimate=engine_estimate, torch=torch,
                            device=device, dist_env=False)

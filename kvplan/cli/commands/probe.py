@@ -63,11 +63,13 @@ def probe(
     from kvplan.probe.dist import from_env
     from kvplan.probe.layout import PAGED, STATIC
     from kvplan.probe.runner import ProbeOptions, run_probe
+    from kvplan import engines
 
     engine_name = engine.strip().lower()
+    paged = engines.get(engine_name).paged  # the static engine keeps one contiguous cache per sequence
     if not device.strip():
         raise InputError("is empty", where="--device", hint="auto, cuda, cuda:N, cpu or meta")
-    layout_name = (layout or (STATIC if engine_name == "static" else PAGED)).strip().lower()
+    layout_name = (layout or (PAGED if paged else STATIC)).strip().lower()
     if layout_name not in (STATIC, PAGED):
         raise InputError(f"unknown layout {layout!r}", where="--layout", hint="static or paged")
     if num_blocks is not None and num_blocks < 1:
@@ -85,17 +87,13 @@ def probe(
                             head_dim=head_dim)
     # torch describes sizes in int64: a cache (or a pool) past 2**62 bytes cannot even be laid out on the meta
     # device, and torch's own error is a C++ traceback
-    from kvplan import engines
-
     if num_blocks is not None and num_blocks > 2**40:
         raise InputError(f"{num_blocks} blocks is beyond what torch can lay out", where="--num-blocks", hint="at most 2**40")
     if engines.get("static").estimate(request).cache_bytes > 2**62:
         raise InputError(f"a cache of {request.seq:,} tokens x {request.batch:,} sequences is beyond what torch can lay out "
                          "(2**62 bytes)", where="--batch" if request.batch > 1 else "--seq", hint="lower --seq or --batch")
     engine_estimate = None
-    if engine_name != "static":
-        from kvplan import engines
-
+    if paged:
         if layout_name != PAGED:
             raise InputError(f"--engine {engine_name} lays the cache out in block pools", where="--layout", hint="drop --layout static")
         engine_estimate = engines.get(engine_name).estimate

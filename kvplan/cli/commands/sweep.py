@@ -156,9 +156,12 @@ def build_grid(model: str, *, seq, batch, kv_dtype, gpu, gpu_mem, tp, pp, engine
     except InputError as err:
         raise (err.located("--kv-dtype") if err.where is None else err) from None
 
-    if vllm_args is not None and set(grid.engine) != {"vllm"}:
+    from kvplan import engines as registry
+
+    # the engine's own launch options (the record's launch_args_flag) apply to rows of that engine only
+    if vllm_args is not None and any(registry.get(e).launch_args_flag != "--vllm-args" for e in grid.engine):
         raise InputError("--vllm-args applies to the vllm engine", where="--vllm-args", hint="sweep with --engine vllm")
-    if sglang_args is not None and set(grid.engine) != {"sglang"}:
+    if sglang_args is not None and any(registry.get(e).launch_args_flag != "--sglang-args" for e in grid.engine):
         raise InputError("--sglang-args applies to the sglang engine", where="--sglang-args", hint="sweep with --engine sglang")
     site = None
     if calibration is not None:
@@ -236,6 +239,8 @@ def _bytes(n: int | None) -> str:
 
 
 def _columns(grid, has_gpu: bool, engines: tuple) -> list[tuple[str, str, int, object]]:
+    from kvplan import engines as registry
+
     """(header, row attribute, width, formatter) for the columns a person needs: axes that vary, then figures."""
     yes_no = lambda v: "—" if v is None else ("yes" if v else "NO")  # noqa: E731
     count = lambda v: "—" if v is None else f"{v:,}"  # noqa: E731
@@ -256,7 +261,7 @@ def _columns(grid, has_gpu: bool, engines: tuple) -> list[tuple[str, str, int, o
         cols += [("GPU weights", "gpu_weights_bytes", 11, _bytes), ("GPU cache", "gpu_cache_bytes", 11, _bytes),
                  ("GPU free", "gpu_free_bytes", 11, _bytes), ("fits", "fits", 4, yes_no), ("max batch", "max_batch", 9, count),
                  ("max seq", "max_seq", 9, _tokens)]
-        if any(e != "static" for e in engines):
+        if any(registry.get(e).paged for e in engines):  # a paged pool's concurrency
             cols.append(("max conc.", "max_concurrency", 9, lambda v: "—" if v is None else f"{v:.2f}x"))
     return cols
 

@@ -9,16 +9,24 @@ from kvplan.core.text import plural
 WIDTH = 80
 MAX_LINES = 8
 _FIXES_SHOWN = 3
-_ENGINE_TITLES = {"vllm": "vLLM", "sglang": "SGLang", "trtllm": "TensorRT-LLM"}
+
+
+def _title(name: str | None) -> str | None:
+    """How people write an engine kvplan models (its record's title), else the name as given."""
+    from kvplan import engines
+
+    return engines.get(name).title if name in engines.ENGINE_NAMES else name
 
 
 def _engine_name(result) -> str:
     """The engine that gave the verdict and its release: 'vLLM 0.33.0', 'SGLang 0.5.23', 'textbook (static)'."""
-    if result.engine == "static":
+    from kvplan import engines
+
+    record = engines.get(result.engine)
+    if not record.paged:
         return "textbook (static)"
-    release = {"vllm": "vllm_release", "sglang": "sglang_version", "trtllm": "trtllm_version"}.get(result.engine)
-    title = _ENGINE_TITLES.get(result.engine, result.engine)
-    return f"{title} {getattr(result, release)}" if release and getattr(result, release, None) else title
+    release = record.release_field
+    return f"{record.title} {getattr(result, release)}" if release and getattr(result, release, None) else record.title
 
 
 def _longest(result) -> tuple[int | None, int]:
@@ -86,7 +94,7 @@ def check_lines(report) -> list[str]:
             lines.append(f"{v.status.upper()} {name}: {v.reason}")
             continue
         release = (v.origins.engine_release or "").split(" (")[0].replace(" rules", "") if v.origins else ""
-        engine = release or _ENGINE_TITLES.get(v.engine, v.engine)
+        engine = release or _title(v.engine)
         lines.append(f"{v.status.upper()} {name}" + ("" if v.model == name else f" ({v.model})"))
         f = v.figures
         concurrency = f"{f.max_concurrency:.2f}x" if f.max_concurrency is not None else (

@@ -17,7 +17,7 @@ ENGINE = Engine(
     util_max=lambda r: Fraction(95, 100),
     option_keys=OPTION_KEYS, takes_gpu_reserved=True, kv_dtype_names=tuple(KV_DTYPES),
     # built for NVIDIA GPUs only, and its FP8 KV cache runs on FP8 tensor cores (Ada, Hopper, Blackwell)
-    gpu_vendors=("nvidia",), fp8_kv_needs_fp8_cores=True,
+    gpu_vendors=("nvidia",), fp8_kv_needs_fp8_cores=True, release_field="trtllm_version",
     # trtllm-serve's flags and the LLM-API options YAML (serve_args.py)
     options=Part("kvplan.engines.trtllm.serve_args", (
         "parse_argv", "option_info", "unmodelled", "check_llm_api", "engine_options")),
