@@ -19,10 +19,8 @@ not bundle (named, exit 3), which is the right answer offline. Judged by hand, i
   40 layers x 8 KV heads x 128 x 2 x 1 B = 80 KiB a token, 5.00 GiB a request, pool 21.73 GiB: 4.34 at once, pass;
 - files that would not start: a git conflict left in an SGLang StatefulSet, a Nomad job file with its JSON pasted
   after it (neither parses), vLLM's api_server Dockerfile whose arguments come from the compose file beside it (no
-  model of its own), an SGLang `--lora-backend flashinfer` on an unpinned image (SGLang 0.5.23 has no such
-  backend): invalid; two SGLang launches with an option
-  SGLang 0.5.23 lacks (--enable-ep-moe) in a guide that pins no release: invalid (see the report: kvplan has only
-  0.5.23's option table);
+  model of its own): invalid; SGLang options an older release took (--enable-ep-moe until 0.5.4, --lora-backend
+  flashinfer until 0.5.2) in launches that pin no release: cannot judge;
 - Python (BentoML, Modal, Ray Serve apps), BentoML's pyproject.toml and Terraform's helm_release: programs, cannot
   judge naming the framework and engine (kvplan reads deployment files, not programs).
 """
@@ -103,7 +101,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'rayserve-benchmark/qwen.py': [('cannot_judge', 'a Ray Serve application that starts its server from its own code')],
     'readme/kimi-k2-deploy_guidance.md': [('cannot_judge', 'the model is $MODEL_PATH, set outside the file (give it in'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES')],
     'readme/kimi-linear-README.md': [('cannot_judge', "model 'moonshotai/Kimi-Linear-48B-A3B-Instruct' is not")],
-    'readme/longcat-flash-chat-deployment_guide.md': [('invalid', "SGLang 0.5.23 has no launch_server option '--enable-ep-moe'"), ('invalid', "SGLang 0.5.23 has no launch_server option '--enable-ep-moe'"), ('cannot_judge', "model 'meituan-longcat/LongCat-Flash-Chat-FP8' is not"), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES')],
+    'readme/longcat-flash-chat-deployment_guide.md': [('cannot_judge', 'SGLang 0.5.4 still took --enable-ep-moe, and the file pins no'), ('cannot_judge', 'SGLang 0.5.4 still took --enable-ep-moe, and the file pins no'), ('cannot_judge', "model 'meituan-longcat/LongCat-Flash-Chat-FP8' is not"), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES')],
     'readme/minimax-m2-sglang_deploy_guide.md': [('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under"), ('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under")],
     'readme/minimax-m2-vllm_deploy_guide.md': [('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under"), ('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under"), ('cannot_judge', "model 'MiniMaxAI/MiniMax-M2' is not bundled, not under")],
     'readme/step3-deploy_guidance.md': [('cannot_judge', "model '/path/to/step3' is on the serving host (a path, a"), ('cannot_judge', "model '/path/to/step3' is on the serving host (a path, a"), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,"), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,"), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', 'starts 2 engines that may share a GPU (no CUDA_VISIBLE_DEVICES'), ('cannot_judge', "model '/path/to/step3-fp8' is on the serving host (a path,")],
@@ -155,7 +153,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'script/marie-ai--sglang-qwenvl_2_5_vl_adapter_no_lora.sh': [('cannot_judge', "model 'Qwen/Qwen2.5-VL-7B-Instruct' is not bundled, not un")],
     'script/marie-ai--sglang-qwenvl_2_5-72B-x8.sh': [('cannot_judge', "model 'Qwen/Qwen2.5-VL-72B-Instruct' is not bundled, not u")],
     'script/marie-ai--sglang-qwenvl_2_5_vl_local.sh': [('cannot_judge', "model 'Qwen/Qwen2.5-VL-7B-Instruct' is not bundled, not un")],
-    'script/marie-ai--sglang-qwenvl_2_5_vl_adapter.sh': [('invalid', "SGLang would refuse it: invalid choice: 'flashinfer' (choo")],
+    'script/marie-ai--sglang-qwenvl_2_5_vl_adapter.sh': [('cannot_judge', 'SGLang 0.5.2 still took --lora-backend flashinfer')],
     'script/marie-ai--sglang-qwenvl_2_5_vl_adapter_direct.sh': [('cannot_judge', "model 'Qwen/Qwen2.5-VL-7B-Instruct' is not bundled, not un")],
     'script/marie-ai--ner-sglang.sh': [('cannot_judge', "model '/model/DeepSeek-R1-Distill-Qwen.gguf' is on the ser")],
     'tgi/marie-ai--ner-tgi.sh': [('cannot_judge', 'starts Hugging Face TGI (image ghcr.io/huggingface/text-ge')],

@@ -155,6 +155,12 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
     except InputError as err:
         # kvplan has SGLang 0.5.23's option table only: a launch pinned to another release may use an option
         # that release had (or spell a value as it did), so its refusal is not a verdict on the file
+        removed = options.removed_in(list(words)) if ctx.version is None else None
+        if removed is not None:  # an older SGLang took it, and the file pins no release: it may run that one
+            raise UnsupportedError(f"{err.what}; SGLang {removed[1]} still took {removed[0]}, and the file pins no "
+                                   "SGLang release: it may run one that starts", where=err.where,
+                                   hint="pin the image (lmsysorg/sglang:vX) to judge it by that release, or drop the "
+                                        "option for SGLang " + options.MIRRORS) from None
         if ctx.version is not None and _other_release(ctx.version):
             raise UnsupportedError(f"{err.what}; the file pins SGLang {ctx.version}, whose options kvplan does not have "
                                    f"(it reads SGLang {options.MIRRORS}'s)", where=err.where,

@@ -29,6 +29,26 @@ from kvplan.engines.runtime import options as value_parsers
 
 MIRRORS = "0.5.23"
 
+# Options (and option values) launch_server had in an older release and SGLang MIRRORS refuses, with the last release
+# that took them (read from the released wheels' srt/server_args.py, `pip download --no-deps sglang==X`): a launch that
+# pins no release may well run that older one, so its refusal here is no verdict on the file.
+# --enable-ep-moe: in 0.5.4 (deprecated, it set ep_size = tp_size), gone in 0.5.5;
+# --lora-backend flashinfer: 0.5.2 takes any backend name, 0.5.3 has LORA_BACKEND_CHOICES = ["triton", "csgmv"].
+REMOVED_OPTIONS = {"--enable-ep-moe": "0.5.4"}
+REMOVED_VALUES = {("--lora-backend", "flashinfer"): "0.5.2"}
+
+
+def removed_in(words: list[str]) -> tuple[str, str] | None:
+    """(the option as written, the last release that took it) for the first removed option or value in `words`."""
+    for i, word in enumerate(words):
+        flag, eq, inline = word.partition("=")
+        if flag in REMOVED_OPTIONS:
+            return flag, REMOVED_OPTIONS[flag]
+        value = inline if eq else (words[i + 1] if i + 1 < len(words) else None)
+        if (flag, value) in REMOVED_VALUES:
+            return f"{flag} {value}", REMOVED_VALUES[(flag, value)]
+    return None
+
 # `kind  flags...  [choices=a|b]  [dest=name]`, one line per option of SGLang 0.5.23's parser:
 #   true: store_true          bool: --x / --no-x (BooleanOptionalAction)      str, int, float: one value
 #   hint: human_readable_int (1k = 1000, 1K = 1024)                            json: a JSON value

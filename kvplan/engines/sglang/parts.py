@@ -22,6 +22,6 @@ ENGINE = Engine(
     release_field="sglang_version",
     # launch_server's option table of SGLang launch_args.MIRRORS (launch_args.py)
     options=Part("kvplan.engines.sglang.launch_args", (
-        "parse_argv", "lookup", "option_info", "unmodelled", "MOVES_DEFAULT_FRACTION", "MIRRORS")),
+        "parse_argv", "lookup", "option_info", "unmodelled", "MOVES_DEFAULT_FRACTION", "MIRRORS", "removed_in")),
     launch=Part("kvplan.engines.sglang.features", ("read",)),
 )
