@@ -62,8 +62,9 @@ def test_no_cache_layer_keeps_nothing():
 
 
 def test_one_table_of_kinds():
-    assert LAYER_KINDS == (FULL, SLIDING, CHUNKED, MLA, INDEXED_MLA, "compressed", "compressed_indexed", STATE, NONE)
-    assert HEADED_KINDS == (FULL, SLIDING, CHUNKED) and WINDOWED_KINDS == (SLIDING, CHUNKED)
+    assert LAYER_KINDS == (FULL, SLIDING, CHUNKED, MLA, INDEXED_MLA, "full_indexed", "compressed", "compressed_indexed",
+                           STATE, NONE)
+    assert HEADED_KINDS == (FULL, SLIDING, CHUNKED, "full_indexed") and WINDOWED_KINDS == (SLIDING, CHUNKED)
     assert all(KINDS[k].kind == k for k in LAYER_KINDS)
 
 

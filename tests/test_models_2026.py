@@ -54,7 +54,7 @@ def test_each_config_is_exact_or_refused_by_name(path):
 
 def test_the_corpus_is_mostly_read():
     read = [p for p in CONFIGS if _spec(p)[0] is not None]
-    assert len(CONFIGS) >= 60 and len(read) >= 74, len(read)
+    assert len(CONFIGS) >= 60 and len(read) >= 76, len(read)
 
 
 def test_a_multimodal_config_gives_the_pool_with_its_weights_unknown(cli):
@@ -195,3 +195,36 @@ def test_fitting_deepseek_v4_asks_for_the_most_it_holds_on_the_way():
     assert cache.footprint(128).kv_bytes < cache.footprint(127).kv_bytes
     assert cache.max_rank_footprint(128).kv_bytes == cache.footprint(127).kv_bytes
     assert cache.max_rank_footprint(32768).kv_bytes == cache.footprint(32767).kv_bytes > cache.footprint(32768).kv_bytes
+
+
+def test_minimax_m3_index_keys_are_kept_on_its_sparse_layers():
+    # 60 layers of 4 KV heads x (128 K + 128 V); the 57 that sparse_attention_freq marks also keep the lightning
+    # indexer's key of sparse_index_dim 128 (transformers 5.24 MiniMaxM3VLSparseStaticCacheLayer idx_keys
+    # [1, 1, 8192, 128] on layers 3-59), bf16. The file in MiniMax's own spelling (model_type minimax_m3) reads the same
+    for name in ("nvidia--MiniMax-M3-NVFP4.json", "MiniMaxAI--MiniMax-M3.json"):
+        spec = resolve_model(str(CORPUS / name))
+        assert spec.count("full_indexed") == 57 and spec.count("full") == 3
+        assert CacheModel(spec, dtype("bf16")).kv_bytes_per_token == 60 * 4 * 256 * 2 + 57 * 128 * 2 == 137_472
+    assert 137_472 * 8192 == TRUTH["nvidia--MiniMax-M3-NVFP4.json"]["kv_bytes"]
+
+
+@pytest.mark.parametrize("change, key", [
+    ({"sparse_topk_tokens": 64}, "sparse_attention_config.sparse_topk_tokens"),  # a key kvplan does not read
+    ({"use_sparse_attention": False}, "sparse_attention_config.use_sparse_attention"),
+    ({"sparse_disable_index_value": [0] * 60}, "sparse_attention_config.sparse_disable_index_value"),
+])
+def test_minimax_m3_sparse_settings_kvplan_does_not_model_are_refused_by_key(change, key):
+    from kvplan.model.hf_config import spec_mapping_from_config
+
+    raw = json.loads((CORPUS / "MiniMaxAI--MiniMax-M3.json").read_text())
+    raw["sparse_attention_config"].update(change)
+    with pytest.raises(UnsupportedError) as err:
+        spec_mapping_from_config(raw, name="m", where="cfg")
+    assert err.value.where.endswith(key), err.value.one_line()
+
+
+def test_engines_refuse_minimax_m3_index_keys_by_name(cli):
+    m3 = CORPUS / "MiniMaxAI--MiniMax-M3.json"
+    for engine in ("vllm", "sglang", "trtllm"):
+        code, out, err = cli("estimate", m3, "--seq", "8K", "--engine", engine, "--kv-cache-memory", "40GiB")
+        assert code == 3 and "full_indexed" in err, (engine, err)

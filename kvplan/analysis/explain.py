@@ -115,6 +115,8 @@ def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> st
             text = f"2 (K and V) x {heads} x {group.head_dim} head_dim x {width}"
         else:
             text = f"{heads} x ({group.head_dim} K + {group.v_head_dim} V) dims x {width}"
+        if group.layer.index_head_dim:
+            text += f" + {group.layer.index_head_dim} index_head_dim (the indexer's key, every GPU) x {width}"
     elif group.kind in (MLA, INDEXED_MLA):
         rope = spec.mla.qk_rope_head_dim if spec.mla else 0
         rank = group.latent_dim - rope

@@ -31,6 +31,8 @@ INDEXED_MLA = "mla_indexed"  # MLA with DeepSeek Sparse Attention's indexer key 
 # DeepSeek-V4's attention: a sliding window plus entries compressed every `ratio` tokens (heavily compressed, HCA),
 # and the same with the lightning indexer's compressed keys (compressed sparse attention, CSA)
 COMPRESSED, COMPRESSED_INDEXED = "compressed", "compressed_indexed"
+# full attention with a sparse-attention indexer's key beside it (MiniMax-M3's lightning indexer)
+INDEXED_FULL = "full_indexed"
 
 
 @dataclass(frozen=True)
@@ -114,6 +116,7 @@ class LayerSpec:
     mla: MlaSpec | None = None  # mla layers only
     state: StateSpec | None = None  # state layers only
     compress: CompressSpec | None = None  # compressed layers only
+    index_head_dim: int | None = None  # full_indexed layers: the indexer's key width
 
     def heads_per_rank(self, tp: int = 1) -> int:
         return 0
@@ -170,6 +173,19 @@ class SlidingWindow(FullAttention):
 
     def tokens_kept(self, seq: int) -> int:
         return min(seq, self.window)
+
+
+class IndexedFullAttention(FullAttention):
+    """Full attention whose sparse-attention indexer keeps one key of index_head_dim per token beside K and V
+    (MiniMax-M3). transformers 5.24 MiniMaxM3VLSparseStaticCacheLayer: keys and values [batch, kv_heads, N, head_dim]
+    plus idx_keys [batch, 1, N, index_head_dim], all in the cache dtype. The index key is one head that every TP rank
+    keeps whole (vLLM 0.33 models/minimax_m3/common/indexer.py: a one-head MLAAttentionSpec side cache, bf16 or fp8
+    by its own indexer_kv_dtype), so an engine maps this kind itself or refuses it."""
+
+    kind: ClassVar[str] = INDEXED_FULL
+
+    def token_bytes(self, kv: DType, tp: int = 1) -> int:
+        return super().token_bytes(kv, tp) + _bytes(self.index_head_dim, kv.bits)
 
 
 class ChunkedLocal(FullAttention):
@@ -286,8 +302,9 @@ class StateLayer(LayerSpec):
 
 # kind -> class: the one table of layer kinds
 KINDS: dict[str, type[LayerSpec]] = {c.kind: c for c in (FullAttention, SlidingWindow, ChunkedLocal, LatentAttention,
-                                                          IndexedLatentAttention, CompressedAttention,
-                                                          CompressedIndexedAttention, StateLayer, NoCacheLayer)}
+                                                          IndexedLatentAttention, IndexedFullAttention,
+                                                          CompressedAttention, CompressedIndexedAttention, StateLayer,
+                                                          NoCacheLayer)}
 LAYER_KINDS = tuple(KINDS)
 # kinds that keep per-head K and V; a consumer that switches on kinds tests membership here, so a new windowed
 # kind is not dropped
@@ -303,7 +320,8 @@ def make_layer(kind: str, **fields) -> LayerSpec:
 
 def as_kind(layer: LayerSpec, kind: str, **changes) -> LayerSpec:
     """The same layer as another kind (explain's what-ifs: MHA instead of MLA, no sliding window)."""
-    fields = {f: getattr(layer, f) for f in ("kv_heads", "head_dim", "v_head_dim", "window", "mla", "state", "compress")}
+    fields = {f: getattr(layer, f) for f in ("kv_heads", "head_dim", "v_head_dim", "window", "mla", "state", "compress",
+                                             "index_head_dim")}
     fields.update(changes)
     return make_layer(kind, **fields)
 

@@ -16,8 +16,8 @@ from typing import Any, Mapping
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabulary: re-exported for readers of specs)
-    CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_MLA, LAYER_KINDS, MLA, NONE, SLIDING, STATE,
-    WINDOWED_KINDS, CompressSpec, LayerSpec, MlaSpec, StateSpec, make_layer)
+    CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_FULL, INDEXED_MLA, LAYER_KINDS, MLA, NONE,
+    SLIDING, STATE, WINDOWED_KINDS, CompressSpec, LayerSpec, MlaSpec, StateSpec, make_layer)
 from kvplan.core.units import shown
 
 # other spellings seen in configs and papers, accepted in spec files
@@ -30,6 +30,7 @@ _KIND_ALIASES = {
     "no_op": NONE, "skip": NONE, "mlp": NONE,
     # DeepSeek-V4's layer_types (transformers DeepseekV4Config)
     "heavily_compressed_attention": COMPRESSED, "compressed_sparse_attention": COMPRESSED_INDEXED,
+    "minimax_m3_sparse": INDEXED_FULL,  # MiniMax-M3's layer_types (transformers MiniMaxM3VLTextConfig)
 }
 
 # Bounds that keep every per-layer loop finite and catch typos; far beyond any published model.
@@ -355,17 +356,24 @@ def _build(data: Any) -> ModelSpec:
                 raise InputError("a chunked layer needs `attention_chunk_size`", where=where,
                                  hint="add e.g. `attention_chunk_size: 8192` (Llama 4)")
             window = sliding_window if kind == SLIDING else chunk if kind == CHUNKED else None
+            index_dim = None
+            if kind == INDEXED_FULL:
+                index_dim = r.int("index_head_dim", maximum=MAX_DIM)
+                if index_dim is None:
+                    raise InputError("a full_indexed layer needs `index_head_dim`", where=where,
+                                     hint="the sparse-attention indexer's key width (MiniMax-M3: 128)")
             layer_dim = per_layer_dim[index]
             if layer_dim is None:
                 resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=head_dim, v_head_dim=v_head_dim or head_dim,
-                                           window=window))
+                                           window=window, index_head_dim=index_dim))
                 continue
             if layer_dim < 1:
                 raise InputError(f"an attention layer needs a head width, got {layer_dim}", where="layout.head_dims")
             if v_head_dim not in (None, head_dim):
                 raise InputError("per-layer head_dims with a v_head_dim of its own are not modelled", where="layout.head_dims")
             # K and V alike, as Gemma 4's global layers have them
-            resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=layer_dim, v_head_dim=layer_dim, window=window))
+            resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=layer_dim, v_head_dim=layer_dim, window=window,
+                                       index_head_dim=index_dim))
         elif kind in (MLA, INDEXED_MLA):
             if mla is None:
                 raise InputError(f"an {kind} layer needs the `mla` section", where=where,

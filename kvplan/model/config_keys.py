@@ -111,6 +111,10 @@ READ: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     "qwen3_5_moe_text": _GATED_DELTANET | {"mamba_ssm_dtype"},
     # DeepSeek-V4 (transformers DeepseekV4Config); deepseek_ref is the same file as SGLang's checkpoints spell it
     "deepseek_v4": _DEEPSEEK_V4, "deepseek_ref": _DEEPSEEK_V4,
+    # MiniMax-M3: full attention, with the lightning indexer's key on the layers sparse_attention_config lists
+    # (hf_config._minimax_sparse_kinds reads the section key by key); mlp_layer_types / moe_layer_freq: params.py
+    "minimax_m3": {"sparse_attention_config", "layer_types", "mlp_layer_types"},
+    "minimax_m3_vl": {"sparse_attention_config", "layer_types", "mlp_layer_types"},
 }.items()}
 
 

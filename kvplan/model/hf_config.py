@@ -15,8 +15,8 @@ from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model.config_keys import refuse_unread
 from kvplan.model.params import count_params, moe_summary, mtp_layer_params, routed_expert_params
-from kvplan.core.spec import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, INDEXED_MLA, MAX_DIM, MAX_HEADS, MAX_LAYERS,
-                              MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping)
+from kvplan.core.spec import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, INDEXED_FULL, INDEXED_MLA, MAX_DIM, MAX_HEADS,
+                              MAX_LAYERS, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping)
 from kvplan.core.text import visible
 from kvplan.core.units import shown
 from kvplan.core import yamlio
@@ -35,6 +35,7 @@ TESTED_MODEL_TYPES = frozenset({
     # 2025-2026, against transformers 5.24 (tests/test_models_2026.py)
     "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_text", "qwen3_vl_moe_text", "minimax_m2", "ministral3", "olmo3",
     "laguna", "muse_glimmer_text", "smollm3", "glm4_moe", "glm4_moe_lite", "deepseek_v4", "deepseek_ref",
+    "minimax_m3", "minimax_m3_vl",
 })
 # model types with no attention at all: a fixed recurrent state per sequence
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
@@ -196,6 +197,58 @@ def _compressed_kinds(cfg: Mapping, layers: int, spec: dict, layout: dict, where
     spec["index_head_dim"] = index_dim
     layout["compress_ratios"] = [rates.get(t, 0) for t in types]
     return [COMPRESSED_INDEXED if t == _V4_CSA else COMPRESSED for t in types]
+
+
+MINIMAX_SPARSE_MODEL_TYPES = frozenset({"minimax_m3", "minimax_m3_vl"})
+# sparse_attention_config keys that change no cache: the indexer's query heads, how many blocks of how many tokens it
+# selects and how it scores them (transformers 5.24 MiniMaxM3VLTextConfig, vLLM 0.33 models/minimax_m3)
+_MINIMAX_SPARSE_COMPUTE = {"sparse_num_index_heads", "sparse_topk_blocks", "sparse_block_size", "sparse_init_block",
+                           "sparse_local_block", "sparse_score_type"}
+
+
+def _minimax_sparse_kinds(cfg: Mapping, layers: int, spec: dict, where: str) -> list[str]:
+    """MiniMax-M3's layers: full attention, plus the lightning indexer's key (index_head_dim = sparse_index_dim) on
+    the layers sparse_attention_freq marks, as transformers 5.24 MiniMaxM3VLTextConfig.__post_init__ types them
+    (layer_types "minimax_m3_sparse") and vLLM 0.33 models/minimax_m3 builds them. Every sparse layer must disable
+    the index value (vLLM then builds no index value projection): an index value cache is not modelled."""
+    section = cfg.get("sparse_attention_config") or {}
+    here = f"{where}: sparse_attention_config"
+    if not isinstance(section, Mapping):
+        raise InputError("must be a mapping", where=here)
+    unknown = sorted(set(section) - _MINIMAX_SPARSE_COMPUTE - {"sparse_attention_freq", "sparse_index_dim",
+                                                              "use_sparse_attention", "sparse_disable_index_value"})
+    if unknown:
+        raise UnsupportedError(f"sparse_attention_config.{unknown[0]} is not read", where=f"{here}.{unknown[0]}",
+                               hint="kvplan refuses rather than guesses the cache")
+    if section.get("use_sparse_attention") is False:
+        raise UnsupportedError("use_sparse_attention false is not modelled (transformers builds the sparse layers "
+                               "anyway)", where=f"{here}.use_sparse_attention")
+    types = cfg.get("layer_types")
+    if types is not None:
+        if not isinstance(types, list) or len(types) != layers or set(map(str, types)) - {"full_attention",
+                                                                                          "minimax_m3_sparse"}:
+            raise UnsupportedError(f"layer_types must give full_attention or minimax_m3_sparse for each of the "
+                                   f"{layers} layers", where=f"{where}: layer_types")
+        sparse = [t == "minimax_m3_sparse" for t in types]
+    else:
+        freq = section.get("sparse_attention_freq")
+        if freq is None:
+            sparse = [False] * layers  # MiniMaxM3VLTextConfig: every layer full_attention
+        elif not isinstance(freq, list) or len(freq) != layers or set(freq) - {0, 1}:
+            raise InputError(f"must give 0 or 1 for each of the {layers} layers", where=f"{here}.sparse_attention_freq")
+        else:
+            sparse = [bool(f) for f in freq]
+    disabled = section.get("sparse_disable_index_value")
+    if any(sparse) and (not isinstance(disabled, list) or len(disabled) != layers
+                        or any(s and d != 1 for s, d in zip(sparse, disabled))):
+        raise UnsupportedError("a sparse layer that keeps its index value is not modelled",
+                               where=f"{here}.sparse_disable_index_value")
+    dim = section.get("sparse_index_dim", 128)  # MiniMaxM3VLTextConfig.index_head_dim
+    if not isinstance(dim, int) or isinstance(dim, bool) or not 1 <= dim <= MAX_DIM:
+        raise InputError(f"must be a whole number of at least 1, got {dim!r}", where=f"{here}.sparse_index_dim")
+    if any(sparse):
+        spec["index_head_dim"] = dim
+    return [INDEXED_FULL if s else FULL for s in sparse]
 
 
 def _indexer_layers(cfg: Mapping, layers: int, where: str) -> list[bool]:
@@ -595,6 +648,8 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
         cfg["hybrid_override_pattern"] = "".join(names[str(v)] for v in values)
     if model_type in COMPRESSED_MODEL_TYPES:
         kinds = _compressed_kinds(cfg, layers, spec, layout, where)
+    elif model_type in MINIMAX_SPARSE_MODEL_TYPES:
+        kinds = _minimax_sparse_kinds(cfg, layers, spec, where)
     elif isinstance(cfg.get("hybrid_override_pattern"), str):  # Nemotron-H: M = Mamba2, * = attention, -/E = MLP/MoE
         pattern = cfg["hybrid_override_pattern"]
         table = {"M": STATE, "*": FULL, "-": NONE, "E": NONE}

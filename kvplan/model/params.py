@@ -21,7 +21,7 @@ from math import prod
 from typing import Any, Mapping
 
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_MLA, MLA, STATE
+from kvplan.core.spec import COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_FULL, INDEXED_MLA, MLA, STATE
 
 # Tensor classes. `linear` weights are what quantization formats quantize; `expert` weights too (MoE
 # experts, one [out, in] matrix per expert and layer); everything else stays in the model dtype.
@@ -224,6 +224,13 @@ def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
 def _mixer(b: _Builder, cfg: Mapping, model_type: str, kind: str, hidden: int, spec: Mapping, kv_heads: int) -> None:
     if kind in HEADED_KINDS:
         _attention(b, cfg, model_type, hidden, spec, kv_heads)
+        if kind == INDEXED_FULL:  # MiniMax-M3's lightning indexer (transformers MiniMaxM3VLSparseIndexer)
+            section = cfg.get("sparse_attention_config") or {}
+            heads, dim = int(section.get("sparse_num_index_heads", 4)), int(spec["index_head_dim"])
+            b.linear("self_attn.indexer.q_proj", heads * dim, hidden)
+            b.linear("self_attn.indexer.k_proj", dim, hidden)
+            b.norm("self_attn.indexer.q_norm", dim)
+            b.norm("self_attn.indexer.k_norm", dim)
     elif kind in (MLA, INDEXED_MLA):
         _mla(b, cfg, hidden, int(spec["attention_heads"]))
         if kind == INDEXED_MLA:  # the lightning indexer (transformers DeepseekV32Indexer / GlmMoeDsaIndexer)

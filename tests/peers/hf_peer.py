@@ -34,6 +34,7 @@ _KIND_BY_ATTR = {
     "conv_states": "conv_state",
     "recurrent_states": "recurrent_state",
     "indexer_keys": "indexer_key",
+    "idx_keys": "indexer_key",  # MiniMax-M3's lightning indexer (MiniMaxM3VLSparseStaticCacheLayer)
     "compressed_kv": "latent",
     "latent": "latent",
     "ssm_states": "recurrent_state",
@@ -42,7 +43,7 @@ _KIND_BY_ATTR = {
 }
 _PER_TOKEN_KINDS = frozenset({"key", "value", "latent", "rope_key", "indexer_key"})
 _STATE_KINDS = frozenset({"conv_state", "recurrent_state"})
-_COUNTER_ATTRS = {"cumulative_length", "indexer_cumulative_length", "_sliding_window_tensor"}
+_COUNTER_ATTRS = {"cumulative_length", "indexer_cumulative_length", "idx_cumulative_length", "_sliding_window_tensor"}
 # Substrings of module names that mark the vision side of a multimodal model (Gemma-3: `model.vision_tower`,
 # `model.multi_modal_projector`; Llama-4 / Qwen-VL use `vision_model` / `visual`).
 _VISION_MARKERS = ("vision_tower", "vision_model", "visual")
