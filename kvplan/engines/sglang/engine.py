@@ -26,8 +26,9 @@ from __future__ import annotations
 
 import dataclasses
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.cache import layer_state_bytes, layer_token_bytes
@@ -35,8 +36,9 @@ from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
 from kvplan.core.units import MAX_TOKENS
+from kvplan.engines import driver
 from kvplan.engines.paged import cap_given_pool, longest, model_dtype
-from kvplan.engines.api import EngineRequest
+from kvplan.engines.api import EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, StartProblem,
                                  request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
@@ -234,29 +236,94 @@ class _Pool:
     starts: bool
 
 
-def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> SglangEstimate:
-    """The token pool SGLang builds for this deployment (the longest context is a closed-form search here)."""
+@dataclass
+class _Run(driver.Run):
+    """One SGLang estimate's figures as its steps (driver.Steps) hand them along."""
+
+    rel: releases.Release | None = None
+    kv: DType | None = None
+    act: DType | None = None
+    sg: sfeat.SglangOptions | None = None  # the launch's modelled SGLang options (features.py), None without
+    max_running: int | None = None  # --max-running-requests (48 with speculative decoding when none is given)
+    attn_dp: int = 1
+    attn_tp: int = 1
+    worker_running: int | None = None  # max_running over the attention-DP workers
+    has_state: bool = False
+    mamba_ratio: Fraction | None = None  # the state pool's share (R5); None: a fixed pool, or none
+    mla: bool = False
+    page: int = 1
+    swa: bool = False  # a separate sliding-window pool (R4)
+    swa_window: int | None = None
+    stages: list[Any] = field(default_factory=list)  # each pipeline stage's layers
+    per_stage: list[tuple[int, int, int]] = field(default_factory=list)  # (full, sliding, state) bytes a token, a rank
+    model_stage: list[tuple[int, int, int]] = field(default_factory=list)  # the same over the whole TP group
+    draft_bytes: int = 0
+    draft_how: str = ""
+    draft_dup: int = 0
+    dup_how: str = ""
+    draft_add: int = 0
+    dp_weights: int = 0
+    dp_how: str = ""
+    lora_t: sfeat.LoraTerms | None = None
+    common: dict[str, Any] = field(default_factory=dict)
+    weights_total: int = 0
+    in_use: int = 0
+    mfs: Fraction | None = None
+    gpu_mib: int | None = None
+    chunk: int | None = None
+    reserved: float | None = None
+    bud: Any = None  # budget.py's SglangBudget
+    band: int = 0
+    refused: str | None = None
+    rest: int | None = None
+    mamba_per_req: int = 0
+    target_cell: int = 0
+    full_cell: int = 0
+    swa_cell: int = 0
+    layers_full: int = 0
+    layers_swa: int = 0
+    p: _Pool | None = None
+    tokens: int | None = None
+    swa_tokens: int | None = None
+    max_mamba: int | None = None
+    running: int | None = None
+    est_len: int | None = None
+    fits: bool | None = None
+    serves: bool | None = None
+    max_batch: int | None = None
+    max_seq: int | None = None
+    low: int | None = None
+    high: int | None = None
+    marginal: bool | None = None
+    pin_flag: str | None = None
+    pinned_fits: bool | None = None
+    per_gpu: PerGpu | None = None
+    feature_record: sfeat.SglangFeatures | None = None
+
+
+def _refuse(req: EngineRequest) -> None:
     require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "SGLang", req.spec.source or req.spec.name)
-    if not pool_capped and req.kv_cache_memory is not None and req.hardware is not None:
-        # issue 15: a pool larger than the GPU leaves is SGLang's profiled one
-        return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="SGLang",
-                              rule="SGLang uses its profiled value instead (\"max_total_tokens=... is larger than the "
-                                   "profiled value ... Use the profiled value instead\", model_runner init_memory_pool)")
+
+
+def _cap_given_pool(req: EngineRequest, *, search_max_seq: bool) -> SglangEstimate:
+    # issue 15: a pool larger than the GPU leaves is SGLang's profiled one
+    return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="SGLang",
+                          rule="SGLang uses its profiled value instead (\"max_total_tokens=... is larger than the "
+                               "profiled value ... Use the profiled value instead\", model_runner init_memory_pool)")
+
+
+def _start(req: EngineRequest, search_max_seq: bool) -> _Run:
+    """The release, the launch's options, the layer kinds' pools and the cell sizes of the request."""
     rel = releases.release(req.engine_version)
     spec = req.spec
-    for key, _ in req.engine_options or ():
-        if key not in OPTION_KEYS:
-            raise InputError(f"SGLang has no engine option {key!r}", where="--engine-option",
-                             hint="SGLang reads " + ", ".join(OPTION_KEYS))
+    refuse_unread_options(req, "SGLang", OPTION_KEYS)
     if spec.architecture in UNSERVED:
         raise UnsupportedError(UNSERVED[spec.architecture], where="--engine sglang",
                                hint="try --engine vllm, which serves it")
-    if req.batch < 1:
-        raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
-    kv = read_kv_dtype(req)
-    act = model_dtype(req)
-    notes: list[str] = [n for n in (kv_spelling_note(req),) if n]
-    sg = req.features.sglang if req.features is not None else None
+    driver.refuse_batch(req)
+    run = _Run(req, search_max_seq, rel=rel, kv=read_kv_dtype(req), act=model_dtype(req))
+    run.notes = [n for n in (kv_spelling_note(req),) if n]
+    sg = run.sg = req.features.sglang if req.features is not None else None
     if req.features is not None and dataclasses.replace(req.features, sglang=None, rate=None, prompt_tokens=None,
                                                         link_bytes_per_s=None).any:
         raise InputError("the sglang engine does not model vLLM's launch options (LoRA, offload tiers, expert, data "
@@ -265,22 +332,33 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
     if sg is not None:
         _check_features(sg, req, rel)
     # speculative decoding resets SGLang's running-request cap to 48 when none is given (features.py)
-    max_running = req.max_num_seqs
-    if sg is not None and sg.speculative_algorithm is not None and max_running is None:
-        max_running = sfeat.SPEC_RUNNING_DEFAULT
-    attn_dp = sg.attn_dp_size if sg is not None else 1
-    attn_tp = req.tp // attn_dp  # one attention-DP worker's ranks (_check_features: TP divisible by D)
+    run.max_running = req.max_num_seqs
+    if sg is not None and sg.speculative_algorithm is not None and run.max_running is None:
+        run.max_running = sfeat.SPEC_RUNNING_DEFAULT
+    run.attn_dp = sg.attn_dp_size if sg is not None else 1
+    run.attn_tp = req.tp // run.attn_dp  # one attention-DP worker's ranks (_check_features: TP divisible by D)
     # --max-running-requests is split over the attention-DP workers (resolve_max_num_reqs)
-    worker_running = max(1, max_running // attn_dp) if max_running is not None else None
-    if req.hardware is not None and req.reserve_bytes is not None:
-        notes.append("--reserve applies to the static engine; SGLang's budget is its own (mem_fraction_static)")
+    run.worker_running = max(1, run.max_running // run.attn_dp) if run.max_running is not None else None
+    reserve = driver.reserve_note(req, "SGLang's budget is its own (mem_fraction_static)")
+    if reserve:
+        run.notes.append(reserve)
+    _pools_of_kinds(run)
+    _cells(run)
+    run.common = request_terms(req, run.kv, engine="sglang", engine_version=f"SGLang {rel.version}")
+    run.weights_total, _ = model_weights(spec, req.weight_fmt)
+    run.in_use = driver.memory_in_use(req)
+    return run
+
+
+def _pools_of_kinds(run: _Run) -> None:
+    """Which pools the model's layer kinds take on this release: the state pool (R5), pages (R7), the SWA pool (R4)."""
+    req, rel, spec, notes = run.req, run.rel, run.req.spec, run.notes
     attn_kinds = {layer.kind for layer in spec.layer_specs}
-    has_state = STATE in attn_kinds
-    if has_state and not attn_kinds & {*HEADED_KINDS, MLA}:
+    run.has_state = STATE in attn_kinds
+    if run.has_state and not attn_kinds & {*HEADED_KINDS, MLA}:
         raise UnsupportedError("pure Mamba models on SGLang are not modelled", where="--engine sglang",
                                hint="try --engine vllm")
-    mamba_ratio = None
-    if has_state:
+    if run.has_state:
         if rel.mamba_rule is None:
             raise UnsupportedError(f"SGLang {rel.version} serves no Mamba / linear-attention hybrid (from 0.5.2)",
                                    where="--engine-version", hint="give --engine-version 0.5.23")
@@ -288,9 +366,9 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
             raise UnsupportedError(f"SGLang {rel.version} serves only Qwen3-Next among the hybrids (more from "
                                    "0.5.3.post2)", where="--engine-version", hint="give --engine-version 0.5.23")
         if rel.mamba_rule != "fixed":
-            mamba_ratio = rel.mamba_rule
-    mla = MLA in attn_kinds
-    page, page_note = _page_size(req, rel, mla)
+            run.mamba_ratio = rel.mamba_rule
+    run.mla = MLA in attn_kinds
+    run.page, page_note = _page_size(req, rel, run.mla)
     if page_note:
         notes.append(page_note)
     windowed = attn_kinds & set(WINDOWED_KINDS)
@@ -298,269 +376,318 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         raise UnsupportedError("sliding and chunked-local layers in one model: SGLang's SWA pool has one window "
                                "(sliding_window, else attention_chunk_size); not modelled", where="--engine sglang",
                                hint="try --engine vllm")
-    swa = _uses_swa(rel, spec, windowed)
+    run.swa = _uses_swa(rel, spec, windowed)
     # SGLang's one SWA window (model_runner_components/load_model_utils.py resolve_sliding_window_size): the
     # config's sliding_window, else attention_chunk_size, so Llama 4's chunked-local layers live in the SWA pool
-    swa_window = spec.attention_chunk_size if CHUNKED in windowed else spec.sliding_window
-    if CHUNKED in windowed and swa:
-        # configs/model_config.py get_hybrid_layer_ids: Llama 4's SWA layers are (i + 1) % 4 != 0, whatever the spec
-        if spec.architecture != LLAMA4:
-            raise UnsupportedError(f"chunked-local layers in {spec.architecture}: SGLang puts only Llama 4's into its SWA "
-                                   "pool; not modelled", where="--engine sglang", hint="try --engine vllm")
-        ours = {i for i, layer in enumerate(spec.layer_specs) if layer.kind == CHUNKED}
-        if ours != {i for i in range(spec.layers) if (i + 1) % 4}:
-            raise UnsupportedError("SGLang puts layers with (i + 1) % 4 != 0 of Llama 4 into its SWA pool, and this "
-                                   "spec's chunked layers are others; not modelled", where="--engine sglang",
-                                   hint="try --engine vllm")
-    if windowed and not swa:
+    run.swa_window = spec.attention_chunk_size if CHUNKED in windowed else spec.sliding_window
+    if CHUNKED in windowed and run.swa:
+        _refuse_chunked_swa(spec)
+    if windowed and not run.swa:
         what = "sliding" if SLIDING in windowed else "chunked-local"
         notes.append(f"SGLang {rel.version} has no sliding-window pool for {spec.architecture or 'this architecture'}: "
                      f"{what} layers are sized as full attention (R4)")
+
+
+def _refuse_chunked_swa(spec) -> None:
+    # configs/model_config.py get_hybrid_layer_ids: Llama 4's SWA layers are (i + 1) % 4 != 0, whatever the spec
+    if spec.architecture != LLAMA4:
+        raise UnsupportedError(f"chunked-local layers in {spec.architecture}: SGLang puts only Llama 4's into its SWA "
+                               "pool; not modelled", where="--engine sglang", hint="try --engine vllm")
+    ours = {i for i, layer in enumerate(spec.layer_specs) if layer.kind == CHUNKED}
+    if ours != {i for i in range(spec.layers) if (i + 1) % 4}:
+        raise UnsupportedError("SGLang puts layers with (i + 1) % 4 != 0 of Llama 4 into its SWA pool, and this "
+                               "spec's chunked layers are others; not modelled", where="--engine sglang",
+                               hint="try --engine vllm")
+
+
+def _cell_bytes(run: _Run, layers, tp: int) -> tuple[int, int, int]:
+    """(full, sliding, state) bytes one token (the state: one request) takes over `layers` on one of `tp` ranks."""
+    kv, swa = run.kv, run.swa
+    full = sum(layer_token_bytes(layer, kv, tp) for layer in layers
+               if layer.kind in (FULL, MLA) or (layer.kind in WINDOWED_KINDS and not swa))
+    slide = sum(layer_token_bytes(layer, kv, tp) for layer in layers if layer.kind in WINDOWED_KINDS and swa)
+    state = sum(layer_state_bytes(dataclasses.replace(layer, state=_state_fp32(layer.state)), tp)
+                for layer in layers if layer.kind == STATE)
+    return full, slide, state
+
+
+def _cells(run: _Run) -> None:
+    """The stages' cells, and what the launch's options add: the draft, attention DP's whole weights, LoRA slots."""
+    req, spec, sg, act = run.req, run.req.spec, run.sg, run.act
     counts = _pp_counts(spec.layers, req.pp)
-    stages, start = [], 0
+    start = 0
     for n in counts:
-        stages.append(spec.layer_specs[start:start + n])
+        run.stages.append(spec.layer_specs[start:start + n])
         start += n
-
-    def cells(layers, tp: int) -> tuple[int, int, int]:
-        full = sum(layer_token_bytes(layer, kv, tp) for layer in layers
-                   if layer.kind in (FULL, MLA) or (layer.kind in WINDOWED_KINDS and not swa))
-        slide = sum(layer_token_bytes(layer, kv, tp) for layer in layers if layer.kind in WINDOWED_KINDS and swa)
-        state = sum(layer_state_bytes(dataclasses.replace(layer, state=_state_fp32(layer.state)), tp)
-                    for layer in layers if layer.kind == STATE)
-        return full, slide, state
-
     # the pool of one rank: its KV heads are those of its attention-TP group (TP without attention DP)
-    per_stage = [cells(layers, attn_tp) for layers in stages]
-    model_stage = per_stage if attn_tp == req.tp else [cells(layers, req.tp) for layers in stages]
-    draft_bytes, draft_how = 0, ""
-    draft_dup, dup_how = 0, ""
-    draft_add = 0
-    dp_weights, dp_how = 0, ""
-    lora_t = sfeat.lora_terms(spec, sg, tp=req.tp, bits=act.bits) if sg is not None and sg.lora_slots else None
-    if sg is not None and sg.hicache and (swa or has_state):
+    run.per_stage = [_cell_bytes(run, layers, run.attn_tp) for layers in run.stages]
+    run.model_stage = run.per_stage if run.attn_tp == req.tp else [_cell_bytes(run, layers, req.tp)
+                                                                   for layers in run.stages]
+    run.lora_t = sfeat.lora_terms(spec, sg, tp=req.tp, bits=act.bits) if sg is not None and sg.lora_slots else None
+    if sg is not None and sg.hicache and (run.swa or run.has_state):
         raise UnsupportedError("HiCache of a sliding-window or Mamba hybrid is not modelled (its host pools are split "
                                "per sub-pool, hybrid_pool_assembler.py)", where=sg.where)
-    if attn_dp > 1:
-        dp_weights, dp_how = sfeat.dp_attention_weights_delta(spec, tp=req.tp, attn_dp=attn_dp,
-                                                              linear_bits=linear_bits(spec, req.weight_fmt, act),
-                                                              act_bits=act.bits)
+    if run.attn_dp > 1:
+        run.dp_weights, run.dp_how = sfeat.dp_attention_weights_delta(
+            spec, tp=req.tp, attn_dp=run.attn_dp, linear_bits=linear_bits(spec, req.weight_fmt, act), act_bits=act.bits)
     if sg is not None and sg.speculative_algorithm is not None:
         bits = Fraction(act.bits) if sg.head is not None or sg.draft_spec is not None else linear_bits(spec, req.weight_fmt, act)
-        draft_bytes, draft_how = sfeat.draft_weights_per_gpu(sg, spec, tp=req.tp, bits=bits)
-        draft_dup, dup_how = sfeat.draft_duplicates_per_gpu(sg, spec, tp=req.tp, act_bits=act.bits)
-        target_layers = sum(1 for x in stages[0] if x.kind in (FULL, MLA))
-        draft_add = sfeat.draft_cell(per_stage[0][0], target_layers, sg.draft_layers)
-    hw = req.hardware
-    facts = hw.facts if hw is not None else None
-    common = request_terms(req, kv, engine="sglang", engine_version=f"SGLang {rel.version}")
-    weights_total, _ = model_weights(spec, req.weight_fmt)
-    mfs = gpu_mib = chunk = reserved = None
-    bud = None
-    band = 0
-    refused: str | None = None
-    rest: int | None = None
-    in_use = (req.gpu_reserved_bytes or 0) + (req.site.memory_in_use_bytes if req.site else 0)
-    if req.kv_cache_memory is not None:
-        rest = req.kv_cache_memory
-        source = "--kv-cache-memory"
-        notes.append("SGLang has no cache-size flag: --kv-cache-memory is taken as the rest it would compute "
+        run.draft_bytes, run.draft_how = sfeat.draft_weights_per_gpu(sg, spec, tp=req.tp, bits=bits)
+        run.draft_dup, run.dup_how = sfeat.draft_duplicates_per_gpu(sg, spec, tp=req.tp, act_bits=act.bits)
+        target_layers = sum(1 for x in run.stages[0] if x.kind in (FULL, MLA))
+        run.draft_add = sfeat.draft_cell(run.per_stage[0][0], target_layers, sg.draft_layers)
+
+
+def _given(run: _Run) -> None:
+    run.rest = run.req.kv_cache_memory
+    run.notes.append("SGLang has no cache-size flag: --kv-cache-memory is taken as the rest it would compute "
                      "(cap it in SGLang with --max-total-tokens)")
-    elif hw is not None:
-        unified = bool(getattr(facts, "unified_memory", False))
-        if unified and rel.unified_memory == "fails":
-            refused = (f"SGLang refuses to start: {rel.version} reads the GPU size from nvidia-smi, which shows no "
+
+
+def _modelled(run: _Run) -> None:
+    """P and A on the request's GPU (budget.py), the rest the pool gets and the band around it."""
+    req, rel, hw, spec = run.req, run.rel, run.req.hardware, run.req.spec
+    facts = hw.facts
+    unified = bool(getattr(facts, "unified_memory", False))
+    if unified and rel.unified_memory == "fails":
+        run.refused = (f"SGLang refuses to start: {rel.version} reads the GPU size from nvidia-smi, which shows no "
                        "memory.total on an integrated GPU (ValueError('No GPU memory values found.'); fixed in "
                        "0.4.9.post3)")
-        elif unified and not in_use and not (req.site and req.site.non_torch_for(req.tp, req.pp) is not None):
-            reader = "psutil's available system memory" if rel.unified_memory == "psutil" else "cudaMemGetInfo"
-            raise UnsupportedError(
-                f"{hw.name or 'this GPU'} shares its memory with the CPU: SGLang {rel.version} sizes the pool from "
-                f"{reader}, which depends on what the operating system and other processes hold (a public DGX Spark "
-                "log shows 49 GiB in use outside the engine); kvplan cannot know it", where="--gpu",
-                hint="give --gpu-reserved SIZE (the memory in use before SGLang starts) or --kv-cache-memory SIZE")
-        gpu_mib, gnotes = _gpu_mib(hw)
-        notes += gnotes
-        multimodal = bool(spec.vision_params)
-        rocm = facts is not None and facts.vendor == "amd"
-        # --max-num-batched-tokens / --max-num-seqs stand for SGLang's --chunked-prefill-size / --max-running-requests
-        mfs, chunk, reserved = default_mem_fraction(gpu_mib, req.tp, req.pp, mla, rel=rel,
-                                                    chunked_prefill_size=req.max_num_batched_tokens,
-                                                    max_running_requests=max_running,
-                                                    prefill_graphs=not multimodal and not rocm,
-                                                    disaggregation_mode=sg.disaggregation_mode if sg else None,
-                                                    draft_tokens=sg.num_draft_tokens if sg else None,
-                                                    attn_dp_size=attn_dp)
-        if attn_dp > 1:
-            chunk //= attn_dp  # parallel_hook.py _handle_data_parallelism, after the fraction is chosen
-        user_given = req.gpu_util is not None
-        if user_given:
-            mfs = req.gpu_util
-        if multimodal:
-            factor = multimodal_factor(rel, spec.vision_params, user_given=user_given)
-            if factor != 1:
-                mfs = mfs * factor
-                notes.append(f"vision-language model: SGLang {rel.version} multiplies mem_fraction_static by "
-                             f"{float(factor):.3f}" + (" (also the value given)" if user_given else ""))
-        if rocm and rel.at_least("0.5.10") and not user_given and req.seq > 8192:
-            mfs = mfs * Fraction(85, 100)  # arg_groups/attention_hook.py: aiter with context_len > 8192
-            notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
-        weights = stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp)
-        if draft_bytes:
-            # PP 1 (_check_features): the draft beside the target, with its own embedding (and head) still resident
-            weights = [w + draft_bytes + draft_dup for w in weights]
-        if dp_weights:
-            weights = [w + dp_weights for w in weights]  # attention and embedding over attn_tp (PP 1)
-        if lora_t is not None:
-            weights = [w + lora_t.gpu_bytes_per_rank for w in weights]  # the adapter slots, before the pool (PP 1)
-        non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
-        link = link_class(getattr(facts, "interconnect", None))
-        bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=mfs, tp=req.tp, pp=req.pp,
-                             architecture=facts.architecture if facts else None, link=link, in_use=in_use,
+    elif unified and not run.in_use and not (req.site and req.site.non_torch_for(req.tp, req.pp) is not None):
+        reader = "psutil's available system memory" if rel.unified_memory == "psutil" else "cudaMemGetInfo"
+        raise UnsupportedError(
+            f"{hw.name or 'this GPU'} shares its memory with the CPU: SGLang {rel.version} sizes the pool from "
+            f"{reader}, which depends on what the operating system and other processes hold (a public DGX Spark "
+            "log shows 49 GiB in use outside the engine); kvplan cannot know it", where="--gpu",
+            hint="give --gpu-reserved SIZE (the memory in use before SGLang starts) or --kv-cache-memory SIZE")
+    run.gpu_mib, gnotes = _gpu_mib(hw)
+    run.notes += gnotes
+    _mem_fraction(run)
+    weights = stage_weight_bytes(spec, req.weight_fmt, run.act, req.tp, req.pp)
+    if run.draft_bytes:
+        # PP 1 (_check_features): the draft beside the target, with its own embedding (and head) still resident
+        weights = [w + run.draft_bytes + run.draft_dup for w in weights]
+    if run.dp_weights:
+        weights = [w + run.dp_weights for w in weights]  # attention and embedding over attn_tp (PP 1)
+    if run.lora_t is not None:
+        weights = [w + run.lora_t.gpu_bytes_per_rank for w in weights]  # the adapter slots, before the pool (PP 1)
+    non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
+    link = link_class(getattr(facts, "interconnect", None))
+    run.bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
+                             architecture=facts.architecture if facts else None, link=link, in_use=run.in_use,
                              non_torch=non_torch)
-        rest = bud.rest_bytes
-        band = sbudget.band_bytes(bud, req.tp * req.pp, link)
-        source = "model"
-        notes.append("SGLang measures the free memory before (P) and after (A) loading; kvplan models P as total minus "
-                     "the CUDA context and distributed init it measured on public logs (and what is in use before "
-                     "start), A as P minus the weights (docs/engines/sglang.md S5)")
-    else:
-        source = "none"
-        notes.append("no GPU given: the token pool needs --gpu/--gpu-mem or --kv-cache-memory")
+    run.rest = run.bud.rest_bytes
+    run.band = sbudget.band_bytes(run.bud, req.tp * req.pp, link)
+    run.notes.append("SGLang measures the free memory before (P) and after (A) loading; kvplan models P as total "
+                     "minus the CUDA context and distributed init it measured on public logs (and what is in use "
+                     "before start), A as P minus the weights (docs/engines/sglang.md S5)")
 
-    mamba_per_req = max(s for _, _, s in per_stage)
-    target_cell = max(f for f, _, _ in per_stage)
-    full_cell = target_cell + draft_add  # the cell SGLang divides the rest by (the draft's pool beside the target's)
-    swa_cell = max(s for _, s, _ in per_stage)
-    layers_full = max(sum(1 for x in st if x.kind in (FULL, MLA)) for st in stages)
-    layers_swa = max(sum(1 for x in st if x.kind in WINDOWED_KINDS) for st in stages)
 
-    def pool(rest_b: int) -> _Pool:
-        """What SGLang builds from a rest of rest_b bytes (R3-R5)."""
-        max_mamba = None
-        if has_state:
-            if mamba_ratio is None:  # 0.5.2-0.5.3.post1: a fixed state pool
-                max_mamba = req.max_num_seqs or MAMBA_FIXED_REQUESTS
-                rest_b -= max_mamba * mamba_per_req
-            else:
-                budget_b = rest_b * mamba_ratio / (1 + mamba_ratio)
-                max_mamba = max(int((budget_b - mamba_per_req) // mamba_per_req), 0) if mamba_per_req else 0
-                rest_b -= (max_mamba + 1) * mamba_per_req
-        swa_tokens = None
-        if rest_b <= 0 or full_cell == 0:
-            tokens = 0
-        elif swa and rel.swa_split == "layer_ratio":
-            # 0.4.9.post3-0.5.6 (set_num_token_hybrid): the pool sized as all-full, then split by layer counts
-            n_all = rest_b // (full_cell + swa_cell)
-            total = n_all * (layers_full + layers_swa)
-            tokens = int(total / (SWA_FULL_TOKENS_RATIO * layers_swa + layers_full))
-            swa_tokens = int(tokens * SWA_FULL_TOKENS_RATIO)
-        elif swa:
-            cell = full_cell + SWA_FULL_TOKENS_RATIO * swa_cell
-            tokens = math.floor(rest_b / cell) // page * page
-            swa_tokens = math.floor(tokens * SWA_FULL_TOKENS_RATIO) // page * page
+def _mem_fraction(run: _Run) -> None:
+    """mem_fraction_static as the release picks it (or as given), with its multimodal and ROCm factors (S4)."""
+    req, rel, spec, sg, notes = run.req, run.rel, run.req.spec, run.sg, run.notes
+    facts = req.hardware.facts
+    multimodal = bool(spec.vision_params)
+    rocm = facts is not None and facts.vendor == "amd"
+    # --max-num-batched-tokens / --max-num-seqs stand for SGLang's --chunked-prefill-size / --max-running-requests
+    mfs, run.chunk, run.reserved = default_mem_fraction(run.gpu_mib, req.tp, req.pp, run.mla, rel=rel,
+                                                        chunked_prefill_size=req.max_num_batched_tokens,
+                                                        max_running_requests=run.max_running,
+                                                        prefill_graphs=not multimodal and not rocm,
+                                                        disaggregation_mode=sg.disaggregation_mode if sg else None,
+                                                        draft_tokens=sg.num_draft_tokens if sg else None,
+                                                        attn_dp_size=run.attn_dp)
+    if run.attn_dp > 1:
+        run.chunk //= run.attn_dp  # parallel_hook.py _handle_data_parallelism, after the fraction is chosen
+    user_given = req.gpu_util is not None
+    if user_given:
+        mfs = req.gpu_util
+    if multimodal:
+        factor = multimodal_factor(rel, spec.vision_params, user_given=user_given)
+        if factor != 1:
+            mfs = mfs * factor
+            notes.append(f"vision-language model: SGLang {rel.version} multiplies mem_fraction_static by "
+                         f"{float(factor):.3f}" + (" (also the value given)" if user_given else ""))
+    if rocm and rel.at_least("0.5.10") and not user_given and req.seq > 8192:
+        mfs = mfs * Fraction(85, 100)  # arg_groups/attention_hook.py: aiter with context_len > 8192
+        notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
+    run.mfs = mfs
+
+
+def _pool_of(run: _Run, rest_b: int) -> _Pool:
+    """What SGLang builds from a rest of rest_b bytes (R3-R5)."""
+    max_mamba = None
+    per_req, page, swa = run.mamba_per_req, run.page, run.swa
+    if run.has_state:
+        if run.mamba_ratio is None:  # 0.5.2-0.5.3.post1: a fixed state pool
+            max_mamba = run.req.max_num_seqs or MAMBA_FIXED_REQUESTS
+            rest_b -= max_mamba * per_req
         else:
-            tokens = rest_b // full_cell // page * page
-        ok = tokens > 0 and (not swa or swa_tokens > (swa_window or 0) + page)
-        return _Pool(available=rest_b, tokens=tokens, swa_tokens=swa_tokens, max_mamba=max_mamba, starts=ok)
+            budget_b = rest_b * run.mamba_ratio / (1 + run.mamba_ratio)
+            max_mamba = max(int((budget_b - per_req) // per_req), 0) if per_req else 0
+            rest_b -= (max_mamba + 1) * per_req
+    swa_tokens = None
+    if rest_b <= 0 or run.full_cell == 0:
+        tokens = 0
+    elif swa and run.rel.swa_split == "layer_ratio":
+        # 0.4.9.post3-0.5.6 (set_num_token_hybrid): the pool sized as all-full, then split by layer counts
+        n_all = rest_b // (run.full_cell + run.swa_cell)
+        total = n_all * (run.layers_full + run.layers_swa)
+        tokens = int(total / (SWA_FULL_TOKENS_RATIO * run.layers_swa + run.layers_full))
+        swa_tokens = int(tokens * SWA_FULL_TOKENS_RATIO)
+    elif swa:
+        cell = run.full_cell + SWA_FULL_TOKENS_RATIO * run.swa_cell
+        tokens = math.floor(rest_b / cell) // page * page
+        swa_tokens = math.floor(tokens * SWA_FULL_TOKENS_RATIO) // page * page
+    else:
+        tokens = rest_b // run.full_cell // page * page
+    ok = tokens > 0 and (not swa or swa_tokens > (run.swa_window or 0) + page)
+    return _Pool(available=rest_b, tokens=tokens, swa_tokens=swa_tokens, max_mamba=max_mamba, starts=ok)
 
-    def slots(m: int) -> int:
-        """Token slots one request of m tokens takes: whole pages (the paged allocator)."""
-        return -(-m // page) * page
 
-    def running_at(p: _Pool, context_len: int) -> int:
-        """max_running_requests at --context-length context_len (S11): more slots for shorter contexts."""
-        n = min(max(int(p.tokens / context_len * 512), 2048), 4096)
-        if worker_running is not None:  # --max-running-requests (48 with speculative decoding), per DP worker
-            n = worker_running
-        n = min(n, p.tokens // 2)
-        if has_state and p.max_mamba is not None:
-            n = min(n, p.max_mamba // MAMBA_SLOTS_PER_REQUEST)
-        return n
+def _slots(run: _Run, m: int) -> int:
+    """Token slots one request of m tokens takes: whole pages (the paged allocator)."""
+    return -(-m // run.page) * run.page
 
-    def fits_at(p: _Pool) -> bool:
-        return p.starts and p.tokens >= req.seq and req.batch <= min(p.tokens // slots(req.seq), running_at(p, req.seq))
 
-    p = pool(rest) if rest is not None and refused is None else None
-    available = p.available if p is not None else None
-    tokens = swa_tokens = max_mamba = running = est_len = None
-    fits = max_batch = max_seq = serves = None
-    low = high = marginal = pin_flag = pinned_fits = None
-    if refused is not None:
-        tokens, fits, serves, max_batch, max_seq = 0, False, False, 0, 0
-        notes.append(refused)
-    if p is not None:
-        tokens, swa_tokens, max_mamba = p.tokens, p.swa_tokens, p.max_mamba
-        if not p.starts and tokens == 0:
-            notes.append(f"SGLang refuses to start: \"{rel.no_room_message}\" (the weights leave no memory for the KV "
-                         "cache)")
-        if tokens > 0:
-            running = running_at(p, req.seq)
-        fits = p.starts and tokens >= req.seq
-        if p.starts and tokens < req.seq:
-            est_len = tokens - 1
-            notes.append(f"SGLang starts with a pool of {tokens:,} tokens, fewer than --context-length {req.seq:,}: "
-                         f"requests are capped at {tokens - 1:,} tokens (max_req_len; R3)")
-        max_batch = min(tokens // slots(req.seq), running or 0) if fits else 0
-        serves = fits and req.batch <= max_batch
-        if fits and not serves:
-            notes.append(f"the pool holds {max_batch} requests of {req.seq:,} tokens at once; the other "
-                         f"{req.batch - max_batch} wait")
-        # the longest --context-length L at which `fits` holds for `batch` requests: B x L token slots (whole
-        # pages), and B running slots at L. L = N fits (max_req_len = min(L - 1, N - 1) = L - 1, as at any
-        # L <= N). Both limits shrink as L grows, so the test is monotone.
-        cap = spec.max_context or MAX_TOKENS
-        max_seq = longest(lambda m: req.batch <= min(tokens // slots(m), running_at(p, m)), 1, cap) if p.starts else 0
-        max_seq = max(max_seq, 0)
-        if source == "--kv-cache-memory":
-            low = high = available
-        elif source == "model":
-            lo_p, hi_p = pool(rest - band), pool(rest + band)
-            low, high = lo_p.available, hi_p.available
-            marginal = fits_at(lo_p) != fits_at(hi_p)
-            if lo_p.tokens > 0:
-                pin_flag = f"--max-total-tokens {lo_p.tokens}"
-                # pinned at the low edge the pool is that size whatever the real budget (SGLang caps at it)
-                pinned_fits = fits_at(lo_p)
-    per_gpu = None
-    if bud is not None and p is not None:
-        pool_b = (tokens or 0) * full_cell + (swa_tokens or 0) * swa_cell
-        static = int(bud.free_before_load_bytes * float(mfs))
-        per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=static, weights_bytes=bud.weights_bytes,
+def _running_at(run: _Run, p: _Pool, context_len: int) -> int:
+    """max_running_requests at --context-length context_len (S11): more slots for shorter contexts."""
+    n = min(max(int(p.tokens / context_len * 512), 2048), 4096)
+    if run.worker_running is not None:  # --max-running-requests (48 with speculative decoding), per DP worker
+        n = run.worker_running
+    n = min(n, p.tokens // 2)
+    if run.has_state and p.max_mamba is not None:
+        n = min(n, p.max_mamba // MAMBA_SLOTS_PER_REQUEST)
+    return n
+
+
+def _fits_at(run: _Run, p: _Pool) -> bool:
+    req = run.req
+    return p.starts and p.tokens >= req.seq and req.batch <= min(p.tokens // _slots(run, req.seq),
+                                                                 _running_at(run, p, req.seq))
+
+
+def _pool(run: _Run) -> None:
+    """The pools from the rest, the verdict, the longest context, the band and the terms of the launch's options."""
+    per_stage, stages = run.per_stage, run.stages
+    run.mamba_per_req = max(s for _, _, s in per_stage)
+    run.target_cell = max(f for f, _, _ in per_stage)
+    run.full_cell = run.target_cell + run.draft_add  # the cell SGLang divides the rest by (the draft's pool beside)
+    run.swa_cell = max(s for _, s, _ in per_stage)
+    run.layers_full = max(sum(1 for x in st if x.kind in (FULL, MLA)) for st in stages)
+    run.layers_swa = max(sum(1 for x in st if x.kind in WINDOWED_KINDS) for st in stages)
+    run.p = _pool_of(run, run.rest) if run.rest is not None and run.refused is None else None
+    if run.refused is not None:
+        run.tokens, run.fits, run.serves, run.max_batch, run.max_seq = 0, False, False, 0, 0
+        run.notes.append(run.refused)
+    if run.p is not None:
+        _verdict(run)
+        _band(run)
+    _per_gpu(run)
+    sg = run.sg
+    if sg is not None:
+        run.feature_record = _feature_record(
+            sg, run.req, target_cell=run.target_cell, draft_add=run.draft_add, draft_bytes=run.draft_bytes,
+            draft_how=run.draft_how, page=run.page, max_running=run.max_running, draft_dup=run.draft_dup,
+            dup_how=run.dup_how, dp_weights=run.dp_weights, dp_how=run.dp_how, worker_running=run.worker_running,
+            max_batch=run.max_batch, lora_t=run.lora_t, device_tokens=run.tokens)
+        run.notes += run.feature_record.notes
+
+
+def _verdict(run: _Run) -> None:
+    """Whether SGLang starts and holds `batch` requests of --context-length, and the longest context that does."""
+    req, p, notes = run.req, run.p, run.notes
+    run.tokens, run.swa_tokens, run.max_mamba = p.tokens, p.swa_tokens, p.max_mamba
+    tokens = p.tokens
+    if not p.starts and tokens == 0:
+        notes.append(f"SGLang refuses to start: \"{run.rel.no_room_message}\" (the weights leave no memory for the KV "
+                     "cache)")
+    if tokens > 0:
+        run.running = _running_at(run, p, req.seq)
+    run.fits = p.starts and tokens >= req.seq
+    if p.starts and tokens < req.seq:
+        run.est_len = tokens - 1
+        notes.append(f"SGLang starts with a pool of {tokens:,} tokens, fewer than --context-length {req.seq:,}: "
+                     f"requests are capped at {tokens - 1:,} tokens (max_req_len; R3)")
+    run.max_batch = min(tokens // _slots(run, req.seq), run.running or 0) if run.fits else 0
+    run.serves = run.fits and req.batch <= run.max_batch
+    if run.fits and not run.serves:
+        notes.append(f"the pool holds {run.max_batch} requests of {req.seq:,} tokens at once; the other "
+                     f"{req.batch - run.max_batch} wait")
+    # the longest --context-length L at which `fits` holds for `batch` requests: B x L token slots (whole
+    # pages), and B running slots at L. L = N fits (max_req_len = min(L - 1, N - 1) = L - 1, as at any
+    # L <= N). Both limits shrink as L grows, so the test is monotone.
+    cap = req.spec.max_context or MAX_TOKENS
+    max_seq = longest(lambda m: req.batch <= min(tokens // _slots(run, m), _running_at(run, p, m)), 1, cap) \
+        if p.starts else 0
+    run.max_seq = max(max_seq, 0)
+
+
+def _band(run: _Run) -> None:
+    """The pools at the two edges of a modelled budget's band, and the --max-total-tokens that pins the low one."""
+    if run.source == driver.GIVEN:
+        run.low = run.high = run.p.available
+    elif run.source == driver.MODELLED:
+        lo_p, hi_p = _pool_of(run, run.rest - run.band), _pool_of(run, run.rest + run.band)
+        run.low, run.high = lo_p.available, hi_p.available
+        run.marginal = _fits_at(run, lo_p) != _fits_at(run, hi_p)
+        if lo_p.tokens > 0:
+            run.pin_flag = f"--max-total-tokens {lo_p.tokens}"
+            # pinned at the low edge the pool is that size whatever the real budget (SGLang caps at it)
+            run.pinned_fits = _fits_at(run, lo_p)
+
+
+def _per_gpu(run: _Run) -> None:
+    bud, hw = run.bud, run.req.hardware
+    if bud is None or run.p is None:
+        return
+    pool_b = (run.tokens or 0) * run.full_cell + (run.swa_tokens or 0) * run.swa_cell
+    static = int(bud.free_before_load_bytes * float(run.mfs))
+    run.per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=static, weights_bytes=bud.weights_bytes,
                          cache_bytes=pool_b, reserved_bytes=hw.capacity_bytes - static,
                          free_bytes=static - bud.weights_bytes - pool_b)
+
+
+def _result(run: _Run) -> SglangEstimate:
+    req, bud, model_stage = run.req, run.bud, run.model_stage
     full_all = sum(f for f, _, _ in model_stage) * req.tp
     swa_all = sum(s for _, s, _ in model_stage) * req.tp
-    seq_swa = min(req.seq, swa_window or req.seq)
+    seq_swa = min(req.seq, run.swa_window or req.seq)
     kv_one = full_all * req.seq + swa_all * seq_swa
     state_one = sum(s for _, _, s in model_stage) * req.tp
-    terms = verdict_terms(fits, serves)
-    if refused is not None:
+    terms = verdict_terms(run.fits, run.serves)
+    if run.refused is not None:
         terms["starts"] = False
-    feature_record = None
-    if sg is not None:
-        feature_record = _feature_record(sg, req, target_cell=target_cell, draft_add=draft_add, draft_bytes=draft_bytes,
-                                         draft_how=draft_how, page=page, max_running=max_running,
-                                         draft_dup=draft_dup, dup_how=dup_how,
-                                         dp_weights=dp_weights, dp_how=dp_how, worker_running=worker_running,
-                                         max_batch=max_batch, lora_t=lora_t, device_tokens=tokens)
-        notes += feature_record.notes
     return SglangEstimate(
-        **common, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
-        cache_bytes=(kv_one + state_one) * req.batch, weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch,
-        max_seq=max_seq, notes=tuple(notes), **terms, sglang_version=rel.version, page_size=page,
-        cell_size=full_cell, mem_fraction_static=None if mfs is None else _fraction_text(mfs),
-        gpu_mem_mib=gpu_mib, chunked_prefill_size=chunk, reserved_mib=reserved,
+        **run.common, kv_bytes=kv_one * req.batch, state_bytes=state_one * req.batch,
+        cache_bytes=(kv_one + state_one) * req.batch, weights_bytes=run.weights_total, per_gpu=run.per_gpu,
+        max_batch=run.max_batch, max_seq=run.max_seq, notes=tuple(run.notes), **terms, sglang_version=run.rel.version,
+        page_size=run.page, cell_size=run.full_cell,
+        mem_fraction_static=None if run.mfs is None else _fraction_text(run.mfs),
+        gpu_mem_mib=run.gpu_mib, chunked_prefill_size=run.chunk, reserved_mib=run.reserved,
         cuda_context_bytes=bud.context_bytes if bud else None, dist_init_bytes=bud.dist_init_bytes if bud else None,
         in_use_bytes=bud.in_use_bytes if bud else None,
         free_before_load_bytes=bud.free_before_load_bytes if bud else None,
         free_after_load_bytes=bud.free_after_load_bytes if bud else None,
-        weights_per_gpu_bytes=bud.weights_bytes if bud else None, available_kv_bytes=available,
-        available_kv_bytes_low=low, available_kv_bytes_high=high, marginal=marginal,
-        mamba_state_per_request_bytes=mamba_per_req, max_mamba_cache_size=max_mamba, max_total_num_tokens=tokens,
-        swa_tokens=swa_tokens, max_running_requests=running, estimated_max_model_len=est_len, budget_source=source,
-        suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits, features=feature_record,
+        weights_per_gpu_bytes=bud.weights_bytes if bud else None,
+        available_kv_bytes=run.p.available if run.p is not None else None,
+        available_kv_bytes_low=run.low, available_kv_bytes_high=run.high, marginal=run.marginal,
+        mamba_state_per_request_bytes=run.mamba_per_req, max_mamba_cache_size=run.max_mamba,
+        max_total_num_tokens=run.tokens, swa_tokens=run.swa_tokens, max_running_requests=run.running,
+        estimated_max_model_len=run.est_len, budget_source=run.source, suggestions=(), pin_flag=run.pin_flag,
+        pinned_fits=run.pinned_fits, features=run.feature_record,
     )
+
+
+STEPS = driver.Steps(refuse=_refuse, on_the_gpu=_cap_given_pool, start=_start, given=_given, modelled=_modelled,
+                     no_gpu="no GPU given: the token pool needs --gpu/--gpu-mem or --kv-cache-memory",
+                     pool=_pool, result=_result)
+
+
+def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> SglangEstimate:
+    """The token pool SGLang builds for this deployment (the longest context is a closed-form search here), by the
+    steps above in the order every paged engine follows (kvplan/engines/driver.py)."""
+    return driver.estimate(STEPS, req, search_max_seq=search_max_seq, pool_checked=pool_capped)
 
 
 def _fraction_text(f: Fraction) -> str:
