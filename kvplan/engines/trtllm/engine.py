@@ -23,16 +23,17 @@ Mamba hybrids use a separate state manager kvplan does not model, nor Llama 4's 
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from fractions import Fraction
+from typing import Any
 
 from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
-from kvplan.core.units import MAX_TOKENS, parse_size
-from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, longest, model_dtype
+from kvplan.core.units import parse_size
+from kvplan.engines import driver
+from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, model_dtype
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, StartProblem,
                                  request_terms, verdict_terms)
@@ -160,15 +161,89 @@ def read_kv_dtype(req: EngineRequest) -> DType:
     return kv_dtype(req, KV_DTYPES, engine="TensorRT-LLM", flag="kv_cache_config.dtype")
 
 
-def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> TrtllmEstimate:
-    """The pool TensorRT-LLM builds for this deployment (max_seq left None when search_max_seq is False: the
-    search for it re-runs the estimate that way)."""
+@dataclass
+class _Run(driver.Run):
+    """One TensorRT-LLM estimate's figures as its steps (driver.Steps) hand them along."""
+
+    rel: releases.Release | None = None
+    opts: dict[str, Any] = field(default_factory=dict)  # --engine-option values, read (_options)
+    be: str = PYTORCH  # the backend
+    launch: Any = None  # the LLM-API options (features.py TrtllmLaunch)
+    kv_tp: int = 1  # ranks the KV heads are split over (1 with attention DP)
+    kv: DType | None = None
+    act: DType | None = None
+    engine_be: bool = False
+    round_up: bool = False  # blocks are ceilDiv(max_tokens, tokens_per_block), else floored
+    tpb: int = 0  # tokens per block
+    dtype_bytes: int = 0
+    max_batch_size: int = 0
+    max_num_tokens: int = 0
+    max_input_len: int = 0
+    cap_tokens: int | None = None  # kv_cache_config.max_tokens
+    cap_bytes: int | None = None  # kv_cache_config.max_gpu_total_bytes
+    counts: list[int] = field(default_factory=list)
+    stages: list[Any] = field(default_factory=list)
+    spec_layers: tuple[Any, ...] = ()  # the drafter's layers in the pool
+    pool_stages: list[tuple[Any, ...]] = field(default_factory=list)
+    windows_apply: bool = True
+    windows: dict[int | None, int] = field(default_factory=dict)  # bytes per token by window, the heaviest rank
+    layer_counts: dict[int | None, int] = field(default_factory=dict)
+    heavy: int = 0
+    bpt: int = 0  # T2: bytes per token of the pool
+    bpt3: int = 0  # T3: the estimator's
+    vswa: bool = False
+    common: dict[str, Any] = field(default_factory=dict)
+    weights_total: int = 0
+    frac: Fraction | None = None
+    weights: int | None = None
+    peak: int | None = None
+    non_torch: int | None = None
+    temp: int | None = None
+    budget_b: int | None = None
+    buffers: int | None = None
+    in_use: int | None = None
+    weights_added: int = 0
+    draft_how: str = ""
+    trans: Any = None  # the cache transceiver's terms
+    lora_t: Any = None  # the PEFT cache's terms
+    after_pool: int = 0
+    trans_fits: bool | None = None
+    band: int = 0
+    fit: Any = None  # budget.py's fitted constants
+    pool_bytes: int | None = None
+    max_tokens: int | None = None
+    num_blocks: int | None = None
+    tokens: int | None = None
+    conc: int | None = None
+    starts: bool = False
+    est_len: int | None = None
+    fits: bool | None = None
+    serves: bool | None = None
+    max_batch: int | None = None
+    max_seq: int | None = None
+    low: int | None = None
+    high: int | None = None
+    marginal: bool | None = None
+    pin_flag: str | None = None
+    pinned_fits: bool | None = None
+    window_blocks: tuple[tuple[int, int], ...] = ()
+    per_gpu: PerGpu | None = None
+    feats: Any = None
+
+
+def _refuse(req: EngineRequest) -> None:
     require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "TensorRT-LLM", req.spec.source or req.spec.name)
-    if not pool_capped and req.kv_cache_memory is not None and req.hardware is not None:
-        # issue 15: max_gpu_total_bytes beside free_gpu_memory_fraction: the smaller wins
-        return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="TensorRT-LLM",
-                              rule="with free_gpu_memory_fraction the smaller of the two wins (KvCacheConfig."
-                                   "max_gpu_total_bytes; maintainer comment on NVIDIA/TensorRT-LLM#2773)")
+
+
+def _cap_given_pool(req: EngineRequest, *, search_max_seq: bool) -> TrtllmEstimate:
+    # issue 15: max_gpu_total_bytes beside free_gpu_memory_fraction: the smaller wins
+    return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="TensorRT-LLM",
+                          rule="with free_gpu_memory_fraction the smaller of the two wins (KvCacheConfig."
+                               "max_gpu_total_bytes; maintainer comment on NVIDIA/TensorRT-LLM#2773)")
+
+
+def _start(req: EngineRequest, search_max_seq: bool) -> _Run:
+    """The release, backend, launch options, build settings and the pool's bytes per token of the request."""
     rel = releases.release(req.engine_version)
     opts = _options(req)
     be = releases.backend(rel, opts.get("backend"))
@@ -178,8 +253,38 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         raise UnsupportedError("the LLM-API options " + ", ".join(launch.options()) + " are modelled on the PyTorch "
                                "backend (kvplan/engines/trtllm/features.py), not on a trtllm-build engine",
                                where="--engine-option", hint="backend=pytorch")
-    # attention DP: each rank keeps every KV head of its own requests (KVCacheManager: tp_size = 1)
-    kv_tp = 1 if launch.attention_dp else req.tp
+    _refuse_layers(spec)
+    driver.refuse_batch(req)
+    run = _Run(req, search_max_seq, rel=rel, opts=opts, be=be, launch=launch, kv=read_kv_dtype(req), act=model_dtype(req),
+               # attention DP: each rank keeps every KV head of its own requests (KVCacheManager: tp_size = 1)
+               kv_tp=1 if launch.attention_dp else req.tp, engine_be=be == TENSORRT)
+    run.round_up = run.engine_be or rel.pytorch_blocks == "ceil"  # ceilDiv(max_tokens, tokens_per_block), else floor
+    run.tpb = req.block_size or (rel.engine_tokens_per_block if run.engine_be else releases.PYTORCH_TOKENS_PER_BLOCK)
+    run.dtype_bytes = run.kv.bits // 8 or 1
+    reserve = driver.reserve_note(req, "TensorRT-LLM's budget is its own")
+    if reserve:
+        run.notes.append(reserve)
+    # --max-num-seqs / --max-num-batched-tokens stand for max_batch_size / max_num_tokens (build settings of an
+    # engine); --engine-option names them directly
+    run.max_batch_size = opts.get("max_batch_size") or req.max_num_seqs or MAX_BATCH_SIZE
+    run.max_num_tokens = opts.get("max_num_tokens") or req.max_num_batched_tokens or MAX_NUM_TOKENS
+    run.max_input_len = opts.get("max_input_len") or MAX_INPUT_LEN
+    run.cap_tokens = opts.get("max_tokens")
+    run.cap_bytes = opts.get("max_gpu_total_bytes")
+    _bytes_per_token(run)
+    run.common = request_terms(req, run.kv, engine="trtllm", engine_version=f"TensorRT-LLM {rel.version} {be} backend")
+    run.weights_total, _ = model_weights(spec, req.weight_fmt)
+    run.frac = req.gpu_util if req.gpu_util is not None else rel.free_fraction
+    run.trans = tfeatures.transceiver_terms(launch, _layer_bytes(run, run.pool_stages[run.heavy]), seq=req.seq,
+                                            tokens_per_block=run.tpb, ranks=run.kv_tp * req.pp)
+    run.lora_t = tfeatures.lora_terms(spec, launch, tp=req.tp, pp=req.pp, dtype_bytes=run.act.bits // 8)
+    # built after the KV cache manager (create_py_executor_instance): the transceiver's buffers, the PEFT cache
+    run.after_pool = (run.trans.total_bytes if run.trans else 0) + (run.lora_t.device_bytes if run.lora_t else 0)
+    run.fit = tbudget.constants()
+    return run
+
+
+def _refuse_layers(spec) -> None:
     if any(layer.kind == STATE for layer in spec.layer_specs):
         raise UnsupportedError("TensorRT-LLM's Mamba hybrid cache (MambaHybridCacheManager) is not modelled",
                                where="--engine trtllm", hint="try --engine vllm or --engine sglang")
@@ -189,351 +294,390 @@ def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bo
         # for those layers is not settled from the source kvplan read: no guess
         raise UnsupportedError("TensorRT-LLM's KV pool for chunked-local attention layers (Llama 4) is not modelled",
                                where="--engine trtllm", hint="try --engine vllm or --engine sglang")
-    if req.batch < 1:
-        raise InputError(f"must be at least 1, got {req.batch}", where="--batch")
-    kv = read_kv_dtype(req)
-    act = model_dtype(req)
-    engine_be = be == TENSORRT
-    round_up = engine_be or rel.pytorch_blocks == "ceil"  # ceilDiv(max_tokens, tokens_per_block), else floor
-    tpb = req.block_size or (rel.engine_tokens_per_block if engine_be else releases.PYTORCH_TOKENS_PER_BLOCK)
-    b = kv.bits // 8 or 1
-    notes: list[str] = []
-    if req.hardware is not None and req.reserve_bytes is not None:
-        notes.append("--reserve applies to the static engine; TensorRT-LLM's budget is its own")
-    # --max-num-seqs / --max-num-batched-tokens stand for max_batch_size / max_num_tokens (build settings of an
-    # engine); --engine-option names them directly
-    max_batch_size = opts.get("max_batch_size") or req.max_num_seqs or MAX_BATCH_SIZE
-    max_num_tokens = opts.get("max_num_tokens") or req.max_num_batched_tokens or MAX_NUM_TOKENS
-    max_input_len = opts.get("max_input_len") or MAX_INPUT_LEN
-    cap_tokens = opts.get("max_tokens")
-    cap_bytes = opts.get("max_gpu_total_bytes")
-    counts = _pp_counts(spec.layers, req.pp)
-    stages, start = [], 0
-    for n in counts:
-        stages.append(spec.layer_specs[start:start + n])
+
+
+def _window_of(run: _Run, layer) -> int | None:
+    """The attention window a layer's share of the pool is kept for; None: the full length."""
+    return layer.window if layer.kind == SLIDING and layer.window < run.req.seq and run.windows_apply else None
+
+
+def _layer_bytes(run: _Run, layers) -> list[tuple[int | None, int]]:
+    """(attention window or None, bytes per token on one GPU) for each layer with a KV cache."""
+    out = []
+    for layer in layers:
+        if layer.kind in (FULL, SLIDING):
+            per = cdiv(layer.kv_heads, run.kv_tp) * (layer.head_dim + layer.v_head_dim) * run.dtype_bytes
+        elif layer.kind == MLA:
+            per = layer.mla.latent_dim * run.dtype_bytes
+        else:
+            continue
+        out.append((_window_of(run, layer), per))
+    return out
+
+
+def _t2(run: _Run, layers) -> dict[int | None, int]:
+    """Bytes per token of one GPU, per attention window (None = full attention)."""
+    out: dict[int | None, int] = {}
+    for w, per in _layer_bytes(run, layers):
+        out[w] = out.get(w, 0) + per
+    return out
+
+
+def _t3(run: _Run, layers) -> int:
+    """The estimator's bytes per token (T3): head_dim x KV heads // tp, which is less than the pool's past tp > KV
+    heads."""
+    total = 0
+    for layer in layers:
+        if layer.kind in (FULL, SLIDING):
+            total += 2 * (layer.head_dim * layer.kv_heads // run.kv_tp) * run.dtype_bytes
+        elif layer.kind == MLA:
+            total += layer.mla.latent_dim * run.dtype_bytes
+    return total
+
+
+def _bytes_per_token(run: _Run) -> None:
+    """The stages' layers, the pool's windows and bytes per token on the heaviest rank (T2, T3, T10)."""
+    req, rel, spec = run.req, run.rel, run.req.spec
+    run.counts = _pp_counts(spec.layers, req.pp)
+    start = 0
+    for n in run.counts:
+        run.stages.append(spec.layer_specs[start:start + n])
         start += n
     # the pool's layers: the drafter's (MTP modules, the EAGLE-3 head) join the last pipeline rank's (get_pp_layers);
     # the estimator's bytes per token (T3) counts the target's alone
-    spec_layers = tfeatures.spec_kv_layers(spec, launch)
-    pool_stages = [tuple(layers) for layers in stages]
-    pool_stages[-1] = pool_stages[-1] + spec_layers
+    run.spec_layers = tfeatures.spec_kv_layers(spec, run.launch)
+    run.pool_stages = [tuple(layers) for layers in run.stages]
+    run.pool_stages[-1] = run.pool_stages[-1] + run.spec_layers
     # the engine backend before 0.18 keeps one pool at the full length for every layer (a single window)
-    windows_apply = not engine_be or rel.engine_vswa
-
-    def layer_bytes(layers) -> list[tuple[int | None, int]]:
-        """(attention window or None, bytes per token on one GPU) for each layer with a KV cache."""
-        out = []
-        for layer in layers:
-            if layer.kind in (FULL, SLIDING):
-                per = cdiv(layer.kv_heads, kv_tp) * (layer.head_dim + layer.v_head_dim) * b
-            elif layer.kind == MLA:
-                per = layer.mla.latent_dim * b
-            else:
-                continue
-            w = layer.window if layer.kind == SLIDING and layer.window < req.seq and windows_apply else None
-            out.append((w, per))
-        return out
-
-    def t2(layers) -> dict[int | None, int]:
-        """Bytes per token of one GPU, per attention window (None = full attention)."""
-        out: dict[int | None, int] = {}
-        for w, per in layer_bytes(layers):
-            out[w] = out.get(w, 0) + per
-        return out
-
-    def t3(layers) -> int:
-        total = 0
-        for layer in layers:
-            if layer.kind in (FULL, SLIDING):
-                total += 2 * (layer.head_dim * layer.kv_heads // kv_tp) * b
-            elif layer.kind == MLA:
-                total += layer.mla.latent_dim * b
-        return total
-
-    per_stage = [t2(layers) for layers in pool_stages]
-    heavy = max(range(req.pp), key=lambda s: sum(per_stage[s].values()))
-    windows = per_stage[heavy]
-    layer_counts: dict[int | None, int] = {}
-    for layer in pool_stages[heavy]:
+    run.windows_apply = not run.engine_be or rel.engine_vswa
+    per_stage = [_t2(run, layers) for layers in run.pool_stages]
+    run.heavy = heavy = max(range(req.pp), key=lambda s: sum(per_stage[s].values()))
+    run.windows = per_stage[heavy]
+    for layer in run.pool_stages[heavy]:
         if layer.kind in (FULL, SLIDING, MLA):
-            w = layer.window if layer.kind == SLIDING and layer.window < req.seq and windows_apply else None
-            layer_counts[w] = layer_counts.get(w, 0) + 1
-    bpt = sum(windows.values())
-    bpt3 = t3(stages[heavy]) if not engine_be else bpt
-    if bpt == 0:
+            w = _window_of(run, layer)
+            run.layer_counts[w] = run.layer_counts.get(w, 0) + 1
+    run.bpt = sum(run.windows.values())
+    run.bpt3 = _t3(run, run.stages[heavy]) if not run.engine_be else run.bpt
+    if run.bpt == 0:
         raise UnsupportedError("the model has no attention layer", where=spec.source or spec.name)
-    vswa = len(windows) > 1
-    if vswa:
-        notes.append("sliding and full layers: TensorRT-LLM gives each window its own share of the pool (VSWA, T10): "
-                     + ("equal shares on the PyTorch backend" if not engine_be else
-                        "weighted by bytes x window x layers on the engine backend"))
-    elif engine_be and not rel.engine_vswa and any(x.kind == SLIDING for x in spec.layer_specs):
-        notes.append(f"TensorRT-LLM {rel.version}'s engine runtime keeps one pool at the full length for every layer "
-                     "(no per-window pools before 0.18)")
-    hw = req.hardware
-    facts = hw.facts if hw is not None else None
-    common = request_terms(req, kv, engine="trtllm", engine_version=f"TensorRT-LLM {rel.version} {be} backend")
-    weights_total, _ = model_weights(spec, req.weight_fmt)
-    frac = req.gpu_util if req.gpu_util is not None else rel.free_fraction
-    weights = peak = non_torch = temp = budget_b = buffers = in_use = None
-    weights_added, draft_how = 0, ""
-    trans = tfeatures.transceiver_terms(launch, layer_bytes(pool_stages[heavy]), seq=req.seq, tokens_per_block=tpb,
-                                        ranks=kv_tp * req.pp)
-    lora_t = tfeatures.lora_terms(spec, launch, tp=req.tp, pp=req.pp, dtype_bytes=act.bits // 8)
-    # built after the KV cache manager (create_py_executor_instance): the transceiver's buffers, the PEFT cache
-    after_pool = (trans.total_bytes if trans else 0) + (lora_t.device_bytes if lora_t else 0)
-    trans_fits = None
-    band = 0
-    fit = tbudget.constants()
-    in_use_b = (req.gpu_reserved_bytes or 0) + (req.site.memory_in_use_bytes if req.site else 0)
-    if req.kv_cache_memory is not None:
-        pool_bytes = req.kv_cache_memory
-        max_tokens = pool_bytes // bpt
-        source = "--kv-cache-memory"
-        notes.append("--kv-cache-memory is taken as kv_cache_config.max_gpu_total_bytes: the estimate is skipped")
-    elif hw is not None:
-        if getattr(facts, "unified_memory", False) and not in_use_b and not (req.site and req.site.non_torch_for(req.tp, req.pp)):
-            raise UnsupportedError(
-                f"{hw.name or 'this GPU'} shares its memory with the CPU: TensorRT-LLM sizes the pool from "
-                "cudaMemGetInfo, which counts what the operating system and other processes hold (a public DGX Spark "
-                "log: 49 GiB outside torch, 5.95 GiB left for the cache of gpt-oss-120b); kvplan cannot know it",
-                where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before TensorRT-LLM starts) or "
-                                    "--kv-cache-memory SIZE")
-        in_use = in_use_b
-        weights = max(stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp))
-        plain_weights = weights
-        if launch.attention_dp and req.tp > 1:
-            weights = _attention_dp_weights(spec, req, act, counts)
-            notes.append("attention DP: attention, dense and embedding weights whole on every rank, the routed experts "
-                         f"split over the {req.tp} ranks (an upper bound where TensorRT-LLM shards a dense MLP within a node)")
-        draft_b, draft_how = tfeatures.drafter_weights(spec, launch, tp=req.tp, bits=_linear_bits(spec, req, act),
+    run.vswa = len(run.windows) > 1
+    if run.vswa:
+        run.notes.append("sliding and full layers: TensorRT-LLM gives each window its own share of the pool (VSWA, "
+                         "T10): " + ("equal shares on the PyTorch backend" if not run.engine_be else
+                                     "weighted by bytes x window x layers on the engine backend"))
+    elif run.engine_be and not rel.engine_vswa and any(x.kind == SLIDING for x in spec.layer_specs):
+        run.notes.append(f"TensorRT-LLM {rel.version}'s engine runtime keeps one pool at the full length for every "
+                         "layer (no per-window pools before 0.18)")
+
+
+def _given(run: _Run) -> None:
+    run.pool_bytes = run.req.kv_cache_memory
+    run.max_tokens = run.pool_bytes // run.bpt
+    run.notes.append("--kv-cache-memory is taken as kv_cache_config.max_gpu_total_bytes: the estimate is skipped")
+
+
+def _modelled(run: _Run) -> None:
+    """The weights on the most loaded GPU, then the backend's budget."""
+    req, hw, spec, act, launch = run.req, run.req.hardware, run.req.spec, run.act, run.launch
+    facts = hw.facts
+    in_use_b = driver.memory_in_use(req)
+    if getattr(facts, "unified_memory", False) and not in_use_b and not (req.site and req.site.non_torch_for(req.tp, req.pp)):
+        raise UnsupportedError(
+            f"{hw.name or 'this GPU'} shares its memory with the CPU: TensorRT-LLM sizes the pool from "
+            "cudaMemGetInfo, which counts what the operating system and other processes hold (a public DGX Spark "
+            "log: 49 GiB outside torch, 5.95 GiB left for the cache of gpt-oss-120b); kvplan cannot know it",
+            where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before TensorRT-LLM starts) or "
+                                "--kv-cache-memory SIZE")
+    run.in_use = in_use_b
+    weights = max(stage_weight_bytes(spec, req.weight_fmt, act, req.tp, req.pp))
+    plain_weights = weights
+    if launch.attention_dp and req.tp > 1:
+        weights = _attention_dp_weights(spec, req, act, run.counts)
+        run.notes.append("attention DP: attention, dense and embedding weights whole on every rank, the routed experts "
+                         f"split over the {req.tp} ranks (an upper bound where TensorRT-LLM shards a dense MLP within a "
+                         "node)")
+    draft_b, run.draft_how = tfeatures.drafter_weights(spec, launch, tp=req.tp, bits=_linear_bits(spec, req, act),
                                                        act_bits=act.bits) if launch.decoding_type else (0, "")
-        weights += draft_b  # the last pipeline rank's; counted on the most loaded GPU (an upper bound with PP)
-        weights_added = weights - plain_weights
-        link = _link(facts)
-        if engine_be:
-            given = opts.get("activation_bytes")
-            activation = given if given is not None else _execution_context(spec, act, req.tp, max_num_tokens)
-            if given is None:
-                notes.append("the engine's execution context (activations, fixed by trtllm-build) is modelled from "
-                             "max_num_tokens; give --engine-option activation_bytes=SIZE (\"Allocated X MiB for "
-                             "execution context memory\") for the real one")
-            vocab = spec.vocab_size or 0
-            eb = tbudget.engine_budget(hw.capacity_bytes, weights=weights, activation=activation,
-                                       batch_x_vocab=max_batch_size * vocab, tp=req.tp,
-                                       architecture=facts.architecture if facts else None, link=link, fraction=frac,
-                                       in_use=in_use, fit=fit)
-            peak, buffers, non_torch = activation, eb.buffers_bytes, eb.context_bytes + eb.nccl_bytes
-            budget_b = eb.pool_bytes
-            max_tokens = budget_b // bpt if budget_b > 0 else 0
-            if cap_tokens is not None:
-                max_tokens = cap_tokens if rel.max_tokens_rule == "replaces" else min(max_tokens, cap_tokens)
-            if cap_bytes is not None:
-                max_tokens = min(max_tokens, cap_bytes // bpt)
-            pool_bytes = budget_b
-            band = tbudget.engine_band_bytes(eb, req.tp, link)
-            notes.append("the TensorRT-engine backend sizes the pool from what is free after the engine, its execution "
-                         "context, runtime and decoder buffers are allocated (no profiling run); kvplan models them")
-        else:
-            peak = int(one_sequence_forward_peak(spec, act, tp=req.tp, tokens=max_num_tokens) * fit.activation_ratio)
-            if req.site is not None and req.site.activation_scale != 1:
-                peak = int(peak * req.site.activation_scale)
-            non_torch = fit.non_torch_one_gpu + (fit.nccl_extra if req.tp > 1 else 0)
-            if req.site is not None and req.site.non_torch_for(req.tp, req.pp) is not None:  # its layouts only
-                non_torch = req.site.non_torch_for(req.tp, req.pp)
-            weights += fit.load_extra
-            # T5.1: the warm-up pool: the CUDA-graph warm-up or the dummy prompts, at least max_batch_size blocks
-            dummy_len = min(max_num_tokens, req.seq - 1)
-            n_full, rest = divmod(max_num_tokens, dummy_len) if dummy_len > 0 else (0, 0)
-            # _get_token_num_for_estimation: each dummy request also reserves the draft tokens (twice with the overlap
-            # scheduler, TensorRT-LLM's default) and the extra KV tokens; attention DP submits them once per rank
-            extra = 1 + (2 * launch.max_draft_len + launch.extra_kv_tokens if launch.decoding_type else 0)
-            dummy_blocks = n_full * cdiv(dummy_len + extra, tpb) + (cdiv(rest + extra, tpb) if rest else 0)
-            if launch.attention_dp:
-                dummy_blocks *= req.tp
-            graph_blocks = cdiv(req.seq + 1, tpb) + CUDA_GRAPH_MAX_BS - 1
-            temp_blocks = max(dummy_blocks, graph_blocks, max_batch_size)
-            # memory in use before start counts as non-torch memory (the profile reads device used - torch allocated)
-            temp, budget_b, max_tokens = pool_tokens(hw.capacity_bytes, weights=weights, peak=peak,
-                                                     non_torch=non_torch + in_use, temp_blocks=temp_blocks,
-                                                     bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
-                                                     tokens_per_block=tpb, fraction=frac)
-            if cap_tokens is not None:
-                max_tokens = min(max_tokens, cap_tokens)
-            if cap_bytes is not None:
-                budget_b = min(budget_b, cap_bytes)
-                max_tokens = min(max_tokens, cap_bytes // bpt3)
-            pool_bytes = budget_b if vswa else max_tokens * bpt
-            band = tbudget.pytorch_band_bytes(frac, req.tp)
-            notes.append("TensorRT-LLM profiles the peak at start-up; kvplan models the activations (kvplan's forward "
-                         "model x the ratio measured on TensorRT-LLM logs) and the memory outside torch as measured on "
-                         "TensorRT-LLM logs (docs/engines/trtllm.md)")
-            if bpt3 < bpt:
-                why = f"tp {req.tp} > KV heads" if not spec_layers else "the drafter's layers are in the pool alone"
-                notes.append(f"{why}: the estimator counts {bpt3:,} B per token, the pool stores "
-                             f"{bpt:,} B (T3): the pool is capped by the free memory instead")
+    weights += draft_b  # the last pipeline rank's; counted on the most loaded GPU (an upper bound with PP)
+    run.weights_added = weights - plain_weights
+    run.weights = weights
+    if run.engine_be:
+        _engine_budget(run, _link(facts))
     else:
-        pool_bytes = max_tokens = None
-        source = "none"
-        notes.append("no GPU given: the pool needs --gpu/--gpu-mem or --kv-cache-memory")
-    if hw is not None and req.kv_cache_memory is None:
-        source = "model"
+        _pytorch_budget(run)
 
-    def blocks_of(pool_b: int, tokens_cap: int) -> tuple[int, dict]:
-        """(primary blocks, {window: blocks}) from a pool of pool_b bytes and the max_tokens cap."""
-        if vswa:
-            if engine_be:  # BlockManager::calculateWindowSizeToShare: bytes x window x layers
-                weight = {w: Fraction(per, bpt) * (w or req.seq) * layer_counts.get(w, 1) for w, per in windows.items()}
-            else:
-                weight = {w: Fraction(1) for w in windows}
-            total_w = sum(weight.values())
-            per_window = {}
-            for w, per in windows.items():
-                share_tokens = int(Fraction(max(pool_b, 0)) * weight[w] / total_w / per)
-                per_window[w] = cdiv(share_tokens, tpb) if round_up else share_tokens // tpb
-            return (per_window[None] if None in per_window else min(per_window.values())), per_window
-        return (cdiv(tokens_cap, tpb) if round_up else tokens_cap // tpb), {}
 
-    num_blocks = tokens = conc = est_len = None
-    fits = max_batch = max_seq = serves = None
-    low = high = marginal = pin_flag = pinned_fits = None
-    window_blocks: tuple[tuple[int, int], ...] = ()
-    if max_tokens is not None:
-        num_blocks, per_window = blocks_of(pool_bytes, max_tokens)
+def _engine_budget(run: _Run, link: str | None) -> None:
+    """The TensorRT-engine backend (E1-E3): the pool is the fraction of what is free after the engine's buffers."""
+    req, rel, hw, spec = run.req, run.rel, run.req.hardware, run.req.spec
+    facts = hw.facts
+    given = run.opts.get("activation_bytes")
+    activation = given if given is not None else _execution_context(spec, run.act, req.tp, run.max_num_tokens)
+    if given is None:
+        run.notes.append("the engine's execution context (activations, fixed by trtllm-build) is modelled from "
+                         "max_num_tokens; give --engine-option activation_bytes=SIZE (\"Allocated X MiB for "
+                         "execution context memory\") for the real one")
+    vocab = spec.vocab_size or 0
+    eb = tbudget.engine_budget(hw.capacity_bytes, weights=run.weights, activation=activation,
+                               batch_x_vocab=run.max_batch_size * vocab, tp=req.tp,
+                               architecture=facts.architecture if facts else None, link=link, fraction=run.frac,
+                               in_use=run.in_use, fit=run.fit)
+    run.peak, run.buffers, run.non_torch = activation, eb.buffers_bytes, eb.context_bytes + eb.nccl_bytes
+    run.budget_b = eb.pool_bytes
+    max_tokens = run.budget_b // run.bpt if run.budget_b > 0 else 0
+    if run.cap_tokens is not None:
+        max_tokens = run.cap_tokens if rel.max_tokens_rule == "replaces" else min(max_tokens, run.cap_tokens)
+    if run.cap_bytes is not None:
+        max_tokens = min(max_tokens, run.cap_bytes // run.bpt)
+    run.max_tokens = max_tokens
+    run.pool_bytes = run.budget_b
+    run.band = tbudget.engine_band_bytes(eb, req.tp, link)
+    run.notes.append("the TensorRT-engine backend sizes the pool from what is free after the engine, its execution "
+                     "context, runtime and decoder buffers are allocated (no profiling run); kvplan models them")
 
-        def shape(nb: int, pw: dict) -> tuple[int, int, bool]:
-            """(requests of seq at once, the longest length one request gets, fits) for a pool of nb blocks."""
-            if vswa:
-                need = {w: cdiv(min(req.seq, w or req.seq), tpb) for w in windows}
-                c = min(pw[w] // need[w] for w in windows)
-                # the longest length every window's share holds once (T7 shrinks windows from the smallest up)
-                bound = min((pw[w] * tpb if w is None else req.seq) for w in windows)
-            else:
-                c = nb // cdiv(req.seq, tpb)
-                bound = nb * tpb
-                if engine_be and nb * tpb < req.seq:
-                    # clampWindowSizesToFitAtLeastOneSequence (calculateMaxAttentionWindow, beam 1)
-                    inp = min(max_input_len, req.seq - 1)
-                    out = req.seq - inp
-                    bound = min(out + (nb - cdiv(out, tpb)) * tpb, req.seq)
-            c = min(c, max_batch_size)
-            ok = nb > 0 and bound >= req.seq
-            return c, bound, ok and req.batch <= c
 
-        window_blocks = tuple((w or req.seq, n) for w, n in sorted(per_window.items(), key=lambda kv: kv[0] or 0))
-        tokens = num_blocks * tpb
-        conc, bound, _ = shape(num_blocks, per_window)
-        starts = num_blocks > 0
-        fits = starts and bound >= req.seq
-        if starts and not fits:
-            est_len = bound
-            short = PYTORCH if not engine_be else rel.engine_short_pool
-            if short:
-                notes.append(f"TensorRT-LLM starts with max_seq_len reduced to {bound:,} (\"Adjusted max_seq_len\" / "
-                             "\"maxSequenceLen is reduced to maxAttentionWindow\", T7/E5)")
-            else:
-                notes.append(f"the pool holds one request of at most {bound:,} tokens; what TensorRT-LLM {rel.version}'s "
-                             "engine runtime does then (lower max_seq_len or fail) was not read")
-        if after_pool and hw is not None and weights is not None:
-            # the transceiver and the PEFT cache are built after the pool (create_py_executor_instance): they must
-            # fit in what is left beside the weights, the profiled peak, the memory outside torch and the pool
-            pool_now = num_blocks * tpb * bpt if not vswa else max(pool_bytes, 0)
-            left = hw.capacity_bytes - weights - (peak or 0) - (non_torch or 0) - (buffers or 0) - (in_use or 0) - pool_now
-            trans_fits = left >= after_pool
-            what = " and ".join(w for w, on in (("the cache transceiver's buffers", trans), ("the LoRA device cache", lora_t))
-                                if on)
-            if trans_fits and search_max_seq:
-                if trans is not None:
-                    notes.append(f"the cache transceiver ({trans.backend}): {trans.buffers} transfer buffers of "
-                                 f"{trans.buffer_bytes:,} B allocated after the pool, in the {left:,} B it leaves")
-                if lora_t is not None:
-                    notes.append(f"lora_config: a {lora_t.device_bytes:,} B device PEFT cache allocated after the pool, "
-                                 f"in the {left:,} B it leaves")
-            if not trans_fits:
-                fits = False
-                notes.append(f"{what} ({after_pool:,} B) do not fit in the {max(left, 0):,} B left beside the pool: lower "
-                             "free_gpu_memory_fraction" + (" or max_tokens_in_buffer" if trans else "")
-                             + (" or max_loras" if lora_t else ""))
-        max_batch = conc if fits else 0
-        serves = fits and req.batch <= max_batch
-        if fits and not serves:
-            notes.append(f"the pool holds {max_batch} requests of {req.seq:,} tokens at once; the other "
-                         f"{req.batch - max_batch} wait (GUARANTEED_NO_EVICT admits a request only with blocks for all of it)")
-        if search_max_seq:
+def _pytorch_budget(run: _Run) -> None:
+    """The PyTorch backend (T3-T6): a warm-up pool, the profiled peak, then the fraction of what is free."""
+    req, hw, spec, fit, launch, tpb = run.req, run.req.hardware, run.req.spec, run.fit, run.launch, run.tpb
+    peak = int(one_sequence_forward_peak(spec, run.act, tp=req.tp, tokens=run.max_num_tokens) * fit.activation_ratio)
+    if req.site is not None and req.site.activation_scale != 1:
+        peak = int(peak * req.site.activation_scale)
+    run.peak = peak
+    run.non_torch = fit.non_torch_one_gpu + (fit.nccl_extra if req.tp > 1 else 0)
+    if req.site is not None and req.site.non_torch_for(req.tp, req.pp) is not None:  # its layouts only
+        run.non_torch = req.site.non_torch_for(req.tp, req.pp)
+    run.weights += fit.load_extra
+    # T5.1: the warm-up pool: the CUDA-graph warm-up or the dummy prompts, at least max_batch_size blocks
+    dummy_len = min(run.max_num_tokens, req.seq - 1)
+    n_full, rest = divmod(run.max_num_tokens, dummy_len) if dummy_len > 0 else (0, 0)
+    # _get_token_num_for_estimation: each dummy request also reserves the draft tokens (twice with the overlap
+    # scheduler, TensorRT-LLM's default) and the extra KV tokens; attention DP submits them once per rank
+    extra = 1 + (2 * launch.max_draft_len + launch.extra_kv_tokens if launch.decoding_type else 0)
+    dummy_blocks = n_full * cdiv(dummy_len + extra, tpb) + (cdiv(rest + extra, tpb) if rest else 0)
+    if launch.attention_dp:
+        dummy_blocks *= req.tp
+    graph_blocks = cdiv(req.seq + 1, tpb) + CUDA_GRAPH_MAX_BS - 1
+    temp_blocks = max(dummy_blocks, graph_blocks, run.max_batch_size)
+    # memory in use before start counts as non-torch memory (the profile reads device used - torch allocated)
+    run.temp, budget_b, max_tokens = pool_tokens(hw.capacity_bytes, weights=run.weights, peak=peak,
+                                                 non_torch=run.non_torch + run.in_use, temp_blocks=temp_blocks,
+                                                 bytes_per_token=run.bpt, estimator_bytes_per_token=run.bpt3,
+                                                 tokens_per_block=tpb, fraction=run.frac)
+    if run.cap_tokens is not None:
+        max_tokens = min(max_tokens, run.cap_tokens)
+    if run.cap_bytes is not None:
+        budget_b = min(budget_b, run.cap_bytes)
+        max_tokens = min(max_tokens, run.cap_bytes // run.bpt3)
+    run.budget_b, run.max_tokens = budget_b, max_tokens
+    run.pool_bytes = budget_b if run.vswa else max_tokens * run.bpt
+    run.band = tbudget.pytorch_band_bytes(run.frac, req.tp)
+    run.notes.append("TensorRT-LLM profiles the peak at start-up; kvplan models the activations (kvplan's forward "
+                     "model x the ratio measured on TensorRT-LLM logs) and the memory outside torch as measured on "
+                     "TensorRT-LLM logs (docs/engines/trtllm.md)")
+    if run.bpt3 < run.bpt:
+        why = f"tp {req.tp} > KV heads" if not run.spec_layers else "the drafter's layers are in the pool alone"
+        run.notes.append(f"{why}: the estimator counts {run.bpt3:,} B per token, the pool stores "
+                         f"{run.bpt:,} B (T3): the pool is capped by the free memory instead")
+
+
+def _blocks_of(run: _Run, pool_b: int, tokens_cap: int) -> tuple[int, dict]:
+    """(primary blocks, {window: blocks}) from a pool of pool_b bytes and the max_tokens cap."""
+    tpb = run.tpb
+    if run.vswa:
+        if run.engine_be:  # BlockManager::calculateWindowSizeToShare: bytes x window x layers
+            weight = {w: Fraction(per, run.bpt) * (w or run.req.seq) * run.layer_counts.get(w, 1)
+                      for w, per in run.windows.items()}
+        else:
+            weight = {w: Fraction(1) for w in run.windows}
+        total_w = sum(weight.values())
+        per_window = {}
+        for w, per in run.windows.items():
+            share_tokens = int(Fraction(max(pool_b, 0)) * weight[w] / total_w / per)
+            per_window[w] = cdiv(share_tokens, tpb) if run.round_up else share_tokens // tpb
+        return (per_window[None] if None in per_window else min(per_window.values())), per_window
+    return (cdiv(tokens_cap, tpb) if run.round_up else tokens_cap // tpb), {}
+
+
+def _shape(run: _Run, nb: int, pw: dict) -> tuple[int, int, bool]:
+    """(requests of seq at once, the longest length one request gets, fits) for a pool of nb blocks."""
+    req, tpb = run.req, run.tpb
+    if run.vswa:
+        need = {w: cdiv(min(req.seq, w or req.seq), tpb) for w in run.windows}
+        c = min(pw[w] // need[w] for w in run.windows)
+        # the longest length every window's share holds once (T7 shrinks windows from the smallest up)
+        bound = min((pw[w] * tpb if w is None else req.seq) for w in run.windows)
+    else:
+        c = nb // cdiv(req.seq, tpb)
+        bound = nb * tpb
+        if run.engine_be and nb * tpb < req.seq:
+            # clampWindowSizesToFitAtLeastOneSequence (calculateMaxAttentionWindow, beam 1)
+            inp = min(run.max_input_len, req.seq - 1)
+            out = req.seq - inp
+            bound = min(out + (nb - cdiv(out, tpb)) * tpb, req.seq)
+    c = min(c, run.max_batch_size)
+    ok = nb > 0 and bound >= req.seq
+    return c, bound, ok and req.batch <= c
+
+
+def _pool(run: _Run) -> None:
+    """The blocks, the verdict, what is built after the pool, the longest length and the band."""
+    req, notes = run.req, run.notes
+    if run.max_tokens is not None:
+        _verdict(run)
+        _after_pool(run)
+        run.max_batch = run.conc if run.fits else 0
+        run.serves = run.fits and req.batch <= run.max_batch
+        if run.fits and not run.serves:
+            notes.append(f"the pool holds {run.max_batch} requests of {req.seq:,} tokens at once; the other "
+                         f"{req.batch - run.max_batch} wait (GUARANTEED_NO_EVICT admits a request only with blocks for "
+                         "all of it)")
+        if run.search_max_seq:
             # the longest max_seq_len at which `fits` holds for `batch`, each length judged with the pool built at
             # it: the warm-up pool and the per-window split (VSWA only once max_seq_len passes a window) change
             # with it; fewer blocks and fewer requests as it grows, so the test is monotone
-            def fits_at(m: int) -> bool:
-                return bool(estimate(dataclasses.replace(req, seq=m), search_max_seq=False).fits)
-
-            max_seq = max(longest(fits_at, 1, spec.max_context or MAX_TOKENS), 0)
-        if not starts:
+            run.max_seq = driver.longest_fitting(estimate, req)
+        if not run.starts:
             notes.append("no memory is left for the KV cache after the weights and the profiled peak")
-        if source == "--kv-cache-memory":
-            low = high = pool_bytes
-        elif source == "model":
-            low, high = pool_bytes - band, pool_bytes + band
+        _band(run)
+    hw = req.hardware
+    if hw is not None and run.weights is not None:
+        pool = (run.tokens or 0) * run.bpt if not run.vswa else max(run.pool_bytes, 0)
+        other = (run.peak or 0) + (run.non_torch or 0) + (run.buffers or 0) + (run.in_use or 0)
+        run.per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=hw.capacity_bytes, weights_bytes=run.weights,
+                             cache_bytes=pool, reserved_bytes=other,
+                             free_bytes=hw.capacity_bytes - run.weights - other - pool)
+    if run.launch.any:
+        _feature_record(run)
 
-            def edge(pool_b: int) -> tuple[int, dict]:
-                cap = max(pool_b, 0) // (bpt if engine_be else bpt3)
-                if cap_tokens is not None:
-                    cap = min(cap, cap_tokens)
-                return blocks_of(pool_b, cap)
 
-            lo_nb, lo_pw = edge(low)
-            hi_nb, hi_pw = edge(high)
-            marginal = shape(lo_nb, lo_pw)[2] != shape(hi_nb, hi_pw)[2]
-            if lo_nb > 0:
-                pin_flag = f"kv_cache_config: {{max_tokens: {lo_nb * tpb}}}"
-                pinned_fits = shape(lo_nb, lo_pw)[2]
-    per_gpu = None
-    if hw is not None and weights is not None:
-        pool = (tokens or 0) * bpt if not vswa else max(pool_bytes, 0)
-        other = (peak or 0) + (non_torch or 0) + (buffers or 0) + (in_use or 0)
-        per_gpu = PerGpu(capacity_bytes=hw.capacity_bytes, usable_bytes=hw.capacity_bytes, weights_bytes=weights,
-                         cache_bytes=pool, reserved_bytes=other, free_bytes=hw.capacity_bytes - weights - other - pool)
-    all_windows = [t2(layers) for layers in pool_stages]
+def _verdict(run: _Run) -> None:
+    """The pool's blocks, and whether TensorRT-LLM starts with max_seq_len as given (T7, E5)."""
+    req, rel = run.req, run.rel
+    run.num_blocks, per_window = _blocks_of(run, run.pool_bytes, run.max_tokens)
+    run.window_blocks = tuple((w or req.seq, n) for w, n in sorted(per_window.items(), key=lambda kv: kv[0] or 0))
+    run.tokens = run.num_blocks * run.tpb
+    run.conc, bound, _ = _shape(run, run.num_blocks, per_window)
+    run.starts = run.num_blocks > 0
+    run.fits = run.starts and bound >= req.seq
+    if run.starts and not run.fits:
+        run.est_len = bound
+        short = PYTORCH if not run.engine_be else rel.engine_short_pool
+        if short:
+            run.notes.append(f"TensorRT-LLM starts with max_seq_len reduced to {bound:,} (\"Adjusted max_seq_len\" / "
+                             "\"maxSequenceLen is reduced to maxAttentionWindow\", T7/E5)")
+        else:
+            run.notes.append(f"the pool holds one request of at most {bound:,} tokens; what TensorRT-LLM "
+                             f"{rel.version}'s engine runtime does then (lower max_seq_len or fail) was not read")
+
+
+def _after_pool(run: _Run) -> None:
+    """The transceiver and the PEFT cache are built after the pool (create_py_executor_instance): they must fit in
+    what is left beside the weights, the profiled peak, the memory outside torch and the pool."""
+    hw, trans, lora_t, after_pool = run.req.hardware, run.trans, run.lora_t, run.after_pool
+    if not (after_pool and hw is not None and run.weights is not None):
+        return
+    pool_now = run.num_blocks * run.tpb * run.bpt if not run.vswa else max(run.pool_bytes, 0)
+    left = (hw.capacity_bytes - run.weights - (run.peak or 0) - (run.non_torch or 0) - (run.buffers or 0)
+            - (run.in_use or 0) - pool_now)
+    run.trans_fits = left >= after_pool
+    what = " and ".join(w for w, on in (("the cache transceiver's buffers", trans), ("the LoRA device cache", lora_t))
+                        if on)
+    if run.trans_fits and run.search_max_seq:
+        if trans is not None:
+            run.notes.append(f"the cache transceiver ({trans.backend}): {trans.buffers} transfer buffers of "
+                             f"{trans.buffer_bytes:,} B allocated after the pool, in the {left:,} B it leaves")
+        if lora_t is not None:
+            run.notes.append(f"lora_config: a {lora_t.device_bytes:,} B device PEFT cache allocated after the pool, "
+                             f"in the {left:,} B it leaves")
+    if not run.trans_fits:
+        run.fits = False
+        run.notes.append(f"{what} ({after_pool:,} B) do not fit in the {max(left, 0):,} B left beside the pool: lower "
+                         "free_gpu_memory_fraction" + (" or max_tokens_in_buffer" if trans else "")
+                         + (" or max_loras" if lora_t else ""))
+
+
+def _band(run: _Run) -> None:
+    """The pool at the two edges of a modelled budget's band, and the max_tokens that pins the low one."""
+    if run.source == driver.GIVEN:
+        run.low = run.high = run.pool_bytes
+    elif run.source == driver.MODELLED:
+        run.low, run.high = run.pool_bytes - run.band, run.pool_bytes + run.band
+
+        def edge(pool_b: int) -> tuple[int, dict]:
+            cap = max(pool_b, 0) // (run.bpt if run.engine_be else run.bpt3)
+            if run.cap_tokens is not None:
+                cap = min(cap, run.cap_tokens)
+            return _blocks_of(run, pool_b, cap)
+
+        lo_nb, lo_pw = edge(run.low)
+        hi_nb, hi_pw = edge(run.high)
+        run.marginal = _shape(run, lo_nb, lo_pw)[2] != _shape(run, hi_nb, hi_pw)[2]
+        if lo_nb > 0:
+            run.pin_flag = f"kv_cache_config: {{max_tokens: {lo_nb * run.tpb}}}"
+            run.pinned_fits = _shape(run, lo_nb, lo_pw)[2]
+
+
+def _feature_record(run: _Run) -> None:
+    """The terms of the LLM-API options (features.py): speculative decoding, attention DP, transceiver, LoRA."""
+    req, spec, launch, act, notes = run.req, run.req.spec, run.launch, run.act, run.notes
+    sp = None
+    if launch.decoding_type:
+        drafter = tfeatures.drafter_weights(spec, launch, tp=req.tp, bits=_linear_bits(spec, req, act), act_bits=act.bits)
+        sp = tfeatures.SpeculativeTerms(
+            decoding_type=launch.decoding_type, kv_layers=launch.spec_layers, max_draft_len=launch.max_draft_len,
+            extra_kv_tokens=launch.extra_kv_tokens,
+            draft=launch.eagle_head.name if launch.eagle_head is not None else f"{spec.name}'s MTP modules",
+            weights_per_gpu_bytes=drafter[0], formula=run.draft_how or drafter[1])
+        notes.append(f"speculative decoding ({launch.decoding_type}): {launch.spec_layers} more layer(s) in the KV cache "
+                     "manager (get_pp_layers), in the pool's bytes per token but not the estimator's")
+    pools = req.tp if launch.attention_dp else 1
+    if launch.attention_dp:
+        notes.append(f"attention DP: each of the {req.tp} ranks has its own pool and its own requests; the "
+                     "deployment holds that many times one pool's")
+    run.feats = tfeatures.TrtllmFeatures(
+        options=launch.options(), attention_dp=launch.attention_dp, kv_head_split=run.kv_tp, pools=pools,
+        speculative=sp, transceiver=run.trans, lora=run.lora_t, weights_added_per_gpu_bytes=run.weights_added,
+        after_pool_bytes=run.after_pool, after_pool_fits=run.trans_fits,
+        deployment_concurrency=run.conc * pools if run.conc is not None else None,
+        notes=tuple(n for n in notes if n.startswith(("attention DP", "speculative", "the cache transceiver",
+                                                      "lora_config", "the LoRA"))))
+
+
+def _result(run: _Run) -> TrtllmEstimate:
+    req, tpb = run.req, run.tpb
+    all_windows = [_t2(run, layers) for layers in run.pool_stages]
     # one request's KV over the GPUs holding it: every TP rank (its heads, or the whole MLA latent), one rank with
     # attention DP
-    kv_one = kv_tp * sum(per * cdiv(min(req.seq, w or req.seq), tpb) * tpb for st in all_windows for w, per in st.items())
-    feats = None
-    if launch.any:
-        sp = None
-        if launch.decoding_type:
-            sp = tfeatures.SpeculativeTerms(
-                decoding_type=launch.decoding_type, kv_layers=launch.spec_layers, max_draft_len=launch.max_draft_len,
-                extra_kv_tokens=launch.extra_kv_tokens,
-                draft=launch.eagle_head.name if launch.eagle_head is not None else f"{spec.name}'s MTP modules",
-                weights_per_gpu_bytes=tfeatures.drafter_weights(spec, launch, tp=req.tp, bits=_linear_bits(spec, req, act),
-                                                                act_bits=act.bits)[0],
-                formula=draft_how or tfeatures.drafter_weights(spec, launch, tp=req.tp, bits=_linear_bits(spec, req, act),
-                                                               act_bits=act.bits)[1])
-            notes.append(f"speculative decoding ({launch.decoding_type}): {launch.spec_layers} more layer(s) in the KV cache "
-                         "manager (get_pp_layers), in the pool's bytes per token but not the estimator's")
-        pools = req.tp if launch.attention_dp else 1
-        if launch.attention_dp:
-            notes.append(f"attention DP: each of the {req.tp} ranks has its own pool and its own requests; the "
-                         "deployment holds that many times one pool's")
-        feats = tfeatures.TrtllmFeatures(
-            options=launch.options(), attention_dp=launch.attention_dp, kv_head_split=kv_tp, pools=pools, speculative=sp,
-            transceiver=trans, lora=lora_t, weights_added_per_gpu_bytes=weights_added, after_pool_bytes=after_pool,
-            after_pool_fits=trans_fits,
-            deployment_concurrency=conc * pools if conc is not None else None,
-            notes=tuple(n for n in notes if n.startswith(("attention DP", "speculative", "the cache transceiver",
-                                                          "lora_config", "the LoRA"))))
+    kv_one = run.kv_tp * sum(per * cdiv(min(req.seq, w or req.seq), tpb) * tpb
+                             for st in all_windows for w, per in st.items())
     return TrtllmEstimate(
-        **common, kv_bytes=kv_one * req.batch, state_bytes=0, cache_bytes=kv_one * req.batch,
-        weights_bytes=weights_total, per_gpu=per_gpu, max_batch=max_batch, max_seq=max_seq, notes=tuple(notes),
-        **verdict_terms(fits, serves), trtllm_version=rel.version, backend=be, tokens_per_block=tpb,
-        bytes_per_token=bpt, estimator_bytes_per_token=bpt3,
-        free_gpu_memory_fraction=None if source == "none" else str(float(frac)), max_batch_size=max_batch_size,
-        max_num_tokens=max_num_tokens, weights_per_gpu_bytes=weights, activation_peak_bytes=peak,
-        non_torch_bytes=non_torch, engine_buffers_bytes=buffers, in_use_bytes=in_use, temporary_pool_bytes=temp,
-        kv_budget_bytes=budget_b, available_kv_bytes=pool_bytes, available_kv_bytes_low=low,
-        available_kv_bytes_high=high, marginal=marginal, max_tokens=max_tokens, num_blocks=num_blocks,
-        kv_cache_tokens=tokens, window_blocks=window_blocks, max_concurrency=conc, estimated_max_model_len=est_len,
-        budget_source=source, suggestions=(), pin_flag=pin_flag, pinned_fits=pinned_fits, features=feats,
+        **run.common, kv_bytes=kv_one * req.batch, state_bytes=0, cache_bytes=kv_one * req.batch,
+        weights_bytes=run.weights_total, per_gpu=run.per_gpu, max_batch=run.max_batch, max_seq=run.max_seq,
+        notes=tuple(run.notes), **verdict_terms(run.fits, run.serves), trtllm_version=run.rel.version, backend=run.be,
+        tokens_per_block=tpb, bytes_per_token=run.bpt, estimator_bytes_per_token=run.bpt3,
+        free_gpu_memory_fraction=None if run.source == driver.NO_GPU else str(float(run.frac)),
+        max_batch_size=run.max_batch_size, max_num_tokens=run.max_num_tokens, weights_per_gpu_bytes=run.weights,
+        activation_peak_bytes=run.peak, non_torch_bytes=run.non_torch, engine_buffers_bytes=run.buffers,
+        in_use_bytes=run.in_use, temporary_pool_bytes=run.temp, kv_budget_bytes=run.budget_b,
+        available_kv_bytes=run.pool_bytes, available_kv_bytes_low=run.low, available_kv_bytes_high=run.high,
+        marginal=run.marginal, max_tokens=run.max_tokens, num_blocks=run.num_blocks, kv_cache_tokens=run.tokens,
+        window_blocks=run.window_blocks, max_concurrency=run.conc, estimated_max_model_len=run.est_len,
+        budget_source=run.source, suggestions=(), pin_flag=run.pin_flag, pinned_fits=run.pinned_fits,
+        features=run.feats,
     )
+
+
+STEPS = driver.Steps(refuse=_refuse, on_the_gpu=_cap_given_pool, start=_start, given=_given, modelled=_modelled,
+                     no_gpu="no GPU given: the pool needs --gpu/--gpu-mem or --kv-cache-memory",
+                     pool=_pool, result=_result)
+
+
+def estimate(req: EngineRequest, *, search_max_seq: bool = True, pool_capped: bool = False) -> TrtllmEstimate:
+    """The pool TensorRT-LLM builds for this deployment (max_seq left None when search_max_seq is False: the
+    search for it re-runs the estimate that way), by the steps above in the order every paged engine follows
+    (kvplan/engines/driver.py)."""
+    return driver.estimate(STEPS, req, search_max_seq=search_max_seq, pool_checked=pool_capped)
 
 
 def _linear_bits(spec, req: EngineRequest, act: DType) -> Fraction:
