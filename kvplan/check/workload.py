@@ -177,9 +177,14 @@ def _sharing(calls: list, env: Mapping) -> str | None:
     """Why the engines a workload starts may share a GPU, when they may: each engine sizes its pool as if it had the
     card alone (vLLM's --gpu-memory-utilization is a share of the whole card), so two at 0.9 on one GPU cannot both
     start, though each alone passes (issue 26). Disjoint CUDA_VISIBLE_DEVICES lists keep them apart; so does srun,
-    which places each job step on the resources it allocates."""
+    which places each job step on the resources it allocates. So do distinct `--node-rank`s: the per-node commands
+    of one multi-node launch (SGLang's and vLLM's --nnodes / --node-rank, vLLM's data parallelism over nodes with
+    --data-parallel-start-rank) run on different machines."""
     engines = [c for c in calls if c.engine in (launch.VLLM, launch.SGLANG, launch.TRTLLM) and not c.scheduled]
     if len(engines) < 2:
+        return None
+    ranks = [_node_rank(c.args) for c in engines]
+    if None not in ranks and len(set(ranks)) == len(ranks):
         return None
     seen: list[frozenset[str] | None] = []
     for call in engines:
@@ -188,6 +193,33 @@ def _sharing(calls: list, env: Mapping) -> str | None:
             return (f"starts {len(engines)} engines that may share a GPU (no CUDA_VISIBLE_DEVICES keeps them apart); "
                     "kvplan judges an engine that has its GPUs to itself")
         seen.append(devices)
+    return None
+
+
+def _value(words: list[str], *flags: str) -> str | None:
+    """The value a command line gives one of `flags` (`--flag V` or `--flag=V`), None when it gives none."""
+    for i, word in enumerate(words):
+        flag, eq, inline = word.partition("=")
+        if flag in flags:
+            return inline if eq else (words[i + 1] if i + 1 < len(words) else "")
+    return None
+
+
+def _node_rank(args) -> str | None:
+    """Which node of a multi-node launch this command starts, when the command says so literally: SGLang's (and
+    vLLM's) `--node-rank N`; vLLM's multi-node data parallelism (`--data-parallel-size-local` below
+    `--data-parallel-size`) by its `--data-parallel-start-rank` (0 when not given: the head node). None when it gives
+    none or leaves it to the environment ($RANK: two such commands may be the same node's)."""
+    words = list(args)
+    rank = _value(words, "--node-rank", "--node_rank")
+    if rank is not None:
+        return f"node {rank}" if rank.isdigit() else None
+    local = _value(words, "--data-parallel-size-local", "--data_parallel_size_local", "-dpl")
+    size = _value(words, "--data-parallel-size", "--data_parallel_size", "-dp")
+    if local and size and local.isdigit() and size.isdigit() and int(local) < int(size):
+        start = _value(words, "--data-parallel-start-rank", "--data_parallel_start_rank", "-dpr")
+        start = "0" if start is None and "--headless" not in words else start
+        return f"data-parallel rank {start}" if start is not None and start.isdigit() else None
     return None
 
 
