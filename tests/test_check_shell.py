@@ -4,8 +4,10 @@ ones marked `sh:` were run through /bin/sh to confirm them)."""
 
 from __future__ import annotations
 
+import json
 import shutil
 import subprocess
+from pathlib import Path
 
 import pytest
 
@@ -191,3 +193,19 @@ def test_the_scripts_own_folder():
     here = words('HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"\nrun "$HERE/x"', env)
     assert here[-1] == ["run", "./x"]
     assert shell.unresolved_names(words("run $(dirname $1)/x")[0][1]) == ["$(dirname $1)"]  # $1 is the caller's
+
+
+@pytest.mark.parametrize("nesting", [
+    lambda body: "if true; then\n" * 600 + body + "fi\n" * 600,  # hundreds of nested ifs
+    lambda body: "X=" + "${A:-" * 300 + "1" + "}" * 300 + "\n" + body,  # defaults nested past any reader's depth
+])
+def test_a_deeply_nested_script_gets_its_own_verdict_and_the_others_theirs(cli, tmp_path, nesting):
+    # issue 26: such a script ended the whole run with one error line and no report; the shell nests them freely
+    real = Path(__file__).parent / "data" / "deployments" / "script" / "multiagentsdebate-qwen3-14b-tp4.sh"
+    deep = tmp_path / "deep.sh"
+    deep.write_text(nesting(real.read_text()))
+    other = Path(__file__).parent.parent / "examples" / "deploy" / "prod" / "chat-8b.yaml"
+    code, out, err = cli("check", deep, other, "--offline", "--format", "json")
+    verdicts = {Path(v["source"]).name: v for v in json.loads(out)["verdicts"]}
+    assert code == 3 and verdicts["chat-8b.yaml"]["status"] == "pass", err
+    assert verdicts["deep.sh"]["status"] == "cannot_judge" and "nested" in verdicts["deep.sh"]["reason"]

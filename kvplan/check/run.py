@@ -83,7 +83,7 @@ def run_check(paths, options: CheckOptions = CheckOptions(), vllm_command_lines=
             if problem is not None:
                 verdicts.append(failed_verdict(display, None, display, None, problem))
                 continue
-            verdicts.extend(_with_lines(_judge_file(display, path, defaults), path))
+            verdicts.extend(_with_lines(_judge_file_alone(display, path, defaults), path))
         for i, text in enumerate(vllm_command_lines, start=1):
             where = "--vllm-args" if len(vllm_command_lines) == 1 else f"--vllm-args#{i}"
             verdicts.append(_judge_command_line(text, where=where, defaults=defaults))
@@ -119,6 +119,17 @@ def read_roots(paths, options: CheckOptions, *, command_lines: bool = False) -> 
     if command_lines:
         roots.append(repository_of(Path.cwd()))
     return roots
+
+
+def _judge_file_alone(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
+    """_judge_file, with a file nested more deeply than the readers recurse (a script of thousands of nested `if`s or
+    `${A:-${B:-...}}` defaults) judged cannot judge on its own: the other files still get their verdicts."""
+    try:
+        return _judge_file(display, path, defaults)
+    except RecursionError:
+        why = UnsupportedError("is nested more deeply than kvplan's readers follow", where=display,
+                               hint="flatten the nesting, or check the launch it builds (--vllm-args)")
+        return [failed_verdict(display, None, Path(display).stem, None, why)]
 
 
 def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
