@@ -9,6 +9,8 @@ import re
 
 from golden import harness
 from kvplan.analysis.workload import poisson_arrivals
+from kvplan.engines import logcheck, sitefit
+from kvplan.engines.calibration import SiteProfile
 
 
 def kvplan(line: str) -> tuple[int, str, str]:
@@ -278,3 +280,47 @@ def test_simulate_rate_waits_only_when_the_pool_or_the_cap_is_full():
     assert flood["peak_concurrency"] == 256 and flood["wait_p50_s"] > 1
     code, _, err = kvplan(SIM.replace("--gpu a100-40gb", "--kv-cache-memory 20GiB") + " --rate 5")
     assert code == 2 and err.startswith("error: --rate")
+
+
+# ------------------------------------------------------------------ calibrate: the difference on a term, --save, defaults
+
+PR10511 = "tests/data/vllm_logs_public/raw/vllm-pr10511-80gb-llama3-8b-tp1-tp2.log"
+
+
+def test_calibrate_puts_a_budget_difference_on_the_term_that_explains_it():
+    """vLLM PR 10511's log: an 8B on an 80 GB GPU with 53.29 GiB of KV memory where kvplan models 51.48. The log prints
+    the activation peak (1.26 GiB, kvplan 4.79) and the non-torch memory (1.79 GiB, kvplan 0.07): the activation peak
+    explains the difference, and the terms add up to it (figures from the same report)."""
+    code, out, _ = kvplan(f"calibrate {PR10511} --models-dir tests/data/vllm_models --json")
+    log = json.loads(out)["logs"][0]
+    figures = {f["name"]: f for f in log["figures"]}
+
+    def diff(name: str) -> float:
+        return float(figures[name]["predicted"]) - float(figures[name]["logged"])
+
+    text = log["explained"]
+    assert text.startswith("the logged KV budget is 1.81 GiB above kvplan's, mostly from the activation peak")
+    assert f"activation peak {diff('activation peak'):+.2f} GiB" in text
+    assert f"non-torch memory {diff('non-torch memory'):+.2f} GiB" in text
+    assert abs(diff("activation peak") + diff("non-torch memory") + diff("available KV cache memory (modelled)")) < 0.02
+    assert "difference: the logged KV budget" in kvplan(f"calibrate {PR10511} --models-dir tests/data/vllm_models")[1]
+
+
+def test_calibrate_save_refuses_a_profile_that_changes_nothing():
+    """A profile is worth writing only where it moves a budget: the engine's own model (no term) or a vLLM profile of
+    memory in use alone (vLLM's v1 budget is a fraction of the total, so memory in use does not reach it) changes
+    nothing for a real log; the profile fitted to that log does."""
+    path = "tests/data/vllm_logs_public/raw/kolyangg-mlops-h100-v0102-qwen3-30b-a3b-2507.log"
+    observed = [(path, logcheck.calibrate_path(path, models_dir="tests/data/vllm_models").site)]
+    assert sitefit.changes_nothing(SiteProfile("vllm"), observed)
+    assert sitefit.changes_nothing(SiteProfile("vllm", memory_in_use_bytes=2**30), observed)
+    assert sitefit.changes_nothing(sitefit.fit_site(observed).profile, observed) is False
+
+
+def test_calibrate_says_which_figures_rest_on_a_default():
+    """The log names no max_num_seqs (the word is not in it): the modelled figures took vLLM 0.10's default for an
+    H100, 1,024 (arg_utils.py get_batch_defaults: 1,024 on GPUs of 70 GiB or more other than the A100), and say so."""
+    path = "tests/data/vllm_logs_public/raw/kolyangg-mlops-h100-v0102-qwen3-30b-a3b-2507.log"
+    assert "max_num_seqs" not in (harness.ROOT / path).read_text(encoding="utf-8", errors="replace")
+    log = json.loads(kvplan(f"calibrate {path} --models-dir tests/data/vllm_models --json")[1])["logs"][0]
+    assert "max_num_seqs 1,024: vLLM 0.10's default for this GPU (the log does not print it)" in log["read"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -11,7 +12,7 @@ from kvplan.core.errors import did_you_mean, InputError
 from kvplan.engines import logcheck
 from kvplan.requests.build import hardware_for
 from kvplan.engines.calibration import dump_profile, profile_to_mapping, read_profile
-from kvplan.engines.sitefit import fit_site
+from kvplan.engines.sitefit import changes_nothing, fit_site
 from kvplan.model.catalog import resolve_model
 
 if TYPE_CHECKING:
@@ -93,6 +94,16 @@ def _save(results, path: str, summary):
         raise InputError(f"not saved: {bad.reason}", where=bad.log, hint="pass only start-up logs to --save")
     observations = [(r.log, r.site) for r in results if r.site is not None]
     fit = fit_site(observations)
+    unchanged = changes_nothing(fit.profile, observations)
+    if unchanged:
+        explained = next((r.explained for r in results if r.explained), None)
+        raise InputError("not saved: the profile these logs give changes none of kvplan's KV budgets for them (the terms "
+                         "they print are the engine's model, or do not reach its budget)", where="--save",
+                         hint=(f"nothing to calibrate; {explained}" if explained else
+                               "nothing to calibrate: kvplan already gives these logs' budgets"))
+    if unchanged is None:
+        fit = dataclasses.replace(fit, notes=fit.notes + (
+            "kvplan models no KV budget for these logs, so whether the profile changes one is not checked",))
     text = dump_profile(fit.profile, path)
 
     def write(target: str) -> None:

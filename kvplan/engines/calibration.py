@@ -104,6 +104,8 @@ class SiteObservation:
     cuda_graph_subtracted: bool | None = None
     memory_fraction: float | None = None  # the share of freed memory the pool gets (SGLang, TensorRT-LLM)
     term_share: float | None = None  # the share of a change in the profiled terms that reaches the budget (None: 1)
+    weights_bytes: int | None = None  # the weights the log says it loaded (not a profile term: explains a difference)
+    modelled_weights_bytes: int | None = None
 
 
 

@@ -33,7 +33,7 @@ from kvplan.core.errors import EXIT_INPUT, EXIT_NO, EXIT_OK, EXIT_UNSUPPORTED, I
 from kvplan.engines.calibration import SiteObservation
 from kvplan.core import files
 from kvplan.engines.logtext import detect_engine
-from kvplan.engines.sitefit import predict
+from kvplan.engines.sitefit import explain, predict
 
 GIB = 2**30
 MATCH, MISMATCH, CANNOT_JUDGE, INVALID = "match", "mismatch", "cannot judge", "invalid"
@@ -76,6 +76,7 @@ class LogCalibration:
     assumed: tuple[str, ...] = ()
     notes: tuple[str, ...] = ()
     read: tuple[str, ...] = ()  # what the reader found in the paste: labels, wraps, parts, excerpt
+    explained: str | None = None  # a KV-budget difference of 1% or more, put on the budget's terms (sitefit.explain)
     site: SiteObservation | None = field(default=None, compare=False)
 
 
@@ -206,6 +207,8 @@ def calibrate_path(path: str | Path, *, engine: str | None = None, model: str | 
                                   "TensorRT-LLM print was found (give --engine to read it as one)")
     module = _module(chosen)
     result = module.calibrate_text(text, log=str(path), model=model, models_dir=models_dir, site=site, hardware=hardware)
+    if result.site is not None:
+        result = dataclasses.replace(result, explained=explain(result.site))
     if site is not None:
         result = _with_profile(result, site)
     return result

@@ -88,6 +88,74 @@ def predict(profile: SiteProfile, o: SiteObservation) -> int:
                               in_use_share=o.memory_fraction or 0)
 
 
+# a difference between the logged and the modelled KV budget below this share of the logged one is not explained
+EXPLAIN_SHARE = Fraction(1, 100)
+
+
+def attribute(o: SiteObservation) -> tuple[int, list[tuple[str, int]]] | None:
+    """The logged KV budget less kvplan's, and what each term the log prints contributes to it, in bytes: a term the
+    log shows larger than kvplan's model lowers the budget by the excess (times the share of a term that reaches the
+    budget: 1 for vLLM, TensorRT-LLM's free_gpu_memory_fraction); memory in use at start lowers it by the share of
+    free memory the budget takes (SGLang, TensorRT-LLM; not vLLM's v1 budget, a fraction of the total). The rest is
+    in no term the log prints. None where the log or kvplan gives no budget."""
+    if o.available_kv_bytes is None or o.modelled_available_kv_bytes is None:
+        return None
+    share = Fraction(1) if o.term_share is None else Fraction(o.term_share)
+    parts: list[tuple[str, int]] = []
+    for name, logged, modelled, counts in (
+            ("weights", o.weights_bytes, o.modelled_weights_bytes, True),
+            ("activation peak", o.activation_peak_bytes, o.modelled_activation_peak_bytes, True),
+            ("non-torch memory", o.non_torch_bytes, o.modelled_non_torch_bytes, True),
+            ("CUDA-graph memory", o.cuda_graph_bytes, o.modelled_cuda_graph_bytes, bool(o.cuda_graph_subtracted))):
+        if logged is not None and modelled is not None and counts:
+            parts.append((name, -int((logged - modelled) * share)))
+    if o.memory_in_use_bytes and o.memory_fraction:
+        parts.append(("memory in use at start", -int(o.memory_in_use_bytes * Fraction(o.memory_fraction))))
+    return o.available_kv_bytes - o.modelled_available_kv_bytes, parts
+
+
+def explain(o: SiteObservation) -> str | None:
+    """One sentence putting a KV-budget difference of at least EXPLAIN_SHARE on the terms (attribute), the term that
+    explains most of it first; None for a smaller difference or where there is no budget to compare."""
+    got = attribute(o)
+    if got is None:
+        return None
+    total, parts = got
+    if o.available_kv_bytes <= 0 or abs(total) < EXPLAIN_SHARE * o.available_kv_bytes:
+        return None
+    rest = total - sum(b for _, b in parts)
+    shown = 2**30 // 100  # a hundredth of a GiB: what the sentence prints
+    terms = [(name, b) for name, b in parts if abs(b) >= shown]
+    if abs(rest) >= shown:
+        terms.append((NO_TERM, rest))
+    terms.sort(key=lambda t: -abs(t[1]))
+
+    def said(name: str, b: int) -> str:
+        if name == NO_TERM:
+            return f"{b / 2**30:+.2f} GiB {name}"
+        return f"{name} {b / 2**30:+.2f} GiB ({'the log' if b < 0 else 'kvplan'}'s is larger)"
+
+    where = "above" if total > 0 else "below"
+    head = f"the logged KV budget is {abs(total) / 2**30:.2f} GiB {where} kvplan's"
+    if not terms:
+        return head
+    return f"{head}, mostly from the {terms[0][0] if terms[0][0] != NO_TERM else 'terms the log does not print'}: " + \
+        "; ".join(said(name, b) for name, b in terms)
+
+
+NO_TERM = "in no term the log prints"
+
+
+def changes_nothing(profile: SiteProfile, observations: list[tuple[str, SiteObservation]]) -> bool | None:
+    """Whether the profile leaves kvplan's modelled KV budget of every log as it was (None: no log has one to
+    check): a profile whose terms equal the engine's model, or reach no budget (memory in use under vLLM's v1 budget,
+    a fraction of the total), would be written and applied for nothing."""
+    checked = [o for _, o in observations if o.modelled_available_kv_bytes is not None]
+    if not checked:
+        return None
+    return all(predict(profile, o) == o.modelled_available_kv_bytes for o in checked)
+
+
 def fit_site(observations: list[tuple[str, SiteObservation]]) -> SiteFit:
     """Fit on all the logs and score leave-one-log-out (see the module docstring)."""
     if not observations:

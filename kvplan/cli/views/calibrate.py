@@ -59,6 +59,8 @@ def print_report(results, summary, fit, save_path) -> None:
                         styles=styles, simple=True)
         style = {"match": "green", "mismatch": "bold red", "cannot judge": "yellow", "invalid": "bold red"}[r.status]
         out.print(Text(f"  {r.status}: {r.reason}", style=style))
+        if r.explained:
+            out.print(f"  difference: {r.explained}")
         for line in r.read:
             out.print(f"  read: {line}")
         for note in r.notes:

@@ -194,6 +194,8 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     figures += _pool_figures(figs, req, pool_base, w, rules_assumed=rules_assumed, tp_assumed=tp_assumed,
                              len_assumed=len_assumed)
     status, reason = verdict(figures, tuple(assumed), described=True)
+    if modelled is not None:
+        base["read"] = base["read"] + _defaults_read(figs, rel, modelled)
     return LogCalibration(**base, model=spec.name, status=status, reason=reason, figures=tuple(figures),
                           available_error_percent=error_pct, available_error_gib=error_gib, assumed=tuple(assumed),
                           notes=tuple(notes), site=site_obs)
@@ -398,7 +400,21 @@ def _site_observation(figs, w, mb, modelled, tp, pp, avail) -> SiteObservation |
         available_kv_bytes=w.available_kv_bytes if w.available_kv_bytes is not None else b(w.available_kv_gib),
         modelled_available_kv_bytes=avail, modelled_non_torch_bytes=mb.non_torch_bytes if mb else None,
         modelled_cuda_graph_bytes=mb.cuda_graph_bytes if mb else None,
-        cuda_graph_subtracted=mb.cuda_graph_subtracted if mb else None)
+        cuda_graph_subtracted=mb.cuda_graph_subtracted if mb else None, weights_bytes=b(w.weights_gib),
+        modelled_weights_bytes=mb.weights_bytes if mb else None)
+
+
+def _defaults_read(figs, rel, modelled) -> tuple[str, ...]:
+    """The launch settings the modelled figures took from vLLM's defaults because the log does not print them: said,
+    so that a figure resting on a default is not read as one the log gave."""
+    out = []
+    if figs.gpu_memory_utilization is None:
+        out.append(f"gpu_memory_utilization {float(rel.default_gpu_util):g}: vLLM {rel.line}'s default (the log does "
+                   "not print it)")
+    if figs.max_num_seqs is None and modelled.max_num_seqs:
+        out.append(f"max_num_seqs {modelled.max_num_seqs:,}: vLLM {rel.line}'s default for this GPU (the log does not "
+                   "print it)")
+    return tuple(out)
 
 
 def _read_notes(text: str, figs) -> tuple[str, ...]:
