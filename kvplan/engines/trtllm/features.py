@@ -199,6 +199,18 @@ def _count(value: str, key: str, *, low: int = 1) -> int:
 def read(options: dict[str, str], spec: ModelSpec, *, seq: int, base_dir: Path | None = None) -> Launch:
     """The launch options of --engine-option (or a deployment's LLM-API mapping flattened to them), checked."""
     adp = _flag(options["enable_attention_dp"], "enable_attention_dp") if "enable_attention_dp" in options else False
+    decoding, spec_layers, draft_len, extra, head = _speculative(options, spec, base_dir=base_dir)
+    backend, tokens_in_buffer = _transceiver(options)
+    windows = _attention_windows(options, seq)
+    lora = _lora(options, spec, adp)
+    return Launch(attention_dp=adp, decoding_type=decoding, spec_layers=spec_layers, max_draft_len=draft_len,
+                  extra_kv_tokens=extra, eagle_head=head, transceiver_backend=backend,
+                  max_tokens_in_buffer=tokens_in_buffer, windows=windows, **lora)
+
+
+def _speculative(options: dict[str, str], spec: ModelSpec, *, base_dir: Path | None):
+    """(decoding type, KV layers it adds, max_draft_len, extra KV tokens, the EAGLE-3 head or None) of
+    speculative_config."""
     decoding = options.get("speculative_config.decoding_type")
     spec_layers = draft_len = extra = 0
     head = None
@@ -245,6 +257,11 @@ def read(options: dict[str, str], spec: ModelSpec, *, seq: int, base_dir: Path |
             extra = draft_len - 1  # get_num_extra_kv_tokens: is_eagle3_one_model
             # the head's weights need its config; its KV layers are num_eagle_layers (default 1), not the head's own
             head = _eagle_head(options.get("speculative_config.speculative_model_dir"), base_dir=base_dir)
+    return decoding, spec_layers, draft_len, extra, head
+
+
+def _transceiver(options: dict[str, str]) -> tuple[str | None, int | None]:
+    """(backend, max_tokens_in_buffer) of cache_transceiver_config."""
     backend = options.get("cache_transceiver_config.backend")
     runtime = options.get("cache_transceiver_config.transceiver_runtime")
     in_buffer = options.get("cache_transceiver_config.max_tokens_in_buffer")
@@ -259,6 +276,11 @@ def read(options: dict[str, str], spec: ModelSpec, *, seq: int, base_dir: Path |
                                    "C++ transceiver's, cacheTransBuffer.cpp)", where="cache_transceiver_config.transceiver_runtime",
                                    hint="leave transceiver_runtime out or set it to CPP")
     tokens_in_buffer = _count(in_buffer, "cache_transceiver_config.max_tokens_in_buffer") if in_buffer is not None else None
+    return backend, tokens_in_buffer
+
+
+def _attention_windows(options: dict[str, str], seq: int) -> tuple[int, ...]:
+    """kv_cache_config.max_attention_window, at or above max_seq_len (shorter user-set windows are not modelled)."""
     windows: tuple[int, ...] = ()
     raw = options.get("max_attention_window")
     if raw is not None:
@@ -273,10 +295,7 @@ def read(options: dict[str, str], spec: ModelSpec, *, seq: int, base_dir: Path |
             raise UnsupportedError(f"max_attention_window {short[0]:,} below max_seq_len {seq:,} is not modelled (a "
                                    "user-set window pattern over the layers)", where="kv_cache_config.max_attention_window",
                                    hint="windows at or above max_seq_len are clamped to it and change nothing")
-    lora = _lora(options, spec, adp)
-    return Launch(attention_dp=adp, decoding_type=decoding, spec_layers=spec_layers, max_draft_len=draft_len,
-                  extra_kv_tokens=extra, eagle_head=head, transceiver_backend=backend,
-                  max_tokens_in_buffer=tokens_in_buffer, windows=windows, **lora)
+    return windows
 
 
 def _lora(options: dict[str, str], spec: ModelSpec, adp: bool) -> dict:
