@@ -247,68 +247,10 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
     skip = skipped_layers(f, spec, rel, kv, notes)
     if skip and rules is None:
         rules = _rules(rel)
-    layers: list[CacheLayer] = []
-    for i, layer in enumerate(spec.layer_specs):
-        if layer.kind == NONE:
-            continue
-        layer_kv = act if skip and skip_layer(i, layer, skip) else kv
-        layers.append(CacheLayer(i, layer, layer_kv, False))
-    skipped = sum(1 for c in layers if c.kv != kv)
-    if skipped and kv.name != act.name:
-        if rules.skip_layers_padded:
-            given = "--kv-cache-dtype-skip-layers" if f.kv_cache_dtype_skip_layers else \
-                f"{kv.name}'s boundary layers (kept in {act.name})"
-            rules.refuse(f"{given}: vLLM pads the quantized page to the skipped layers' "
-                         "(platforms/interface.py Platform._align_heterogeneous_kv_block_size, 0.25+), which kvplan "
-                         "does not model", where="kv_cache_dtype_skip_layers" if f.kv_cache_dtype_skip_layers
-                         else "--kv-dtype",
-                         hint="judge it with --engine-version 0.24 or older (0.19-0.24 unify the pages)")
-        notes.append(f"{skipped} layer(s) keep their KV in {act.name} (--kv-cache-dtype-skip-layers)")
-    draft = 0
-    mamba_spec_blocks = 0
+    layers = _target_layers(f, spec, rules, skip, kv, act, notes)
     sp = speculative_as_built(f, rel)
-    if sp is not None:
-        if sp.method not in rules.spec_methods:
-            rules.refuse(f"speculative method {sp.method!r} does not exist in the V1 engine (v1/spec_decode/)",
-                         where=sp.where, hint="methods of this release: " + ", ".join(sorted(rules.spec_methods)))
-        speculative.check_draft_tp(sp, req.tp)
-        if req.pp > 1 and sp.method not in speculative.HOST_METHODS:
-            raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (where the drafter's "
-                                   "layers live)", where=sp.where, hint="judge it at PP 1")
-        draft_kv = kv
-        if sp.kv_cache_dtype not in (None, "auto"):
-            name = sp.kv_cache_dtype.strip().lower()
-            if name not in kv_names:
-                raise UnsupportedError(f"draft kv_cache_dtype {sp.kv_cache_dtype!r} is not modelled", where=f"{sp.where}: kv_cache_dtype")
-            draft_kv = dtype(kv_names[name]) if kv_names[name] else act
-        for layer in speculative.draft_layers(sp, spec):
-            layers.append(CacheLayer(spec.layers + draft, layer, draft_kv, True))
-            draft += 1
-        if spec.state is not None and sp.method not in speculative.HOST_METHODS:
-            mamba_spec_blocks = sp.num_speculative_tokens
-    backend_choice = None
-    block_size = req.block_size
-    if block_size is None and (backend_rules_apply(rel) or f.attention_backend is not None):
-        mla = any(c.layer.kind == MLA for c in layers)
-        facts = req.hardware.facts if req.hardware is not None and req.hardware.name else None
-        if facts is None:
-            if mla and f.attention_backend is None:
-                notes.append("MLA: vLLM's backend and block size depend on the GPU (FLASH_ATTN_MLA 16 on Hopper, FlashMLA "
-                             "64 with fp8 KV, FlashInfer MLA 32 on Blackwell); 16 assumed without a catalog GPU")
-        else:
-            rope = spec.mla.qk_rope_head_dim if spec.mla else 0
-            backend_choice = backends.choose(mla=mla, kv_dtype=req.kv_dtype or "auto",
-                                             qk_nope_head_dim=spec.head_dim - rope if spec.mla else None,
-                                             compute_capability=facts.compute_capability, vendor=facts.vendor,
-                                             named=f.attention_backend)
-            if backend_choice.block_size != 16:
-                block_size = backend_choice.block_size
-                notes.append(f"{backend_choice.reason}: vLLM logs \"Setting kv cache block size to {block_size} for "
-                             f"{backend_choice.backend} backend\"")
-        if f.attention_backend is not None and facts is None:
-            backend_choice = backends.choose(mla=mla, kv_dtype=req.kv_dtype or "auto", qk_nope_head_dim=None,
-                                             compute_capability="9.0", vendor="nvidia", named=f.attention_backend)
-            block_size = backend_choice.block_size if backend_choice.block_size != 16 else None
+    draft, mamba_spec_blocks = _add_draft_layers(layers, sp, rules, req, spec, kv, act, kv_names)
+    block_size, backend_choice = _block_size(req, rel, f, spec, layers, notes)
     par = f.parallel or parallel.ParallelOptions()
     shards = par.decode_context_parallel_size
     if shards > 1 and rules.context_shards == "dcp_x_pcp":  # v1/kv_cache_interface.py, 0.12-0.25
@@ -376,6 +318,84 @@ class BudgetTerms:
     lora: lora.LoraTerms | None
     parallel: parallel.ParallelTerms
     host_bytes: int  # pinned host memory: offloaded weights and the LoRA adapter cache, one DP replica
+
+
+def _target_layers(f, spec, rules, skip, kv: DType, act: DType, notes: list[str]) -> list[CacheLayer]:
+    """The target model's layers with a cache, each in its KV dtype (--kv-cache-dtype-skip-layers keeps some in the
+    model dtype)."""
+    layers: list[CacheLayer] = []
+    for i, layer in enumerate(spec.layer_specs):
+        if layer.kind == NONE:
+            continue
+        layer_kv = act if skip and skip_layer(i, layer, skip) else kv
+        layers.append(CacheLayer(i, layer, layer_kv, False))
+    skipped = sum(1 for c in layers if c.kv != kv)
+    if skipped and kv.name != act.name:
+        if rules.skip_layers_padded:
+            given = "--kv-cache-dtype-skip-layers" if f.kv_cache_dtype_skip_layers else \
+                f"{kv.name}'s boundary layers (kept in {act.name})"
+            rules.refuse(f"{given}: vLLM pads the quantized page to the skipped layers' "
+                         "(platforms/interface.py Platform._align_heterogeneous_kv_block_size, 0.25+), which kvplan "
+                         "does not model", where="kv_cache_dtype_skip_layers" if f.kv_cache_dtype_skip_layers
+                         else "--kv-dtype",
+                         hint="judge it with --engine-version 0.24 or older (0.19-0.24 unify the pages)")
+        notes.append(f"{skipped} layer(s) keep their KV in {act.name} (--kv-cache-dtype-skip-layers)")
+    return layers
+
+
+def _add_draft_layers(layers: list[CacheLayer], sp, rules, req: EngineRequest, spec, kv: DType, act: DType,
+                      kv_names: dict[str, str]) -> tuple[int, int]:
+    """The drafter's layers appended to `layers`; (how many, the Mamba blocks speculative decoding adds)."""
+    draft = 0
+    mamba_spec_blocks = 0
+    if sp is not None:
+        if sp.method not in rules.spec_methods:
+            rules.refuse(f"speculative method {sp.method!r} does not exist in the V1 engine (v1/spec_decode/)",
+                         where=sp.where, hint="methods of this release: " + ", ".join(sorted(rules.spec_methods)))
+        speculative.check_draft_tp(sp, req.tp)
+        if req.pp > 1 and sp.method not in speculative.HOST_METHODS:
+            raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (where the drafter's "
+                                   "layers live)", where=sp.where, hint="judge it at PP 1")
+        draft_kv = kv
+        if sp.kv_cache_dtype not in (None, "auto"):
+            name = sp.kv_cache_dtype.strip().lower()
+            if name not in kv_names:
+                raise UnsupportedError(f"draft kv_cache_dtype {sp.kv_cache_dtype!r} is not modelled", where=f"{sp.where}: kv_cache_dtype")
+            draft_kv = dtype(kv_names[name]) if kv_names[name] else act
+        for layer in speculative.draft_layers(sp, spec):
+            layers.append(CacheLayer(spec.layers + draft, layer, draft_kv, True))
+            draft += 1
+        if spec.state is not None and sp.method not in speculative.HOST_METHODS:
+            mamba_spec_blocks = sp.num_speculative_tokens
+    return draft, mamba_spec_blocks
+
+
+def _block_size(req: EngineRequest, rel, f, spec, layers: list[CacheLayer], notes: list[str]):
+    """(the block size the launch's attention backend forces or None, the backend choice or None)."""
+    backend_choice = None
+    block_size = req.block_size
+    if block_size is None and (backend_rules_apply(rel) or f.attention_backend is not None):
+        mla = any(c.layer.kind == MLA for c in layers)
+        facts = req.hardware.facts if req.hardware is not None and req.hardware.name else None
+        if facts is None:
+            if mla and f.attention_backend is None:
+                notes.append("MLA: vLLM's backend and block size depend on the GPU (FLASH_ATTN_MLA 16 on Hopper, FlashMLA "
+                             "64 with fp8 KV, FlashInfer MLA 32 on Blackwell); 16 assumed without a catalog GPU")
+        else:
+            rope = spec.mla.qk_rope_head_dim if spec.mla else 0
+            backend_choice = backends.choose(mla=mla, kv_dtype=req.kv_dtype or "auto",
+                                             qk_nope_head_dim=spec.head_dim - rope if spec.mla else None,
+                                             compute_capability=facts.compute_capability, vendor=facts.vendor,
+                                             named=f.attention_backend)
+            if backend_choice.block_size != 16:
+                block_size = backend_choice.block_size
+                notes.append(f"{backend_choice.reason}: vLLM logs \"Setting kv cache block size to {block_size} for "
+                             f"{backend_choice.backend} backend\"")
+        if f.attention_backend is not None and facts is None:
+            backend_choice = backends.choose(mla=mla, kv_dtype=req.kv_dtype or "auto", qk_nope_head_dim=None,
+                                             compute_capability="9.0", vendor="nvidia", named=f.attention_backend)
+            block_size = backend_choice.block_size if backend_choice.block_size != 16 else None
+    return block_size, backend_choice
 
 
 def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_layers: list[int],
