@@ -14,6 +14,7 @@ import json
 import shlex
 from dataclasses import dataclass
 
+from kvplan import engines
 from kvplan.core.errors import InputError, UnsupportedError
 
 FORMATS = ("kvplan", "vllm-config", "compose", "k8s")
@@ -44,53 +45,13 @@ def _multi_node(plan) -> bool:
 
 
 def launch(plan, ref: str) -> Launch:
-    """The command that starts one replica of `plan` (TP x PP GPUs)."""
-    if plan.engine == "vllm":
-        args = ["vllm", "serve", ref, "--tensor-parallel-size", str(plan.tp)]
-        if plan.pp > 1:
-            args += ["--pipeline-parallel-size", str(plan.pp)]
-        args += ["--max-model-len", str(plan.max_model_len)]
-        if plan.kv_dtype_flag != "auto":
-            args += ["--kv-cache-dtype", plan.kv_dtype_flag]
-        args += ["--kv-cache-memory-bytes", str(plan.pinned_kv_bytes), "--max-num-seqs", str(plan.batch_limit)]
-        if plan.expert_parallel:
-            args.append("--enable-expert-parallel")
-        if _multi_node(plan):
-            args += ["--distributed-executor-backend", "ray"]
-        return Launch("vllm", shlex.join(args), None, f"--kv-cache-memory-bytes {plan.pinned_kv_bytes:,} B per GPU")
-    if plan.engine == "sglang":
-        args = ["python", "-m", "sglang.launch_server", "--model-path", ref, "--tp-size", str(plan.tp)]
-        if plan.pp > 1:
-            args += ["--pp-size", str(plan.pp)]
-        args += ["--context-length", str(plan.max_model_len)]
-        if plan.kv_dtype_flag != "auto":
-            args += ["--kv-cache-dtype", plan.kv_dtype_flag]
-        if plan.pool_tokens:
-            args += ["--max-total-tokens", str(plan.pool_tokens)]
-        args += ["--max-running-requests", str(plan.batch_limit)]
-        if plan.expert_parallel:
-            args += ["--ep-size", str(plan.tp)]
-        if _multi_node(plan):
-            args += ["--nnodes", str(plan.nodes_per_replica), "--node-rank", "0", "--dist-init-addr", "HEAD_NODE_IP:5000"]
-        return Launch("sglang", shlex.join(args), None, f"--max-total-tokens {plan.pool_tokens:,} tokens" if plan.pool_tokens
-                      else "the pool is SGLang's own (mem_fraction_static)")
-    if plan.engine == "trtllm":
-        args = ["trtllm-serve", ref, "--tp_size", str(plan.tp)]
-        if plan.pp > 1:
-            args += ["--pp_size", str(plan.pp)]
-        if plan.expert_parallel:
-            args += ["--ep_size", str(plan.tp)]
-        args += ["--max_seq_len", str(plan.max_model_len), "--max_batch_size", str(plan.batch_limit),
-                 "--extra_llm_api_options", "extra-llm-api-options.yaml"]
-        cfg = {}
-        if plan.kv_dtype_flag != "auto":
-            cfg["dtype"] = plan.kv_dtype_flag
-        if plan.pool_tokens:
-            cfg["max_tokens"] = plan.pool_tokens
-        extra = f"kv_cache_config: {json.dumps(cfg)}\n"
-        return Launch("trtllm", shlex.join(args), extra, f"kv_cache_config.max_tokens {plan.pool_tokens:,} tokens"
-                      if plan.pool_tokens else "the pool is TensorRT-LLM's own (free_gpu_memory_fraction)")
-    raise InputError(f"no launch command for engine {plan.engine!r}", where="--engine")
+    """The command that starts one replica of `plan` (TP x PP GPUs), as the plan's engine writes it (its record's
+    launch_command: engines/<engine>/present.py)."""
+    command = engines.get(plan.engine).launch_command
+    if command is None:
+        raise InputError(f"no launch command for engine {plan.engine!r}", where="--engine")
+    text, extra_options, pinned = command(plan, ref)
+    return Launch(plan.engine, text, extra_options, pinned)
 
 
 def _header(plan, model: str, check: str) -> list[str]:
@@ -168,7 +129,7 @@ def vllm_config(plan, load, *, model: str, ref: str, weight_dtype_given: str | N
 
 
 def _vllm_only(plan, fmt: str) -> None:
-    if plan.engine != "vllm":
+    if not engines.get(plan.engine).deployment_files:
         raise InputError(f"--emit {fmt} writes a vLLM deployment; this plan runs {plan.engine}", where="--emit",
                          hint="add --engine vllm, or --emit kvplan (any engine)")
 

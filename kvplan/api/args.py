@@ -69,6 +69,8 @@ def model_lookup(models_dir, offline: bool):
     return stack
 
 
+# the engine estimate, sweep and plot run when a GPU is given and no engine named (default_engine)
+GPU_DEFAULT_ENGINE = "vllm"
 DEFAULT_ENGINE_NOTE = ("judged by vLLM, the default engine with a GPU; --engine static gives the textbook figures (one "
                        "contiguous cache, no engine overhead), docs/engines/README.md")
 
@@ -86,5 +88,5 @@ def default_engine(engine: str | None, *, gpu=None, gpu_mem=None, kv_cache_memor
     if reserve is not None:
         return "static"
     if gpu is not None or gpu_mem is not None or kv_cache_memory is not None or vllm_only:
-        return "vllm"
+        return GPU_DEFAULT_ENGINE
     return "static"

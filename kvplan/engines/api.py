@@ -175,6 +175,12 @@ class Engine:
     # the field of the engine's result that names the release it judged by, as people know it (vLLM's vllm_release:
     # 0.33.0); None where the result names none
     release_field: str | None = None
+    # (a plan, the model reference) -> (the command that starts one replica, its options file or None, the pool pin in
+    # words): the engine's present.py, for `kvplan plan`; None: the engine has no launch command (static)
+    launch_command: Callable[..., tuple[str, str | None, str]] | None = None
+    # whether `kvplan plan --emit` writes the engine's own deployment files (a `serve --config` file, docker-compose
+    # and Kubernetes running its image: vLLM's) beside kvplan's format, which every engine has
+    deployment_files: bool = False
     # whether the engine has releases to choose (--engine-version; kvplan.engines.release); the static engine has none
     has_releases: bool = True
     # the engine's own KV-cache formats beyond the dtypes (vLLM's packed per-token-head ones, engines/vllm/kv_formats.py):

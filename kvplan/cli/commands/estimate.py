@@ -82,10 +82,10 @@ def estimate(
         out = render.console()
         for table in views.tables(result):
             render.print_fitting(out, table)
-        err = render.console(stderr=True)
-        if engine is None and result.engine == "vllm":
-            from kvplan.api.args import DEFAULT_ENGINE_NOTE
+        from kvplan.api.args import DEFAULT_ENGINE_NOTE, GPU_DEFAULT_ENGINE
 
+        err = render.console(stderr=True)
+        if engine is None and result.engine == GPU_DEFAULT_ENGINE:  # the default the note names
             err.print(f"note: {DEFAULT_ENGINE_NOTE}")
         for note in result.notes:
             err.print(f"note: {note}")

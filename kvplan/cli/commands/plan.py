@@ -91,7 +91,11 @@ def plan(
 
     written = None
     if emit is not None and result.plans:
-        chosen = result.plans[0] if emit is EmitFormat.kvplan else next((p for p in result.plans if p.engine == "vllm"), None)
+        from kvplan import engines
+
+        # the files beside kvplan's own are one engine's (its record's deployment_files): its best plan
+        chosen = result.plans[0] if emit is EmitFormat.kvplan else next(
+            (p for p in result.plans if engines.get(p.engine).deployment_files), None)
         if chosen is None:
             raise InputError(f"--emit {emit.value} writes a vLLM deployment and no vLLM plan holds the load", where="--emit",
                              hint="--emit kvplan writes the chosen plan for any engine")

@@ -19,7 +19,7 @@ ENGINE = Engine(
     # --quantization fp8: the same online path as vLLM's, fp8 weights made at load
     weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"), launch_args_flag="--sglang-args",
     check_length=deferred("kvplan.engines.sglang.context", "check_length"),  # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
-    release_field="sglang_version",
+    release_field="sglang_version", launch_command=deferred("kvplan.engines.sglang.present", "launch_command"),
     # launch_server's option table of SGLang launch_args.MIRRORS (launch_args.py)
     options=Part("kvplan.engines.sglang.launch_args", (
         "parse_argv", "lookup", "option_info", "unmodelled", "MOVES_DEFAULT_FRACTION", "MIRRORS", "removed_in")),

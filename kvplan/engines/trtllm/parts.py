@@ -6,7 +6,7 @@ from __future__ import annotations
 from fractions import Fraction
 
 from kvplan.engines.api import Engine, EngineFlags
-from kvplan.engines.lazy import Part
+from kvplan.engines.lazy import Part, deferred
 from kvplan.engines.trtllm.engine import KV_DTYPES, OPTION_KEYS, estimate, read_kv_dtype
 
 ENGINE = Engine(
@@ -18,6 +18,7 @@ ENGINE = Engine(
     option_keys=OPTION_KEYS, takes_gpu_reserved=True, kv_dtype_names=tuple(KV_DTYPES),
     # built for NVIDIA GPUs only, and its FP8 KV cache runs on FP8 tensor cores (Ada, Hopper, Blackwell)
     gpu_vendors=("nvidia",), fp8_kv_needs_fp8_cores=True, release_field="trtllm_version",
+    launch_command=deferred("kvplan.engines.trtllm.present", "launch_command"),
     # trtllm-serve's flags and the LLM-API options YAML (serve_args.py)
     options=Part("kvplan.engines.trtllm.serve_args", (
         "parse_argv", "option_info", "unmodelled", "check_llm_api", "engine_options")),
