@@ -82,7 +82,7 @@ OUTSIDE_ENGINE_IMPORTS_MAX = 0
 ENGINE_NAME_COMPARISONS_MAX = 18
 # imports of kvplan modules written inside a function, outside cli/ (one per statement): each is a dependency the
 # module's header does not show. The few kept say why beside them (a measured start-up cost, benchmarks/cold_start.py)
-FUNCTION_LEVEL_IMPORTS_MAX = 94
+FUNCTION_LEVEL_IMPORTS_MAX = 98
 # functions over 80 lines in kvplan/engines/: an engine's memory model is steps the driver (engines/driver.py) calls
 ENGINE_LONG_FUNCTIONS_MAX = 7
 

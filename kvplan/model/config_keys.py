@@ -153,3 +153,13 @@ def refuse_unread(cfg: Mapping, model_type: str, where: str) -> None:
                            where=f"{where}: {keys[0]}",
                            hint="kvplan refuses rather than guesses the cache; describe the model in a spec YAML "
                                 "if you know its layers (docs/models.md lists what each family reads)")
+
+
+def text_config(cfg: Mapping) -> dict:
+    """Multimodal configs nest the language model under text_config (Gemma-3, Llama-3.2-Vision, Kimi-VL)."""
+    text = cfg.get("text_config") or cfg.get("language_config") or cfg.get("llm_config")
+    if isinstance(text, Mapping):
+        merged = {k: v for k, v in cfg.items() if k not in ("text_config", "language_config", "llm_config", "vision_config")}
+        merged.update(text)
+        return merged
+    return dict(cfg)

@@ -13,7 +13,7 @@ from typing import Any, Mapping
 
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.model.config_keys import refuse_unread
+from kvplan.model.config_keys import refuse_unread, text_config
 from kvplan.model.params import count_params, moe_summary, mtp_layer_params, routed_expert_params
 from kvplan.core.spec import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, INDEXED_FULL, INDEXED_MLA, MAX_DIM, MAX_HEADS,
                               MAX_LAYERS, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping)
@@ -54,16 +54,6 @@ def _first(cfg: Mapping, *keys: str, default: Any = None) -> Any:
         if cfg.get(key) is not None:
             return cfg[key]
     return default
-
-
-def text_config(cfg: Mapping) -> dict:
-    """Multimodal configs nest the language model under text_config (Gemma-3, Llama-3.2-Vision, Kimi-VL)."""
-    text = cfg.get("text_config") or cfg.get("language_config") or cfg.get("llm_config")
-    if isinstance(text, Mapping):
-        merged = {k: v for k, v in cfg.items() if k not in ("text_config", "language_config", "llm_config", "vision_config")}
-        merged.update(text)
-        return merged
-    return dict(cfg)
 
 
 def _serving_dtype(cfg: Mapping, model_type: str, where: str) -> tuple[str, str | None]:

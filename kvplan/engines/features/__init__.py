@@ -11,13 +11,16 @@ deployment sets, carried on EngineRequest.features (None: none of them).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvplan.engines.features.disagg import KvTransferOptions
-from kvplan.engines.features.lora import LoraOptions
-from kvplan.engines.features.offload import KvOffloadOptions, WeightOffloadOptions
-from kvplan.engines.features.parallel import ParallelOptions
-from kvplan.engines.features.speculative import SpeculativeOptions
+from kvplan.engines.lazy import module_getattr
+
+if TYPE_CHECKING:  # the option records load with their modules, when a launch sets one (benchmarks/cold_start.py)
+    from kvplan.engines.features.disagg import KvTransferOptions
+    from kvplan.engines.features.lora import LoraOptions
+    from kvplan.engines.features.offload import KvOffloadOptions, WeightOffloadOptions
+    from kvplan.engines.features.parallel import ParallelOptions
+    from kvplan.engines.features.speculative import SpeculativeOptions
 
 
 @dataclass(frozen=True)
@@ -58,3 +61,9 @@ class Features:
 
 __all__ = ["Features", "KvOffloadOptions", "KvTransferOptions", "LoraOptions", "ParallelOptions", "SpeculativeOptions",
            "WeightOffloadOptions"]
+# a feature's module (lora, offload, disagg, speculative, parallel, backend) and its option record load on first use:
+# an estimate without launch options reads none of them (PEP 562)
+__getattr__ = module_getattr(__name__, {
+    "KvTransferOptions": "kvplan.engines.features.disagg", "LoraOptions": "kvplan.engines.features.lora",
+    "KvOffloadOptions": "kvplan.engines.features.offload", "WeightOffloadOptions": "kvplan.engines.features.offload",
+    "ParallelOptions": "kvplan.engines.features.parallel", "SpeculativeOptions": "kvplan.engines.features.speculative"})

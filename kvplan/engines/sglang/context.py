@@ -15,6 +15,7 @@ from __future__ import annotations
 from typing import Mapping
 
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.model.config_keys import text_config
 
 ALLOW_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
@@ -26,8 +27,6 @@ def _number(value) -> bool:
 
 def derived_length(raw: Mapping, *, where: str) -> int:
     """The context length SGLang derives from a config.json mapping."""
-    from kvplan.model.hf_config import text_config
-
     cfg = text_config(raw)
     rope = cfg.get("rope_scaling")
     factor = 1

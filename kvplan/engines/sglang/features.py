@@ -100,17 +100,20 @@ import math
 from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.spec import ModelSpec
-from kvplan.engines.features import disagg as shared_disagg
-from kvplan.engines.features import speculative as shared_spec
-from kvplan.model import catalog, hf_config
+from kvplan.engines import features as shared
+from kvplan.model import catalog
 from kvplan.core.cache import layer_token_bytes
 from kvplan.core.layers import FULL, MLA, kv_heads_per_rank, make_layer
 from kvplan.core.dtypes import dtype
 from kvplan.engines.runtime.weights import stage_weight_bytes
+
+if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
+    from kvplan.engines.features import disagg as shared_disagg
+    from kvplan.engines.features import speculative as shared_spec
 
 MODES = ("prefill", "decode")
 # --disaggregation-transfer-backend choices and what they allocate (0.5.23 disaggregation/<backend>/conn.py)
@@ -339,11 +342,14 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
             raise UnsupportedError("a separate NEXTN draft checkpoint for a model with its own MTP layers is not "
                                    "modelled", where=f"{where}: --speculative-draft-model-path",
                                    hint="leave the path out: SGLang then uses the target's MTP layers")
+        # config.json reading (hf_config and its weights, params, yamlio: about 10 ms at start-up, measured with
+        # python -X importtime) is for a draft head given by path; a launch without one never loads it
+        from kvplan.model import hf_config
 
         raw = hf_config.load_draft_config(str(path), base_dir=base_dir, where=f"{where}: --speculative-draft-model-path",
                                           what="the draft head",
                                           hint="give the head's folder or its config.json beside the launch")
-        head = shared_spec.eagle_head(raw, method="eagle3" if algo == "EAGLE3" else "eagle",
+        head = shared.speculative.eagle_head(raw, method="eagle3" if algo == "EAGLE3" else "eagle",
                                       where=f"{where}: --speculative-draft-model-path")
         head = _named(head, str(path))
         layers = head.layers
@@ -406,7 +412,7 @@ def draft_weights_per_gpu(opts: SglangOptions, spec: ModelSpec, *, tp: int, bits
         return b, (f"STANDALONE draft {draft.name}: its whole weights / TP {tp}, its own embedding and head "
                    "(standalone_worker_v2.py: nothing shared)")
     if opts.head is not None:
-        w = shared_spec.eagle_weights(opts.head)
+        w = shared.speculative.eagle_weights(opts.head)
         b = w.bytes_per_gpu(tp, Fraction(bits))
         return b, (f"{'EAGLE-3' if opts.eagle3 else 'EAGLE'} head: {w.sharded_params:,} TP-sharded + "
                    f"{w.replicated_params:,} replicated parameters at {float(bits):g} bits; the embedding"
@@ -429,7 +435,7 @@ def draft_cell_actual(opts: SglangOptions, spec: ModelSpec, kv, *, tp: int) -> i
         h = opts.head
         layers = [make_layer(FULL, kv_heads=h.kv_heads, head_dim=h.head_dim, v_head_dim=h.head_dim)] * h.layers
     else:
-        layers = list(shared_spec.mtp_layers(spec, where=opts.where))
+        layers = list(shared.speculative.mtp_layers(spec, where=opts.where))
     return sum(layer_token_bytes(layer, kv, tp) for layer in layers)
 
 
@@ -476,13 +482,13 @@ def disagg_terms(opts: SglangOptions, *, cell_per_rank: int, ranks: int, context
             notes.append(f"{slots} extra request slot(s) for requests being received: {slot_bytes:,} B of int32 rows "
                          "allocated after the pool" if slot_bytes is not None else f"{slots} extra request slot(s)")
     moved = 0 if opts.transfer_backend == "fake" else cell_per_rank
-    transfer = shared_disagg.TransferTerms(connector=opts.transfer_backend, role=opts.disaggregation_mode,
+    transfer = shared.disagg.TransferTerms(connector=opts.transfer_backend, role=opts.disaggregation_mode,
                                            hybrid_manager_off=False, gpu_runtime_bytes=0, host_bytes_per_gpu=0,
                                            bytes_per_token_per_rank=moved, bytes_per_token=moved * ranks,
                                            notes=())
     link = None
     if rate is not None:
-        link = shared_disagg.link_need(transfer, rate=rate, prompt_tokens=prompt_tokens or context_len, tp=ranks,
+        link = shared.disagg.link_need(transfer, rate=rate, prompt_tokens=prompt_tokens or context_len, tp=ranks,
                                        link_bytes_per_s=link_bytes_per_s,
                                        link=link_name if link_bytes_per_s else "none given")
     return DisaggTerms(mode=opts.disaggregation_mode, transfer_backend=opts.transfer_backend,

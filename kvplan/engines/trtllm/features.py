@@ -43,9 +43,6 @@ from typing import TYPE_CHECKING
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.layers import FULL, MLA, LayerSpec, make_layer
 from kvplan.core.spec import HEADED_KINDS, ModelSpec
-from kvplan.core import yamlio
-from kvplan.engines.features import speculative
-from kvplan.model import hf_config
 
 if TYPE_CHECKING:  # annotations only: the speculative module is read when a launch has a drafter
     from kvplan.engines.features.speculative import EagleHead
@@ -392,16 +389,16 @@ def _eagle_head(ref: str | None, *, base_dir: Path | None):
     if not ref:
         raise UnsupportedError("an Eagle3 head without speculative_model_dir cannot be sized", where="speculative_config",
                                hint="give speculative_config.speculative_model_dir=PATH (the head's folder or config.json)")
-    path = Path(ref).expanduser()
-    if base_dir is not None and not path.is_absolute():
-        path = base_dir / path
-    config = hf_config.find_config_json(path) if path.exists() else None
-    if config is None:
-        raise UnsupportedError(f"the Eagle3 head {ref!r} cannot be found offline", where="speculative_config.speculative_model_dir",
-                               hint="give the head's folder or config.json")
+    # a launch with an EAGLE-3 head only: config.json reading (hf_config and what it imports) and the speculative
+    # module cost about 12 ms at start-up (python -X importtime), which a launch without a drafter never pays
     import dataclasses
 
-    head = speculative.eagle_head(yamlio.load_json(config), method="eagle3", where="speculative_model_dir")
+    from kvplan.engines.features import speculative
+    from kvplan.model import hf_config
+
+    raw = hf_config.load_draft_config(ref, base_dir=base_dir, where="speculative_config.speculative_model_dir",
+                                      what="the Eagle3 head", hint="give the head's folder or config.json")
+    head = speculative.eagle_head(raw, method="eagle3", where="speculative_model_dir")
     return dataclasses.replace(head, name=str(ref))
 
 
@@ -434,6 +431,8 @@ def drafter_weights(spec: ModelSpec, launch: Launch, *, tp: int, bits: Fraction,
                + "); embedding and head shared with the target")
         return b, how
     if launch.decoding_type == "EAGLE3":
+        from kvplan.engines.features import speculative  # an EAGLE-3 head only (see _eagle_head)
+
         w = speculative.eagle_weights(launch.eagle_head)
         split = 1 if launch.attention_dp else tp
         b = w.bytes_per_gpu(split, Fraction(act_bits))

@@ -12,18 +12,22 @@ import dataclasses
 import math
 from dataclasses import dataclass
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.layers import FULL, MLA, NONE, SLIDING, STATE, LayerSpec, StateSpec, as_kind, make_layer
 from kvplan.core.spec import WINDOWED_KINDS, ModelSpec
+from kvplan.engines import features as shared
 from kvplan.engines.features import Features
 from kvplan.engines.features import backend as backends
-from kvplan.engines.features import disagg, lora, offload, parallel, speculative
+from kvplan.engines.features import parallel
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.runtime.weights import expert_bytes, linear_bits, stage_weight_bytes
-from kvplan.engines.vllm import budget as budget_model, kv_formats, option_rules
-from kvplan.engines.vllm.option_rules import OPTION_FIRST
+from kvplan.engines.vllm import budget as budget_model, kv_formats
+
+if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
+    from kvplan.engines.features import disagg, lora, offload
 
 GIB = 2**30
 
@@ -100,6 +104,10 @@ def features_of(req: EngineRequest) -> Features:
 
 
 def _rules(rel):
+    # the option rules (about 2 ms at start-up, python -X importtime) judge a launch's options: an estimate without
+    # --vllm-args never asks for them
+    from kvplan.engines.vllm import option_rules
+
     return option_rules.rules(rel)
 
 
@@ -131,8 +139,8 @@ def check_options(f: Features, rules, spec: ModelSpec) -> None:
              "kv_offloading_size": bool(f.kv_offload and f.kv_offload.where.replace("-", "_").endswith("kv_offloading_size"))}
     for option, used in given.items():
         if used and not rules.has(option):
-            rules.refuse(f"--{option.replace('_', '-')} does not exist (first in vLLM {OPTION_FIRST[option]})",
-                         where=option, hint=f"judge it with --engine-version {OPTION_FIRST[option]} or newer")
+            rules.refuse(f"--{option.replace('_', '-')} does not exist (first in vLLM {rules.first(option)})",
+                         where=option, hint=f"judge it with --engine-version {rules.first(option)} or newer")
     if par is not None and par.decode_context_parallel_size > 1 and not rules.dcp_gqa and spec.mla is None:
         rules.refuse("decode context parallelism of GQA/MQA attention does not start (only the MLA backends return "
                      "the softmax LSE it needs: v1/worker/gpu_model_runner.py need_to_return_lse_for_decode)",
@@ -259,7 +267,7 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
         raise UnsupportedError("decode context parallelism with sliding-window or chunked layers is not modelled "
                                "(vLLM 0.19 asserts 'DCP not support sliding window')", where=par.where)
     hma_off = False
-    if f.kv_transfer is not None and not disagg.supports_hma(f.kv_transfer, rules.connectors_hma):
+    if f.kv_transfer is not None and not shared.disagg.supports_hma(f.kv_transfer, rules.connectors_hma):
         hma_off = True
     if spec.attention_chunk_size is not None and sp is not None and sp.method in ("eagle", "eagle3", "mtp"):
         hma_off = True  # config/vllm.py: chunked local attention + EAGLE turns the hybrid manager off
@@ -280,7 +288,7 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
 def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) -> tuple[int, str]:
     """The drafter's weights on one GPU, and how they were counted."""
     sp = speculative_as_built(features_of(req), rel)
-    if sp is None or sp.method in speculative.HOST_METHODS:
+    if sp is None or sp.method in shared.speculative.HOST_METHODS:
         return 0, "no drafter weights"
     tp = req.tp
     if sp.method == "draft_model":
@@ -288,7 +296,7 @@ def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) 
         b = stage_weight_bytes(draft, None, dtype(draft.dtype), tp, 1)[0]
         return b, f"draft model {draft.name}: its own weights / TP {tp} (embedding and head included), rotary cache"
     if sp.method in ("eagle", "eagle3"):
-        w = speculative.eagle_weights(sp.head)
+        w = shared.speculative.eagle_weights(sp.head)
         b = w.bytes_per_gpu(tp, Fraction(act.bits))
         return b, (f"{'EAGLE-3' if sp.head.eagle3 else 'EAGLE'} head: {w.sharded_params:,} TP-sharded + {w.replicated_params:,} "
                    f"replicated parameters in {act.name}; the embedding{'' if sp.head.eagle3 else ' and head'} shared with the target")
@@ -352,8 +360,8 @@ def _add_draft_layers(layers: list[CacheLayer], sp, rules, req: EngineRequest, s
         if sp.method not in rules.spec_methods:
             rules.refuse(f"speculative method {sp.method!r} does not exist in the V1 engine (v1/spec_decode/)",
                          where=sp.where, hint="methods of this release: " + ", ".join(sorted(rules.spec_methods)))
-        speculative.check_draft_tp(sp, req.tp)
-        if req.pp > 1 and sp.method not in speculative.HOST_METHODS:
+        shared.speculative.check_draft_tp(sp, req.tp)
+        if req.pp > 1 and sp.method not in shared.speculative.HOST_METHODS:
             raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (where the drafter's "
                                    "layers live)", where=sp.where, hint="judge it at PP 1")
         draft_kv = kv
@@ -362,10 +370,10 @@ def _add_draft_layers(layers: list[CacheLayer], sp, rules, req: EngineRequest, s
             if name not in kv_names:
                 raise UnsupportedError(f"draft kv_cache_dtype {sp.kv_cache_dtype!r} is not modelled", where=f"{sp.where}: kv_cache_dtype")
             draft_kv = dtype(kv_names[name]) if kv_names[name] else act
-        for layer in speculative.draft_layers(sp, spec):
+        for layer in shared.speculative.draft_layers(sp, spec):
             layers.append(CacheLayer(spec.layers + draft, layer, draft_kv, True))
             draft += 1
-        if spec.state is not None and sp.method not in speculative.HOST_METHODS:
+        if spec.state is not None and sp.method not in shared.speculative.HOST_METHODS:
             mamba_spec_blocks = sp.num_speculative_tokens
     return draft, mamba_spec_blocks
 
@@ -406,7 +414,7 @@ def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_
     f = features_of(req)
     spec = p.spec
     sp = f.speculative
-    if sp is not None and sp.method not in speculative.HOST_METHODS and req.kv_cache_memory is None \
+    if sp is not None and sp.method not in shared.speculative.HOST_METHODS and req.kv_cache_memory is None \
             and sp.method not in _rules(rel).spec_profile_modelled:
         _rules(rel).refuse(f"the profile run with speculative method {sp.method!r} on the V1 model runner (the "
                            "rejection sampler's warm-up on [2 x max_num_seqs, vocab] logits, v1/worker/gpu_model_runner.py "
@@ -427,7 +435,7 @@ def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_
     lora_terms = None
     host = 0
     if f.lora is not None:
-        lora_terms = lora.terms(spec, f.lora, tp=req.tp, model_bits=act.bits, max_num_batched_tokens=mnbt)
+        lora_terms = shared.lora.terms(spec, f.lora, tp=req.tp, model_bits=act.bits, max_num_batched_tokens=mnbt)
         host += lora_terms.cpu_cache_bytes * req.tp * req.pp
     par = f.parallel or parallel.ParallelOptions()
     pterms = parallel.terms(spec, par, tp=req.tp, pp=req.pp)
@@ -453,7 +461,7 @@ def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_
             weights += lora_stage_bytes(lora_terms, stage=stage, pp=pp, layers=layers)
         off = None
         if f.weight_offload is not None:
-            off = offload.weight_offload(spec, f.weight_offload, tp=req.tp, bits=_loaded_bits(req, act),
+            off = shared.offload.weight_offload(spec, f.weight_offload, tp=req.tp, bits=_loaded_bits(req, act),
                                          layers_on_worker=layers)
             weights -= off.offloaded_bytes
             host += off.offloaded_bytes * req.tp
@@ -526,17 +534,17 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
         s = f.speculative
         draft_b = terms.draft_bytes if terms is not None else draft_weights_per_gpu(req, p.spec, act, rel)[0]
         how = terms.draft_how if terms is not None else ""
-        uses = s.method not in speculative.HOST_METHODS
+        uses = s.method not in shared.speculative.HOST_METHODS
         draft_kv = next((c.kv.name for c in p.cache_layers if c.draft), None)
         sp = SpeculativeSummary(method=s.method, num_speculative_tokens=s.num_speculative_tokens, uses_gpu=uses,
                                 draft=(s.draft_spec.name if s.draft_spec else s.head.name if s.head else s.model),
                                 draft_kv_layers=p.draft_layers, draft_kv_dtype=draft_kv, draft_weights_per_gpu_bytes=draft_b,
-                                lookahead_tokens=speculative.lookahead_tokens(s),
-                                decode_requests_per_step=speculative.decode_requests_per_step(mnbt, s) if uses else None,
+                                lookahead_tokens=shared.speculative.lookahead_tokens(s),
+                                decode_requests_per_step=shared.speculative.decode_requests_per_step(mnbt, s) if uses else None,
                                 mamba_speculative_blocks=p.mamba_speculative_blocks,
-                                formula=how if uses else speculative.HOST_METHODS[s.method])
+                                formula=how if uses else shared.speculative.HOST_METHODS[s.method])
         if not uses:
-            notes.append(speculative.HOST_METHODS[s.method])
+            notes.append(shared.speculative.HOST_METHODS[s.method])
     host = terms.host_bytes if terms is not None else 0
     kv_off = None
     if f.kv_offload is not None:
@@ -546,22 +554,22 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
             if bytes_per_block is None:
                 raise UnsupportedError("the native KV offload tier is sized from the GPU pool's block bytes, which needs a "
                                        "GPU", where=ko.where, hint="add --gpu")
-            kv_off = offload.native_kv_offload(ko, bytes_per_block=bytes_per_block, block_size=block_size, world_size=world,
+            kv_off = shared.offload.native_kv_offload(ko, bytes_per_block=bytes_per_block, block_size=block_size, world_size=world,
                                                alignment=_rules(rel).kv_offload_alignment)
         else:
-            kv_off = offload.lmcache_kv_offload(ko, token_bytes_per_rank=token_bytes_per_rank, tp=req.tp,
+            kv_off = shared.offload.lmcache_kv_offload(ko, token_bytes_per_rank=token_bytes_per_rank, tp=req.tp,
                                                 mla=any(c.layer.kind == MLA for c in p.cache_layers))
         host += kv_off.host_memory_bytes
         notes += kv_off.notes
     transfer = link = None
     if f.kv_transfer is not None:
-        transfer = disagg.terms(f.kv_transfer, token_bytes_per_rank=token_bytes_per_rank, tp=req.tp,
+        transfer = shared.disagg.terms(f.kv_transfer, token_bytes_per_rank=token_bytes_per_rank, tp=req.tp,
                                 gpu_pool_bytes=pool_bytes, hma=_rules(rel).connectors_hma)
         host += transfer.host_bytes_per_gpu * req.tp * req.pp
         notes += transfer.notes
         if f.rate is not None:
-            link_bps, link_name = disagg.link_of(f.link_bytes_per_s, req.hardware)
-            link = disagg.link_need(transfer, rate=f.rate, prompt_tokens=f.prompt_tokens or req.seq, tp=req.tp,
+            link_bps, link_name = shared.disagg.link_of(f.link_bytes_per_s, req.hardware)
+            link = shared.disagg.link_need(transfer, rate=f.rate, prompt_tokens=f.prompt_tokens or req.seq, tp=req.tp,
                                     link_bytes_per_s=link_bps, link=link_name if link_bps else "none given")
     stage0 = terms.stages[0] if terms is not None else None
     weights_added = max((s.weights for s in terms.stages), default=0) if terms is not None else 0

@@ -190,6 +190,11 @@ class OptionRules:
         first = OPTION_FIRST.get(option)
         return first is None or releases.sort_key(self.version) >= releases.sort_key(first)
 
+    @staticmethod
+    def first(option: str) -> str:
+        """The first release with the option (OPTION_FIRST)."""
+        return OPTION_FIRST[option]
+
     def refuse(self, what: str, *, where: str, hint: str | None = None):
         raise UnsupportedError(f"{what} on vLLM {self.version} ({self.line} line)", where=where, hint=hint)
 

@@ -40,7 +40,7 @@ from kvplan.engines.runtime.options import exact_float as _exact_float
 from kvplan.engines.runtime.options import human_readable_int
 from kvplan.engines.vllm import releases
 from kvplan.core.units import parse_int
-from kvplan.model.hf_config import text_config
+from kvplan.model.config_keys import text_config  # not hf_config: estimate of a bundled model never loads it
 
 # a `version` below is any vLLM release string ("0.19.5"); DEFAULT_VERSION is the newest line's release
 DEFAULT_VERSION = releases.DEFAULT.version
