@@ -84,7 +84,7 @@ ENGINE_NAME_COMPARISONS_MAX = 18
 # module's header does not show. The few kept say why beside them (a measured start-up cost, benchmarks/cold_start.py)
 FUNCTION_LEVEL_IMPORTS_MAX = 98
 # functions over 80 lines in kvplan/engines/: an engine's memory model is steps the driver (engines/driver.py) calls
-ENGINE_LONG_FUNCTIONS_MAX = 7
+ENGINE_LONG_FUNCTIONS_MAX = 6
 
 
 def test_imports_of_engine_modules_from_outside_do_not_grow():

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+from functools import partial
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
@@ -58,18 +59,41 @@ def _gib(value: Any, *, where: str) -> int:
 def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, *, where: str, tp: int,
          base_dir: Path | None = None, resolve: Callable[[str], ModelSpec] | None = None) -> tuple[Features, ModelSpec, list[str]]:
     """The Features of a launch, the model as the launch builds it, and notes. `where` names the source; each option's
-    errors name its own key."""
-    at = lambda dest: f"{where}: {args.written.get(dest, dest)}"  # noqa: E731
-    given = lambda dest: args.given(dest) and args.get(dest) not in (None, False, [], "", "{}")  # noqa: E731
+    errors name its own key. The options are read a group at a time, in the order below."""
+    at = partial(_where, args, where)
     notes: list[str] = []
     fields: dict[str, Any] = {}
 
-    if given("hf_overrides"):
+    if _given(args, "hf_overrides"):
         spec = apply_hf_overrides(spec, raw_config, _json(args.get("hf_overrides"), where=at("hf_overrides")),
                                   where=at("hf_overrides"))
         notes.append("hf_overrides applied to the model's config.json")
+    _read_speculative(args, where, spec, tp, base_dir, resolve, fields)
+    if args.get("enforce_eager"):
+        fields["enforce_eager"] = True
+    _read_lora(args, where, fields, notes)
+    _read_offload(args, where, tp, fields)
+    _read_connectors(args, where, fields, notes)
+    _read_parallel(args, where, tp, fields)
+    _read_rest(args, where, fields, notes)
+    return Features(**fields), spec, notes
 
-    # ---- speculative decoding
+
+def _where(args: serve_args.ServeArgs, where: str, dest: str) -> str:
+    """Where an option's error points: the source, and the option as the launch wrote it."""
+    return f"{where}: {args.written.get(dest, dest)}"
+
+
+def _given(args: serve_args.ServeArgs, dest: str) -> bool:
+    """The launch sets the option to something (not left out, not empty)."""
+    return args.given(dest) and args.get(dest) not in (None, False, [], "", "{}")
+
+
+def _read_speculative(args: serve_args.ServeArgs, where: str, spec: ModelSpec, tp: int, base_dir: Path | None,
+                      resolve: Callable[[str], ModelSpec] | None, fields: dict[str, Any]) -> None:
+    """Speculative decoding: --speculative-config, or the --spec-* flags over it."""
+    at = partial(_where, args, where)
+    given = partial(_given, args)
     spec_config = None
     if given("speculative_config"):
         value = args.get("speculative_config")
@@ -86,10 +110,11 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
         fields["speculative"] = speculative_options(spec_config, spec, tp=tp, where=at("speculative_config"),
                                                     base_dir=base_dir, resolve=resolve)
 
-    if args.get("enforce_eager"):
-        fields["enforce_eager"] = True
 
-    # ---- LoRA
+def _read_lora(args: serve_args.ServeArgs, where: str, fields: dict[str, Any], notes: list[str]) -> None:
+    """LoRA adapter slots (--enable-lora and its sizes)."""
+    at = partial(_where, args, where)
+    given = partial(_given, args)
     if args.get("enable_lora"):
         targets = args.get("lora_target_modules")
         fields["lora"] = lora.LoraOptions(
@@ -101,7 +126,11 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
     elif any(given(d) for d in ("max_loras", "max_lora_rank", "max_cpu_loras", "fully_sharded_loras")):
         notes.append("LoRA sizes are set but --enable-lora is not: vLLM allocates no adapter slots")
 
-    # ---- offload
+
+def _read_offload(args: serve_args.ServeArgs, where: str, tp: int, fields: dict[str, Any]) -> None:
+    """Weight offload (--cpu-offload-gb) and KV offload (--kv-offloading-size)."""
+    at = partial(_where, args, where)
+    given = partial(_given, args)
     if given("cpu_offload_gb") and float(args.get("cpu_offload_gb")) > 0:
         fields["weight_offload"] = offload.WeightOffloadOptions(
             cpu_offload_bytes=_gib(args.get("cpu_offload_gb"), where=at("cpu_offload_gb")),
@@ -124,7 +153,11 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
         else:
             fields["kv_offload"] = offload.KvOffloadOptions(backend="native", size_bytes=size, where=at("kv_offloading_size"))
 
-    # ---- KV connectors (disaggregated prefill / decode)
+
+def _read_connectors(args: serve_args.ServeArgs, where: str, fields: dict[str, Any], notes: list[str]) -> None:
+    """KV connectors (--kv-transfer-config: disaggregated prefill / decode, LMCache, offloading connectors)."""
+    at = partial(_where, args, where)
+    given = partial(_given, args)
     if given("kv_transfer_config"):
         value = args.get("kv_transfer_config")
         if value == "<set by sub-keys>":
@@ -153,7 +186,11 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
                 backend="native", size_bytes=int(float(cpu)),
                 blocks_per_chunk=int(transfer.extra_value("blocks_per_chunk", 1)), where=at("kv_transfer_config"))
 
-    # ---- parallelism
+
+def _read_parallel(args: serve_args.ServeArgs, where: str, tp: int, fields: dict[str, Any]) -> None:
+    """Data, expert and context parallelism, EPLB's redundant experts, nodes."""
+    at = partial(_where, args, where)
+    given = partial(_given, args)
     redundant = 0
     if given("eplb_config"):
         eplb = _json(args.get("eplb_config"), where=at("eplb_config")) or {}
@@ -173,7 +210,11 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
     if not par.default:
         fields["parallel"] = par
 
-    # ---- the rest of the list
+
+def _read_rest(args: serve_args.ServeArgs, where: str, fields: dict[str, Any], notes: list[str]) -> None:
+    """The rest of the list: quantization, KV dtypes, sliding window, block override, attention backend, multimodal limits."""
+    at = partial(_where, args, where)
+    given = partial(_given, args)
     quant = args.get("quantization") if given("quantization") else None
     if quant is not None:
         fields["quantization"] = str(quant)
@@ -202,7 +243,6 @@ def read(args: serve_args.ServeArgs, spec: ModelSpec, raw_config: tuple | None, 
             fields["text_only"] = True
         else:
             notes.append("limit_mm_per_prompt: the encoder profile is counted as with vLLM's defaults")
-    return Features(**fields), spec, notes
 
 
 def _zero_limit(value: Any) -> bool:
