@@ -26,6 +26,7 @@ from kvplan.core.spec import spec_from_mapping, spec_to_mapping  # noqa: E402
 OUT = REPO / "model_specs"
 SHARED = "tests/data/hf_configs"
 EXTRA = "tests/data/extra_configs"
+NEW = "tests/data/hf_configs_2026"  # the 2025-2026 corpus of issue 25 (exact against transformers 5.24 where it builds)
 VLLM = "tests/data/vllm_models"  # the configs of the 42 vLLM calibration logs (tier C, checked against the logs)
 
 # name -> (config file, Hugging Face ids). Aliases name only checkpoints that share the config's architecture
@@ -93,6 +94,39 @@ MODELS: dict[str, tuple[str, list[str]]] = {
     # multimodal (vision tower counted separately)
     "mistral-small-3.1-24b": (f"{EXTRA}/mistral-small-3.1-24b-instruct-2503.json", ["mistralai/Mistral-Small-3.1-24B-Instruct-2503"]),
     "granite-vision-3.3-2b": (f"{VLLM}/ibm-granite--granite-vision-3.3-2b/config.json", ["ibm-granite/granite-vision-3.3-2b"]),
+    # 2025-2026 families. Multimodal ones whose tower kvplan does not size keep their weights unknown (the KV cache is
+    # the text model's and exact); quantized checkpoints only where config.json itself carries the format
+    "qwen3.5-9b": (f"{NEW}/Qwen--Qwen3.5-9B.json", ["Qwen/Qwen3.5-9B"]),
+    "qwen3.5-27b": (f"{NEW}/Qwen--Qwen3.5-27B.json", ["Qwen/Qwen3.5-27B"]),
+    "qwen3.5-35b-a3b": (f"{NEW}/Qwen--Qwen3.5-35B-A3B.json", ["Qwen/Qwen3.5-35B-A3B"]),
+    "qwen3.5-122b-a10b": (f"{NEW}/Qwen--Qwen3.5-122B-A10B.json", ["Qwen/Qwen3.5-122B-A10B"]),
+    "qwen3.5-397b-a17b": (f"{NEW}/Qwen--Qwen3.5-397B-A17B.json", ["Qwen/Qwen3.5-397B-A17B"]),
+    "qwen3.6-35b-a3b": (f"{NEW}/Qwen--Qwen3.6-35B-A3B.json", ["Qwen/Qwen3.6-35B-A3B"]),
+    "qwen3-vl-8b": (f"{NEW}/Qwen--Qwen3-VL-8B-Instruct.json", ["Qwen/Qwen3-VL-8B-Instruct"]),
+    # the Thinking file derives the same spec
+    "qwen3-vl-32b": (f"{NEW}/Qwen--Qwen3-VL-32B-Instruct.json", ["Qwen/Qwen3-VL-32B-Instruct", "Qwen/Qwen3-VL-32B-Thinking"]),
+    "qwen3-vl-235b-a22b": (f"{NEW}/Qwen--Qwen3-VL-235B-A22B-Instruct.json", ["Qwen/Qwen3-VL-235B-A22B-Instruct"]),
+    "qwen3-coder-480b-a35b": (f"{NEW}/Qwen--Qwen3-Coder-480B-A35B-Instruct.json", ["Qwen/Qwen3-Coder-480B-A35B-Instruct"]),
+    "gemma-4-31b-it-nvfp4": (f"{NEW}/nvidia--Gemma-4-31B-IT-NVFP4.json", ["nvidia/Gemma-4-31B-IT-NVFP4"]),
+    "gemma-4-26b-a4b-nvfp4": (f"{NEW}/nvidia--Gemma-4-26B-A4B-NVFP4.json", ["nvidia/Gemma-4-26B-A4B-NVFP4"]),
+    "deepseek-v3.1": (f"{NEW}/deepseek-ai--DeepSeek-V3.1.json", ["deepseek-ai/DeepSeek-V3.1"]),
+    "deepseek-v4-flash-fp8": (f"{NEW}/sgl-project--DeepSeek-V4-Flash-FP8.json", ["sgl-project/DeepSeek-V4-Flash-FP8"]),
+    "deepseek-v4-pro-fp8": (f"{NEW}/sgl-project--DeepSeek-V4-Pro-FP8.json", ["sgl-project/DeepSeek-V4-Pro-FP8"]),
+    "glm-4.7-flash": (f"{NEW}/zai-org--GLM-4.7-Flash.json", ["zai-org/GLM-4.7-Flash"]),
+    "glm-5": (f"{NEW}/zai-org--GLM-5.json", ["zai-org/GLM-5", "zai-org/GLM-5.1"]),  # GLM-5.1's file derives the same
+    "glm-5.2": (f"{NEW}/zai-org--GLM-5.2.json", ["zai-org/GLM-5.2"]),
+    "kimi-k2.5": (f"{NEW}/moonshotai--Kimi-K2.5.json", ["moonshotai/Kimi-K2.5"]),
+    "minimax-m2.5": (f"{NEW}/MiniMaxAI--MiniMax-M2.5.json", ["MiniMaxAI/MiniMax-M2.5"]),
+    "minimax-m2.7": (f"{NEW}/MiniMaxAI--MiniMax-M2.7.json", ["MiniMaxAI/MiniMax-M2.7"]),
+    "minimax-m3": (f"{NEW}/MiniMaxAI--MiniMax-M3.json", ["MiniMaxAI/MiniMax-M3"]),
+    "nemotron-3-ultra-550b-a55b": (f"{NEW}/nvidia--NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16.json",
+                                   ["nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16"]),
+    "step-3.7-flash": (f"{NEW}/stepfun-ai--Step-3.7-Flash.json", ["stepfun-ai/Step-3.7-Flash"]),
+    "mimo-7b": (f"{NEW}/XiaomiMiMo--MiMo-7B-Base.json", ["XiaomiMiMo/MiMo-7B-Base"]),
+    "olmo-3.1-32b": (f"{NEW}/allenai--Olmo-3.1-32B-Instruct.json", ["allenai/Olmo-3.1-32B-Instruct"]),
+    "smollm3-3b": (f"{NEW}/HuggingFaceTB--SmolLM3-3B.json", ["HuggingFaceTB/SmolLM3-3B"]),
+    "devstral-2-123b": (f"{NEW}/mistralai--Devstral-2-123B-Instruct.json", ["mistralai/Devstral-2-123B-Instruct"]),
+    "devstral-small-2-24b": (f"{NEW}/mistralai--Devstral-Small-2-24B-Instruct.json", ["mistralai/Devstral-Small-2-24B-Instruct"]),
 }
 
 

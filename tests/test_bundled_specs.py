@@ -41,7 +41,8 @@ def test_bundled_spec_equals_its_config(path):
     assert path.read_text(encoding="utf-8") == MAKE.render(path.stem), "run: python scripts/make_specs.py"
     assert bundled == spec_from_mapping(MAKE.derive(path.stem))
     # and its provenance names the config copy in the repository and where that copy came from
-    config = re.search(r"tests/data/(?:(?:hf|extra)_configs/\S+\.json|vllm_models/\S+/config\.json)", bundled.provenance).group(0)
+    config = re.search(r"tests/data/(?:(?:hf|extra)_configs(?:_2026)?/\S+\.json|vllm_models/\S+/config\.json)",
+                       bundled.provenance).group(0)
     assert (REPO / config).is_file() and config == MAKE.MODELS[path.stem][0]
     if "/vllm_models/" in config:  # typed from the Hub file, and tied to a real vLLM run of that model or its variants
         assert "huggingface.co/" in bundled.provenance and "start-up log" in bundled.provenance

@@ -35,7 +35,7 @@ TESTED_MODEL_TYPES = frozenset({
     # 2025-2026, against transformers 5.24 (tests/test_models_2026.py)
     "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_text", "qwen3_vl_moe_text", "minimax_m2", "ministral3", "olmo3",
     "laguna", "muse_glimmer_text", "smollm3", "glm4_moe", "glm4_moe_lite", "deepseek_v4", "deepseek_ref",
-    "minimax_m3", "minimax_m3_vl",
+    "minimax_m3", "minimax_m3_vl", "gemma4_text", "glm_moe_dsa", "deepseek_v32",
 })
 # model types with no attention at all: a fixed recurrent state per sequence
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
