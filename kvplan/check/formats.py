@@ -11,6 +11,7 @@ from __future__ import annotations
 from enum import Enum
 from typing import Any, Callable
 
+from kvplan import engines
 from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, SKIPPED, CheckReport, Verdict, short_tokens
 from kvplan.core.text import visible, wrap_pairs
 from kvplan.core.units import format_bytes
@@ -101,11 +102,20 @@ _HEADERS = ["deployment", "name", "model", "engine", "GPUs", "max len", "concurr
 
 # ------------------------------------------------------------------ text
 
+def _release_from_elsewhere(name: str | None) -> bool:
+    """Whether a verdict's engine takes its release from the file's image tag or its own default, never from
+    --vllm-version (its record has releases and no version_key): SGLang, TensorRT-LLM."""
+    if name not in engines.ENGINE_NAMES:
+        return False
+    record = engines.get(name)
+    return record.has_releases and record.version_key is None
+
+
 def _release_clause(report: CheckReport) -> str:
     """Which vLLM release's rules judged the vLLM deployments that name none; nothing when every deployment judged is
     another engine's (SGLang, TensorRT-LLM). One whose engine is unknown (a file that could not be read) keeps it."""
     judged = [v for v in report.verdicts if v.status != SKIPPED]
-    if judged and all(v.engine in ("sglang", "trtllm") for v in judged):
+    if judged and all(_release_from_elsewhere(v.engine) for v in judged):
         return ""
     return f" · vLLM deployments that pin no release judged by vLLM {report.vllm_version} rules"
 

@@ -11,6 +11,7 @@ from fractions import Fraction
 from kvplan.check.deployment import Deployment, setting
 from kvplan.check.report import CANNOT_JUDGE, FAIL, FORMAT_KVPLAN, FORMAT_VLLM_ARGS, PASS, Check, Figures, Verdict, short_tokens
 from kvplan.core.errors import KvplanError, UnsupportedError
+from kvplan import engines
 from kvplan.engines.api import Engine
 from kvplan.engines import fixes
 from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
@@ -130,11 +131,9 @@ def _judge_on(dep: Deployment, *, suggest: bool, optimistic: bool) -> Verdict:
                         f"{base.num_gpu_blocks:,} blocks judged here; {beside}")
     if edge_note:
         notes.insert(0, edge_note)
-    if dep.engine == "vllm":
-        from kvplan import engines
-
-        rel = engines.release(dep.engine, req.engine_version)
-        notes.insert(0, f"judged by vLLM {rel.version} rules (line {rel.line})")
+    release_note = engines.get(dep.engine).release_note
+    if release_note is not None:  # the engine names the rules a verdict was judged by (vLLM: the release's line)
+        notes.insert(0, release_note(req.engine_version))
     return Verdict(
         source=dep.source, document=dep.document, name=dep.name, format=dep.format, status=FAIL if failed else PASS,
         reason=reason, engine=dep.engine, model=req.spec.name, gpu=req.hardware.name or "custom", gpus=dep.gpus,

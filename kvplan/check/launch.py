@@ -51,6 +51,11 @@ _MODULES = {
     "dynamo.vllm": (DYNAMO, False),
     "dynamo.sglang": (DYNAMO, False),
 }
+# programs whose `serve` subcommand starts an engine -> (engine, takes a positional model)
+_SERVE_PROGRAMS = {"vllm": (VLLM, True), "sglang": (SGLANG, False)}
+# what an image's name says it runs, the first match winning: (engine, a word of the image's own name, a word of its
+# repository path or None): vllm/vllm-openai and builds named vllm-*, lmsysorg/sglang, nvcr.io/.../tensorrt-llm/...
+_IMAGE_MARKS = ((VLLM, "vllm", None), (SGLANG, "sglang", None), (TRTLLM, "trtllm", "tensorrt-llm"))
 _SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
 _WRAPPERS = {"nohup", "exec", "time", "command", "stdbuf", "setsid", "numactl", "taskset", "tini", "dumb-init",
              "trtllm-llmapi-launch"}  # TensorRT-LLM's MPI launcher runs the command it is given
@@ -194,10 +199,9 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
             if title is not None:
                 return [_other(title, words, env, image, gpus)]
         return []
-    if head == "vllm" and words[1:2] == ["serve"]:
-        return [EngineCall(VLLM, "vllm serve", tuple(words[2:]), True, env, image, gpus)]
-    if head == "sglang" and words[1:2] == ["serve"]:
-        return [EngineCall(SGLANG, "sglang serve", tuple(words[2:]), False, env, image, gpus)]
+    if head in _SERVE_PROGRAMS and words[1:2] == ["serve"]:
+        engine, positional = _SERVE_PROGRAMS[head]
+        return [EngineCall(engine, f"{head} serve", tuple(words[2:]), positional, env, image, gpus)]
     if head in OTHER_COMMANDS:
         return [_other(OTHER_COMMANDS[head], words, env, image, gpus)]
     if head == "trtllm-serve":
@@ -346,12 +350,9 @@ def image_engine(image: str | None) -> str | None:
         return None
     repo = split_image(image)[0].lower()
     name = repo.rsplit("/", 1)[-1]
-    if "vllm" in name:
-        return VLLM
-    if "sglang" in name:
-        return SGLANG
-    if "tensorrt-llm" in repo or "trtllm" in name:
-        return TRTLLM
+    for engine, in_name, in_repo in _IMAGE_MARKS:
+        if in_name in name or (in_repo is not None and in_repo in repo):
+            return engine
     return None
 
 

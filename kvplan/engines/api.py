@@ -181,6 +181,12 @@ class Engine:
     # whether `kvplan plan --emit` writes the engine's own deployment files (a `serve --config` file, docker-compose
     # and Kubernetes running its image: vLLM's) beside kvplan's format, which every engine has
     deployment_files: bool = False
+    # the key of kvplan's deployment format that pins the release a file is judged by (vllm_version; the check option
+    # --vllm-version gives its default); None: the file's image tag or the engine's default release says it
+    version_key: str | None = None
+    # (the release a request names, None: the default) -> the note a `kvplan check` verdict carries naming the rules it
+    # was judged by; None: the verdict's origins say it (engines/<engine>/present.py)
+    release_note: Callable[[str | None], str] | None = None
     # whether the engine has releases to choose (--engine-version; kvplan.engines.release); the static engine has none
     has_releases: bool = True
     # the engine's own KV-cache formats beyond the dtypes (vLLM's packed per-token-head ones, engines/vllm/kv_formats.py):

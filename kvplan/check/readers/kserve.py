@@ -28,6 +28,8 @@ from kvplan.check.report import FORMAT_KSERVE
 from kvplan.core.errors import InputError, UnsupportedError
 
 KINDS = {"InferenceService", "ServingRuntime", "ClusterServingRuntime", "LLMInferenceService", "LLMInferenceServiceConfig"}
+# the predictor modelFormat names KServe's Hugging Face server takes (its vLLM backend); any other is another runtime
+_HUGGINGFACE_FORMATS = frozenset({"huggingface", "vllm"})
 # the Hugging Face server's own options and KServe's model-server options (everything else goes to vLLM)
 _HF_SERVER_OPTIONS = {
     "--model_name", "--model_dir", "--model_id", "--model_revision", "--tokenizer_revision", "--max_length",
@@ -85,7 +87,7 @@ def _inference_service(doc, *, source, document, where, base_dir, name) -> list:
     args = [str(a) for a in model.get("args") or []]
     base = k8s.container_workload(container, predictor, source=source, document=document, name=name, fmt=FORMAT_KSERVE,
                                   where=f"{at}.model", base_dir=base_dir)
-    if fmt_name not in ("huggingface", "vllm"):
+    if fmt_name not in _HUGGINGFACE_FORMATS:
         return [replace(base, blocker=UnsupportedError(
             f"modelFormat {fmt_name or '(none)'}: a KServe runtime kvplan does not read", where=f"{at}.model.modelFormat",
             hint="kvplan reads the huggingface runtime (its vLLM backend)"))]

@@ -155,16 +155,16 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     ints = {k: whole(data[k], where=at(k)) for k in ("block_size", "max_num_seqs", "max_num_batched_tokens") if k in data}
     requirements = _requirements(data.get("require"), where=at("require"), defaults=defaults.requirements)
     version = None
-    releases = engines.get("vllm").releases  # vllm_version and vLLM's environment flags are read by its release rows
+    releases = record.releases  # the release a file pins (its version_key) and the engine's environment flags
     if "vllm_version" in data:
-        if engine != "vllm":
+        if record.version_key != "vllm_version":  # the key is vLLM's: the engine whose record reads it
             raise InputError(f"vllm_version applies to engine vllm, not {engine}", where=at("vllm_version"))
         version = str(data["vllm_version"])
         located(at("vllm_version"), releases.release, version)
-    elif engine == "vllm":
+    elif record.version_key is not None:  # --vllm-version: the command line's value of the same key
         version = defaults.vllm_version
     options = _engine_options(data["engine_options"], where=at("engine_options")) if "engine_options" in data else None
-    if engine == "vllm":
+    if record.derived_max_len is not None:  # an engine that refuses a length past the one it derives (vLLM)
         given = dict(options or ()) | dict(defaults.engine_options or ())  # the command line outranks the file
         check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"),
                            allow_long=releases.allow_long_flag(given.get(releases.ALLOW_LONG_OPTION)))
@@ -174,9 +174,9 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         check_length(seq, spec, raw_config[0] if raw_config else None, version=version, env={},
                      where=at("max_model_len"))
     if "sglang_args" in data:
-        features, notes = _sglang_features(data, spec, engine=engine, where=where)
+        features, notes = _sglang_features(data, spec, record=record, where=where)
     else:
-        features, spec, weight_fmt, notes = _features(data, spec, raw_config, weight_fmt, engine=engine, tp=tp, pp=pp,
+        features, spec, weight_fmt, notes = _features(data, spec, raw_config, weight_fmt, record=record, tp=tp, pp=pp,
                                                       version=version, where=where, base_dir=base_dir)
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=gpu, util=util,
                              reserve=reserve, kv_mem=kv_mem, where=where, key=key, engine_version=version,
@@ -184,11 +184,12 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     if seq_auto:
         request = dataclasses.replace(request, seq_auto=True)
     release = None
-    if engine == "vllm":
-        mirrored = releases.release(version).mirrors
-        release = (f"vLLM {mirrored} rules (vllm_version: {data['vllm_version']})" if "vllm_version" in data else
-                   f"vLLM {mirrored} rules (--vllm-version {defaults.vllm_version})" if defaults.vllm_version else
-                   f"vLLM {mirrored} rules (kvplan's default)")
+    if record.version_key is not None:  # an engine whose release the file (or --vllm-version) pins: said which
+        rules = f"{record.title} {releases.release(version).mirrors} rules"
+        option = "--" + record.version_key.replace("_", "-")
+        release = (f"{rules} ({record.version_key}: {data[record.version_key]})" if record.version_key in data else
+                   f"{rules} ({option} {defaults.vllm_version})" if defaults.vllm_version else
+                   f"{rules} (kvplan's default)")
     gpus = tp * pp
     if features is not None and features.parallel is not None:
         gpus *= features.parallel.data_parallel_size * features.parallel.prefill_context_parallel_size
@@ -200,7 +201,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
                       requirements=requirements, key=key, gpus=gpus, origins=origins, notes=tuple(notes))
 
 
-def _features(data: Mapping, spec, raw_config, weight_fmt, *, engine: str, tp: int, pp: int, version, where: str,
+def _features(data: Mapping, spec, raw_config, weight_fmt, *, record: engines.Engine, tp: int, pp: int, version, where: str,
               base_dir: Path):
     """The vLLM options of the document (FEATURE_KEYS), read as `vllm serve` reads them, and kvplan's lmcache,
     request_rate and prompt_tokens. Returns (Features or None, the model as the launch builds it, the weight format,
@@ -214,14 +215,14 @@ def _features(data: Mapping, spec, raw_config, weight_fmt, *, engine: str, tp: i
     extra = {k: data[k] for k in ("lmcache", "request_rate", "prompt_tokens") if k in data}
     if not options and not extra:
         return None, spec, weight_fmt, []
-    if engine != "vllm":
+    if record.launch_args_flag != "--vllm-args":  # FEATURE_KEYS are the options --vllm-args gives: vLLM's record's
         first = next(iter(options or extra))
-        raise InputError(f"{first} is a vLLM option; this deployment's engine is {engine}", where=f"{where}: {first}",
-                         hint="write SGLang's launch options in sglang_args" if engine == "sglang" else
+        own = record.launch_args_flag  # the engine's own launch options go in the key named as its CLI flag
+        raise InputError(f"{first} is a vLLM option; this deployment's engine is {record.name}", where=f"{where}: {first}",
+                         hint=f"write {record.title}'s launch options in {own[2:].replace('-', '_')}" if own else
                          "TensorRT-LLM's settings go in engine_options (its option spellings are read from its own files)")
-    vllm = engines.get("vllm")
-    launch = vllm.launch
-    args = vllm.options.parse_config({"pipeline_parallel_size": pp, **options}, where=where, version=version)
+    launch = record.launch
+    args = record.options.parse_config({"pipeline_parallel_size": pp, **options}, where=where, version=version)
     features, spec, notes = launch.read(args, spec, raw_config, where=where, tp=tp, base_dir=base_dir)
     weight_fmt = launch.online_quantization(args, spec, raw_config, weight_fmt, where=f"{where}: quantization")
     if "lmcache" in extra:
@@ -252,15 +253,15 @@ def _features(data: Mapping, spec, raw_config, weight_fmt, *, engine: str, tp: i
     return (features if features.any else None), spec, weight_fmt, notes
 
 
-def _sglang_features(data: Mapping, spec, *, engine: str, where: str):
+def _sglang_features(data: Mapping, spec, *, record: engines.Engine, where: str):
     """`sglang_args`: the extra options of a `python -m sglang.launch_server` launch, as the CLI's --sglang-args reads
     them (disaggregation, speculative decoding, DP attention, LoRA, HiCache), with request_rate / prompt_tokens for a
     disaggregated server's link. Returns (Features or None, notes)."""
     from kvplan.requests.build import sglang_features
 
     at = f"{where}: sglang_args"
-    if engine != "sglang":
-        raise InputError(f"sglang_args applies to engine sglang, not {engine}", where=at)
+    if record.launch_args_flag != "--sglang-args":  # the key carries what --sglang-args does: SGLang's record's
+        raise InputError(f"sglang_args applies to engine sglang, not {record.name}", where=at)
     vllm_keys = [k for k in (*FEATURE_KEYS, "lmcache") if k in data]
     if vllm_keys:
         raise InputError(f"{vllm_keys[0]} is a vLLM option; this deployment's engine is sglang", where=f"{where}: {vllm_keys[0]}",

@@ -23,6 +23,8 @@ from kvplan.core.errors import InputError, UnsupportedError
 
 _LLM_BUILDERS = ("ray.serve.llm:build_openai_app", "ray.serve.llm:build_llm_deployment",
                  "ray.serve.llm.builders:build_openai_app", "ray.serve.llm.builders:build_vllm_deployment")
+# LLMConfig.llm_engine values that run vLLM, case forgiven (Ray Serve LLM's LLMEngine enum: vLLM = "vLLM")
+_RAY_VLLM = frozenset({"vllm"})
 
 
 def claims(doc: Any) -> bool:
@@ -151,7 +153,7 @@ def _llm_configs(configs: list, cluster: GpuEvidence, image: str | None, app_env
         replicas = deployment.get("num_replicas") or scaling.get("max_replicas")
         if replicas and replicas != 1:
             notes.append(f"{replicas} replicas: judged per replica")
-        blocker = None if engine.lower() == "vllm" else UnsupportedError(f"llm_engine {engine}: kvplan reads vLLM", where=at)
+        blocker = None if engine.lower() in _RAY_VLLM else UnsupportedError(f"llm_engine {engine}: kvplan reads vLLM", where=at)
         name = str(loading.get("model_id") or model or app or index)
         items.append(Workload(source=source, document=document, name=name, fmt=FORMAT_RAY, where=at, base_dir=base_dir,
                               image=image, env=env, gpus=gpus, notes=tuple(notes), engine_config=("vllm", kwargs),

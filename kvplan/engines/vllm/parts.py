@@ -38,8 +38,9 @@ ENGINE = Engine(
     # --quantization fp8 quantizes a checkpoint not serialized in fp8 as it loads (quantization/fp8.py)
     weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"),
     # vllm/config/model.py _get_and_verify_max_len
-    release_field="vllm_release", deployment_files=True,
+    release_field="vllm_release", deployment_files=True, version_key="vllm_version",
     launch_command=deferred("kvplan.engines.vllm.present", "launch_command"),
+    release_note=deferred("kvplan.engines.vllm.present", "release_note"),
     derived_max_len=deferred("kvplan.engines.vllm.serve_args", "derived_max_model_len"),
     # `vllm serve`'s option table of each release, read from its own parser (serve_args.py)
     options=Part("kvplan.engines.vllm.serve_args", (

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import shlex
 
+from kvplan.engines.vllm import releases
+
 
 def launch_command(plan, ref: str) -> tuple[str, str | None, str]:
     """(the command that starts one replica of `plan`, no options file, the pool pin in words). The pool is pinned
@@ -21,3 +23,10 @@ def launch_command(plan, ref: str) -> tuple[str, str | None, str]:
     if plan.nodes_per_replica > 1:
         args += ["--distributed-executor-backend", "ray"]
     return shlex.join(args), None, f"--kv-cache-memory-bytes {plan.pinned_kv_bytes:,} B per GPU"
+
+
+def release_note(version: str | None) -> str:
+    """The note a `kvplan check` verdict carries: the release whose rules judged it and the line of releases they
+    hold for (engines/vllm/releases.py)."""
+    rel = releases.release(version)
+    return f"judged by vLLM {rel.version} rules (line {rel.line})"
