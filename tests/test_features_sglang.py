@@ -228,6 +228,35 @@ def test_dp_attention_on_deepseek_v3_by_hand():
             _est("deepseek-v3", tp=8, gpu="b300", seq="8K", sglang_args=f"--enable-dp-attention --dp 8 {option}")
 
 
+def test_cpu_offload_gb_moves_whole_decoder_parameters_by_hand():
+    """utils/offloader.py OffloaderV1: each rank walks its decoder layers and moves parameters whole to pinned host
+    memory until 4 x 1024**3 bytes are reached. Llama-3.1-8B in bf16, per layer: qkv_proj (4,096 + 2 x 1,024) x 4,096
+    x 2 = 50,331,648, o_proj 33,554,432, gate_up_proj 234,881,024, down_proj 117,440,512 and two norms of 8,192:
+    436,224,000. Nine layers are 3,926,016,000; the tenth's qkv, o and gate_up reach 4,244,783,104, still short,
+    and its down_proj crosses: 4,362,223,616 B in 9 x 6 + 4 = 58 parameters. 40 GB moves all 32 layers."""
+    base = _est(gpu="l4", seq="8K")
+    four = _est(gpu="l4", seq="8K", sglang_args="--cpu-offload-gb 4")
+    off = four.features.weight_offload
+    assert (off.offloaded_bytes, off.parameters_moved) == (4_362_223_616, 58)
+    assert base.weights_per_gpu_bytes - four.weights_per_gpu_bytes == 4_362_223_616
+    assert four.max_total_num_tokens > base.max_total_num_tokens
+    every = _est(gpu="l4", seq="8K", sglang_args="--cpu-offload-gb 40").features.weight_offload
+    assert (every.offloaded_bytes, every.parameters_moved) == (32 * 436_224_000, 32 * 6)
+    # at TP 2 each rank moves its own shards (per GPU, as SGLang's per-process offloader does)
+    tp2 = _est(gpu="l4", seq="8K", tp=2, sglang_args="--cpu-offload-gb 40").features.weight_offload
+    assert tp2.offloaded_bytes == 32 * (436_224_000 - 2 * 8_192) // 2 + 32 * 2 * 8_192
+
+
+@pytest.mark.parametrize("model,args,words", [
+    ("deepseek-v3", "--cpu-offload-gb 10", "quantized checkpoint"),
+    ("llama-3.1-8b", "--offload-group-size 4", "--offload-group-size"),
+    ("llama-3.1-8b", "--cpu-offload-gb 4 --enable-lora --max-lora-rank 8 --lora-target-modules q_proj", "with attention data parallelism, speculative decoding or LoRA"),
+])
+def test_cpu_offload_refuses_what_was_not_read(model, args, words):
+    with pytest.raises(UnsupportedError, match=words):
+        _est(model, tp=8 if model == "deepseek-v3" else 1, gpu="h200-141gb", seq="8K", sglang_args=args)
+
+
 def test_check_reads_dp_attention_inside_the_tp_group(cli):
     code, out, _ = cli("check", ROOT / "examples" / "deploy" / "features" / "sglang-dp-attention.sh", "--gpu", "h100",
                        "--format", "json")

@@ -6,6 +6,9 @@ model_executor/models/utils.py maybe_offload_to_cpu, the same loop): the decoder
 in order and their parameters moved to pinned host memory one by one, until the bytes moved reach
 cpu_offload_gb x 2^30 ("The space in GiB to offload to CPU, per GPU"); the parameter that crosses the line moves
 whole, the embedding and output head never move. The GPU keeps the rest; the host holds what moved, per GPU.
+SGLang 0.5.23 runs the same loop (utils/offloader.py OffloaderV1.maybe_offload_to_cpu over the decoder layers
+make_layers builds, cpu_offload_gb x 1024**3 per rank process), in its own models' parameter order
+(SGLANG_LAYER_ORDER: its Qwen3Attention registers q_norm and k_norm before qkv_proj).
 
 KV offload, native (config/vllm.py VllmConfig._post_init_kv_transfer_config: --kv-offloading-size S makes an
 OffloadingConnector with cpu_bytes_to_use = S x 2^30, summed over the TP ranks): v1/kv_offload/cpu/spec.py
@@ -65,19 +68,31 @@ _LAYER_ORDER = {
 }
 
 
-def layer_parameters(spec: ModelSpec, tp: int, bits: int) -> list[tuple[str, int]]:
-    """(name, bytes on one rank) of one decoder layer's parameters, in vLLM's order."""
-    style = _LAYER_ORDER.get(spec.architecture or "")
+# SGLang 0.5.23 (models/llama.py, which also serves Phi3ForCausalLM; mistral.py MistralForCausalLM(LlamaForCausalLM);
+# qwen2.py; qwen3.py Qwen3Attention: q_norm, k_norm, then qkv_proj, o_proj)
+SGLANG_LAYER_ORDER = {
+    "LlamaForCausalLM": "llama", "MistralForCausalLM": "llama", "Phi3ForCausalLM": "llama",
+    "Qwen2ForCausalLM": "qwen2", "Qwen3ForCausalLM": "qwen3_norms_first",
+}
+
+
+def layer_parameters(spec: ModelSpec, tp: int, bits: int, *, orders: dict[str, str] | None = None) -> list[tuple[str, int]]:
+    """(name, bytes on one rank) of one decoder layer's parameters, in the engine's order (`orders`: vLLM's by
+    default, SGLANG_LAYER_ORDER for SGLang)."""
+    orders = _LAYER_ORDER if orders is None else orders
+    style = orders.get(spec.architecture or "")
     if style is None or spec.moe is not None or spec.hidden_size is None or spec.intermediate_size is None:
         raise UnsupportedError(f"weight offload of {spec.architecture or spec.name} is not modelled", where="cpu_offload_gb",
-                               hint="kvplan walks the decoder-layer parameters of dense " + ", ".join(sorted(_LAYER_ORDER)))
+                               hint="kvplan walks the decoder-layer parameters of dense " + ", ".join(sorted(orders)))
 
     h, inter = spec.hidden_size, spec.intermediate_size
     kv_layer = next(layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS)
     q = spec.attention_heads * spec.head_dim // tp
     kv = kv_heads_per_rank(kv_layer.kv_heads, tp) * spec.head_dim
     b = bits // 8
-    out = [("self_attn.qkv_proj.weight", (q + 2 * kv) * h * b)]
+    norms_first = [("self_attn.q_norm.weight", spec.head_dim * b), ("self_attn.k_norm.weight", spec.head_dim * b)]
+    out = norms_first if style == "qwen3_norms_first" else []
+    out.append(("self_attn.qkv_proj.weight", (q + 2 * kv) * h * b))
     if style == "qwen2":
         out.append(("self_attn.qkv_proj.bias", (q + 2 * kv) * b))
     out.append(("self_attn.o_proj.weight", h * q * b))
@@ -96,12 +111,14 @@ class WeightOffloadTerms:
     parameters_moved: int
 
 
-def weight_offload(spec: ModelSpec, opts: WeightOffloadOptions, *, tp: int, bits: int, layers_on_worker: int) -> WeightOffloadTerms:
-    """The bytes UVAOffloader moves to the host on one GPU holding `layers_on_worker` decoder layers."""
+def weight_offload(spec: ModelSpec, opts: WeightOffloadOptions, *, tp: int, bits: int, layers_on_worker: int,
+                   orders: dict[str, str] | None = None) -> WeightOffloadTerms:
+    """The bytes the offloader moves to the host on one GPU holding `layers_on_worker` decoder layers (`orders`:
+    layer_parameters')."""
     if bits not in (16, 32):
         raise UnsupportedError("weight offload of a quantized checkpoint is not modelled (its parameters and scales "
                                "move one by one)", where=opts.where, hint="kvplan models 16- and 32-bit weights")
-    params = layer_parameters(spec, tp, bits)
+    params = layer_parameters(spec, tp, bits, orders=orders)
     moved = count = 0
     for _ in range(layers_on_worker):
         if moved >= opts.cpu_offload_bytes:

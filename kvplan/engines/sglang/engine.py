@@ -265,6 +265,7 @@ class _Run(driver.Run):
     dp_weights: int = 0
     dp_how: str = ""
     lora_t: sfeat.LoraTerms | None = None
+    offloaded: Any = None  # --cpu-offload-gb: features/offload.py WeightOffloadTerms
     common: dict[str, Any] = field(default_factory=dict)
     weights_total: int = 0
     in_use: int = 0
@@ -427,6 +428,8 @@ def _cells(run: _Run) -> None:
     if sg is not None and sg.hicache and (run.swa or run.has_state):
         raise UnsupportedError("HiCache of a sliding-window or Mamba hybrid is not modelled (its host pools are split "
                                "per sub-pool, hybrid_pool_assembler.py)", where=sg.where)
+    run.offloaded = sfeat.offloaded_weights(sg, spec, tp=req.tp, pp_counts=counts,
+                                            bits=_loaded_bits(req, act)) if sg is not None else None
     if run.attn_dp > 1:
         run.dp_weights, run.dp_how = sfeat.dp_attention_weights_delta(
             spec, tp=req.tp, attn_dp=run.attn_dp, linear_bits=linear_bits(spec, req.weight_fmt, act), act_bits=act.bits)
@@ -471,6 +474,8 @@ def _modelled(run: _Run) -> None:
         weights = [w + run.dp_weights for w in weights]  # attention and embedding over attn_tp (PP 1)
     if run.lora_t is not None:
         weights = [w + run.lora_t.gpu_bytes_per_rank for w in weights]  # the adapter slots, before the pool (PP 1)
+    if run.offloaded is not None:
+        weights = [w - run.offloaded.offloaded_bytes for w in weights]  # decoder-layer parameters in host memory
     non_torch = req.site.non_torch_for(req.tp, req.pp) if req.site else None  # at the layouts it was measured at
     link = link_class(getattr(facts, "interconnect", None))
     run.bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
@@ -590,7 +595,7 @@ def _pool(run: _Run) -> None:
             sg, run.req, target_cell=run.target_cell, draft_add=run.draft_add, draft_bytes=run.draft_bytes,
             draft_how=run.draft_how, page=run.page, max_running=run.max_running, draft_dup=run.draft_dup,
             dup_how=run.dup_how, dp_weights=run.dp_weights, dp_how=run.dp_how, worker_running=run.worker_running,
-            max_batch=run.max_batch, lora_t=run.lora_t, device_tokens=run.tokens)
+            max_batch=run.max_batch, lora_t=run.lora_t, device_tokens=run.tokens, offloaded=run.offloaded)
         run.notes += run.feature_record.notes
 
 
@@ -705,7 +710,8 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
                                        ("--speculative-algorithm", sg.speculative_algorithm is not None),
                                        ("attention data parallelism", sg.attn_dp_size > 1),
                                        ("LoRA slots", sg.lora_slots > 0),
-                                       ("--enable-hierarchical-cache", sg.hicache)) if on]
+                                       ("--enable-hierarchical-cache", sg.hicache),
+                                       ("--cpu-offload-gb", sg.cpu_offload_bytes > 0)) if on]
         raise UnsupportedError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} modelled from SGLang "
                                f"{newest.version}'s source only, not {rel.version}'s", where=sg.where,
                                hint=f"judge it with --engine-version {newest.version}")
@@ -726,6 +732,10 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
         if req.pp > 1 or sg.speculative_algorithm is not None or sg.disaggregation_mode is not None:
             raise UnsupportedError("attention data parallelism with PP > 1, speculative decoding or disaggregation is "
                                    "not modelled", where=sg.where, hint="judge the options one at a time")
+    if sg.cpu_offload_bytes and (sg.attn_dp_size > 1 or sg.speculative_algorithm is not None or sg.lora_slots):
+        raise UnsupportedError("--cpu-offload-gb with attention data parallelism, speculative decoding or LoRA is not "
+                               "modelled (which layers each builds, and in what order)", where=sg.where,
+                               hint="judge the options one at a time")
     if sg.speculative_algorithm is not None:
         if req.pp > 1:
             raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (which stage holds "
@@ -752,11 +762,21 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
                                "server's state slots without a radix cache)", where=sg.where)
 
 
+def _loaded_bits(req: EngineRequest, act: DType) -> int:
+    """Bits a parameter of the decoder layers as loaded: the requested format, 8 for a quantized checkpoint (which
+    weight_offload refuses: its scales move one by one), else the model dtype."""
+    if req.weight_fmt is not None:
+        return int(req.weight_fmt.bits_per_param)
+    if req.spec.quant_method is not None or req.spec.weight_dtype not in (None, "bf16", "fp16", "fp32"):
+        return 8
+    return act.bits
+
+
 def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell: int, draft_add: int,
                     draft_bytes: int, draft_how: str, page: int, max_running: int | None, dp_weights: int = 0,
                     dp_how: str = "", worker_running: int | None = None, max_batch: int | None = None,
                     lora_t: sfeat.LoraTerms | None = None, device_tokens: int | None = None, draft_dup: int = 0,
-                    dup_how: str = "") -> sfeat.SglangFeatures:
+                    dup_how: str = "", offloaded=None) -> sfeat.SglangFeatures:
     from kvplan.engines.features import disagg as shared_disagg
 
     notes: list[str] = []
@@ -806,8 +826,14 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
         notes.append(f"HiCache: {hic.host_tokens:,} tokens in {hic.host_bytes_per_rank:,} B of pinned host memory per rank "
                      f"({hic.host_bytes:,} B for the {hic.ranks} rank(s))" + (
                          "; SGLang lowers the default ratio 2.0 if the host's free memory is short" if hic.auto_sized else ""))
+    moved = offloaded.offloaded_bytes if offloaded is not None else 0
+    if offloaded is not None:
+        notes.append(f"--cpu-offload-gb: {moved:,} B of decoder-layer weights per GPU ({offloaded.parameters_moved} "
+                     f"parameters, whole) in pinned host memory, {moved * req.tp:,} B for the {req.tp} rank(s); each "
+                     "layer with moved parameters copies them to the GPU for its forward and frees them after "
+                     "(utils/offloader.py), out of the memory mem_fraction_static leaves free")
     return sfeat.SglangFeatures(options=sfeat.option_names(sg), disaggregation=dis, speculative=spec_terms,
-                                dp_attention=dp, lora=lora_t, hicache=hic,
+                                dp_attention=dp, lora=lora_t, hicache=hic, weight_offload=offloaded,
                                 weights_added_per_gpu_bytes=draft_bytes + draft_dup + dp_weights + (
-                                    lora_t.gpu_bytes_per_rank if lora_t else 0),
+                                    lora_t.gpu_bytes_per_rank if lora_t else 0) - moved,
                                 notes=tuple(notes))

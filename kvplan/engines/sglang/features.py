@@ -113,6 +113,7 @@ from kvplan.engines.runtime.weights import stage_weight_bytes
 
 if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
     from kvplan.engines.features import disagg as shared_disagg
+    from kvplan.engines.features import offload as shared_offload
     from kvplan.engines.features import speculative as shared_spec
 
 MODES = ("prefill", "decode")
@@ -169,6 +170,7 @@ class SglangOptions:
     hicache: bool = False
     hicache_ratio: float | None = None  # None: the default 2.0, auto-sized against host memory
     hicache_size_gb: int = 0  # --hicache-size (decimal GB); 0: the ratio
+    cpu_offload_bytes: int = 0  # --cpu-offload-gb x 1024**3 per rank; 0: off
     where: str = "sglang"
 
     @property
@@ -185,7 +187,8 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
     attn_dp = attention_dp_size(args, where=where)
     lora = _lora(args, where=where)
     hicache = _hicache(args, where=where)
-    if mode is None and algo is None and attn_dp == 1 and not lora and not hicache:
+    offload = _cpu_offload(args, where=where)
+    if mode is None and algo is None and attn_dp == 1 and not lora and not hicache and not offload:
         for dest in ("speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
                      "speculative_num_draft_tokens"):
             if args.given(dest):
@@ -193,7 +196,7 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
                                  + args.written.get(dest, "--" + dest.replace("_", "-")),
                                  hint="add --speculative-algorithm EAGLE, EAGLE3 or NEXTN, or drop it")
         return None
-    out: dict[str, Any] = {"where": where, "attn_dp_size": attn_dp, **lora, **hicache}
+    out: dict[str, Any] = {"where": where, "attn_dp_size": attn_dp, **lora, **hicache, **offload}
     if mode is not None:
         backend = str(args.get("disaggregation_transfer_backend") or "mooncake")
         if backend in BACKENDS_NOT_MODELLED:
@@ -267,6 +270,15 @@ def _hicache(args, *, where: str) -> dict:
     if size < 0:
         raise InputError(f"--hicache-size must be at least 0, got {size}", where=at)
     return dict(hicache=True, hicache_ratio=None if ratio is None else float(ratio), hicache_size_gb=int(size))
+
+
+def _cpu_offload(args, *, where: str) -> dict:
+    """--cpu-offload-gb G: utils/offloader.py OffloaderV1 moves G x 1024**3 bytes of decoder-layer parameters of each
+    rank to pinned host memory (features/offload.py weight_offload walks them)."""
+    gb = args.get("cpu_offload_gb", 0) or 0
+    if gb < 0:
+        raise InputError(f"--cpu-offload-gb must be at least 0, got {gb}", where=f"{where}: --cpu-offload-gb")
+    return {"cpu_offload_bytes": int(gb * 1024**3)} if gb else {}
 
 
 def attention_dp_size(args, *, where: str) -> int:
@@ -524,7 +536,8 @@ class SglangFeatures:
     dp_attention: DpAttentionTerms | None
     lora: LoraTerms | None
     hicache: HiCacheTerms | None
-    weights_added_per_gpu_bytes: int
+    weight_offload: shared_offload.WeightOffloadTerms | None  # --cpu-offload-gb: what moved to the host, per GPU
+    weights_added_per_gpu_bytes: int  # less what --cpu-offload-gb moved
     notes: tuple[str, ...]
 
 
@@ -540,6 +553,8 @@ def option_names(opts: SglangOptions) -> tuple[str, ...]:
         out.append("--enable-lora")
     if opts.hicache:
         out.append("--enable-hierarchical-cache")
+    if opts.cpu_offload_bytes:
+        out.append("--cpu-offload-gb")
     return tuple(out)
 
 
@@ -656,3 +671,17 @@ def hicache_terms(opts: SglangOptions, *, cell_per_rank: int, device_tokens: int
                         auto_sized=opts.hicache_ratio is None and opts.hicache_size_gb == 0,
                         bytes_per_token=cell_per_rank, device_tokens=device_tokens, host_tokens=tokens,
                         host_bytes_per_rank=per_rank, ranks=ranks, host_bytes=per_rank * ranks)
+
+
+def offloaded_weights(opts: SglangOptions, spec: ModelSpec, *, tp: int, pp_counts: list[int],
+                      bits: int) -> shared_offload.WeightOffloadTerms | None:
+    """What --cpu-offload-gb moves to the host on the most loaded GPU: each rank walks its own stage's decoder layers
+    (make_layers builds a stage's layers only), so the first stage's count decides at PP 1 and the smallest move at
+    PP > 1 is the one that leaves the most on a GPU."""
+    if not opts.cpu_offload_bytes:
+        return None
+    offload = shared.offload
+    options = offload.WeightOffloadOptions(cpu_offload_bytes=opts.cpu_offload_bytes, where=f"{opts.where}: --cpu-offload-gb")
+    moves = [offload.weight_offload(spec, options, tp=tp, bits=bits, layers_on_worker=n,
+                                    orders=offload.SGLANG_LAYER_ORDER) for n in pp_counts]
+    return min(moves, key=lambda m: m.offloaded_bytes)

@@ -807,11 +807,12 @@ MODELLED = frozenset({
 # set to anything else, the launch cannot be judged (exit 3). --disaggregation-mode and --speculative-algorithm
 # (with its draft path, steps, top-k and draft tokens) are modelled by engines/sglang/features.py, which refuses
 # the algorithms and backends it does not model; so are --enable-dp-attention / --attn-dp-size (for the model
-# classes it read), --enable-lora / --lora-paths (with a given rank and modules) and --enable-hierarchical-cache.
+# classes it read), --enable-lora / --lora-paths (with a given rank and modules), --enable-hierarchical-cache and
+# --cpu-offload-gb.
 NOT_MODELLED: dict[str, tuple[Any, str]] = {
     "quantization": (None, "online or forced weight quantization changes the weight bytes by layer type"),
     "max_total_tokens": (None, "a fixed token pool instead of the memory budget"),
-    "cpu_offload_gb": (0, "weights offloaded to CPU memory"),
+    "offload_group_size": (0, "layer-group weight offload (OffloaderV2: prefetched groups)"),
     "json_model_override_args": ("{}", "config.json values overridden at load time"),
     "swa_full_tokens_ratio": (None, "the sliding-window pool's share"),
     "mamba_full_memory_ratio": (None, "the Mamba state pool's share"),
