@@ -10,6 +10,7 @@ Prints, for kvplan/:
   engines/logcheck.py, ...), and of those the ones from outside engines/;
 - comparisons with an engine name ("vllm", "sglang", "trtllm", "static") outside engines/;
 - functions over 80 lines in engines/;
+- comparisons of a layer kind outside the kinds' own module, the engines' specs tables and presentation;
 - imports of kvplan modules inside functions outside cli/.
 --list prints every instance under its count.
 """
@@ -24,7 +25,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 
-from archgraph import MODULES, cycles, engine_name_comparisons, engine_of, import_edges, long_functions  # noqa: E402
+from archgraph import (MODULES, cycles, engine_name_comparisons, engine_of, import_edges, kind_comparisons,  # noqa: E402
+                       long_functions, may_compare_kinds)
 
 
 def main() -> None:
@@ -49,13 +51,15 @@ def main() -> None:
             internal.append(item)
             if not module.startswith("kvplan.engines"):
                 internal_outside.append(item)
-    names, longs, lazy = [], [], []
+    names, longs, lazy, kinds = [], [], [], []
     for module, path in MODULES.items():
         tree = ast.parse(path.read_text(encoding="utf-8"))
         if not module.startswith("kvplan.engines"):
             names += [f"{module}:{line}" for line in engine_name_comparisons(tree)]
         else:
             longs += [f"{module}.{name} ({n} lines)" for name, n in long_functions(tree)]
+        if not may_compare_kinds(module):
+            kinds += [f"{module}:{line}" for line in kind_comparisons(tree)]
         if not module.startswith("kvplan.cli"):
             lazy += sorted({f"{module}:{e.line}" for e in edges[module] if e.in_function})  # per statement
     rows = [("import cycles (every edge)", [" <-> ".join(c) for c in found]),
@@ -64,6 +68,7 @@ def main() -> None:
             ("  of which from outside engines/", internal_outside),
             ("engine-name comparisons outside engines/", names),
             ("functions over 80 lines in engines/", longs),
+            ("layer-kind comparisons outside specs/presentation", kinds),
             ("function-level kvplan imports outside cli/", lazy)]
     for title, items in rows:
         print(f"{title:50s} {len(items)}")

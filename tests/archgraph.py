@@ -160,3 +160,52 @@ def long_functions(tree: ast.AST, limit: int = 80) -> list[tuple[str, int]]:
     """(name, lines) of every function longer than `limit` lines, nested ones included."""
     return [(node.name, node.end_lineno - node.lineno + 1) for node in ast.walk(tree)
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.end_lineno - node.lineno + 1 > limit]
+
+
+# the layer kinds (kvplan/core/layers.py: one class each, KINDS its table) and the names that hold them; "none" is
+# left out of the spellings: it is also the word of every other `none` a file compares with
+_KIND_NAMES = {"FULL", "SLIDING", "CHUNKED", "MLA", "STATE", "NONE", "COMPRESSED", "COMPRESSED_INDEXED", "INDEXED_MLA",
+               "INDEXED_FULL", "HEADED_KINDS", "WINDOWED_KINDS", "LAYER_KINDS", "ENGINE_BASE_KINDS"}
+
+
+def _kind_spellings() -> set[str]:
+    from kvplan.core.layers import LAYER_KINDS
+
+    return set(LAYER_KINDS) - {"none"}
+
+
+def kind_comparisons(tree: ast.AST) -> list[int]:
+    """Line numbers of comparisons of a layer kind (`layer.kind == "mla"`, `g.kind in (FULL, SLIDING)`, `kind in
+    HEADED_KINDS`): a comparison with a kind's spelling or name whose other side reads a `kind`."""
+    spellings = _kind_spellings()
+
+    def names_kind(node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant):
+            return node.value in spellings
+        if isinstance(node, ast.Name):
+            return node.id in _KIND_NAMES
+        if isinstance(node, ast.Attribute):
+            return node.attr in _KIND_NAMES
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(names_kind(e) for e in node.elts)
+        return False
+
+    def reads_kind(node: ast.AST) -> bool:
+        return any((isinstance(n, ast.Name) and "kind" in n.id.lower()) or
+                   (isinstance(n, ast.Attribute) and "kind" in n.attr.lower()) for n in ast.walk(node))
+
+    lines = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Compare):
+            operands = [node.left, *node.comparators]
+            if any(names_kind(o) for o in operands) and any(reads_kind(o) for o in operands):
+                lines.append(node.lineno)
+    return lines
+
+
+def may_compare_kinds(module: str) -> bool:
+    """Where a layer-kind comparison belongs (issue 24): the kinds' own module, an engine's table of kind -> page or
+    pool rule (engines/<engine>/specs.py), and presentation (cli/, engines/<engine>/present.py)."""
+    parts = module.split(".")
+    return (module == "kvplan.core.layers" or module.startswith("kvplan.cli.")
+            or (engine_of(module) is not None and parts[-1] in ("specs", "present")))

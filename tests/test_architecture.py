@@ -14,7 +14,8 @@ from pathlib import Path
 
 import ast
 
-from archgraph import MODULES, cycles, engine_name_comparisons, engine_of, import_edges, imports, long_functions
+from archgraph import (MODULES, cycles, engine_name_comparisons, engine_of, import_edges, imports, kind_comparisons,
+                       long_functions, may_compare_kinds)
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -82,6 +83,9 @@ OUTSIDE_ENGINE_IMPORTS_MAX = 0
 ENGINE_NAME_COMPARISONS_MAX = 2
 # imports of kvplan modules written inside a function, outside cli/ (one per statement): each is a dependency the
 # module's header does not show. The few kept say why beside them (a measured start-up cost, benchmarks/cold_start.py)
+# comparisons of a layer kind's spelling outside core/layers.py, the engines' specs tables and presentation: each is a
+# place a new kind must be added by hand (issue 24: a layer kind would touch about 11 files)
+KIND_COMPARISONS_MAX = 147
 FUNCTION_LEVEL_IMPORTS_MAX = 98
 # functions over 80 lines in kvplan/engines/: an engine's memory model is steps the driver (engines/driver.py) calls
 ENGINE_LONG_FUNCTIONS_MAX = 6
@@ -132,3 +136,20 @@ def test_long_functions_in_engines_do_not_grow():
     found = [f"{name}.{fn} ({n} lines)" for name, path in MODULES.items() if name.startswith("kvplan.engines")
              for fn, n in long_functions(ast.parse(path.read_text(encoding="utf-8")))]
     assert len(found) <= ENGINE_LONG_FUNCTIONS_MAX, "\n".join(found)
+
+
+def test_kind_comparisons_outside_specs_and_presentation_do_not_grow():
+    """A layer kind is a class (kvplan/core/layers.py); an engine maps kinds to its rules in one table. A new
+    `layer.kind == "mla"` elsewhere fails here (scripts/architecture_counts.py --list names them)."""
+    found = [f"{name}:{line}" for name, path in MODULES.items() if not may_compare_kinds(name)
+             for line in kind_comparisons(ast.parse(path.read_text(encoding="utf-8")))]
+    assert len(found) <= KIND_COMPARISONS_MAX, "\n".join(found)
+
+
+def test_the_kind_counter_tells_a_layer_kind_from_other_kinds():
+    """It counts a layer's kind compared with a kind's spelling or constant, not an option's or a load's kind."""
+    code = ("a = layer.kind == 'mla'\nb = g.kind in (FULL, SLIDING)\nc = kind in HEADED_KINDS\n"
+            "d = opt.kind == 'flag'\ne = load.kind == 'concurrency'\nf = kind not in ('modelled', 'none')\n")
+    assert kind_comparisons(ast.parse(code)) == [1, 2, 3]
+    assert may_compare_kinds("kvplan.cli.views.vllm") and may_compare_kinds("kvplan.engines.vllm.specs")
+    assert not may_compare_kinds("kvplan.check.deployment") and not may_compare_kinds("kvplan.engines.vllm.engine")
