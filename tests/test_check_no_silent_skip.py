@@ -190,3 +190,21 @@ def test_the_corpus_launches_that_were_skipped_are_judged(cli):
             else:
                 assert v["status"] == "cannot_judge" and needle in v["reason"], (name, v["reason"])
         assert code == 3, name
+
+
+def test_a_container_sh_c_script_kvplan_cannot_read_is_cannot_judge_not_skipped(cli, tmp_path):
+    # issue 26: a real GKE manifest (tests/data/deployments/SOURCES.md) whose `sh -c` script lost a closing quote,
+    # in an image kvplan does not know and with no GPU resource: the container was skipped as starting nothing
+    real = ROOT / "tests" / "data" / "deployments" / "k8s" / "gke-hdml-llama33-70b-localpath-4x-h100.yaml"
+    text = real.read_text()
+    for old, new in (("image: vllm/vllm-openai:v0.8.5", "image: registry.example.com/acme/server:1"),
+                     ("vllm serve '/data/Llama-3.3-70B-Instruct'", "vllm serve '/data/Llama-3.3-70B-Instruct"),
+                     ('            nvidia.com/gpu: "4"\n', "")):
+        assert old in text, old
+        text = text.replace(old, new)
+    path = tmp_path / "deployment.yaml"
+    path.write_text(text)
+    code, report = check(cli, path)
+    container = report["verdicts"][0]
+    assert code == 3 and container["status"] == "cannot_judge", container
+    assert "cannot read" in container["reason"] and "inference-server" in container["reason"]

@@ -72,7 +72,12 @@ def calls_of(workload: Workload) -> list[launch.EngineCall]:
             if not err.where:
                 err.where = workload.where
             raise
-    calls = launch.calls_in_words(list(workload.words), workload.env, image=workload.image) if workload.words else []
+    try:
+        calls = launch.calls_in_words(list(workload.words), workload.env, image=workload.image) if workload.words else []
+    except KvplanError as err:  # an `sh -c` script it cannot read: located at the workload
+        if not err.where:
+            err.where = workload.where
+        raise
     if not calls and launch.other_server_image(workload.image) and not launch.image_engine(workload.image):
         # the image's own server runs (no command, or one kvplan does not read): cannot judge, naming it
         title = launch.other_server_image(workload.image)

@@ -13,6 +13,7 @@ from typing import Mapping
 
 from kvplan.check import shell
 from kvplan.check.gpus import GpuEvidence
+from kvplan.core.errors import UnsupportedError
 
 VLLM, SGLANG, TRTLLM, DYNAMO = "vllm", "sglang", "trtllm", "dynamo"
 OTHER = "other"  # an LLM server kvplan does not model: found so that it is "cannot judge", never skipped
@@ -179,8 +180,11 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
             return []
         try:
             return calls_in_shell(script, env)
-        except shell.ShellSyntaxError:
-            return []
+        except shell.ShellSyntaxError as err:
+            # the script may start a server: a text kvplan cannot read is said, never passed over as one that
+            # starts nothing (issue 26: a container's unreadable `sh -c` was skipped)
+            raise UnsupportedError(f"`{words[0]} -c` runs a script kvplan cannot read: {err}",
+                                   hint="judge the launch it runs with --vllm-args") from None
     if head == "docker" and words[1:2] == ["run"]:
         return _docker_run(words[2:], env)
     if re.fullmatch(r"python(\d+(\.\d+)?)?", head):
