@@ -114,6 +114,10 @@ READ: dict[str, frozenset[str]] = {k: frozenset(v) for k, v in {
     # MiniMax-M3: full attention, with the lightning indexer's key on the layers sparse_attention_config lists
     # (hf_config._minimax_sparse_kinds reads the section key by key); mlp_layer_types / moe_layer_freq: params.py
     "minimax_m3": {"sparse_attention_config", "layer_types", "mlp_layer_types"},
+    # Hunyuan-A13B as its own file spells it (remote code; transformers' native class is hunyuan_v1_moe): GQA of
+    # attention_head_dim; cross-layer KV sharing (use_cla, cla_share_factor) and MLA (use_mla) are refused when on
+    # (hf_config._hunyuan_fields)
+    "hunyuan": {"attention_head_dim"},
     "minimax_m3_vl": {"sparse_attention_config", "layer_types", "mlp_layer_types"},
 }.items()}
 

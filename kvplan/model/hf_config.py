@@ -35,7 +35,7 @@ TESTED_MODEL_TYPES = frozenset({
     # 2025-2026, against transformers 5.24 (tests/test_models_2026.py)
     "qwen3_5_text", "qwen3_5_moe_text", "qwen3_vl_text", "qwen3_vl_moe_text", "minimax_m2", "ministral3", "olmo3",
     "laguna", "muse_glimmer_text", "smollm3", "glm4_moe", "glm4_moe_lite", "deepseek_v4", "deepseek_ref",
-    "minimax_m3", "minimax_m3_vl", "gemma4_text", "glm_moe_dsa", "deepseek_v32",
+    "minimax_m3", "minimax_m3_vl", "gemma4_text", "glm_moe_dsa", "deepseek_v32", "hunyuan",
 })
 # model types with no attention at all: a fixed recurrent state per sequence
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
@@ -187,6 +187,33 @@ def _compressed_kinds(cfg: Mapping, layers: int, spec: dict, layout: dict, where
     spec["index_head_dim"] = index_dim
     layout["compress_ratios"] = [rates.get(t, 0) for t in types]
     return [COMPRESSED_INDEXED if t == _V4_CSA else COMPRESSED for t in types]
+
+
+def _hunyuan_fields(cfg: dict, where: str) -> None:
+    """Hunyuan-A13B's file (model_type hunyuan, remote code) in the spelling the readers below share. Its MoE settings
+    are per layer (moe_intermediate_size, moe_topk, num_shared_expert: vLLM 0.33 models/hunyuan_v1.py indexes them
+    by layer); one value on every layer is read as that value, different ones are refused naming the key. The shared
+    MLP (use_mixed_mlp_moe) is intermediate_size x num_shared_expert wide (vLLM; transformers' HunYuanMoEV1Moe:
+    intermediate_size), read as DeepSeek's shared experts of n x moe_intermediate_size where the two agree.
+    Cross-layer KV sharing (use_cla) and MLA (use_mla) change the cache and are refused when on."""
+    for key in ("use_cla", "use_mla"):
+        if cfg.get(key):
+            raise UnsupportedError(f"{key} is not modelled for Hunyuan", where=f"{where}: {key}",
+                                   hint="kvplan refuses rather than guesses the cache")
+    layers = cfg.get("num_hidden_layers")
+    for key in ("moe_intermediate_size", "moe_topk", "num_shared_expert"):
+        value = cfg.get(key)
+        if isinstance(value, list):
+            if len(value) != layers or len(set(map(repr, value))) != 1:
+                raise UnsupportedError(f"{key} differing by layer is not modelled (one value on every layer is)",
+                                       where=f"{where}: {key}")
+            cfg[key] = value[0]
+    cfg.setdefault("num_experts_per_tok", cfg.get("moe_topk"))
+    if cfg.get("use_mixed_mlp_moe") and cfg.get("num_experts"):
+        if cfg.get("moe_intermediate_size") != cfg.get("intermediate_size"):
+            raise UnsupportedError("a shared MLP whose width differs from the experts' is not modelled",
+                                   where=f"{where}: moe_intermediate_size")
+        cfg["n_shared_experts"] = int(cfg.get("num_shared_expert") or 1)
 
 
 MINIMAX_SPARSE_MODEL_TYPES = frozenset({"minimax_m3", "minimax_m3_vl"})
@@ -433,6 +460,8 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         # transformers NemotronHConfig: the list's length is the number of layers (num_hidden_layers is ignored;
         # Nemotron-3 Ultra's file has none)
         cfg["num_hidden_layers"] = len(cfg["layers_block_type"])
+    if model_type == "hunyuan":  # its per-layer MoE lists, before validate_config refuses a list where a number goes
+        _hunyuan_fields(cfg, where)
     validate_config(raw, cfg, where)
     if model_type in _REFUSED_MODEL_TYPES:
         raise UnsupportedError(f"model_type {model_type!r} is not modelled", where=f"{where}: model_type",

@@ -73,7 +73,7 @@ _UNTIED_BY_DEFAULT = {"llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen
 # LayerNorm with a bias (weight + bias per norm) rather than RMSNorm (weight only)
 _LAYER_NORM = {"gpt2", "falcon", "phi", "gpt_neox", "starcoder2", "gpt_bigcode"}
 # per-head RMSNorm on queries and keys (Qwen3, Gemma-3: q_norm / k_norm of head_dim each)
-_QK_NORM = {"qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "qwen3_5_text", "qwen3_5_moe_text",
+_QK_NORM = {"hunyuan", "qwen3", "qwen3_moe", "qwen3_next", "gemma3", "gemma3_text", "qwen3_5_text", "qwen3_5_moe_text",
             "qwen3_vl_text", "qwen3_vl_moe_text"}
 # sandwich norms: input, post_attention, pre_feedforward, post_feedforward (Gemma-2/3)
 _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text", "muse_glimmer_text"}
