@@ -141,9 +141,13 @@ def test_kv_heads_what_if(cli, configs):
 
 
 def test_human_output_states_units(cli, configs):
-    code, out, _ = cli("estimate", configs / "llama-2-7b.json", "--engine", "static", "--seq", "4K", "--kv-dtype", "fp16", "--gpu", "a100-80gb")
+    args = ("estimate", configs / "llama-2-7b.json", "--engine", "static", "--seq", "4K", "--kv-dtype", "fp16", "--gpu",
+            "a100-80gb")
+    code, out, _ = cli(*args)
     assert code == 0
-    assert "512.00 KiB (524,288 B)" in out and "2.00 GiB (2,147,483,648 B)" in out and "fits" in out
+    assert "512.00 KiB" in out and "2.00 GiB" in out and "fits" in out and " B)" not in out
+    code, out, _ = cli(*args, "--detail")  # the exact bytes beside each figure
+    assert code == 0 and "512.00 KiB (524,288 B)" in out and "2.00 GiB (2,147,483,648 B)" in out
 
 
 def test_estimate_and_help_do_not_import_torch(configs):

@@ -8,6 +8,7 @@ import json
 import re
 
 from golden import harness
+from kvplan.analysis import plotting
 from kvplan.analysis.workload import poisson_arrivals
 from kvplan.engines import logcheck, sitefit
 from kvplan.engines.calibration import SiteProfile
@@ -324,3 +325,40 @@ def test_calibrate_says_which_figures_rest_on_a_default():
     assert "max_num_seqs" not in (harness.ROOT / path).read_text(encoding="utf-8", errors="replace")
     log = json.loads(kvplan(f"calibrate {path} --models-dir tests/data/vllm_models --json")[1])["logs"][0]
     assert "max_num_seqs 1,024: vLLM 0.10's default for this GPU (the log does not print it)" in log["read"]
+
+
+# ------------------------------------------------------------------ output volume
+
+def test_estimate_shows_byte_counts_only_in_the_detail_view_and_json():
+    line = "estimate llama-3.1-8b --seq 32K --gpu h100"
+    default, detail = kvplan(line)[1], kvplan(line + " --detail")[1]
+    exact = json.loads(kvplan(line + " --json")[1])["available_kv_bytes"]
+    assert " B)" not in default and "GiB" in default
+    assert f"({exact:,} B)" in detail  # the JSON's integer, written out in the detail view
+    assert len(default.splitlines()) == len(detail.splitlines())  # the same rows, shorter
+    assert kvplan(line + " --detail --brief")[0] == 2
+
+
+def test_check_text_does_not_repeat_its_findings_on_stderr():
+    """The text report names each unjudged deployment and why; stderr says how many in one line. --json keeps one
+    error line per finding (stdout is then for machines)."""
+    code, out, err = kvplan("check examples/deploy/vllm")
+    reasons = [x for x in out.splitlines() if x.startswith("CANNOT JUDGE examples")]  # the details, not the table
+    assert code == 3 and len(reasons) == 3
+    assert err.splitlines() == ["error: 3 cannot be judged, of 3 deployments (the report says why)"]
+    code, _, err = kvplan("check examples/deploy/vllm --json")
+    assert len([x for x in err.splitlines() if x.startswith("error: ")]) == 3
+
+
+def test_terminal_plot_curves_differ_without_colour():
+    """Two curves that cross: each has its own point glyph and its own join glyph, and the legend shows both."""
+    chart = plotting.Chart(title="t", x_label="x", y_label="y", y_log=False, series=(
+        plotting.Series("rising", (1024, 2048, 4096, 8192), (1.0, 2.0, 3.0, 4.0)),
+        plotting.Series("falling", (1024, 2048, 4096, 8192), (4.0, 3.0, 2.0, 1.0))))
+    text = plotting.render_text(chart)
+    legend = [x for x in text.splitlines() if x.endswith(("rising", "falling"))]
+    glyphs = [set(x.split(" ")[0]) for x in legend]
+    assert len(legend) == 2 and glyphs[0].isdisjoint(glyphs[1])
+    plot_area = "\n".join(x for x in text.splitlines() if "┤" in x)
+    for g in glyphs:
+        assert all(ch in plot_area for ch in g)

@@ -20,6 +20,9 @@ from kvplan.core.io import write_file
 
 GiB = 1 << 30
 _MARKERS = "●▲■◆✚✱○△□◇"
+# what joins a curve's points, one glyph per curve (with _MARKERS: every curve told apart without colour, where two
+# run close or cross); none is a limit line's glyph
+_JOINS = "·:'~^\""
 _LIMIT_MARKS = "─┄═┈╌"
 _MPL_MARKERS = "o^sD+*v<>p"
 
@@ -188,20 +191,20 @@ def render_text(chart: Chart, *, width: int = 72, height: int = 18, columns: int
                     grid[r][c] = mark
         legend.append(f"{mark * 3} {s.label} ({_y_text(chart, s.ys[0])})")
     for i, s in enumerate(curves):
-        marker = _MARKERS[i % len(_MARKERS)]
+        marker, join = _MARKERS[i % len(_MARKERS)], _JOINS[i % len(_JOINS)]
         pts = sorted(zip(s.xs, s.ys))
-        for (xa, ya), (xb, yb) in ([] if s.scatter else zip(pts, pts[1:])):  # join neighbouring points with light dots
+        for (xa, ya), (xb, yb) in ([] if s.scatter else zip(pts, pts[1:])):  # join neighbouring points with its own glyph
             ca, cb = col(xa), col(xb)
             for c in range(ca + 1, cb):
                 frac = (c - ca) / (cb - ca)
                 r = row(ya + frac * (yb - ya)) if not chart.y_log else row(math.exp(math.log(max(ya, 1e-9)) + frac * (math.log(max(yb, 1e-9)) - math.log(max(ya, 1e-9)))))
                 if r is not None and 0 <= r < height and grid[r][c] in " " + _LIMIT_MARKS:
-                    grid[r][c] = "·"
+                    grid[r][c] = join
         for x, y in pts:
             r = row(y)
             if r is not None and 0 <= r < height:
                 grid[r][col(x)] = marker
-        legend.append(f" {marker}  {s.label}")
+        legend.append(f"{join}{marker}{join} {s.label}" if not s.scatter else f" {marker}  {s.label}")
     labels = {0: hi, height - 1: lo, (height - 1) // 2: (hi + lo) / 2}
     gutter = 10
 

@@ -47,6 +47,7 @@ MaxTokOpt = Annotated[Optional[int], typer.Option("--max-num-batched-tokens", he
 KvHeadsOpt = Annotated[Optional[int], typer.Option("--kv-heads", help="What-if: override the KV heads of every attention layer.", show_default=False, parser=whole_number)]
 HeadDimOpt = Annotated[Optional[int], typer.Option("--head-dim", help="What-if: override the head dimension.", show_default=False, parser=whole_number)]
 OptimisticOpt = Annotated[bool, typer.Option("--optimistic", help="Judge a modelled engine budget by its modelled value (what the engine most likely logs). By default the verdict, the longest context and the fixes are judged at the low edge of its band (the terms' measured error), as kvplan check judges.")]
+DetailOpt = Annotated[bool, typer.Option("--detail", help="Every figure with its exact byte count beside the readable one (the default view rounds to KiB/MiB/GiB; --json has the bytes).")]
 BriefOpt = Annotated[bool, typer.Option("--brief", help="The answer alone, in at most 8 lines of 80 columns: the verdict and its engine, the concurrency at the asked length, the longest length, the fix.")]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print one JSON object (keys: docs/json.md).")]
 VllmArgsOpt = Annotated[Optional[str], typer.Option("--vllm-args", help="Extra `vllm serve` options, as vLLM spells them (--engine vllm): speculative decoding, LoRA, offload, data / expert / context parallelism, KV connectors, ... (docs/engines/features/).", show_default=False)]

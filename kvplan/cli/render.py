@@ -6,6 +6,8 @@ The only module that formats numbers for people. JSON is the result dataclass it
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import os
 import sys
 from kvplan.core.io import to_json, write_file  # noqa: F401  (commands print through render)
@@ -267,11 +269,29 @@ def print_records(console, title: str | None, headers: list[str], rows: list[lis
             emit(" " * (lead + 2) + line)
 
 
+# whether size() prints the exact bytes beside the readable figure: on, except where a view turns them off for its
+# short form (estimate without --detail: the bytes are in --detail and --json)
+_EXACT_BYTES = contextvars.ContextVar("exact_bytes", default=True)
+
+
+@contextlib.contextmanager
+def exact_bytes(on: bool):
+    """size() inside the block prints the exact bytes (on) or the readable figure alone (off)."""
+    token = _EXACT_BYTES.set(on)
+    try:
+        yield
+    finally:
+        _EXACT_BYTES.reset(token)
+
+
 def size(n: int | None) -> str:
-    """'12.50 GiB (13,421,772,800 B)': the exact bytes beside the readable figure."""
+    """'12.50 GiB (13,421,772,800 B)': the exact bytes beside the readable figure ('12.50 GiB' under
+    exact_bytes(False)); below 1 KiB the bytes alone."""
     if n is None:
         return "—"
-    return f"{format_bytes(n)} ({n:,} B)" if abs(n) >= 1024 else f"{n:,} B"
+    if abs(n) < 1024:
+        return f"{n:,} B"
+    return f"{format_bytes(n)} ({n:,} B)" if _EXACT_BYTES.get() else format_bytes(n)
 
 
 def _box():

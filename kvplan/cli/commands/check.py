@@ -115,8 +115,19 @@ def check(
                        vllm_version=vllm_version, optimistic=optimistic, models_dir=models_dir, offline=offline,
                        gpu_reserved=gpu_reserved, engine_option=engine_option, calibration=calibration,
                        allow_path=allow_path)
-    for verdict in report.verdicts:
-        if verdict.status in (INVALID, CANNOT_JUDGE):
+    unsure = [v for v in report.verdicts if v.status in (INVALID, CANNOT_JUDGE)]
+    if chosen is report_formats.Format.TEXT and output is None and not (len(unsure) == 1 and unsure[0].status == INVALID):
+        # the text report on stdout gives each reason: stderr says how many in one line, not the findings again (a
+        # single invalid file keeps its own error line, the contract of bad input)
+        if unsure:
+            invalid = sum(v.status == INVALID for v in unsure)
+            unjudged = len(unsure) - invalid
+            parts = ([f"{invalid:,} invalid"] if invalid else []) + ([f"{unjudged:,} cannot be judged"] if unjudged else [])
+            total = len(report.verdicts)
+            print(f"error: {' and '.join(parts)}, of {total:,} deployment{'s' if total != 1 else ''} (the report says why)",
+                  file=sys.stderr)
+    else:
+        for verdict in unsure:
             print(f"error: {verdict.reason}", file=sys.stderr)
     from kvplan.cli.render import terminal_width
 

@@ -7,7 +7,7 @@ import sys
 import typer
 
 from kvplan.cli.edge import guarded
-from kvplan.cli.options import (BatchOpt, BlockOpt, BriefOpt, CalibrationOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
+from kvplan.cli.options import (BatchOpt, BlockOpt, BriefOpt, CalibrationOpt, DetailOpt, DtypeOpt, EngineOpt, EngineOptionOpt, EngineVersionOpt, GpuMemOpt,
                                 GpuOpt, GpuReservedOpt, GpusOpt, GpuUtilOpt, HeadDimOpt, JsonOpt, KvDtypeOpt, KvHeadsOpt,
                                 KvMemOpt, MaxSeqsOpt, MaxTokOpt, ModelArg, ModelsDirOpt, OfflineOpt, OptimisticOpt, PpOpt, PromptOpt, RateOpt,
                                 ReserveOpt, SeqOpt, SglangArgsOpt, TpOpt, VllmArgsOpt)
@@ -47,6 +47,7 @@ def estimate(
     calibration: CalibrationOpt = None,
     optimistic: OptimisticOpt = False,
     brief: BriefOpt = False,
+    detail: DetailOpt = False,
     json_out: JsonOpt = False,
     models_dir: ModelsDirOpt = None,
     offline: OfflineOpt = False,
@@ -54,7 +55,7 @@ def estimate(
     """KV cache, weights and fit for MODEL at --seq tokens x --batch sequences (exit 1 if a GPU was given and it does not fit)."""
     from kvplan.api.estimate import run
     from kvplan.cli import render, views
-    from kvplan.core.errors import EXIT_NO
+    from kvplan.core.errors import EXIT_NO, InputError
 
     request, result = run(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=gpus,
                           tp=tp, pp=pp, engine=engine, engine_version=engine_version, engine_option=engine_option,
@@ -72,6 +73,8 @@ def estimate(
         # what kvplan assumed while reading a config.json (a missing dtype, an untested model_type): on stderr,
         # so --json output stays clean
         print(f"note: {request.spec.notes}", file=sys.stderr)
+    if brief and detail:
+        raise InputError("give --brief or --detail, not both", where="--detail")
     if json_out:
         print(render.to_json(result))
     elif brief:
@@ -80,7 +83,9 @@ def estimate(
         print("\n".join(estimate_lines(result)))
     else:
         out = render.console()
-        for table in views.tables(result):
+        with render.exact_bytes(detail):
+            tables = views.tables(result)
+        for table in tables:
             render.print_fitting(out, table)
         from kvplan.api.args import DEFAULT_ENGINE_NOTE, GPU_DEFAULT_ENGINE
 
