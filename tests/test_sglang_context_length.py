@@ -75,3 +75,18 @@ def test_kvplan_yaml_for_sglang_holds_the_same_limit(cli, tmp_path):
         path.write_text(f"model: llama-3.1-8b\nengine: sglang\ngpu: h100\nmax_model_len: {length}\n")
         got, verdict, err = _check(cli, path)
         assert got == code, (verdict, err)
+
+
+def test_estimate_and_plan_judge_the_length_as_check_does(cli):
+    # Gemma 2's derived length is 8,192 (max_position_embeddings, no rope_scaling). estimate exited 0 at 16K on
+    # SGLang while check refused the same launch, and plan recommended it (tests/test_plan.py's round trip failed)
+    code, out, err = cli("estimate", "gemma-2-9b", "--engine", "sglang", "--seq", "16K", "--gpu", "l40s", "--json")
+    data = json.loads(out)
+    assert code == 1 and data["fits"] is False and data["starts"] is False, err
+    assert any("derived context length of 8,192" in n and "refuses to start" in n for n in data["notes"])
+    code, out, err = cli("estimate", "gemma-2-9b", "--engine", "sglang", "--seq", "16K", "--gpu", "l40s", "--json",
+                         "--engine-option", f"{context.ALLOW_ENV.lower()}=1")
+    assert code == 0 and json.loads(out)["fits"] is True, err
+    code, out, err = cli("plan", "gemma-2-9b", "--concurrency", "1", "--seq", "16K", "--gpu", "h100,l40s", "--json")
+    engines = {p["engine"] for p in json.loads(out)["plans"]}
+    assert code in (0, 1) and "sglang" not in engines, engines

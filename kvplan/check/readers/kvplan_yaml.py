@@ -164,15 +164,16 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     elif record.version_key is not None:  # --vllm-version: the command line's value of the same key
         version = defaults.vllm_version
     options = _engine_options(data["engine_options"], where=at("engine_options")) if "engine_options" in data else None
+    given = dict(options or ()) | dict(defaults.engine_options or ())  # the command line outranks the file
     if record.derived_max_len is not None:  # an engine that refuses a length past the one it derives (vLLM)
-        given = dict(options or ()) | dict(defaults.engine_options or ())  # the command line outranks the file
         check_vllm_max_len(seq, spec, raw_config, where=at("max_model_len"),
                            allow_long=releases.allow_long_flag(given.get(releases.ALLOW_LONG_OPTION)))
     check_length = engines.get(engine).check_length
     if check_length is not None and "max_model_len" in data and not seq_auto:
-        # kvplan's own file has no environment: the engine's override variables are unset, as in a bare launch
-        check_length(seq, spec, raw_config[0] if raw_config else None, version=version, env={},
-                     where=at("max_model_len"))
+        # kvplan's own file has no environment: the engine's override variables are unset, as in a bare launch,
+        # unless engine_options (or --engine-option) give one (an option key is its variable's name in lower case)
+        check_length(seq, spec, raw_config[0] if raw_config else None, version=version,
+                     env={key.upper(): value for key, value in given.items()}, where=at("max_model_len"))
     if "sglang_args" in data:
         features, notes = _sglang_features(data, spec, record=record, where=where)
     else:

@@ -93,9 +93,14 @@ def read(args, ctx: LaunchContext) -> Deployment:
     elif seq < 1:
         raise InputError(f"must be positive, got {seq}", where=at("context_length"))
     longer_note = None
+    env_options: tuple[tuple[str, str], ...] | None = None
     if args.given("context_length"):
         env = {name: None if value is None or shell.MARK in value else value for name, value in ctx.env.items()}
         longer_note = sglang.check_length(seq, spec, found.config, version=version, env=env, where=at("context_length"))
+        # the variables the engine reads as options (an option key is the variable's name in lower case) go with the
+        # request, so the estimate judges the launch with the environment this file gives it
+        env_options = tuple((name.lower(), value) for name, value in env.items()
+                            if value is not None and name.lower() in sglang.option_keys) or None
     kv_name = args.get("kv_cache_dtype", "auto")
     rules = engines.release("sglang", version)
     kv_table = rules.kv_dtypes  # the release's own choices (engines/sglang/releases.py R9)
@@ -129,7 +134,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
         notes.append(f"--nnodes {args.get('nnodes')}: tensor parallel {tp} spans the nodes")
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version,
-                             features=features, **ints)
+                             features=features, engine_options=env_options, **ints)
     origins = Origins(gpu=choice.origin, gpus=count_origin(choice.count_origin, tp, pp, gpus_note, ctx.defaults.gpus),
                       model=found.source.describe(), engine_release=release_text)
     served = args.get("served_model_name")

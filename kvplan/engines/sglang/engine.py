@@ -43,6 +43,7 @@ from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolV
                                  request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
 from kvplan.engines.sglang import budget as sbudget
+from kvplan.engines.sglang import context
 from kvplan.engines.sglang import features as sfeat
 from kvplan.engines.sglang import releases
 from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
@@ -64,7 +65,7 @@ UNSERVED = {"JambaForCausalLM": "Jamba has no SGLang model in 0.5.23"}
 BACKEND_PAGES = {"flashinfer": (1, "0.3.0"), "triton": (1, "0.3.0"), "torch_native": (1, "0.4.0"),
                  "fa3": (1, "0.4.5.post1"), "aiter": (1, "0.4.7"), "flashmla": (64, "0.4.6"),
                  "cutlass_mla": (128, "0.4.7"), "trtllm_mla": (64, "0.5.1"), "trtllm_mha": (64, "0.5.1")}
-OPTION_KEYS = ("attention_backend",)
+OPTION_KEYS = ("attention_backend", context.ALLOW_ENV.lower())
 
 
 @dataclass(frozen=True)
@@ -614,6 +615,7 @@ def _verdict(run: _Run) -> None:
         run.est_len = tokens - 1
         notes.append(f"SGLang starts with a pool of {tokens:,} tokens, fewer than --context-length {req.seq:,}: "
                      f"requests are capped at {tokens - 1:,} tokens (max_req_len; R3)")
+    _check_context_length(run)
     run.max_batch = min(tokens // _slots(run, req.seq), run.running or 0) if run.fits else 0
     run.serves = run.fits and req.batch <= run.max_batch
     if run.fits and not run.serves:
@@ -626,6 +628,25 @@ def _verdict(run: _Run) -> None:
     max_seq = longest(lambda m: req.batch <= min(tokens // _slots(run, m), _running_at(run, p, m)), 1, cap) \
         if p.starts else 0
     run.max_seq = max(max_seq, 0)
+
+
+def _check_context_length(run: _Run) -> None:
+    """SGLang's own check of a --context-length past the length it derives (context.py): a launch it refuses does not
+    start, as `kvplan check` judges the same launch (vLLM's estimate refuses a length past the model's the same way).
+    The derived length here is the spec's maximum context; check reads the config.json's own keys."""
+    req = run.req
+    given = req.option(context.ALLOW_ENV.lower())
+    try:
+        note = context.check_length(req.seq, req.spec, None, version=req.engine_version,
+                                    env={} if given is None else {context.ALLOW_ENV: given}, where="--seq")
+    except InputError as refusal:
+        why = f"{refusal.what} ({refusal.hint})" if refusal.hint else refusal.what
+        run.refused = run.refused or why
+        run.notes.append(why)
+        run.fits = False
+        return
+    if note is not None:
+        run.notes.append(note)
 
 
 def _band(run: _Run) -> None:
