@@ -19,7 +19,8 @@ the file the server wrote in ways that have nothing to do with the engine, and e
   own phrases rather than anchoring on the line start, so excerpts without the `INFO MM-DD hh:mm:ss
   [file.py:N]` head are read like whole logs.
 
-`detect_engine` names the engine whose phrases a text holds.
+`detect_engine` names the engine whose phrases a text holds; `dispatch` hands a line to the first row of a reader's
+table of line patterns whose pattern it matches.
 """
 
 from __future__ import annotations
@@ -27,8 +28,9 @@ from __future__ import annotations
 import re
 from collections import Counter
 from dataclasses import dataclass
+from typing import Any, Callable, Sequence
 
-__all__ = ["Line", "detect_engine", "lines", "message", "paste_traits", "spaced", "unwrap"]
+__all__ = ["Line", "detect_engine", "dispatch", "lines", "message", "paste_traits", "spaced", "unwrap"]
 
 # ESC-led colour codes, and what is left of them when the ESC byte is dropped ("[0;36m", "^[[0;36m")
 _ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]|(?:\^\[)?\[\d{1,3}(?:;\d{1,3})*m")
@@ -234,6 +236,24 @@ _MARKERS = {
         (1, re.compile(r"tensorrt_llm|trtllm|TensorRT-LLM")),
     ),
 }
+
+
+# one row of a log reader's table: what finds the line (a pattern's search), and what the match gives
+LineRow = tuple[Callable[[str], Any], Callable[..., None]]
+
+
+def dispatch(rows: Sequence[LineRow], text: str, *context: Any, every: bool = False) -> bool:
+    """Hand `text` to the handler of the first row whose matcher finds something in it (`every`: of each such row,
+    in order), called with `context` and the match; False when no row does. The rows' order is the reader's
+    precedence: a line one phrase of which another row also finds goes to the earlier row."""
+    taken = False
+    for matches, handle in rows:
+        if m := matches(text):
+            handle(*context, m)
+            if not every:
+                return True
+            taken = True
+    return taken
 
 
 def detect_engine(text: str) -> str | None:

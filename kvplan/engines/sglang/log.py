@@ -25,10 +25,11 @@ divides by 1 << 30, the pool lines by 1024**3):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any, Callable
 
-from kvplan.engines.logtext import lines as logical_lines, spaced
+from kvplan.engines.logtext import LineRow, dispatch, lines as logical_lines, spaced
 
 __all__ = ["SglangLogFigures", "SglangPool", "SglangRank", "parse_sglang_log"]
 
@@ -169,92 +170,134 @@ def _dec(v) -> Decimal | None:
         return None
 
 
-def parse_sglang_log(text: str) -> SglangLogFigures:
-    """The figures of one SGLang start-up log; ValueError when the text holds none of SGLang's lines."""
-    ranks: dict[str, dict] = {}
-    order: list[str] = []
-    args: dict[str, object] = {}
-    flags: dict[str, str] = {}
-    top: dict = {}
+@dataclass
+class _Reading:
+    """What the lines of one SGLang start-up give, gathered line by line: per rank ("TP0", "DP1 TP2", "" for a log
+    without rank heads), server_args, a pasted command line and the run's own figures."""
 
-    def rank(key: str) -> dict:
-        if key not in ranks:
-            ranks[key] = {"pools": []}
-            order.append(key)
-        return ranks[key]
+    ranks: dict[str, dict] = field(default_factory=dict)
+    order: list[str] = field(default_factory=list)
+    args: dict[str, object] = field(default_factory=dict)
+    flags: dict[str, str] = field(default_factory=dict)
+    top: dict = field(default_factory=dict)
 
-    for line in logical_lines(text):
-        msg = line.text
-        head = _RANK_HEAD.match(msg)
-        key = " ".join(head["rank"].split()) if head else ""
-        if head:
-            msg = msg[head.end():]
-        if head and re.match(r"\[\d{4}-", head[0]):
-            top["ranked_heads" if key else "unranked_heads"] = True
-        if key:
-            top.setdefault("rank_words", set()).update(re.findall(r"[A-Z]+", key))
-            if m := re.search(r"TP(\d+)", key):
-                top["tp_label_max"] = max(top.get("tp_label_max", 0), int(m[1]) + 1)
-        if m := _SERVER_ARGS.search(msg):
-            for k, pat in _ARG.items():
-                if (v := pat.search(m["args"])) and k not in args:
-                    args[k] = _value(v[1])
-        elif _COMMAND.search(msg):
-            for k, pat in _FLAG_VALUE.items():
-                if (v := pat.search(msg)) and k not in flags:
-                    flags[k] = v[1].strip("'\"")
-        elif m := _BEGIN.search(msg):
-            rank(key).setdefault("free_before_load_gib", Decimal(m[1]))
-        elif m := _END.search(msg):
-            r = rank(key)
-            r["free_after_load_gib"] = Decimal(m[2])
-            if m[3] is not None:
-                r["weights_gib"] = Decimal(m[3])
-            if t := _END_TYPE.search(m["rest"]):
-                top.setdefault("architecture", t[1])
-        elif m := _KV.search(msg):
-            rank(key)["pools"].append(SglangPool(tokens=int(m["n"]), k_gib=_dec(m["k"]), v_gib=_dec(m["v"]),
-                                                 kv_gib=_dec(m["kv"]), dtype=m["dtype"]))
-        elif m := _POOL_END.search(msg):
-            rank(key).setdefault("pool_end_free_gib", Decimal(m[1]))
-        elif m := _MAX_TOTAL.search(msg):
-            top.setdefault("max_total_num_tokens", int(m[1]))
-            rest = m["rest"]
-            if found := re.search(r"context_len=(\d+)", rest):
-                top.setdefault("context_len", int(found[1]))
-            if found := re.search(rf"available_gpu_mem={_NUM} GB", rest):
-                top.setdefault("available_gpu_mem_gib", Decimal(found[1]))
-            if found := re.search(r"max_running_requests=(\d+)", rest):
-                top.setdefault("max_running_logged", int(found[1]))
-            if found := re.search(r"chunked_prefill_size=(-?\d+)", rest):
-                top.setdefault("chunked_logged", int(found[1]))
-        elif m := _SWA_SPLIT.search(msg):
-            top.setdefault("full_layer_tokens", int(m[1]))
-            top.setdefault("swa_layer_tokens", int(m[2]))
-        elif m := _SWA_POOL.search(msg):
-            top.setdefault("full_layer_tokens", int(m[3]))
-            top.setdefault("swa_layer_tokens", int(m[2]))
-        elif m := _MAMBA.search(msg):
-            r = rank(key)
-            r["mamba_slots"] = int(m[1])
-            r["mamba_gib"] = Decimal(m[2]) + Decimal(m[3])
-        elif m := _PROFILING.search(msg):
-            top.setdefault("total_gpu_memory_gib", Decimal(m[2]))
-            top.setdefault("profiling_mfs", Decimal(m[3]))
-            top.setdefault("rest_memory_gib", Decimal(m[4]))
-            rank(key).setdefault("free_after_load_gib", Decimal(m[1]))
-        elif m := _DIST.search(msg):
-            rank(key).setdefault("dist_init_gib", Decimal(m[1]))
-        elif m := _GRAPH_END.search(msg):
-            rank(key).setdefault("cuda_graph_gib", Decimal(m[1]))
-        elif m := _KV_DTYPE.search(msg):
-            top.setdefault("kv_dtype_logged", m[1])
-        elif _NO_ROOM.search(msg):
-            top["no_room"] = True
+    def rank(self, key: str) -> dict:
+        if key not in self.ranks:
+            self.ranks[key] = {"pools": []}
+            self.order.append(key)
+        return self.ranks[key]
 
-    if not ranks and not args and top.get("max_total_num_tokens") is None and not top.get("no_room"):
-        raise ValueError("not an SGLang start-up log: found none of SGLang's start-up lines (server_args, Load weight "
-                         "begin/end, KV Cache is allocated, max_total_num_tokens)")
+
+def _on_server_args(r: _Reading, key: str, msg: str, m) -> None:
+    for k, pat in _ARG.items():
+        if (v := pat.search(m["args"])) and k not in r.args:
+            r.args[k] = _value(v[1])
+
+
+def _on_command(r: _Reading, key: str, msg: str, m) -> None:
+    for k, pat in _FLAG_VALUE.items():
+        if (v := pat.search(msg)) and k not in r.flags:
+            r.flags[k] = v[1].strip("'\"")
+
+
+def _on_load_end(r: _Reading, key: str, msg: str, m) -> None:
+    rank = r.rank(key)
+    rank["free_after_load_gib"] = Decimal(m[2])
+    if m[3] is not None:
+        rank["weights_gib"] = Decimal(m[3])
+    if t := _END_TYPE.search(m["rest"]):
+        r.top.setdefault("architecture", t[1])
+
+
+def _on_kv_allocated(r: _Reading, key: str, msg: str, m) -> None:
+    r.rank(key)["pools"].append(SglangPool(tokens=int(m["n"]), k_gib=_dec(m["k"]), v_gib=_dec(m["v"]),
+                                           kv_gib=_dec(m["kv"]), dtype=m["dtype"]))
+
+
+def _on_max_total(r: _Reading, key: str, msg: str, m) -> None:
+    top, rest = r.top, m["rest"]
+    top.setdefault("max_total_num_tokens", int(m[1]))
+    for pattern, name, read in ((r"context_len=(\d+)", "context_len", int),
+                                (rf"available_gpu_mem={_NUM} GB", "available_gpu_mem_gib", Decimal),
+                                (r"max_running_requests=(\d+)", "max_running_logged", int),
+                                (r"chunked_prefill_size=(-?\d+)", "chunked_logged", int)):
+        if found := re.search(pattern, rest):
+            top.setdefault(name, read(found[1]))
+
+
+def _on_swa_split(r: _Reading, key: str, msg: str, m) -> None:
+    r.top.setdefault("full_layer_tokens", int(m[1]))
+    r.top.setdefault("swa_layer_tokens", int(m[2]))
+
+
+def _on_swa_pool(r: _Reading, key: str, msg: str, m) -> None:
+    r.top.setdefault("full_layer_tokens", int(m[3]))
+    r.top.setdefault("swa_layer_tokens", int(m[2]))
+
+
+def _on_mamba(r: _Reading, key: str, msg: str, m) -> None:
+    rank = r.rank(key)
+    rank["mamba_slots"] = int(m[1])
+    rank["mamba_gib"] = Decimal(m[2]) + Decimal(m[3])
+
+
+def _on_profiling(r: _Reading, key: str, msg: str, m) -> None:
+    r.top.setdefault("total_gpu_memory_gib", Decimal(m[2]))
+    r.top.setdefault("profiling_mfs", Decimal(m[3]))
+    r.top.setdefault("rest_memory_gib", Decimal(m[4]))
+    r.rank(key).setdefault("free_after_load_gib", Decimal(m[1]))
+
+
+def _rank_figure(name: str) -> Callable[[_Reading, str, str, Any], None]:
+    """A handler that keeps the line's first figure (GB) as the rank's `name`, the first time the rank logs it."""
+    def handle(r: _Reading, key: str, msg: str, m) -> None:
+        r.rank(key).setdefault(name, Decimal(m[1]))
+    return handle
+
+
+def _on_no_room(r: _Reading, key: str, msg: str, m) -> None:
+    r.top["no_room"] = True
+
+
+# SGLang's lines and what each gives, tried in this order; the first that matches a line takes it
+_LINES: tuple[LineRow, ...] = (
+    (_SERVER_ARGS.search, _on_server_args),
+    (_COMMAND.search, _on_command),
+    (_BEGIN.search, _rank_figure("free_before_load_gib")),
+    (_END.search, _on_load_end),
+    (_KV.search, _on_kv_allocated),
+    (_POOL_END.search, _rank_figure("pool_end_free_gib")),
+    (_MAX_TOTAL.search, _on_max_total),
+    (_SWA_SPLIT.search, _on_swa_split),
+    (_SWA_POOL.search, _on_swa_pool),
+    (_MAMBA.search, _on_mamba),
+    (_PROFILING.search, _on_profiling),
+    (_DIST.search, _rank_figure("dist_init_gib")),
+    (_GRAPH_END.search, _rank_figure("cuda_graph_gib")),
+    (_KV_DTYPE.search, lambda r, key, msg, m: r.top.setdefault("kv_dtype_logged", m[1])),
+    (_NO_ROOM.search, _on_no_room),
+)
+
+
+def _read_line(r: _Reading, text: str) -> None:
+    """One line: its rank head (what it says of the layout), then the first row of _LINES that finds it."""
+    msg, top = text, r.top
+    head = _RANK_HEAD.match(msg)
+    key = " ".join(head["rank"].split()) if head else ""
+    if head:
+        msg = msg[head.end():]
+    if head and re.match(r"\[\d{4}-", head[0]):
+        top["ranked_heads" if key else "unranked_heads"] = True
+    if key:
+        top.setdefault("rank_words", set()).update(re.findall(r"[A-Z]+", key))
+        if m := re.search(r"TP(\d+)", key):
+            top["tp_label_max"] = max(top.get("tp_label_max", 0), int(m[1]) + 1)
+    dispatch(_LINES, msg, r, key, msg)
+
+
+def _layout(r: _Reading) -> tuple[int | None, str | None, int | None, str | None]:
+    """(TP, where it was read, PP, where it was read)."""
+    args, flags, top = r.args, r.flags, r.top
 
     def sourced(key: str):
         if args.get(key) is not None and _int(args[key]) is not None:
@@ -267,7 +310,6 @@ def parse_sglang_log(text: str) -> SglangLogFigures:
 
     tp, tp_source = sourced("tp_size")
     pp, pp_source = sourced("pp_size")
-    tp_floor = top.get("tp_label_max")
     # managers/scheduler.py run_scheduler_process: the log prefix gets " TP{rank}" only when tp_size > 1 and
     # " PP{rank}" only when pp_size > 1, so timestamped heads without them state TP 1 / PP 1 (bench_one_batch
     # prefixes TP0 on one GPU too, so a TP rank alone is a lower bound)
@@ -279,10 +321,25 @@ def parse_sglang_log(text: str) -> SglangLogFigures:
             pp, pp_source = 1, "rank heads (no PP rank)"
     elif top.get("ranked_heads") and "TP" in words and "PP" not in words and pp is None:
         pp, pp_source = 1, "rank heads (no PP rank)"
+    return tp, tp_source, pp, pp_source
+
+
+def parse_sglang_log(text: str) -> SglangLogFigures:
+    """The figures of one SGLang start-up log; ValueError when the text holds none of SGLang's lines. Each line goes
+    to the first of _LINES whose pattern it matches."""
+    r = _Reading()
+    for line in logical_lines(text):
+        _read_line(r, line.text)
+    args, flags, top = r.args, r.flags, r.top
+    if not r.ranks and not args and top.get("max_total_num_tokens") is None and not top.get("no_room"):
+        raise ValueError("not an SGLang start-up log: found none of SGLang's start-up lines (server_args, Load weight "
+                         "begin/end, KV Cache is allocated, max_total_num_tokens)")
+    tp, tp_source, pp, pp_source = _layout(r)
+    tp_floor = top.get("tp_label_max")
     mfs = _dec(args.get("mem_fraction_static")) or _dec(flags.get("mem_fraction_static")) or top.get("profiling_mfs")
     rank_records = []
-    for key in sorted(order, key=lambda k: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", k)]):
-        data = dict(ranks[key])
+    for key in sorted(r.order, key=lambda k: [int(t) if t.isdigit() else t for t in re.split(r"(\d+)", k)]):
+        data = dict(r.ranks[key])
         data["pools"] = tuple(data["pools"])
         rank_records.append(SglangRank(rank=key, **data))
     return SglangLogFigures(

@@ -21,10 +21,11 @@ Two backends print different lines (research/trtllm/releases.md):
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from decimal import Decimal
+from typing import Any, Callable
 
-from kvplan.engines.logtext import lines as logical_lines, spaced
+from kvplan.engines.logtext import LineRow, dispatch, lines as logical_lines, spaced
 
 __all__ = ["TrtllmLogFigures", "parse_trtllm_log"]
 
@@ -106,108 +107,134 @@ class TrtllmLogFigures:
     execution_context_mib: Decimal | None = None
 
 
-def parse_trtllm_log(text: str) -> TrtllmLogFigures:
-    """The figures of one TensorRT-LLM start-up log; ValueError when the text holds none of its lines."""
-    top: dict = {}
-    allocated: list[tuple[Decimal, int]] = []
-    budgets: list[Decimal] = []
-    availables: list[tuple[Decimal, Decimal]] = []
-    ranks: set[int] = set()
-    backends: set[str] = set()
-    found = False
+@dataclass
+class _Reading:
+    """What the lines of one TensorRT-LLM start-up give, gathered line by line."""
 
-    def first(key, value):
-        if value is not None and top.get(key) is None:
-            top[key] = value
+    top: dict = field(default_factory=dict)
+    allocated: list[tuple[Decimal, int]] = field(default_factory=list)  # (GiB, tokens) of each pool allocated
+    budgets: list[Decimal] = field(default_factory=list)
+    availables: list[tuple[Decimal, Decimal]] = field(default_factory=list)  # (total, available) GiB, each rank
+    ranks: set[int] = field(default_factory=set)
+    backends: set[str] = field(default_factory=set)
+    found: bool = False  # a KV-cache line was seen
 
-    for line in logical_lines(text):
-        msg = line.text
-        if "[TensorRT-LLM]" in msg or "[TRT-LLM]" in msg:
-            top["evidence"] = True
-        if _PYTORCH.search(msg):
-            backends.add("pytorch")
-        if _TENSORRT.search(msg):
-            backends.add("tensorrt")
-        if m := _VERSION.search(msg):
-            first("version", m[1])
-        elif m := _ENGINE_VERSION.search(msg):
-            first("engine_version", m[1])
-        if m := _ALLOCATED.search(msg):
-            gib = Decimal(m[1]) / (1024 if m[2] == "MiB" else 1)
-            allocated.append((gib, int(m[3])))
-            found = True
-        if m := _PRIMARY.search(msg):
-            top["primary_blocks"] = int(m[1])
-            found = True
-        if m := _TPB.search(msg):
-            first("tokens_per_block", int(m[1]))
-        if m := _MEM_USAGE.search(msg):
-            availables.append((Decimal(m[1]), Decimal(m[2])))
-            found = True
-        if m := _ALLOCATE_BYTES.search(msg):
-            first("kv_cache_bytes", int(m[1]))
-            found = True
-        if m := _USING_TOKENS.search(msg):
-            first("using_tokens", int(m[1]))
-            found = True
-        for pat, key in ((_WEIGHTS_IN, "weights_inside_gib"), (_WEIGHTS_OUT, "weights_outside_gib"),
-                         (_DYNAMIC, "activation_gib"), (_OUTSIDE, "outside_torch_gib")):
-            if m := pat.search(msg):
-                first(key, Decimal(m[1]))
-                found = True
-        if m := _PEAK.search(msg):
-            first("peak_gib", Decimal(m[1]))
-            budgets.append(Decimal(m[2]))
-            first("free_fraction", m[3])
-            if m[5] is not None:
-                first("total_gib", Decimal(m[5]))
-            found = True
-        if m := _ESTIMATED_TOKENS.search(msg):
-            first("estimated_max_tokens", int(m[1]))
-        if m := _BOTH_SET.search(msg):
-            first("free_fraction", m[1])
-        if m := _RUNTIME.search(msg):
-            top["max_seq_len"] = int(m[1])
-            top["max_num_tokens"] = int(m[3])
-            top["max_batch_size"] = int(m[4] or m[2])
-        if m := _TRT_GPT.search(msg):
-            key = {"maxBatchSize": "max_batch_size", "maxSequenceLen": "max_seq_len", "maxNumTokens": "max_num_tokens",
-                   "maxBeamWidth": "max_beam_width"}[m[1]]
-            first(key, int(m[2]))
-        if m := _ENGINE_SIZE.search(msg):
-            first("engine_size_mib", int(m[1]))
-        if m := _BUFFERS.search(msg):
-            value = Decimal(m[1]) / (1024 if m[2] == "MiB" else 1)
-            first("runtime_buffers_gib" if m[3] == "runtime buffers" else "decoder_gib", value)
-        if m := _CONTEXT_MEM.search(msg):
-            first("execution_context_mib", Decimal(m[1]) * (1024 if m[2] == "GiB" else 1))
-        if m := _MPI.search(msg):
-            first("mpi_size", int(m[1]))
-        for m in _RANK.finditer(msg):
-            if "rank" in msg.lower() and ("GPU" in msg or "executor" in msg or "TP group" in msg):
-                ranks.add(int(m[1]))
-        if m := _TP_ARG.search(msg):
-            first("tp_arg", int(m[1]))
-        if m := _PP_ARG.search(msg):
-            first("pp_arg", int(m[1]))
-        if m := _SUMMARY_TP.search(msg):
-            first("tp_summary", int(m[1]))
-        if m := _SUMMARY_PP.search(msg):
-            first("pp_summary", int(m[1]))
-        if m := _SUMMARY_MODEL.search(msg):
-            first("model", m[1])
-        if m := _SUMMARY_KV.search(msg):
-            first("kv_dtype", m[1])
-        if m := _SUMMARY_QUANT.search(msg):
-            first("quantization", m[1])
-        if m := _MODEL_ARG.search(msg):
-            first("model", m[1])
-        if m := _TP_FLAG.search(msg):
-            first("tp_flag", int(m[1]))
-    if not found and not top.get("version") and not backends and not top.get("evidence"):
-        raise ValueError("not a TensorRT-LLM start-up log: found none of its KV-cache lines ([MemUsageChange] Allocated "
-                         "... for max tokens in paged KV cache, Number of blocks in KV cache primary pool, Memory usage "
-                         "when calculating max tokens)")
+    def first(self, key: str, value) -> None:
+        if value is not None and self.top.get(key) is None:
+            self.top[key] = value
+
+
+def _first(key: str, read: Callable[[str], Any] = int, *, kv_line: bool = False) -> Callable[[_Reading, str, Any], None]:
+    """A handler that keeps the match's first group, read, under `key` the first time a line gives it (`kv_line`:
+    the line is one of the KV-cache lines that make the text a TensorRT-LLM log)."""
+    def handle(r: _Reading, msg: str, m) -> None:
+        r.first(key, read(m[1]))
+        if kv_line:
+            r.found = True
+    return handle
+
+
+def _on_allocated(r: _Reading, msg: str, m) -> None:
+    gib = Decimal(m[1]) / (1024 if m[2] == "MiB" else 1)
+    r.allocated.append((gib, int(m[3])))
+    r.found = True
+
+
+def _on_primary(r: _Reading, msg: str, m) -> None:
+    r.top["primary_blocks"] = int(m[1])
+    r.found = True
+
+
+def _on_mem_usage(r: _Reading, msg: str, m) -> None:
+    r.availables.append((Decimal(m[1]), Decimal(m[2])))
+    r.found = True
+
+
+def _on_peak(r: _Reading, msg: str, m) -> None:
+    r.first("peak_gib", Decimal(m[1]))
+    r.budgets.append(Decimal(m[2]))
+    r.first("free_fraction", m[3])
+    if m[5] is not None:
+        r.first("total_gib", Decimal(m[5]))
+    r.found = True
+
+
+def _on_runtime(r: _Reading, msg: str, m) -> None:
+    r.top["max_seq_len"] = int(m[1])
+    r.top["max_num_tokens"] = int(m[3])
+    r.top["max_batch_size"] = int(m[4] or m[2])
+
+
+_TRT_GPT_KEYS = {"maxBatchSize": "max_batch_size", "maxSequenceLen": "max_seq_len", "maxNumTokens": "max_num_tokens",
+                 "maxBeamWidth": "max_beam_width"}
+
+
+def _on_buffers(r: _Reading, msg: str, m) -> None:
+    value = Decimal(m[1]) / (1024 if m[2] == "MiB" else 1)
+    r.first("runtime_buffers_gib" if m[3] == "runtime buffers" else "decoder_gib", value)
+
+
+def _engine_version_alone(msg: str):
+    """The engine's config version, on a line that names no TensorRT-LLM version (which wins)."""
+    return None if _VERSION.search(msg) else _ENGINE_VERSION.search(msg)
+
+
+def _keep(value: str) -> str:
+    return value
+
+
+# TensorRT-LLM's lines and what each gives; unlike the other readers' tables every row that finds a line reads it
+_LINES: tuple[LineRow, ...] = (
+    (_VERSION.search, _first("version", _keep)),
+    (_engine_version_alone, _first("engine_version", _keep)),
+    (_ALLOCATED.search, _on_allocated),
+    (_PRIMARY.search, _on_primary),
+    (_TPB.search, _first("tokens_per_block")),
+    (_MEM_USAGE.search, _on_mem_usage),
+    (_ALLOCATE_BYTES.search, _first("kv_cache_bytes", kv_line=True)),
+    (_USING_TOKENS.search, _first("using_tokens", kv_line=True)),
+    (_WEIGHTS_IN.search, _first("weights_inside_gib", Decimal, kv_line=True)),
+    (_WEIGHTS_OUT.search, _first("weights_outside_gib", Decimal, kv_line=True)),
+    (_DYNAMIC.search, _first("activation_gib", Decimal, kv_line=True)),
+    (_OUTSIDE.search, _first("outside_torch_gib", Decimal, kv_line=True)),
+    (_PEAK.search, _on_peak),
+    (_ESTIMATED_TOKENS.search, _first("estimated_max_tokens")),
+    (_BOTH_SET.search, _first("free_fraction", _keep)),
+    (_RUNTIME.search, _on_runtime),
+    (_TRT_GPT.search, lambda r, msg, m: r.first(_TRT_GPT_KEYS[m[1]], int(m[2]))),
+    (_ENGINE_SIZE.search, _first("engine_size_mib")),
+    (_BUFFERS.search, _on_buffers),
+    (_CONTEXT_MEM.search, lambda r, msg, m: r.first("execution_context_mib",
+                                                    Decimal(m[1]) * (1024 if m[2] == "GiB" else 1))),
+    (_MPI.search, _first("mpi_size")),
+    (_TP_ARG.search, _first("tp_arg")),
+    (_PP_ARG.search, _first("pp_arg")),
+    (_SUMMARY_TP.search, _first("tp_summary")),
+    (_SUMMARY_PP.search, _first("pp_summary")),
+    (_SUMMARY_MODEL.search, _first("model", _keep)),
+    (_SUMMARY_KV.search, _first("kv_dtype", _keep)),
+    (_SUMMARY_QUANT.search, _first("quantization", _keep)),
+    (_MODEL_ARG.search, _first("model", _keep)),
+    (_TP_FLAG.search, _first("tp_flag")),
+)
+
+
+def _read_line(r: _Reading, msg: str) -> None:
+    if "[TensorRT-LLM]" in msg or "[TRT-LLM]" in msg:
+        r.top["evidence"] = True
+    if _PYTORCH.search(msg):
+        r.backends.add("pytorch")
+    if _TENSORRT.search(msg):
+        r.backends.add("tensorrt")
+    dispatch(_LINES, msg, r, msg, every=True)
+    for m in _RANK.finditer(msg):
+        if "rank" in msg.lower() and ("GPU" in msg or "executor" in msg or "TP group" in msg):
+            r.ranks.add(int(m[1]))
+
+
+def _layout(r: _Reading) -> tuple[int | None, str | None, int | None]:
+    """(TP, where it was read, PP)."""
+    top = r.top
     tp, tp_source = None, None
     for key, source in (("tp_summary", "benchmark summary"), ("tp_arg", "LLM arguments"), ("tp_flag", "command line"),
                         ("mpi_size", "MPI size")):
@@ -217,22 +244,37 @@ def parse_trtllm_log(text: str) -> TrtllmLogFigures:
     pp = top.get("pp_summary") or top.get("pp_arg")
     if top.get("mpi_size") is not None and tp_source == "MPI size" and pp not in (None, 1):
         tp = top["mpi_size"] // pp
-    pool = allocated[-1] if allocated else (None, None)
-    warm = allocated[0] if len(allocated) > 1 else (None, None)
+    return tp, tp_source, pp
+
+
+def parse_trtllm_log(text: str) -> TrtllmLogFigures:
+    """The figures of one TensorRT-LLM start-up log; ValueError when the text holds none of its lines. Every line
+    is read by each row of _LINES whose pattern finds it."""
+    r = _Reading()
+    for line in logical_lines(text):
+        _read_line(r, line.text)
+    top, backends = r.top, r.backends
+    if not r.found and not top.get("version") and not backends and not top.get("evidence"):
+        raise ValueError("not a TensorRT-LLM start-up log: found none of its KV-cache lines ([MemUsageChange] Allocated "
+                         "... for max tokens in paged KV cache, Number of blocks in KV cache primary pool, Memory usage "
+                         "when calculating max tokens)")
+    tp, tp_source, pp = _layout(r)
+    pool = r.allocated[-1] if r.allocated else (None, None)
+    warm = r.allocated[0] if len(r.allocated) > 1 else (None, None)
     # the binding rank: the least memory available when the pool was sized
-    avail = min(availables, key=lambda x: x[1]) if availables else (None, None)
+    avail = min(r.availables, key=lambda x: x[1]) if r.availables else (None, None)
     return TrtllmLogFigures(
         version=top.get("version") or top.get("engine_version"),
         backend="pytorch" if "pytorch" in backends else ("tensorrt" if "tensorrt" in backends else None),
         model=top.get("model"), tp_size=tp, pp_size=pp, tp_source=tp_source,
-        tp_at_least=(max(ranks) + 1) if ranks and tp is None else None,
+        tp_at_least=(max(r.ranks) + 1) if r.ranks and tp is None else None,
         kv_dtype=top.get("kv_dtype"), quantization=top.get("quantization"), tokens_per_block=top.get("tokens_per_block"),
         primary_blocks=top.get("primary_blocks"), pool_gib=pool[0], pool_tokens=pool[1], warmup_pool_gib=warm[0],
         warmup_pool_tokens=warm[1], total_gib=top.get("total_gib") or avail[0], available_gib=avail[1],
         kv_cache_bytes=top.get("kv_cache_bytes"), using_tokens=top.get("using_tokens"),
         weights_inside_gib=top.get("weights_inside_gib"), weights_outside_gib=top.get("weights_outside_gib"),
         activation_gib=top.get("activation_gib"), outside_torch_gib=top.get("outside_torch_gib"),
-        peak_gib=top.get("peak_gib"), kv_budget_gib=min(budgets) if budgets else None,
+        peak_gib=top.get("peak_gib"), kv_budget_gib=min(r.budgets) if r.budgets else None,
         free_fraction=top.get("free_fraction"), estimated_max_tokens=top.get("estimated_max_tokens"),
         max_seq_len=top.get("max_seq_len"), max_batch_size=top.get("max_batch_size"),
         max_num_tokens=top.get("max_num_tokens"), engine_size_mib=top.get("engine_size_mib"),

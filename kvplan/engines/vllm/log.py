@@ -47,9 +47,9 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from kvplan.engines.logtext import Line, Needs, lines as logical_lines, message, spaced
+from kvplan.engines.logtext import Line, LineRow, Needs, dispatch, lines as logical_lines, message, spaced
 from kvplan.engines.runtime.logs import gib_bounds, vllm_format_gib  # GiB as vLLM prints it (re-exported)
 from kvplan.core import files
 from kvplan.core.errors import InputError
@@ -412,265 +412,338 @@ def _command_model(command: str) -> str | None:
     return None
 
 
-@lru_cache(maxsize=128)
-def parse_vllm_log(text: str) -> VllmLogFigures:
-    """The figures of one vLLM start-up log; raises ValueError when the text holds none. Remembered per text: a
-    log is read by calibrate, check's site profiles and the benchmarks alike, and its figures are frozen."""
-    all_records = logical_lines(text)
-    counted = _runs(all_records)
-    runs = [r for r, _ in counted]
-    counts = [n for _, n in counted]
-    with_figures = [r for r, n in counted if n]
-    # the start-up with the most figure lines (a summary quoting a few lines, a second run cut short, lose)
-    records = runs[max(range(len(runs)), key=lambda i: (counts[i], -i))] if runs else []
-    workers: dict[int | None, dict] = {}
-    names: dict[int | None, str | None] = {}
-    order: list[int | None] = []
-    top: dict = {}
-    engine_cfg: dict[str, str] = {}
+@dataclass
+class _Reading:
+    """What the lines of one vLLM start-up give, gathered line by line before the figures are picked."""
+
+    workers: dict[int | None, dict] = field(default_factory=dict)  # pid -> that worker's figures
+    names: dict[int | None, str | None] = field(default_factory=dict)
+    order: list[int | None] = field(default_factory=list)
+    top: dict = field(default_factory=dict)  # figures of the whole run
+    engine_cfg: dict[str, str] = field(default_factory=dict)
     non_default: dict | None = None
     reporting_pid: Any = ...  # the pid that logged "Available KV cache memory" (... until one does)
-    reports: list[dict] = []
-    table: dict[str, Decimal] = {}
+    reports: list[dict] = field(default_factory=list)  # "GPU KV cache size" / "Maximum concurrency" reports
+    table: dict[str, Decimal] = field(default_factory=dict)  # V0's profile table
 
-    def worker(rec: Line) -> dict:
-        if rec.pid not in workers:
-            workers[rec.pid] = {}
-            order.append(rec.pid)
-        names[rec.pid] = rec.name
-        return workers[rec.pid]
+    def worker(self, rec: Line) -> dict:
+        if rec.pid not in self.workers:
+            self.workers[rec.pid] = {}
+            self.order.append(rec.pid)
+        self.names[rec.pid] = rec.name
+        return self.workers[rec.pid]
 
-    def first(key: str, value) -> None:
-        if value is not None and top.get(key) is None:
-            top[key] = value
+    def first(self, key: str, value) -> None:
+        if value is not None and self.top.get(key) is None:
+            self.top[key] = value
 
-    for rec in records:
-        msg = rec.text
-        if rec.pid in names:
-            names[rec.pid] = rec.name
-        if rec.name:
-            for key, pat in _LABEL_RANK.items():
-                if k := pat.search(rec.name):
-                    top[f"{key}_label_max"] = max(top.get(f"{key}_label_max", 0), int(k[1]) + 1)
-            if _V1_WORKER.fullmatch(rec.name):
-                top.setdefault("v1_worker_labels", set()).add(rec.name)
-            if "VllmWorkerProcess" in rec.name or "RayWorkerWrapper" in rec.name:
-                top.setdefault("extra_workers", set()).add(rec.pid)
-            if rec.name.startswith("EngineCore") and _WORKER_PHRASES.search(msg):
-                top["engine_core_worker"] = True
-        if m := _PLATFORM.search(msg):
-            first("platform", m[1].lower())
-        if m := _VERSION_ENGINE.search(msg):
-            first("engine_generation", m[1])
-            first("vllm_version", m[2])
-            cfg = m["cfg"]
-            for key, pat in _CFG.items():
-                if (k := pat.search(cfg)) and key not in engine_cfg:
-                    engine_cfg[key] = k[1].strip()
-        elif m := _VERSION_SERVER.search(msg):
-            first("server_version", m[1])
-        elif m := _VERSION_BANNER.search(msg):
-            first("banner_version", m[1])
-        elif m := _NON_DEFAULT.search(msg):
-            if non_default is None:
-                non_default = _non_default_args(m[1])
-                top["non_default_whole"] = _dict_text(m[1]) is not None
-        elif m := _NAMESPACE.search(msg):
-            for key, pat in _CFG.items():
-                if k := pat.search(m[1]):
-                    top.setdefault("namespace", {}).setdefault(key, k[1].strip().strip("'"))
-        elif m := _SNAPSHOT.search(msg):
-            w = worker(rec)
-            w.setdefault("init_free_memory_gib", _dec(m[1]))
-            w.setdefault("total_memory_gib", _dec(m[2]))
-            w.setdefault("init_non_torch_gib", _dec(m[5]))
-        elif m := _REQUESTED.search(msg):
-            worker(rec).setdefault("requested_memory_gib", _dec(m[1]))
-        elif m := _LOADING.search(msg):
-            worker(rec)["weights_gib"] = _dec(m[1])
-        elif m := _PROFILE.search(msg):
-            w = worker(rec)
-            rest = m["rest"]
-            w["total_non_kv_gib"] = _dec(m[1])
-            if k := _PEAK.search(rest):
-                w["activation_peak_gib"] = _dec(k[1])
-            if k := _NON_TORCH.search(rest):
-                w["non_torch_gib"] = _dec(k[1])
-            if k := _CONSUMED.search(rest):
-                w["total_consumed_gib"] = _dec(k[1])
-            if k := _PROFILE_WEIGHTS.search(rest):
-                w["profile_weights_gib"] = _dec(k[1])
-        elif m := _V0_CAN_USE.search(msg):
-            w = worker(rec)
-            w.setdefault("total_memory_gib", _dec(m[1]))
-            w.setdefault("requested_memory_gib", _dec(m[3]))
-            first("util_from_log", m[2])
-            first("engine_generation", "V0")
-        elif m := _V0_TERMS.search(msg):
-            w = worker(rec)
-            w.setdefault("profile_weights_gib", _dec(m[1]))
-            w["non_torch_gib"] = _dec(m[2])
-            w["activation_peak_gib"] = _dec(m[3])
-            w["available_kv_gib"] = _dec(m[4])
-            first("engine_generation", "V0")
-            if reporting_pid is ...:
-                reporting_pid = rec.pid
-        elif m := _V0_RESULTS.search(msg):
-            values = {k: Decimal(v) for k, v in _V0_KEY.findall(m["rest"])}
-            w = worker(rec)
-            if "total_gpu_memory" in values:
-                w.setdefault("total_memory_gib", values["total_gpu_memory"])
-            if "non_torch_memory" in values:
-                w["non_torch_gib"] = values["non_torch_memory"]
-            if "kv_cache_size" in values:
-                w["available_kv_gib"] = values["kv_cache_size"]
-                if reporting_pid is ...:
-                    reporting_pid = rec.pid
-            if "gpu_memory_utilization" in values:
-                first("util_from_log", str(values["gpu_memory_utilization"]))
-            first("engine_generation", "V0")
-        elif m := _CG_ESTIMATE.search(msg):
-            worker(rec)["cuda_graph_estimate_gib"] = _dec(m[1])
-        elif m := _CG_CAPTURED.search(msg):
-            worker(rec)["cuda_graph_actual_gib"] = _dec(m[1])
-        elif m := _CG_POOL.search(msg):
-            w = worker(rec)
-            w["cuda_graph_actual_gib"] = _dec(m[1])
-            w.setdefault("cuda_graph_estimate_gib", _dec(m[2]))
-        elif m := _AVAILABLE.search(msg):
-            worker(rec)["available_kv_gib"] = _dec(m[1])
-            if reporting_pid is ...:
-                reporting_pid = rec.pid
-        elif m := _FREE.search(msg):
-            w = worker(rec)
-            first("startup_free_gib", _dec(m[1]))
-            first("startup_total_gib", _dec(m[2]))
-            w.setdefault("total_memory_gib", _dec(m[2]))
-            w.setdefault("init_free_memory_gib", _dec(m[1]))
-            if _FREE_REFUSED.search(msg):
-                top["refused_at_startup"] = True
-            if k := _FREE_UTIL.search(msg):
-                first("util_from_log", k[1])
-                w.setdefault("requested_memory_gib", _dec(k[2]))
-            for pat, key in ((_FREE_WEIGHT, "weights_gib"), (_FREE_PEAK, "activation_peak_gib"),
-                             (_FREE_NON_TORCH, "non_torch_gib"), (_FREE_CONSUMED, "total_consumed_gib"),
-                             (_FREE_GRAPHS, "cuda_graph_actual_gib")):
-                if k := pat.search(msg):
-                    w.setdefault(key, _dec(k[1]))
-            advice = _ADVICE_BYTES.findall(msg)
-            if len(advice) >= 2:
-                w["kv_cache_memory_to_requested_bytes"] = int(advice[0])
-                w["kv_cache_memory_to_gpu_bytes"] = int(advice[1])
-            if k := _IN_USE.search(msg):
-                if k[2] == "bytes":
-                    w["available_kv_bytes"] = int(Decimal(k[1]))
-                else:
-                    w.setdefault("available_kv_gib", _dec(k[1]))
-        elif m := _REQUESTED_UTIL.search(msg):
-            first("util_from_log", m[1])
-        elif m := _GRAPH_UTIL.search(msg):
-            first("util_from_log", m[1])
-        elif "GPU KV cache size" in msg or "Maximum concurrency for" in msg or _KV_TOKENS.search(msg) \
-                or _CONCURRENCY.search(msg):
-            # 0.19 prints two lines, 0.28+ one line holding both; 0.10 a pair per worker
-            k_tok, k_conc = _KV_TOKENS.search(msg), _CONCURRENCY.search(msg)
-            if k_tok:
-                reports.append({"tokens": _int(k_tok[1])})
-            if k_conc:
-                if not reports or "concurrency" in reports[-1] or (k_tok is None and reports[-1].get("closed")):
-                    reports.append({})
-                reports[-1].update(concurrency=float(k_conc[2]), concurrency_tokens=_int(k_conc[1]))
-        elif m := _NUM_BLOCKS.search(msg):
-            first("num_gpu_blocks", int(m[1]))
-            first("num_gpu_blocks_source", "num_gpu_blocks is")
-        elif m := _DEVICE_BLOCKS.search(msg):
-            top["device_blocks"] = int(m[2])  # the last one: the executor's minimum over workers
-            if m[3] is not None:
-                first("num_cpu_blocks", int(m[3]))
-                first("engine_generation", "V0")
-        elif m := _PADDING.search(msg):
-            # one warning per attention type that needed padding; every worker may repeat it
-            top.setdefault("padding_by_line", set()).add((rec.pid, m[0], message(msg)))
-        elif m := _TOO_SMALL.search(msg):
-            first("needed_kv_gib", _dec(m[2]))
-            first("error_max_len", int(m[1]))
-            worker(rec).setdefault("available_kv_gib", _dec(m[3]))
-            if reporting_pid is ...:
-                reporting_pid = rec.pid
-            if k := _EST_LEN.search(msg):
-                first("estimated_max_model_len", int(k[1]))
-        elif m := _V0_TOO_SMALL.search(msg):
-            first("error_max_len", int(m[1]))
-            first("tokens_capacity", int(m[2]))
-        elif m := _MNBT.search(msg):
-            # "Defaulting max_num_batched_tokens to N" comes first; the scheduler's
-            # "Chunked prefill is enabled with max_num_batched_tokens=N" is the final value
-            top["max_num_batched_tokens"] = int(m[1])
-        elif m := _MAX_SEQS.search(msg):
-            top["max_num_seqs"] = int(m[1])
-        elif m := _BACKEND.search(msg):
-            first("attention_backend", m[1] or m[2])
-        elif m := _BLOCK_SET.search(msg):
-            top["block_size_logged"] = int(m[1])
-        elif m := _MAX_LEN.search(msg):
-            first("max_len_logged", int(m[1]))
-        elif m := _WORLD.search(msg):
-            first("world_size", int(m[1]))
-        elif m := _WORLD_SIZE.search(msg):
-            first("world_size", int(m[1]))
+    def reported_by(self, pid: int | None) -> None:
+        if self.reporting_pid is ...:
+            self.reporting_pid = pid
+
+
+def _labels(r: _Reading, rec: Line) -> None:
+    """What the process label tells: TP / PP ranks, V1 worker names, extra worker processes."""
+    if rec.pid in r.names:
+        r.names[rec.pid] = rec.name
+    if rec.name:
+        for key, pat in _LABEL_RANK.items():
+            if k := pat.search(rec.name):
+                r.top[f"{key}_label_max"] = max(r.top.get(f"{key}_label_max", 0), int(k[1]) + 1)
+        if _V1_WORKER.fullmatch(rec.name):
+            r.top.setdefault("v1_worker_labels", set()).add(rec.name)
+        if "VllmWorkerProcess" in rec.name or "RayWorkerWrapper" in rec.name:
+            r.top.setdefault("extra_workers", set()).add(rec.pid)
+        if rec.name.startswith("EngineCore") and _WORKER_PHRASES.search(rec.text):
+            r.top["engine_core_worker"] = True
+
+
+def _on_engine_config(r: _Reading, rec: Line, m) -> None:
+    r.first("engine_generation", m[1])
+    r.first("vllm_version", m[2])
+    cfg = m["cfg"]
+    for key, pat in _CFG.items():
+        if (k := pat.search(cfg)) and key not in r.engine_cfg:
+            r.engine_cfg[key] = k[1].strip()
+
+
+def _on_non_default(r: _Reading, rec: Line, m) -> None:
+    if r.non_default is None:
+        r.non_default = _non_default_args(m[1])
+        r.top["non_default_whole"] = _dict_text(m[1]) is not None
+
+
+def _on_namespace(r: _Reading, rec: Line, m) -> None:
+    for key, pat in _CFG.items():
+        if k := pat.search(m[1]):
+            r.top.setdefault("namespace", {}).setdefault(key, k[1].strip().strip("'"))
+
+
+def _on_snapshot(r: _Reading, rec: Line, m) -> None:
+    w = r.worker(rec)
+    w.setdefault("init_free_memory_gib", _dec(m[1]))
+    w.setdefault("total_memory_gib", _dec(m[2]))
+    w.setdefault("init_non_torch_gib", _dec(m[5]))
+
+
+def _on_profile(r: _Reading, rec: Line, m) -> None:
+    w = r.worker(rec)
+    rest = m["rest"]
+    w["total_non_kv_gib"] = _dec(m[1])
+    for pat, key in ((_PEAK, "activation_peak_gib"), (_NON_TORCH, "non_torch_gib"),
+                     (_CONSUMED, "total_consumed_gib"), (_PROFILE_WEIGHTS, "profile_weights_gib")):
+        if k := pat.search(rest):
+            w[key] = _dec(k[1])
+
+
+def _on_v0_can_use(r: _Reading, rec: Line, m) -> None:
+    w = r.worker(rec)
+    w.setdefault("total_memory_gib", _dec(m[1]))
+    w.setdefault("requested_memory_gib", _dec(m[3]))
+    r.first("util_from_log", m[2])
+    r.first("engine_generation", "V0")
+
+
+def _on_v0_terms(r: _Reading, rec: Line, m) -> None:
+    w = r.worker(rec)
+    w.setdefault("profile_weights_gib", _dec(m[1]))
+    w["non_torch_gib"] = _dec(m[2])
+    w["activation_peak_gib"] = _dec(m[3])
+    w["available_kv_gib"] = _dec(m[4])
+    r.first("engine_generation", "V0")
+    r.reported_by(rec.pid)
+
+
+def _on_v0_results(r: _Reading, rec: Line, m) -> None:
+    values = {k: Decimal(v) for k, v in _V0_KEY.findall(m["rest"])}
+    w = r.worker(rec)
+    if "total_gpu_memory" in values:
+        w.setdefault("total_memory_gib", values["total_gpu_memory"])
+    if "non_torch_memory" in values:
+        w["non_torch_gib"] = values["non_torch_memory"]
+    if "kv_cache_size" in values:
+        w["available_kv_gib"] = values["kv_cache_size"]
+        r.reported_by(rec.pid)
+    if "gpu_memory_utilization" in values:
+        r.first("util_from_log", str(values["gpu_memory_utilization"]))
+    r.first("engine_generation", "V0")
+
+
+def _on_graph_pool(r: _Reading, rec: Line, m) -> None:
+    w = r.worker(rec)
+    w["cuda_graph_actual_gib"] = _dec(m[1])
+    w.setdefault("cuda_graph_estimate_gib", _dec(m[2]))
+
+
+def _on_available(r: _Reading, rec: Line, m) -> None:
+    r.worker(rec)["available_kv_gib"] = _dec(m[1])
+    r.reported_by(rec.pid)
+
+
+def _on_free_on_device(r: _Reading, rec: Line, m) -> None:
+    """0.10.2+'s "Free memory on device ... on startup" line: the memory seen at start and its advice."""
+    msg = rec.text
+    w = r.worker(rec)
+    r.first("startup_free_gib", _dec(m[1]))
+    r.first("startup_total_gib", _dec(m[2]))
+    w.setdefault("total_memory_gib", _dec(m[2]))
+    w.setdefault("init_free_memory_gib", _dec(m[1]))
+    if _FREE_REFUSED.search(msg):
+        r.top["refused_at_startup"] = True
+    if k := _FREE_UTIL.search(msg):
+        r.first("util_from_log", k[1])
+        w.setdefault("requested_memory_gib", _dec(k[2]))
+    for pat, key in ((_FREE_WEIGHT, "weights_gib"), (_FREE_PEAK, "activation_peak_gib"),
+                     (_FREE_NON_TORCH, "non_torch_gib"), (_FREE_CONSUMED, "total_consumed_gib"),
+                     (_FREE_GRAPHS, "cuda_graph_actual_gib")):
+        if k := pat.search(msg):
+            w.setdefault(key, _dec(k[1]))
+    advice = _ADVICE_BYTES.findall(msg)
+    if len(advice) >= 2:
+        w["kv_cache_memory_to_requested_bytes"] = int(advice[0])
+        w["kv_cache_memory_to_gpu_bytes"] = int(advice[1])
+    if k := _IN_USE.search(msg):
+        if k[2] == "bytes":
+            w["available_kv_bytes"] = int(Decimal(k[1]))
         else:
-            for key, needs in _V0_TABLE.items():
-                if found := needs.search(msg):
-                    table.setdefault(key, Decimal(found[1]))
-                    break
+            w.setdefault("available_kv_gib", _dec(k[1]))
 
-    if table:
-        # the table form of V0's profile (one run's terms, the driver worker's)
-        w = workers.setdefault(None, {})
-        if None not in order:
-            order.append(None)
-        for key, field_name in (("total_gpu_memory", "total_memory_gib"), ("requested", "requested_memory_gib"),
-                                ("weights", "profile_weights_gib"), ("non_torch", "non_torch_gib"),
-                                ("peak", "activation_peak_gib"), ("available", "available_kv_gib")):
-            if key in table:
-                w.setdefault(field_name, table[key])
-        if "gpu_memory_utilization" in table:
-            first("util_from_log", str(table["gpu_memory_utilization"]))
-        if "available" in table and reporting_pid is ...:
-            reporting_pid = None
-        first("engine_generation", "V0")
 
-    commands = _command_lines(records)
-    version = top.get("vllm_version") or top.get("server_version") or top.get("banner_version")
-    has_figures = bool(workers or reports or top.get("num_gpu_blocks") is not None or top.get("device_blocks") is not None
-                       or top.get("tokens_capacity") is not None)
-    if not has_figures and not (version or engine_cfg or non_default or top.get("namespace")):
-        raise ValueError(
-            "not a vLLM start-up log: found none of vLLM's start-up lines (version banner, engine config, "
-            "non-default args, memory profile, Available KV cache memory, GPU KV cache size, # GPU blocks)"
-        )
+def _capacity_line(msg: str) -> bool:
+    return bool("GPU KV cache size" in msg or "Maximum concurrency for" in msg or _KV_TOKENS.search(msg)
+                or _CONCURRENCY.search(msg))
 
+
+def _on_capacity(r: _Reading, rec: Line, m) -> None:
+    # 0.19 prints two lines, 0.28+ one line holding both; 0.10 a pair per worker
+    msg = rec.text
+    k_tok, k_conc = _KV_TOKENS.search(msg), _CONCURRENCY.search(msg)
+    if k_tok:
+        r.reports.append({"tokens": _int(k_tok[1])})
+    if k_conc:
+        if not r.reports or "concurrency" in r.reports[-1] or (k_tok is None and r.reports[-1].get("closed")):
+            r.reports.append({})
+        r.reports[-1].update(concurrency=float(k_conc[2]), concurrency_tokens=_int(k_conc[1]))
+
+
+def _on_num_blocks(r: _Reading, rec: Line, m) -> None:
+    r.first("num_gpu_blocks", int(m[1]))
+    r.first("num_gpu_blocks_source", "num_gpu_blocks is")
+
+
+def _on_device_blocks(r: _Reading, rec: Line, m) -> None:
+    r.top["device_blocks"] = int(m[2])  # the last one: the executor's minimum over workers
+    if m[3] is not None:
+        r.first("num_cpu_blocks", int(m[3]))
+        r.first("engine_generation", "V0")
+
+
+def _on_padding(r: _Reading, rec: Line, m) -> None:
+    # one warning per attention type that needed padding; every worker may repeat it
+    r.top.setdefault("padding_by_line", set()).add((rec.pid, m[0], message(rec.text)))
+
+
+def _on_too_small(r: _Reading, rec: Line, m) -> None:
+    r.first("needed_kv_gib", _dec(m[2]))
+    r.first("error_max_len", int(m[1]))
+    r.worker(rec).setdefault("available_kv_gib", _dec(m[3]))
+    r.reported_by(rec.pid)
+    if k := _EST_LEN.search(rec.text):
+        r.first("estimated_max_model_len", int(k[1]))
+
+
+def _on_v0_too_small(r: _Reading, rec: Line, m) -> None:
+    r.first("error_max_len", int(m[1]))
+    r.first("tokens_capacity", int(m[2]))
+
+
+def _setter(key: str, where: str = "worker", how: Callable = _dec) -> Callable[[_Reading, Line, Any], None]:
+    """A handler that keeps the first group of the match under `key`: in the worker's figures (the last line wins),
+    or the run's (`first`: the first line wins; `last`: the last one)."""
+    def handle(r: _Reading, rec: Line, m) -> None:
+        if where == "worker":
+            r.worker(rec)[key] = how(m[1])
+        elif where == "first":
+            r.first(key, how(m[1]))
+        else:
+            r.top[key] = how(m[1])
+    return handle
+
+
+def _keep(value: str) -> str:
+    return value
+
+
+# vLLM's lines and what each gives, tried in this order; the first that matches a line takes it
+_LINES: tuple[LineRow, ...] = (
+    (_VERSION_ENGINE.search, _on_engine_config),
+    (_VERSION_SERVER.search, _setter("server_version", "first", _keep)),
+    (_VERSION_BANNER.search, _setter("banner_version", "first", _keep)),
+    (_NON_DEFAULT.search, _on_non_default),
+    (_NAMESPACE.search, _on_namespace),
+    (_SNAPSHOT.search, _on_snapshot),
+    (_REQUESTED.search, lambda r, rec, m: r.worker(rec).setdefault("requested_memory_gib", _dec(m[1]))),
+    (_LOADING.search, _setter("weights_gib")),
+    (_PROFILE.search, _on_profile),
+    (_V0_CAN_USE.search, _on_v0_can_use),
+    (_V0_TERMS.search, _on_v0_terms),
+    (_V0_RESULTS.search, _on_v0_results),
+    (_CG_ESTIMATE.search, _setter("cuda_graph_estimate_gib")),
+    (_CG_CAPTURED.search, _setter("cuda_graph_actual_gib")),
+    (_CG_POOL.search, _on_graph_pool),
+    (_AVAILABLE.search, _on_available),
+    (_FREE.search, _on_free_on_device),
+    (_REQUESTED_UTIL.search, _setter("util_from_log", "first", _keep)),
+    (_GRAPH_UTIL.search, _setter("util_from_log", "first", _keep)),
+    (_capacity_line, _on_capacity),
+    (_NUM_BLOCKS.search, _on_num_blocks),
+    (_DEVICE_BLOCKS.search, _on_device_blocks),
+    (_PADDING.search, _on_padding),
+    (_TOO_SMALL.search, _on_too_small),
+    (_V0_TOO_SMALL.search, _on_v0_too_small),
+    # "Defaulting max_num_batched_tokens to N" comes first; the scheduler's "Chunked prefill is enabled with
+    # max_num_batched_tokens=N" is the final value
+    (_MNBT.search, _setter("max_num_batched_tokens", "last", int)),
+    (_MAX_SEQS.search, _setter("max_num_seqs", "last", int)),
+    (_BACKEND.search, lambda r, rec, m: r.first("attention_backend", m[1] or m[2])),
+    (_BLOCK_SET.search, _setter("block_size_logged", "last", int)),
+    (_MAX_LEN.search, _setter("max_len_logged", "first", int)),
+    (_WORLD.search, _setter("world_size", "first", int)),
+    (_WORLD_SIZE.search, _setter("world_size", "first", int)),
+)
+
+
+def _read_line(r: _Reading, rec: Line) -> None:
+    _labels(r, rec)
+    msg = rec.text
+    if m := _PLATFORM.search(msg):
+        r.first("platform", m[1].lower())
+    if dispatch(_LINES, msg, r, rec):
+        return
+    for key, needs in _V0_TABLE.items():
+        if found := needs.search(msg):
+            r.table.setdefault(key, Decimal(found[1]))
+            break
+
+
+def _close_table(r: _Reading) -> None:
+    """The table form of V0's profile (one run's terms, the driver worker's)."""
+    if not r.table:
+        return
+    w = r.workers.setdefault(None, {})
+    if None not in r.order:
+        r.order.append(None)
+    for key, field_name in (("total_gpu_memory", "total_memory_gib"), ("requested", "requested_memory_gib"),
+                            ("weights", "profile_weights_gib"), ("non_torch", "non_torch_gib"),
+                            ("peak", "activation_peak_gib"), ("available", "available_kv_gib")):
+        if key in r.table:
+            w.setdefault(field_name, r.table[key])
+    if "gpu_memory_utilization" in r.table:
+        r.first("util_from_log", str(r.table["gpu_memory_utilization"]))
+    if "available" in r.table and r.reporting_pid is ...:
+        r.reporting_pid = None
+    r.first("engine_generation", "V0")
+
+
+def _worker_figures(r: _Reading) -> tuple[list[VllmWorkerFigures], dict[str, Any]]:
+    """The workers in rank order, and each figure of the reporting worker (else of the first worker that has it)."""
     worker_records = []
     # rank order (Worker_TP0, Worker_TP1, ...) reads better than the order the processes logged in
-    for pid in sorted(order, key=lambda p: (_natural(names.get(p) or ""), p is None, p or 0)):
-        w = dict(workers[pid])
+    for pid in sorted(r.order, key=lambda p: (_natural(r.names.get(p) or ""), p is None, p or 0)):
+        w = dict(r.workers[pid])
         profile_weights = w.pop("profile_weights_gib", None)
         w.setdefault("weights_gib", profile_weights)
-        worker_records.append(VllmWorkerFigures(pid=pid, name=names.get(pid), **w))
+        worker_records.append(VllmWorkerFigures(pid=pid, name=r.names.get(pid), **w))
     by_pid = {w.pid: w for w in worker_records}
-    reporting = by_pid.get(reporting_pid) if reporting_pid is not ... else None
+    reporting = by_pid.get(r.reporting_pid) if r.reporting_pid is not ... else None
     if reporting is None:
         reporting = next((w for w in worker_records if w.total_non_kv_gib is not None), None)
     if reporting is None and worker_records:
         reporting = worker_records[0]
 
     def from_workers(attr: str):
-        """The reporting worker's figure, else the first worker that has it."""
         if reporting is not None and getattr(reporting, attr) is not None:
             return getattr(reporting, attr)
         return next((getattr(w, attr) for w in worker_records if getattr(w, attr) is not None), None)
 
-    nd = non_default or {}
+    figures = {name: from_workers(attr) for name, attr in (
+        ("total_memory_gib", "total_memory_gib"), ("requested_memory_gib", "requested_memory_gib"),
+        ("weights_gib", "weights_gib"), ("activation_peak_gib", "activation_peak_gib"),
+        ("non_torch_gib", "non_torch_gib"), ("total_consumed_gib", "total_consumed_gib"),
+        ("total_non_kv_gib", "total_non_kv_gib"), ("cuda_graph_gib", "cuda_graph_estimate_gib"),
+        ("cuda_graph_actual_gib", "cuda_graph_actual_gib"), ("available_kv_gib", "available_kv_gib"))}
+    return worker_records, figures
+
+
+def _pick(*candidates):
+    return next((c for c in candidates if c is not None), None)
+
+
+def _settings(r: _Reading, commands: list[str]) -> tuple[dict[str, Any], tuple[tuple[Any, str], ...]]:
+    """The launch's settings, each from the first source that states it (engine config, non-default args, 0.8's
+    Namespace, the log's own lines, a pasted command line), and the candidates for max_model_len among them."""
+    engine_cfg, top = r.engine_cfg, r.top
+    nd = r.non_default or {}
     ns = top.get("namespace", {})
     flags: dict[str, str] = {}
     for command in commands:
@@ -679,105 +752,112 @@ def parse_vllm_log(text: str) -> VllmLogFigures:
                 flags[key] = k[1].strip("'\"")
         if "model" not in flags and (model := _command_model(command)):
             flags["model"] = model
-
-    def pick(*candidates):
-        return next((c for c in candidates if c is not None), None)
-
     layout = _parallel_layout(engine_cfg, nd, bool(top.get("non_default_whole")), ns, flags, commands, top)
     tp, tp_source, pp, pp_source, tp_at_least, pp_at_least, layout_conflicts = layout
-
     util = nd.get("gpu_memory_utilization")
     if util is None:
-        util = pick(_opt_float(engine_cfg.get("gpu_memory_utilization")), _opt_float(ns.get("gpu_memory_utilization")),
-                    _opt_float(top.get("util_from_log")), _opt_float(flags.get("gpu_memory_utilization")))
+        util = _pick(_opt_float(engine_cfg.get("gpu_memory_utilization")), _opt_float(ns.get("gpu_memory_utilization")),
+                     _opt_float(top.get("util_from_log")), _opt_float(flags.get("gpu_memory_utilization")))
     quant = engine_cfg.get("quantization")
     if quant in (None, "None"):
-        quant = pick(nd.get("quantization"), None if ns.get("quantization") in (None, "None") else ns.get("quantization"),
-                     flags.get("quantization"))
-    block_size = pick(top.get("block_size_logged"), _opt_int(nd.get("block_size")), _opt_int(ns.get("block_size")),
-                      _opt_int(flags.get("block_size")))
+        quant = _pick(nd.get("quantization"), None if ns.get("quantization") in (None, "None") else ns.get("quantization"),
+                      flags.get("quantization"))
+    block_size = _pick(top.get("block_size_logged"), _opt_int(nd.get("block_size")), _opt_int(ns.get("block_size")),
+                       _opt_int(flags.get("block_size")))
+    max_len_candidates = ((_opt_int(engine_cfg.get("max_seq_len")), "engine config"),
+                          (_opt_int(nd.get("max_model_len")), "non-default args"),
+                          (_opt_int(ns.get("max_model_len")), "args"), (top.get("max_len_logged"), "Using max model len"),
+                          (_opt_int(flags.get("max_model_len")), "command line"))
+    return dict(
+        model=_pick(engine_cfg.get("model"), nd.get("model"), nd.get("model_tag"), ns.get("model"), flags.get("model")),
+        tensor_parallel_size=tp, pipeline_parallel_size=pp, layout_conflicts=layout_conflicts, tp_source=tp_source,
+        pp_source=pp_source, tp_at_least=tp_at_least, pp_at_least=pp_at_least,
+        gpu_memory_utilization=None if util is None else float(util),
+        kv_cache_dtype=_pick(engine_cfg.get("kv_cache_dtype"), nd.get("kv_cache_dtype"), ns.get("kv_cache_dtype"),
+                             flags.get("kv_cache_dtype")),
+        dtype=_pick(engine_cfg.get("dtype"), nd.get("dtype"), ns.get("dtype"), flags.get("dtype")),
+        quantization=quant, block_size=block_size,
+        enable_prefix_caching=_pick(_bool(engine_cfg.get("enable_prefix_caching")), nd.get("enable_prefix_caching"),
+                                    _bool(ns.get("enable_prefix_caching"))),
+        enforce_eager=_pick(_bool(engine_cfg.get("enforce_eager")), nd.get("enforce_eager"),
+                            _bool(ns.get("enforce_eager"))),
+        max_num_batched_tokens=_pick(_opt_int(nd.get("max_num_batched_tokens")), top.get("max_num_batched_tokens"),
+                                     _opt_int(ns.get("max_num_batched_tokens")),
+                                     _opt_int(flags.get("max_num_batched_tokens"))),
+        max_num_seqs=_pick(_opt_int(nd.get("max_num_seqs")), top.get("max_num_seqs"), _opt_int(ns.get("max_num_seqs")),
+                           _opt_int(flags.get("max_num_seqs"))),
+        non_default_args=r.non_default,
+    ), max_len_candidates
+
+
+def _pool_figures(r: _Reading, max_len_candidates: tuple[tuple[Any, str], ...]) -> dict[str, Any]:
+    """What the log says of the pool: tokens, concurrency, blocks, padding, the length it was sized for."""
+    top = r.top
     padding = top.get("padding_by_line")
     padding_layers = None
     if padding:
         # a warning is repeated per worker; count the distinct warnings of one process
         first_pid = min(padding, key=lambda t: (t[0] is None, t[0] or 0))[0]
         padding_layers = sum(int(_PADDING.search(m)[1]) for pid, _, m in padding if pid == first_pid)
-
-    capacity = tuple(CapacityReport(r.get("tokens"), r.get("concurrency"), r.get("concurrency_tokens")) for r in reports)
+    capacity = tuple(CapacityReport(x.get("tokens"), x.get("concurrency"), x.get("concurrency_tokens"))
+                     for x in r.reports)
     # the pool is the minimum over workers (v1/core/kv_cache_utils.py unify_kv_cache_configs): the report with the
     # fewest tokens is the binding one
-    binding = min((r for r in capacity if r.tokens is not None), key=lambda r: r.tokens, default=None)
+    binding = min((c for c in capacity if c.tokens is not None), key=lambda c: c.tokens, default=None)
     if binding is None and capacity:
-        binding = min(capacity, key=lambda r: r.concurrency if r.concurrency is not None else float("inf"))
+        binding = min(capacity, key=lambda c: c.concurrency if c.concurrency is not None else float("inf"))
     conc_tokens = binding.concurrency_tokens if binding else None
-    max_len_candidates = ((_opt_int(engine_cfg.get("max_seq_len")), "engine config"),
-                          (_opt_int(nd.get("max_model_len")), "non-default args"),
-                          (_opt_int(ns.get("max_model_len")), "args"), (top.get("max_len_logged"), "Using max model len"),
-                          (_opt_int(flags.get("max_model_len")), "command line"),
-                          (conc_tokens, "Maximum concurrency line"), (top.get("error_max_len"), "error line"))
-    max_len, max_len_source = next(((v, s) for v, s in max_len_candidates if v is not None), (None, None))
+    candidates = max_len_candidates + ((conc_tokens, "Maximum concurrency line"),
+                                       (top.get("error_max_len"), "error line"))
+    max_len, max_len_source = next(((v, s) for v, s in candidates if v is not None), (None, None))
     num_blocks = top.get("num_gpu_blocks")
     blocks_source = top.get("num_gpu_blocks_source")
     if num_blocks is None and top.get("device_blocks") is not None:
         num_blocks, blocks_source = top["device_blocks"], "# GPU blocks"
+    return dict(max_model_len=max_len, max_model_len_source=max_len_source,
+                kv_cache_tokens=binding.tokens if binding else None,
+                max_concurrency=binding.concurrency if binding else None, max_concurrency_tokens=conc_tokens,
+                num_gpu_blocks=num_blocks, num_gpu_blocks_source=blocks_source, padding_layers=padding_layers,
+                capacity_reports=capacity)
+
+
+@lru_cache(maxsize=128)
+def parse_vllm_log(text: str) -> VllmLogFigures:
+    """The figures of one vLLM start-up log; raises ValueError when the text holds none. Remembered per text: a
+    log is read by calibrate, check's site profiles and the benchmarks alike, and its figures are frozen. Each line
+    goes to the first of _LINES whose pattern it matches."""
+    counted = _runs(logical_lines(text))
+    runs = [r for r, _ in counted]
+    counts = [n for _, n in counted]
+    with_figures = [r for r, n in counted if n]
+    # the start-up with the most figure lines (a summary quoting a few lines, a second run cut short, lose)
+    records = runs[max(range(len(runs)), key=lambda i: (counts[i], -i))] if runs else []
+    reading = _Reading()
+    for rec in records:
+        _read_line(reading, rec)
+    _close_table(reading)
+    top = reading.top
+    commands = _command_lines(records)
+    version = top.get("vllm_version") or top.get("server_version") or top.get("banner_version")
+    has_figures = bool(reading.workers or reading.reports or top.get("num_gpu_blocks") is not None
+                       or top.get("device_blocks") is not None or top.get("tokens_capacity") is not None)
+    if not has_figures and not (version or reading.engine_cfg or reading.non_default or top.get("namespace")):
+        raise ValueError(
+            "not a vLLM start-up log: found none of vLLM's start-up lines (version banner, engine config, "
+            "non-default args, memory profile, Available KV cache memory, GPU KV cache size, # GPU blocks)"
+        )
+    worker_records, worker_figures = _worker_figures(reading)
+    settings, max_len_candidates = _settings(reading, commands)
     generation = top.get("engine_generation")
     if generation is None and version is not None and _version_key(version) >= (0, 11):
         generation = "V1"  # V0 was removed in 0.11
-
     return VllmLogFigures(
-        vllm_version=version,
-        model=pick(engine_cfg.get("model"), nd.get("model"), nd.get("model_tag"), ns.get("model"), flags.get("model")),
-        tensor_parallel_size=tp,
-        pipeline_parallel_size=pp,
-        layout_conflicts=layout_conflicts,
-        max_model_len=max_len,
-        gpu_memory_utilization=None if util is None else float(util),
-        kv_cache_dtype=pick(engine_cfg.get("kv_cache_dtype"), nd.get("kv_cache_dtype"), ns.get("kv_cache_dtype"),
-                            flags.get("kv_cache_dtype")),
-        dtype=pick(engine_cfg.get("dtype"), nd.get("dtype"), ns.get("dtype"), flags.get("dtype")),
-        quantization=quant,
-        block_size=block_size,
-        enable_prefix_caching=pick(_bool(engine_cfg.get("enable_prefix_caching")), nd.get("enable_prefix_caching"),
-                                   _bool(ns.get("enable_prefix_caching"))),
-        enforce_eager=pick(_bool(engine_cfg.get("enforce_eager")), nd.get("enforce_eager"), _bool(ns.get("enforce_eager"))),
-        max_num_batched_tokens=pick(_opt_int(nd.get("max_num_batched_tokens")), top.get("max_num_batched_tokens"),
-                                    _opt_int(ns.get("max_num_batched_tokens")), _opt_int(flags.get("max_num_batched_tokens"))),
-        max_num_seqs=pick(_opt_int(nd.get("max_num_seqs")), top.get("max_num_seqs"), _opt_int(ns.get("max_num_seqs")),
-                          _opt_int(flags.get("max_num_seqs"))),
-        attention_backend=top.get("attention_backend"),
-        total_memory_gib=from_workers("total_memory_gib"),
-        requested_memory_gib=from_workers("requested_memory_gib"),
-        weights_gib=from_workers("weights_gib"),
-        activation_peak_gib=from_workers("activation_peak_gib"),
-        non_torch_gib=from_workers("non_torch_gib"),
-        total_consumed_gib=from_workers("total_consumed_gib"),
-        total_non_kv_gib=from_workers("total_non_kv_gib"),
-        cuda_graph_gib=from_workers("cuda_graph_estimate_gib"),
-        cuda_graph_actual_gib=from_workers("cuda_graph_actual_gib"),
-        available_kv_gib=from_workers("available_kv_gib"),
-        kv_cache_tokens=binding.tokens if binding else None,
-        max_concurrency=binding.concurrency if binding else None,
-        max_concurrency_tokens=conc_tokens,
-        num_gpu_blocks=num_blocks,
-        padding_layers=padding_layers,
-        estimated_max_model_len=top.get("estimated_max_model_len"),
-        needed_kv_gib=top.get("needed_kv_gib"),
-        non_default_args=non_default,
-        workers=tuple(worker_records),
-        engine_generation=generation,
-        tp_source=tp_source,
-        pp_source=pp_source,
-        tp_at_least=tp_at_least,
-        pp_at_least=pp_at_least,
-        max_model_len_source=max_len_source,
-        num_gpu_blocks_source=blocks_source,
-        num_cpu_blocks=top.get("num_cpu_blocks"),
-        tokens_capacity=top.get("tokens_capacity"),
-        capacity_reports=capacity,
-        startup_free_gib=top.get("startup_free_gib"),
-        startup_total_gib=top.get("startup_total_gib"),
-        refused_at_startup=bool(top.get("refused_at_startup")),
-        platform=top.get("platform"),
+        vllm_version=version, **settings, **worker_figures, **_pool_figures(reading, max_len_candidates),
+        attention_backend=top.get("attention_backend"), estimated_max_model_len=top.get("estimated_max_model_len"),
+        needed_kv_gib=top.get("needed_kv_gib"), workers=tuple(worker_records), engine_generation=generation,
+        num_cpu_blocks=top.get("num_cpu_blocks"), tokens_capacity=top.get("tokens_capacity"),
+        startup_free_gib=top.get("startup_free_gib"), startup_total_gib=top.get("startup_total_gib"),
+        refused_at_startup=bool(top.get("refused_at_startup")), platform=top.get("platform"),
         runs=len(with_figures) or 1,
     )
 
