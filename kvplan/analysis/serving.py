@@ -250,8 +250,8 @@ def tpot(replica: Replica, f: Factors, *, batch: int, prompt: int, output: int, 
     request that meets more of them than the mean: prefills_at)."""
     context = prompt + output // 2
     step = replica.decode_s(batch, context)
-    prefills = replica.prefill_s(prompt, batch if prefills is None else prefills)
-    seconds = f.decode * step + f.step_s + f.sequence_step_s * batch + f.prefill * prefills / max(output, 1)
+    prefill_seconds = replica.prefill_s(prompt, batch if prefills is None else prefills)
+    seconds = f.decode * step + f.step_s + f.sequence_step_s * batch + f.prefill * prefill_seconds / max(output, 1)
     return _scaled(f, seconds, step)
 
 

@@ -493,7 +493,7 @@ class _Run:
         final_bytes = 0  # sum of stored(final length) over running: splits the waste of reserving policies
         tokens = 0  # logical tokens held by running requests
         below = dict.fromkeys(self.windows, 0)  # running requests with fewer own tokens than each window
-        sums = [0, 0, 0, 0, 0, 0]  # saturated steps: running, stored, allocated, final, tokens, steps
+        sums: list[float] = [0, 0, 0, 0, 0, 0]  # saturated steps: running, stored, allocated, final, tokens, steps
         early = [0, 0, 0, 0, 0, 0]  # the same before the first request finishes (for unsaturated runs)
         peak = preemptions = generated = recomputed = 0
         finished_any = waited = False
@@ -770,22 +770,22 @@ def simulate(requests: list[Request], cache, *, pool_bytes: int, max_model_len: 
     base = raw.get("contiguous")
     base_rate = base["generated"] / base["steps"] if base else None
     for policy in policies:
-        r = raw[policy]
-        saturated = r["saturated"]
-        n, stored, alloc, final, tokens, steps = r["sums"]
+        sim = raw[policy]
+        saturated = sim["saturated"]
+        n, stored, alloc, final, tokens, steps = sim["sums"]
         reserving = policy in ("contiguous", "pow2", "oracle")
-        per_step = r["generated"] / r["steps"]
+        per_step = sim["generated"] / sim["steps"]
         results.append(PolicyResult(
             policy=policy, description=_DESCRIPTIONS[policy].format(block=block_size), block_size=block_size if policy == "paged" else None,
-            saturated=saturated, measured_steps=r["measured"], sustained_concurrency=n / steps, peak_concurrency=r["peak"],
+            saturated=saturated, measured_steps=sim["measured"], sustained_concurrency=n / steps, peak_concurrency=sim["peak"],
             mean_tokens=tokens / steps, utilisation=stored / steps / pool_bytes, allocation=alloc / steps / pool_bytes,
             waste=(alloc - stored) / alloc if alloc else 0.0,
             waste_reserved=(final - stored) / alloc if reserving and alloc else None,
             waste_never_used=(alloc - final) / alloc if reserving and alloc else None,
-            preemptions=r["preemptions"], recomputed_tokens=r["recomputed"], steps=r["steps"], tokens_per_step=per_step,
+            preemptions=sim["preemptions"], recomputed_tokens=sim["recomputed"], steps=sim["steps"], tokens_per_step=per_step,
             relative_throughput=per_step / base_rate if base_rate else None,
-            duration_s=r.get("seconds"), output_tokens_per_s=r["generated"] / r["seconds"] if r.get("seconds") else None,
-            wait_p50_s=_nearest_rank(r.get("waits", []), 50), wait_p99_s=_nearest_rank(r.get("waits", []), 99),
+            duration_s=sim.get("seconds"), output_tokens_per_s=sim["generated"] / sim["seconds"] if sim.get("seconds") else None,
+            wait_p50_s=_nearest_rank(sim.get("waits", []), 50), wait_p99_s=_nearest_rank(sim.get("waits", []), 99),
         ))
     if shared_prefix:
         notes.append(f"a {shared_prefix:,}-token system prompt precedes every prompt; paged stores its whole blocks once, exact "

@@ -170,7 +170,8 @@ class _Parser:
         return text[start:self.i].strip()
 
     def string(self) -> str:
-        text, out = self.text, []
+        text = self.text
+        out: list[str] = []
         self.i += 1
         while self.i < len(text):
             c = text[self.i]
@@ -224,7 +225,7 @@ class _Parser:
 
     def sequence(self, depth: int) -> list:
         self.i += 1
-        out = []
+        out: list = []
         while True:
             self.skip()
             if self.peek() == "]":

@@ -101,7 +101,8 @@ def engine_call(call: launch.EngineCall, env: Mapping[str, str | None], *, where
                                    "or its own defaults inside the image", where=where,
                                    hint=f"set {key} in the file to judge the launch")
     tp, pp = re.search(r"-tp(\d+)", profile or ""), re.search(r"-pp(\d+)", profile or "")
-    layout = {"NIM_TENSOR_PARALLEL_SIZE": tp and tp.group(1), "NIM_PIPELINE_PARALLEL_SIZE": pp and pp.group(1)}
+    layout: dict[str, str | None] = {"NIM_TENSOR_PARALLEL_SIZE": tp.group(1) if tp else None,
+                                          "NIM_PIPELINE_PARALLEL_SIZE": pp.group(1) if pp else None}
     for key, flag in VLLM_FLAGS.items():
         value = settings.get(key) or layout.get(key)
         if value:
