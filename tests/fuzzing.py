@@ -17,6 +17,7 @@ contract is checked on every call:
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -158,6 +159,10 @@ def invoker():
     return run
 
 
+# the reprs of the exact number types kvplan computes with, which no message may show
+REPR = re.compile(r"\b(?:Fraction|Decimal)\([^)]*\)")
+
+
 def violations(invoke, call: Call, path: Path) -> list[str]:
     """What one call breaks of the contract (empty: it keeps it)."""
     args = tuple(str(path) if a == "FILE" else a for a in call.args)
@@ -169,6 +174,9 @@ def violations(invoke, call: Call, path: Path) -> list[str]:
         problems.append("a traceback was printed")
     if result.exit_code not in (0, 1, 2, 3):
         problems.append(f"exit code {result.exit_code}")
+    raw = REPR.search(result.stdout + result.stderr)
+    if raw:  # a Python repr is not a message: '1.5', not 'Fraction(3, 2)' (issue 26)
+        problems.append(f"a Python repr in the output: {raw.group(0)!r}")
     if result.exit_code in (2, 3):
         lines = [ln for ln in result.stderr.splitlines() if ln.strip() and not ln.startswith("note:")]
         if not lines or not lines[-1].startswith("error: "):

@@ -44,10 +44,40 @@ _SIZE = re.compile(rf"({_DIGITS}(?:\.\d+)?|\.\d+)\s*([A-Za-z]*)", re.ASCII)
 _DECIMAL = re.compile(rf"[+-]?(?:{_DIGITS}(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{{1,3}})?", re.ASCII)
 
 
+class WrittenNumber(Fraction):
+    """An exact number that shows as it was written: '1.5' in every message and note, never Fraction(3, 2) nor 3/2
+    (issue 26). Arithmetic on it gives plain Fractions; a copy is itself (it is immutable)."""
+
+    __slots__ = ("_written",)
+
+    def __new__(cls, value: Fraction, written: str):
+        self = super().__new__(cls, value.numerator, value.denominator)
+        self._written = written
+        return self
+
+    def __repr__(self) -> str:
+        return self._written
+
+    __str__ = __repr__
+
+    def __copy__(self):
+        return self
+
+    def __deepcopy__(self, memo):
+        return self
+
+    def __reduce__(self):
+        return (WrittenNumber, (Fraction(self.numerator, self.denominator), self._written))
+
+
 def shown(value) -> str:
     """A value for an error message, never longer than a line: an integer of many digits by its digit count."""
     if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**40:
         return f"an integer of {len(str(abs(value))) if value.bit_length() < 14000 else 'more than 4,000'} digits"
+    if isinstance(value, Fraction) and not isinstance(value, WrittenNumber):
+        value = float(value)  # an exact value kvplan computed: its decimal, not Fraction(3, 2)
+    if isinstance(value, Decimal):
+        return str(value)
     try:
         text = repr(value)
     except ValueError:  # a list or mapping holding an integer past Python's 4,300-digit printing limit

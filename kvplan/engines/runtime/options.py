@@ -10,7 +10,7 @@ import math
 from fractions import Fraction
 
 from kvplan.core.errors import InputError
-from kvplan.core.units import human_readable_int as parse, parse_decimal
+from kvplan.core.units import WrittenNumber, human_readable_int as parse, parse_decimal
 
 
 def human_readable_int(value: str) -> int:
@@ -39,7 +39,7 @@ def exact_float(value: str) -> Fraction | float:
     if not math.isfinite(number):
         return number  # inf / nan: kept as vLLM has them, refused later
     try:
-        return parse_decimal(value, what=None, percent=False)[0]
+        return WrittenNumber(parse_decimal(value, what=None, percent=False)[0], value.strip())  # shown as written
     except InputError:  # an exponent past 3 digits: the float (0.0 or a huge value) is what vLLM has
         return number
 
