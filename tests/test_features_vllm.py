@@ -222,6 +222,15 @@ def test_weight_offload_moves_whole_parameters_in_order():
     assert est("llama-3.1-8b", vllm_args="--cpu-offload-gb 10", **long).fits and not est("llama-3.1-8b", **long).fits
 
 
+def test_a_negative_cpu_offload_is_refused_as_vllm_refuses_it(cli):
+    # vLLM: OffloadConfig.cpu_offload_gb = Field(default=0, ge=0) (config/offload.py, 0.13-0.33; 0.10's CacheConfig
+    # "CPU offload space must be non-negative"); kvplan skipped a negative size and passed the launch (issue 26)
+    launch = "serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 8192 --cpu-offload-gb"
+    code, out, err = cli("check", "--vllm-args", f"{launch} -1.5", "--gpu", "h100", "--offline")
+    assert code == 2 and "not negative, got -1.5" in err, (out, err)
+    assert cli("check", "--vllm-args", f"{launch} 0", "--gpu", "h100", "--offline")[0] == 0
+
+
 def test_native_kv_offload_tier():
     r = est("llama-3.1-8b", vllm_args="--kv-offloading-size 100")
     # CPUOffloadingSpec: 100 GiB // round_up(2 MiB per block x 1 worker, 4096) chunks of one 16-token block

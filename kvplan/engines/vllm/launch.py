@@ -52,7 +52,8 @@ def _gib(value: Any, *, where: str) -> int:
     except (TypeError, ValueError):
         raise InputError(f"must be a number of GiB, got {value!r}", where=where) from None
     if not math.isfinite(number) or number < 0:  # a YAML .nan or .inf reaches here as a float
-        raise InputError(f"must be a finite number of GiB, not negative, got {value}", where=where)
+        # shown as written: an exact value is a Fraction, whose str is '-3/2'
+        raise InputError(f"must be a finite number of GiB, not negative, got {number:g}", where=where)
     return int(number * GIB)
 
 
@@ -131,10 +132,13 @@ def _read_offload(args: serve_args.ServeArgs, where: str, tp: int, fields: dict[
     """Weight offload (--cpu-offload-gb) and KV offload (--kv-offloading-size)."""
     at = partial(_where, args, where)
     given = partial(_given, args)
-    if given("cpu_offload_gb") and float(args.get("cpu_offload_gb")) > 0:
+    # a negative size is refused as vLLM refuses it (config/offload.py cpu_offload_gb: Field(ge=0), 0.13+; 0.10's
+    # CacheConfig raised "CPU offload space must be non-negative")
+    offload_bytes = _gib(args.get("cpu_offload_gb"), where=at("cpu_offload_gb")) if given("cpu_offload_gb") else 0
+    if offload_bytes > 0:
         fields["weight_offload"] = offload.WeightOffloadOptions(
-            cpu_offload_bytes=_gib(args.get("cpu_offload_gb"), where=at("cpu_offload_gb")),
-            params=tuple(args.get("cpu_offload_params") or ()), where=at("cpu_offload_gb"))
+            cpu_offload_bytes=offload_bytes, params=tuple(args.get("cpu_offload_params") or ()),
+            where=at("cpu_offload_gb"))
     if given("kv_offloading_size"):
         backend = args.get("kv_offloading_backend") or "native"
         size = _gib(args.get("kv_offloading_size"), where=at("kv_offloading_size"))
