@@ -30,6 +30,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--examples", type=int, default=500)
     ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--progress", type=int, default=0, help="print a line every N inputs (and each violation as found)")
     opts = ap.parse_args()
     invoke = fuzzing.invoker()
     tried: collections.Counter[str] = collections.Counter()
@@ -46,6 +47,10 @@ def main() -> int:
         tried[call.args[0]] += 1
         for problem in fuzzing.violations(invoke, call, path):
             failures.append((problem, content[:200]))
+            print(f"violation: {problem}\n    file: {content[:200]!r}", flush=True)
+        done = sum(tried.values())
+        if opts.progress and done % opts.progress == 0:
+            print(f"{done} inputs, {len(failures)} violations", flush=True)
 
     run()
     for how in fuzzing.HUB_MISBEHAVIOURS:
