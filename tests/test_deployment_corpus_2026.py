@@ -16,8 +16,10 @@ not bundle (named, exit 3), which is the right answer offline. Judged by hand, i
 - documents with no launch (Services, a RuntimeClass, NIMCache jobs, a recipes strategy, Dockerfiles that only
   install, configs that name no model, a values file that enables no model, a disaggregated proxy config, a .env):
   skipped;
-- the one file with its model bundled and its GPU named: Mistral-Small-3.1-24B on an H100 at 64K with an fp8 KV cache,
-  40 layers x 8 KV heads x 128 x 2 x 1 B = 80 KiB a token, 5.00 GiB a request, pool 21.73 GiB: 4.34 at once, pass;
+- the two files with their model bundled and their GPU named: Mistral-Small-3.1-24B on an H100 at 64K with an fp8 KV
+  cache, 40 layers x 8 KV heads x 128 x 2 x 1 B = 80 KiB a token, 5.00 GiB a request, pool 21.73 GiB: 4.34 at once,
+  pass; GLM-4.7-Flash on 2 H100s (Truss), --max-model-len auto: vLLM picks the whole 202,752 tokens, 10.98e9 B of
+  MLA cache a request, 2.77 at once in the 0.8 share, pass;
 - files that would not start: a git conflict left in an SGLang StatefulSet, a Nomad job file with its JSON pasted
   after it (neither parses), vLLM's api_server Dockerfile whose arguments come from the compose file beside it (no
   model of its own): invalid; SGLang options an older release took (--enable-ep-moe until 0.5.4, --lora-backend
@@ -148,7 +150,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'truss/qwen--qwen-3-next-80B-A3-instruct-sglang/config.yaml': [('cannot_judge', "model 'Qwen/Qwen3-Next-80B-A3B-Instruct-FP8' is not")],
     'truss/qwen--qwen-3.5-35b-a3b/config.yaml': [('cannot_judge', '--tensor-parallel-size is $GPU_COUNT, set outside the file')],
     'truss/z-ai--glm-4-6-fp8/config.yaml': [('cannot_judge', "model 'zai-org/GLM-4.6-FP8' is not bundled, not under")],
-    'truss/z-ai--glm_4_7_flash/config.yaml': [('cannot_judge', "model 'zai-org/GLM-4.7-Flash' is not bundled, not under")],
+    'truss/z-ai--glm_4_7_flash/config.yaml': [('pass', 'starts at max_model_len 198K, 2.77x concurrency')],
     'vllm-chart/values.yaml': [('cannot_judge', "model '/data/' is on the serving host (a path, a volume or")],
     'script/marie-ai--sglang-qwq-x8.sh': [('cannot_judge', "model 'Qwen/QwQ-32B' is not bundled, not under --models-di")],
     'script/marie-ai--sglang-qwenvl_2_5_vl_adapter_no_lora.sh': [('cannot_judge', "model 'Qwen/Qwen2.5-VL-7B-Instruct' is not bundled, not un")],
@@ -205,12 +207,19 @@ def test_every_verdict_is_the_hand_judged_one(report):
 
 
 def test_no_wrong_pass_and_no_launch_skipped(report):
-    """0 wrong passes (the one pass is the hand-checked Mistral on an H100); nothing that starts a server is skipped:
+    """0 wrong passes (the two passes are checked by hand: Mistral on an H100, GLM-4.7-Flash on 2 H100s); nothing that
+    starts a server is skipped:
     every skipped document is one of the kinds above."""
     passes = [v for v in report.verdicts if v.status == "pass"]
-    assert [(Path(v.source).name, v.gpu, v.max_model_len) for v in passes] == [
-        ("mistral-small-3.1-24b-instruct-h100.yaml", "h100-sxm-80gb", 65536)]
+    assert [(Path(v.source).relative_to(CORPUS).as_posix(), v.gpu, v.max_model_len) for v in passes] == [
+        ("kubeai/mistral-small-3.1-24b-instruct-h100.yaml", "h100-sxm-80gb", 65536),
+        ("truss/z-ai--glm_4_7_flash/config.yaml", "h100-sxm-80gb", 202752)]
     assert round(passes[0].figures.max_concurrency, 2) == 4.34
+    # GLM-4.7-Flash (MLA: 47 layers x (512 + 64) x 2 B = 54,144 B a token, not split by TP) at the 202,752 tokens
+    # vLLM's --max-model-len auto picks: 10.98e9 B a request; a pool of 30,429,794,304 B per GPU holds 2.77
+    f = passes[1].figures
+    assert f.cache_bytes == 30_429_794_304 and round(f.cache_bytes / (202_752 * 47 * 576 * 2), 2) == 2.77
+    assert round(f.max_concurrency, 2) == 2.77
     skip_reasons = ("runs no container", "starts no vLLM, SGLang or TensorRT-LLM server", "names no model",
                     "deployment strategy", "none of its 47 catalog models", "disaggregated proxy config",
                     "an environment file", "no task starts vLLM")
