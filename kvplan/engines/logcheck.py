@@ -103,6 +103,13 @@ def verdict(figures, assumed, *, described: bool, why_not: str | None = None) ->
 
 # ------------------------------------------------------------------------------------------ figures
 
+def band_of(result) -> tuple[int, int] | None:
+    """The band of a paged estimate's modelled KV budget (available_kv_bytes_low, _high), None where it has none."""
+    if result.available_kv_bytes_low is not None and result.available_kv_bytes_high is not None:
+        return (result.available_kv_bytes_low, result.available_kv_bytes_high)
+    return None
+
+
 def gib_text(b: int | None) -> str | None:
     return None if b is None else f"{b / GIB:.2f}"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from decimal import Decimal
 from pathlib import Path
 
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.engines.api import Hardware
 from kvplan.model import catalog
 from kvplan.model.catalog import gpus
@@ -88,6 +88,14 @@ def resolve_log_model(model_id: str | None, *, model: str | None = None, models_
     raise UnsupportedError(f"kvplan cannot describe {model_id!r}: not a bundled model or alias"
                            + (f", nor under {models_dir}" if models_dir else ""),
                            hint="give --model PATH (a config.json, a model folder or a spec YAML) or --models-dir DIR")
+
+
+def describe_log_model(model_id: str | None, *, model: str | None = None, models_dir: str | None = None):
+    """(the log's ModelSpec, None) as resolve_log_model finds it, or (None, why not) when kvplan cannot describe it."""
+    try:
+        return resolve_log_model(model_id, model=model, models_dir=models_dir), None
+    except KvplanError as err:
+        return None, f"cannot describe the log's model: {err.one_line()}"
 
 
 def gpu_assumption(notes: list[str]) -> tuple[str, ...]:

@@ -19,11 +19,11 @@ import dataclasses
 from decimal import Decimal
 
 from kvplan.core.errors import KvplanError
-from kvplan.engines.logcheck import (CONSISTENCY, GIB, LOGGED_BUDGET, LOGGED_POOL, MODELLED, Figure,
-                                     LogCalibration, SiteObservation, count_figure, invalid, memory_figure, verdict)
+from kvplan.engines.logcheck import (CONSISTENCY, GIB, LOGGED_BUDGET, LOGGED_POOL, MODELLED, Figure, LogCalibration,
+                                     SiteObservation, band_of, count_figure, invalid, memory_figure, verdict)
 from kvplan.engines.logtext import paste_traits
 from kvplan.engines.sglang.log import parse_sglang_log
-from kvplan.engines.runtime.logs import resolve_log_model
+from kvplan.engines.runtime.logs import describe_log_model
 from kvplan.core.spec import CHUNKED, MLA, SLIDING, STATE
 from kvplan.engines.api import EngineRequest, Hardware
 from kvplan.engines import sglang
@@ -46,23 +46,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     except ValueError as err:
         return invalid(log, str(err), "sglang")
     notes: list[str] = []
-    assumed: list[str] = []
-    read = list(paste_traits(text))
-    if figs.tp_source:
-        read.append(f"TP from the {figs.tp_source}")
-    if figs.pp_source:
-        read.append(f"PP from the {figs.pp_source}")
-    if len(figs.ranks) > 1:
-        read.append(f"{len(figs.ranks)} ranks; the pool is sized by the least free memory over them")
-    tp = figs.tp_size
-    if tp is None:
-        tp = figs.tp_at_least or 1
-        assumed.append(f"TP {tp} (" + (f"rank heads show ranks up to TP{tp - 1}" if figs.tp_at_least else "not stated")
-                       + ")")
-    pp = figs.pp_size
-    if pp is None:
-        pp = 1
-        assumed.append("PP 1 (not stated)")
+    tp, pp, read, assumed = _layout_read(figs, text)
     if figs.kv_cache_dtype is None and figs.kv_dtype_logged is None and not any(
             p.dtype for r in figs.ranks for p in r.pools):
         assumed.append("KV cache dtype auto (the log does not show it)")
@@ -71,12 +55,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     base = dict(log=log, engine="sglang", model_id=figs.model or figs.architecture, engine_version=None,
                 rules="0.5.23", gpu=hardware.name if hardware else None, tp=tp, pp=pp,
                 max_model_len=figs.context_length or figs.context_len, read=tuple(read))
-    spec = None
-    why_not = None
-    try:
-        spec = resolve_log_model(figs.model, model=model, models_dir=models_dir)
-    except KvplanError as err:
-        why_not = f"cannot describe the log's model: {err.one_line()}"
+    spec, why_not = describe_log_model(figs.model, model=model, models_dir=models_dir)
     r = figs.binding_rank()
     pool = _main_pool(figs, r)
     figures: list[Figure] = []
@@ -118,25 +97,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
             notes.append(f"kvplan cannot size the pool: {err.one_line()}")
     obs = None
     if req is not None and hardware is not None:
-        try:
-            modelled = _estimate(req)
-            figures.append(memory_figure("free before loading, P (modelled)", P, modelled.free_before_load_bytes,
-                                         assumed=rules_assumed + tp_assumed))
-            figures.append(memory_figure("free after loading, A (modelled)", A, modelled.free_after_load_bytes,
-                                         assumed=rules_assumed + tp_assumed))
-            band = None
-            if modelled.available_kv_bytes_low is not None and modelled.available_kv_bytes_high is not None:
-                band = (modelled.available_kv_bytes_low, modelled.available_kv_bytes_high)
-            logged_rest = None if rest is None else Decimal((rest[0] + rest[1]) // 2) / GIB
-            figures.append(memory_figure("KV budget, rest = A - P x (1 - mem_fraction_static) (modelled)",
-                                         None if logged_rest is None else logged_rest.quantize(Decimal("0.01")),
-                                         modelled.available_kv_bytes, band=band, assumed=rules_assumed + tp_assumed))
-            figures.append(count_figure("max_total_num_tokens (modelled)", pool.tokens if pool else None,
-                                        modelled.max_total_num_tokens, judged=False, basis=MODELLED,
-                                        assumed=rules_assumed + tp_assumed))
-            obs = _observation(figs, tp, pp, hardware, P, rest, modelled, mfs)
-        except KvplanError as err:
-            notes.append(f"kvplan cannot model it end to end: {err.one_line()}")
+        obs = _end_to_end(figs, req, tp, pp, hardware, P, A, rest, pool, mfs, figures, notes, rules_assumed + tp_assumed)
     elif hardware is None:
         notes.append("the GPU is not known (give --gpu or --gpu-mem): nothing end to end is modelled")
     if figs.no_room:
@@ -144,6 +105,52 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     status, reason = verdict(figures, tuple(assumed), described=spec is not None, why_not=why_not)
     return LogCalibration(**base, model=spec.name if spec else None, status=status, reason=reason,
                           figures=tuple(figures), assumed=tuple(assumed), notes=tuple(notes), site=obs)
+
+
+def _layout_read(figs, text: str) -> tuple[int, int, list[str], list[str]]:
+    """(TP, PP, what was read from the paste, what was assumed) of the log's layout."""
+    assumed: list[str] = []
+    read = list(paste_traits(text))
+    if figs.tp_source:
+        read.append(f"TP from the {figs.tp_source}")
+    if figs.pp_source:
+        read.append(f"PP from the {figs.pp_source}")
+    if len(figs.ranks) > 1:
+        read.append(f"{len(figs.ranks)} ranks; the pool is sized by the least free memory over them")
+    tp = figs.tp_size
+    if tp is None:
+        tp = figs.tp_at_least or 1
+        assumed.append(f"TP {tp} (" + (f"rank heads show ranks up to TP{tp - 1}" if figs.tp_at_least else "not stated")
+                       + ")")
+    pp = figs.pp_size
+    if pp is None:
+        pp = 1
+        assumed.append("PP 1 (not stated)")
+    return tp, pp, read, assumed
+
+
+def _end_to_end(figs, req: EngineRequest, tp: int, pp: int, hardware, P, A, rest, pool, mfs, figures: list[Figure],
+                notes: list[str], assumed: tuple[str, ...]):
+    """The modelled P, A, rest and pool against the logged ones (figures appended), and the site observation; None
+    when kvplan cannot model the deployment (a note says why)."""
+    try:
+        modelled = _estimate(req)
+        figures.append(memory_figure("free before loading, P (modelled)", P, modelled.free_before_load_bytes,
+                                     assumed=assumed))
+        figures.append(memory_figure("free after loading, A (modelled)", A, modelled.free_after_load_bytes,
+                                     assumed=assumed))
+        band = band_of(modelled)
+        logged_rest = None if rest is None else Decimal((rest[0] + rest[1]) // 2) / GIB
+        figures.append(memory_figure("KV budget, rest = A - P x (1 - mem_fraction_static) (modelled)",
+                                     None if logged_rest is None else logged_rest.quantize(Decimal("0.01")),
+                                     modelled.available_kv_bytes, band=band, assumed=assumed))
+        figures.append(count_figure("max_total_num_tokens (modelled)", pool.tokens if pool else None,
+                                    modelled.max_total_num_tokens, judged=False, basis=MODELLED,
+                                    assumed=assumed))
+        return _observation(figs, tp, pp, hardware, P, rest, modelled, mfs)
+    except KvplanError as err:
+        notes.append(f"kvplan cannot model it end to end: {err.one_line()}")
+        return None
 
 
 def _main_pool(figs, r):

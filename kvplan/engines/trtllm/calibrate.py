@@ -22,10 +22,10 @@ from decimal import Decimal
 
 from kvplan.core.errors import KvplanError
 from kvplan.engines.logcheck import (CONSISTENCY, GIB, LOGGED_BUDGET, LOGGED_POOL, MODELLED, Figure, LogCalibration,
-                                     SiteObservation, count_figure, invalid, memory_figure, verdict)
+                                     SiteObservation, band_of, count_figure, invalid, memory_figure, verdict)
 from kvplan.engines.logtext import paste_traits
 from kvplan.engines.trtllm.log import parse_trtllm_log
-from kvplan.engines.runtime.logs import gpu_assumption, gpu_from_log, resolve_log_model
+from kvplan.engines.runtime.logs import describe_log_model, gpu_assumption, gpu_from_log
 from kvplan.engines.trtllm import releases
 from kvplan.core import dtypes
 from kvplan.engines.api import EngineRequest
@@ -43,30 +43,8 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     except ValueError as err:
         return invalid(log, str(err), "trtllm")
     notes: list[str] = []
-    assumed: list[str] = []
     gpu_assumed: tuple[str, ...] = ()
-    read = list(paste_traits(text))
-    if figs.tp_source:
-        read.append(f"TP from the {figs.tp_source}")
-    if figs.backend:
-        read.append(f"{figs.backend} backend (from the lines it prints)")
-    tp = figs.tp_size
-    if tp is None:
-        tp = figs.tp_at_least or 1
-        assumed.append(f"TP {tp} (" + (f"the log shows ranks up to {tp - 1}" if figs.tp_at_least else "not stated") + ")")
-    pp = figs.pp_size or 1
-    if figs.pp_size is None and tp > 1:
-        assumed.append("PP 1 (not stated)")
-
-    rel, note = releases.closest(figs.version)
-    if note:
-        assumed.append(f"TensorRT-LLM {rel.line} rules ({note})")
-    backend = figs.backend
-    if backend is None:
-        backend = rel.default_backend
-        assumed.append(f"the {backend} backend (the release's default; the log's lines do not show which)")
-    if figs.kv_dtype is None:
-        assumed.append("KV cache dtype auto (the log does not print it; a checkpoint with an FP8 KV cache stores fp8)")
+    tp, pp, rel, backend, read, assumed = _layout_read(figs, text)
     if hardware is None and figs.total_gib is not None:
         # TensorRT-LLM's totals come a little under the runtime capacity ("79.10", "79.18" on an H100's 79.19)
         hardware, hw_notes = gpu_from_log(figs.total_gib, tolerance_gib=Decimal("0.15"))
@@ -80,12 +58,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     if figs.pool_tokens is not None and figs.primary_blocks is not None and tpb:
         figures.append(count_figure("pool tokens (primary blocks x tokens per block)", figs.pool_tokens,
                                     figs.primary_blocks * tpb, basis=CONSISTENCY))
-    spec = None
-    why_not = None
-    try:
-        spec = resolve_log_model(figs.model, model=model, models_dir=models_dir)
-    except KvplanError as err:
-        why_not = f"cannot describe the log's model: {err.one_line()}"
+    spec, why_not = describe_log_model(figs.model, model=model, models_dir=models_dir)
     obs = None
     if spec is not None:
         req = _request(figs, spec, tp, pp, hardware, rel.version, backend)
@@ -113,27 +86,60 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
                                         figs.estimated_max_tokens, range(lo // bpt3, hi // bpt3 + 1),
                                         basis=LOGGED_BUDGET, assumed=layout_assumed))
         if hardware is not None:
-            try:
-                modelled = _estimate(req)
-                band = None
-                if modelled.available_kv_bytes_low is not None and modelled.available_kv_bytes_high is not None:
-                    band = (modelled.available_kv_bytes_low, modelled.available_kv_bytes_high)
-                figures.append(memory_figure("KV pool memory (modelled)", figs.pool_gib, modelled.available_kv_bytes,
-                                             band=band, assumed=modelled_assumed))
-                figures.append(count_figure("pool tokens (modelled)", figs.pool_tokens, modelled.kv_cache_tokens,
-                                            judged=False, basis=MODELLED, assumed=modelled_assumed))
-                figures.append(memory_figure("activation peak (modelled)", figs.activation_gib,
-                                             modelled.activation_peak_bytes, assumed=modelled_assumed))
-                figures.append(memory_figure("memory outside torch (modelled)", figs.outside_torch_gib,
-                                             modelled.non_torch_bytes, assumed=modelled_assumed))
-                obs = _observation(figs, tp, pp, modelled)
-            except KvplanError as err:
-                notes.append(f"kvplan cannot model it end to end: {err.one_line()}")
+            obs = _end_to_end(figs, req, tp, pp, figures, notes, modelled_assumed)
         else:
             notes.append("the GPU is not known (give --gpu or --gpu-mem): nothing end to end is modelled")
     status, reason = verdict(figures, tuple(assumed), described=spec is not None, why_not=why_not)
     return LogCalibration(**base, model=spec.name if spec else None, status=status, reason=reason,
                           figures=tuple(figures), assumed=tuple(assumed), notes=tuple(notes), site=obs)
+
+
+def _layout_read(figs, text: str):
+    """(TP, PP, the release's rules, the backend, what was read from the paste, what was assumed) of the log."""
+    assumed: list[str] = []
+    read = list(paste_traits(text))
+    if figs.tp_source:
+        read.append(f"TP from the {figs.tp_source}")
+    if figs.backend:
+        read.append(f"{figs.backend} backend (from the lines it prints)")
+    tp = figs.tp_size
+    if tp is None:
+        tp = figs.tp_at_least or 1
+        assumed.append(f"TP {tp} (" + (f"the log shows ranks up to {tp - 1}" if figs.tp_at_least else "not stated") + ")")
+    pp = figs.pp_size or 1
+    if figs.pp_size is None and tp > 1:
+        assumed.append("PP 1 (not stated)")
+
+    rel, note = releases.closest(figs.version)
+    if note:
+        assumed.append(f"TensorRT-LLM {rel.line} rules ({note})")
+    backend = figs.backend
+    if backend is None:
+        backend = rel.default_backend
+        assumed.append(f"the {backend} backend (the release's default; the log's lines do not show which)")
+    if figs.kv_dtype is None:
+        assumed.append("KV cache dtype auto (the log does not print it; a checkpoint with an FP8 KV cache stores fp8)")
+    return tp, pp, rel, backend, read, assumed
+
+
+def _end_to_end(figs, req, tp: int, pp: int, figures: list[Figure], notes: list[str], assumed: tuple[str, ...]):
+    """The modelled pool, activations and memory outside torch against the logged ones (figures appended), and the
+    site observation; None when kvplan cannot model the deployment (a note says why)."""
+    try:
+        modelled = _estimate(req)
+        band = band_of(modelled)
+        figures.append(memory_figure("KV pool memory (modelled)", figs.pool_gib, modelled.available_kv_bytes,
+                                     band=band, assumed=assumed))
+        figures.append(count_figure("pool tokens (modelled)", figs.pool_tokens, modelled.kv_cache_tokens,
+                                    judged=False, basis=MODELLED, assumed=assumed))
+        figures.append(memory_figure("activation peak (modelled)", figs.activation_gib,
+                                     modelled.activation_peak_bytes, assumed=assumed))
+        figures.append(memory_figure("memory outside torch (modelled)", figs.outside_torch_gib,
+                                     modelled.non_torch_bytes, assumed=assumed))
+        return _observation(figs, tp, pp, modelled)
+    except KvplanError as err:
+        notes.append(f"kvplan cannot model it end to end: {err.one_line()}")
+        return None
 
 
 def _request(figs, spec, tp, pp, hardware, version, backend):

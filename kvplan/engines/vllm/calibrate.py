@@ -34,7 +34,7 @@ from kvplan.engines.logcheck import (CANNOT_JUDGE, GIB, LOGGED_POOL, MODELLED, F
                                      count_figure, invalid, memory_figure, ratio_figure, verdict)
 from kvplan.core import dtypes
 from kvplan.engines.api import EngineRequest
-from kvplan.engines.logcheck import read_log
+from kvplan.engines.logcheck import band_of, read_log
 from kvplan.engines import vllm
 from kvplan.engines.vllm import budget, releases
 from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log
@@ -157,40 +157,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     site_obs = None
     error_pct = error_gib = None
     if modelled is not None:
-        mb = _binding_budget(modelled)
-        band = None
-        if modelled.available_kv_bytes_low is not None and modelled.available_kv_bytes_high is not None:
-            band = (modelled.available_kv_bytes_low, modelled.available_kv_bytes_high)
-        avail = min(x.available_kv_bytes for x in modelled.workers) if modelled.workers else modelled.available_kv_bytes
-        if w is not None and mb is not None:
-            figures += [
-                memory_figure("weights (\"Model loading took\")", w.weights_gib, mb.weights_bytes,
-                              assumed=modelled_assumed),
-                memory_figure("activation peak", w.activation_peak_gib, mb.activation_peak_bytes, assumed=modelled_assumed),
-                memory_figure("non-torch memory", w.non_torch_gib,
-                              mb.non_torch_bytes if w.non_torch_gib is not None else None, assumed=modelled_assumed),
-                memory_figure("CUDA graph estimate", w.cuda_graph_estimate_gib, mb.cuda_graph_bytes,
-                              assumed=modelled_assumed),
-            ]
-        logged_avail = w.available_kv_gib if w is not None else None
-        figures.append(memory_figure("available KV cache memory (modelled)", logged_avail, avail, band=band,
-                                     assumed=modelled_assumed))
-        if logged_avail is not None and avail is not None:
-            error_gib = round(avail / GIB - float(logged_avail), 3)
-            if logged_avail > 0:
-                error_pct = abs(avail - float(logged_avail) * GIB) / (float(logged_avail) * GIB) * 100
-            else:
-                notes.append(f"the logged KV memory is {logged_avail} GiB (not positive): left out of the mean error; "
-                             f"kvplan is {error_gib:+.2f} GiB off")
-        figures += [
-            count_figure("num_gpu_blocks (modelled)", figs.num_gpu_blocks, modelled.num_gpu_blocks, judged=False,
-                         basis=MODELLED, assumed=modelled_assumed),
-            count_figure("GPU KV cache size, tokens (modelled)", figs.kv_cache_tokens, modelled.kv_cache_tokens,
-                         judged=False, basis=MODELLED, assumed=modelled_assumed),
-            ratio_figure("maximum concurrency (modelled)", figs.max_concurrency, modelled.max_concurrency, judged=False,
-                         basis=MODELLED, assumed=modelled_assumed),
-        ]
-        site_obs = _site_observation(figs, w, mb, modelled, tp, pp, avail)
+        error_pct, error_gib, site_obs = _modelled_figures(figs, w, modelled, tp, pp, figures, notes, modelled_assumed)
     figures += _pool_figures(figs, req, pool_base, w, rules_assumed=rules_assumed, tp_assumed=tp_assumed,
                              len_assumed=len_assumed)
     status, reason = verdict(figures, tuple(assumed), described=True)
@@ -199,6 +166,46 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     return LogCalibration(**base, model=spec.name, status=status, reason=reason, figures=tuple(figures),
                           available_error_percent=error_pct, available_error_gib=error_gib, assumed=tuple(assumed),
                           notes=tuple(notes), site=site_obs)
+
+
+def _modelled_figures(figs, w, modelled, tp: int, pp: int, figures: list[Figure], notes: list[str],
+                      assumed: tuple[str, ...]):
+    """The modelled budget's terms, KV memory, blocks, tokens and concurrency against the logged ones (figures
+    appended); (the KV memory's error in percent and in GiB, each None where the log has no figure, the site
+    observation)."""
+    error_pct = error_gib = None
+    mb = _binding_budget(modelled)
+    band = band_of(modelled)
+    avail = min(x.available_kv_bytes for x in modelled.workers) if modelled.workers else modelled.available_kv_bytes
+    if w is not None and mb is not None:
+        figures += [
+            memory_figure("weights (\"Model loading took\")", w.weights_gib, mb.weights_bytes,
+                          assumed=assumed),
+            memory_figure("activation peak", w.activation_peak_gib, mb.activation_peak_bytes, assumed=assumed),
+            memory_figure("non-torch memory", w.non_torch_gib,
+                          mb.non_torch_bytes if w.non_torch_gib is not None else None, assumed=assumed),
+            memory_figure("CUDA graph estimate", w.cuda_graph_estimate_gib, mb.cuda_graph_bytes,
+                          assumed=assumed),
+        ]
+    logged_avail = w.available_kv_gib if w is not None else None
+    figures.append(memory_figure("available KV cache memory (modelled)", logged_avail, avail, band=band,
+                                 assumed=assumed))
+    if logged_avail is not None and avail is not None:
+        error_gib = round(avail / GIB - float(logged_avail), 3)
+        if logged_avail > 0:
+            error_pct = abs(avail - float(logged_avail) * GIB) / (float(logged_avail) * GIB) * 100
+        else:
+            notes.append(f"the logged KV memory is {logged_avail} GiB (not positive): left out of the mean error; "
+                         f"kvplan is {error_gib:+.2f} GiB off")
+    figures += [
+        count_figure("num_gpu_blocks (modelled)", figs.num_gpu_blocks, modelled.num_gpu_blocks, judged=False,
+                     basis=MODELLED, assumed=assumed),
+        count_figure("GPU KV cache size, tokens (modelled)", figs.kv_cache_tokens, modelled.kv_cache_tokens,
+                     judged=False, basis=MODELLED, assumed=assumed),
+        ratio_figure("maximum concurrency (modelled)", figs.max_concurrency, modelled.max_concurrency, judged=False,
+                     basis=MODELLED, assumed=assumed),
+    ]
+    return error_pct, error_gib, _site_observation(figs, w, mb, modelled, tp, pp, avail)
 
 
 def _binding_budget(modelled):
