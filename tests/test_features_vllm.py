@@ -119,8 +119,48 @@ def test_draft_model_rules_vllm_refuses():
         est("llama-2-70b", tp=4, vllm_args=spec_json(model="llama-3.2-1b", num_speculative_tokens=5))
     with pytest.raises(InputError, match="num_speculative_tokens was not"):
         est("llama-3.1-70b", tp=4, vllm_args=spec_json(model="llama-3.2-1b"))
-    with pytest.raises(UnsupportedError, match="dflash"):
-        est("llama-3.1-8b", vllm_args=spec_json(method="dflash", model="x", num_speculative_tokens=4))
+    with pytest.raises(UnsupportedError, match="dspark"):
+        est("llama-3.1-8b", vllm_args=spec_json(method="dspark", model="x", num_speculative_tokens=4))
+
+
+# a DFlash drafter's config.json shaped like the published Qwen3-8B ones (5 Qwen3 layers of the target's width, fc
+# over 5 target layers, mask token); built here, not a copy of one
+DFLASH = {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "num_hidden_layers": 5, "hidden_size": 4096,
+          "num_attention_heads": 32, "num_key_value_heads": 8, "head_dim": 128, "intermediate_size": 12288,
+          "vocab_size": 151936, "dflash_config": {"target_layer_ids": [1, 9, 17, 25, 33], "mask_token_id": 151669}}
+
+
+def _dflash(tmp_path, **change):
+    (tmp_path / "config.json").write_text(json.dumps({**DFLASH, **change}))
+    return spec_json(method="dflash", model=str(tmp_path), num_speculative_tokens=15)
+
+
+def test_dflash_drafter_by_hand(tmp_path):
+    """vLLM 0.33 qwen3_dflash.py: per layer qkv_proj 4,096 x (4,096 + 2 x 1,024), o_proj 4,096 x 4,096, MLP 3 x
+    4,096 x 12,288 = 192,937,984, x 5; embed_tokens and lm_head 2 x 151,936 x 4,096 (counted: vLLM shares them only
+    when the checkpoint lacks them or they equal the target's): 2,209,349,632 sharded; fc 4,096 x 5 x 4,096, five
+    layers' norms (2 x 4,096 + 2 x 128), hidden_norm, norm and mask_embedding: 83,940,608 whole; bf16. Its 5 layers
+    join Qwen3-8B's 36 in the pool; lookahead k + 1 = 16 (config/vllm.py num_lookahead_tokens)."""
+    base = est("qwen3-8b")
+    r = est("qwen3-8b", vllm_args=_dflash(tmp_path))
+    s = r.features.speculative
+    assert s.method == "dflash" and s.draft_kv_layers == 5 and s.lookahead_tokens == 16
+    assert s.draft_weights_per_gpu_bytes == 2 * (2_209_349_632 + 83_940_608)
+    assert r.bytes_per_block == (36 + 5) * 16 * 8 * 128 * 2 * 2 and base.bytes_per_block == 36 * 65_536
+    assert s.decode_requests_per_step == 8192 // 16
+    # a drafter vocabulary of its own adds the int64 draft-to-target map and a smaller head
+    small = est("qwen3-8b", vllm_args=_dflash(tmp_path, draft_vocab_size=32_000)).features.speculative
+    assert s.draft_weights_per_gpu_bytes - small.draft_weights_per_gpu_bytes == \
+        2 * (151_936 - 32_000) * 4_096 - 8 * 32_000
+
+
+def test_dflash_refused_where_not_read(tmp_path):
+    with pytest.raises(UnsupportedError, match="DFlash is modelled from vLLM 0.33.0"):
+        est("qwen3-8b", engine_version="0.32.0", vllm_args=_dflash(tmp_path))
+    with pytest.raises(UnsupportedError, match="sliding-window"):
+        est("qwen3-8b", vllm_args=_dflash(tmp_path, layer_types=["sliding_attention"] * 5))
+    with pytest.raises(UnsupportedError, match="model_type"):
+        est("qwen3-8b", vllm_args=_dflash(tmp_path, model_type="llama"))
 
 
 # ------------------------------------------------------------------ DeepSeek-V3: MTP and DCP 8

@@ -28,6 +28,18 @@ Read from vLLM 0.33.0 (same rules in 0.19.0 where not said otherwise):
   (model_executor/layers/mamba/abstract.py: num_speculative_blocks);
 - a decode step schedules 1 + num_speculative_tokens tokens per request (uniform_decode_query_len), so
   max_num_batched_tokens // (1 + k) requests decode in one step.
+
+DFlash (0.33 only: v1/spec_decode/dflash.py DFlashProposer, model_executor/models/qwen3_dflash.py
+DFlashQwen3ForCausalLM): a small Qwen3-style drafter that drafts a block of k tokens in one parallel pass from the
+target's hidden states. Its decoder layers (qkv_proj, o_proj, q_norm, k_norm, MLP, two norms; plain hidden-size
+inputs) register their attention in the shared pool like an EAGLE head's; `fc` (ReplicatedLinear) maps the aux
+hidden states (eagle_aux_hidden_state_layer_ids, else dflash_config.target_layer_ids, else target_layer_ids, else
+one per draft layer: _get_dflash_fc_input_size) of target_hidden_size each to the hidden size; hidden_norm, norm and
+a mask_embedding of the hidden size; embed_tokens and lm_head over draft_vocab_size, which vLLM shares with the target
+only when the checkpoint lacks them or holds the same tensors (llm_base_proposer._maybe_share_embeddings /
+_maybe_share_lm_head compare them with torch.equal as they load), which kvplan cannot see: they are counted, an upper
+bound; a draft-to-target id map when the vocabularies differ. Lookahead: k + 1 KV slots (config/vllm.py
+num_lookahead_tokens: a bonus query plus one per draft token). Sliding-window draft layers are not modelled.
 """
 
 from __future__ import annotations
@@ -56,10 +68,11 @@ HOST_METHODS = {
     "ngram_gpu": "GPU n-gram prompt lookup (v1/spec_decode/ngram_proposer_gpu.py) keeps token ids, no weights or KV",
     "suffix": "suffix decoding runs on the CPU (v1/spec_decode/suffix_decoding.py): no draft weights, no draft KV",
 }
-MODELLED_METHODS = frozenset({"draft_model", "eagle", "eagle3", "mtp"}) | frozenset(HOST_METHODS)
+MODELLED_METHODS = frozenset({"draft_model", "eagle", "eagle3", "mtp", "dflash"}) | frozenset(HOST_METHODS)
+HEAD_METHODS = ("eagle", "eagle3", "dflash")  # a head config.json names the drafter; it joins the target's workers
+DFLASH_FIRST = "0.33.0"  # the release whose DFlash kvplan read
 # methods vLLM has whose memory kvplan does not model, with why
 NOT_MODELLED_METHODS = {
-    "dflash": "DFlash drafts a block in parallel with its own cache layout",
     "dspark": "DSpark stages and their cache layout",
     "custom_class": "a user-supplied proposer class",
     "extract_hidden_states": "a hidden-state cache (HiddenStateCacheSpec)",
@@ -88,6 +101,8 @@ class EagleHead:
     draft_vocab_size: int  # EAGLE-3's own head; = vocab_size when the config names none
     aux_hidden_states: int  # EAGLE-3: target hidden states concatenated into fc (3 by default)
     source: str
+    dflash: bool = False  # a DFlash drafter (dflash_head)
+    target_hidden_size: int | None = None  # DFlash: the width of each aux hidden state fc reads; None: hidden_size
 
 
 @dataclass(frozen=True)
@@ -117,7 +132,7 @@ def resolve_method(method: str | None, model: str | None, *, where: str) -> str:
         return name
     if name in NOT_MODELLED_METHODS:
         raise UnsupportedError(f"speculative method {name!r} is not modelled ({NOT_MODELLED_METHODS[name]})",
-                               where=f"{where}: method", hint="draft_model, eagle, eagle3, mtp, ngram and suffix are")
+                               where=f"{where}: method", hint="draft_model, eagle, eagle3, mtp, dflash, ngram and suffix are")
     raise InputError(f"vLLM has no speculative method {method!r}", where=f"{where}: method",
                      hint="draft_model, eagle, eagle3, mtp, ngram, ngram_gpu, suffix, dflash, ...")
 
@@ -172,6 +187,37 @@ def eagle_head(raw: Mapping, *, method: str, where: str) -> EagleHead:
                      draft_vocab_size=int(raw.get("draft_vocab_size") or vocab), aux_hidden_states=aux, source=where)
 
 
+def dflash_head(raw: Mapping, *, where: str) -> EagleHead:
+    """A DFlash drafter from its config.json (qwen3_dflash.py reads the same keys)."""
+    def need(key: str) -> int:
+        value = raw.get(key)
+        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+            raise InputError(f"the DFlash drafter's config has no {key}", where=f"{where}: {key}")
+        return value
+
+    if str(raw.get("model_type", "qwen3")) != "qwen3":
+        raise UnsupportedError(f"DFlash drafters of model_type {raw.get('model_type')!r} are not modelled",
+                               where=f"{where}: model_type", hint="kvplan sizes Qwen3-style DFlash drafters")
+    flash = raw.get("dflash_config") or {}
+    if not isinstance(flash, Mapping):
+        raise InputError("dflash_config must be a mapping", where=f"{where}: dflash_config")
+    if flash.get("use_swa") or "sliding_attention" in (raw.get("layer_types") or ()):
+        raise UnsupportedError("a DFlash drafter with sliding-window layers is not modelled", where=f"{where}: layer_types")
+    if flash.get("use_aux_hidden_state", raw.get("use_aux_hidden_state", True)) is not True:
+        raise UnsupportedError("a DFlash drafter without aux hidden states is not modelled",
+                               where=f"{where}: use_aux_hidden_state")
+    layers, hidden, heads = need("num_hidden_layers"), need("hidden_size"), need("num_attention_heads")
+    aux = (raw.get("eagle_aux_hidden_state_layer_ids") or flash.get("target_layer_ids") or raw.get("target_layer_ids")
+           or [None] * layers)
+    vocab = need("vocab_size")
+    return EagleHead(name=str(raw.get("_name_or_path") or where), eagle3=False, layers=layers, hidden_size=hidden,
+                     attention_heads=heads, kv_heads=int(raw.get("num_key_value_heads") or heads),
+                     head_dim=int(raw.get("head_dim") or hidden // heads), intermediate_size=need("intermediate_size"),
+                     vocab_size=vocab, draft_vocab_size=int(raw.get("draft_vocab_size") or vocab),
+                     aux_hidden_states=len(aux), source=where, dflash=True,
+                     target_hidden_size=int(raw.get("target_hidden_size") or hidden))
+
+
 @dataclass(frozen=True)
 class DraftWeights:
     """A drafter's weights on one GPU, split the way TP splits them."""
@@ -188,6 +234,21 @@ class DraftWeights:
     @property
     def params(self) -> int:
         return self.sharded_params + self.replicated_params
+
+
+def dflash_weights(head: EagleHead, target_vocab: int | None) -> DraftWeights:
+    """qwen3_dflash.py DFlashQwen3ForCausalLM: decoder layers and lm_head TP-sharded (VocabParallelEmbedding,
+    ParallelLMHead), fc, norms and mask_embedding whole on every rank; embed_tokens and lm_head counted (see above)."""
+    h, inter = head.hidden_size, head.intermediate_size
+    q, kv = head.attention_heads * head.head_dim, head.kv_heads * head.head_dim
+    per_layer = h * (q + 2 * kv) + q * h + 3 * h * inter  # qkv_proj, o_proj, gate_up_proj, down_proj
+    sharded = head.layers * per_layer + head.vocab_size * h + head.draft_vocab_size * h  # + embed_tokens, lm_head
+    replicated = head.layers * (2 * h + 2 * head.head_dim)  # two norms, q_norm and k_norm per layer
+    replicated += (head.target_hidden_size or h) * head.aux_hidden_states * h  # fc
+    replicated += 3 * h  # hidden_norm, norm, mask_embedding
+    differs = target_vocab is not None and head.draft_vocab_size != target_vocab
+    return DraftWeights(sharded_params=sharded, replicated_params=replicated,
+                        extra_bytes=8 * head.draft_vocab_size if differs else 0)  # draft_id_to_target_id (int64)
 
 
 def eagle_weights(head: EagleHead) -> DraftWeights:
@@ -232,7 +293,7 @@ def draft_layers(opts: SpeculativeOptions, target: ModelSpec) -> tuple[LayerSpec
         return ()
     if opts.method == "mtp":
         return mtp_layers(target, where=opts.where)
-    if opts.method in ("eagle", "eagle3"):
+    if opts.method in HEAD_METHODS:
         head = opts.head
         return tuple(make_layer(FULL, kv_heads=head.kv_heads, head_dim=head.head_dim, v_head_dim=head.head_dim)
                      for _ in range(head.layers))
@@ -240,8 +301,11 @@ def draft_layers(opts: SpeculativeOptions, target: ModelSpec) -> tuple[LayerSpec
 
 
 def lookahead_tokens(opts: SpeculativeOptions) -> int:
-    """KV slots a running request reserves past its tokens (VllmConfig.num_lookahead_tokens)."""
-    return 0 if opts.method in HOST_METHODS else opts.num_speculative_tokens
+    """KV slots a running request reserves past its tokens (VllmConfig.num_lookahead_tokens; DFlash: one more, the
+    bonus query)."""
+    if opts.method in HOST_METHODS:
+        return 0
+    return opts.num_speculative_tokens + (1 if opts.method == "dflash" else 0)
 
 
 def decode_requests_per_step(max_num_batched_tokens: int, opts: SpeculativeOptions) -> int:

@@ -24,7 +24,7 @@ from kvplan.engines.features import backend as backends
 from kvplan.engines.features import parallel
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.runtime.weights import expert_bytes, linear_bits, stage_weight_bytes
-from kvplan.engines.vllm import budget as budget_model, kv_formats
+from kvplan.engines.vllm import budget as budget_model, kv_formats, releases
 
 if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
     from kvplan.engines.features import disagg, lora, offload
@@ -295,6 +295,12 @@ def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) 
         draft = sp.draft_spec
         b = stage_weight_bytes(draft, None, dtype(draft.dtype), tp, 1)[0]
         return b, f"draft model {draft.name}: its own weights / TP {tp} (embedding and head included), rotary cache"
+    if sp.method == "dflash":
+        w = shared.speculative.dflash_weights(sp.head, spec.vocab_size)
+        b = w.bytes_per_gpu(tp, Fraction(act.bits))
+        return b, (f"DFlash drafter: {w.sharded_params:,} TP-sharded + {w.replicated_params:,} replicated parameters in "
+                   f"{act.name}, its embedding and head counted (vLLM shares them only when the checkpoint has none or "
+                   "the target's own)")
     if sp.method in ("eagle", "eagle3"):
         w = shared.speculative.eagle_weights(sp.head)
         b = w.bytes_per_gpu(tp, Fraction(act.bits))
@@ -357,6 +363,9 @@ def _add_draft_layers(layers: list[CacheLayer], sp, rules, req: EngineRequest, s
     draft = 0
     mamba_spec_blocks = 0
     if sp is not None:
+        if sp.method == "dflash" and not releases.at_least(rules.version, shared.speculative.DFLASH_FIRST):
+            rules.refuse(f"DFlash is modelled from vLLM {shared.speculative.DFLASH_FIRST}'s source only", where=sp.where,
+                         hint=f"judge it with --engine-version {shared.speculative.DFLASH_FIRST}")
         if sp.method not in rules.spec_methods:
             rules.refuse(f"speculative method {sp.method!r} does not exist in the V1 engine (v1/spec_decode/)",
                          where=sp.where, hint="methods of this release: " + ", ".join(sorted(rules.spec_methods)))

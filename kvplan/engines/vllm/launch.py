@@ -292,9 +292,12 @@ def speculative_options(config: Mapping, spec: ModelSpec, *, tp: int, where: str
                              f"({spec.vocab_size})", where=f"{where}: model")
         return speculative.SpeculativeOptions(num_speculative_tokens=k, draft_spec=draft, **base)
 
-    raw = hf_config.load_draft_config(str(model), base_dir=base_dir, where=f"{where}: model", what="the EAGLE head",
+    what = "the DFlash drafter" if method == "dflash" else "the EAGLE head"
+    raw = hf_config.load_draft_config(str(model), base_dir=base_dir, where=f"{where}: model", what=what,
                                       hint="give the head's folder or config.json")
-    head = dataclasses.replace(speculative.eagle_head(raw, method=method, where=f"{where}: model"), name=str(model))
+    read = speculative.dflash_head(raw, where=f"{where}: model") if method == "dflash" else \
+        speculative.eagle_head(raw, method=method, where=f"{where}: model")
+    head = dataclasses.replace(read, name=str(model))
     return speculative.SpeculativeOptions(num_speculative_tokens=k, head=head, **base)
 
 

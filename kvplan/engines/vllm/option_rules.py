@@ -42,6 +42,10 @@ SPEC_METHODS = (
            "v1/spec_decode/draft_model.py DraftModelProposer (absent in 0.14.1)"),
     Change("0.18.0", frozenset({"eagle", "eagle3", "mtp", "ngram", "suffix", "draft_model", "ngram_gpu"}),
            "v1/spec_decode/ngram_proposer_gpu.py (absent in 0.17.1)"),
+    # DFlash is in 0.28+ (model_executor/models/qwen3_dflash.py); kvplan read 0.33's, and refuses it before
+    # (features/speculative.py DFLASH_FIRST)
+    Change("0.33.0", frozenset({"eagle", "eagle3", "mtp", "ngram", "suffix", "draft_model", "ngram_gpu", "dflash"}),
+           "v1/spec_decode/dflash.py DFlashProposer"),
 )
 # an EAGLE-3 head as each release builds it (model_executor/models/llama_eagle3.py): 0.10-0.11 one decoder layer
 # whatever the head's num_hidden_layers (LlamaModel builds a ModuleList of one), 0.12+ num_hidden_layers of them
@@ -63,6 +67,8 @@ SPEC_PROFILE_MODELLED = (
            "config/vllm.py _get_v2_model_runner_unsupported_features; v1/worker/gpu/model_runner.py profile_run"),
     Change("0.31.0", frozenset({"eagle", "eagle3", "mtp", "draft_model"}),
            "config/vllm.py _get_v2_model_runner_unsupported_features (draft models on V2)"),
+    Change("0.33.0", frozenset({"eagle", "eagle3", "mtp", "draft_model", "dflash"}),
+           "config/vllm.py _get_v2_model_runner_unsupported_features: DFlash's parallel drafting runs on V2"),
 )
 
 # --- KV connectors --------------------------------------------------------------------------------------------
