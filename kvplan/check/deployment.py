@@ -13,9 +13,14 @@ from typing import Any, Callable, Mapping
 
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.engines.calibration import SiteProfile
-from kvplan.core.units import shown
+from kvplan.engines.calibration import SiteProfile, read_profile
+from kvplan.core.units import shown, parse_decimal, parse_size
 from kvplan.engines.api import EngineRequest, Hardware
+from kvplan.requests.build import hardware_for, parse_engine_options
+from kvplan.model import resolve
+from kvplan.check.report import FORMAT_VLLM_ARGS
+from kvplan.core import cache, dtypes
+from kvplan.check.gpus import choose, GpuEvidence
 
 # A deployment's GPUs: TP x PP of the largest real node groups; beyond this a typo is likelier.
 MAX_PARALLEL = 4096
@@ -118,8 +123,6 @@ class LaunchContext:
 
     def gpu_choice(self):
         """The GPUs to judge on: the file's, else --gpu / --gpu-mem, else cannot judge naming --gpu."""
-        from kvplan.check.gpus import GpuEvidence, choose
-
         missing = "no GPU for a vLLM config" if self.fmt in ("vllm-config", "vllm-args") else "the file names no GPU"
         return choose(self.gpu or GpuEvidence(), self.defaults.gpu, self.defaults.gpu_origin, where=self.where,
                       missing=missing)
@@ -127,8 +130,6 @@ class LaunchContext:
 
 def parse_headroom(value: Any, *, where: str) -> Fraction:
     """'10%' or 0.1 -> Fraction(1, 10); 0% allowed, 100% not."""
-    from kvplan.core.units import parse_decimal
-
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):
         raise InputError(f"headroom must be a percentage, got {shown(value)}", where=where, hint="e.g. 10%")
     try:  # the one number parser: bounded digits and exponent, ASCII, no commas
@@ -145,19 +146,13 @@ def parse_headroom(value: Any, *, where: str) -> Fraction:
 
 def defaults(options: CheckOptions) -> Defaults:
     """Validate the command-line settings up front: a bad flag is a usage error for the whole run."""
-    from kvplan.requests.build import hardware_for
-    from kvplan.model import resolve
-
     gpu = hardware_for(options.gpu, options.gpu_mem)
     for flag, value in (("--gpus", options.gpus), ("--require-concurrency", options.require_concurrency)):
         if value is not None and value < 1:
             raise InputError(f"must be at least 1, got {shown(value)}", where=flag)
     headroom = parse_headroom(options.require_headroom, where="--require-headroom") if options.require_headroom is not None else None
-    from kvplan import engines
 
     engines.release("vllm", options.vllm_version, where="--vllm-version")
-    from kvplan.core.units import parse_size
-    from kvplan.requests.build import parse_engine_options
 
     reserved = parse_size(options.gpu_reserved, what="--gpu-reserved") if options.gpu_reserved else None
     opts = parse_engine_options(list(options.engine_options))
@@ -168,8 +163,6 @@ def defaults(options: CheckOptions) -> Defaults:
                              hint="; ".join(f"{n}: {', '.join(k)}" for n, k in readers.items() if k))
     site = None
     if options.calibration is not None:
-        from kvplan.engines.calibration import read_profile
-
         site = read_profile(options.calibration)
     origin = (f"--gpu {gpu.name}" if options.gpu else f"--gpu-mem {options.gpu_mem}") if gpu is not None else None
     return Defaults(gpu=gpu, gpus=options.gpus, requirements=Requirements(options.require_concurrency, headroom),
@@ -182,8 +175,6 @@ def with_command_line(dep: Deployment, defaults: Defaults) -> Deployment:
     """The deployment with --gpu-reserved, the --engine-option keys its engine reads (an option meant for one
     engine leaves the others' deployments alone) and the --calibration profile of its engine."""
     from dataclasses import replace
-
-    from kvplan import engines
 
     site = defaults.site_for(dep.engine)
     if site is not None and dep.request.site is not site:
@@ -234,8 +225,6 @@ def located(where: str, fn, *args, **kwargs):
 def setting(dep: Deployment, name: str, value: Any) -> str:
     """A setting as the deployment's own source writes it: 'max_model_len: 8192', 'max-model-len: 8192'
     in a vLLM config, '--max-model-len 8192' on a vLLM command line."""
-    from kvplan.check.report import FORMAT_VLLM_ARGS
-
     if dep.format == FORMAT_VLLM_ARGS or dep.flag_style:
         return f"{dep.key(name)} {value}"
     return f"{dep.key(name)}: {value}"
@@ -272,8 +261,6 @@ def resolve_model(ref: str, *, base_dir: Path, where: str, lookup=None, host_pat
     """The model a deployment names (kvplan/model/resolve.py: bundled, a file beside the deployment, --models-dir,
     the Hugging Face cache, the Hub), its error located at the deployment's key. `host_paths`: the name comes from
     an engine command line, where a path is a folder on the serving host (cannot judge, not invalid)."""
-    from kvplan.model import resolve
-
     try:
         return resolve.resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
     except KvplanError as err:
@@ -284,8 +271,6 @@ def resolve_model(ref: str, *, base_dir: Path, where: str, lookup=None, host_pat
 def default_max_len(engine: str, spec, raw_config, *, where: str, key: str) -> int:
     """The length a deployment that names none gets: an engine that derives it from config.json does (vLLM:
     Engine.derived_max_len), the others use max_context."""
-    from kvplan import engines
-
     derive = engines.get(engine).derived_max_len
     if derive is not None and raw_config is not None:
         default, _ = derive(*raw_config)
@@ -321,8 +306,6 @@ def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, uti
                    prefix_caching=None, features=None, site: SiteProfile | None = None,
                    engine_options: tuple[tuple[str, str], ...] | None = None) -> EngineRequest:
     """The engine request of a deployment, with the checks every engine needs located at the file's own keys."""
-    from kvplan.core import cache, dtypes
-
     if spec.attention_heads % tp and any(layer.kind in ("full", "sliding", "chunked", "mla") for layer in spec.layer_specs):
         # vLLM: "Total number of attention heads must be divisible by tensor parallel size"
         # (vllm/config/model.py verify_with_parallel_config); every engine splits heads this way

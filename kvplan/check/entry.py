@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from kvplan.api import args
+from kvplan.check.deployment import CheckOptions
+from kvplan.check.run import run_check
 
 if TYPE_CHECKING:
     from os import PathLike
@@ -23,9 +25,6 @@ def check(configs: str | PathLike | list[str | PathLike] | None = None, *, vllm_
     """Judge deployment files or folders (and vLLM command lines in `vllm_args`): the report `kvplan check --json`
     prints. Its exit_code is the command's (0 pass, 1 a failure, 2 an invalid file, 3 cannot judge); a file that cannot
     be read is a verdict in the report, not an exception."""
-    from kvplan.check.deployment import CheckOptions
-    from kvplan.check.run import run_check
-
     options = CheckOptions(gpu=gpu, gpu_mem=args.text(gpu_mem, "--gpu-mem"), gpus=args.count(gpus, "--gpus"),
                            require_concurrency=args.count(require_concurrency, "--require-concurrency"),
                            require_headroom=args.text(require_headroom, "--require-headroom"), vllm_version=vllm_version,

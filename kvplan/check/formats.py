@@ -15,6 +15,7 @@ from kvplan import engines
 from kvplan.check.report import CANNOT_JUDGE, FAIL, INVALID, PASS, SKIPPED, CheckReport, Verdict, short_tokens
 from kvplan.core.text import visible, wrap_pairs
 from kvplan.core.units import format_bytes
+from kvplan.core.io import to_json
 
 
 class Format(str, Enum):
@@ -185,8 +186,6 @@ def _wrapped(text: str, width: int | None, first: str, rest: str) -> list[str]:
 # ------------------------------------------------------------------ json
 
 def render_json(report: CheckReport) -> str:
-    from kvplan.core.io import to_json
-
     return to_json(report) + "\n"
 
 

@@ -10,8 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from kvplan.core.errors import UnsupportedError
+from kvplan.core.errors import UnsupportedError, InputError
 from kvplan.engines.api import Hardware
+from kvplan.core import packaged
+from kvplan.model.catalog import find_gpu
 
 
 @dataclass(frozen=True)
@@ -58,8 +60,6 @@ class LabelEntry:
 @lru_cache(maxsize=None)
 def _table() -> dict[str, tuple[str, dict[str, LabelEntry]]]:
     """label key -> (namespace, value -> entry)."""
-    from kvplan.core import packaged
-
     import yaml
 
     text = packaged.data_file("gpu_labels.yaml").read_text(encoding="utf-8")
@@ -101,9 +101,6 @@ def lookup(key: str, value: str) -> LabelEntry | None:
 def _product_by_rule(value: str, values: dict[str, LabelEntry]) -> LabelEntry | None:
     """GPU feature discovery's product label read back: refuse MIG slices and time-sliced (-SHARED) GPUs, dashes to
     spaces."""
-    from kvplan.core.errors import InputError
-    from kvplan.model.catalog import find_gpu
-
     if "-MIG-" in value:
         raise UnsupportedError(f"nvidia.com/gpu.product={value} is a MIG slice of a GPU", hint="pass --gpu-mem SIZE for the slice")
     if value.endswith("-SHARED"):  # time-slicing: the card's memory is shared with whatever else lands on it
@@ -122,8 +119,6 @@ def _product_by_rule(value: str, values: dict[str, LabelEntry]) -> LabelEntry | 
 def whole_count(value, *, where: str, what: str = "a whole number") -> int:
     """A GPU, replica or slice count as a file writes it: an integer, or a string of ASCII digits. Python's int()
     also reads '２' or '١٢٨' (issue 26: a count in non-ASCII digits passed as a number), and a bool is no count."""
-    from kvplan.core.errors import InputError
-
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
         return value
     text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
@@ -138,9 +133,6 @@ def whole_count(value, *, where: str, what: str = "a whole number") -> int:
 
 def hardware_of(name: str) -> Hardware:
     """A catalog GPU as the engines take it; UnsupportedError when the catalog does not have it (yet)."""
-    from kvplan.core.errors import InputError
-    from kvplan.model.catalog import find_gpu
-
     try:
         gpu = find_gpu(name)
     except InputError:
@@ -180,8 +172,6 @@ def choose(evidence: GpuEvidence, override: Hardware | None, override_origin: st
             named = hardware, f"{origin} (the file's own; {given} not used)", count
     elif override is not None:
         if evidence.vendor and override.name:
-            from kvplan.model.catalog import find_gpu
-
             vendor = find_gpu(override.name).vendor
             if vendor != evidence.vendor:
                 notes.append(f"the file asks for {evidence.vendor.upper()} GPUs ({evidence.vendor_where}); "
@@ -197,8 +187,6 @@ def choose(evidence: GpuEvidence, override: Hardware | None, override_origin: st
                                hint="pass --gpu NAME (kvplan gpus) or --gpu-mem SIZE")
     hardware, origin, count = named
     if evidence.vendor:
-        from kvplan.model.catalog import find_gpu
-
         if any(find_gpu(h.name).vendor != evidence.vendor for h in hardware if h.name):
             notes.append(f"{origin} names {hardware[0].name} but the file asks for {evidence.vendor.upper()} GPUs "
                          f"({evidence.vendor_where})")

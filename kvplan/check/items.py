@@ -11,7 +11,7 @@ from typing import Any, Callable, Mapping
 
 from kvplan.check import launch, shell
 from kvplan.check.gpus import GpuEvidence
-from kvplan.core.errors import KvplanError
+from kvplan.core.errors import KvplanError, InputError
 
 
 @dataclass(frozen=True)
@@ -65,8 +65,6 @@ def calls_of(workload: Workload) -> list[launch.EngineCall]:
         try:
             return launch.calls_in_shell(workload.script, workload.env)
         except shell.ShellSyntaxError as err:
-            from kvplan.core.errors import InputError
-
             raise InputError(f"the shell script cannot be read: {err}", where=workload.where) from None
         except KvplanError as err:  # a construct the reader does not follow (eval): located at the workload
             if not err.where:

@@ -15,6 +15,7 @@ from kvplan import engines
 from kvplan.engines.api import Engine
 from kvplan.engines import fixes
 from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
+from kvplan.core.units import format_bytes
 
 # an engine's error about one of these flags is reported at the deployment's own key
 _ENGINE_WHERE = {"--seq": "max_model_len", "--tp": "tensor_parallel_size", "--pp": "pipeline_parallel_size",
@@ -26,8 +27,6 @@ _ENGINE_WHERE = {"--seq": "max_model_len", "--tp": "tensor_parallel_size", "--pp
 
 
 def _engine(dep: Deployment) -> Engine:
-    from kvplan import engines
-
     try:
         return engines.get(dep.engine)
     except KvplanError as err:
@@ -84,8 +83,6 @@ def _judge_on(dep: Deployment, *, suggest: bool, optimistic: bool) -> Verdict:
     marginal = False
     low = getattr(base, "available_kv_bytes_low", None) if getattr(base, "budget_source", None) == "model" else None
     if not optimistic and low is not None and low != base.available_kv_bytes:
-        from kvplan.core.units import format_bytes
-
         nominal_passes = all(c.passed for c in checks)
         modelled, high = base.available_kv_bytes, base.available_kv_bytes_high
         low_dep = replace(dep, request=replace(dep.request, budget_edge="low"))
@@ -122,8 +119,6 @@ def _judge_on(dep: Deployment, *, suggest: bool, optimistic: bool) -> Verdict:
     notes = list(dep.notes) + list(base.notes)
     pin = getattr(base, "pinned_kv_cache_memory_bytes", None)
     if pin is not None:
-        from kvplan.core.units import format_bytes
-
         spare = base.pinned_spare_bytes
         beside = (f"weights, activations and graphs fit beside it ({format_bytes(spare)} to spare)" if spare >= 0 else
                   f"weights, activations and graphs do NOT fit beside it (short by {format_bytes(-spare)})")
@@ -144,8 +139,6 @@ def _judge_on(dep: Deployment, *, suggest: bool, optimistic: bool) -> Verdict:
 
 def _start_detail(result, request) -> str:
     """Why it starts, or why not, in figures."""
-    from kvplan.core.units import format_bytes
-
     g = result.per_gpu
     tokens = short_tokens(result.seq)  # the request's length, or the one vLLM picks (--max-model-len auto)
     pool = result.pool_view()
@@ -198,8 +191,6 @@ def _headroom(engine: Engine, dep: Deployment, request, base, n: int) -> tuple[i
 
 def _evaluate(engine: Engine, dep: Deployment, request, *, search_max_seq: bool = True):
     """(the engine's result for one request, the checks, (headroom bytes, fraction) or None)."""
-    from kvplan.core.units import format_bytes
-
     base = _run(engine, dep, replace(request, batch=1), search_max_seq=search_max_seq)
     tokens = short_tokens(request.seq)
     checks = [Check("starts", bool(base.fits), None, None, _start_detail(base, request))]

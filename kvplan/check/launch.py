@@ -120,8 +120,6 @@ def calls_in_shell(text: str, env: Mapping[str, str | None] | None = None) -> li
         if words and words[0] in aliases:
             words = aliases[words[0]] + words[1:]
         if words and words[0] == "eval":
-            from kvplan.core.errors import UnsupportedError
-
             shown = shell.display(" ".join(words))[:120]
             raise UnsupportedError(f"runs `{shown}` (line {command.line}): eval builds a command kvplan does not read "
                                    "as one", hint="write the launch out in the script, or judge it with --vllm-args")

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 
 from kvplan.core.io import JsonResult
 from kvplan.core.errors import EXIT_INPUT, EXIT_NO, EXIT_OK, EXIT_UNSUPPORTED, KvplanError, UnsupportedError
+from kvplan import engines
 
 PASS, FAIL, INVALID, CANNOT_JUDGE, SKIPPED = "pass", "fail", "invalid", "cannot_judge", "skipped"
 STATUSES = (PASS, FAIL, INVALID, CANNOT_JUDGE, SKIPPED)
@@ -119,8 +120,6 @@ def exit_code(verdicts) -> int:
 
 
 def make_report(verdicts, vllm_version: str | None = None) -> CheckReport:
-    from kvplan import engines
-
     verdicts = tuple(verdicts)
     count = {s: sum(1 for v in verdicts if v.status == s) for s in STATUSES}
     return CheckReport(verdicts=verdicts, total=sum(count[s] for s in JUDGED), passed=count[PASS], failed=count[FAIL],

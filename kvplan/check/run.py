@@ -23,8 +23,10 @@ from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.traced import last_field, traced
 from kvplan.check.workload import deployments
-from kvplan.core import files
+from kvplan.core import files, yamlio
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.model import hf_cache, hub, resolve
+from kvplan.check.lines import find_line
 
 YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SUFFIXES = (".sh", ".bash")
@@ -73,8 +75,6 @@ def collect(paths) -> list[tuple[str, Path | None, InputError | None]]:
 
 def run_check(paths, options: CheckOptions = CheckOptions(), vllm_command_lines=()) -> CheckReport:
     """Judge every deployment in `paths` (files or folders) and in the vLLM command lines."""
-    from kvplan.model import resolve
-
     defaults = validate(options)
     verdicts: list[Verdict] = []
     roots = read_roots(paths, options, command_lines=bool(vllm_command_lines))
@@ -106,8 +106,6 @@ def read_roots(paths, options: CheckOptions, *, command_lines: bool = False) -> 
     """Where the files a deployment names may be read from (docs/check.md "Paths"): the repository of each path
     checked (and a file given by name itself), --models-dir, --allow-path, --calibration, the Hugging Face and kvplan
     caches, kvplan's own data; the working folder for --vllm-args command lines."""
-    from kvplan.model import hf_cache, hub
-
     roots: list[Path] = []
     for given in paths:
         roots.append(repository_of(Path(given)))
@@ -133,8 +131,6 @@ def _judge_file_alone(display: str, path: Path, defaults: Defaults) -> list[Verd
 
 
 def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
-    from kvplan.core import yamlio
-
     stem = Path(display).stem
     try:
         if scripts.is_dockerfile(path):
@@ -189,9 +185,6 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
 def _with_lines(verdicts: list[Verdict], path: Path) -> list[Verdict]:
     """Each verdict with the line of its file it points at (lines.py), for annotations and SARIF regions."""
     from dataclasses import replace
-
-    from kvplan.check.lines import find_line
-    from kvplan.core import yamlio
 
     try:
         text = yamlio.read_text(path)
@@ -321,8 +314,6 @@ def _plain(err: Exception) -> str:
 
 
 def _judge_command_line(text: str, *, where: str, defaults: Defaults) -> Verdict:
-    from kvplan.core import yamlio
-
     def load(p: str):
         return yamlio.load_yaml(Path(p))
 

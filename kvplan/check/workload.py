@@ -14,6 +14,7 @@ from kvplan.check.deployment import Defaults, Deployment, LaunchContext
 from kvplan.check.gpus import GpuEvidence, choose
 from kvplan.check.items import Failure, Workload, calls_of
 from kvplan.core.errors import KvplanError, UnsupportedError
+from kvplan.check.readers import sglang_launch, trtllm_serve, vllm_serve
 
 
 def deployments(workload: Workload, defaults: Defaults) -> list[Deployment | Failure]:
@@ -92,8 +93,6 @@ def _context(workload: Workload, engine: str, image: str | None, gpus: GpuEviden
 
 
 def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) -> Deployment:
-    from kvplan.check.readers import sglang_launch, trtllm_serve, vllm_serve
-
     image = call.image or workload.image
     env = {**workload.env, **call.env}
     gpus = visible(_merge(workload.gpus, call.gpus), env)
@@ -125,8 +124,6 @@ def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) 
 
 
 def _from_config(workload: Workload, engine: str, config: Any, defaults: Defaults) -> Deployment:
-    from kvplan.check.readers import trtllm_serve, vllm_serve
-
     gpus = visible(workload.gpus, workload.env)
     ctx = _context(workload, engine, workload.image, gpus, workload.env, defaults)
     if engine == launch.VLLM:

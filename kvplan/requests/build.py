@@ -10,10 +10,12 @@ from typing import TYPE_CHECKING
 
 from kvplan import engines
 from kvplan.core.dtypes import WeightFormat
-from kvplan.core.errors import InputError
-from kvplan.core.spec import ModelSpec
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.spec import ModelSpec, spec_from_mapping, spec_to_mapping
 from kvplan.core.units import shown
 from kvplan.engines.api import EngineRequest, Hardware
+from kvplan.core import dtypes, units
+from kvplan.model import catalog
 
 if TYPE_CHECKING:  # annotations only: `estimate` of a plain request does not import it (benchmarks/cold_start.py)
     from kvplan.engines.calibration import SiteProfile
@@ -68,9 +70,6 @@ def split_gpus(gpus: int | None, tp: int | None, pp: int, *, where: str = "--gpu
 
 def hardware_for(gpu: str | None, gpu_mem: str | None) -> Hardware | None:
     """--gpu NAME (the catalog) or --gpu-mem SIZE, not both; None when neither is given."""
-    from kvplan.core import units
-    from kvplan.model import catalog
-
     if gpu is not None and gpu_mem is not None:
         raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem")
     if gpu is not None:  # an empty name is an error (catalog.find_gpu), not "no GPU"
@@ -92,9 +91,6 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                   sglang_args: str | None = None) -> EngineRequest:
     """Turn command-line values into an EngineRequest, validating each (every command builds its requests here).
     `site`: a site profile already read (engines/calibration.py read_profile: --calibration FILE)."""
-    from kvplan.core import dtypes, units
-    from kvplan.model import catalog
-
     spec = catalog.resolve_model(model)
     if vllm_args is not None:
         # `vllm serve` options that kvplan's own flags also give, taken as pasted (one value; two that differ: error)
@@ -245,8 +241,6 @@ def _merge_vllm_core(vllm_args: str, given: dict, spec: ModelSpec, *, engine_ver
 def _refuse_launch_options(args, core: dict[str, str], unmodelled: list[tuple[str, str]], *, where: str) -> None:
     """An engine launch given as --vllm-args / --sglang-args may not restate what kvplan's own flags say (exit 2:
     one place for each figure) nor set an option kvplan does not model (exit 3: refuse rather than guess)."""
-    from kvplan.core.errors import UnsupportedError
-
     for dest, flag in core.items():
         if args.given(dest):
             raise InputError(f"{args.written.get(dest, dest)} is kvplan's {flag}", where=where, hint=f"give it as {flag}")
@@ -305,7 +299,6 @@ def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str 
     import dataclasses
     import shlex
 
-    from kvplan.core import units
     from kvplan.engines.features import Features
 
     sglang = engines.get("sglang")
@@ -340,8 +333,6 @@ def _rate(rate: str) -> float:
 
 def override_spec(spec: ModelSpec, *, kv_heads: int | None, head_dim: int | None) -> ModelSpec:
     """What-if: the same model with other KV heads or head dim on every attention layer."""
-    from kvplan.core.spec import spec_from_mapping, spec_to_mapping
-
     mapping = spec_to_mapping(spec)
     if kv_heads is not None:
         mapping["kv_heads"] = kv_heads

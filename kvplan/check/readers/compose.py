@@ -26,7 +26,7 @@ from typing import Any, Mapping
 from kvplan.check import launch, shell
 from kvplan.check.readers import scripts
 from kvplan.check.gpus import GpuEvidence, whole_count
-from kvplan.check.items import Skip, Workload
+from kvplan.check.items import Skip, Workload, runs_engine
 from kvplan.check.report import FORMAT_COMPOSE
 from kvplan.core import files
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
@@ -150,7 +150,6 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
             raise UnsupportedError("extends another service, whose settings kvplan does not merge", where=f"{at}.extends",
                                    hint="check the output of `docker compose config`, which has them merged")
         workload = _workload(str(name), service, source=source, document=document, where=at, base_dir=base_dir)
-        from kvplan.check.items import runs_engine
 
         if workload.requests_gpus or runs_engine(workload) or workload.gpus.other:
             items.append(workload)
@@ -186,8 +185,6 @@ def _devices(workload: Workload) -> set[str] | None:
 def _apart(items: list) -> list:
     """Services whose engines land on the same GPU are cannot judge: each engine sizes its pool as if it had the
     card alone, so two that each pass alone may not both start (issue 26)."""
-    from kvplan.check.items import runs_engine
-
     engines = [w for w in items if isinstance(w, Workload) and runs_engine(w) and (w.requests_gpus or w.gpus.count)]
     placed = [(w, _devices(w)) for w in engines]
     crowded: dict[str, str] = {}
@@ -198,7 +195,6 @@ def _apart(items: list) -> list:
                 crowded.setdefault(b.name, a.name)
     if not crowded:
         return items
-    from kvplan.core.errors import UnsupportedError
 
     return [replace(w, blocker=w.blocker or UnsupportedError(
         f"shares a GPU with service {crowded[w.name]} (the same device_ids, or counts Docker fills from GPU 0); kvplan "

@@ -22,9 +22,9 @@ from typing import Any, Iterator, Mapping
 
 from kvplan.check import launch, shell
 from kvplan.check.gpus import GpuEvidence, Label, label_keys, whole_count
-from kvplan.check.items import Skip, Workload, runs_engine
+from kvplan.check.items import Skip, Workload, runs_engine, Failure
 from kvplan.check.report import FORMAT_KUBERNETES
-from kvplan.core.errors import InputError
+from kvplan.core.errors import InputError, UnsupportedError
 
 # resources with nothing to judge: they run no container
 SKIPPED_KINDS = {
@@ -273,9 +273,6 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
     server = launch.other_server_image(image) if isinstance(image, str) else None
     if not items and not quiet and (server or _names_a_model(doc.get("spec"))):
         # no pod template: an operator starts the server from settings of its own; never passed over as "nothing"
-        from kvplan.check.items import Failure
-        from kvplan.core.errors import UnsupportedError
-
         return [Failure(source, document, name, FORMAT_KUBERNETES, UnsupportedError(
             f"{kind} {name}: an operator's resource that starts " + (server or "a model server") + " from its own settings"
             + (f" (image {image})" if isinstance(image, str) else "") + "; kvplan does not read this kind",

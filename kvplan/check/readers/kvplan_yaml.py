@@ -18,7 +18,11 @@ from kvplan import engines
 from kvplan.check.report import FORMAT_KVPLAN, Origins
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.units import shown
-from kvplan.requests.build import AUTO_LENGTH
+from kvplan.requests.build import AUTO_LENGTH, sglang_features
+from kvplan.core import dtypes, units
+from kvplan.engines import ENGINE_NAMES
+from kvplan.engines.api import Hardware
+from kvplan.model import catalog
 
 # vLLM's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors, ...: docs/engines/features/),
 # read by vLLM's own option table and kvplan/engines/vllm/launch.py, with kvplan's keys for what a launch leaves to
@@ -71,11 +75,6 @@ def _engine_options(value: Any, *, where: str) -> tuple[tuple[str, str], ...]:
 
 
 def read(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path, defaults: Defaults) -> Deployment:
-    from kvplan.core import dtypes, units
-    from kvplan.engines import ENGINE_NAMES
-    from kvplan.engines.api import Hardware
-    from kvplan.model import catalog
-
     data: dict[str, Any] = {}
     for raw_key, value in doc.items():
         k = str(raw_key).replace("-", "_")
@@ -209,7 +208,6 @@ def _features(data: Mapping, spec, raw_config, weight_fmt, *, record: engines.En
     notes)."""
     import dataclasses
 
-    from kvplan.core import units
     from kvplan.engines.features import offload
 
     options = {k: data[k] for k in FEATURE_KEYS if k in data}
@@ -258,8 +256,6 @@ def _sglang_features(data: Mapping, spec, *, record: engines.Engine, where: str)
     """`sglang_args`: the extra options of a `python -m sglang.launch_server` launch, as the CLI's --sglang-args reads
     them (disaggregation, speculative decoding, DP attention, LoRA, HiCache), with request_rate / prompt_tokens for a
     disaggregated server's link. Returns (Features or None, notes)."""
-    from kvplan.requests.build import sglang_features
-
     at = f"{where}: sglang_args"
     if record.launch_args_flag != "--sglang-args":  # the key carries what --sglang-args does: SGLang's record's
         raise InputError(f"sglang_args applies to engine sglang, not {record.name}", where=at)

@@ -20,6 +20,7 @@ from kvplan.check.items import Skip, Workload
 from kvplan.check.readers import kubernetes as k8s
 from kvplan.check.report import FORMAT_RAY
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core import yamlio
 
 _LLM_BUILDERS = ("ray.serve.llm:build_openai_app", "ray.serve.llm:build_llm_deployment",
                  "ray.serve.llm.builders:build_openai_app", "ray.serve.llm.builders:build_vllm_deployment")
@@ -36,8 +37,6 @@ def claims(doc: Any) -> bool:
 
 
 def read(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
-    from kvplan.core import yamlio
-
     if not k8s.claims(doc):
         cluster = GpuEvidence()
         if "applications" in doc:

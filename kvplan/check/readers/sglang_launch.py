@@ -13,6 +13,8 @@ from kvplan.check import shell
 from kvplan.check.report import Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.core import dtypes, yamlio
+from kvplan.engines.features import Features
 
 # kvplan's names for the settings a fix turns -> SGLang's flags (kvplan/engines/sglang/__init__.py EngineFlags)
 _FLAGS = {"max_model_len": "--context-length", "tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
@@ -41,8 +43,6 @@ def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
 
 def read(args, ctx: LaunchContext) -> Deployment:
     """SGLang's launch arguments (its option part's parse_argv: the engine's LaunchArgs) -> Deployment."""
-    from kvplan.core import dtypes
-
     sglang = engines.get("sglang")
     options = sglang.options
     where = ctx.where
@@ -76,7 +76,6 @@ def read(args, ctx: LaunchContext) -> Deployment:
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
-    from kvplan.engines.features import Features
 
     # disaggregation and speculative decoding: modelled from SGLang 0.5.23 (engines/sglang/features.py), which
     # refuses the algorithms and backends it does not model
@@ -145,8 +144,6 @@ def read(args, ctx: LaunchContext) -> Deployment:
 
 
 def read_argv(words, ctx: LaunchContext) -> Deployment:
-    from kvplan.core import yamlio
-
     def load(p: str):
         path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
         if not path.is_file():

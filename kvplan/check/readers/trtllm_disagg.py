@@ -22,6 +22,7 @@ from typing import Any, Mapping
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_DISAGG
 from kvplan.core.errors import InputError
+from kvplan.check.readers.trtllm_serve import yaml_key
 
 ROLES = ("context_servers", "generation_servers")
 # extract_disagg_cfg's own parameters: the disaggregated server's, not inherited by the groups
@@ -80,8 +81,6 @@ def llm_args(args: Mapping) -> dict:
 
 def read(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
     """One workload per server group; each is judged per instance."""
-    from kvplan.check.readers.trtllm_serve import yaml_key
-
     items = []
     groups = server_groups(doc, where=where)
     if groups and not any(args.get("model") for _, args, _ in groups) and all(

@@ -16,6 +16,7 @@ from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.core import yamlio
 
 _FLAGS = {"max_model_len": "--max_seq_len", "tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
           "kv_cache_dtype": "kv_cache_config.dtype", "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
@@ -149,8 +150,6 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
 
 def read_argv(words, ctx: LaunchContext) -> Deployment:
     """`trtllm-serve [serve] MODEL ...` words, with --extra_llm_api_options read from the file's folder."""
-    from kvplan.core import yamlio
-
     def load(p: str):
         path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
         if not path.is_file():

@@ -14,8 +14,10 @@ from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, ch
                                      engine_request, resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
 from kvplan import engines
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.text import visible
+from kvplan.check import shell
+from kvplan.core import dtypes, packaged, yamlio
 
 # environment variables that change what vLLM allocates (vllm/envs.py)
 _V0 = "VLLM_USE_V1"
@@ -23,8 +25,6 @@ _V0 = "VLLM_USE_V1"
 
 def _set_outside(value: str | None) -> bool:
     """Whether an environment value comes from outside the file (a secret, the deploying shell): not known here."""
-    from kvplan.check import shell
-
     return value is None or shell.MARK in value
 
 
@@ -89,8 +89,6 @@ def release_words(version: str | None, origin: str | None) -> str:
 
 def read(args, ctx: LaunchContext) -> Deployment:
     """vLLM's launch arguments (its option part's parse_argv / parse_config: the engine's ServeArgs) -> Deployment."""
-    from kvplan.core import dtypes
-
     vllm = _vllm()
     options, launch, releases = vllm.options, vllm.launch, vllm.releases
     where = ctx.where
@@ -201,8 +199,6 @@ def read(args, ctx: LaunchContext) -> Deployment:
 
 def read_argv(words, ctx: LaunchContext, *, positional: bool = True) -> Deployment:
     """A vLLM command line's words (after `vllm serve`), with a `--config FILE` read from the file's folder."""
-    from kvplan.core import yamlio
-
     def load(p: str):
         path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
         if not path.is_file():
@@ -224,8 +220,6 @@ def refused_elsewhere(ctx: LaunchContext, parse):
     """parse(version) under the release the deployment is judged by. When that release refuses the options and the
     file pins none, a release kvplan mirrors that accepts them makes it cannot judge (the file may target that
     release), not invalid: an option vLLM dropped or changed is not a mistake in a file that names no release."""
-    from kvplan.core.errors import KvplanError
-
     releases = _vllm().releases
     try:
         return parse(ctx.version)
@@ -254,8 +248,6 @@ def _older_release_accepting(err: InputError) -> str | None:
     """The newest vLLM release before 0.10 whose `serve` parser took the option an error is about
     (kvplan/data/vllm_options_before_0.10.json, from each release's own parser), or None."""
     import json
-    from kvplan.core import packaged
-
     key = (err.where or "").rsplit(": ", 1)[-1].split("=", 1)[0]
     flag = key if key.startswith("-") else "--" + key.replace("_", "-")
     explicit = "ignored explicit argument" in err.what
