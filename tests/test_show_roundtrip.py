@@ -24,6 +24,13 @@ def _round_trip(cli, tmp_path: Path, model) -> None:
     path.write_text(shown)
     code_a, direct, err_a = cli("estimate", model, *ESTIMATE)
     code_b, again, err_b = cli("estimate", path, *ESTIMATE)
+    if code_a == 3 and code_b == 3:
+        # refused alike (vLLM, the default with a GPU, does not model a layer kind; a vision tower leaves the
+        # weights unknown): the spec round-trips through the textbook engine, which sizes every kind, on no GPU
+        assert err_a.split(" — ", 1)[1] == err_b.split(" — ", 1)[1], err_a + err_b
+        given = ("--seq", "8192", "--batch", "3", "--engine", "static", "--json")
+        code_a, direct, err_a = cli("estimate", model, *given)
+        code_b, again, err_b = cli("estimate", path, *given)
     assert code_a == code_b and code_a in (0, 1), err_a + err_b
     assert json.loads(again) == json.loads(direct)
     # and the printed spec is stable: showing it again prints the same mapping
