@@ -5,6 +5,8 @@ Commands raise; only the CLI edge (cli.main) turns these into one line on stderr
 
 from __future__ import annotations
 
+from kvplan.core.text import first_control, visible
+
 EXIT_OK = 0
 EXIT_NO = 1  # a definite "no": does not fit, a check failed, a probe did not match
 EXIT_INPUT = 2  # bad input or usage
@@ -36,8 +38,6 @@ class KvplanError(Exception):
     def one_line(self) -> str:
         """`<where> — <what> (<hint>)` on one line: runs of spaces and newlines become one space, and the other
         control characters (an ESC in a file name) are shown as escapes (kvplan.core.text.visible)."""
-        from kvplan.core.text import visible
-
         text = f"{self.where} — {self.what}" if self.where else self.what
         if self.hint:
             text += f" ({self.hint})"
@@ -76,8 +76,6 @@ def did_you_mean(word: str, choices, *, n: int = 3) -> str | None:
 def check_name(value: str, *, where: str) -> str:
     """A name kvplan's own files define (a spec's, a deployment's): control characters are refused, since they
     would break every report the name appears in (kvplan.core.text)."""
-    from kvplan.core.text import first_control, visible
-
     bad = first_control(value)
     if bad is not None:
         raise InputError(f"holds the control character {bad} ({visible(value)!r})", where=where,

@@ -31,7 +31,7 @@ from pathlib import Path
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.model.hf_cache import COMMIT, Snapshot, repo_folder
 from kvplan.core import jsonio
-from kvplan.model.weights import header_bytes, MAX_HEADER_BYTES
+from kvplan.model.weights import MAX_HEADER_BYTES, WeightBytes, header_bytes
 
 DEFAULT_ENDPOINT = "https://huggingface.co"
 DEFAULT_TIMEOUT_S = 10.0  # huggingface_hub's own default for its metadata requests (HF_HUB_ETAG_TIMEOUT)
@@ -93,12 +93,12 @@ def weights_cache_file(repo_id: str, commit: str) -> Path:
     return kvplan_cache_dir() / "hub-weights" / repo_folder(repo_id) / f"{commit}.json"
 
 
-def cached_weights(repo_id: str, commit: str) -> tuple[int, str] | None:
-    """(bytes, source) read earlier from the Hub for this commit, or None."""
+def cached_weights(repo_id: str, commit: str) -> WeightBytes | None:
+    """The weight bytes read earlier from the Hub for this commit, or None."""
     path = weights_cache_file(repo_id, commit)
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        return int(data["bytes"]), str(data["source"])
+        return WeightBytes(int(data["bytes"]), str(data["source"]))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -141,6 +141,8 @@ class _Refused(Exception):
 def fetch(repo_id: str, revision: str | None, cache: Path) -> HubModel:
     """config.json (and the safetensors index, or a single file's header) of `repo_id` into the cache, within one
     deadline of KVPLAN_HUB_TIMEOUT seconds."""
+    # the HTTP client (urllib, http.client, ssl: about 45 ms at start-up, python -X importtime) loads when the Hub is
+    # asked; `kvplan check` imports this module for the cache's layout and most runs never ask
     from kvplan.model import hub_http
 
     wait = timeout()
@@ -197,7 +199,7 @@ def _file(url: str, repo_id: str, revision: str, name: str, cap: int, deadline, 
     """(body, commit) of one file at `revision`; an error answer raises _Refused."""
     from urllib.parse import quote
 
-    from kvplan.model import hub_http
+    from kvplan.model import hub_http  # the HTTP client, when the Hub is asked (see fetch)
 
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     if byte_range:

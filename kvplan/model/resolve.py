@@ -108,12 +108,19 @@ def resolve(ref: str, *, base_dir: Path | None = None, host_paths: bool = False,
         return _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup)
     key: tuple = (ref, base_dir, host_paths, lookup)
     if not _local_or_bundled(ref, base_dir):
-        # what the cache and the Hub hold depends on where the cache is and whether the Hub may be asked; a bundled
-        # name or a file needs neither module (`kvplan estimate` starts without them: benchmarks/cold_start.py)
-        from kvplan.model import hf_cache, hub
-
+        # what the cache and the Hub hold depends on where the cache is and whether the Hub may be asked
+        hf_cache, hub = _remote()
         key += (str(hf_cache.cache_dir()), lookup.offline or hub.offline_by_environment())
     return _remembered(memo, key, lambda: _resolve(ref, base_dir=base_dir, host_paths=host_paths, lookup=lookup))
+
+
+def _remote():
+    """The modules of the Hugging Face cache and Hub (hf_cache, hub), loaded only for a name neither bundled nor a file:
+    with what they import (hashlib's OpenSSL, json, the safetensors reader) they cost about 5 ms at start-up (python -X
+    importtime), which `kvplan estimate` of a bundled model does not pay (benchmarks/cold_start.py)."""
+    from kvplan.model import hf_cache, hub
+
+    return hf_cache, hub
 
 
 def _remembered(memo: dict, key: tuple, find):
@@ -169,8 +176,7 @@ def _resolve(ref: str, *, base_dir: Path | None, host_paths: bool, lookup: Looku
         spec = bundled.find_bundled(ref)
         if spec is not None:
             return Resolved(spec, ModelSource(BUNDLED, spec.name, weights=spec.weights_source))
-    from kvplan.model import hf_cache  # past the bundled specs and the files: names the cache or the Hub may hold
-
+    hf_cache, _ = _remote()  # past the bundled specs and the files: names the cache or the Hub may hold
     snapshot_ref = hf_cache.snapshot_reference(ref)
     if snapshot_ref is not None:  # a cache snapshot path on the serving host names its repository and commit
         name, revision = snapshot_ref
@@ -204,6 +210,8 @@ def _looks_like_path(ref: str) -> bool:
 
 def _from_path(path: Path, *, kind: str, location: str, name: str | None = None, repo_id: str | None = None,
                revision: str | None = None, weights=None) -> Resolved:
+    # a model given as a file: the config.json reader with what it imports (params, weights, config_keys) costs
+    # about 40 ms at start-up (python -X importtime, this loaded 2-core machine), which a bundled model never pays
     from kvplan.core import yamlio
     from kvplan.model import hf_config
 
@@ -273,15 +281,13 @@ def _repository(repo_id: str, revision: str | None, lookup: Lookup) -> Resolved:
     memo = _memo.get()
     if memo is None:
         return _find_repository(repo_id, revision, lookup)
-    from kvplan.model import hf_cache, hub
-
+    hf_cache, hub = _remote()
     key = ("repository", repo_id, revision, lookup, str(hf_cache.cache_dir()), lookup.offline or hub.offline_by_environment())
     return _remembered(memo, key, lambda: _find_repository(repo_id, revision, lookup))
 
 
 def _find_repository(repo_id: str, revision: str | None, lookup: Lookup) -> Resolved:
-    from kvplan.model import hf_cache, hub
-
+    hf_cache, hub = _remote()
     at = f"{repo_id}@{revision}" if revision else repo_id
     found = _in_models_dirs([repo_id.replace("/", "--"), repo_id, repo_id.split("/")[-1]], lookup) if not revision else None
     if found is not None:
@@ -308,11 +314,8 @@ def _find_repository(repo_id: str, revision: str | None, lookup: Lookup) -> Reso
 def _from_snapshot(snapshot, *, kind: str, location: str) -> Resolved:
     """A snapshot of the Hugging Face cache (or one just fetched from the Hub). A file there that cannot be read is
     not the deployment's fault: cannot judge, naming the file."""
-    from kvplan.model import hub
-    from kvplan.model.weights import WeightBytes
-
-    cached = hub.cached_weights(snapshot.repo_id, snapshot.commit)
-    weights = WeightBytes(*cached) if cached else None
+    _, hub = _remote()
+    weights = hub.cached_weights(snapshot.repo_id, snapshot.commit)
     try:
         return _from_path(snapshot.path, kind=kind, location=location, name=snapshot.repo_id, repo_id=snapshot.repo_id,
                           revision=snapshot.commit, weights=weights)

@@ -259,7 +259,9 @@ def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: i
     import dataclasses
     from pathlib import Path
 
-    from kvplan.core import units, yamlio
+    # --engine vllm only, and the config.json reader only with --vllm-args: the features record, yamlio and hf_config
+    # (about 45 ms together, python -X importtime) stay off the other engines' and the static estimate's start-up
+    from kvplan.core import yamlio
     from kvplan.engines.features import Features
     from kvplan.model import hf_config
 
@@ -299,7 +301,7 @@ def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str 
     import dataclasses
     import shlex
 
-    from kvplan.engines.features import Features
+    from kvplan.engines.features import Features  # --sglang-args only (see launch_features)
 
     sglang = engines.get("sglang")
     try:

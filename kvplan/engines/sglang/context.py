@@ -16,6 +16,7 @@ from typing import Mapping
 
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.model.config_keys import text_config
+from kvplan.engines.sglang import releases
 
 ALLOW_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
 CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
@@ -75,8 +76,6 @@ def check_length(seq: int, spec, raw_config: Mapping | None, *, version: str | N
     config.json, else the spec's maximum context): InputError where it refuses to start, UnsupportedError where that
     turns on the variable set outside the file (`env` maps it to None), else a note when the variable lets it start
     (None when the length is within the model's)."""
-    from kvplan.engines.sglang import releases
-
     limit = derived_length(raw_config, where=where) if raw_config is not None else spec.max_context
     if limit is None or seq <= limit:
         return None

@@ -30,13 +30,14 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
+from kvplan.core.layers import ENGINE_BASE_KINDS, kv_heads_per_rank, require_mapped_kinds
 from kvplan.core.cache import layer_state_bytes, layer_token_bytes
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines import driver
+from kvplan.engines import features as shared  # disagg loads on first use: a launch without it never pays
 from kvplan.engines.paged import cap_given_pool, longest, model_dtype
 from kvplan.engines.api import EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, StartProblem,
@@ -798,13 +799,11 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
                     dp_how: str = "", worker_running: int | None = None, max_batch: int | None = None,
                     lora_t: sfeat.LoraTerms | None = None, device_tokens: int | None = None, draft_dup: int = 0,
                     dup_how: str = "", offloaded=None) -> sfeat.SglangFeatures:
-    from kvplan.engines.features import disagg as shared_disagg
-
     notes: list[str] = []
     dis = spec_terms = None
     f = req.features
     if sg.disaggregation_mode is not None:
-        link_bps, link_name = shared_disagg.link_of(f.link_bytes_per_s, req.hardware)
+        link_bps, link_name = shared.disagg.link_of(f.link_bytes_per_s, req.hardware)
         moved = target_cell + sfeat.draft_cell_actual(sg, req.spec, read_kv_dtype(req), tp=req.tp)
         dis = sfeat.disagg_terms(sg, cell_per_rank=moved, ranks=req.tp, context_len=req.seq, page=page,
                                  max_running_requests=max_running, rate=f.rate, prompt_tokens=f.prompt_tokens,
@@ -825,8 +824,6 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
             notes.append(f"speculative decoding sets --max-running-requests {sfeat.SPEC_RUNNING_DEFAULT} when none is given")
     dp = None
     if sg.attn_dp_size > 1:
-        from kvplan.core.layers import kv_heads_per_rank
-
         attn_tp = req.tp // sg.attn_dp_size
         dp = sfeat.DpAttentionTerms(
             attn_dp_size=sg.attn_dp_size, attn_tp_size=attn_tp, kv_heads_per_rank=kv_heads_per_rank(req.spec.kv_heads, attn_tp),
