@@ -393,7 +393,7 @@ def _layouts(base, load, targets, axes, gpu, engine, kv_spelled, kv_flag, tp, pe
              failures, plans, weight_dtype) -> tuple[int, bool]:
     """PP from 1 up for one TP: skip layouts whose weights cannot fit, stop one past the first that starts."""
     spec = base.spec
-    if any(layer.kind in ("full", "sliding", "chunked", "mla") for layer in spec.layer_specs) and spec.attention_heads % tp:
+    if any(layer.attends for layer in spec.layer_specs) and spec.attention_heads % tp:
         failures.append(_Failure(TP_HEADS, gpu.name, engine.name, f"TP{tp}", kv_flag,
                                  f"TP {tp} does not divide the {spec.attention_heads} attention heads", 0))
         return 1, False

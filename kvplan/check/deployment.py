@@ -306,7 +306,7 @@ def engine_request(spec, *, seq, kv_name, weight_fmt, tp, pp, gpu: Hardware, uti
                    prefix_caching=None, features=None, site: SiteProfile | None = None,
                    engine_options: tuple[tuple[str, str], ...] | None = None) -> EngineRequest:
     """The engine request of a deployment, with the checks every engine needs located at the file's own keys."""
-    if spec.attention_heads % tp and any(layer.kind in ("full", "sliding", "chunked", "mla") for layer in spec.layer_specs):
+    if spec.attention_heads % tp and any(layer.attends for layer in spec.layer_specs):
         # vLLM: "Total number of attention heads must be divisible by tensor parallel size"
         # (vllm/config/model.py verify_with_parallel_config); every engine splits heads this way
         raise InputError(f"tensor parallel size {tp} does not divide the model's {spec.attention_heads} attention heads",

@@ -106,6 +106,9 @@ class LayerSpec:
     kind: ClassVar[str] = NONE
     headed: ClassVar[bool] = False  # keeps per-head K and V
     windowed: ClassVar[bool] = False  # keeps a bounded number of tokens (`window`)
+    # runs attention over the model's query heads, which tensor parallelism splits (every engine needs TP to divide
+    # them: vLLM's verify_with_parallel_config); a recurrent state layer or a layer with no cache does not
+    attends: ClassVar[bool] = False
     kv_heads: int = 0
     head_dim: int = 0
     v_head_dim: int = 0
@@ -153,6 +156,7 @@ class NoCacheLayer(LayerSpec):
 class FullAttention(LayerSpec):
     kind: ClassVar[str] = FULL
     headed: ClassVar[bool] = True
+    attends: ClassVar[bool] = True
 
     def heads_per_rank(self, tp: int = 1) -> int:
         return kv_heads_per_rank(self.kv_heads, tp)
@@ -203,6 +207,7 @@ class LatentAttention(LayerSpec):
     """Multi-head latent attention (DeepSeek-V2/V3, Kimi): one latent per token, every TP rank holds it whole."""
 
     kind: ClassVar[str] = MLA
+    attends: ClassVar[bool] = True
 
     def token_bytes(self, kv: DType, tp: int = 1) -> int:
         return kv.row_bytes(self.mla.latent_dim, 1)  # one latent "head", not split by TP
@@ -241,6 +246,7 @@ class CompressedAttention(LayerSpec):
     groups), so an engine maps this kind itself or refuses it."""
 
     kind: ClassVar[str] = COMPRESSED
+    attends: ClassVar[bool] = True
 
     def token_bytes(self, kv: DType, tp: int = 1) -> int:
         return _bytes(2 * self.head_dim, kv.bits)  # the window's K and V: what each token adds at first

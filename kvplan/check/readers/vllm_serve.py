@@ -110,7 +110,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
     backend = ctx.env.get("VLLM_ATTENTION_BACKEND")
-    if backend and any(layer.kind == "mla" for layer in spec.layer_specs):
+    if backend and any(layer.mla is not None for layer in spec.layer_specs):  # every latent kind, indexed too
         raise UnsupportedError(f"VLLM_ATTENTION_BACKEND={backend} on an MLA model: the backend sets the KV block size",
                                where=where, hint="drop it to judge vLLM's own choice")
     tp = args.get("tensor_parallel_size") if args.given("tensor_parallel_size") else None
