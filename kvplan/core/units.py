@@ -49,6 +49,7 @@ class WrittenNumber(Fraction):
     (issue 26). Arithmetic on it gives plain Fractions; a copy is itself (it is immutable)."""
 
     __slots__ = ("_written",)
+    _written: str
 
     def __new__(cls, value: Fraction, written: str):
         self = super().__new__(cls, value.numerator, value.denominator)
