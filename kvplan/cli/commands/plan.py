@@ -9,7 +9,6 @@ from typing import Annotated, List, Optional
 import typer
 
 from kvplan.cli.options import ModelArg, ModelsDirOpt, OfflineOpt
-from kvplan.cli.views import plan as view
 
 
 class EmitFormat(str, Enum):
@@ -62,6 +61,7 @@ def plan(
     from kvplan.analysis import emit as emitting
     from kvplan.api.plan import run
     from kvplan.cli import render
+    from kvplan.cli.views import plan as view  # not at the top: `kvplan --help` imports every command module
     from kvplan.core.errors import EXIT_NO, InputError
     from kvplan.model import catalog
 
@@ -134,6 +134,7 @@ def plan(
 def _answer(result, *, top: int | None, detail: bool, rejected: str) -> list:
     """The text view; without --top (and without --detail) the most ranks, up to 10, that keep it within 40 lines."""
     from kvplan.cli import render
+    from kvplan.cli.views import plan as view
 
     if top is not None or detail:
         return view.tables(result, top=top or view.TOP, detail=detail, rejected=rejected)
