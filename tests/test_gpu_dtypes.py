@@ -65,3 +65,11 @@ def test_estimate_does_not_say_fits_for_a_checkpoint_the_gpu_cannot_run(cli):
         result = json.loads(out)
         assert (got, result["fits"]) == (code, fits), err
     assert any("quantization awq needs a GPU of compute capability 7.5" in n for n in result["notes"])
+
+
+@pytest.mark.parametrize("flags, code", [("", 0), ("--dtype half", 0), ("--dtype bfloat16", 1)])
+def test_an_explicit_bfloat16_on_a_quantized_checkpoint_is_refused_too(cli, flags, code):
+    # the AWQ checkpoint keeps its weights' format, but --dtype bfloat16 still sets the activations vLLM refuses on a
+    # T4 (gpu_worker.py check_if_supports_dtype); auto falls back to float16 there
+    got, verdict, err = _check(cli, f"serve {AWQ} --max-model-len 4096 {flags}", "t4")
+    assert got == code, (verdict, err)

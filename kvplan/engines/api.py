@@ -77,6 +77,10 @@ class EngineRequest:
     # engine settings kvplan has no shared flag for (--engine-option KEY=VALUE), as given; each engine reads its own
     # keys (engines.Engine.option_keys) and refuses the others
     engine_options: tuple[tuple[str, str], ...] | None = None
+    # the float dtype a launch names for a checkpoint whose weights keep their own format (vLLM --dtype bfloat16 on an
+    # AWQ checkpoint): its activations, which a GPU generation may not run (engines/vllm/gpu_dtypes.py); None: auto,
+    # or a weight_fmt that says it
+    activation_dtype: str | None = None
 
     @property
     def expert_parallel(self) -> bool:

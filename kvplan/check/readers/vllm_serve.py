@@ -183,6 +183,8 @@ def read(args, ctx: LaunchContext) -> Deployment:
                              engine_options=env_options or None, **ints)  # the site profile: with_command_line
     if seq_auto:
         request = dataclasses.replace(request, seq_auto=True)
+    if vllm_dtype != "auto":  # the activations' dtype, also where the weights keep the checkpoint's (gpu_dtypes.py)
+        request = dataclasses.replace(request, activation_dtype=options.DTYPE_WEIGHTS[vllm_dtype])
     served = args.get("served_model_name")
     # a --config file, a command line, a script or a Dockerfile has no name of its own; a container, service or
     # resource has

@@ -509,8 +509,9 @@ def _gpu_refusal(req: EngineRequest, rel: Release) -> str | None:
     if facts is None or facts.rocm:
         return None
     fmt = req.weight_fmt.name if req.weight_fmt is not None else None
+    explicit = fmt if fmt in FLOAT_WEIGHTS else req.activation_dtype
     return gpu_dtypes.refusal(version=rel.version, capability=facts.compute_capability,
-                              explicit_dtype=fmt if fmt in FLOAT_WEIGHTS else None, checkpoint_dtype=req.spec.dtype,
+                              explicit_dtype=explicit, checkpoint_dtype=req.spec.dtype,
                               architecture=req.spec.architecture,
                               method=gpu_dtypes.quant_method(req.spec.quant_method, req.spec.weight_dtype, fmt),
                               kv_spelled=req.kv_dtype or "auto", mla=any(layer.kind == MLA for layer in req.spec.layer_specs))
