@@ -79,7 +79,8 @@ def test_a_device_outside_the_folder_is_not_opened_from_a_command_line(hostile):
     # names"): /dev/zero lies outside it, so it is not opened at all — cannot judge, naming the path only
     p = kvplan("check", "--vllm-args", "serve x --config /dev/zero", "--gpu", "h100", cwd=hostile)
     assert p.returncode == 3, (p.returncode, p.stderr)
-    assert "/dev/zero — is outside the repository" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+    # the report names the path (stdout); stderr says in one line that the deployment cannot be judged
+    assert "/dev/zero — is outside the repository" in p.stdout and p.stderr.count("\n") == 1, p.stderr
 
 
 def test_check_reports_what_a_folder_holds_that_it_cannot_read(hostile):
