@@ -268,9 +268,9 @@ def _host_path(ref: str, lookup: Lookup, *, host_paths: bool, base_dir: Path | N
             raise InputError(f"no such file or folder: {(base_dir / path).as_posix()}",
                              hint="relative model paths are read from the deployment file's folder")
         raise InputError("no such file or folder", where=str(path), hint="check the path")
-    folder = names[-1] if names else ref
+    wanted = names[-1] if names else ref
     raise UnsupportedError(f"model {ref!r} is on the serving host (a path, a volume or a bucket), not readable here",
-                           where="MODEL", hint=f"pass --models-dir DIR with a copy of its config.json in DIR/{folder}/")
+                           where="MODEL", hint=f"pass --models-dir DIR with a copy of its config.json in DIR/{wanted}/")
 
 
 # ------------------------------------------------------------------ Hugging Face ids
