@@ -84,12 +84,13 @@ def test_sglang_config_file_as_its_merger_reads_it():
 
 
 def test_sglang_unmodelled_options_are_named():
-    args = sgl.parse_argv(["--model-path", "m", "--cpu-offload-gb", "4", "--speculative-algorithm", "EAGLE",
-                           "--attention-backend", "trtllm_mha"], where="x")
+    args = sgl.parse_argv(["--model-path", "m", "--offload-group-size", "4", "--speculative-algorithm", "EAGLE",
+                           "--cpu-offload-gb", "4", "--attention-backend", "trtllm_mha"], where="x")
     named = dict(sgl.unmodelled(args))
-    assert "--cpu-offload-gb" in named and "sets its own page size" in named["--attention-backend"]
-    # speculative decoding is modelled by engines/sglang/features.py, which refuses what it does not model
-    assert "--speculative-algorithm" not in named
+    assert "--offload-group-size" in named and "sets its own page size" in named["--attention-backend"]
+    # speculative decoding and --cpu-offload-gb are modelled by engines/sglang/features.py, which refuses what it
+    # does not model
+    assert "--speculative-algorithm" not in named and "--cpu-offload-gb" not in named
     assert sgl.unmodelled(sgl.parse_argv(["--model-path", "m", "--attention-backend", "fa3"], where="x")) == []
 
 
