@@ -109,3 +109,12 @@ def test_schema_doc_examples_match_the_bundled_specs():
             {f"moe.{k}" for k in spec_module._MOE_KEYS} | {f"mtp.{k}" for k in spec_module._MTP_KEYS} | \
             {f"mla.{k}" for k in spec_module._MLA_KEYS} | {f"state.{k}" for k in spec_module._STATE_KEYS}:
         assert f"`{key}`" in text, key
+
+
+def test_the_alias_lookup_reads_what_the_spec_holds():
+    """find_bundled matches aliases read from each file's `aliases:` line without building the spec
+    (kvplan/model/bundled.py _aliases): the same aliases, in order, as the built spec's, for every bundled file."""
+    from kvplan.model import bundled
+
+    for name in bundled.bundled_spec_files():
+        assert bundled._aliases(name) == tuple(bundled.bundled_spec(name).aliases), name
