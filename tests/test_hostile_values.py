@@ -111,3 +111,14 @@ def test_a_million_requests_are_refused_before_they_are_drawn():
     one_error(p, 2, "--workload: requests — simulating 1,000,000 requests would take minutes")
     with pytest.raises(InputError, match="would take minutes"):
         wl.parse_inline("prompt=p50:100;output=p50:100;requests=1000000", max_requests=800_000)
+
+
+def test_a_gpu_count_of_two_to_the_64_is_refused_not_laid_out(tmp_path):
+    # found by scripts/fuzz.py (seed 26004): compose's device sets are one entry per GPU, and a count of 2**64 ran for
+    # 88 s of CPU before the guard's timeout; a count past any cluster's is bad input
+    real = ROOT / "tests" / "data" / "deployments" / "compose" / "dgx-spark-qwen38-27b-nvfp4-mtp.yml"
+    text = real.read_text()
+    assert "count: all\n" in text
+    (tmp_path / "compose.yml").write_text(text.replace("count: all\n", "count: 18446744073709551616\n"))
+    p = kvplan("check", tmp_path / "compose.yml", "--offline")
+    assert p.returncode == 2 and "devices.count — must be at most 1,000,000, got 18,446,744,073,709,551,616" in p.stdout

@@ -116,17 +116,27 @@ def _product_by_rule(value: str, values: dict[str, LabelEntry]) -> LabelEntry | 
     return LabelEntry("gpu-product", (gpu.name,), None, source)
 
 
+# no deployment names more GPUs, replicas or slices than this; a larger count is a typo or a hostile file, and
+# readers that lay out one entry per GPU (compose's device sets) must not be handed 2**64 of them (issue 26: a
+# compose count of 18446744073709551616 ran for 88 s of CPU)
+MAX_COUNT = 1_000_000
+
+
 def whole_count(value, *, where: str, what: str = "a whole number") -> int:
     """A GPU, replica or slice count as a file writes it: an integer, or a string of ASCII digits. Python's int()
     also reads '２' or '١٢٨' (issue 26: a count in non-ASCII digits passed as a number), and a bool is no count."""
     if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
-        return value
-    text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
-    if isinstance(value, float) and value.is_integer() and value >= 0:
-        return int(value)
-    if not (text.isascii() and text.isdigit()):
-        raise InputError(f"must be {what}, got {value!r}", where=where)
-    return int(text)
+        count = value
+    elif isinstance(value, float) and value.is_integer() and value >= 0:
+        count = int(value)
+    else:
+        text = str(value).strip() if isinstance(value, (str, int, float)) and not isinstance(value, bool) else ""
+        if not (text.isascii() and text.isdigit()):
+            raise InputError(f"must be {what}, got {value!r}", where=where)
+        count = int(text)
+    if count > MAX_COUNT:
+        raise InputError(f"must be at most {MAX_COUNT:,}, got {count:,}", where=where, hint="check the count")
+    return count
 
 
 # ------------------------------------------------------------------ choosing
