@@ -14,10 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Generic, TypeVar
 
+from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.paged import longest
+from kvplan.engines.result import PerGpu
 
 # where a paged engine's KV budget comes from (EngineEstimate.budget_source)
 GIVEN = "--kv-cache-memory"
@@ -34,6 +36,16 @@ class Run:
     search_max_seq: bool
     source: str = NO_GPU
     notes: list[str] = field(default_factory=list)
+    kv: DType | None = None  # the KV-cache dtype the engine stores
+    act: DType | None = None  # the model's (activation) dtype
+    common: dict[str, Any] = field(default_factory=dict)  # the result fields every engine fills alike
+    # the verdict every engine's result carries
+    serves: bool | None = None
+    marginal: bool | None = None
+    max_batch: int | None = None
+    max_seq: int | None = None
+    est_len: int | None = None
+    per_gpu: PerGpu | None = None
 
 
 R = TypeVar("R", bound=Run)

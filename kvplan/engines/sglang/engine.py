@@ -243,8 +243,6 @@ class _Run(driver.Run):
     """One SGLang estimate's figures as its steps (driver.Steps) hand them along."""
 
     rel: releases.Release | None = None
-    kv: DType | None = None
-    act: DType | None = None
     sg: sfeat.SglangOptions | None = None  # the launch's modelled SGLang options (features.py), None without
     max_running: int | None = None  # --max-running-requests (48 with speculative decoding when none is given)
     attn_dp: int = 1
@@ -268,7 +266,6 @@ class _Run(driver.Run):
     dp_how: str = ""
     lora_t: sfeat.LoraTerms | None = None
     offloaded: Any = None  # --cpu-offload-gb: features/offload.py WeightOffloadTerms
-    common: dict[str, Any] = field(default_factory=dict)
     weights_total: int = 0
     in_use: int = 0
     mfs: Fraction | None = None
@@ -290,17 +287,11 @@ class _Run(driver.Run):
     swa_tokens: int | None = None
     max_mamba: int | None = None
     running: int | None = None
-    est_len: int | None = None
     fits: bool | None = None
-    serves: bool | None = None
-    max_batch: int | None = None
-    max_seq: int | None = None
     low: int | None = None
     high: int | None = None
-    marginal: bool | None = None
     pin_flag: str | None = None
     pinned_fits: bool | None = None
-    per_gpu: PerGpu | None = None
     feature_record: sfeat.SglangFeatures | None = None
 
 

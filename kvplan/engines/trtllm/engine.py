@@ -170,8 +170,6 @@ class _Run(driver.Run):
     be: str = PYTORCH  # the backend
     launch: Any = None  # the LLM-API options (features.py TrtllmLaunch)
     kv_tp: int = 1  # ranks the KV heads are split over (1 with attention DP)
-    kv: DType | None = None
-    act: DType | None = None
     engine_be: bool = False
     round_up: bool = False  # blocks are ceilDiv(max_tokens, tokens_per_block), else floored
     tpb: int = 0  # tokens per block
@@ -192,7 +190,6 @@ class _Run(driver.Run):
     bpt: int = 0  # T2: bytes per token of the pool
     bpt3: int = 0  # T3: the estimator's
     vswa: bool = False
-    common: dict[str, Any] = field(default_factory=dict)
     weights_total: int = 0
     frac: Fraction | None = None
     weights: int | None = None
@@ -216,18 +213,12 @@ class _Run(driver.Run):
     tokens: int | None = None
     conc: int | None = None
     starts: bool = False
-    est_len: int | None = None
     fits: bool | None = None
-    serves: bool | None = None
-    max_batch: int | None = None
-    max_seq: int | None = None
     low: int | None = None
     high: int | None = None
-    marginal: bool | None = None
     pin_flag: str | None = None
     pinned_fits: bool | None = None
     window_blocks: tuple[tuple[int, int], ...] = ()
-    per_gpu: PerGpu | None = None
     feats: Any = None
 
 

@@ -613,8 +613,6 @@ class _Run(driver.Run):
     """One vLLM estimate's figures as its steps (driver.Steps) hand them along."""
 
     rel: Release | None = None
-    kv: DType | None = None
-    act: DType | None = None
     features: Any = None  # the launch's features (kvplan/engines/features/), `.any` when it sets one
     fplan: vfeat.Plan | None = None
     spec: ModelSpec | None = None  # the model as vLLM builds it with the launch's options
@@ -632,7 +630,6 @@ class _Run(driver.Run):
     available: list[int] | None = None  # KV memory of each worker (one per pipeline stage)
     workers: list[VllmWorker] = field(default_factory=list)
     groups: tuple[KvCacheGroup, ...] = ()
-    common: dict[str, Any] = field(default_factory=dict)
     weights_total: int | None = None
     per_request: int = 0
     state_per_request: int = 0
@@ -646,15 +643,9 @@ class _Run(driver.Run):
     num_blocks: int | None = None
     tokens: int | None = None
     concurrency: float | None = None
-    est_len: int | None = None
     fits: bool | None = None
-    serves: bool | None = None
-    max_batch: int | None = None
-    max_seq: int | None = None
-    marginal: bool | None = None
     low_kv: int | None = None
     high_kv: int | None = None
-    per_gpu: PerGpu | None = None
     pin: int | None = None
     pin_fits: bool | None = None
     pin_spare: int | None = None
