@@ -109,6 +109,13 @@ class LayerSpec:
     # runs attention over the model's query heads, which tensor parallelism splits (every engine needs TP to divide
     # them: vLLM's verify_with_parallel_config); a recurrent state layer or a layer with no cache does not
     attends: ClassVar[bool] = False
+    # --- engine-neutral questions the engines' shared code asks (issue 24: an engine dispatches on a kind only in
+    # its specs table; what every engine asks the same way is the layer's own answer) ---
+    # keeps MLA's compressed latent, one per token shared by all heads (DeepSeek-V2/V3 and the DSA kinds built on it)
+    latent: ClassVar[bool] = False
+    # keeps a fixed state per sequence whatever its length (Mamba / linear attention), not tokens
+    recurrent: ClassVar[bool] = False
+    # --- end of the engine-neutral questions ---
     kv_heads: int = 0
     head_dim: int = 0
     v_head_dim: int = 0
@@ -208,6 +215,7 @@ class LatentAttention(LayerSpec):
 
     kind: ClassVar[str] = MLA
     attends: ClassVar[bool] = True
+    latent: ClassVar[bool] = True
 
     def token_bytes(self, kv: DType, tp: int = 1) -> int:
         return kv.row_bytes(self.mla.latent_dim, 1)  # one latent "head", not split by TP
@@ -294,6 +302,7 @@ class StateLayer(LayerSpec):
     each state tensor (ceil), as vLLM shards Mamba layers."""
 
     kind: ClassVar[str] = STATE
+    recurrent: ClassVar[bool] = True
 
     def state_bytes(self, tp: int = 1) -> int:
         def shard(shape: tuple[int, ...]) -> int:

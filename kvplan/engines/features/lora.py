@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.layers import kv_heads_per_rank
-from kvplan.core.spec import HEADED_KINDS, ModelSpec
+from kvplan.core.spec import ModelSpec
 
 # vLLM model classes (model_executor/models/*.py): (slices of qkv_proj, slices of gate_up_proj, embedding LoRA)
 LORA_ARCHITECTURES = {
@@ -134,7 +134,7 @@ def terms(spec: ModelSpec, opts: LoraOptions, *, tp: int, model_bits: int, max_n
     bits = model_bits if opts.lora_dtype in (None, "auto") else {"bfloat16": 16, "float16": 16}[opts.lora_dtype]
     L, r, h, inter = opts.max_loras, opts.max_lora_rank, spec.hidden_size, spec.intermediate_size
     ra = r // tp if opts.fully_sharded else r  # column lora_a rank
-    heads = [layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS]
+    heads = [layer for layer in spec.layer_specs if layer.headed]
     if len(heads) != spec.layers:
         raise UnsupportedError("LoRA on a model with layers other than full or sliding attention is not modelled",
                                where=where)
@@ -185,7 +185,7 @@ def terms(spec: ModelSpec, opts: LoraOptions, *, tp: int, model_bits: int, max_n
 def terms_unsharded_elements(spec: ModelSpec, opts: LoraOptions, qkv_slices: int, embedding_lora: bool) -> int:
     """Elements of one adapter at max_lora_rank as a checkpoint stores it (A: [r, in], B: [out, r] per module)."""
     r, h, inter = opts.max_lora_rank, spec.hidden_size, spec.intermediate_size
-    kv = next(layer.kv_heads for layer in spec.layer_specs if layer.kind in HEADED_KINDS)
+    kv = next(layer.kv_heads for layer in spec.layer_specs if layer.headed)
     q, kvd = spec.attention_heads * spec.head_dim, kv * spec.head_dim
     per_layer = 0
     if _targeted("qkv_proj", opts.target_modules):

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.spec import HEADED_KINDS, ModelSpec
+from kvplan.core.spec import ModelSpec
 from kvplan.core.layers import kv_heads_per_rank
 
 GIB = 2**30
@@ -86,7 +86,7 @@ def layer_parameters(spec: ModelSpec, tp: int, bits: int, *, orders: dict[str, s
                                hint="kvplan walks the decoder-layer parameters of dense " + ", ".join(sorted(orders)))
 
     h, inter = spec.hidden_size, spec.intermediate_size
-    kv_layer = next(layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS)
+    kv_layer = next(layer for layer in spec.layer_specs if layer.headed)
     q = spec.attention_heads * spec.head_dim // tp
     kv = kv_heads_per_rank(kv_layer.kv_heads, tp) * spec.head_dim
     b = bits // 8

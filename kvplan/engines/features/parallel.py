@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.spec import HEADED_KINDS, MLA, ModelSpec
+from kvplan.core.spec import ModelSpec
 
 
 @dataclass(frozen=True)
@@ -79,10 +79,10 @@ def validate(spec: ModelSpec, opts: ParallelOptions, *, tp: int, pp: int) -> Non
     if pcp > 1 and dcp not in (1, pcp, tp * pcp):
         raise InputError(f"vLLM refuses it: with PCP {pcp}, DCP must be 1, {pcp} or {tp * pcp}, got {dcp}", where=where)
     if dcp > 1:
-        attention = [layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS or layer.kind == MLA]
+        attention = [layer for layer in spec.layer_specs if layer.headed or layer.latent]
         if not attention:
             raise UnsupportedError("decode context parallelism of a model without attention layers", where=where)
-        if all(layer.kind in HEADED_KINDS for layer in attention):
+        if all(layer.headed for layer in attention):
             kv = max(layer.kv_heads for layer in attention)
             if tp <= kv:
                 raise InputError(f"vLLM refuses it: decode context parallelism for GQA/MQA requires tensor parallel size "

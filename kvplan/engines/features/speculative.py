@@ -51,8 +51,8 @@ from fractions import Fraction
 from typing import Any, Mapping
 
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.layers import FULL, MLA, LayerSpec, make_layer
-from kvplan.core.spec import HEADED_KINDS, ModelSpec
+from kvplan.core.layers import FULL, LayerSpec, make_layer
+from kvplan.core.spec import ModelSpec
 
 # vLLM 0.33 config/speculative.py MTPModelTypes: per-architecture names that SpeculativeConfig turns into "mtp"
 MTP_NAMES = frozenset({
@@ -276,10 +276,10 @@ def mtp_layers(spec: ModelSpec, *, where: str) -> tuple[LayerSpec, ...]:
     if spec.mtp is None:
         raise UnsupportedError(f"{spec.name} has no multi-token-prediction layers (num_nextn_predict_layers) kvplan knows "
                                "of", where=f"{where}: method", hint="use an EAGLE head or a draft model, or a spec with `mtp`")
-    first = next((layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS or layer.kind == MLA), None)
+    first = next((layer for layer in spec.layer_specs if layer.headed or layer.latent), None)
     if first is None:
         raise UnsupportedError("MTP for a model without attention layers is not modelled", where=f"{where}: method")
-    if first.kind == MLA:
+    if first.latent:
         layer = first
     else:
         # the MTP decoder layer is a full-attention layer (qwen3_next_mtp.py layer_type "full_attention"; GLM, MiMo)
@@ -297,7 +297,7 @@ def draft_layers(opts: SpeculativeOptions, target: ModelSpec) -> tuple[LayerSpec
         head = opts.head
         return tuple(make_layer(FULL, kv_heads=head.kv_heads, head_dim=head.head_dim, v_head_dim=head.head_dim)
                      for _ in range(head.layers))
-    return tuple(layer for layer in opts.draft_spec.layer_specs if layer.kind != "none")
+    return tuple(layer for layer in opts.draft_spec.layer_specs if layer.caches)
 
 
 def lookahead_tokens(opts: SpeculativeOptions) -> int:

@@ -9,7 +9,7 @@ import math
 from fractions import Fraction
 
 from kvplan.core.dtypes import DType
-from kvplan.core.spec import MLA, NONE, STATE, ModelSpec
+from kvplan.core.spec import ModelSpec
 from kvplan.engines.runtime.weights import cdiv, require_fields
 
 # The sampler's work bytes per logit beyond the logits themselves when it sorts (top-k / top-p through torch.sort):
@@ -39,7 +39,7 @@ def dense_forward_bytes(spec: ModelSpec, tokens: int, tp: int, b: int) -> int:
     gate/up output and activation next to the hidden states and residual, T x (2 x hidden + MLP width) x b bytes, the
     width estimated as the per-layer MLP parameters over the hidden size."""
     h = spec.hidden_size
-    attn_layers = sum(1 for layer in spec.layer_specs if layer.kind not in (NONE, STATE, MLA))
+    attn_layers = sum(1 for layer in spec.layer_specs if layer.headed)
     edges = (1 if spec.tie_word_embeddings is True else 2) * spec.vocab_size * h  # embedding (+ untied head)
     attention = attention_params(spec) if attn_layers else 0
     params = spec.active_params or spec.params

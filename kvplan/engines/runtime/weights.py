@@ -11,7 +11,7 @@ from fractions import Fraction
 from kvplan.core.cache import pp_layer_counts
 from kvplan.core.dtypes import DType, WeightFormat, weight_bytes, weight_format
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import MLA, ModelSpec
+from kvplan.core.spec import ModelSpec
 
 GIB = 2**30
 
@@ -147,7 +147,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
             b += embed_b + vision_b
         if stage == pp - 1 and (not tied or pp > 1):
             b += head_b
-        whole = math.ceil(a_bytes * sum(1 for layer in spec.layer_specs[first:first + n] if layer.kind == MLA))
+        whole = math.ceil(a_bytes * sum(1 for layer in spec.layer_specs[first:first + n] if layer.latent))
         first += n
         out.append(cdiv(b - whole, tp) + whole + expert_extra * n // spec.layers + rotary)
     if fp8_moe_loading and spec.quant_method == "fp8" and spec.moe is not None and weight_fmt is None:
