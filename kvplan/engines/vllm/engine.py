@@ -41,11 +41,10 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, ModelSpec
+from kvplan.core.spec import ModelSpec
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines import driver
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
@@ -61,6 +60,8 @@ from kvplan.engines.vllm import gpu_dtypes
 from kvplan.engines.vllm import kv_formats
 from kvplan.engines.vllm.kv_formats import KV_DTYPES
 from kvplan.engines.vllm import releases
+from kvplan.engines.vllm import specs as vspecs
+from kvplan.engines.vllm.specs import MAMBA, PageSpec
 from kvplan.engines.vllm.budget import VllmBudget
 from kvplan.engines.vllm.releases import Release
 from kvplan.model.catalog import find_gpu
@@ -68,7 +69,6 @@ from kvplan.model.catalog import find_gpu
 ENGINE_VERSION = "vLLM v1 engine, release lines 0.10-0.33 (--engine-version; default the newest)"
 DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (every release line)
 
-MAMBA = "mamba"
 # Architectures whose linear-attention layers are vLLM 0.33's QwenGatedDeltaNetAttention
 # (model_executor/layers/mamba/gdn/qwen_gdn_linear_attn.py), the one Mamba layer that exports prefill
 # checkpoints; with FlashInfer's GDN prefill their offsets are multiples of 64 tokens
@@ -203,13 +203,13 @@ def read_kv_dtype(req: EngineRequest) -> DType:
     if name in kv_formats.KNOWN:
         rel = releases.release(req.engine_version)
         facts = req.hardware.facts if req.hardware is not None else None
-        attention = [layer for layer in req.spec.layer_specs if layer.kind in HEADED_KINDS]
+        attention = [layer for layer in req.spec.layer_specs if layer.headed]
         kv_formats.check(name, version=rel.version, accepted=serve_args.options(rel.version)["kv_cache_dtype"].choices,
                          capability=facts.compute_capability if facts is not None and not facts.rocm else None,
                          rocm=bool(facts is not None and facts.rocm),
                          head_size=attention[0].head_dim if attention else None,
-                         mla=any(layer.kind == MLA for layer in req.spec.layer_specs),
-                         windowed=any(layer.kind in WINDOWED_KINDS for layer in req.spec.layer_specs))
+                         mla=vspecs.any_latent(req.spec.layer_specs),
+                         windowed=vspecs.any_windowed(req.spec.layer_specs))
         return dtype(name, what="KV dtype")
     return kv_dtype(req, KV_DTYPES, engine="vLLM", flag="--kv-cache-dtype")
 
@@ -217,40 +217,10 @@ def read_kv_dtype(req: EngineRequest) -> DType:
 # --------------------------------------------------------------------------------------------- layers
 
 @dataclass(frozen=True)
-class _Spec:
-    """A layer's KV-cache spec as vLLM builds it (v1/kv_cache_interface.py), for one TP rank."""
-
-    kind: str
-    window: int | None
-    block_size: int
-    page: int  # bytes of one block in this layer
-    held: int = 1  # Mamba: state blocks a request holds (1; 2 + checkpoint blocks with prefix caching, 0.33)
-    shards: int = 1  # attention: ranks a request's tokens are split over (decode context parallelism)
-
-    @property
-    def family(self) -> str:
-        # MLAAttentionSpec subclasses FullAttentionSpec: the two may share a UniformTypeKVCacheSpecs group
-        return FULL if self.kind == MLA else self.kind
-
-    def blocks(self, max_model_len: int, in_flight: int) -> int:
-        """max_memory_usage_bytes / page: blocks one request of max_model_len takes in this layer."""
-        if self.kind == SLIDING:
-            return cdiv(min(self.window - 1 + in_flight, max_model_len), self.block_size) + 1
-        if self.kind == CHUNKED:
-            # ChunkedLocalAttentionSpec: the current chunk plus the tokens in flight, no extra block (a chunk
-            # starts where the previous one ended, so the blocks before it are freed whole)
-            return cdiv(min(self.window + in_flight, max_model_len), self.block_size)
-        if self.kind == MAMBA:
-            return self.held  # MambaSpec.max_memory_usage_bytes / page
-        # FullAttentionSpec.max_memory_usage_bytes: each of the DCP ranks keeps cdiv(M, DCP) of the tokens
-        return cdiv(cdiv(max_model_len, self.shards), self.block_size)
-
-
-@dataclass(frozen=True)
 class _Layout:
     block_size: int
-    specs: dict[int, _Spec]  # layer index -> spec (layers without a cache are absent)
-    groups: list[tuple[_Spec, list[int]]]  # global groups: spec and layer indices
+    specs: dict[int, PageSpec]  # layer index -> spec (layers without a cache are absent)
+    groups: list[tuple[PageSpec, list[int]]]  # global groups: spec and layer indices
     uniform_type: bool  # one group holding per-layer pages of one kind (UniformTypeKVCacheSpecs)
     padding_warnings: list[str]
     padding_layers: int
@@ -258,15 +228,15 @@ class _Layout:
 
 
 def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release,
-                 fplan: vfeat.Plan) -> tuple[int, dict[int, _Spec], list[str]]:
+                 fplan: vfeat.Plan) -> tuple[int, dict[int, PageSpec], list[str]]:
     """Every layer of the pool (the target's, then the drafter's: kvplan/engines/vllm/features.py Plan) as vLLM
     specs it, each with its own KV dtype (--kv-cache-dtype-skip-layers)."""
     spec, tp = fplan.spec, req.tp
     notes: list[str] = []
-    attn = [c for c in fplan.cache_layers if c.layer.kind in HEADED_KINDS or c.layer.kind == MLA]
-    state = [c for c in fplan.cache_layers if c.layer.kind == STATE]
+    attn = [c for c in fplan.cache_layers if vspecs.rule(c.layer).tokens]
+    state = [c for c in fplan.cache_layers if vspecs.rule(c.layer).state]
     for c in attn:
-        if c.layer.kind in HEADED_KINDS:
+        if c.layer.headed:
             kv_heads_per_rank(c.layer.kv_heads, tp)  # vLLM's divisibility rule, raises InputError
     mamba_page = max((layer_state_bytes(c.layer, tp) for c in state), default=0)
     held, checkpoint = 1, None
@@ -279,7 +249,7 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release,
         # block grows to a multiple of the kernel alignment until one attention page holds a Mamba state.
         first = attn[0]
         per_token = layer_token_bytes(first.layer, first.kv, tp)
-        align = rel.hybrid_mla_alignment if first.layer.kind == MLA else 16
+        align = rel.hybrid_mla_alignment if vspecs.rule(first.layer).latent else 16
         if rel.hybrid_align_to_block_size:
             align = max(align, block_size)
             if checkpoint:  # mamba_cache_mode "align": blocks also land on the prefill checkpoints
@@ -292,19 +262,17 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release,
                             f"{checkpoint}-token boundaries" if checkpoint else ""))
             block_size = needed
         mamba_page = block_size * per_token  # "Padding mamba page size by X%"
-    specs: dict[int, _Spec] = {}
-    chunked_as_full = not rel.chunked_local_hybrid and any(c.layer.kind == CHUNKED for c in attn)
+    specs: dict[int, PageSpec] = {}
+    chunked_as_full = not rel.chunked_local_hybrid and vspecs.any_chunked(c.layer for c in attn)
     if chunked_as_full:
         notes.append(f"vLLM {rel.version} turns its hybrid KV cache manager off for chunked-local attention "
                      "(VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_HYBRID_KV_CACHE defaults to 0 in 0.10.1-0.13): those layers "
                      "are charged the whole max_model_len")
     for c in attn:
-        kind, window = c.layer.kind, (c.layer.window if c.layer.kind in WINDOWED_KINDS else None)
-        if (fplan.hybrid_manager_off and kind in WINDOWED_KINDS) or (chunked_as_full and kind == CHUNKED):
-            # unify_hybrid_kv_cache_specs: without the hybrid manager sliding / chunked layers are full attention
-            kind, window = FULL, None
-        specs[c.index] = _Spec(kind, window, block_size, block_size * layer_token_bytes(c.layer, c.kv, tp),
-                               shards=fplan.token_shards)
+        specs[c.index] = vspecs.attention_spec(c.layer, block_size=block_size,
+                                               page=block_size * layer_token_bytes(c.layer, c.kv, tp),
+                                               shards=fplan.token_shards, all_full=fplan.hybrid_manager_off,
+                                               chunked_as_full=chunked_as_full)
     if state:
         if any(layer_state_bytes(c.layer, tp) != layer_state_bytes(state[0].layer, tp) for c in state) and attn:
             raise UnsupportedError("Mamba layers with different state sizes in one hybrid model are not modelled",
@@ -312,8 +280,8 @@ def _layer_specs(req: EngineRequest, kv: DType, block_size: int, rel: Release,
         # pure Mamba: block_size = mamba_block_size = max_model_len when prefix caching is off
         mamba_block = block_size if attn else req.seq
         for c in state:
-            specs[c.index] = _Spec(MAMBA, None, mamba_block, mamba_page if attn else layer_state_bytes(c.layer, tp), held)
-    if fplan.hybrid_manager_off and any(c.layer.kind in WINDOWED_KINDS for c in attn):
+            specs[c.index] = PageSpec(MAMBA, None, mamba_block, mamba_page if attn else layer_state_bytes(c.layer, tp), held)
+    if fplan.hybrid_manager_off and vspecs.any_windowed(c.layer for c in attn):
         notes.append("the hybrid KV cache manager is off: sliding-window and chunked layers are charged the whole "
                      "max_model_len")
     return block_size, specs, notes
@@ -357,7 +325,7 @@ def _mamba_cache_mode(req: EngineRequest, rel: Release, *, hybrid: bool) -> tupl
 def _default_block_size(req: EngineRequest, rel: Release) -> tuple[int, list[str]]:
     """The block size vLLM picks when --block-size is not given: 16, except MLA models, whose attention backend
     decides by GPU (platforms/cuda.py; releases.Release.mla_block_hopper / mla_block_sm10x)."""
-    if not any(layer.kind == MLA for layer in req.spec.layer_specs):
+    if not vspecs.any_latent(req.spec.layer_specs):
         return DEFAULT_BLOCK_SIZE, []
     facts = req.hardware.facts if req.hardware is not None else None
     cc = facts.compute_capability if facts is not None else None
@@ -403,20 +371,20 @@ def _layout(req: EngineRequest, kv: DType, rel: Release, fplan: vfeat.Plan) -> _
         return _Layout(block_size, specs, [(specs[order[0]], order)], True, [], 0, notes)
     # hybrid: unify page sizes (kv_cache_utils.py unify_kv_cache_spec_page_size, 0.12+; 0.10-0.11 need them equal)
     top = max(s.page for s in distinct)
-    unified: dict[_Spec, _Spec] = {}
+    unified: dict[PageSpec, PageSpec] = {}
     for s in distinct:
         if s.page == top:
             unified[s] = s
-        elif top % s.page == 0 and s.kind != MAMBA and rel.page_unification != "equal":
+        elif top % s.page == 0 and not s.state and rel.page_unification != "equal":
             unified[s] = dataclasses.replace(s, block_size=s.block_size * (top // s.page), page=top)
-        elif rel.pads_uneven_pages and s.kind != MLA:
+        elif rel.pads_uneven_pages and s.pads_page:
             unified[s] = dataclasses.replace(s, page=top)  # 0.33 pads the page instead
         else:
             raise UnsupportedError(f"vLLM {rel.version} cannot unify KV pages of {s.page:,} and {top:,} bytes in one "
                                    "model (NotImplementedError in get_kv_cache_config / unify_kv_cache_spec_page_size)",
                                    where=req.spec.source or req.spec.name)
     specs = {i: unified[specs[i]] for i in order}
-    buckets: dict[_Spec, list[int]] = {}
+    buckets: dict[PageSpec, list[int]] = {}
     for i in order:
         buckets.setdefault(specs[i], []).append(i)
     sizes = [len(v) for v in buckets.values()]
@@ -514,7 +482,7 @@ def _gpu_refusal(req: EngineRequest, rel: Release) -> str | None:
                               explicit_dtype=explicit, checkpoint_dtype=req.spec.dtype,
                               architecture=req.spec.architecture,
                               method=gpu_dtypes.quant_method(req.spec.quant_method, req.spec.weight_dtype, fmt),
-                              kv_spelled=req.kv_dtype or "auto", mla=any(layer.kind == MLA for layer in req.spec.layer_specs))
+                              kv_spelled=req.kv_dtype or "auto", mla=vspecs.any_latent(req.spec.layer_specs))
 
 
 def release_for(req: EngineRequest) -> releases.Release:
@@ -654,8 +622,8 @@ class _Run(driver.Run):
 
 def _refuse(req: EngineRequest) -> None:
     refuse_unread_options(req, "vLLM", releases.OPTION_KEYS)  # a file's engine_options skip accepts
-    # the layer kinds this engine has a page rule for (_layer_specs); any other is refused by name, never dropped
-    require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "vLLM", req.spec.source or req.spec.name)
+    # the layer kinds this engine has a page rule for (specs.PAGE_RULES); any other is refused by name, never dropped
+    vspecs.refuse_unmapped(req.spec.layer_specs, req.spec.source or req.spec.name)
 
 
 def _judge_given_pool(req: EngineRequest, *, search_max_seq: bool) -> VllmEstimate:
@@ -876,24 +844,10 @@ def _per_gpu(run: _Run) -> None:
 
 def _layer_notes(run: _Run) -> None:
     """What the sliding-window and chunked-local layers are charged, and where the budget's terms come from."""
-    req, in_flight, notes = run.req, run.in_flight, run.notes
-    sliding = [s for s in run.layout.specs.values() if s.kind == SLIDING]
-    if sliding and min(s.window - 1 + in_flight for s in sliding) >= req.seq:
-        notes.append(f"sliding-window layers are charged the whole max_model_len: window - 1 + {in_flight:,} tokens in "
-                     "flight (max_num_batched_tokens) reach past it")
-    chunked = [s for s in run.layout.specs.values() if s.kind == CHUNKED]
-    if chunked:
-        c = min(s.window for s in chunked)
-        if c + in_flight >= req.seq:
-            notes.append(f"chunked-local layers are charged the whole max_model_len: the chunk ({c:,}) + {in_flight:,} "
-                         "tokens in flight reach past it")
-        else:
-            notes.append(f"chunked-local layers hold the current chunk plus the tokens in flight ({c:,} + {in_flight:,} "
-                         "tokens a request), not the whole max_model_len; with EAGLE or VLLM_ALLOW_CHUNKED_LOCAL_ATTN_WITH_"
-                         "HYBRID_KV_CACHE=0 vLLM turns its hybrid KV cache manager off and charges them the whole length")
+    run.notes += vspecs.window_notes(run.layout.specs.values(), run.req.seq, run.in_flight)
     if run.budgets is not None:
         b0 = run.binding.budget if run.binding is not None else None
-        notes.append(f"budget terms are modelled for vLLM {run.rel.version} (vLLM measures them at start-up); its "
+        run.notes.append(f"budget terms are modelled for vLLM {run.rel.version} (vLLM measures them at start-up); its "
                      "constants were measured on public start-up logs, the band is their leave-out error "
                      "(docs/engines/calibration.md)" + (f"; from the site profile: {', '.join(b0.site_terms)}"
                                                          if b0 is not None and b0.site_terms else ""))
@@ -903,7 +857,7 @@ def _feature_notes(run: _Run) -> None:
     """The terms of the launch's features (speculative decoding, LoRA, offload, parallelism), notes first."""
     fplan, binding = run.fplan, run.binding
     if run.features.any:
-        attention_specs = [s for s in run.layout.specs.values() if s.kind != MAMBA]
+        attention_specs = [s for s in run.layout.specs.values() if not s.state]
         token_rank = sum(s.page // s.block_size for s in attention_specs)
         run.feature_record = vfeat.summarize(
             run.req, fplan, run.bterms, act=run.act, bytes_per_block=binding.bytes_per_block if binding else None,
@@ -1096,8 +1050,8 @@ def _state_bytes_per_request(layout: _Layout, shapes: list[_WorkerShape], tp: in
     """Mamba state one request holds, whole model (every stage and rank), padded page included."""
     if layout.uniform_type:
         return tp * sum(layout.specs[i].page * layout.specs[i].held for i in layout.groups[0][1]
-                        if layout.specs[i].kind == MAMBA)
-    mamba_blocks = sum(s.held for s, _ in layout.groups if s.kind == MAMBA)
+                        if layout.specs[i].state)
+    mamba_blocks = sum(s.held for s, _ in layout.groups if s.state)
     return tp * sum(w.bytes_per_block for w in shapes) * mamba_blocks
 
 

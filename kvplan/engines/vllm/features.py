@@ -16,8 +16,8 @@ from typing import TYPE_CHECKING
 
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.layers import FULL, MLA, NONE, SLIDING, STATE, LayerSpec, StateSpec, as_kind, make_layer
-from kvplan.core.spec import WINDOWED_KINDS, ModelSpec
+from kvplan.core.layers import LayerSpec, StateSpec
+from kvplan.core.spec import ModelSpec
 from kvplan.engines import features as shared
 from kvplan.engines.features import Features
 from kvplan.engines.features import backend as backends
@@ -25,6 +25,7 @@ from kvplan.engines.features import parallel
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.runtime.weights import expert_bytes, linear_bits, stage_weight_bytes
 from kvplan.engines.vllm import budget as budget_model, kv_formats, releases
+from kvplan.engines.vllm import specs as vspecs
 
 if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
     from kvplan.engines.features import disagg, lora, offload
@@ -190,9 +191,9 @@ def _named(f: Features) -> tuple[str, ...]:
 def built_spec(spec: ModelSpec, f: Features) -> tuple[ModelSpec, list[str]]:
     """The target with the options that change how vLLM builds it applied."""
     notes = []
-    if f.disable_sliding_window and any(layer.kind in WINDOWED_KINDS for layer in spec.layer_specs):
+    if f.disable_sliding_window and any(layer.windowed for layer in spec.layer_specs):
         # config/model.py: hf_text_config.sliding_window = None after the length is capped to the window
-        layers = tuple(as_kind(layer, FULL, window=None) if layer.kind == SLIDING else layer for layer in spec.layer_specs)
+        layers = tuple(vspecs.without_sliding_window(layer) for layer in spec.layer_specs)
         spec = dataclasses.replace(spec, layer_specs=layers, sliding_window=None)
         notes.append("--disable-sliding-window: sliding layers keep every token, and max_model_len may not exceed the window")
     if f.language_model_only and spec.vision_params:
@@ -207,7 +208,7 @@ def built_spec(spec: ModelSpec, f: Features) -> tuple[ModelSpec, list[str]]:
         hooked = state.recurrent_dtype != spec.dtype  # a model hook chose it (Nemotron-H float32), kept for "auto"
         recurrent = _mamba_dtype(f.mamba_ssm_cache_dtype) or (state.recurrent_dtype if hooked else conv)
         new = StateSpec(state.conv_shape, state.recurrent_shape, conv, recurrent)
-        layers = tuple(make_layer(STATE, state=new) if layer.kind == STATE else layer for layer in spec.layer_specs)
+        layers = tuple(dataclasses.replace(layer, state=new) if layer.recurrent else layer for layer in spec.layer_specs)
         spec = dataclasses.replace(spec, state=new, layer_specs=layers)
         notes.append(f"Mamba state: conv {conv}, recurrent {recurrent} (model_executor/layers/mamba/mamba_utils.py "
                      "MambaStateDtypeCalculator: the SSM dtype 'auto' follows the conv dtype)")
@@ -225,7 +226,7 @@ def _mamba_dtype(name: str | None) -> str | None:
 def skipped_layers(f: Features, spec: ModelSpec, rel, kv: DType, notes: list[str]) -> tuple[str, ...]:
     """--kv-cache-dtype-skip-layers as vLLM ends up with it: the launch's, and the boundary layers TurboQuant adds
     (kv_formats.boundary_skip_layers)."""
-    hybrid = any(layer.kind == STATE for layer in spec.layer_specs)
+    hybrid = vspecs.any_state(spec.layer_specs)
     boundary = kv_formats.boundary_skip_layers(kv.name, version=rel.version, layers=spec.layers, hybrid=hybrid)
     if boundary:
         notes.append(f"{kv.name}: vLLM keeps layers {', '.join(boundary)} in the model dtype (TurboQuant's boundary "
@@ -236,7 +237,7 @@ def skipped_layers(f: Features, spec: ModelSpec, rel, kv: DType, notes: list[str
 def skip_layer(index: int, layer: LayerSpec, skip: tuple[str, ...]) -> bool:
     """model_executor/layers/attention/attention.py: a layer whose index is listed, or any sliding layer when
     'sliding_window' is, keeps its KV in the model dtype (kv_cache_dtype 'auto')."""
-    return str(index) in skip or ("sliding_window" in skip and layer.kind == SLIDING)
+    return str(index) in skip or ("sliding_window" in skip and vspecs.sliding(layer))
 
 
 # --------------------------------------------------------------------------------------------- the plan
@@ -263,7 +264,7 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
     shards = par.decode_context_parallel_size
     if shards > 1 and rules.context_shards == "dcp_x_pcp":  # v1/kv_cache_interface.py, 0.12-0.25
         shards *= par.prefill_context_parallel_size
-    if shards > 1 and any(c.layer.kind in WINDOWED_KINDS for c in layers):
+    if shards > 1 and vspecs.any_windowed(c.layer for c in layers):
         raise UnsupportedError("decode context parallelism with sliding-window or chunked layers is not modelled "
                                "(vLLM 0.19 asserts 'DCP not support sliding window')", where=par.where)
     hma_off = False
@@ -273,7 +274,7 @@ def plan(req: EngineRequest, rel, kv: DType, act: DType, kv_names: dict[str, str
         hma_off = True  # config/vllm.py: chunked local attention + EAGLE turns the hybrid manager off
         notes.append("chunked local attention with EAGLE: vLLM turns its hybrid KV cache manager off, so chunked layers "
                      "are charged the whole max_model_len")
-    if hma_off and any(c.layer.kind == STATE for c in layers):
+    if hma_off and vspecs.any_state(c.layer for c in layers):
         refusal = (f"vLLM does not start: {f.kv_transfer.connector if f.kv_transfer else 'this launch'} turns the hybrid KV "
                    "cache manager off, and hybrid Mamba models require it")
     if f.num_gpu_blocks_override is not None and f.num_gpu_blocks_override < 1:
@@ -339,7 +340,7 @@ def _target_layers(f, spec, rules, skip, kv: DType, act: DType, notes: list[str]
     model dtype)."""
     layers: list[CacheLayer] = []
     for i, layer in enumerate(spec.layer_specs):
-        if layer.kind == NONE:
+        if not layer.caches:
             continue
         layer_kv = act if skip and skip_layer(i, layer, skip) else kv
         layers.append(CacheLayer(i, layer, layer_kv, False))
@@ -392,7 +393,7 @@ def _block_size(req: EngineRequest, rel, f, spec, layers: list[CacheLayer], note
     backend_choice = None
     block_size = req.block_size
     if block_size is None and (backend_rules_apply(rel) or f.attention_backend is not None):
-        mla = any(c.layer.kind == MLA for c in layers)
+        mla = vspecs.any_latent(c.layer for c in layers)
         facts = req.hardware.facts if req.hardware is not None and req.hardware.name else None
         if facts is None:
             if mla and f.attention_backend is None:
@@ -567,7 +568,7 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
                                                alignment=_rules(rel).kv_offload_alignment)
         else:
             kv_off = shared.offload.lmcache_kv_offload(ko, token_bytes_per_rank=token_bytes_per_rank, tp=req.tp,
-                                                mla=any(c.layer.kind == MLA for c in p.cache_layers))
+                                                mla=vspecs.any_latent(c.layer for c in p.cache_layers))
         host += kv_off.host_memory_bytes
         notes += kv_off.notes
     transfer = link = None
