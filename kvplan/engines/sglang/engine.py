@@ -30,11 +30,11 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kvplan.core.layers import ENGINE_BASE_KINDS, kv_heads_per_rank, require_mapped_kinds
+from kvplan.core.layers import kv_heads_per_rank
 from kvplan.core.cache import layer_state_bytes, layer_token_bytes
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.spec import CHUNKED, FULL, HEADED_KINDS, MLA, SLIDING, STATE, WINDOWED_KINDS, StateSpec
+from kvplan.core.spec import StateSpec
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines import driver
 from kvplan.engines import features as shared  # disagg loads on first use: a launch without it never pays
@@ -47,6 +47,7 @@ from kvplan.engines.sglang import budget as sbudget
 from kvplan.engines.sglang import context
 from kvplan.engines.sglang import features as sfeat
 from kvplan.engines.sglang import releases
+from kvplan.engines.sglang import specs as sspecs
 from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
 from kvplan.engines.runtime.startup import link_class
 from kvplan.engines.runtime.weights import linear_bits, model_weights, stage_weight_bytes
@@ -189,12 +190,12 @@ def _page_size(req: EngineRequest, rel: releases.Release, mla: bool) -> tuple[in
     return 1, None
 
 
-def _uses_swa(rel: releases.Release, spec, windowed: set[str]) -> bool:
+def _uses_swa(rel: releases.Release, spec, windowed: set[sspecs.PoolRule]) -> bool:
     """Whether this release gives the model a separate sliding-window pool (R4)."""
     if not windowed or rel.swa_rule == "none":
         return False
     if rel.swa_rule == "sliding_classes":
-        return SLIDING in windowed and spec.architecture in rel.swa_classes
+        return sspecs.SWA_SLIDING in windowed and spec.architecture in rel.swa_classes
     return spec.architecture in rel.swa_allowlist
 
 
@@ -296,7 +297,7 @@ class _Run(driver.Run):
 
 
 def _refuse(req: EngineRequest) -> None:
-    require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "SGLang", req.spec.source or req.spec.name)
+    sspecs.refuse_unmapped(req.spec.layer_specs, req.spec.source or req.spec.name)
 
 
 def _cap_given_pool(req: EngineRequest, *, search_max_seq: bool) -> SglangEstimate:
@@ -347,9 +348,9 @@ def _start(req: EngineRequest, search_max_seq: bool) -> _Run:
 def _pools_of_kinds(run: _Run) -> None:
     """Which pools the model's layer kinds take on this release: the state pool (R5), pages (R7), the SWA pool (R4)."""
     req, rel, spec, notes = run.req, run.rel, run.req.spec, run.notes
-    attn_kinds = {layer.kind for layer in spec.layer_specs}
-    run.has_state = STATE in attn_kinds
-    if run.has_state and not attn_kinds & {*HEADED_KINDS, MLA}:
+    pools = {sspecs.rule(layer) for layer in spec.layer_specs}
+    run.has_state = any(r.state for r in pools)
+    if run.has_state and not any(r.tokens for r in pools):
         raise UnsupportedError("pure Mamba models on SGLang are not modelled", where="--engine sglang",
                                hint="try --engine vllm")
     if run.has_state:
@@ -361,11 +362,11 @@ def _pools_of_kinds(run: _Run) -> None:
                                    "0.5.3.post2)", where="--engine-version", hint="give --engine-version 0.5.23")
         if rel.mamba_rule != "fixed":
             run.mamba_ratio = rel.mamba_rule
-    run.mla = MLA in attn_kinds
+    run.mla = any(r.latent for r in pools)
     run.page, page_note = _page_size(req, rel, run.mla)
     if page_note:
         notes.append(page_note)
-    windowed = attn_kinds & set(WINDOWED_KINDS)
+    windowed = {r for r in pools if r.windowed}
     if len(windowed) > 1:
         raise UnsupportedError("sliding and chunked-local layers in one model: SGLang's SWA pool has one window "
                                "(sliding_window, else attention_chunk_size); not modelled", where="--engine sglang",
@@ -373,11 +374,11 @@ def _pools_of_kinds(run: _Run) -> None:
     run.swa = _uses_swa(rel, spec, windowed)
     # SGLang's one SWA window (model_runner_components/load_model_utils.py resolve_sliding_window_size): the
     # config's sliding_window, else attention_chunk_size, so Llama 4's chunked-local layers live in the SWA pool
-    run.swa_window = spec.attention_chunk_size if CHUNKED in windowed else spec.sliding_window
-    if CHUNKED in windowed and run.swa:
+    run.swa_window = spec.attention_chunk_size if sspecs.SWA_CHUNKED in windowed else spec.sliding_window
+    if sspecs.SWA_CHUNKED in windowed and run.swa:
         _refuse_chunked_swa(spec)
     if windowed and not run.swa:
-        what = "sliding" if SLIDING in windowed else "chunked-local"
+        what = next(iter(windowed)).what
         notes.append(f"SGLang {rel.version} has no sliding-window pool for {spec.architecture or 'this architecture'}: "
                      f"{what} layers are sized as full attention (R4)")
 
@@ -387,7 +388,7 @@ def _refuse_chunked_swa(spec) -> None:
     if spec.architecture != LLAMA4:
         raise UnsupportedError(f"chunked-local layers in {spec.architecture}: SGLang puts only Llama 4's into its SWA "
                                "pool; not modelled", where="--engine sglang", hint="try --engine vllm")
-    ours = {i for i, layer in enumerate(spec.layer_specs) if layer.kind == CHUNKED}
+    ours = {i for i, layer in enumerate(spec.layer_specs) if sspecs.rule(layer) is sspecs.SWA_CHUNKED}
     if ours != {i for i in range(spec.layers) if (i + 1) % 4}:
         raise UnsupportedError("SGLang puts layers with (i + 1) % 4 != 0 of Llama 4 into its SWA pool, and this "
                                "spec's chunked layers are others; not modelled", where="--engine sglang",
@@ -397,11 +398,10 @@ def _refuse_chunked_swa(spec) -> None:
 def _cell_bytes(run: _Run, layers, tp: int) -> tuple[int, int, int]:
     """(full, sliding, state) bytes one token (the state: one request) takes over `layers` on one of `tp` ranks."""
     kv, swa = run.kv, run.swa
-    full = sum(layer_token_bytes(layer, kv, tp) for layer in layers
-               if layer.kind in (FULL, MLA) or (layer.kind in WINDOWED_KINDS and not swa))
-    slide = sum(layer_token_bytes(layer, kv, tp) for layer in layers if layer.kind in WINDOWED_KINDS and swa)
+    full = sum(layer_token_bytes(layer, kv, tp) for layer in layers if sspecs.cell(layer, swa) == sspecs.FULL_CELL)
+    slide = sum(layer_token_bytes(layer, kv, tp) for layer in layers if sspecs.cell(layer, swa) == sspecs.SWA_CELL)
     state = sum(layer_state_bytes(dataclasses.replace(layer, state=_state_fp32(layer.state)), tp)
-                for layer in layers if layer.kind == STATE)
+                for layer in layers if sspecs.cell(layer, swa) == sspecs.STATE_CELL)
     return full, slide, state
 
 
@@ -430,7 +430,7 @@ def _cells(run: _Run) -> None:
         bits = Fraction(act.bits) if sg.head is not None or sg.draft_spec is not None else linear_bits(spec, req.weight_fmt, act)
         run.draft_bytes, run.draft_how = sfeat.draft_weights_per_gpu(sg, spec, tp=req.tp, bits=bits)
         run.draft_dup, run.dup_how = sfeat.draft_duplicates_per_gpu(sg, spec, tp=req.tp, act_bits=act.bits)
-        target_layers = sum(1 for x in run.stages[0] if x.kind in (FULL, MLA))
+        target_layers = sum(1 for x in run.stages[0] if sspecs.rule(x).full)
         run.draft_add = sfeat.draft_cell(run.per_stage[0][0], target_layers, sg.draft_layers)
 
 
@@ -572,8 +572,8 @@ def _pool(run: _Run) -> None:
     run.target_cell = max(f for f, _, _ in per_stage)
     run.full_cell = run.target_cell + run.draft_add  # the cell SGLang divides the rest by (the draft's pool beside)
     run.swa_cell = max(s for _, s, _ in per_stage)
-    run.layers_full = max(sum(1 for x in st if x.kind in (FULL, MLA)) for st in stages)
-    run.layers_swa = max(sum(1 for x in st if x.kind in WINDOWED_KINDS) for st in stages)
+    run.layers_full = max(sum(1 for x in st if sspecs.rule(x).full) for st in stages)
+    run.layers_swa = max(sum(1 for x in st if sspecs.rule(x).windowed) for st in stages)
     run.p = _pool_of(run, run.rest) if run.rest is not None and run.refused is None else None
     if run.refused is not None:
         run.tokens, run.fits, run.serves, run.max_batch, run.max_seq = 0, False, False, 0, 0
@@ -728,7 +728,7 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
         raise UnsupportedError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} modelled from SGLang "
                                f"{newest.version}'s source only, not {rel.version}'s", where=sg.where,
                                hint=f"judge it with --engine-version {newest.version}")
-    kinds = {layer.kind for layer in req.spec.layer_specs}
+    pools = {sspecs.rule(layer) for layer in req.spec.layer_specs}
     if sg.attn_dp_size > 1:
         d = sg.attn_dp_size
         if req.spec.architecture not in sfeat.DP_ATTENTION_CLASSES:
@@ -753,7 +753,7 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
         if req.pp > 1:
             raise UnsupportedError("speculative decoding with pipeline parallelism is not modelled (which stage holds "
                                    "the draft)", where=sg.where, hint="judge it at --pp 1")
-        if kinds & {STATE, *WINDOWED_KINDS}:
+        if any(r.state or r.windowed for r in pools):
             raise UnsupportedError("speculative decoding on a sliding-window or Mamba hybrid is not modelled (SGLang "
                                    "sizes those draft pools with their own configurators)", where=sg.where)
     if sg.lora_slots:
@@ -770,7 +770,7 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
             raise UnsupportedError("HiCache with PP > 1, attention data parallelism, speculative decoding (the draft's "
                                    "host layers) or on a decode server (its ratio follows the retraction backup) is not "
                                    "modelled", where=sg.where, hint="judge the options one at a time")
-    if sg.disaggregation_mode is not None and STATE in kinds:
+    if sg.disaggregation_mode is not None and any(r.state for r in pools):
         raise UnsupportedError("disaggregation of a Mamba hybrid is not modelled (its state transfer and the decode "
                                "server's state slots without a radix cache)", where=sg.where)
 

@@ -107,9 +107,10 @@ from kvplan.core.spec import ModelSpec
 from kvplan.engines import features as shared
 from kvplan.model import catalog
 from kvplan.core.cache import layer_token_bytes
-from kvplan.core.layers import FULL, MLA, kv_heads_per_rank, make_layer
+from kvplan.core.layers import FULL, kv_heads_per_rank, make_layer
 from kvplan.core.dtypes import dtype
 from kvplan.engines.runtime.weights import stage_weight_bytes
+from kvplan.engines.sglang import specs as sspecs
 
 if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
     from kvplan.engines.features import disagg as shared_disagg
@@ -337,7 +338,7 @@ def _speculative(args, spec: ModelSpec, algo: str, *, where: str, base_dir: Path
             raise InputError(f"SGLang refuses it: STANDALONE needs the draft's vocabulary ({draft.vocab_size:,}) to be the "
                              f"target's ({spec.vocab_size:,}) (standalone_worker_v2.py _validate_vocab_compatibility)",
                              where=f"{where}: --speculative-draft-model-path")
-        if any(layer.kind not in ("full", "mla", "none") for layer in draft.layer_specs):
+        if not sspecs.standalone_draft_layers_pooled(draft.layer_specs):
             raise UnsupportedError("a STANDALONE draft with sliding-window or state layers is not modelled",
                                    where=f"{where}: --speculative-draft-model-path")
         return dict(speculative_algorithm=algo, draft_path=str(path), draft_spec=draft,
@@ -572,7 +573,7 @@ def attn_tp_parameters(spec: ModelSpec) -> tuple[int, str]:
     nope = qk - m.qk_rope_head_dim
     q = (m.q_lora_rank or h) * heads * qk  # q_b_proj from the query latent, or q_proj from the hidden state
     per_layer = q + m.kv_lora_rank * heads * (nope + v) + heads * v * h
-    layers = sum(1 for layer in spec.layer_specs if layer.kind == MLA)
+    layers = sum(1 for layer in spec.layer_specs if sspecs.rule(layer).latent)
     return layers * per_layer, ("q_b_proj" if m.q_lora_rank else "q_proj") + " + kv_b_proj + o_proj"
 
 
