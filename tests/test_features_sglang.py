@@ -132,7 +132,8 @@ def test_nextn_on_deepseek_v3_uses_its_mtp_layer():
     ("--lora-paths a=/x", UnsupportedError, "adapters"),
     ("--enable-lora --max-lora-rank 8 --lora-target-modules all", UnsupportedError, "all"),
     ("--enable-lora --max-lora-rank 8 --lora-target-modules embed_tokens", UnsupportedError, "embed_tokens"),
-    ("--context-length 8192", InputError, "kvplan's --seq"),
+    # issue 28: a pasted --context-length is read as SGLang spells it; beside another --seq it is bad input
+    ("--context-length 8192", InputError, "--context-length 8192 and --seq 32K disagree"),
 ])
 def test_refusals(args, err, needle):
     with pytest.raises(err) as info:

@@ -92,12 +92,13 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     """Turn command-line values into an EngineRequest, validating each (every command builds its requests here).
     `site`: a site profile already read (engines/calibration.py read_profile: --calibration FILE)."""
     spec = catalog.resolve_model(model)
-    if vllm_args is not None:
-        # `vllm serve` options that kvplan's own flags also give, taken as pasted (one value; two that differ: error)
+    if vllm_args is not None or sglang_args is not None:
+        # the engine's options that kvplan's own flags also give, taken as pasted (one value; two that differ: error)
         given = dict(seq=seq, tp=tp, pp=pp, gpu_util=gpu_util, kv_dtype=kv_dtype, kv_cache_memory=kv_cache_memory,
                      block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                      dtype=dtype)
-        merged = _merge_vllm_core(vllm_args, given, spec, engine_version=engine_version)
+        merged = (_merge_vllm_core(vllm_args, given, spec, engine_version=engine_version) if vllm_args is not None
+                  else _merge_sglang_core(sglang_args or "", given, spec))
         seq, tp, pp, gpu_util, kv_dtype = merged["seq"], merged["tp"], merged["pp"], merged["gpu_util"], merged["kv_dtype"]
         kv_cache_memory, block_size, max_num_seqs = merged["kv_cache_memory"], merged["block_size"], merged["max_num_seqs"]
         max_num_batched_tokens, dtype = merged["max_num_batched_tokens"], merged["dtype"]
@@ -223,16 +224,25 @@ def _merge_vllm_core(vllm_args: str, given: dict, spec: ModelSpec, *, engine_ver
     """kvplan's flag values with the `vllm serve` options of --vllm-args that give the same setting; a setting given
     both ways with two values is an error (exit 2)."""
     args = engines.get("vllm").options.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
+    return _merge_core(args, _VLLM_CORE, given, lambda dest, value: _vllm_value(dest, value, spec), where="--vllm-args",
+                       same=lambda ours, value: False)
+
+
+def _merge_core(args, table: dict, given: dict, value_of, *, where: str, same) -> dict:
+    """kvplan's flag values with the launch's options that give the same setting (`table`: the engine's dest ->
+    (build_request's parameter, the flag, its default)); the same setting given both ways with two values is bad
+    input naming both (exit 2). `same(ours, theirs)`: two spellings of one value the plain comparison misses."""
     out = dict(given)
-    for dest, (param, flag, default) in _VLLM_CORE.items():
+    for dest, (param, flag, default) in table.items():
         if not args.given(dest):
             continue
-        value = _vllm_value(dest, args.get(dest), spec)
+        value = value_of(dest, args.get(dest))
         if value is None:
             continue
         ours = given[param]
-        if ours is not None and ours != default and str(ours).strip().lower() != str(value).lower():
-            raise InputError(f"{args.written.get(dest, dest)} {value} and {flag} {ours} disagree", where="--vllm-args",
+        if (ours is not None and ours != default and str(ours).strip().lower() != str(value).lower()
+                and not same(ours, value)):
+            raise InputError(f"{args.written.get(dest, dest)} {value} and {flag} {ours} disagree", where=where,
                              hint="give the setting once")
         out[param] = value
     return out
@@ -287,11 +297,54 @@ def launch_features(model: str, spec: ModelSpec, vllm_args: str | None, *, tp: i
     return spec, (features if features.any else None), weight_fmt
 
 
-# `launch_server` options that kvplan's own flags give: --sglang-args refuses them (one setting, one place)
-_SGLANG_CORE = {"model_path": "MODEL", "context_length": "--seq", "tp_size": "--tp", "pp_size": "--pp",
-                "mem_fraction_static": "--gpu-util", "kv_cache_dtype": "--kv-dtype", "page_size": "--block-size",
-                "max_running_requests": "--max-num-seqs", "chunked_prefill_size": "--max-num-batched-tokens",
-                "dtype": "--dtype"}
+# `launch_server` options that kvplan's own flags also give: SGLang's dest -> (build_request's parameter, the flag,
+# its default); --sglang-args may give them as SGLang spells them (a pasted launch is not sent back to be rewritten)
+_SGLANG_CORE = {"context_length": ("seq", "--seq", None), "tp_size": ("tp", "--tp", None), "pp_size": ("pp", "--pp", 1),
+                "mem_fraction_static": ("gpu_util", "--gpu-util", None), "kv_cache_dtype": ("kv_dtype", "--kv-dtype", "auto"),
+                "page_size": ("block_size", "--block-size", None),
+                "max_running_requests": ("max_num_seqs", "--max-num-seqs", None),
+                "chunked_prefill_size": ("max_num_batched_tokens", "--max-num-batched-tokens", None),
+                "dtype": ("dtype", "--dtype", None)}
+# the model is kvplan's MODEL argument: --sglang-args refuses it
+_SGLANG_MODEL = {"model_path": "MODEL"}
+# SGLang's --dtype choices (server_args.py) in kvplan's names
+_SGLANG_DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
+
+
+def _sglang_args(sglang_args: str):
+    import shlex
+
+    try:
+        words = shlex.split(sglang_args)
+    except ValueError as err:
+        raise InputError(f"is not a command line: {err}", where="--sglang-args") from None
+    return engines.get("sglang").options.parse_argv(words, where="--sglang-args")
+
+
+def _sglang_value(dest: str, value, spec: ModelSpec):
+    """A parsed launch_server value as the kvplan flag takes it (None: the flag stays at its default)."""
+    if dest == "context_length":
+        return str(value)
+    if dest == "mem_fraction_static":
+        return _vllm_value("gpu_memory_utilization", value, spec)  # the same exact decimal text
+    if dest == "chunked_prefill_size" and value == -1:
+        return None  # -1 turns chunking off; read as check reads it (kvplan/check/readers/sglang_launch.py)
+    if dest == "dtype":
+        # it sets the weight bytes only of an unquantized checkpoint (as check's SGLang reader reads it)
+        if value == "auto" or spec.weights_bytes is not None or (spec.weight_dtype or spec.dtype) not in (
+                "bf16", "fp16", "fp32"):
+            return None
+        return _SGLANG_DTYPES[value]
+    return value
+
+
+def _merge_sglang_core(sglang_args: str, given: dict, spec: ModelSpec) -> dict:
+    """kvplan's flag values with the launch_server options of --sglang-args that give the same setting; kvplan's
+    generic --kv-dtype fp8 and SGLang's fp8_e4m3 are one setting (the engine record's kv_fp8_name)."""
+    fp8 = engines.get("sglang").flags.kv_fp8_name
+    return _merge_core(_sglang_args(sglang_args), _SGLANG_CORE, given,
+                       lambda dest, value: _sglang_value(dest, value, spec), where="--sglang-args",
+                       same=lambda ours, value: str(ours).strip().lower() == "fp8" and value == fp8)
 
 
 def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str | None, prompt: str | None):
@@ -299,17 +352,12 @@ def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str 
     decoding), read by SGLang's own option table (the sglang record's option part); --rate / --prompt size a
     disaggregated server's link. Returns Features (None when the options set nothing kvplan models)."""
     import dataclasses
-    import shlex
 
     from kvplan.engines.features import Features  # --sglang-args only (see launch_features)
 
     sglang = engines.get("sglang")
-    try:
-        words = shlex.split(sglang_args)
-    except ValueError as err:
-        raise InputError(f"is not a command line: {err}", where="--sglang-args") from None
-    args = sglang.options.parse_argv(words, where="--sglang-args")
-    _refuse_launch_options(args, _SGLANG_CORE, sglang.options.unmodelled(args), where="--sglang-args")
+    args = _sglang_args(sglang_args)
+    _refuse_launch_options(args, _SGLANG_MODEL, sglang.options.unmodelled(args), where="--sglang-args")
     opts = sglang.launch.read(args, spec, where="--sglang-args")
     features = Features(sglang=opts)
     if rate is not None or prompt is not None:

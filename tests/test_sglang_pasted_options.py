@@ -1,0 +1,71 @@
+"""Engine options pasted as the engine spells them (issue 28): `--sglang-args` takes launch_server's own names for
+the settings kvplan has a flag for, and a setting given both ways with two values is bad input naming both. The
+closed world: every option a launch sets is modelled, known to leave GPU memory alone, or "cannot judge"."""
+
+import json
+
+import pytest
+
+BASE = ("estimate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "h100", "--json")
+KEYS = ("seq", "tp", "kv_dtype", "available_kv_bytes", "mem_fraction_static", "max_total_num_tokens", "max_batch",
+        "page_size", "max_running_requests", "chunked_prefill_size")
+
+
+def test_core_options_pasted_in_sglang_args_are_read_as_sglang_spells_them(cli):
+    code, out, err = cli(*BASE, "--sglang-args", "--mem-fraction-static 0.85 --tp 2 --context-length 8192 "
+                                                 "--kv-cache-dtype fp8_e4m3 --max-running-requests 64 "
+                                                 "--chunked-prefill-size 4096 --page-size 16")
+    assert code == 0, err
+    pasted = json.loads(out)
+    flags = json.loads(cli(*BASE, "--gpu-util", "0.85", "--tp", "2", "--seq", "8192", "--kv-dtype", "fp8",
+                           "--max-num-seqs", "64", "--max-num-batched-tokens", "4096", "--block-size", "16")[1])
+    for key in KEYS:
+        assert pasted.get(key) == flags.get(key), key
+    # the pasted values are the ones judged, not kvplan's defaults (0.85 is not the release's own fraction)
+    assert pasted["tp"] == 2 and pasted["seq"] == 8192 and pasted["mem_fraction_static"] == "0.85"
+
+
+@pytest.mark.parametrize("ours, pasted, names", [
+    (("--gpu-util", "0.8"), "--mem-fraction-static 0.85", ("--mem-fraction-static 0.85", "--gpu-util 0.8")),
+    (("--tp", "2"), "--tp-size 4", ("--tp-size 4", "--tp 2")),
+    (("--tp", "2"), "--tp 4", ("--tp 4", "--tp 2")),
+    (("--seq", "4096"), "--context-length 8192", ("--context-length 8192", "--seq 4096")),
+    (("--kv-dtype", "fp8"), "--kv-cache-dtype bf16", ("--kv-cache-dtype bf16", "--kv-dtype fp8")),
+    (("--max-num-seqs", "32"), "--max-running-requests 64", ("--max-running-requests 64", "--max-num-seqs 32")),
+    (("--max-num-batched-tokens", "2048"), "--chunked-prefill-size 4096",
+     ("--chunked-prefill-size 4096", "--max-num-batched-tokens 2048")),
+    (("--block-size", "32"), "--page-size 16", ("--page-size 16", "--block-size 32")),
+])
+def test_a_setting_given_both_ways_with_two_values_is_bad_input_naming_both(cli, ours, pasted, names):
+    code, out, err = cli(*BASE[:-1], *ours, "--sglang-args", pasted)
+    assert code == 2 and out == ""
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: --sglang-args") and all(n in line for n in names), line
+
+
+def test_one_setting_given_both_ways_with_one_value_is_fine(cli):
+    # kvplan's generic fp8 is SGLang's fp8_e4m3 (the engine record's kv_fp8_name): one value, two spellings
+    for ours, pasted in ((("--tp", "2"), "--tp-size 2"), (("--gpu-util", "0.85"), "--mem-fraction-static 0.85"),
+                         (("--kv-dtype", "fp8"), "--kv-cache-dtype fp8_e4m3")):
+        code, _, err = cli(*BASE, *ours, "--sglang-args", pasted)
+        assert code == 0, (ours, err)
+
+
+def test_the_model_is_still_kvplans_argument(cli):
+    code, _, err = cli(*BASE[:-1], "--sglang-args", "--model-path meta-llama/Llama-3.1-8B-Instruct")
+    assert code == 2 and "--model-path is kvplan's MODEL" in err
+
+
+@pytest.mark.parametrize("ours, pasted, names", [
+    (("--gpu-util", "0.8"), "--gpu-memory-utilization 0.85", ("--gpu-memory-utilization 0.85", "--gpu-util 0.8")),
+    (("--seq", "4096"), "--max-model-len 8192", ("--max-model-len 8192", "--seq 4096")),
+    (("--tp", "2"), "--tensor-parallel-size 4", ("--tensor-parallel-size 4", "--tp 2")),
+    (("--max-num-seqs", "32"), "--max-num-seqs 64", ("--max-num-seqs 64", "--max-num-seqs 32")),
+    (("--block-size", "32"), "--block-size 16", ("--block-size 16", "--block-size 32")),
+])
+def test_vllm_args_name_both_sides_of_a_conflict_too(cli, ours, pasted, names):
+    code, out, err = cli("estimate", "llama-3.1-8b", "--engine", "vllm", "--gpu", "h100", *ours, "--vllm-args", pasted)
+    assert code == 2 and out == ""
+    line = err.strip().splitlines()[-1]
+    assert line.startswith("error: --vllm-args") and all(n in line for n in names), line
+
