@@ -69,3 +69,47 @@ def test_vllm_args_name_both_sides_of_a_conflict_too(cli, ours, pasted, names):
     line = err.strip().splitlines()[-1]
     assert line.startswith("error: --vllm-args") and all(n in line for n in names), line
 
+
+# ------------------------------------------------------------------------------------------ the closed world
+
+def test_an_option_sglang_lacks_is_bad_input_and_a_real_unclassified_one_cannot_be_judged(cli):
+    base = ("estimate", "llama-3.1-8b", "--engine", "sglang", "--gpu", "h100", "--seq", "8K")
+    # made up: SGLang 0.5.23's parser refuses it, so the launch would not start (bad input, exit 2, named)
+    code, out, err = cli(*base, "--sglang-args", "--frobnicate-cache 3")
+    assert code == 2 and out == "" and "--frobnicate-cache" in err
+    # real (launch_server takes it) but not classified: cannot judge (exit 3), named, never passed over
+    for option in ("--disable-radix-cache", "--max-prefill-tokens 8192", "--enable-mixed-chunk"):
+        code, out, err = cli(*base, "--sglang-args", option)
+        assert code == 3 and out == "" and option.split()[0] in err and "not read" in err, (option, err)
+    # read as leaving GPU memory alone: judged, and the same pool as without them
+    plain = json.loads(cli(*base, "--json")[1])
+    code, out, err = cli(*base, "--json", "--sglang-args", "--host 0.0.0.0 --port 30000 --trust-remote-code "
+                                                           "--log-level warning --api-key k --enable-metrics")
+    assert code == 0, err
+    assert json.loads(out)["max_total_num_tokens"] == plain["max_total_num_tokens"]
+
+
+def test_check_refuses_an_unclassified_option_in_an_sglang_launch(cli, tmp_path):
+    script = tmp_path / "serve.sh"
+    launch = ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --context-length 8192 "
+              "--port 30000 {}\n")
+    script.write_text("#!/bin/sh\n" + launch.format("--host 0.0.0.0"), encoding="utf-8")
+    code, out, err = cli("check", str(script), "--gpu", "h100")
+    assert code in (0, 1), out + err
+    script.write_text("#!/bin/sh\n" + launch.format("--enable-mixed-chunk"), encoding="utf-8")
+    code, out, err = cli("check", str(script), "--gpu", "h100")
+    assert code == 3 and "--enable-mixed-chunk" in out + err
+
+
+def test_every_classified_option_is_one_sglang_has_and_in_one_class_only():
+    from kvplan.engines.sglang import launch_args as la
+
+    dests = {o.dest for o in la.options().values()}
+    classes = [set(la.MODELLED), set(la.NOT_MODELLED), set(la.MOVES_DEFAULT_FRACTION), set(la.FEATURE_OPTIONS),
+               set(la.READ_HERE), set(la.NO_GPU_MEMORY)]
+    for c in classes:
+        assert c <= dests, c - dests
+    # quantization is modelled for a checkpoint's own method and refused when it forces another (check's reader)
+    overlap = [(i, j, a & b) for i, a in enumerate(classes) for j, b in enumerate(classes) if i < j and a & b]
+    assert overlap == [(0, 1, {"quantization"})], overlap
+    assert not set(la.NO_GPU_MEMORY) & {"disable_radix_cache", "mem_fraction_static", "max_prefill_tokens"}

@@ -710,13 +710,12 @@ def option_info(version: str | None = None) -> Callable[[str], tuple[bool | None
     """flag -> (whether it takes a value, None for an option SGLang lacks; whether its value changes what kvplan
     judges), for `kvplan check` to tell which values a file leaves to the environment it can drop. The table is
     SGLang MIRRORS's whatever the release (`version` is not read)."""
-    relevant = set(MODELLED) | set(NOT_MODELLED) | set(MOVES_DEFAULT_FRACTION) | {"config"}
-
     def info(flag: str) -> tuple[bool | None, bool]:
         opt = lookup(flag)
         if opt is None:
             return None, True
-        return takes_value(opt), opt.dest in relevant
+        # every option but those read as leaving GPU memory alone: an unclassified one is judged (cannot judge)
+        return takes_value(opt), opt.dest not in NO_GPU_MEMORY
     return info
 
 def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], Any] | None = None) -> LaunchArgs:
@@ -831,9 +830,97 @@ MOVES_DEFAULT_FRACTION = ("cuda_graph_bs_decode", "cuda_graph_config", "cuda_gra
 PAGE_ONE_BACKENDS = frozenset({"flashinfer", "triton", "fa3", "torch_native", "flex_attention"})
 
 
+# Options engines/sglang/features.py reads: modelled there, or refused there by name with its reason
+FEATURE_OPTIONS = frozenset({
+    "attn_dp_size", "cpu_offload_gb", "disaggregation_decode_enable_offload_kvcache",
+    "disaggregation_decode_enable_radix_cache", "disaggregation_decode_extra_slots",
+    "disaggregation_decode_host_receive_threshold", "disaggregation_mode", "disaggregation_transfer_backend",
+    "enable_dp_attention", "enable_hierarchical_cache", "enable_lora", "hicache_host_memory_mode", "hicache_ratio",
+    "hicache_size", "hicache_storage_backend", "lora_paths", "lora_target_modules", "max_lora_rank",
+    "max_loras_per_batch", "num_reserved_decode_tokens", "speculative_adaptive", "speculative_algorithm",
+    "speculative_draft_kv_cache_dtype", "speculative_draft_model_path", "speculative_draft_model_quantization",
+    "speculative_draft_window_size", "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_num_steps",
+    "speculative_token_map",
+})
+# read here: --config (its keys are options, each classified) and --attention-backend (its page size, below)
+READ_HERE = frozenset({"config", "attention_backend"})
+
+# Options that leave what SGLang holds in GPU memory at start-up alone, each with why. Read from SGLang 0.5.23's
+# option fields (srt/arg_groups/fields/<file>.py, the namespace and section that declare it): the HTTP / gRPC
+# front end, TLS, the API's templates and parsers, the tokenizer processes, logging, metrics and tracing, which
+# GPU a rank starts at, and the scheduler's admission policy over a pool already sized. Every other option a
+# launch sets is "cannot judge" (exit 3) until it is read: the closed world.
+_FRONT_END = "the HTTP/gRPC front end (serving.py, HTTP server): a CPU process, no GPU allocation"
+_TLS = "TLS for the HTTP server (serving.py, SSL/TLS): CPU side"
+_API = "the OpenAI-compatible API layer (serving.py, API related): request and response handling on the CPU"
+_TOKENIZER = "the tokenizer / detokenizer processes (serving.py): CPU side, the model's pool is not touched"
+_STREAM = "how responses are streamed (serving.py, Streaming): the HTTP side"
+_LOG = "logging, metrics and tracing (observability.py): host-side records, no GPU allocation"
+_WHICH_GPU = "which GPU a rank starts on, or a process setting (device.py): not how much memory it takes"
+_RENDEZVOUS = "where the distributed ranks meet (parallel.py): an address, port or timeout, no GPU allocation"
+_ADMISSION = ("the scheduler's admission and ordering policy (schedule.py): which requests enter a pool already "
+              "sized at start-up")
+NO_GPU_MEMORY: dict[str, str] = {
+    **dict.fromkeys(("host", "port", "fastapi_root_path", "enable_http_worker_reuseport", "smg_grpc_mode", "grpc_mode",
+                     "grpc_port", "grpc_response_timeout_secs", "sidecar", "sidecar_args", "enable_http2",
+                     "http2_max_concurrent_streams", "http2_initial_connection_window_size"), _FRONT_END),
+    **dict.fromkeys(("ssl_keyfile", "ssl_certfile", "ssl_ca_certs", "ssl_keyfile_password", "enable_ssl_refresh"),
+                    _TLS),
+    **dict.fromkeys(("api_key", "admin_api_key", "served_model_name", "weight_version", "chat_template",
+                     "trust_request_chat_template", "hf_chat_template_name", "completion_template",
+                     "enable_cache_report", "return_input_ids", "return_output_ids", "reasoning_parser",
+                     "default_chat_template_kwargs", "tool_call_parser", "tool_server", "sampling_defaults",
+                     "preferred_sampling_params", "allow_auto_truncate"), _API),
+    **dict.fromkeys(("tokenizer_path", "tokenizer_mode", "tokenizer_backend", "tokenizer_worker_num",
+                     "detokenizer_worker_num", "skip_tokenizer_init", "enable_dynamic_batch_tokenizer",
+                     "dynamic_batch_tokenizer_batch_size", "dynamic_batch_tokenizer_batch_timeout",
+                     "enable_tokenizer_batch_encode", "disable_tokenizer_batch_decode"), _TOKENIZER),
+    **dict.fromkeys(("stream_interval", "batch_notify_size", "stream_response_default_include_usage",
+                     "incremental_streaming_output"), _STREAM),
+    **dict.fromkeys(("log_level", "log_level_http", "log_requests", "log_requests_level", "log_requests_format",
+                     "log_requests_target", "uvicorn_access_log_exclude_prefixes", "crash_dump_folder",
+                     "show_time_cost", "enable_metrics", "smg_http_sidecar_port", "enable_mfu_metrics",
+                     "enable_metrics_for_all_schedulers", "load_snapshot_publish_interval",
+                     "tokenizer_metrics_custom_labels_header", "tokenizer_metrics_allowed_custom_labels",
+                     "extra_metric_labels", "bucket_time_to_first_token", "bucket_inter_token_latency",
+                     "bucket_e2e_request_latency", "prompt_tokens_buckets", "generation_tokens_buckets",
+                     "gc_warning_threshold_secs", "decode_log_interval", "enable_request_time_stats_logging",
+                     "kv_events_config", "load_publish_endpoint", "enable_forward_pass_metrics",
+                     "forward_pass_metrics_worker_id", "forward_pass_metrics_ipc_name", "enable_trace", "trace_modules",
+                     "otlp_traces_endpoint", "otlp_service_name", "export_metrics_to_file",
+                     "export_metrics_to_file_dir"), _LOG),
+    **dict.fromkeys(("base_gpu_id", "gpu_id_step", "random_seed", "watchdog_timeout", "soft_watchdog_timeout",
+                     "sleep_on_idle", "numa_node", "gc_threshold"), _WHICH_GPU),
+    **dict.fromkeys(("nccl_port", "dist_timeout", "dist_init_addr", "node_rank", "gated_launch_port"), _RENDEZVOUS),
+    **dict.fromkeys(("max_queued_requests", "schedule_policy", "enable_priority_scheduling",
+                     "disable_priority_preemption", "default_priority_value", "abort_on_priority_when_disabled",
+                     "schedule_low_priority_values_first", "priority_scheduling_preemption_threshold",
+                     "schedule_conservativeness", "scheduler_recv_interval", "load_balance_method",
+                     "min_free_slots_delay", "enable_prefill_delayer", "prefill_delayer_max_delay_passes",
+                     "prefill_delayer_token_usage_low_watermark", "prefill_delayer_forward_passes_buckets",
+                     "prefill_delayer_wait_seconds_buckets", "prefill_delayer_queue_min_ratio",
+                     "prefill_delayer_max_delay_ms"), _ADMISSION),
+    "trust_remote_code": "whether the checkpoint's own Python code may run (model.py); kvplan reads its config.json "
+                         "either way",
+    "disable_outlines_disk_cache": "outlines' grammar cache on disk (exec_.py)",
+    "grammar_backend": "constrained decoding's token bitmask is made per batch at decode time "
+                       "(constrained/xgrammar_backend.py allocate_vocab_mask: vocab / 32 int32 words a request), "
+                       "not at start-up",
+}
+
+
+def classified(dest: str) -> bool:
+    """Whether kvplan has read what an option does to GPU memory (modelled, refused by name, or none)."""
+    return (dest in MODELLED or dest in NOT_MODELLED or dest in MOVES_DEFAULT_FRACTION or dest in FEATURE_OPTIONS
+            or dest in READ_HERE or dest in NO_GPU_MEMORY)
+
+
 def unmodelled(args: LaunchArgs) -> list[tuple[str, str]]:
-    """(flag as written, why) for each set option that changes memory in ways kvplan does not model."""
-    out = []
+    """(flag as written, why) for each set option that changes memory in ways kvplan does not model, and for each
+    option kvplan has not classified at all (the closed world: cannot judge, never passed over)."""
+    out = [(args.written.get(dest, "--" + dest.replace("_", "-")),
+            f"what it does to GPU memory was not read from SGLang {MIRRORS}'s source")
+           for dest in args.values if not classified(dest)]
     for dest, (default, why) in NOT_MODELLED.items():
         if not args.given(dest):
             continue
