@@ -27,10 +27,8 @@ from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import Any
 
-from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
 from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.spec import CHUNKED, FULL, MLA, SLIDING, STATE
 from kvplan.core.units import parse_size
 from kvplan.engines import driver
 from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, model_dtype
@@ -44,6 +42,7 @@ from kvplan.engines.runtime.weights import expert_bytes, linear_bits, model_weig
 from kvplan.engines.trtllm import budget as tbudget
 from kvplan.engines.trtllm import features as tfeatures
 from kvplan.engines.trtllm import releases
+from kvplan.engines.trtllm import specs as tspecs
 from kvplan.engines.trtllm.budget import pool_tokens
 from kvplan.engines.trtllm.releases import PYTORCH, TENSORRT
 
@@ -223,7 +222,7 @@ class _Run(driver.Run):
 
 
 def _refuse(req: EngineRequest) -> None:
-    require_mapped_kinds(req.spec.layer_specs, ENGINE_BASE_KINDS, "TensorRT-LLM", req.spec.source or req.spec.name)
+    tspecs.refuse_unmapped(req.spec.layer_specs, req.spec.source or req.spec.name)
 
 
 def _cap_given_pool(req: EngineRequest, *, search_max_seq: bool) -> TrtllmEstimate:
@@ -244,7 +243,7 @@ def _start(req: EngineRequest, search_max_seq: bool) -> _Run:
         raise UnsupportedError("the LLM-API options " + ", ".join(launch.options()) + " are modelled on the PyTorch "
                                "backend (kvplan/engines/trtllm/features.py), not on a trtllm-build engine",
                                where="--engine-option", hint="backend=pytorch")
-    _refuse_layers(spec)
+    tspecs.refuse_unmodelled(spec.layer_specs)
     driver.refuse_batch(req)
     run = _Run(req, search_max_seq, rel=rel, opts=opts, be=be, launch=launch, kv=read_kv_dtype(req), act=model_dtype(req),
                # attention DP: each rank keeps every KV head of its own requests (KVCacheManager: tp_size = 1)
@@ -275,34 +274,18 @@ def _start(req: EngineRequest, search_max_seq: bool) -> _Run:
     return run
 
 
-def _refuse_layers(spec) -> None:
-    if any(layer.kind == STATE for layer in spec.layer_specs):
-        raise UnsupportedError("TensorRT-LLM's Mamba hybrid cache (MambaHybridCacheManager) is not modelled",
-                               where="--engine trtllm", hint="try --engine vllm or --engine sglang")
-    if any(layer.kind == CHUNKED for layer in spec.layer_specs):
-        # TensorRT-LLM applies attention_chunk_size in its attention kernel (docs/source/features/long-sequence.md:
-        # Llama 4, TRTLLM backend, context requests only); whether its KV pool keeps the chunk or the whole sequence
-        # for those layers is not settled from the source kvplan read: no guess
-        raise UnsupportedError("TensorRT-LLM's KV pool for chunked-local attention layers (Llama 4) is not modelled",
-                               where="--engine trtllm", hint="try --engine vllm or --engine sglang")
-
-
 def _window_of(run: _Run, layer) -> int | None:
     """The attention window a layer's share of the pool is kept for; None: the full length."""
-    return layer.window if layer.kind == SLIDING and layer.window < run.req.seq and run.windows_apply else None
+    return layer.window if tspecs.rule(layer).windowed and layer.window < run.req.seq and run.windows_apply else None
 
 
 def _layer_bytes(run: _Run, layers) -> list[tuple[int | None, int]]:
     """(attention window or None, bytes per token on one GPU) for each layer with a KV cache."""
     out = []
     for layer in layers:
-        if layer.kind in (FULL, SLIDING):
-            per = cdiv(layer.kv_heads, run.kv_tp) * (layer.head_dim + layer.v_head_dim) * run.dtype_bytes
-        elif layer.kind == MLA:
-            per = layer.mla.latent_dim * run.dtype_bytes
-        else:
-            continue
-        out.append((_window_of(run, layer), per))
+        rule = tspecs.rule(layer)
+        if rule.tokens:
+            out.append((_window_of(run, layer), rule.pool_bytes(layer, run.kv_tp, run.dtype_bytes)))
     return out
 
 
@@ -317,13 +300,8 @@ def _t2(run: _Run, layers) -> dict[int | None, int]:
 def _t3(run: _Run, layers) -> int:
     """The estimator's bytes per token (T3): head_dim x KV heads // tp, which is less than the pool's past tp > KV
     heads."""
-    total = 0
-    for layer in layers:
-        if layer.kind in (FULL, SLIDING):
-            total += 2 * (layer.head_dim * layer.kv_heads // run.kv_tp) * run.dtype_bytes
-        elif layer.kind == MLA:
-            total += layer.mla.latent_dim * run.dtype_bytes
-    return total
+    return sum(tspecs.rule(layer).estimator_bytes(layer, run.kv_tp, run.dtype_bytes) for layer in layers
+               if tspecs.rule(layer).tokens)
 
 
 def _bytes_per_token(run: _Run) -> None:
@@ -345,7 +323,7 @@ def _bytes_per_token(run: _Run) -> None:
     run.heavy = heavy = max(range(req.pp), key=lambda s: sum(per_stage[s].values()))
     run.windows = per_stage[heavy]
     for layer in run.pool_stages[heavy]:
-        if layer.kind in (FULL, SLIDING, MLA):
+        if tspecs.rule(layer).tokens:
             w = _window_of(run, layer)
             run.layer_counts[w] = run.layer_counts.get(w, 0) + 1
     run.bpt = sum(run.windows.values())
@@ -357,7 +335,7 @@ def _bytes_per_token(run: _Run) -> None:
         run.notes.append("sliding and full layers: TensorRT-LLM gives each window its own share of the pool (VSWA, "
                          "T10): " + ("equal shares on the PyTorch backend" if not run.engine_be else
                                      "weighted by bytes x window x layers on the engine backend"))
-    elif run.engine_be and not rel.engine_vswa and any(x.kind == SLIDING for x in spec.layer_specs):
+    elif run.engine_be and not rel.engine_vswa and any(tspecs.rule(x).windowed for x in spec.layer_specs):
         run.notes.append(f"TensorRT-LLM {rel.version}'s engine runtime keeps one pool at the full length for every "
                          "layer (no per-window pools before 0.18)")
 

@@ -41,8 +41,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.layers import FULL, MLA, LayerSpec, make_layer
-from kvplan.core.spec import HEADED_KINDS, ModelSpec
+from kvplan.core.layers import FULL, LayerSpec, make_layer
+from kvplan.core.spec import ModelSpec
 
 if TYPE_CHECKING:  # annotations only: the speculative module is read when a launch has a drafter
     from kvplan.engines.features.speculative import EagleHead
@@ -333,7 +333,7 @@ def lora_terms(spec: ModelSpec, launch: Launch, *, tp: int, pp: int, dtype_bytes
     """The PEFT cache of one GPU (PeftCacheManager::getPageManagerConfig, with num_device_module_layer set)."""
     if launch.lora_rank is None:
         return None
-    first = next((layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS), None)
+    first = next((layer for layer in spec.layer_specs if layer.headed), None)
     if first is None or not spec.hidden_size or not spec.intermediate_size:
         raise UnsupportedError("LoRA on a model without standard attention layers is not modelled", where="lora_config")
     # get_bindings_model_config hands createLoraModules per-rank sizes (// tp), which it multiplies back by tp
@@ -407,10 +407,10 @@ def spec_kv_layers(spec: ModelSpec, launch: Launch) -> tuple[LayerSpec, ...]:
     MLA: its latent), one per MTP module or EAGLE-3 layer."""
     if not launch.spec_layers:
         return ()
-    first = next((layer for layer in spec.layer_specs if layer.kind in HEADED_KINDS or layer.kind == MLA), None)
+    first = next((layer for layer in spec.layer_specs if layer.headed or layer.latent), None)
     if first is None:
         raise UnsupportedError("speculative decoding on a model without attention layers", where="speculative_config")
-    layer = first if first.kind == MLA else make_layer(FULL, kv_heads=first.kv_heads, head_dim=first.head_dim,
+    layer = first if first.latent else make_layer(FULL, kv_heads=first.kv_heads, head_dim=first.head_dim,
                                                        v_head_dim=first.v_head_dim)
     return (layer,) * launch.spec_layers
 
