@@ -95,6 +95,9 @@ class ModelSpec:
     weight_dtype: str | None = None
     weights_bytes: int | None = None
     weights_source: str | None = None
+    # of the checkpoint's bytes, what every tensor-parallel rank loads whole rather than 1/tp of (GPTQ act-order's
+    # row-parallel scales and zero points: model/weights.py _row_parallel); None or 0: everything is split
+    tp_whole_bytes: int | None = None
     active_params: int | None = None
     vision_params: int | None = None
     # why the checkpoint's weight bytes are unknown (a tower kvplan cannot size): params are then the text model's
@@ -148,7 +151,8 @@ class ModelSpec:
 _TOP_KEYS = {
     "name", "aliases", "provenance", "architecture", "notes", "layers", "attention_heads", "kv_heads",
     "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
-    "active_params", "vision_params", "weights_unknown", "weights_bytes", "weights_source", "max_context", "layout",
+    "active_params", "vision_params", "weights_unknown", "weights_bytes", "weights_source", "tp_whole_bytes",
+    "max_context", "layout",
     "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state", "intermediate_size", "moe", "mtp",
     "quant_method", "index_head_dim",
 }
@@ -410,7 +414,8 @@ def _build(data: Any) -> ModelSpec:
         v_head_dim=v_head_dim, dtype=model_dtype, params=params, layout=layout, layer_specs=tuple(resolved),
         hidden_size=r.int("hidden_size", maximum=MAX_DIM), vocab_size=r.int("vocab_size", maximum=1 << 30),
         weight_dtype=r.dtype("weight_dtype"), weights_bytes=r.int("weights_bytes", maximum=1 << 60),
-        weights_source=r.str("weights_source"), active_params=active, vision_params=r.int("vision_params", minimum=0),
+        weights_source=r.str("weights_source"), tp_whole_bytes=r.int("tp_whole_bytes", minimum=0, maximum=1 << 60),
+        active_params=active, vision_params=r.int("vision_params", minimum=0),
         weights_unknown=r.str("weights_unknown"),
         max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
         tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
@@ -539,7 +544,7 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
             out[key] = getattr(spec, key)
     out["dtype"] = spec.dtype
     for key in ("weight_dtype", "params", "active_params", "vision_params", "weights_unknown", "weights_bytes",
-                "weights_source",
+                "weights_source", "tp_whole_bytes",
                 "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings", "quant_method",
                 "index_head_dim"):
         if getattr(spec, key) is not None:

@@ -593,6 +593,8 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         else:
             spec["weights_bytes"] = counted_bytes.bytes
             spec["weights_source"] = counted_bytes.source
+            if counted_bytes.tp_whole:
+                spec["tp_whole_bytes"] = counted_bytes.tp_whole
             spec["quant_method"] = str(quant.get("quant_method")).lower()
             fmt = _QUANT_WEIGHT_DTYPE.get(str(quant.get("quant_method") or "").lower())
             if quant.get("quant_algo") and not quant.get("quant_method"):

@@ -50,6 +50,9 @@ MAX_HEADER_BYTES = 100 * 2**20  # the largest real headers (1T-parameter MoE sha
 class WeightBytes:
     bytes: int
     source: str  # which metadata gave the figure, for the user
+    # of `bytes`, what every tensor-parallel rank keeps whole instead of a 1/tp share (GPTQ's row-parallel scales
+    # and zero points under act-order or one group per column: _row_parallel)
+    tp_whole: int = 0
 
 
 # ------------------------------------------------------------------ checkpoint metadata
@@ -359,6 +362,8 @@ def _int_grouped(method: str, quant: Mapping, tensors: list[Tensor], plain: int)
         raise NotModelled(f"awq {bits}-bit version {quant.get('version')!r} is not modelled")
     q, rest = _matrices(tensors, quant.get("modules_to_not_convert") or [])
     total = _rest_bytes(rest, plain)
+    whole = 0
+    keep_whole = method == "gptq" and (group <= 0 or bool(quant.get("desc_act")))
     for t in q:
         out, inp = t.shape
         groups = 1 if group <= 0 else _cdiv(inp, group)
@@ -367,9 +372,30 @@ def _int_grouped(method: str, quant: Mapping, tensors: list[Tensor], plain: int)
         scales = groups * out * 2  # float16
         g_idx = 4 * inp if method == "gptq" else 0
         total += t.count * (packed + qzeros + scales + g_idx)
+        if keep_whole and _row_parallel(t):
+            whole += t.count * (qzeros + scales)
     g = "per column" if group <= 0 else f"group {group}"
     return WeightBytes(total, f"quantization_config {method}: {bits}-bit linear weights, fp16 scales and packed zeros per "
-                              f"{g}{', int32 g_idx' if method == 'gptq' else ''}; the rest in {plain * 8}-bit")
+                              f"{g}{', int32 g_idx' if method == 'gptq' else ''}; the rest in {plain * 8}-bit", whole)
+
+
+# the linear layers tensor parallelism splits along their input (RowParallelLinear in the engines' model files:
+# attention's output projection and the MLP's down projection under their families' names)
+_ROW_PARALLEL = {"o_proj", "down_proj", "dense", "c_proj", "out_proj", "dense_4h_to_h", "w2", "wo"}
+
+
+def _row_parallel(t: Tensor) -> bool:
+    """Whether the matrix is split along its input over tensor parallelism.
+
+    Why it matters for GPTQ: a row-parallel layer's rank holds 1/tp of the inputs, but with act-order (desc_act,
+    where g_idx maps inputs to groups out of order) or one group per column the rank cannot tell which groups its
+    inputs use, so every rank loads the scales and zero points whole: vLLM 0.12 gptq.py GPTQLinearMethod
+    .create_weights (scale_and_zero_input_dim stays None, the size input_size // group_size, unless the layer is
+    split and group_size != -1 and not desc_act) and gptq_marlin.py GPTQMarlinLinearMethod.create_weights
+    (utils/marlin_utils.py marlin_repeat_scales_on_all_ranks: "act_order or (is_channelwise and is_row_parallel)").
+    qweight and g_idx are still split. One group per column makes them [1, out]: whole, and tiny."""
+    # routed experts are left out: the fused-MoE GPTQ methods were not read for this
+    return t.kind == LINEAR and _module_of(t.name).split(".")[-1] in _ROW_PARALLEL
 
 
 def _compressed_tensors(quant: Mapping, tensors: list[Tensor], plain: int) -> WeightBytes:

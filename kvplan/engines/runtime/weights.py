@@ -11,7 +11,7 @@ from fractions import Fraction
 from kvplan.core.cache import pp_layer_counts
 from kvplan.core.dtypes import DType, WeightFormat, weight_bytes, weight_format
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import ModelSpec
+from kvplan.core.spec import LayerSpec, ModelSpec
 
 GIB = 2**30
 
@@ -94,7 +94,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     (ReplicatedLinear); TensorRT-LLM's PyTorch backend builds the same fused kv_a_proj_with_mqa as a Linear given no
     mapping, so one TP rank (_torch/modules/attention.py MLA). hidden x (q_lora_rank + kv_lora_rank +
     qk_rope_head_dim) per MLA layer: 0.92 G parameters for DeepSeek-V3, 0.81 GB more on each of 8 ranks in FP8 than
-    an even split.
+    an even split. So are GPTQ's act-order scales (_kept_whole).
     """
     require_fields(spec, "hidden_size", "vocab_size")
     spec.require_known_weights(budget=True)
@@ -147,12 +147,24 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
             b += embed_b + vision_b
         if stage == pp - 1 and (not tied or pp > 1):
             b += head_b
-        whole = math.ceil(a_bytes * sum(1 for layer in spec.layer_specs[first:first + n] if layer.latent))
+        whole = _kept_whole(spec, spec.layer_specs[first:first + n], a_bytes, weight_fmt, tp)
         first += n
         out.append(cdiv(b - whole, tp) + whole + expert_extra * n // spec.layers + rotary)
     if fp8_moe_loading and spec.quant_method == "fp8" and spec.moe is not None and weight_fmt is None:
         out = [w + fp8_moe_loading for w in out]
     return out
+
+
+def _kept_whole(spec: ModelSpec, stage_layers: tuple[LayerSpec, ...], a_bytes: Fraction, weight_fmt: WeightFormat | None,
+                tp: int) -> int:
+    """Bytes of a pipeline stage's layers every TP rank loads whole rather than 1/tp of: the MLA a-projections
+    (`a_bytes` a latent layer), and a GPTQ checkpoint's row-parallel scales and zero points under act-order or one
+    group per column (spec.tp_whole_bytes, from model/weights.py _row_parallel, which cites vLLM's gptq.py /
+    gptq_marlin.py): Genz-70B 4-bit group 32 holds 1.89 GB of them, 6.7 GB a GPU at TP 8 against 5.1 GB for an even
+    split. A --dtype format replaces the checkpoint's, and its scales."""
+    mla = math.ceil(a_bytes * sum(1 for layer in stage_layers if layer.latent))
+    gptq = (spec.tp_whole_bytes or 0) if tp > 1 and weight_fmt is None else 0
+    return mla + gptq * len(stage_layers) // spec.layers
 
 
 def _mla_a_params(spec: ModelSpec) -> int:
