@@ -5,7 +5,7 @@
 Prints, for kvplan/:
 - import cycles: strongly connected components of the import graph, every edge written in the code (imports inside
   functions included, nothing pruned);
-- imports between engine packages (engines/static.py, vllm/, sglang/, trtllm/ importing one another);
+- imports between engine packages (engines/static/, vllm/, sglang/, trtllm/ importing one another);
 - imports of an engine's modules from outside that engine (`kvplan.engines.vllm...` from check/, from
   engines/logcheck.py, ...), and of those the ones from outside engines/;
 - comparisons with an engine name ("vllm", "sglang", "trtllm", "static") outside engines/;

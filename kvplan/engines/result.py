@@ -1,7 +1,7 @@
 """What every engine returns. Pure.
 
 `ContractEstimate` is the `estimate --json` contract (docs/json.md), declared once: the static engine's
-Estimate (engines/static.py) and the paged engines' EngineEstimate (engines/pool.py) extend it, so the JSON
+Estimate (engines/static/) and the paged engines' EngineEstimate (engines/pool.py) extend it, so the JSON
 (dataclasses.asdict) carries the contract's keys first for every engine. A paged engine's result also gives
 `pool_view()`: the typed figures `kvplan check` judges by (engines/pool.py PoolView), so the judge never asks an
 engine's own fields. The paged engines' types live apart so that a static estimate does not build them at start.

@@ -1,6 +1,6 @@
 """The static engine's view of `kvplan estimate`: cache, weights and the GPU verdict in one table.
 
-The result is the engine's own (engines/static.py Estimate), read by its field names as the registry
+The result is the engine's own (engines/static/ Estimate), read by its field names as the registry
 hands it back: the view never imports the engine's modules (docs/architecture.md)."""
 
 from __future__ import annotations

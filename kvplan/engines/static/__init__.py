@@ -20,6 +20,7 @@ from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.api import Engine, EngineRequest, Hardware
 from kvplan.engines.result import ContractEstimate, PerGpu
 from kvplan.engines.runtime.weights import format_assumption, model_weights
+from kvplan.engines.static import specs
 
 ENGINE_VERSION = "transformers 5.x StaticCache semantics"
 # 10% of the GPU kept back by default: vLLM's historical gpu_memory_utilization default of 0.9
@@ -79,6 +80,7 @@ def kv_dtype(req: EngineRequest) -> DType:
 def estimate(req: EngineRequest, *, search_max_seq: bool = True) -> Estimate:
     """The request as transformers' StaticCache lays it out (search_max_seq is accepted for the Engine interface:
     the longest context is a closed-form search here)."""
+    specs.refuse_unmapped(req.spec.layer_specs, req.spec.source or req.spec.name)
     hardware = req.hardware
     b = None
     if hardware is not None:
@@ -133,11 +135,7 @@ def _estimate(spec: ModelSpec, *, seq: int, batch: int, kv: DType, weight_fmt: W
             notes.append(assumed)
     if spec.max_context and seq > spec.max_context:
         notes.append(f"--seq {seq} exceeds the model's max_context {spec.max_context}")
-    if any(layer.kind == "sliding" for layer in spec.layer_specs) and seq > (spec.sliding_window or 0):
-        notes.append(f"sliding layers keep only the last {spec.sliding_window} tokens")
-    if any(layer.kind == "chunked" for layer in spec.layer_specs) and seq > (spec.attention_chunk_size or 0):
-        # transformers' StaticCache gives a chunked layer the sliding-window buffer (core/cache.py cached_tokens)
-        notes.append(f"chunked-attention layers keep {spec.attention_chunk_size} tokens, as transformers' StaticCache does")
+    notes += specs.window_notes(spec, seq)
 
     per_gpu = fits = max_batch = max_seq = limited_by = None
     if budget_ is not None:

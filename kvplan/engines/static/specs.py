@@ -1,0 +1,43 @@
+"""The static engine's rule for each layer kind: the one place it dispatches on a kind (issue 24). Pure.
+
+The static engine keeps what transformers' caches keep (cache_utils.py StaticCache and the models' own caches), and
+each layer class in kvplan/core/layers.py sizes itself that way; CACHE_RULES names, per kind, the transformers cache
+layer whose allocation the class follows. A kind missing from the table is refused by name (exit 3,
+`refuse_unmapped`) like on every engine, until its transformers cache is read.
+"""
+
+from __future__ import annotations
+
+from kvplan.core.layers import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, INDEXED_FULL, INDEXED_MLA, MLA, NONE,
+                                SLIDING, STATE, require_mapped_kinds)
+
+# layer kind -> the transformers cache layer (5.x) that keeps it; None: the layer keeps nothing
+CACHE_RULES: dict[str, str | None] = {
+    FULL: "StaticLayer",
+    SLIDING: "StaticSlidingWindowLayer",
+    # cache_utils.py maps "chunked_attention" to StaticSlidingWindowLayer too: the chunk is its window
+    CHUNKED: "StaticSlidingWindowLayer",
+    MLA: "StaticLayer (the latent as one key head)",
+    INDEXED_MLA: "StaticIndexedLayer",
+    INDEXED_FULL: "MiniMaxM3VLSparseStaticCacheLayer",
+    COMPRESSED: "DeepseekV4HCACache",
+    COMPRESSED_INDEXED: "DeepseekV4CSACache",
+    STATE: "the model's recurrent-state cache (conv and recurrent state per sequence)",
+    NONE: None,
+}
+
+
+def refuse_unmapped(layers, where: str) -> None:
+    """UnsupportedError (exit 3) naming the first layer kind CACHE_RULES has no rule for."""
+    require_mapped_kinds(layers, frozenset(CACHE_RULES), "the static engine", where)
+
+
+def window_notes(spec, seq: int) -> list[str]:
+    """What the sliding-window and chunked layers keep of a sequence of `seq` tokens."""
+    notes = []
+    if any(layer.kind == SLIDING for layer in spec.layer_specs) and seq > (spec.sliding_window or 0):
+        notes.append(f"sliding layers keep only the last {spec.sliding_window} tokens")
+    if any(layer.kind == CHUNKED for layer in spec.layer_specs) and seq > (spec.attention_chunk_size or 0):
+        # transformers' StaticCache gives a chunked layer the sliding-window buffer (core/cache.py cached_tokens)
+        notes.append(f"chunked-attention layers keep {spec.attention_chunk_size} tokens, as transformers' StaticCache does")
+    return notes
