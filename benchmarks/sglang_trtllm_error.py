@@ -24,7 +24,7 @@ import json
 import math
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -254,7 +254,19 @@ def implied_buffers() -> Fraction:
     return (used - sb.constants().context_other - est.weights_per_gpu_bytes - est.activation_peak_bytes) / GIB
 
 
-def score_e2e() -> tuple[list[Scored], list[tuple[str, str]]]:
+# options a run takes from its log's figures rather than from its launch (what a user planning it would not know)
+FROM_THE_LOG = ("activation_bytes",)
+
+
+def as_a_user_would(run: Run) -> Run:
+    """The run with only what its launch states: the options read off the log's figures dropped (FROM_THE_LOG)."""
+    kept = tuple(o for o in run.options if o.split("=", 1)[0] not in FROM_THE_LOG)
+    return replace(run, options=kept)
+
+
+def score_e2e(options_unset: bool = False) -> tuple[list[Scored], list[tuple[str, str]]]:
+    """Every run's token pool from the GPU and the flags, leave-one-source-out; `options_unset`: without the options
+    taken from the log's figures (as_a_user_would)."""
     from kvplan.engines import sglang, trtllm
     from kvplan.engines.trtllm import budget as tb
 
@@ -267,6 +279,8 @@ def score_e2e() -> tuple[list[Scored], list[tuple[str, str]]]:
             if run is None:
                 skipped.append((log, NOT_E2E.get(log, "no token pool in the excerpt")))
                 continue
+            if options_unset:
+                run = as_a_user_would(run)
             src = source_of(rec)
             with tb.leaving_out({src}):
                 est = (sglang if engine == "sglang" else trtllm).estimate(build(run), search_max_seq=False)
