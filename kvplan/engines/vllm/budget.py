@@ -339,6 +339,23 @@ def activation_peak(spec: ModelSpec, model_dtype: DType, *, stage: int, pp: int,
 
 # --- non-torch memory and CUDA graphs
 
+# Why the "nvlink" figure is not a fact of the launch: most of it is multicast (NVLink SHARP) memory, which exists
+# only where the driver reports multicast support (CU_DEVICE_ATTRIBUTE_MULTICAST_SUPPORTED: NVSwitch systems of
+# Hopper or later with the fabric manager running; not a bridged pair, an A100, most VMs):
+# - NCCL src/transport/nvls.cc ncclNvlsInit / ncclNvlsBufferSetup: NCCL_NVLS_ENABLE defaults to 2 (on where
+#   supported); its buffers are nChannels x 2 x buffSize per rank times the NVLS heads, unicast and multicast,
+#   rounded to the multicast granularity;
+# - vLLM vllm/distributed/device_communicators/symm_mem.py SymmMemCommunicator (not in 0.10.1.1; 0.12.0 envs.py
+#   VLLM_ALLREDUCE_USE_SYMM_MEM default 1): a torch symmetric-memory buffer (64 MiB at TP 2, all_reduce_utils.py) on capability 9.0 / 10.0 only,
+#   and only where the rendezvous hands back a multicast pointer;
+# - custom_all_reduce.py: off without P2P ("your platform lacks GPU P2P capability"); its buffers are 8 MiB + 8 MiB +
+#   8 MiB of rank data, inside every band.
+# Without multicast, TP's non-torch memory is NCCL's P2P ring buffers, the "pcie" figure. The launch does not say
+# which machine it runs on, so engine.open_terms widens the band to both; a site profile's measured non-torch
+# memory settles it.
+MULTICAST_BUFFERS = "NVLink multicast (NCCL NVLS, symmetric-memory all-reduce)"
+
+
 def non_torch_setup(tp: int, pp: int, release: Release, interconnect: str | None) -> str:
     """Which fitted non-torch constant a worker gets (Constants.non_torch_bytes). TP >= 2 over an NVLink mesh or
     over PCIe differ (custom all-reduce, NCCL's NVLink buffers; custom_all_reduce.py enables it only on NVLink or
@@ -379,12 +396,14 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
                  total_bytes: int, util: Fraction, max_num_batched_tokens: int, max_num_seqs: int,
                  release: Release, gpu=None, site=None, constants: Constants = FITTED,
                  expert_parallel: bool = False, gpu_reserved: int = 0, cuda_graphs: bool = True,
-                 notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
+                 multicast: bool = True, notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
     """The budget of one GPU per pipeline stage (the TP ranks of a stage are alike). `gpu` is the catalog entry
     (kvplan.model.catalog.Gpu) or None for a GPU given by its memory; `site` a SiteProfile whose measured terms
     replace the modelled ones (engines/calibration.py); `gpu_reserved` memory in use before vLLM starts
     (--gpu-reserved), added to the site profile's: vLLM's budget is a fraction of the total, so it moves only the
     start check (free at the snapshot >= requested). `cuda_graphs` False (--enforce-eager): no graph is estimated.
+    `multicast` False: GPUs joined by NVLink whose driver reports no multicast (no NVSwitch fabric manager, a VM, a
+    bridged pair), where TP's non-torch memory is a PCIe node's (MULTICAST_BUFFERS below).
     The environment's choices (the sampler, the CUDA-graph estimate) come in `release` (releases.with_environment)."""
     requested = requested_bytes(total_bytes, util, release)
     cc = gpu.compute_capability if gpu is not None else None
@@ -394,6 +413,8 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     counts = pp_layer_counts(spec.layers, pp)
     context = CUDA_CONTEXT_ONE_GPU if tp * pp == 1 else CUDA_CONTEXT_MULTI_GPU
     interconnect = gpu.interconnect if gpu is not None else None
+    if not multicast and non_torch_setup(tp, pp, release, interconnect) == "nvlink":
+        interconnect = "pcie"  # NCCL's P2P ring buffers only, as on a PCIe node (MULTICAST_BUFFERS)
     setup = non_torch_setup(tp, pp, release, interconnect)
     sizes = cuda_graph_capture_sizes(max_num_seqs, max_num_batched_tokens, release, sm10x=_sm_major(cc) == 10)
     mxfp4_triton = spec.quant_method == "mxfp4" and spec.moe is not None and weight_fmt is None and kernel == "triton"

@@ -494,10 +494,12 @@ def release_for(req: EngineRequest) -> releases.Release:
 
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
-                notes: list[str] | None = None, spec: ModelSpec | None = None) -> tuple[VllmBudget, ...]:
+                notes: list[str] | None = None, spec: ModelSpec | None = None,
+                multicast: bool = True) -> tuple[VllmBudget, ...]:
     """The modelled budget of one GPU per pipeline stage for a request with a GPU, resolved as estimate resolves it
     (the release's defaults for the scheduler limits and the utilization; the site profile's terms). `constants`
-    other than the fitted ones serve the benchmark's leave-one-log-out fits."""
+    other than the fitted ones serve the benchmark's leave-one-log-out fits; `multicast` False: the machine's NVLink
+    has no multicast (budget.MULTICAST_BUFFERS, an open term)."""
     rel = release_for(req)
     hw = req.hardware
     mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
@@ -509,40 +511,68 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
                                      expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
                                      cuda_graphs=not (req.features is not None and req.features.enforce_eager),
-                                     notes=notes)
+                                     multicast=multicast, notes=notes)
 
 
-def open_terms(req: EngineRequest) -> list[tuple[str, EngineRequest]]:
-    """The request under each other value of a budget term its launch leaves open, with what the term is: a user
-    who does not say cannot be judged by one value. VLLM_USE_FLASHINFER_SAMPLER unset on 0.10-0.11: the worker
-    warms FlashInfer's sampler up whenever flashinfer is installed (v1/sample/ops/topk_topp_sampler.py; the
-    official image has it), PyTorch's sort otherwise (releases.sampler_for)."""
+@dataclass(frozen=True)
+class OpenTerm:
+    """A budget term the launch leaves open: what it is, how to narrow it, and its other value: environment options
+    added to the launch's, or the machine's NVLink without multicast."""
+
+    why: str
+    narrow: str  # what the user gives to settle it
+    options: tuple[tuple[str, str], ...] = ()
+    multicast: bool = True
+
+
+def open_terms(req: EngineRequest) -> list[OpenTerm]:
+    """Each budget term whose value the launch leaves open, under its other value: a user who does not say cannot be
+    judged by one value.
+    - VLLM_USE_FLASHINFER_SAMPLER unset on 0.10-0.11: the worker warms FlashInfer's sampler up whenever flashinfer is
+      installed (v1/sample/ops/topk_topp_sampler.py; the official image has it), PyTorch's sort otherwise
+      (releases.sampler_for).
+    - TP over NVLink without a measured non-torch figure: whether the machine has NVLink multicast (NVSwitch with the
+      fabric manager) decides NCCL's NVLS and the symmetric-memory all-reduce buffers (budget.MULTICAST_BUFFERS)."""
     rel = releases.release(req.engine_version)
     out = []
     if rel.sampler_by_install and req.option(releases.FLASHINFER_SAMPLER_OPTION) is None:
-        given = tuple(req.engine_options or ()) + ((releases.FLASHINFER_SAMPLER_OPTION, "1"),)
-        out.append((f"{releases.FLASHINFER_SAMPLER_ENV} is not given, and vLLM {rel.version} warms FlashInfer's sampler "
-                    "up whenever flashinfer is installed (the official image has it)",
-                    dataclasses.replace(req, engine_options=given)))
+        out.append(OpenTerm(f"{releases.FLASHINFER_SAMPLER_ENV} is not given, and vLLM {rel.version} warms FlashInfer's "
+                            "sampler up whenever flashinfer is installed (the official image has it): the band covers "
+                            "both samplers",
+                            f"give --engine-option {releases.FLASHINFER_SAMPLER_ENV}=0 or 1",
+                            options=((releases.FLASHINFER_SAMPLER_OPTION, "1"),)))
+    facts = req.hardware.facts if req.hardware is not None else None
+    site = req.site if req.site is not None and req.site.engine in (None, "vllm") else None
+    measured = site is not None and site.non_torch_for(req.tp, req.pp) is not None
+    setup = budget_model.non_torch_setup(req.tp, req.pp, rel, facts.interconnect if facts is not None else None)
+    if setup == "nvlink" and not measured:
+        out.append(OpenTerm("whether the GPUs' NVLink has multicast is not given (NCCL's NVLS buffers and vLLM's "
+                            "symmetric-memory all-reduce need it: NVSwitch machines with the fabric manager, not "
+                            "bridged pairs, A100s or most VMs): the band covers both",
+                            "give a site profile fitted on one start-up log of this machine (kvplan calibrate LOG "
+                            "--save FILE, then --calibration FILE)", multicast=False))
     return out
 
 
 def budget_edges(req: EngineRequest, budgets, *, constants: budget_model.Constants = budget_model.FITTED,
                  spec: ModelSpec | None = None, bterms=None, notes: list[str] | None = None) -> tuple[list[int], list[int]]:
-    """The band of each worker's KV memory: the budget's measured error around it, widened to every value of a term
-    the launch leaves open (open_terms); the verdict is judged at its low edge."""
+    """The band of each worker's KV memory: the budget's measured error around it, widened to every combination of
+    the values of the terms the launch leaves open (open_terms); the verdict is judged at its low edge."""
     low = [b.available_bytes - b.uncertainty_bytes for b in budgets]
     high = [b.available_bytes + b.uncertainty_bytes for b in budgets]
-    for why, alt in open_terms(req):
-        other = budgets_for(alt, constants, spec=spec)
+    terms = open_terms(req)
+    for mask in range(1, 2 ** len(terms)):
+        chosen = [t for i, t in enumerate(terms) if mask >> i & 1]
+        options = tuple(req.engine_options or ()) + tuple(o for t in chosen for o in t.options)
+        alt = dataclasses.replace(req, engine_options=options or None)
+        other = budgets_for(alt, constants, spec=spec, multicast=all(t.multicast for t in chosen))
         if bterms is not None:
             other = vfeat.adjust_budgets(other, bterms)
         low = [min(x, b.available_bytes - b.uncertainty_bytes) for x, b in zip(low, other)]
         high = [max(x, b.available_bytes + b.uncertainty_bytes) for x, b in zip(high, other)]
-        if notes is not None:
+        if notes is not None and len(chosen) == 1:
             gap = abs(other[0].available_bytes - budgets[0].available_bytes)
-            notes.append(f"{why}: the band covers both samplers ({_gib(gap)} GiB apart); give --engine-option "
-                         f"{releases.FLASHINFER_SAMPLER_OPTION.upper()}=0 or 1 to narrow it")
+            notes.append(f"{chosen[0].why} ({_gib(gap)} GiB apart); {chosen[0].narrow} to narrow it")
     return low, high
 
 
