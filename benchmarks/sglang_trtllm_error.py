@@ -173,12 +173,14 @@ NOT_E2E = {
     "waynehacking8-llama31-8b-fp8-h100-tp2-kv080-crash-v0.20": "the run crashed before sizing its final pool",
     "jeansblog-dgxspark-gb10-gpt-oss-120b-pytorch-v1.1.0rc3": "DGX Spark (unified memory): refused with exit 3 unless "
                                                               "--gpu-reserved says what the host holds",
-    "trtllm-224-llama2-7b-a10-triton-v0.5": "the excerpt has no execution-context size or max_input_len, and the A10 is "
-                                           "not in the catalog",
-    "trtllm-1400-smoothquant-7b-a100-v0.8": "the model is not named (\"XXXX\")",
+    "trtllm-224-llama2-7b-a10-triton-v0.5": "0.5's TensorRT-engine backend is refused (exit 3: its closed runtime's "
+                                           "sizing was not read, releases.py ENGINE_READ); below",
+    "trtllm-1400-smoothquant-7b-a100-v0.8": "0.8's TensorRT-engine backend is refused (exit 3, as 0.5's); the model is "
+                                           "not named (\"XXXX\")",
     "tensorrtllm-backend-366-mistral7b-4xa10g-triton": "the TP size, fraction and build settings are not stated",
     "tensorrtllm-backend-366-mistral7b-4xa10g-runpy": "the TP size, fraction and build settings are not stated",
-    "trtllm-2268-qwen15-7b-40gb-v0.13dev": "the GPU is not named, no build settings, no config",
+    "trtllm-2268-qwen15-7b-40gb-v0.13dev": "the GPU is not named, no build settings, no config (a fine-tune of "
+                                          "Qwen1.5-7B); given its budget, 631 blocks (tests/test_engine_trtllm.py)",
     "spark-sglang0516-laguna-s21-int4-dflash": "DGX Spark GB10 (unified memory: refused, exit 3) with DFlash speculative "
                                                "decoding (not modelled); no public config for the checkpoint",
     "spark-sglang0516-laguna-s21-nvfp4-dflash-try1": "DGX Spark GB10 (unified memory: refused, exit 3) with DFlash "
@@ -504,6 +506,21 @@ def main() -> int:
             print(f"  {engine} {version}: NOT refused")
         except KvplanError as err:
             print(f"  {engine} {version}: refused, exit {err.exit_code}: {err.what}")
+    # the engine backend of the releases whose sizing was not read (kvplan/engines/trtllm/releases.py ENGINE_READ):
+    # each public log of one, launched as the log says, is refused rather than scored
+    print("- TensorRT-engine backend before 0.12 (closed runtime, sizing not read):")
+    for log, version, gpu, gpu_mem, options in (
+            ("trtllm-224-llama2-7b-a10-triton-v0.5", "0.5.0", None, "24GB", ["max_batch_size=25"]),
+            ("trtllm-1400-smoothquant-7b-a100-v0.8", "0.8.0", "a100-80gb", None,
+             ["max_batch_size=1", "max_num_tokens=4096", "max_input_len=4096"])):
+        try:
+            req = build_request(str(DATA / "hf_configs" / "llama-2-7b.json"), seq="4096", batch=1, kv_dtype="fp16",
+                                dtype=None, gpu=gpu, gpu_mem=gpu_mem, gpus=None, tp=1, pp=1, engine_version=version,
+                                engine_options=["backend=tensorrt", *options])
+            __import__("kvplan.engines.trtllm", fromlist=["estimate"]).estimate(req)
+            print(f"  {log} ({version}): NOT refused")
+        except KvplanError as err:
+            print(f"  {log} ({version}): refused, exit {err.exit_code}: {err.what}")
     print()
 
     rows, skipped = given_budget()

@@ -304,3 +304,43 @@ def test_cli_engine_options_and_gpu_reserved(cli, tmp_path):
     assert any("tensorrt backend" in n or "TensorRT-engine backend" in n for n in report["verdicts"][0]["notes"])
     code, _, err = cli("check", tmp_path / "a.yaml", "--engine-option", "colour=blue")
     assert code == 2 and "no engine reads 'colour'" in err
+
+
+# ------------------------------------------------ the TensorRT-engine backend: releases read, releases refused
+
+@pytest.mark.parametrize("version", ["0.5", "0.5.0", "0.7.1", "0.8", "0.8.0", "0.9.0", "0.10.0", "0.11.0"])
+def test_engine_backend_before_0_12_is_refused_naming_release_and_backend(cli, version):
+    """Issue 28: the public runs of 0.5 (NVIDIA/TensorRT-LLM#224, A10) and 0.8 (#1400, A100 80GB) print "Using N
+    tokens in paged KV cache" / "Allocate N bytes for k/v cache", a sizing of the closed batch-manager library that
+    no open source explains: kvplan refuses those releases' engine backend (exit 3), by default and when asked."""
+    base = ("estimate", "llama-2-7b", "--engine", "trtllm", "--gpu", "a100-80gb", "--seq", "4K",
+            "--engine-version", version)
+    for extra in ((), ("--engine-option", "backend=tensorrt")):
+        code, out, err = cli(*base, *extra)
+        assert code == 3 and out == "", err
+        assert f"TensorRT-LLM {trt_releases.release(version).version}'s TensorRT-engine backend is not modelled" in err
+        assert "0.12" in err
+
+
+@pytest.mark.parametrize("version", ["0.12.0", "0.13.0.dev2024082000", "0.16.0", "0.17.0", "0.19.0"])
+def test_engine_backend_from_0_12_is_modelled(cli, version):
+    code, out, err = cli("estimate", "llama-2-7b", "--engine", "trtllm", "--gpu", "a100-80gb", "--seq", "4K",
+                         "--engine-version", version, "--engine-option", "backend=tensorrt", "--json")
+    assert code in (0, 1), err
+    assert json.loads(out)["kv_cache_tokens"] > 0
+
+
+def test_the_0_13_dev_log_pool_by_the_0_12_to_0_17_rules_by_hand():
+    """NVIDIA/TensorRT-LLM#2268 (0.13.0.dev2024082000, engine backend): "Memory usage when calculating max tokens in
+    paged kv cache: total: 39.39 GiB, available: 21.89 GiB" then "Number of blocks in KV cache primary pool: 631".
+    Qwen1.5-7B (the log's fine-tune's base) is MHA: 32 layers x 32 KV heads x 128 x 2 (K, V) x 2 bytes = 524,288 B
+    a token. calculateMaxNumBlocks (revision B): max_tokens = uint64(available x 0.9f) // 524,288, blocks =
+    ceilDiv(max_tokens, 64) (64 tokens a block, the release's engine default): 631 for every available the printed
+    21.89 GiB can stand for."""
+    rel = trt_releases.release("0.13.0.dev2024082000")
+    assert rel.engine_read == "A/B" and rel.engine_tokens_per_block == 64 and rel.free_fraction == Fraction(9, 10)
+    bpt, tpb = 32 * 32 * 128 * 2 * 2, rel.engine_tokens_per_block
+    for available in (int(Fraction("21.885") * GIB), int(Fraction("21.895") * GIB) - 1):
+        pool = trt_budget.engine_budget(available, weights=0, activation=0, batch_x_vocab=0, tp=1, architecture=None,
+                                        link=None, fraction=rel.free_fraction, context=0).pool_bytes
+        assert -(-(pool // bpt) // tpb) == 631

@@ -157,10 +157,10 @@ def test_trtllm_consistency_and_given_pool_on_an_engine_run():
     assert by["pool tokens (primary blocks x tokens per block)"].match is True
     pool = by["pool memory (logged tokens x bytes per token)"]
     assert pool.logged == "52.08" and pool.predicted == f"{2730752 * 80 * 1 * 128 * 2 * 1 / GIB:.2f}" == "52.08"
-    # the engine backend of 0.16 (kvplan/engines/trtllm/releases.py 0.8-0.17), TP and KV dtype all stated; the
+    # the engine backend of 0.16 (kvplan/engines/trtllm/releases.py 0.12-0.17), TP and KV dtype all stated; the
     # total the runtime prints (79.10 GiB) fits both H100s of the catalog, so the modelled pool rests on an assumed
     # GPU and the log cannot be judged as a whole, whatever that figure says
-    assert not r.assumed and r.rules == "0.8-0.17 tensorrt"
+    assert not r.assumed and r.rules == "0.12-0.17 tensorrt"
     modelled = by["KV pool memory (modelled)"]
     assert modelled.assumed and modelled.assumed[0].startswith("GPU h100")
     assert r.status == (CANNOT_JUDGE if modelled.match is False else MATCH)

@@ -62,8 +62,14 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     obs = None
     if spec is not None:
         req = _request(figs, spec, tp, pp, hardware, rel.version, backend)
+        per_token_req = req
+        if backend == releases.TENSORRT and rel.engine_read is None:
+            # the budget of a runtime before ENGINE_FROM is not read (refused below, end to end); its bytes per token
+            # are the model's layout, the same sum in 0.5's GptSession (kvCacheManager.h calculateCacheSizePerToken:
+            # layers x 2 x KV heads x head size) as in the releases read: the logged pool is checked against them
+            per_token_req = dataclasses.replace(req, engine_version=releases.ENGINE_FROM)
         try:
-            pool = _estimate(req, kv_cache_memory=GIB)
+            pool = _estimate(per_token_req, kv_cache_memory=GIB)
         except KvplanError as err:
             return LogCalibration(**base, model=spec.name, status="cannot judge",
                                   reason=f"kvplan cannot model it: {err.one_line()}", figures=tuple(figures),
@@ -111,6 +117,11 @@ def _layout_read(figs, text: str):
         assumed.append("PP 1 (not stated)")
 
     rel, note = releases.closest(figs.version)
+    if not figs.version and (figs.using_tokens is not None or figs.kv_cache_bytes is not None):
+        # "Using N tokens in paged KV cache" / "Allocate N bytes for k/v cache": the closed runtime of the releases
+        # before releases.ENGINE_FROM (0.5, 0.8 logs), whose engine-backend sizing kvplan refuses (releases.py)
+        rel = releases.release(releases.OLDEST)
+        note = f"its lines are those of a runtime before {releases.ENGINE_FROM}; {releases.OLDEST} rules applied"
     if note:
         assumed.append(f"TensorRT-LLM {rel.line} rules ({note})")
     backend = figs.backend

@@ -86,9 +86,26 @@ PYTORCH_BLOCKS = (
     Change("0.20", "ceil", "batch_manager/kvCacheManager.cpp (logs of 0.20.0, 1.1.0rc3, 1.1.0)"),
     Change("1.2", "floor", "_torch/pyexecutor/resource_manager.py KVCacheManager.calculate_max_num_blocks (001541b)"),
 )
+# The TensorRT-engine backend's sizing as far as it was read. Before 0.12 no release's sizing was read: the
+# in-flight batching runtime (GptManager, TrtGptModelInflightBatching) shipped only as the closed
+# libtensorrt_llm_batch_manager_static.a (NVIDIA/TensorRT-LLM#74, #1135, #2569: "not open-sourced yet" as late
+# as 2024-12), and the public logs of 0.5 and 0.8 print a sizing of their own ("Using N tokens in paged KV
+# cache", "Allocate N bytes for k/v cache") that no open source explains. From 0.12 the logs print the lines of
+# the open kvCacheManager.cpp calculateMaxNumBlocks (revisions A/B: "Memory usage when calculating max tokens in
+# paged kv cache: total: ..., available: ...", the 0.12.0.dev documentation run, 0.13.0.dev and 0.16.0), each
+# after the engine, execution context, runtime buffers and decoder it is sized against; from 0.18 (revision C)
+# the whole runtime is open. A release before ENGINE_FROM is refused on the engine backend (exit 3), not guessed.
+ENGINE_READ = (
+    Change("0.5", None, "closed libtensorrt_llm_batch_manager_static.a; logs: 'Using N tokens in paged KV cache' "
+                        "(0.5, NVIDIA/TensorRT-LLM#224), 'Allocate N bytes for k/v cache' (0.8, #1400)"),
+    Change("0.12", "A/B", "cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp KVCacheManager::calculateMaxNumBlocks "
+                          "(open); the allocations before it as the 0.12.0.dev and 0.16.0 logs print them"),
+    Change("0.18", "C", "batch_manager/trtGptModelInflightBatching.cpp and kvCacheManager.cpp (2025, open)"),
+)
+ENGINE_FROM = "0.12"
 OLDEST = "0.5"
 NEWEST_LINE = "1.x"
-LINES = ("0.5-0.7", "0.8-0.17", "0.18", "0.19-0.21", "1.x")
+LINES = ("0.5-0.7", "0.8-0.11", "0.12-0.17", "0.18", "0.19-0.21", "1.x")
 
 
 @dataclass(frozen=True)
@@ -102,6 +119,7 @@ class Release:
     engine_vswa: bool
     engine_short_pool: str | None
     pytorch_blocks: str  # "ceil" or "floor"
+    engine_read: str | None  # the engine backend's revision read (ENGINE_READ); None: refused
 
     @property
     def key(self) -> Version:
@@ -134,8 +152,10 @@ def _line(key: Version) -> str:
         return "0.19-0.21"
     if key >= (0, 18, 0):
         return "0.18"
+    if key >= (0, 12, 0):
+        return "0.12-0.17"
     if key >= (0, 8, 0):
-        return "0.8-0.17"
+        return "0.8-0.11"
     return "0.5-0.7"
 
 
@@ -143,7 +163,8 @@ def rules_at(key: Version, name: str) -> Release:
     return Release(version=name, line=_line(key), free_fraction=_at(FREE_FRACTION, key),
                    engine_tokens_per_block=_at(ENGINE_TOKENS_PER_BLOCK, key), default_backend=_at(DEFAULT_BACKEND, key),
                    max_tokens_rule=_at(MAX_TOKENS_RULE, key), engine_vswa=_at(ENGINE_VSWA, key),
-                   engine_short_pool=_at(ENGINE_SHORT_POOL, key), pytorch_blocks=_at(PYTORCH_BLOCKS, key) or "ceil")
+                   engine_short_pool=_at(ENGINE_SHORT_POOL, key), pytorch_blocks=_at(PYTORCH_BLOCKS, key) or "ceil",
+                   engine_read=_at(ENGINE_READ, key))
 
 
 DEFAULT = rules_at((1, 99, 0), NEWEST_LINE)
@@ -164,12 +185,22 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
 
 
 def backend(rel: Release, name: str | None, *, where: str = "--engine-option") -> str:
-    """The backend a deployment runs: backend=tensorrt|pytorch, else the release's default."""
+    """The backend a deployment runs: backend=tensorrt|pytorch, else the release's default; a backend whose sizing
+    in that release was not read is refused (exit 3) naming both."""
     if name is None:
-        return rel.default_backend
-    chosen = BACKENDS.get(str(name).strip().lower())
-    if chosen is None:
-        raise InputError(f"TensorRT-LLM has no backend {name!r}", where=where, hint="backend=tensorrt or backend=pytorch")
+        chosen, where = rel.default_backend, "--engine-version"
+    else:
+        found = BACKENDS.get(str(name).strip().lower())
+        if found is None:
+            raise InputError(f"TensorRT-LLM has no backend {name!r}", where=where,
+                             hint="backend=tensorrt or backend=pytorch")
+        chosen = found
+    if chosen == TENSORRT and rel.engine_read is None:
+        raise UnsupportedError(f"TensorRT-LLM {rel.version}'s TensorRT-engine backend is not modelled: its in-flight "
+                               "batching runtime shipped as a closed library and the sizing its logs print was not "
+                               f"read (kvplan reads the engine backend from {ENGINE_FROM})", where=where,
+                               hint=f"give --engine-version {ENGINE_FROM} or later if that is what runs; "
+                                    "`kvplan probe` measures it on the GPU")
     if chosen == PYTORCH and not rel.at_least(PYTORCH_FROM):
         raise UnsupportedError(f"TensorRT-LLM {rel.version}'s PyTorch workflow is not modelled (kvplan's PyTorch-backend "
                                f"rules were checked on {PYTORCH_FROM} and later logs)", where=where,
