@@ -180,6 +180,29 @@ def test_compressed_tensors_by_hand():
     assert got.bytes == 2 * sum(o * i // 2 + 2 * o * (i // 128) + 16 for o, i in LINEARS) + 2 * REST
 
 
+def test_compressed_tensors_nvfp4_by_hand():
+    """llm-compressor's NVFP4 scheme (format nvfp4-pack-quantized; the config block as RedHatAI's NVFP4 checkpoints
+    write it): per matrix weight_packed uint8 [out, in/2], weight_scale fp8 [out, in/16], weight_global_scale and
+    input_global_scale float32 [1] (compressed-tensors 0.20 NVFP4PackedCompressor.compress; vLLM 0.12
+    compressed_tensors_w4a4_nvfp4.py create_weights registers the same four). NVFP4A16 has no input scale."""
+    group = {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "float", "strategy": "tensor_group",
+                                                 "group_size": 16, "symmetric": True, "dynamic": False}}
+    acts = {"num_bits": 4, "type": "float", "strategy": "tensor_group", "group_size": 16, "dynamic": "local"}
+    w4a4 = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "ignore": ["lm_head"],
+            "config_groups": {"group_0": dict(group, input_activations=acts)}}
+    got = weights.quantized_weight_bytes(w4a4, _inventory(TINY), 16)
+    assert got.bytes == 2 * sum(o * i // 2 + o * i // 16 + 4 + 4 for o, i in LINEARS) + 2 * REST
+    w4a16 = {"quant_method": "compressed-tensors", "format": "nvfp4-pack-quantized", "ignore": ["lm_head"],
+             "config_groups": {"group_0": group}}
+    assert weights.quantized_weight_bytes(w4a16, _inventory(TINY), 16).bytes == got.bytes - 2 * 4 * len(LINEARS)
+    # about 4.5 bits a linear weight: a quarter of bf16's bytes and a little more
+    linear = 2 * sum(o * i for o, i in LINEARS)
+    assert 0.28 < (got.bytes - 2 * REST) / (2 * linear) < 0.29
+    int_group = {"targets": ["Linear"], "weights": {"num_bits": 4, "type": "int", "strategy": "group", "group_size": 16}}
+    with pytest.raises(weights.NotModelled, match="nvfp4-pack-quantized"):
+        weights.quantized_weight_bytes(dict(w4a16, config_groups={"group_0": int_group}), _inventory(TINY), 16)
+
+
 def test_exclusions():
     q = {"quant_method": "fp8", "weight_block_size": [128, 128], "modules_to_not_convert": ["model.layers.*.self_attn"]}
     got = weights.quantized_weight_bytes(q, _inventory(TINY), 16)

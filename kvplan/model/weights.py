@@ -19,7 +19,8 @@ In order of preference (hf_config.py asks in this order and records which one an
      scales fp16 [in/g, out], g_idx int32 [in]; group_size -1 is one group per column.
    - compressed-tensors (llm-compressor) symmetric int/float weights, e.g. W8A8 (int8, per channel) and W4A16
      (int4 packed, per group): the packed or plain weight, `weight_scale` in the model dtype per channel,
-     group, block or tensor, and an int64 `weight_shape` [2] per packed matrix.
+     group, block or tensor, and an int64 `weight_shape` [2] per packed matrix; NVFP4 (nvfp4-pack-quantized):
+     uint8 [out, in/2], an fp8 scale per 16 inputs, float32 global weight (and input) scales.
    Formats or options outside these give no figure (the caller says so), never a guess.
 """
 
@@ -413,6 +414,8 @@ def _compressed_tensors(quant: Mapping, tensors: list[Tensor], plain: int) -> We
         raise NotModelled("asymmetric compressed-tensors weights (zero points) are not modelled")
     q, rest = _matrices(tensors, quant.get("ignore") or [])
     total = _rest_bytes(rest, plain)
+    if fmt == "nvfp4-pack-quantized":
+        return _compressed_nvfp4(w, bool(scheme.get("input_activations")), q, total, plain)
     packed = fmt == "pack-quantized"
     if fmt not in ("pack-quantized", "int-quantized", "float-quantized", "naive-quantized"):
         raise NotModelled(f"compressed-tensors format {fmt!r} is not modelled")
@@ -435,6 +438,29 @@ def _compressed_tensors(quant: Mapping, tensors: list[Tensor], plain: int) -> We
         total += t.count * (weight + scales * plain + (16 if packed else 0) + (plain if static_input else 0))
     return WeightBytes(total, f"quantization_config compressed-tensors: {bits}-bit {kind} linear weights ({strategy} scales in "
                               f"{plain * 8}-bit, {fmt}); the rest in {plain * 8}-bit")
+
+
+def _compressed_nvfp4(w: Mapping, act_quantized: bool, q: list[Tensor], rest_bytes: int, plain: int) -> WeightBytes:
+    """compressed-tensors NVFP4 (llm-compressor's NVFP4 and NVFP4A16 schemes), per quantized [out, in] matrix as
+    compressed-tensors 0.20 compressors/nvfp4/base.py NVFP4PackedCompressor.compress writes it and vLLM 0.12
+    compressed_tensors_w4a4_nvfp4.py / _w4a16_nvfp4.py create_weights load it: weight_packed uint8 [out, in / 2] (two
+    E2M1 values a byte), weight_scale float8_e4m3fn [out, in / 16], weight_global_scale float32 [1], and with the
+    activations quantized too (NVFP4, not NVFP4A16) an input_global_scale float32 [1]."""
+    bits, kind, strategy = int(w.get("num_bits") or 0), str(w.get("type") or ""), str(w.get("strategy") or "")
+    group = int(w.get("group_size") or 0)
+    if (bits, kind, strategy) != (4, "float", "tensor_group") or group <= 0:
+        raise NotModelled(f"compressed-tensors nvfp4-pack-quantized with {bits}-bit {kind} {strategy} weights, group "
+                          f"{group} (NVFP4 is 4-bit float tensor_group) is not modelled")
+    total = rest_bytes
+    for t in q:
+        out, inp = t.shape
+        if inp % 2:
+            raise NotModelled(f"NVFP4 needs an even input width of {t.name} ({inp})")
+        total += t.count * (out * inp // 2 + out * _cdiv(inp, group) + 4 + (4 if act_quantized else 0))
+    what = "weights and activations" if act_quantized else "weights only"
+    return WeightBytes(total, f"quantization_config compressed-tensors nvfp4-pack-quantized ({what}): 4-bit E2M1 linear "
+                              f"weights, an fp8 scale per {group} inputs and float32 global scales; the rest in "
+                              f"{plain * 8}-bit")
 
 
 # ------------------------------------------------------------------ NVIDIA ModelOpt
