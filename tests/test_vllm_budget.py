@@ -155,6 +155,42 @@ def test_batch_defaults_follow_the_release_and_the_gpu():
     assert limits("rtx-pro-6000", "0.27.1") == (8192, 1024)
 
 
+def test_offline_entry_point_has_its_own_batch_defaults():
+    """engine/arg_utils.py get_batch_defaults keys its defaults by UsageContext; read in 0.10.2, 0.19.0, 0.27.1,
+    0.28.0, 0.31.0, 0.32.0 and 0.33.0: LLM_CLASS (the offline LLM(...) class) gets 16384 tokens where OPENAI_API_SERVER
+    (`vllm serve`) gets 8192 on >= 70 GiB non-A100 GPUs, 8192 where it gets 2048 elsewhere, the same sequences;
+    0.28's >= 160 GiB tier is 16384 / 1024 for both. 0.33 (not 0.32) keeps GB10 (capability 12.1) on the small tier."""
+    def limits(gpu, v, entry="serve"):
+        rel = releases.with_environment(releases.release(v), entry=entry)
+        return budget.default_batch_limits(find_gpu(gpu).capacity_bytes, gpu, rel)
+
+    assert limits("h100", "0.10.2", "offline") == (16384, 1024) and limits("h100", "0.10.2") == (8192, 1024)
+    assert limits("a100-80gb", "0.19.0", "offline") == (8192, 256) and limits("l40s", "0.33", "offline") == (8192, 256)
+    assert limits("b200", "0.27.1", "offline") == (16384, 1024) and limits("b200", "0.28.0", "offline") == (16384, 1024)
+    assert limits("b200", "0.28.0") == (16384, 1024)
+    # GB10: 121.6 GiB, so the >= 70 GiB tier until 0.32; the small tier from 0.33 (is_gb10)
+    assert limits("gb10", "0.32.0") == (8192, 1024) and limits("gb10", "0.32.0", "offline") == (16384, 1024)
+    assert limits("gb10", "0.33.0") == (2048, 256) and limits("gb10", "0.33.0", "offline") == (8192, 256)
+    with pytest.raises(InputError, match="entry_point"):
+        releases.with_environment(releases.release("0.33"), entry="batch")
+
+
+def test_offline_entry_point_activation_peak_by_hand():
+    """Llama-3.1-8B on one H100, vLLM 0.33 (FlashInfer sampler, 12 B a logit beside the bf16 logits): the sampler
+    warm-up sets the profile's peak at both entry points, R = min(1024, T) = 1024 requests of [1024, 128256] logits
+    (1024 x 128256 x (2 + 12) = 1,838,678,016 B) while the forward's [T, 4096] bf16 output is held; the forward phase,
+    T x (2 x 4096 + 3 x 14336) x 2 B, is 838,860,800 B at T 8192 and 1,677,721,600 B at 16384, below it. So the
+    offline class's 16384 batched tokens cost (16384 - 8192) x 4096 x 2 = 67,108,864 B more than `vllm serve`'s
+    8192, and nothing else in the budget moves (the capture sizes stop at 512 either way)."""
+    served = budgets_for(engine_request("llama-3.1-8b", 8192, gpu="h100", engine_version="0.33.0"))[0]
+    offline = budgets_for(engine_request("llama-3.1-8b", 8192, gpu="h100", engine_version="0.33.0",
+                                         engine_options=(("entry_point", "offline"),)))[0]
+    assert served.sampler_bytes == offline.sampler_bytes == 1024 * 128256 * (2 + 12)
+    assert offline.activation_peak_bytes - served.activation_peak_bytes == (16384 - 8192) * 4096 * 2
+    assert served.available_bytes - offline.available_bytes == 67_108_864
+    assert offline.cuda_graph_bytes == served.cuda_graph_bytes and offline.weights_bytes == served.weights_bytes
+
+
 def test_non_torch_setup_follows_the_interconnect():
     """custom_all_reduce.py: custom all-reduce only over NVLink or for two PCIe GPUs; the non-torch figure differs."""
     r19 = releases.release("0.19.0")

@@ -180,18 +180,24 @@ class VllmBudget:
 # ------------------------------------------------------------------------------------------ scheduler defaults
 
 def default_batch_limits(capacity_bytes: int | None, gpu_name: str | None, release: Release) -> tuple[int, int]:
-    """(max_num_batched_tokens, max_num_seqs) that `vllm serve` picks when not told (engine/arg_utils.py
-    get_batch_defaults, the release's tiers). vLLM tests the device name ("NVIDIA A100-SXM4-80GB" contains "a100");
-    kvplan tests the catalog name and its aliases. Without a GPU the first tier of >= 70 GiB is assumed."""
+    """(max_num_batched_tokens, max_num_seqs) that vLLM picks when not told (engine/arg_utils.py
+    get_batch_defaults, the release's tiers, for its entry point: `vllm serve` or the offline LLM class). vLLM tests
+    the device name ("NVIDIA A100-SXM4-80GB" contains "a100") and, in 0.33, the capability (GB10's 12.1); kvplan
+    tests the catalog name, its aliases and its capability. Without a GPU the first tier of >= 70 GiB is assumed."""
+    offline = release.entry_point == releases.ENTRY_OFFLINE
+
+    def limits(tier) -> tuple[int, int]:
+        return (tier.offline_max_num_batched_tokens if offline else tier.max_num_batched_tokens), tier.max_num_seqs
+
     if capacity_bytes is None:
-        tier = next(t for t in release.batch_tiers if t.min_total_gib == 70)
-        return tier.max_num_batched_tokens, tier.max_num_seqs
+        return limits(next(t for t in release.batch_tiers if t.min_total_gib == 70))
     names = " ".join(_gpu_names(gpu_name)).lower()
+    capability = find_gpu(gpu_name).compute_capability if gpu_name else None
     for tier in release.batch_tiers:
-        if capacity_bytes >= tier.min_total_gib * GIB and not (tier.excludes and tier.excludes in names):
-            return tier.max_num_batched_tokens, tier.max_num_seqs
-    last = release.batch_tiers[-1]
-    return last.max_num_batched_tokens, last.max_num_seqs
+        if (capacity_bytes >= tier.min_total_gib * GIB and not (tier.excludes and tier.excludes in names)
+                and not (tier.excludes_capability and tier.excludes_capability == capability)):
+            return limits(tier)
+    return limits(release.batch_tiers[-1])
 
 
 def _gpu_names(gpu_name: str | None) -> tuple[str, ...]:

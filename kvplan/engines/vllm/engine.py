@@ -487,10 +487,12 @@ def _gpu_refusal(req: EngineRequest, rel: Release) -> str | None:
 
 def release_for(req: EngineRequest) -> releases.Release:
     """The rules of the request's vLLM release under the environment it gives (--engine-option, a deployment's
-    environment): whether the CUDA-graph estimate leaves the budget, and which sampler the profile warms up."""
+    environment): whether the CUDA-graph estimate leaves the budget, which sampler the profile warms up, and which
+    entry point's scheduler defaults apply (`vllm serve` or the offline LLM class)."""
     return releases.with_environment(releases.release(req.engine_version),
                                      graph_estimate=req.option(releases.GRAPH_ESTIMATE_OPTION),
-                                     flashinfer_sampler=req.option(releases.FLASHINFER_SAMPLER_OPTION))
+                                     flashinfer_sampler=req.option(releases.FLASHINFER_SAMPLER_OPTION),
+                                     entry=req.option(releases.ENTRY_POINT_OPTION))
 
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,

@@ -42,20 +42,38 @@ AUTO_FIT_PER_WORKER = "per_worker"
 
 @dataclass(frozen=True)
 class BatchTier:
-    """One row of `vllm serve`'s default scheduler limits (engine/arg_utils.py get_batch_defaults): a device with
-    at least `min_total_gib` GiB of memory whose lower-cased name does not contain `excludes` gets these."""
+    """One row of vLLM's default scheduler limits (engine/arg_utils.py get_batch_defaults): a device with at least
+    `min_total_gib` GiB of memory whose lower-cased name does not contain `excludes` and whose compute capability is
+    not `excludes_capability` gets these. The tokens depend on the entry point (vLLM's UsageContext):
+    OPENAI_API_SERVER (`vllm serve`) and LLM_CLASS (the offline `LLM(...)` class); the sequences do not."""
 
     min_total_gib: int
     excludes: str | None
-    max_num_batched_tokens: int
-    max_num_seqs: int
+    max_num_batched_tokens: int  # UsageContext.OPENAI_API_SERVER
+    max_num_seqs: int  # both entry points
+    offline_max_num_batched_tokens: int  # UsageContext.LLM_CLASS
+    excludes_capability: str | None = None
 
 
-# engine/arg_utils.py _set_default_args_v1 (0.10-0.11) / get_batch_defaults (0.11.2+): >= 70 GiB and not an A100:
-# 8192 tokens / 1024 sequences for the API server; every other GPU 2048 / 256 (the LLM class doubles the tokens;
-# kvplan models `vllm serve`). 0.28 (get_batch_defaults) adds a first tier of 16384 / 1024 at >= 160 GiB.
-TIERS_70 = (BatchTier(70, "a100", 8192, 1024), BatchTier(0, None, 2048, 256))
-TIERS_160 = (BatchTier(160, None, 16384, 1024),) + TIERS_70
+# engine/arg_utils.py _set_default_args_v1 (0.10-0.11) / get_batch_defaults (0.11.2+), read in 0.10.2, 0.11.0,
+# 0.13.0, 0.14.1, 0.19.0, 0.20.2, 0.26.0, 0.27.1, 0.28.0, 0.29.0, 0.31.0, 0.32.0 and 0.33.0: >= 70 GiB and not an
+# A100: 8192 tokens / 1024 sequences for the API server, 16384 / 1024 for the LLM class; every other GPU 2048 / 256
+# and 8192 / 256. 0.28 adds a first tier of 16384 / 1024 at >= 160 GiB for both. 0.33 keeps GB10 (DGX Spark,
+# is_device_capability((12, 1)): 121.6 GiB, "the memory but not the compute of a large discrete GPU") on the small
+# tier; 0.32.0 has no such test.
+TIERS_70 = (BatchTier(70, "a100", 8192, 1024, 16384), BatchTier(0, None, 2048, 256, 8192))
+TIERS_160 = (BatchTier(160, None, 16384, 1024, 16384),) + TIERS_70
+TIERS_160_GB10 = (TIERS_160[0], dataclasses.replace(TIERS_70[0], excludes_capability="12.1"), TIERS_70[1])
+
+# Which entry point starts the engine (engine/arg_utils.py: the UsageContext its defaults are keyed by): `vllm serve`
+# (entrypoints/cli/serve.py, OPENAI_API_SERVER) or the offline LLM class (entrypoints/llm.py, LLM_CLASS) that
+# notebooks, batch jobs and RL frameworks build. Only the default max_num_batched_tokens differs between them on
+# CUDA (get_batch_defaults; LLM.__init__'s gpu_memory_utilization default is the CacheConfig's: 0.9 until 0.19,
+# 0.92 from 0.20, read in the same releases). kvplan --engine-option entry_point=serve|offline.
+ENTRY_SERVE = "serve"
+ENTRY_OFFLINE = "offline"
+ENTRY_POINTS = (ENTRY_SERVE, ENTRY_OFFLINE)
+ENTRY_POINT_OPTION = "entry_point"
 
 # The sampler warm-up of the profile run (v1/worker/gpu_model_runner.py _dummy_sampler_run: top-k and top-p on
 # [num_reqs, vocab] float32 logits), by the implementation each release picks on CUDA
@@ -79,7 +97,7 @@ ALLOW_LONG_OPTION = ALLOW_LONG_ENV.lower()
 # no estimate and the variable does not exist
 GRAPH_ESTIMATE_ENV = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 GRAPH_ESTIMATE_OPTION = GRAPH_ESTIMATE_ENV.lower()
-OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION, GRAPH_ESTIMATE_OPTION)
+OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION, GRAPH_ESTIMATE_OPTION, ENTRY_POINT_OPTION)
 
 
 def allow_long_flag(value: str | None) -> bool:
@@ -104,13 +122,24 @@ def flashinfer_flag(value: str, *, where: str = "--engine-option") -> bool:
                         hint="1 (FlashInfer's sampler) or =0 (the native one)")
 
 
+def entry_point(value: str, *, where: str = "--engine-option") -> str:
+    """`serve` or `offline` (ENTRY_POINTS), as --engine-option entry_point=... or a deployment gives it."""
+    text = value.strip().lower()
+    if text not in ENTRY_POINTS:
+        raise InputError(f"{ENTRY_POINT_OPTION}={value!r}: vLLM starts from `vllm serve` or the offline LLM class",
+                         where=where, hint=f"{ENTRY_POINT_OPTION}=serve (the default) or {ENTRY_POINT_OPTION}=offline")
+    return text
+
+
 def with_environment(release: "Release", *, graph_estimate: str | None = None,
-                     flashinfer_sampler: str | None = None) -> "Release":
+                     flashinfer_sampler: str | None = None, entry: str | None = None) -> "Release":
     """The release's rules under the engine's environment (None: a variable not set):
     VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 takes the CUDA-graph estimate out of the budget on 0.18-0.19 too, =0
     leaves it in on 0.20+ (before 0.18 it changes nothing); VLLM_USE_FLASHINFER_SAMPLER picks the sampler
-    (sampler_for)."""
+    (sampler_for); `entry` the entry point whose scheduler defaults apply (ENTRY_POINTS)."""
     changes: dict[str, Any] = {}
+    if entry is not None and entry_point(entry) != release.entry_point:
+        changes["entry_point"] = entry_point(entry)
     if graph_estimate is not None:
         flag = integer_flag(GRAPH_ESTIMATE_ENV, graph_estimate)
         if release.cuda_graph_estimated and flag != release.cuda_graph_subtracted:
@@ -154,7 +183,7 @@ class Release:
     # --- defaults ------------------------------------------------------------------------------------------
     # config/cache.py CacheConfig.gpu_memory_utilization: 0.9; 0.92 from 0.20 (0.20.2 read)
     default_gpu_util: Fraction
-    # engine/arg_utils.py get_batch_defaults (see TIERS_70 / TIERS_160)
+    # engine/arg_utils.py get_batch_defaults (see TIERS_70 / TIERS_160 / TIERS_160_GB10)
     batch_tiers: tuple[BatchTier, ...]
     # engine/arg_utils.py: a defaulted max_num_seqs is capped at max_num_batched_tokens (0.10.1+)
     max_num_seqs_capped_at_batched_tokens: bool
@@ -259,6 +288,9 @@ class Release:
     not_fit_possessive: str
     # GiB in log lines: "%.2f" until 0.13; utils/mem_utils.py format_gib str(round(x, 2)) from 0.14
     format_gib_rounding: bool
+    # --- the launch's environment (with_environment) --------------------------------------------------------
+    # the entry point whose scheduler defaults apply (ENTRY_POINTS): `vllm serve` unless the launch says otherwise
+    entry_point: str = ENTRY_SERVE
 
     @property
     def first_key(self) -> tuple[int, int, int, int]:
@@ -314,6 +346,7 @@ _L29 = _after(_L28, line="0.29-0.30", first="0.29.0", mirrors="0.29.0", null_blo
               in_flight="v2_async", cuda_graph_ceiling_sm10x=1024)
 _L31 = _after(_L29, line="0.31-0.32", first="0.31.0", mirrors="0.31.0")
 _L33 = _after(_L31, line="0.33", first="0.33.0", mirrors="0.33.0", gdn_prefill_checkpoints=True, pads_uneven_pages=True,
+              batch_tiers=TIERS_160_GB10,
               auto_fit_log_device=True,
               enable_disable_switches=True)
 
