@@ -375,14 +375,35 @@ def test_mamba_rules_per_release():
 
 
 def test_unified_memory_is_refused_or_needs_what_is_in_use():
+    # 0.4.9.post3-0.5.8 read cudaMemGetInfo's free memory, which leaves the page cache out: no reading covers it
     with pytest.raises(UnsupportedError, match="shares its memory") as info:
-        sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10"))
+        sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10", engine_version="0.5.8"))
     assert info.value.exit_code == 3 and "--gpu-reserved" in info.value.hint
     given = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10", gpu_reserved_bytes=49 * GIB))
     assert given.fits is not None and given.in_use_bytes == 49 * GIB
     # 0.3.6-0.4.9.post2 read nvidia-smi's memory.total, which GB10 does not print: SGLang stops at start
     old = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10", engine_version="0.4.6"))
     assert old.fits is False and old.starts is False and "No GPU memory values found" in " ".join(old.notes)
+
+
+def test_unified_memory_host_share_band():
+    """SGLang 0.5.9+ reads an integrated GPU's free memory from psutil (utils/common.py get_available_gpu_memory), as
+    vLLM's public GB10 readings did (kvplan/engines/runtime/unified.py). Not given, the host's share is judged at the
+    largest reading, total - free = 121.69 - 100.94 GiB: P = capacity - that share, whatever SGLang's own context
+    (it is counted inside the reading); the band's top is the pool at the smallest share, 121.63 - 113.1 GiB."""
+    from kvplan.engines.runtime import unified
+    est = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10"))
+    capacity = find_gpu("gb10").capacity_bytes
+    largest = round((121.69 - 100.94) * GIB)
+    assert max(r.share_bytes for r in unified.HOST_SHARE_READINGS) == largest
+    assert est.free_before_load_bytes == capacity - largest
+    # the pool moves by mem_fraction_static of each byte: the smallest share's pool tops the band
+    smallest = round((121.63 - 113.1) * GIB)
+    told = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10",
+                                gpu_reserved_bytes=smallest - est.cuda_context_bytes))
+    assert told.available_kv_bytes_high == est.available_kv_bytes_high
+    assert told.available_kv_bytes > est.available_kv_bytes
+    assert any("shares its memory with the host" in n for n in est.notes)
 
 
 def test_short_pool_says_sglang_starts():

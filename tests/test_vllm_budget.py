@@ -308,11 +308,59 @@ def test_rocm_and_shared_memory_gpus_are_not_guessed():
     with pytest.raises(UnsupportedError, match="ROCm"):
         vllm.estimate(engine_request("llama-3.1-8b", hw=_on("mi300x")))
     with pytest.raises(UnsupportedError, match="shares its memory with the host"):
-        vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gb10")))
+        vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gh200")))
+    # 0.10-0.11 read an integrated GPU's free memory from cudaMemGetInfo (page cache left out): no reading covers it
+    with pytest.raises(UnsupportedError, match="cudaMemGetInfo"):
+        vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gb10"), engine_version="0.11.0"))
     # with the budget given, or the memory in use measured at the site, kvplan answers
     assert vllm.estimate(engine_request("llama-3.1-8b", hw=_on("mi300x"), mem=8 * GIB)).num_gpu_blocks
     spark = vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gb10"), site=SiteProfile("vllm", 60 * GIB)))
     assert spark.starts is False  # 0.92 x 121.6 GiB asked, 60 GiB of it in use by the host
+
+
+def test_gb10_total_is_what_vllm_logs():
+    """Public vLLM start-up lines on GB10 print "Desired GPU memory utilization is (0.8, 97.3 GiB)" and "(0.88, 107.03
+    GiB)" with a total of 121.63 GiB (kvplan/engines/runtime/unified.py's sources): the catalog's capacity gives
+    the same requested memory at vLLM's rounding (utils/mem_utils.py format_gib)."""
+    from kvplan.engines.runtime.logs import vllm_format_gib
+    total = find_gpu("gb10").capacity_bytes
+    rel = releases.release("0.33.0")
+    assert vllm_format_gib(total) == "121.63"
+    assert vllm_format_gib(budget.requested_bytes(total, Fraction(8, 10), rel)) == "97.3"
+    assert vllm_format_gib(budget.requested_bytes(total, Fraction(88, 100), rel)) == "107.03"
+    # rwlove/home-ops#13221: "Free memory on cuda:0 (38.74/121.63 GiB) < desired utilization (0.35, 42.57 GiB)"
+    assert vllm_format_gib(budget.requested_bytes(total, Fraction(35, 100), rel)) == "42.57"
+
+
+def test_unified_memory_host_share_band():
+    """DGX Spark (GB10) with no --gpu-reserved: vLLM 0.12+ reads free memory from psutil (utils/mem_utils.py
+    MemorySnapshot.measure), so the host's share decides its start check, free >= total x utilization. kvplan takes
+    the public readings' range (runtime/unified.py, total - free = 8.53 ... 20.75 GiB with the CUDA context) and
+    judges at the largest. By hand: free at the low edge = 121.63 - 20.75 = 100.88 GiB, so 0.82 (99.74 GiB) starts
+    and 0.83 (100.95 GiB) does not, which the public 3-node runbook reports ("any value above ~0.828 fails"); at
+    the smallest share (113.10 GiB free) 0.92's 111.90 GiB starts, so the default is marginal, as the public
+    readings of 0.92 failing at 109.83 and 110.48 GiB free and passing after a cache clear show."""
+    from kvplan.engines.runtime import unified
+    req = engine_request("llama-3.1-8b", 8192, hw=_on("gb10"), engine_version="0.33.0")
+    total = find_gpu("gb10").capacity_bytes
+    largest = round((121.69 - 100.94) * GIB)
+    share = unified.in_use_range(budget.CUDA_CONTEXT_ONE_GPU)
+    assert share.high_bytes == largest - budget.CUDA_CONTEXT_ONE_GPU
+    low = vllm.estimate(dataclasses.replace(req, budget_edge="low"))
+    assert low.workers[0].budget.memory_in_use_bytes == share.high_bytes
+    free_low = total - budget.CUDA_CONTEXT_ONE_GPU - share.high_bytes
+    assert free_low == total - largest
+    for util, starts in ((Fraction(82, 100), True), (Fraction(83, 100), False)):
+        r = vllm.estimate(dataclasses.replace(req, budget_edge="low", gpu_util=util))
+        assert r.starts is starts and (util * total <= free_low) is starts
+    default = vllm.estimate(req)
+    assert default.starts is False and default.marginal is True  # 0.92: starts only at the smallest share
+    assert any("shares its" in n for n in default.notes)
+    # the share narrows to what the launch says: 8 GiB in use leaves 113.1 GiB free, enough for 0.92
+    told = vllm.estimate(dataclasses.replace(req, gpu_reserved_bytes=8 * GIB))
+    assert told.starts is True and told.marginal is False
+    # the share moves only the start check: vLLM's budget is a fraction of the total
+    assert told.available_kv_bytes == default.available_kv_bytes
 
 
 # ------------------------------------------------------------------------------------------ public logs

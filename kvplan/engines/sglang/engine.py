@@ -49,6 +49,7 @@ from kvplan.engines.sglang import features as sfeat
 from kvplan.engines.sglang import releases
 from kvplan.engines.sglang import specs as sspecs
 from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
+from kvplan.engines.runtime import unified as unified_memory
 from kvplan.engines.runtime.startup import link_class
 from kvplan.engines.runtime.weights import linear_bits, model_weights, stage_weight_bytes
 
@@ -269,6 +270,7 @@ class _Run(driver.Run):
     offloaded: Any = None  # --cpu-offload-gb: features/offload.py WeightOffloadTerms
     weights_total: int = 0
     in_use: int = 0
+    share_gap: int = 0  # the rest's rise from the largest to the smallest host share (unified memory, R8)
     mfs: Fraction | None = None
     gpu_mib: int | None = None
     chunk: int | None = None
@@ -444,18 +446,7 @@ def _modelled(run: _Run) -> None:
     """P and A on the request's GPU (budget.py), the rest the pool gets and the band around it."""
     req, rel, hw, spec = run.req, run.rel, run.req.hardware, run.req.spec
     facts = hw.facts
-    unified = bool(getattr(facts, "unified_memory", False))
-    if unified and rel.unified_memory == "fails":
-        run.refused = (f"SGLang refuses to start: {rel.version} reads the GPU size from nvidia-smi, which shows no "
-                       "memory.total on an integrated GPU (ValueError('No GPU memory values found.'); fixed in "
-                       "0.4.9.post3)")
-    elif unified and not run.in_use and not (req.site and req.site.non_torch_for(req.tp, req.pp) is not None):
-        reader = "psutil's available system memory" if rel.unified_memory == "psutil" else "cudaMemGetInfo"
-        raise UnsupportedError(
-            f"{hw.name or 'this GPU'} shares its memory with the CPU: SGLang {rel.version} sizes the pool from "
-            f"{reader}, which depends on what the operating system and other processes hold (a public DGX Spark "
-            "log shows 49 GiB in use outside the engine); kvplan cannot know it", where="--gpu",
-            hint="give --gpu-reserved SIZE (the memory in use before SGLang starts) or --kv-cache-memory SIZE")
+    share = _unified_memory(run)
     run.gpu_mib, gnotes = _gpu_mib(hw)
     run.notes += gnotes
     _mem_fraction(run)
@@ -474,11 +465,59 @@ def _modelled(run: _Run) -> None:
     run.bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
                              architecture=facts.architecture if facts else None, link=link, in_use=run.in_use,
                              non_torch=non_torch)
+    if share is not None:
+        # judged at the largest share (the band's low edge); the smallest one's rest is the band's top
+        ctx = run.bud.context_bytes + run.bud.dist_init_bytes
+        run.bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
+                                 architecture=facts.architecture if facts else None, link=link,
+                                 in_use=unified_memory.in_use_range(ctx).high_bytes, non_torch=non_torch)
+        low_share = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
+                                   architecture=facts.architecture if facts else None, link=link,
+                                   in_use=unified_memory.in_use_range(ctx).low_bytes, non_torch=non_torch)
+        run.in_use = run.bud.in_use_bytes
+        run.share_gap = low_share.rest_bytes - run.bud.rest_bytes
+        run.notes.append(_share_note(run, unified_memory.in_use_range(ctx)))
     run.rest = run.bud.rest_bytes
     run.band = sbudget.band_bytes(run.bud, req.tp * req.pp, link)
     run.notes.append("SGLang measures the free memory before (P) and after (A) loading; kvplan models P as total "
                      "minus the CUDA context and distributed init it measured on public logs (and what is in use "
                      "before start), A as P minus the weights (docs/engines/sglang.md S5)")
+
+
+def _unified_memory(run: _Run) -> unified_memory.HostShare | None:
+    """On a GPU sharing its memory with the host: the refusal of a release that cannot start there (R8), the host's
+    share when the launch leaves it open and the release reads free memory as the public readings did (psutil,
+    0.5.9+: runtime/unified.py), or "cannot judge" (exit 3) where kvplan holds no reading for it."""
+    req, rel, hw = run.req, run.rel, run.req.hardware
+    facts = hw.facts
+    if not bool(getattr(facts, "unified_memory", False)):
+        return None
+    if rel.unified_memory == "fails":
+        run.refused = (f"SGLang refuses to start: {rel.version} reads the GPU size from nvidia-smi, which shows no "
+                       "memory.total on an integrated GPU (ValueError('No GPU memory values found.'); fixed in "
+                       "0.4.9.post3)")
+        return None
+    given = req.gpu_reserved_bytes is not None or bool(
+        req.site and (req.site.memory_in_use_bytes or req.site.non_torch_for(req.tp, req.pp) is not None))
+    if given:
+        return None
+    if unified_memory.shares_with_host(facts) and rel.unified_memory == "psutil":
+        return unified_memory.in_use_range(0)  # the engine's own context is taken off in _modelled
+    reader = "psutil's available system memory" if rel.unified_memory == "psutil" else "cudaMemGetInfo"
+    raise UnsupportedError(
+        f"{hw.name or 'this GPU'} shares its memory with the CPU: SGLang {rel.version} sizes the pool from "
+        f"{reader}, which depends on what the operating system and other processes hold (a public DGX Spark "
+        "log shows 49 GiB in use outside the engine); kvplan holds no readings of it for this release or GPU",
+        where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before SGLang starts) or --kv-cache-memory "
+                            "SIZE" + ("" if rel.unified_memory == "psutil" else ", or judge it with SGLang 0.5.9+"))
+
+
+def _share_note(run: _Run, share: unified_memory.HostShare) -> str:
+    return (f"{run.req.hardware.name} shares its memory with the host and --gpu-reserved does not say what the host "
+            f"holds: kvplan takes {unified_memory.describe(share)}. SGLang {run.rel.version} reads the free memory "
+            "from psutil's available memory, so the pool shrinks by mem_fraction_static of every byte the host "
+            "holds: judged at the largest share, the band reaches the smallest one's pool; give --gpu-reserved SIZE "
+            "to narrow it")
 
 
 def _mem_fraction(run: _Run) -> None:
@@ -646,7 +685,7 @@ def _band(run: _Run) -> None:
     if run.source == driver.GIVEN:
         run.low = run.high = run.p.available
     elif run.source == driver.MODELLED:
-        lo_p, hi_p = _pool_of(run, run.rest - run.band), _pool_of(run, run.rest + run.band)
+        lo_p, hi_p = _pool_of(run, run.rest - run.band), _pool_of(run, run.rest + run.band + run.share_gap)
         run.low, run.high = lo_p.available, hi_p.available
         run.marginal = _fits_at(run, lo_p) != _fits_at(run, hi_p)
         if lo_p.tokens > 0:

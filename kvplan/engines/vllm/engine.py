@@ -52,6 +52,7 @@ from kvplan.engines.api import FLOAT_WEIGHTS, EngineRequest, refuse_unread_optio
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, StartProblem,
                                  request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
+from kvplan.engines.runtime import unified
 from kvplan.engines.runtime.logs import vllm_format_gib
 from kvplan.engines.runtime.weights import format_assumption, model_weights
 from kvplan.engines.vllm import budget as budget_model, serve_args
@@ -460,14 +461,39 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
             "fused-MoE kernels (AITER), sampler and memory accounting (the CUDA-graph estimate only from 0.26) differ "
             "from CUDA's, and no ROCm start-up log that splits the budget was available to check them",
             where="--gpu", hint="give --kv-cache-memory SIZE (vLLM's --kv-cache-memory-bytes): the blocks are then exact")
-    in_use = (req.site.memory_in_use_bytes if req.site is not None else 0) + (req.gpu_reserved_bytes or 0)
-    if facts.unified_memory and not in_use:
+    if not facts.unified_memory or _in_use_given(req) or host_share_for(req, rel) is not None:
+        return
+    if unified.shares_with_host(facts):
         raise UnsupportedError(
-            f"{facts.name} shares its memory with the host: vLLM sizes its budget from the total "
-            f"({facts.capacity_bytes / 2**30:.2f} GiB) but starts only if that much is free, and what is free depends on "
-            "what the host and other processes use, which kvplan cannot see",
-            where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before vLLM starts) or --kv-cache-memory "
-                                "SIZE, or a site profile fitted by kvplan calibrate on one of this machine's logs")
+            f"{facts.name} shares its memory with the host and vLLM {rel.version} reads its free memory from "
+            "cudaMemGetInfo, which leaves the host's reclaimable page cache out (psutil's available memory from 0.12): "
+            "what it finds free depends on the page cache at start, which the public readings kvplan holds do not "
+            "cover", where="--gpu",
+            hint="give --gpu-reserved SIZE (total - free as this vLLM logs it at start) or --kv-cache-memory SIZE, or "
+                 "judge it with vLLM 0.12 or newer")
+    raise UnsupportedError(
+        f"{facts.name} shares its memory with the host: vLLM sizes its budget from the total "
+        f"({facts.capacity_bytes / 2**30:.2f} GiB) but starts only if that much is free, and what is free depends on "
+        "what the host and other processes use, which kvplan cannot see",
+        where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before vLLM starts) or --kv-cache-memory "
+                            "SIZE, or a site profile fitted by kvplan calibrate on one of this machine's logs")
+
+
+def _in_use_given(req: EngineRequest) -> bool:
+    """Whether the launch says what is in use before vLLM starts: --gpu-reserved (0 included) or a site profile's."""
+    return req.gpu_reserved_bytes is not None or bool(req.site is not None and req.site.memory_in_use_bytes)
+
+
+def host_share_for(req: EngineRequest, rel: Release) -> unified.HostShare | None:
+    """The host's share of an integrated GPU's pool (DGX Spark), as the public readings bound it, when the launch does
+    not give it and the release reads free memory as they did (psutil, 0.12+); None otherwise. vLLM's budget is a
+    fraction of the total, so the share moves only its start check (free at the snapshot >= requested)."""
+    facts = req.hardware.facts if req.hardware is not None else None
+    if (facts is None or not unified.shares_with_host(facts) or _in_use_given(req)
+            or rel.integrated_free != "psutil"):
+        return None
+    context = budget_model.CUDA_CONTEXT_ONE_GPU if req.tp * req.pp == 1 else budget_model.CUDA_CONTEXT_MULTI_GPU
+    return unified.in_use_range(context)
 
 
 def _gpu_refusal(req: EngineRequest, rel: Release) -> str | None:
@@ -511,9 +537,18 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
     return budget_model.vllm_budgets(spec or req.spec, weight_fmt=req.weight_fmt, model_dtype=model_dtype(req), tp=req.tp,
                                      pp=req.pp, total_bytes=hw.capacity_bytes, util=util, max_num_batched_tokens=mnbt,
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
-                                     expert_parallel=req.expert_parallel, gpu_reserved=req.gpu_reserved_bytes or 0,
+                                     expert_parallel=req.expert_parallel, gpu_reserved=_reserved(req, rel),
                                      cuda_graphs=not (req.features is not None and req.features.enforce_eager),
                                      multicast=multicast, notes=notes)
+
+
+def _reserved(req: EngineRequest, rel: Release) -> int:
+    """Memory in use before vLLM starts beside the site profile's: --gpu-reserved, or on an integrated GPU whose
+    launch does not give it the host's share at the request's band edge (the largest at the low edge)."""
+    share = host_share_for(req, rel)
+    if share is not None:
+        return share.at_edge(req.budget_edge)
+    return req.gpu_reserved_bytes or 0
 
 
 @dataclass(frozen=True)
@@ -637,6 +672,7 @@ class _Run(driver.Run):
     binding: VllmWorker | None = None  # the worker whose block count sizes the pool
     failing: VllmWorker | None = None  # the first worker one request of max_model_len does not fit
     starts: bool | None = None
+    refused_otherwise: bool = False  # vLLM stops for a reason other than its free-memory check
     too_long: bool = False
     refused: str | None = None
     gpu_refusal: str | None = None  # why vLLM does not start on this GPU generation (gpu_dtypes.py)
@@ -725,6 +761,17 @@ def _modelled(run: _Run) -> None:
     if run.bterms is not None:
         budgets = vfeat.adjust_budgets(budgets, run.bterms)
     run.notes += budget_notes
+    share = host_share_for(req, run.rel)
+    if share is not None:
+        b = budgets[0]
+        need = b.requested_bytes + b.context_bytes - b.total_bytes  # the most the host may hold for vLLM to start
+        run.notes.append(
+            f"{req.hardware.name} shares its {_gib(b.total_bytes)} GiB with the host, and --gpu-reserved does not say "
+            f"what the host holds: kvplan takes {unified.describe(share)}. vLLM {run.rel.version} starts only if the "
+            f"free memory it reads (psutil's available) holds the requested {_gib(b.requested_bytes)} GiB: the host may "
+            f"hold at most {max(-need, 0) / 2**30:.2f} GiB beside the CUDA context"
+            + ("" if -need >= share.high_bytes else " (judged at the largest share, the band's low edge)")
+            + "; give --gpu-reserved SIZE (total - free as vLLM logs it at start, less 0.5 GiB of context) to narrow it")
     nominal = [b.available_bytes for b in budgets]
     run.edges = budget_edges(req, budgets, spec=run.spec, bterms=run.bterms, notes=run.notes)
     run.available = {"low": run.edges[0], "high": run.edges[1]}.get(req.budget_edge or "", nominal)
@@ -772,6 +819,7 @@ def _verdict(run: _Run) -> None:
     for why in (run.fplan.refusal, run.gpu_refusal):
         if why is not None:
             run.starts = False
+            run.refused_otherwise = True
             run.refused = run.refused or why
             notes.append(why)
     run.failing = failing = next((w for w in workers if not w.fits), None)
@@ -838,17 +886,35 @@ def _band(run: _Run) -> None:
     req, edges, binding = run.req, run.edges, run.binding
     if edges is not None:
         run.low_kv, run.high_kv = edges[0][binding.stage], edges[1][binding.stage]
+        starts = _starts_at_edges(run)
         at = [_holds(_workers(run.shapes, e, run.budgets, run.layout, run.blocks_req, run.in_flight,
                               run.rel.null_block_reserved_before_fit, req.seq), run.blocks_req, req.batch, run.max_seqs)
-              and run.starts and not run.too_long for e in edges]
+              and began and not run.too_long for e, began in zip(edges, starts)]
         run.marginal = at[0] != at[1]
-        if run.marginal:
+        if run.marginal and starts[0] != starts[1]:
+            run.notes.append("marginal: vLLM starts when the host holds the least of the public readings but not when "
+                             "it holds the most (the host's share, see above)")
+        elif run.marginal:
             run.notes.append(f"marginal: the budget's band ({_gib(run.low_kv)}-{_gib(run.high_kv)} GiB of KV memory, the "
                              "measured error of its terms) holds the request shape at its high edge but not at its low "
                              "edge")
     elif run.source == driver.GIVEN:
         run.low_kv = run.high_kv = binding.available_kv_bytes
         run.marginal = False
+
+
+def _starts_at_edges(run: _Run) -> tuple[bool, bool]:
+    """Whether vLLM starts at the low and the high edge of the band: on an integrated GPU whose host share the
+    launch leaves open, its start check (free at the snapshot >= requested) at the largest and the smallest share;
+    elsewhere the verdict's own."""
+    share = host_share_for(run.req, run.rel)
+    if share is None or run.budgets is None or run.refused_otherwise:
+        return bool(run.starts), bool(run.starts)
+
+    def starts(in_use: int) -> bool:
+        return all(b.total_bytes - b.context_bytes - in_use >= b.requested_bytes for b in run.budgets or ())
+
+    return starts(share.high_bytes), starts(share.low_bytes)
 
 
 def _per_gpu(run: _Run) -> None:

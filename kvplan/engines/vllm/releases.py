@@ -276,6 +276,11 @@ class Release:
     # the auto-fit log line (v1/core/kv_cache_utils.py _auto_fit_max_model_len): "... available GPU memory (X GiB
     # available for KV cache)" until 0.31, "... available KV cache memory (X GiB GPU)" from 0.32
     auto_fit_log_device: bool
+    # what an integrated GPU's free memory is read from (utils/mem_utils.py MemorySnapshot.measure): "cuda" (0.10-0.11:
+    # torch.cuda.mem_get_info, which on a unified pool leaves the host's reclaimable page cache out of the free
+    # memory), "psutil" (0.12+: psutil.virtual_memory().available on Orin, Thor and Spark by capability (8.7, 11.0,
+    # 12.1) in 0.12.0-0.19, by torch's is_integrated from 0.20; read in 0.12.0, 0.13.0, 0.19.0, 0.20.2, 0.33.0)
+    integrated_free: str
     # --- parser and log -------------------------------------------------------------------------------------
     # config/cache.py CacheConfig.kv_cache_memory_bytes: --kv-cache-memory-bytes exists from 0.10.2
     kv_cache_memory_option: bool
@@ -312,7 +317,7 @@ _BASE = dict(
     auto_fit_log_device=False,
     hybrid_prefix_caching=False, hybrid_mla_alignment=64, hybrid_align_to_block_size=False,
     gdn_prefill_checkpoints=False, pads_uneven_pages=False, mla_block_hopper=64, mla_block_sm10x=128,
-    kv_cache_memory_option=True, enable_disable_switches=False, config_false_as_no_flag=False,
+    kv_cache_memory_option=True, enable_disable_switches=False, config_false_as_no_flag=False, integrated_free="cuda",
     not_fit_possessive="models's",
     format_gib_rounding=False,
 )
@@ -327,6 +332,7 @@ _L10 = _after(_BASE, line="0.10", first="0.10.0", mirrors="0.10.2", nccl_in_budg
               batched_tokens_capped_at_seqs_x_len=False, chunked_local_hybrid=False)
 _L11 = _after(_L10, line="0.11", first="0.11.0", mirrors="0.11.0", nccl_in_budget=False, uniform_type_groups=True)
 _L12 = _after(_L11, line="0.12-0.13", first="0.12.0", mirrors="0.13.0", batched_tokens_capped_at_seqs_x_len=True,
+              integrated_free="psutil",
               sampler_by_install=False,
               fused_moe_chunk=16384, group_size_max_within=Fraction(5, 4), page_unification="divide",
               mxfp4_hopper_backend="triton")
