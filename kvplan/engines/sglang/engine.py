@@ -444,7 +444,7 @@ def _given(run: _Run) -> None:
 
 def _modelled(run: _Run) -> None:
     """P and A on the request's GPU (budget.py), the rest the pool gets and the band around it."""
-    req, rel, hw, spec = run.req, run.rel, run.req.hardware, run.req.spec
+    req, hw, spec = run.req, run.req.hardware, run.req.spec
     facts = hw.facts
     share = _unified_memory(run)
     run.gpu_mib, gnotes = _gpu_mib(hw)
@@ -466,17 +466,15 @@ def _modelled(run: _Run) -> None:
                              architecture=facts.architecture if facts else None, link=link, in_use=run.in_use,
                              non_torch=non_torch)
     if share is not None:
-        # judged at the largest share (the band's low edge); the smallest one's rest is the band's top
-        ctx = run.bud.context_bytes + run.bud.dist_init_bytes
-        run.bud = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
-                                 architecture=facts.architecture if facts else None, link=link,
-                                 in_use=unified_memory.in_use_range(ctx).high_bytes, non_torch=non_torch)
-        low_share = sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
-                                   architecture=facts.architecture if facts else None, link=link,
-                                   in_use=unified_memory.in_use_range(ctx).low_bytes, non_torch=non_torch)
-        run.in_use = run.bud.in_use_bytes
-        run.share_gap = low_share.rest_bytes - run.bud.rest_bytes
-        run.notes.append(_share_note(run, unified_memory.in_use_range(ctx)))
+        # the readings hold SGLang's own context: judged at the largest share (the band's low edge), the smallest
+        # one's rest is the band's top
+        share = unified_memory.in_use_range(run.bud.context_bytes + run.bud.dist_init_bytes)
+        at_least, at_most = (sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
+                                            architecture=facts.architecture if facts else None, link=link, in_use=held,
+                                            non_torch=non_torch) for held in (share.low_bytes, share.high_bytes))
+        run.bud, run.in_use = at_most, at_most.in_use_bytes
+        run.share_gap = at_least.rest_bytes - at_most.rest_bytes
+        run.notes.append(_share_note(run, share))
     run.rest = run.bud.rest_bytes
     run.band = sbudget.band_bytes(run.bud, req.tp * req.pp, link)
     run.notes.append("SGLang measures the free memory before (P) and after (A) loading; kvplan models P as total "
