@@ -42,6 +42,16 @@ def cache_dir() -> Path:
     return base / "huggingface" / "hub"
 
 
+def kvplan_cache_dir() -> Path:
+    """Where kvplan keeps what it read from the Hub (model/hub.py: weight bytes per commit), beside the Hugging Face
+    cache: `kvplan check` confines its reads to both (check/run.py), without loading the Hub client.
+    $KVPLAN_CACHE_DIR, else $XDG_CACHE_HOME/kvplan, else ~/.cache/kvplan."""
+    if os.environ.get("KVPLAN_CACHE_DIR"):
+        return Path(os.environ["KVPLAN_CACHE_DIR"]).expanduser()
+    base = Path(os.environ["XDG_CACHE_HOME"]).expanduser() if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
+    return base / "kvplan"
+
+
 def repo_folder(repo_id: str) -> str:
     """'Qwen/Qwen3-32B' -> 'models--Qwen--Qwen3-32B'."""
     return "models--" + repo_id.replace("/", "--")

@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.model.hf_cache import COMMIT, Snapshot, repo_folder
+from kvplan.model.hf_cache import COMMIT, Snapshot, kvplan_cache_dir, repo_folder
 from kvplan.core import jsonio
 from kvplan.model.weights import MAX_HEADER_BYTES, WeightBytes, header_bytes
 
@@ -78,14 +78,6 @@ def timeout() -> float:
         raise InputError(f"{raw!r} is not a number of seconds between 0 and 3600", where="KVPLAN_HUB_TIMEOUT",
                          hint=f"e.g. KVPLAN_HUB_TIMEOUT=30, or unset it for {DEFAULT_TIMEOUT_S:g} s")
     return value
-
-
-def kvplan_cache_dir() -> Path:
-    """$KVPLAN_CACHE_DIR, else $XDG_CACHE_HOME/kvplan, else ~/.cache/kvplan."""
-    if os.environ.get("KVPLAN_CACHE_DIR"):
-        return Path(os.environ["KVPLAN_CACHE_DIR"]).expanduser()
-    base = Path(os.environ["XDG_CACHE_HOME"]).expanduser() if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "kvplan"
 
 
 def weights_cache_file(repo_id: str, commit: str) -> Path:
