@@ -9,11 +9,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from fractions import Fraction
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.engines.calibration import SiteProfile, read_profile
 from kvplan.core.units import shown, parse_decimal, parse_size
 from kvplan.engines.api import EngineRequest, Hardware
 from kvplan.requests.build import hardware_for, parse_engine_options
@@ -21,6 +20,14 @@ from kvplan.model import resolve
 from kvplan.check.report import FORMAT_VLLM_ARGS
 from kvplan.core import cache, dtypes
 from kvplan.check.gpus import choose, GpuEvidence
+from kvplan.engines.lazy import deferred
+
+if TYPE_CHECKING:
+    from kvplan.engines.calibration import SiteProfile
+
+# --calibration's site-profile reader (engines/calibration.py, with its strict YAML reader): loaded when a run names a
+# profile, not on every check's start (benchmarks/cold_start.py)
+read_profile = deferred("kvplan.engines.calibration", "read_profile")
 
 # A deployment's GPUs: TP x PP of the largest real node groups; beyond this a typo is likelier.
 MAX_PARALLEL = 4096
