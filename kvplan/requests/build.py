@@ -120,9 +120,13 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     else:
         seq_tokens = units.parse_tokens(seq, what="--seq") if seq is not None else (spec.max_context or 8192)
     try:
-        # vLLM's own packed formats (its record's kv_formats): its engine judges them; the engine is not known here
-        if kv_dtype.strip().lower() not in engines.get("vllm").kv_formats:
+        try:
             dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))  # a spelling no engine takes fails here, once
+        except InputError:
+            # vLLM's own packed formats (its record's kv_formats): its engine judges them; the engine is not known
+            # here. Asked only for a spelling the plain dtypes refuse: the other engines' starts never load vLLM's
+            if kv_dtype.strip().lower() not in engines.get("vllm").kv_formats:
+                raise
     except InputError as err:
         raise err.located("--kv-dtype") from None
     try:
