@@ -313,8 +313,9 @@ NOT_SCORED = {
     "an option kvplan does not model (exit 3)": [
         "idx-b300-deepseek-v4-flash-0731-dspark-v0260 (DSpark speculative decoding, sparse MLA indexer)"],
     "weights not modelled (NVFP4 / modelopt checkpoint)": ["club3090-issue612-rtx5090-qwen36-35b-a3b-nvfp4"],
-    "ROCm (exit 3)": ["idx-rx7800xt-rocm-ovis2-8b-gptq-docker-v0112dev", "amdgoose-rocm-v0170-qwen25-7b",
-                      "apollo-rx9070xt-rocm-v0140rc1-r1-distill-qwen14b-awq"],
+    "ROCm on a GPU outside the catalog (Radeon RX 7800 XT / RX 9070 XT; one unnamed)": [
+        "idx-rx7800xt-rocm-ovis2-8b-gptq-docker-v0112dev", "amdgoose-rocm-v0170-qwen25-7b",
+        "apollo-rx9070xt-rocm-v0140rc1-r1-distill-qwen14b-awq"],
     "unified memory (DGX Spark GB10: refused, exit 3, without the KV memory or a site profile)": [
         "spark-v0251-gemma4-26b-a4b-awq-int4", "spark-v0251-gemma4-26b-a4b-nvfp4",
         "tw10519-gb10-v0130nv-gpt-oss-20b-abliterated"],

@@ -304,9 +304,7 @@ def test_a_site_profile_replaces_the_terms_it_measured():
     assert other[0] == base
 
 
-def test_rocm_and_shared_memory_gpus_are_not_guessed():
-    with pytest.raises(UnsupportedError, match="ROCm"):
-        vllm.estimate(engine_request("llama-3.1-8b", hw=_on("mi300x")))
+def test_shared_memory_gpus_are_not_guessed():
     with pytest.raises(UnsupportedError, match="shares its memory with the host"):
         vllm.estimate(engine_request("llama-3.1-8b", hw=_on("gh200")))
     # 0.10-0.11 read an integrated GPU's free memory from cudaMemGetInfo (page cache left out): no reading covers it

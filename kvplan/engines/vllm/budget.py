@@ -137,6 +137,28 @@ BAND_NON_TORCH = {"one": 224 * MIB, "one-0.10": 224 * MIB, "nvlink": 768 * MIB, 
 BAND_CUDA_GRAPH_FRACTION = Fraction(3, 10)  # the logged estimate vs the fit on the 0.19 logs, where subtracted
 BAND_MXFP4_FRACTION = Fraction(3, 100)  # MXFP4 experts whose swizzled layout triton_kernels sizes, not vLLM
 
+# ROCm (MI300X-class GPUs). vLLM's ROCm paths (platforms/rocm.py, v1/worker/gpu_worker.py, read in 0.12.0, 0.19.0,
+# 0.27.1, 0.33.0) run the same profile and budget arithmetic as CUDA; what differs is in releases.on_rocm (sampler,
+# graph estimate) and in terms no ROCm source or public log sizes. Those are bands over their plausible values, not
+# fits, and not refusals (docs/engines/vllm.md "ROCm"):
+# - the total: torch's mem_get_info total on an MI300X reads 191.69 GiB in four public vLLM logs of four sites and
+#   191.45 GiB in a V0 log, where the catalog has the HIP device query's 191.98 GiB (the driver's reservation
+#   varies): +-0.3% of the requested memory;
+# - the non-torch memory: hipBLASLt workspaces and the HIP code objects AITER and Triton load on one GPU; RCCL's
+#   channels and ROCm's custom all-reduce buffers at TP >= 2 (quick reduce is off by default:
+#   VLLM_ROCM_QUICK_REDUCE_QUANTIZATION=NONE, envs.py). The CUDA figures are the centre, the half width 1 GiB on
+#   one GPU and 2 GiB with TP (the CUDA one-GPU and NVLink figures are 0.25 and 2.07 GiB);
+# - the HIP graph estimate (0.26+, the only releases that profile it on ROCm): HIP graph pools are not sized by
+#   any source kvplan read; the band spans 1x to 4x the CUDA fit (centre 2.5x, half width 1.5x), a judgement;
+# - AITER (VLLM_ROCM_USE_AITER=1, which a launch may not show: AMD's images set it): its sampler and fused-MoE
+#   kernels come from the aiter package, not vLLM: the activation band is the sort sampler's 5%, plus the
+#   fused-MoE workspace whole.
+ROCM_BAND_TOTAL_FRACTION = Fraction(3, 1000)
+ROCM_BAND_NON_TORCH = {"one": 1024 * MIB, "one-0.10": 1024 * MIB, "pp": 1024 * MIB, "nvlink": 2048 * MIB,
+                       "pcie": 2048 * MIB}
+ROCM_GRAPH_CENTRE = Fraction(5, 2)
+ROCM_BAND_GRAPH_FRACTION = Fraction(3, 5)  # of the centre: 1.5x of the CUDA fit
+
 
 @dataclass(frozen=True)
 class VllmBudget:
@@ -424,6 +446,9 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     setup = non_torch_setup(tp, pp, release, interconnect)
     sizes = cuda_graph_capture_sizes(max_num_seqs, max_num_batched_tokens, release, sm10x=_sm_major(cc) == 10)
     mxfp4_triton = spec.quant_method == "mxfp4" and spec.moe is not None and weight_fmt is None and kernel == "triton"
+    rocm = gpu is not None and gpu.rocm
+    if rocm and setup == "one-0.10":
+        setup = "one"  # the CUDA 0.10-0.17 figure is a CUDA release's; ROCm's own band covers both
     in_use = (site.memory_in_use_bytes if site is not None else 0) + gpu_reserved
     out = []
     for stage in range(pp):
@@ -431,8 +456,10 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
                               max_num_seqs=max_num_seqs, release=release, constants=constants,
                               expert_parallel=expert_parallel)
         peak = act.bytes
-        nt = non_torch_bytes(tp, pp, release, interconnect, constants)
+        nt = non_torch_bytes(tp, pp, release, interconnect, constants) if not rocm else _rocm_non_torch(setup, tp, constants)
         graphs = cuda_graph_bytes(counts[stage], sizes, constants) if release.cuda_graph_estimated and cuda_graphs else 0
+        if rocm:
+            graphs = math.ceil(graphs * ROCM_GRAPH_CENTRE)
         replaced: list[str] = []
         if site is not None:
             if site.activation_scale != 1:
@@ -447,7 +474,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
         subtract = release.cuda_graph_subtracted
         available = requested - weights[stage] - peak - nt - (graphs if subtract else 0)
         band = _band(weights[stage], act, peak, nt, graphs if subtract else 0, setup, spec, replaced, mxfp4_triton,
-                     sort_sampler=release.sampler == releases.SAMPLER_SORT)
+                     sort_sampler=release.sampler == releases.SAMPLER_SORT, rocm_requested=requested if rocm else None)
         out.append(VllmBudget(stage=stage, layers=counts[stage], total_bytes=total_bytes,
                               gpu_memory_utilization=_fraction_text(util), requested_bytes=requested,
                               weights_bytes=weights[stage], activation_peak_bytes=peak, non_torch_bytes=nt,
@@ -458,21 +485,35 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     return tuple(out)
 
 
+def _rocm_non_torch(setup: str, tp: int, constants: Constants) -> int:
+    """The centre of ROCm's non-torch band: the CUDA figure of the same setup (see ROCM_BAND_NON_TORCH)."""
+    base = constants.non_torch(setup)
+    if tp > 2 and setup == "nvlink":
+        base += constants.non_torch_per_extra_rank * (tp - 2)
+    return base
+
+
 def _band(weights: int, act: ActivationPeak, peak: int, non_torch: int, graphs: int, setup: str, spec: ModelSpec,
-          replaced: list[str], mxfp4_triton: bool, sort_sampler: bool = False) -> int:
+          replaced: list[str], mxfp4_triton: bool, sort_sampler: bool = False, rocm_requested: int | None = None) -> int:
     """The half width of the budget's band: each term's measured leave-out error, summed (they are not known to
-    cancel). A term a site profile measured keeps a tenth of its band."""
+    cancel); on ROCm (`rocm_requested`, the requested memory) the wider bands of the ROCm terms. A term a site
+    profile measured keeps a tenth of its band."""
+    rocm = rocm_requested is not None
     w = BAND_WEIGHTS_BYTES + math.ceil(weights * BAND_WEIGHTS_FRACTION)
     if mxfp4_triton:
         w += math.ceil(weights * BAND_MXFP4_FRACTION)
     if spec.vision_params:
         w += BAND_MULTIMODAL_WEIGHTS_BYTES
-    a = BAND_ACTIVATION_BYTES + math.ceil(peak * (BAND_ACTIVATION_SORT_FRACTION if sort_sampler
+    a = BAND_ACTIVATION_BYTES + math.ceil(peak * (BAND_ACTIVATION_SORT_FRACTION if sort_sampler or rocm
                                                   else BAND_ACTIVATION_FRACTION))
+    if rocm:
+        a += act.moe_workspace
     if spec.vision_params:
         a += BAND_MULTIMODAL_BYTES
-    n = BAND_NON_TORCH[setup]
-    g = math.ceil(graphs * BAND_CUDA_GRAPH_FRACTION)
+    n = ROCM_BAND_NON_TORCH[setup] if rocm else BAND_NON_TORCH[setup]
+    g = math.ceil(graphs * (ROCM_BAND_GRAPH_FRACTION if rocm else BAND_CUDA_GRAPH_FRACTION))
+    if rocm:
+        w += math.ceil(rocm_requested * ROCM_BAND_TOTAL_FRACTION)
     if "activation peak" in replaced:
         a //= 10
     if "non-torch memory" in replaced:

@@ -22,8 +22,10 @@ newest); docs/engines/vllm.md gives every rule with the vLLM file and function i
   does-not-fit error with the estimated maximum model length (binary search; 0.29+ keep one block back).
 
 The budget (`available`) is modelled in budget.py unless --kv-cache-memory gives it; a modelled budget carries a
-band (available_kv_bytes_low / _high) from the measured leave-out error of its terms. vLLM on ROCm and on GPUs
-whose memory the host shares (GH200, GB200, DGX Spark) is not predicted (exit 3) unless the budget is given.
+band (available_kv_bytes_low / _high) from the measured leave-out error of its terms; on ROCm (MI300X-class) the
+release's ROCm paths apply (releases.on_rocm) and the terms the source does not settle widen the band (budget.py).
+vLLM on GPUs whose memory the host shares (GH200, GB200, DGX Spark) is not predicted (exit 3) unless the budget
+is given.
 
 What the contract's fields mean here: `starts` says whether vLLM would start and serve one request of
 max_model_len (`seq`); `max_batch` is how many sequences of `seq` tokens the pool holds at once, the null
@@ -455,12 +457,6 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
     facts = req.hardware.facts if req.hardware is not None else None
     if facts is None or req.kv_cache_memory is not None:
         return
-    if facts.rocm:
-        raise UnsupportedError(
-            f"vLLM's memory budget on ROCm ({facts.name}) is not modelled: its attention backends (ROCm Triton / AITER), "
-            "fused-MoE kernels (AITER), sampler and memory accounting (the CUDA-graph estimate only from 0.26) differ "
-            "from CUDA's, and no ROCm start-up log that splits the budget was available to check them",
-            where="--gpu", hint="give --kv-cache-memory SIZE (vLLM's --kv-cache-memory-bytes): the blocks are then exact")
     if not facts.unified_memory or _in_use_given(req) or host_share_for(req, rel) is not None:
         return
     if unified.shares_with_host(facts):
@@ -514,11 +510,15 @@ def _gpu_refusal(req: EngineRequest, rel: Release) -> str | None:
 def release_for(req: EngineRequest) -> releases.Release:
     """The rules of the request's vLLM release under the environment it gives (--engine-option, a deployment's
     environment): whether the CUDA-graph estimate leaves the budget, which sampler the profile warms up, and which
-    entry point's scheduler defaults apply (`vllm serve` or the offline LLM class)."""
-    return releases.with_environment(releases.release(req.engine_version),
-                                     graph_estimate=req.option(releases.GRAPH_ESTIMATE_OPTION),
-                                     flashinfer_sampler=req.option(releases.FLASHINFER_SAMPLER_OPTION),
-                                     entry=req.option(releases.ENTRY_POINT_OPTION))
+    entry point's scheduler defaults apply (`vllm serve` or the offline LLM class); on ROCm the release's ROCm paths
+    (releases.on_rocm: no FlashInfer sampler, no graph estimate before 0.26)."""
+    facts = req.hardware.facts if req.hardware is not None else None
+    rocm = facts is not None and facts.rocm
+    rel = releases.with_environment(releases.release(req.engine_version),
+                                    graph_estimate=req.option(releases.GRAPH_ESTIMATE_OPTION),
+                                    flashinfer_sampler=None if rocm else req.option(releases.FLASHINFER_SAMPLER_OPTION),
+                                    entry=req.option(releases.ENTRY_POINT_OPTION))
+    return releases.on_rocm(rel) if rocm else rel
 
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
@@ -570,7 +570,7 @@ def open_terms(req: EngineRequest) -> list[OpenTerm]:
       (releases.sampler_for).
     - TP over NVLink without a measured non-torch figure: whether the machine has NVLink multicast (NVSwitch with the
       fabric manager) decides NCCL's NVLS and the symmetric-memory all-reduce buffers (budget.MULTICAST_BUFFERS)."""
-    rel = releases.release(req.engine_version)
+    rel = release_for(req)
     out = []
     if rel.sampler_by_install and req.option(releases.FLASHINFER_SAMPLER_OPTION) is None:
         out.append(OpenTerm(f"{releases.FLASHINFER_SAMPLER_ENV} is not given, and vLLM {rel.version} warms FlashInfer's "
@@ -582,7 +582,7 @@ def open_terms(req: EngineRequest) -> list[OpenTerm]:
     site = req.site if req.site is not None and req.site.engine in (None, "vllm") else None
     measured = site is not None and site.non_torch_for(req.tp, req.pp) is not None
     setup = budget_model.non_torch_setup(req.tp, req.pp, rel, facts.interconnect if facts is not None else None)
-    if setup == "nvlink" and not measured:
+    if setup == "nvlink" and not measured and not (facts is not None and facts.rocm):  # NVLink only: not Infinity Fabric
         out.append(OpenTerm("whether the GPUs' NVLink has multicast is not given (NCCL's NVLS buffers and vLLM's "
                             "symmetric-memory all-reduce need it: NVSwitch machines with the fabric manager, not "
                             "bridged pairs, A100s or most VMs): the band covers both",
@@ -949,6 +949,21 @@ def _layer_notes(run: _Run) -> None:
                      "constants were measured on public start-up logs, the band is their leave-out error "
                      "(docs/engines/calibration.md)" + (f"; from the site profile: {', '.join(b0.site_terms)}"
                                                          if b0 is not None and b0.site_terms else ""))
+        facts = run.req.hardware.facts if run.req.hardware is not None else None
+        if facts is not None and facts.rocm:
+            run.notes.append(_rocm_note(run.rel, facts.name))
+
+
+def _rocm_note(rel: Release, name: str) -> str:
+    """What kvplan assumed for vLLM's ROCm paths on this release (releases.on_rocm, budget.py ROCM_*)."""
+    graphs = ("HIP graphs estimated and subtracted, band 1x-4x the CUDA fit" if rel.cuda_graph_subtracted else
+              "no graph estimate in the budget (vLLM profiles it on ROCm from 0.26)" if not rel.rocm_graph_estimate
+              else "HIP graphs estimated, not subtracted")
+    sampler = "Triton" if rel.sampler == releases.SAMPLER_TRITON else "PyTorch sort"
+    return (f"ROCm ({name}): vLLM {rel.version} takes its ROCm paths: block 16 (ROCM_ATTN), the {sampler} sampler "
+            f"(no FlashInfer on ROCm), {graphs}; the total, non-torch memory (RCCL, hipBLASLt) and AITER's kernels "
+            "(VLLM_ROCM_USE_AITER) are not settled by vLLM's source: the band spans their plausible values, not a "
+            "measured error (docs/engines/vllm.md, ROCm)")
 
 
 def _feature_notes(run: _Run) -> None:

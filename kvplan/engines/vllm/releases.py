@@ -151,6 +151,20 @@ def with_environment(release: "Release", *, graph_estimate: str | None = None,
     return dataclasses.replace(release, **changes) if changes else release
 
 
+def on_rocm(release: "Release") -> "Release":
+    """The release's rules on ROCm (an AMD GPU), where vLLM's CUDA-only paths are not taken:
+    - the sampler: TopKTopPSampler.__init__ takes FlashInfer only under current_platform.is_cuda(), False on ROCm
+      (v1/sample/ops/topk_topp_sampler.py, 0.12.0 / 0.19.0 / 0.27.1 / 0.33.0 read), so VLLM_USE_FLASHINFER_SAMPLER
+      and an installed flashinfer change nothing: the native path, PyTorch's sort before 0.17 and the Triton kernel
+      from 0.17 (apply_top_k_top_p: HAS_TRITON and >= 8 rows). VLLM_ROCM_USE_AITER=1 swaps in AITER's sampler
+      (forward_hip), whose kernels live in the aiter package kvplan has not read: budget.py widens the band;
+    - the CUDA-graph estimate: not profiled on 0.18-0.25, profiled and subtracted from 0.26 (rocm_graph_estimate)."""
+    sampler = SAMPLER_SORT if release.sampler == SAMPLER_SORT else SAMPLER_TRITON
+    estimated = release.cuda_graph_estimated and release.rocm_graph_estimate
+    return dataclasses.replace(release, sampler=sampler, sampler_by_install=False, cuda_graph_estimated=estimated,
+                               cuda_graph_subtracted=estimated and release.cuda_graph_subtracted)
+
+
 def sampler_for(release: "Release", flashinfer_env: str | None) -> str:
     """The sampler a worker of `release` profiles with VLLM_USE_FLASHINFER_SAMPLER set as given (None: unset).
     v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__: on selects FlashInfer on every line (0.10-0.11 use
@@ -202,6 +216,10 @@ class Release:
     # default from 0.20 (envs.py VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS default 1)
     cuda_graph_estimated: bool
     cuda_graph_subtracted: bool
+    # ROCm: v1/worker/gpu_worker.py determine_available_memory skips profile_cudagraph_memory on ROCm in 0.18-0.25
+    # ("not current_platform.is_rocm()", 0.19.0 and 0.20.2 read: "graph pool handles and mem_get_info behave
+    # differently"); from 0.26 (0.26.0 read: "is_cuda_alike()", vllm#44825) ROCm estimates and subtracts it too
+    rocm_graph_estimate: bool
     # config/vllm.py _set_cudagraph_sizes: the largest capture size is min(2 x max_num_seqs, ceiling): 512; 1024 on
     # SM10x from 0.29
     cuda_graph_ceiling_sm10x: int
@@ -309,7 +327,7 @@ def _line(**rules) -> Release:
 _BASE = dict(
     default_gpu_util=Fraction(9, 10), batch_tiers=TIERS_70, max_num_seqs_capped_at_batched_tokens=True,
     batched_tokens_capped_at_seqs_x_len=True, requested_ceil=False, nccl_in_budget=False, budget_formula=BUDGET_PEAK,
-    cuda_graph_estimated=False, cuda_graph_subtracted=False, cuda_graph_ceiling_sm10x=512, sampler=SAMPLER_SORT,
+    cuda_graph_estimated=False, cuda_graph_subtracted=False, rocm_graph_estimate=False, cuda_graph_ceiling_sm10x=512, sampler=SAMPLER_SORT,
     fused_moe=MOE_DIRECT, fused_moe_chunk=32768, mxfp4_hopper_backend="marlin", group_size_max_within=None,
     page_unification="equal", uniform_type_groups=True, chunked_local_hybrid=False,
     tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, in_flight="one",
@@ -345,6 +363,7 @@ _L20 = _after(_L18, line="0.20-0.25", first="0.20.0", mirrors="0.20.2", default_
               cuda_graph_subtracted=True, tokens_logged_from_concurrency=True, fit_check_uses_block_override=True,
               hybrid_mla_alignment=128, hybrid_align_to_block_size=True)
 _L26 = _after(_L20, line="0.26", first="0.26.0", mirrors="0.26.0", sampler=SAMPLER_FLASHINFER, in_flight="v1_async",
+              rocm_graph_estimate=True,
               hybrid_prefix_caching=True, not_fit_possessive="model's")
 _L27 = _after(_L26, line="0.27", first="0.27.0", mirrors="0.27.1", budget_formula=BUDGET_CONSUMED)
 _L28 = _after(_L27, line="0.28", first="0.28.0", mirrors="0.28.0", batch_tiers=TIERS_160, config_false_as_no_flag=True)
