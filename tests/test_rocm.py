@@ -1,0 +1,116 @@
+"""vLLM and SGLang on ROCm (MI300X-class GPUs): the rules read from the engines' ROCm code paths, and the public
+MI300X start-up log that prints vLLM's budget split (tests/data/vllm_logs_public idx-mi300x-gemma4-e2b-wrapped).
+
+Sources read (pip download --no-deps vllm==X / sglang==X):
+- vllm/v1/sample/ops/topk_topp_sampler.py TopKTopPSampler.__init__ (0.12.0, 0.19.0, 0.27.1, 0.33.0): FlashInfer's
+  sampler only under current_platform.is_cuda(), which is False on ROCm; forward_native otherwise, whose
+  apply_top_k_top_p sorts before 0.17 and runs the Triton kernel from 0.17 (>= 8 rows);
+- vllm/v1/worker/gpu_worker.py determine_available_memory: 0.19.0 and 0.20.2 skip profile_cudagraph_memory on ROCm
+  ("not current_platform.is_rocm()"), 0.26.0 includes it ("is_cuda_alike()", vllm#44825);
+- vllm/platforms/rocm.py: block size 16 when not given (check_and_update_config, 0.10.2 / 0.14.1); from 0.19 the
+  backend's preferred size, ROCM_ATTN first in _get_backend_priorities (0.19.0, 0.33.0), whose kernel takes 16
+  (v1/attention/backends/rocm_attn.py get_supported_kernel_block_sizes); KV shape (2, blocks, block, heads, head)
+  (rocm_attn.py get_kv_cache_shape, 0.33.0), the same bytes as CUDA's; fp8_dtype float8_e4m3fnuz on gfx94x
+  (platforms/rocm.py fp8_dtype), one byte like e4m3fn.
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+from fractions import Fraction
+
+import pytest
+
+from kvplan.engines import sglang, vllm
+from kvplan.engines.vllm import budget, releases
+from kvplan.engines.vllm.engine import budgets_for, release_for
+from kvplan.engines.vllm.log import parse_vllm_log
+from kvplan.model.catalog import find_gpu
+
+from engine_requests import engine_request
+from log_data import index, text
+
+GIB = 2**30
+MI300X_LOG = "idx-mi300x-gemma4-e2b-wrapped"
+
+
+def _rel(version: str, gpu: str = "mi300x", **kw):
+    return release_for(engine_request("llama-3.1-8b", gpu=gpu, engine_version=version, **kw))
+
+
+@pytest.mark.parametrize("version, sampler", [
+    ("0.10.2", releases.SAMPLER_SORT), ("0.14.1", releases.SAMPLER_SORT), ("0.17.1", releases.SAMPLER_TRITON),
+    ("0.19.0", releases.SAMPLER_TRITON), ("0.21.0", releases.SAMPLER_TRITON), ("0.27.1", releases.SAMPLER_TRITON),
+    ("0.33.0", releases.SAMPLER_TRITON)])
+def test_rocm_never_takes_flashinfers_sampler(version, sampler):
+    assert _rel(version).sampler == sampler
+    # the variable is read inside the is_cuda() branch only: setting it on ROCm changes nothing
+    assert _rel(version, engine_options=((releases.FLASHINFER_SAMPLER_OPTION, "1"),)).sampler == sampler
+    assert not _rel(version).sampler_by_install
+    # on an H100 the same 0.33 launch warms FlashInfer's sampler up (envs.py default True from 0.21)
+    if version == "0.33.0":
+        assert _rel(version, gpu="h100").sampler == releases.SAMPLER_FLASHINFER
+
+
+@pytest.mark.parametrize("version, estimated", [
+    ("0.14.1", False), ("0.19.0", False), ("0.20.2", False), ("0.25.0", False), ("0.26.0", True), ("0.33.0", True)])
+def test_the_graph_estimate_on_rocm_starts_in_026(version, estimated):
+    rel = _rel(version)
+    assert (rel.cuda_graph_estimated, rel.cuda_graph_subtracted) == (estimated, estimated)
+    b = budgets_for(engine_request("llama-3.1-8b", gpu="mi300x", engine_version=version))[0]
+    assert (b.cuda_graph_bytes > 0) == estimated
+    # on CUDA 0.20+ subtracts it (0.20.2 read)
+    if version in ("0.20.2", "0.25.0"):
+        assert _rel(version, gpu="h100").cuda_graph_subtracted
+
+
+@pytest.mark.parametrize("version", ["0.10.2", "0.19.0", "0.33.0"])
+def test_block_16_and_cudas_page_on_mi300x(version):
+    r = vllm.estimate(engine_request("llama-3.1-8b", gpu="mi300x", engine_version=version, seq=4096, kv="fp8"))
+    # Llama-3.1-8B: 32 layers, 8 KV heads of 128; K and V; fp8 (e4m3fnuz) one byte
+    assert r.block_size == 16 and r.bytes_per_block == 32 * 16 * 8 * 128 * 2 * 1
+    assert r.num_gpu_blocks and r.num_gpu_blocks > 0
+
+
+def test_mi300x_budget_by_hand():
+    """0.19.0 on one MI300X: the CUDA terms with the ROCm sampler (Triton, 12.36 B a logit) and no graph term."""
+    b = budgets_for(engine_request("llama-3.1-8b", gpu="mi300x", engine_version="0.19.0", seq=4096))[0]
+    total = find_gpu("mi300x").capacity_bytes
+    assert b.requested_bytes == -(-total * 9 // 10)  # math.ceil from 0.14
+    assert b.cuda_graph_bytes == 0 and not b.cuda_graph_subtracted
+    assert b.available_bytes == b.requested_bytes - b.weights_bytes - b.activation_peak_bytes - b.non_torch_bytes
+    # the sampler phase: R = min(1024, 8192) requests x vocab 128256 x (2 + 12.36) bytes (>= 8 rows: Triton)
+    assert b.sampler_bytes == -(-1024 * 128256 * (2 + Fraction(1236, 100)) // 1)
+
+
+def test_the_rocm_band_is_wider_than_cudas():
+    on_h100 = budgets_for(engine_request("llama-3.1-8b", gpu="h100", engine_version="0.19.0", seq=4096))[0]
+    on_mi = budgets_for(engine_request("llama-3.1-8b", gpu="mi300x", engine_version="0.19.0", seq=4096))[0]
+    # non-torch +-1 GiB (CUDA's one-GPU band 224 MiB), the total +-0.3% of the requested memory
+    extra = (budget.ROCM_BAND_NON_TORCH["one"] - budget.BAND_NON_TORCH["one"]
+             + -(-on_mi.requested_bytes * 3 // 1000))
+    assert on_mi.uncertainty_bytes - on_h100.uncertainty_bytes >= extra
+
+
+def test_the_public_mi300x_log_total_is_inside_the_band():
+    """vLLM's own reading of an MI300X (191.69 GiB total, 0.9 x it requested: 172.52 GiB) against kvplan's requested
+    memory (the catalog's 191.98 GiB HIP device query) and its ROCm total band, out of sample."""
+    rec = next(r for r in index("vllm_logs_public") if r["id"] == MI300X_LOG)
+    f = parse_vllm_log(text("vllm_logs_public", rec))
+    assert (f.startup_total_gib, f.requested_memory_gib, f.gpu_memory_utilization) == (
+        Decimal("191.69"), Decimal("172.52"), 0.9)
+    b = budgets_for(engine_request("llama-3.1-8b", gpu="mi300x", engine_version="0.27.1", gpu_util=Fraction(9, 10)))[0]
+    logged = float(f.requested_memory_gib) * GIB
+    half = b.requested_bytes * budget.ROCM_BAND_TOTAL_FRACTION
+    assert abs(b.requested_bytes - logged) <= half + 0.005 * GIB
+    # without the ROCm band the catalog figure alone would be 0.27 GiB off
+    assert abs(b.requested_bytes - logged) > 0.2 * GIB
+
+
+def test_sglang_on_mi300x_widens_its_band():
+    on_h200 = sglang.estimate(engine_request("llama-3.1-8b", gpu="h200", seq=4096))
+    on_mi = sglang.estimate(engine_request("llama-3.1-8b", gpu="mi300x", seq=4096))
+    w_h200 = on_h200.available_kv_bytes_high - on_h200.available_kv_bytes_low
+    w_mi = on_mi.available_kv_bytes_high - on_mi.available_kv_bytes_low
+    # 2 x (0.3% of 191.98 GiB + 1 GiB) x mem_fraction_static, beyond the CUDA band
+    assert w_mi - w_h200 >= 2 * 0.7 * (0.003 * 191.98 + 1) * GIB
