@@ -183,6 +183,25 @@ WEIGHT_RESIDUALS = (
 BAND_FACTOR = 2
 
 
+# ROCm (MI300X-class): P is measured by torch's mem_get_info as on CUDA, but none of the logs the CUDA context and the
+# distributed-init constants were measured on is a ROCm one. Widened to their plausible values, not fitted (no public
+# SGLang ROCm log prints P; docs/engines/sglang.md "ROCm"): torch's total on an MI300X reads 191.69 GiB in four
+# public vLLM logs where rocminfo's pool (SGLang's GPU size, utils/common.py get_amdgpu_memory_capacity) is
+# 191.98 GiB: +-0.3% of the total; the HIP context and ROCm's libraries on one GPU +-1 GiB; RCCL's channels and the
+# custom all-reduce at TP >= 2 +-2 GiB. Each moves the rest by mem_fraction_static per byte of P.
+ROCM_BAND_TOTAL_FRACTION = Fraction(3, 1000)
+ROCM_BAND_CONTEXT_BYTES = 1024 * MIB
+ROCM_BAND_DIST_INIT_BYTES = 2048 * MIB
+
+
+def rocm_band_bytes(b: SglangBudget, ranks: int) -> int:
+    """The part of the band ROCm adds (ROCM_BAND_*): P's unsettled terms, times mem_fraction_static."""
+    p = math.ceil(b.total_bytes * ROCM_BAND_TOTAL_FRACTION) + ROCM_BAND_CONTEXT_BYTES
+    if ranks > 1:
+        p += ROCM_BAND_DIST_INIT_BYTES
+    return math.ceil(p * b.mem_fraction_static)
+
+
 def band_bytes(b: SglangBudget, tp: int, link: str | None, exclude: frozenset[str] | None = None) -> int:
     """Half the width of the band around the modelled rest: BAND_FACTOR x (the largest out-of-sample error of P
     (CUDA context and distributed init) among the logs of the same layout (one GPU, TP over PCIe, TP over NVLink;

@@ -477,6 +477,10 @@ def _modelled(run: _Run) -> None:
         run.notes.append(_share_note(run, share))
     run.rest = run.bud.rest_bytes
     run.band = sbudget.band_bytes(run.bud, req.tp * req.pp, link)
+    if facts is not None and facts.vendor == "amd" and non_torch is None:
+        run.band += sbudget.rocm_band_bytes(run.bud, req.tp * req.pp)
+        run.notes.append(f"ROCm ({hw.name}): the HIP context, RCCL at init and torch's view of the total were not "
+                         "measured on any ROCm log; the band spans their plausible values (docs/engines/sglang.md, ROCm)")
     run.notes.append("SGLang measures the free memory before (P) and after (A) loading; kvplan models P as total "
                      "minus the CUDA context and distributed init it measured on public logs (and what is in use "
                      "before start), A as P minus the weights (docs/engines/sglang.md S5)")
