@@ -121,6 +121,20 @@ def test_a_gpu_under_wsl2_has_nvidia_smis_total(cli):
         assert code == 2 and not out and said in err and err.count("\n") == 1 and err.startswith("error: --gpu"), err
 
 
+def test_gpu_lookup_by_name_reads_one_entry_as_the_whole_catalog_does():
+    # find_gpu of an exact name or alias parses only that entry of gpus.yaml (start-up time); the independent value is
+    # the whole catalog's parse: the first GPU in file order carrying the name, field for field
+    assert catalog._entries() is not None  # the file is written one name and one aliases line per entry
+    for gpu in catalog.gpus():
+        for ref in (gpu.name, *gpu.aliases):
+            first = next(g for g in catalog.gpus()
+                         if catalog._norm(ref) in {catalog._norm(n) for n in (g.name, *g.aliases)})
+            assert catalog._named(catalog._norm(ref)) == first
+            catalog.gpus.cache_clear()  # and read before the whole catalog is
+            assert catalog._named(catalog._norm(ref)) == first
+    assert catalog._named(catalog._norm("h10")) is None  # a prefix is the whole catalog's search
+
+
 def test_gpu_catalog_is_complete_and_sourced():
     entries = catalog.gpus()
     assert len(entries) >= 15 and len({g.name for g in entries}) == len(entries)

@@ -62,19 +62,69 @@ INTERCONNECTS = ("nvlink", "pcie", "infinity-fabric", "unified")
 _GPU_KEYS = {f for f in Gpu.__dataclass_fields__}
 
 
-@lru_cache(maxsize=None)
-def gpus() -> tuple[Gpu, ...]:
+def _load_yaml(text: str):
     import yaml
 
-    text = packaged.data_file("gpus.yaml").read_text(encoding="utf-8")
-    entries = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-    out = []
-    for entry in entries:
-        data = {k: entry.get(k) for k in _GPU_KEYS}
-        data["aliases"] = tuple(entry.get("aliases") or ())
-        data["unified_memory"] = bool(data["unified_memory"])
-        out.append(Gpu(**data))
-    return tuple(out)
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+
+
+@lru_cache(maxsize=None)
+def _catalog_text() -> str:
+    return packaged.data_file("gpus.yaml").read_text(encoding="utf-8")
+
+
+def _gpu(entry) -> Gpu:
+    data = {k: entry.get(k) for k in _GPU_KEYS}
+    data["aliases"] = tuple(entry.get("aliases") or ())
+    data["unified_memory"] = bool(data["unified_memory"])
+    return Gpu(**data)
+
+
+@lru_cache(maxsize=None)
+def gpus() -> tuple[Gpu, ...]:
+    return tuple(_gpu(entry) for entry in _load_yaml(_catalog_text()))
+
+
+@lru_cache(maxsize=None)
+def _entries() -> tuple[list[str], list] | None:
+    """gpus.yaml's entries as text (one per top-level `- ` item) and the name and aliases of each, read from those
+    two lines alone: a lookup by exact name parses the entry it finds, not all 33 (about 2 ms at start-up, the whole
+    catalog's YAML). None when an entry's name or aliases are not written on one line each, as the whole parse
+    would read them: find_gpu then reads the whole catalog."""
+    blocks: list[list[str]] = []
+    for line in _catalog_text().splitlines():
+        if line.startswith("- "):
+            blocks.append([])
+        elif blocks and line[:1] not in ("", " ", "#"):  # not one sequence of entries: read it whole
+            return None
+        if blocks:
+            blocks[-1].append(line)
+    heads = []
+    for block in blocks:
+        named = [line for line in block if line.startswith("- name:")] + [line for line in block if line.startswith("  aliases:")]
+        if not named or not named[0].startswith("- name:") or len(named) > 2:
+            return None
+        heads.append("\n".join(named))
+    keys = _load_yaml("\n".join(heads)) or []
+    if len(keys) != len(blocks) or any(not isinstance(k, dict) or not isinstance(k.get("name"), str)
+                                       or not isinstance(k.get("aliases", []), list) for k in keys):
+        return None
+    return ["\n".join(block) for block in blocks], keys
+
+
+def _named(wanted: str) -> Gpu | None:
+    """The first catalog GPU whose name or an alias is `wanted` (normalised), as gpus() would find it; None when
+    none is or the catalog's lines are not as _entries reads them."""
+    entries = _entries()
+    if entries is None:
+        return None
+    blocks, keys = entries
+    for i, key in enumerate(keys):
+        if wanted == _norm(key["name"]) or any(wanted == _norm(a) for a in key.get("aliases") or ()):
+            if gpus.cache_info().currsize:  # the whole catalog is read already: its object
+                return gpus()[i]
+            return _gpu(_load_yaml(blocks[i])[0])
+    return None
 
 
 # A GPU seen through Windows' WSL2 driver is named NAME@wsl. Inside WSL2, CUDA reports the card's whole memory as
@@ -95,6 +145,9 @@ def find_gpu(ref: str) -> Gpu:
     wanted = _norm(ref)
     if not wanted:
         raise InputError("empty GPU name", where="--gpu", hint="see `kvplan gpus`")
+    named = _named(wanted)
+    if named is not None:
+        return named
     catalog = gpus()
     for gpu in catalog:
         if wanted == _norm(gpu.name) or any(wanted == _norm(a) for a in gpu.aliases):
