@@ -74,8 +74,19 @@ class Row:
     log: str
     error: float  # signed percent, leave-one-source-out
     covered: bool
-    band: str  # low..high GiB of the KV memory the band gives
+    low: float  # the band's edges, GiB of KV memory
+    high: float
     logged: str  # the logged figure, with its unit
+
+    @property
+    def band(self) -> str:
+        return f"{self.low:.2f}..{self.high:.2f}"
+
+    @property
+    def half_width(self) -> float:
+        """Half the band's width as a percentage of its middle: what the open terms and the terms' error cost."""
+        middle = (self.low + self.high) / 2
+        return 100 * (self.high - self.low) / 2 / abs(middle) if middle else 0.0
 
 
 # ------------------------------------------------------------------------------------------------ vLLM
@@ -102,7 +113,7 @@ def _vllm_features() -> list[Row]:
         low, high = est.available_kv_bytes_low / GIB, est.available_kv_bytes_high / GIB
         out.append(Row("vLLM", releases.release("0.17.1").line, rec["id"],
                        100 * (est.available_kv_bytes / GIB - logged) / abs(logged),
-                       low - 0.005 <= logged <= high + 0.005, f"{low:.2f}..{high:.2f}", f"{logged} GiB"))
+                       low - 0.005 <= logged <= high + 0.005, low, high, f"{logged} GiB"))
     return out
 
 
@@ -111,7 +122,7 @@ def vllm_rows(options_unset: bool) -> tuple[list[Row], list[tuple[str, str]]]:
     skipped: list[tuple[str, str]] = []
     scores = vb.score(vb.h100_runs() + public, options_unset=options_unset, skipped=skipped)
     rows = [Row("vLLM", s.run.line, s.run.name, 100 * (s.loso - s.logged) / abs(s.logged), s.covered,
-                f"{s.low / GIB:.2f}..{s.high / GIB:.2f}", f"{s.run.available} GiB") for s in scores]
+                s.low / GIB, s.high / GIB, f"{s.run.available} GiB") for s in scores]
     return rows + _vllm_features(), list(refused) + skipped
 
 
@@ -129,7 +140,7 @@ def sglang_trtllm_rows(options_unset: bool) -> tuple[list[Row], list[tuple[str, 
         else:
             engine = "TensorRT-LLM (PyTorch)" if s.backend == "pytorch" else "TensorRT-LLM (TensorRT engine)"
             line = trtllm_releases.release(s.line).line
-        rows.append(Row(engine, line, s.log, s.error, s.covered, f"{s.band[0] / GIB:.2f}..{s.band[1] / GIB:.2f}",
+        rows.append(Row(engine, line, s.log, s.error, s.covered, s.band[0] / GIB, s.band[1] / GIB,
                         f"{s.logged:,} tokens"))
     return rows, skipped
 
@@ -178,13 +189,14 @@ def not_scored(scored: set[str], refused: list[tuple[str, str]],
 
 # ------------------------------------------------------------------------------------------------ report
 
-def summary(rows: list[Row]) -> dict[tuple[str, str], tuple[int, float, int]]:
-    """(engine, line or "all") -> (n, MAE %, covered)."""
+def summary(rows: list[Row]) -> dict[tuple[str, str], tuple[int, float, int, float]]:
+    """(engine, line or "all") -> (n, MAE %, covered, the median band's half width in % of its middle)."""
     groups: dict[tuple[str, str], list[Row]] = {}
     for r in rows:
         groups.setdefault((r.engine, "all"), []).append(r)
         groups.setdefault((r.engine, r.line), []).append(r)
-    return {k: (len(g), statistics.fmean(abs(r.error) for r in g), sum(r.covered for r in g)) for k, g in groups.items()}
+    return {k: (len(g), statistics.fmean(abs(r.error) for r in g), sum(r.covered for r in g),
+                statistics.median(r.half_width for r in g)) for k, g in groups.items()}
 
 
 def coverage(options_unset: bool) -> tuple[list[Row], list[tuple[str, str]], list[tuple[str, str]]]:
@@ -218,12 +230,12 @@ def main() -> int:
     for engine in ENGINES:
         lines = sorted({k[1] for k in su if k[0] == engine and k[1] != "all"}, key=_line_key)
         for line in ["all"] + lines:
-            n, mae_u, cov_u = su[(engine, line)]
-            _, mae_g, cov_g = sg[(engine, line)]
-            out.append([engine if line == "all" else "", line, str(n), f"{mae_u:.2f}", f"{cov_u}/{n}",
-                        f"{mae_g:.2f}", f"{cov_g}/{n}"])
-    print(table(out, ["engine", "release line", "n", "MAE % unset", "band covers, unset", "MAE % given",
-                      "band covers, given"], args.markdown))
+            n, mae_u, cov_u, width_u = su[(engine, line)]
+            _, mae_g, cov_g, width_g = sg[(engine, line)]
+            out.append([engine if line == "all" else "", line, str(n), f"{mae_u:.2f}", f"{cov_u}/{n}", f"±{width_u:.1f}",
+                        f"{mae_g:.2f}", f"{cov_g}/{n}", f"±{width_g:.1f}"])
+    print(table(out, ["engine", "release line", "n", "MAE % unset", "band covers, unset", "band % unset (median)",
+                      "MAE % given", "band covers, given", "band % given (median)"], args.markdown))
 
     print("\n## Every scored log, options unset\n")
     given_by_log = {r.log: r for r in given}
