@@ -1,13 +1,14 @@
 """The layer kinds own their rules (kvplan/core/layers.py): hand arithmetic for each kind, and the one table."""
 
 import dataclasses
+from math import prod
 
 import pytest
 
 from kvplan.core.dtypes import dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.layers import (CHUNKED, ENGINE_BASE_KINDS, FULL, HEADED_KINDS, INDEXED_MLA, KINDS, LAYER_KINDS, MLA,
-                                NONE, SLIDING, STATE, WINDOWED_KINDS, MlaSpec, StateSpec, as_kind, make_layer,
+                                NONE, SLIDING, STATE, WINDOWED_KINDS, CompressSpec, MlaSpec, StateSpec, as_kind, make_layer,
                                 require_mapped_kinds)
 
 BF16, FP8, INT4 = dtype("bf16"), dtype("fp8"), dtype("int4")
@@ -111,3 +112,42 @@ def test_deepseek_v4_peak_is_the_most_held_at_any_shorter_length():
         for n in range(1, 700):
             running = max(running, layer.seq_bytes(BF16, 1, n))
             assert layer.peak_seq_bytes(BF16, 1, n) == running, (layer.kind, n)
+
+
+def _one_of_each_kind():
+    """A layer of every kind with the fields its kind reads (the published shapes the tests above use)."""
+    mla = MlaSpec(kv_lora_rank=512, qk_rope_head_dim=64, index_head_dim=128)
+    fields = {"kv_heads": 8, "head_dim": 128, "v_head_dim": 128, "window": 4096, "mla": mla, "index_head_dim": 128,
+              "state": StateSpec(conv_shape=(8192, 3), recurrent_shape=(64, 64, 128), conv_dtype="bf16",
+                                 recurrent_dtype="float32"),
+              "compress": CompressSpec(ratio=4, index_head_dim=128)}
+    return [make_layer(kind, **fields) for kind in LAYER_KINDS]
+
+
+@pytest.mark.parametrize("tp", [1, 2, 16])
+def test_the_tensors_a_layer_names_hold_its_bytes(tp):
+    # the probe allocates LayerSpec.token_tensors and state_tensors (kvplan/probe/layout.py): at whole bytes per
+    # element, their elements must come to the bytes the layer's own rules count, for every kind
+    for layer in _one_of_each_kind():
+        elements = sum(prod(shape) for _, shape in layer.token_tensors(tp))
+        assert elements * 2 == layer.token_bytes(BF16, tp), layer.kind
+        assert elements == layer.token_bytes(FP8, tp), layer.kind
+        state = sum(prod(shape) * dtype(name).bits // 8 for _, shape, name in layer.state_tensors(tp))
+        assert state == layer.state_bytes(tp), layer.kind
+
+
+def test_kv_tensors_are_heads_then_width():
+    layer = make_layer(FULL, kv_heads=8, head_dim=128, v_head_dim=64)
+    assert layer.token_tensors(2) == (("k", (4, 128)), ("v", (4, 64)))
+    assert make_layer(MLA, mla=MlaSpec(512, 64)).token_tensors(8) == (("latent", (576,)),)  # whole on every rank
+    # Falcon-Mamba-7B's state at TP 2: ceil(8192 / 2) conv channels; the heads of the recurrent state split the same way
+    state = make_layer(STATE, state=StateSpec((8192, 4), (8192, 16), "bf16", "bf16"))
+    assert state.state_tensors(2) == (("conv", (4096, 4), "bf16"), ("recurrent", (4096, 16), "bf16"))
+
+
+def test_what_the_spec_reader_asks_of_each_kind():
+    # the spec reader (core/spec.py) and config reader (model/hf_config.py) require what the kind says it reads
+    assert {k for k, c in KINDS.items() if c.window_from == "sliding_window"} == {SLIDING, "compressed", "compressed_indexed"}
+    assert {k for k, c in KINDS.items() if c.window_from == "attention_chunk_size"} == {CHUNKED}
+    assert {k for k, c in KINDS.items() if c.indexed} == {INDEXED_MLA, "full_indexed", "compressed_indexed"}
+    assert {k for k, c in KINDS.items() if c.latency_gap} == {CHUNKED, INDEXED_MLA}

@@ -7,8 +7,11 @@ ChunkedLocalAttentionSpec, MLAAttentionSpec, MambaSpec), a layer answers for its
   - `tokens_kept(seq)`: tokens of a sequence of `seq` it keeps, as transformers' StaticCache allocates them
     (engines that keep a different number say so themselves);
   - `heads_per_rank(tp)`: KV heads on one rank (0 for layers without per-head K/V).
-Consumers that need kind-specific presentation (a formula in `explain`, a tensor shape in the probe) may still ask
-`kind`; the rules live here once. Adding a layer kind is one class and a line in KINDS.
+and what the rest of kvplan asks of it: the tensors the probe allocates (`token_tensors`, `state_tensors`), the
+terms of the latency model (`pair_dims`, `latency_gap`), explain's formulas and what-ifs (`token_formula`,
+`seq_formula`, `with_kv_heads` ...), and what the spec reader requires of a model (`window_from`, `indexed`,
+`compressed`, `latent`, `recurrent`). None of those modules compares kinds; an engine maps kinds to its own pools in
+its one table (engines/<engine>/specs.py). Adding a layer kind is one class and a line in KINDS.
 
 Per layer and rank, one token costs
     full / sliding / chunked:  kv_heads_per_rank x (head_dim + v_head_dim) x bits / 8
@@ -20,7 +23,9 @@ Per layer and rank, one token costs
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
+from math import gcd, prod
 from typing import ClassVar
 
 from kvplan.core.dtypes import DType, dtype
@@ -116,6 +121,20 @@ class LayerSpec:
     # keeps a fixed state per sequence whatever its length (Mamba / linear attention), not tokens
     recurrent: ClassVar[bool] = False
     # --- end of the engine-neutral questions ---
+    # --- what the spec reader, the probe and the analyses ask a layer (issue 24: they dispatch on none of the kinds) ---
+    # a sparse-attention indexer keeps its own key per token (or per compressed entry) beside the cache
+    indexed: ClassVar[bool] = False
+    # keeps entries compressed every `ratio` tokens (CompressSpec; the spec's layout.compress_ratios)
+    compressed: ClassVar[bool] = False
+    # the model field that sets `window`, spelled alike in a spec file and in config.json; None without a window
+    window_from: ClassVar[str | None] = None
+    # what explain calls `window` in a formula
+    window_word: ClassVar[str] = "window"
+    # why the latency model (analysis/latency.py) refuses this kind: its keys per query are not the sum it has
+    latency_gap: ClassVar[str | None] = None
+    # how the probe's paged pool sizes this kind when the rule is not cdiv(tokens kept, block size); None when it is
+    blocks_rule: ClassVar[str | None] = None
+    # --- end of what the spec reader, the probe and the analyses ask ---
     kv_heads: int = 0
     head_dim: int = 0
     v_head_dim: int = 0
@@ -155,6 +174,57 @@ class LayerSpec:
         """Keeps anything for a sequence (K/V, a latent, or a state)."""
         return self.kind != NONE
 
+    # --- the probe's tensors, the analyses' terms and explain's words, each kind its own (see the block above) ---
+
+    def token_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        """The tensors one token's cache is made of on one TP rank: (role, shape in elements), heads first and the
+        width last. The probe lays them out (kvplan/probe/layout.py); at whole bytes per element their elements add
+        up to `token_bytes`. None for a layer that keeps no token."""
+        return ()
+
+    def state_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...], str], ...]:
+        """The fixed per-sequence tensors on one TP rank: (role, shape, dtype name); none but in state layers."""
+        return ()
+
+    def blocks_held(self, seq: int, block_size: int) -> int:
+        """The most blocks of `block_size` tokens one sequence growing to `seq` holds in a paged pool of this layer:
+        the tokens it keeps, from a block boundary."""
+        return -(-self.tokens_kept(seq) // block_size)
+
+    def pair_dims(self, model_dims: int) -> int:
+        """Dimensions one query multiplies with one key and its value (d_qk + d_v) per query head, for the latency
+        model's attention FLOPs; `model_dims` is the model's head_dim + v_head_dim. 0: no term for this layer."""
+        return 0
+
+    def token_formula(self, width: str, heads: str) -> str | None:
+        """explain: the bytes one token adds, as a product with the numbers in (`width`: bytes per element and the
+        dtype; `heads`: the KV heads on one GPU in words); None without a per-token cache."""
+        return None
+
+    def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
+        """explain: what one sequence of `seq` tokens keeps in `count` such layers on one GPU, numbers in."""
+        return f"{state_bytes:,} B x {count} layers"
+
+    # explain's what-ifs: the same layer built another way; a layer the what-if does not apply to is itself
+
+    def with_kv_heads(self, kv_heads: int, head_dim: int, v_head_dim: int) -> LayerSpec:
+        """As `kv_heads` KV heads of K and V (the MHA and MQA what-ifs)."""
+        return self
+
+    def as_latent(self, mla: MlaSpec) -> LayerSpec:
+        """As one MLA latent per token (the MLA what-if)."""
+        return self
+
+    def without_window(self) -> LayerSpec:
+        """Keeping every token (the no-window what-if)."""
+        return self
+
+    def with_window(self, window: int) -> LayerSpec | None:
+        """As a sliding window of `window` tokens (the window what-ifs); None where the what-if does not apply."""
+        return None
+
+    # --- end of the probe's tensors, the analyses' terms and explain's words ---
+
 
 class NoCacheLayer(LayerSpec):
     """A layer without attention (Nemotron-Super's no_op blocks): nothing to keep."""
@@ -175,15 +245,53 @@ class FullAttention(LayerSpec):
     def tokens_kept(self, seq: int) -> int:
         return seq
 
+    # --- the probe's tensors, the analyses' terms and explain's words ---
+
+    def token_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        heads = self.heads_per_rank(tp)
+        return ("k", (heads, self.head_dim)), ("v", (heads, self.v_head_dim))
+
+    def pair_dims(self, model_dims: int) -> int:
+        return self.head_dim + self.v_head_dim
+
+    def token_formula(self, width: str, heads: str) -> str | None:
+        if self.head_dim == self.v_head_dim:
+            return f"2 (K and V) x {heads} x {self.head_dim} head_dim x {width}"
+        return f"{heads} x ({self.head_dim} K + {self.v_head_dim} V) dims x {width}"
+
+    def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
+        return _kept_formula(self, seq, count, token_bytes)
+
+    def with_kv_heads(self, kv_heads: int, head_dim: int, v_head_dim: int) -> LayerSpec:
+        return dataclasses.replace(self, kv_heads=kv_heads)
+
+    def as_latent(self, mla: MlaSpec) -> LayerSpec:
+        # a window or an indexer would go too: two changes, not the one the what-if names
+        return self if self.windowed or self.indexed else LatentAttention(mla=mla)
+
+    def with_window(self, window: int) -> LayerSpec | None:
+        return None if self.windowed or self.indexed else as_kind(self, SLIDING, window=window)
+
+
+def _kept_formula(layer: LayerSpec, seq: int, count: int, token_bytes: int) -> str:
+    """explain: token bytes x layers x the tokens a sequence keeps, min(seq, window) written out where bounded."""
+    kept = (f"min({seq:,}, {layer.window_word} {layer.window:,}) = {layer.tokens_kept(seq):,}" if layer.window is not None
+            else f"{seq:,}")
+    return f"{token_bytes:,} B x {count} layers x {kept} tokens"
+
 
 class SlidingWindow(FullAttention):
     """Attends to the last `window` tokens; StaticCache keeps min(seq, window) of them."""
 
     kind: ClassVar[str] = SLIDING
     windowed: ClassVar[bool] = True
+    window_from: ClassVar[str | None] = "sliding_window"
 
     def tokens_kept(self, seq: int) -> int:
         return min(seq, self.window)
+
+    def without_window(self) -> LayerSpec:
+        return as_kind(self, FULL, window=None)
 
 
 class IndexedFullAttention(FullAttention):
@@ -194,9 +302,22 @@ class IndexedFullAttention(FullAttention):
     by its own indexer_kv_dtype), so an engine maps this kind itself or refuses it."""
 
     kind: ClassVar[str] = INDEXED_FULL
+    indexed: ClassVar[bool] = True
 
     def token_bytes(self, kv: DType, tp: int = 1) -> int:
         return super().token_bytes(kv, tp) + _bytes(self.index_head_dim, kv.bits)
+
+    def token_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        return *super().token_tensors(tp), ("index_k", (1, self.index_head_dim))  # idx_keys [batch, 1, N, dim]
+
+    def pair_dims(self, model_dims: int) -> int:
+        # its queries attend to the indexer's top-k, fewer keys than the full term counts: left out of the sum,
+        # which keeps it a lower bound
+        return 0
+
+    def token_formula(self, width: str, heads: str) -> str | None:
+        return (f"{super().token_formula(width, heads)} + {self.index_head_dim} index_head_dim (the indexer's key, "
+                f"every GPU) x {width}")
 
 
 class ChunkedLocal(FullAttention):
@@ -205,9 +326,32 @@ class ChunkedLocal(FullAttention):
 
     kind: ClassVar[str] = CHUNKED
     windowed: ClassVar[bool] = True
+    window_from: ClassVar[str | None] = "attention_chunk_size"
+    window_word: ClassVar[str] = "chunk"
+    # a chunked-local query sees only the keys of its own chunk ((i - 1) mod C + 1 of them), not min(i, W): neither
+    # the sliding nor the full term is right, and a wrong lower bound is worse than none
+    latency_gap: ClassVar[str | None] = "chunked local attention (Llama 4) is not in the latency model yet"
+    blocks_rule: ClassVar[str | None] = "chunked layers: the most blocks a chunk spans"
 
     def tokens_kept(self, seq: int) -> int:
         return min(seq, self.window)
+
+    def blocks_held(self, seq: int, block_size: int) -> int:
+        """A token attends to its own chunk only (positions [k x chunk, (k + 1) x chunk)), so once a chunk begins the
+        blocks wholly before it are free (vLLM's ChunkedLocalAttentionManager hands them back): what is held is the
+        blocks the current chunk spans. A chunk starting at offset o inside a block spans (o + chunk - 1) // B + 1
+        blocks: cdiv(chunk, B) when B divides the chunk (Llama 4: 8192), one more at some offsets otherwise.
+        The offsets k x chunk mod B repeat every B // gcd(chunk, B) chunks."""
+        chunk = self.window
+        if seq <= chunk:
+            return -(-seq // block_size)
+        whole = seq // chunk  # chunks that fill up
+        best = max((k * chunk % block_size + chunk - 1) // block_size + 1
+                   for k in range(min(whole, block_size // gcd(chunk, block_size))))
+        rest = seq - whole * chunk  # the last, partial chunk
+        if rest:
+            best = max(best, (whole * chunk % block_size + rest - 1) // block_size + 1)
+        return best
 
 
 class LatentAttention(LayerSpec):
@@ -223,6 +367,25 @@ class LatentAttention(LayerSpec):
     def tokens_kept(self, seq: int) -> int:
         return seq
 
+    # --- the probe's tensors, the analyses' terms and explain's words ---
+
+    def token_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        return (("latent", (self.mla.latent_dim,)),)
+
+    def pair_dims(self, model_dims: int) -> int:
+        return model_dims  # its queries and values have the model's head dims, not the latent's
+
+    def token_formula(self, width: str, heads: str) -> str | None:
+        index = f" + {self.mla.index_head_dim} index_head_dim" if self.indexed else ""
+        return (f"({self.mla.kv_lora_rank} kv_lora_rank + {self.mla.qk_rope_head_dim} qk_rope_head_dim{index}) "
+                f"latent{' and index key' if index else ''} x {width}, one per token, every GPU holds it all")
+
+    def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
+        return _kept_formula(self, seq, count, token_bytes)
+
+    def with_kv_heads(self, kv_heads: int, head_dim: int, v_head_dim: int) -> LayerSpec:
+        return FullAttention(kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_head_dim)
+
 
 class IndexedLatentAttention(LatentAttention):
     """MLA with DeepSeek Sparse Attention (DeepSeek-V3.2, GLM-5.x): beside the latent, the lightning indexer keeps
@@ -235,9 +398,18 @@ class IndexedLatentAttention(LatentAttention):
     kind itself or refuses it."""
 
     kind: ClassVar[str] = INDEXED_MLA
+    indexed: ClassVar[bool] = True
+    # a DSA query attends to index_topk selected tokens after an indexer pass over all of them: neither term
+    latency_gap: ClassVar[str | None] = "DeepSeek sparse attention (the indexer's top-k) is not in the latency model yet"
 
     def token_bytes(self, kv: DType, tp: int = 1) -> int:
         return _bytes(self.mla.latent_dim + self.mla.index_head_dim, kv.bits)
+
+    def token_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        return *super().token_tensors(tp), ("index_k", (self.mla.index_head_dim,))  # indexer_keys [batch, N, dim]
+
+    def with_kv_heads(self, kv_heads: int, head_dim: int, v_head_dim: int) -> LayerSpec:
+        return self  # the what-ifs leave sparse attention as it is
 
 
 class CompressedAttention(LayerSpec):
@@ -255,6 +427,8 @@ class CompressedAttention(LayerSpec):
 
     kind: ClassVar[str] = COMPRESSED
     attends: ClassVar[bool] = True
+    compressed: ClassVar[bool] = True
+    window_from: ClassVar[str | None] = "sliding_window"
 
     def token_bytes(self, kv: DType, tp: int = 1) -> int:
         return _bytes(2 * self.head_dim, kv.bits)  # the window's K and V: what each token adds at first
@@ -280,6 +454,22 @@ class CompressedAttention(LayerSpec):
         before = (seq // m) * m - 1 if m and seq >= m else 0
         return max(self.seq_bytes(kv, tp, seq), self.seq_bytes(kv, tp, before) if before > 0 else 0)
 
+    # --- the probe's tensors, the analyses' terms and explain's words ---
+
+    def token_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        # the window's K and V; the compressed entries on top grow per `ratio` tokens, not per token (seq_bytes)
+        return ("k", (1, self.head_dim)), ("v", (1, self.head_dim))
+
+    def token_formula(self, width: str, heads: str) -> str | None:
+        return f"2 (K = V, both kept) x 1 head x {self.head_dim} head_dim x {width} in the window"
+
+    def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
+        c = self.compress
+        entries = (f" + {seq // c.ratio:,} compressed entries (1 per {c.ratio} tokens)"
+                   + (" with index keys" if c.index_head_dim else "") + " and the open window" if c.ratio else "")
+        return (f"{count} layers x (min({seq:,}, window {self.window:,} - 1) = {self.tokens_kept(seq):,} tokens x "
+                f"{token_bytes:,} B{entries}) = {kv_bytes:,} B")
+
 
 class CompressedIndexedAttention(CompressedAttention):
     """DeepSeek-V4's compressed sparse attention: the compressor runs two overlapping series (width 2 x head_dim) and
@@ -291,6 +481,7 @@ class CompressedIndexedAttention(CompressedAttention):
         overlap:     2 x m x (head_dim + I) once N >= m        (the previous window's series kept for the next)"""
 
     kind: ClassVar[str] = COMPRESSED_INDEXED
+    indexed: ClassVar[bool] = True
 
     def _compressed_elements(self, seq: int) -> int:
         m, width = self.compress.ratio, self.head_dim + self.compress.index_head_dim
@@ -305,14 +496,12 @@ class StateLayer(LayerSpec):
     recurrent: ClassVar[bool] = True
 
     def state_bytes(self, tp: int = 1) -> int:
-        def shard(shape: tuple[int, ...]) -> int:
-            n = -(-shape[0] // tp)
-            for d in shape[1:]:
-                n *= d
-            return n
+        return sum(_bytes(prod(shape), dtype(name).bits) for _, shape, name in self.state_tensors(tp))
 
+    def state_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...], str], ...]:
         s = self.state
-        return _bytes(shard(s.conv_shape), dtype(s.conv_dtype).bits) + _bytes(shard(s.recurrent_shape), dtype(s.recurrent_dtype).bits)
+        return (("conv", (-(-s.conv_shape[0] // tp), *s.conv_shape[1:]), s.conv_dtype),
+                ("recurrent", (-(-s.recurrent_shape[0] // tp), *s.recurrent_shape[1:]), s.recurrent_dtype))
 
 
 # kind -> class: the one table of layer kinds
