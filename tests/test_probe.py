@@ -137,7 +137,10 @@ def test_chunked_layers_static_layout_keeps_the_chunk():
 
 
 def test_chunk_blocks_by_hand():
-    from kvplan.probe.layout import chunk_blocks
+    from kvplan.core.layers import ChunkedLocal
+
+    def chunk_blocks(seq, chunk, block_size):  # the layer's own rule, which the probe's paged pool uses
+        return ChunkedLocal(window=chunk).blocks_held(seq, block_size)
 
     assert chunk_blocks(131072, 8192, 16) == 512  # B divides the chunk: cdiv(chunk, B)
     assert chunk_blocks(5000, 8192, 16) == 313  # one partial chunk: cdiv(5000, 16)
@@ -233,6 +236,23 @@ def test_engine_plan_equals_the_vllm_engine_for_every_spec():
                 assert not plan.checks, (key, plan.checks)
                 checked += 1
     assert checked >= 20
+
+
+@pytest.mark.parametrize("config", ["nvidia--GLM-5-NVFP4.json", "MiniMaxAI--MiniMax-M3.json",
+                                    "nvidia--DeepSeek-V4-Flash-NVFP4.json"])
+def test_find_max_and_engine_pools_refuse_kinds_the_probe_cannot_lay_out(config):
+    # the probe allocates what each layer's token_tensors name, and only for the kinds it knows (ENGINE_BASE_KINDS):
+    # growing GLM-5 sequences once counted its indexed-latent bytes in the estimate but allocated no tensor for them
+    spec = catalog.resolve_model(str(CONFIGS.parent / "hf_configs_2026" / config))
+    cache = CacheModel(spec, lookup_dtype("bf16"))
+    for layout in (STATIC, PAGED):
+        with pytest.raises(UnsupportedError, match="the probe does not model"):
+            growth_unit(cache, layout=layout, stage=0, seq=4096, block_size=None)
+    from kvplan.probe.layout import engine_rank_plan
+
+    pool = _engine_like([("mla", None, 16, 1 << 20)], num_blocks=10, group_size=1, bytes_per_block=1 << 20)
+    with pytest.raises(UnsupportedError, match="the probe does not model"):
+        engine_rank_plan(cache, pool, stage=0)
 
 
 def _request_plain(spec, *, seq, batch=1, tp=1, pp=1, kv_cache_memory=None):

@@ -20,7 +20,7 @@ from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.probe.device import Device
 from kvplan.probe.layout import RankPlan, TensorSpec
 from kvplan.probe.result import BenchGroup, BenchResult
-from kvplan.core.spec import HEADED_KINDS, MLA, ModelSpec
+from kvplan.core.spec import ModelSpec
 from kvplan.model import catalog
 
 MIN_SECONDS = 0.2
@@ -70,11 +70,13 @@ def bench(held: list[tuple[TensorSpec, Any]], plan: RankPlan, spec: ModelSpec, d
     try:
         with torch.inference_mode():
             for g in plan.groups:
-                if (g.kind not in HEADED_KINDS and g.kind != MLA) or not g.layers:
+                # attention is timed over what the probe allocated: K and V, or the MLA latent (a state, or the raw
+                # slots of an engine's shared pool, is not attention)
+                parts = by_layer.get(g.layers[0], {}) if g.layers else {}
+                if "k" not in parts and "latent" not in parts:
                     continue
                 layer = spec.layer_specs[g.layers[0]]
-                parts = by_layer[g.layers[0]]
-                if g.kind == MLA:
+                if "latent" in parts:
                     latent = parts["latent"]
                     if not latent.dtype.is_floating_point or latent.element_size() < 2:
                         raise UnsupportedError(f"--bench needs a 16- or 32-bit KV dtype, not {latent.dtype}", where="--bench",

@@ -1,6 +1,7 @@
 """Which tensors hold one rank's cache, and what kvplan estimates for them. Pure: no torch here.
 
-Shapes come from the layer specs (KV heads per rank, head dims, window, latent, state shapes); the
+Shapes come from the layers themselves (LayerSpec.token_tensors and state_tensors: K and V per head, the MLA
+latent, the state tensors), each laid out as below, with no kind named here; the
 estimate comes from kvplan.cache's per-token and per-sequence byte math. The probe then allocates the
 shapes with torch and compares the two, so a mistake in either shows up as a mismatch.
 
@@ -16,28 +17,26 @@ KV tensor to [num_blocks, block_size, kv_heads, head_size] for K and for V):
     mla              latent [num_blocks, block_size, latent_dim]
     state            one slot per sequence, as in the static layout
 Without an engine's block count, each layer's pool holds what the sequences keep: cdiv(tokens kept, block_size)
-blocks each; a chunked-local layer holds the most blocks one of its chunks spans (chunk_blocks).
+blocks each; a chunked-local layer holds the most blocks one of its chunks spans (LayerSpec.blocks_held).
 Sub-byte dtypes (int4) are stored two to a byte: uint8 with the last dimension ceil(d x bits / 8).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from math import gcd, prod
+from math import prod
 from typing import Mapping
 
 from kvplan.core.layers import ENGINE_BASE_KINDS, require_mapped_kinds
-from kvplan.core.cache import CacheModel, cached_tokens, kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
+from kvplan.core.cache import CacheModel, cached_tokens, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType, dtype as lookup_dtype
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.core.spec import CHUNKED, HEADED_KINDS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, LayerSpec
+from kvplan.core.spec import LayerSpec
 
 STATIC, PAGED = "static", "paged"
 LAYOUTS = (STATIC, PAGED)
 # vLLM's default block size (vllm/config/cache.py BlockSize default 16)
 DEFAULT_BLOCK_SIZE = 16
-# kinds with a per-token cache (K/V of full, sliding and chunked layers; the MLA latent)
-_ATTENTION = (*HEADED_KINDS, MLA)
 
 
 @dataclass(frozen=True)
@@ -114,36 +113,16 @@ class BlockPlan:
 
     @classmethod
     def static_need(cls, layers: Mapping[int, LayerSpec], seq: int, batch: int, block_size: int) -> "BlockPlan":
-        blocks = {i: batch * (chunk_blocks(seq, layer.window, block_size) if layer.kind == CHUNKED
-                              else -(-cached_tokens(layer, seq) // block_size))
-                  for i, layer in layers.items() if layer.kind in _ATTENTION}
+        # each layer's own rule (LayerSpec.blocks_held); a kind whose rule is not the plain cdiv says so in the source
+        blocks = {i: batch * layer.blocks_held(seq, block_size) for i, layer in layers.items() if layer.attends}
+        rules = dict.fromkeys(layer.blocks_rule for layer in layers.values() if layer.blocks_rule)
         return cls(block_size, blocks, f"what {batch} x {seq} tokens need: cdiv(tokens kept, {block_size}) per sequence"
-                   + ("; chunked layers: the most blocks a chunk spans" if CHUNKED in {layer.kind for layer in layers.values()}
-                      else ""))
+                   + "".join(f"; {rule}" for rule in rules))
 
     @classmethod
     def uniform(cls, layers: Mapping[int, LayerSpec], num_blocks: int, block_size: int, source: str) -> "BlockPlan":
-        blocks = {i: num_blocks for i, layer in layers.items() if layer.kind in _ATTENTION}
+        blocks = {i: num_blocks for i, layer in layers.items() if layer.attends}
         return cls(block_size, blocks, source)
-
-
-def chunk_blocks(seq: int, chunk: int, block_size: int) -> int:
-    """The most blocks a chunked-local layer holds at once for one sequence growing to `seq` tokens.
-
-    A token attends to its own chunk only (positions [k x chunk, (k + 1) x chunk)), so once a chunk begins the
-    blocks wholly before it are free (vLLM's ChunkedLocalAttentionManager hands them back): what is held is the
-    blocks the current chunk spans. A chunk starting at offset o inside a block spans (o + chunk - 1) // B + 1
-    blocks: cdiv(chunk, B) when B divides the chunk (Llama 4: 8192), one more at some offsets otherwise.
-    The offsets k x chunk mod B repeat every B // gcd(chunk, B) chunks."""
-    if seq <= chunk:
-        return -(-seq // block_size)
-    whole = seq // chunk  # chunks that fill up
-    best = max((k * chunk % block_size + chunk - 1) // block_size + 1
-               for k in range(min(whole, block_size // gcd(chunk, block_size))))
-    rest = seq - whole * chunk  # the last, partial chunk
-    if rest:
-        best = max(best, (whole * chunk % block_size + rest - 1) // block_size + 1)
-    return best
 
 
 @dataclass(frozen=True)
@@ -195,71 +174,54 @@ def most_loaded_stage(cache: CacheModel, seq: int, batch: int) -> int:
     return sizes.index(max(sizes))
 
 
-def _group_key(layer: LayerSpec, kv: DType, tp: int) -> tuple:
-    heads = kv_heads_per_rank(layer.kv_heads, tp) if layer.kind in HEADED_KINDS else 0
-    if layer.kind in HEADED_KINDS:
-        return (layer.kind, layer.window, heads, layer.head_dim, layer.v_head_dim)
-    if layer.kind == MLA:
-        return (MLA, layer.mla.latent_dim)
-    if layer.kind == STATE:
-        s = layer.state
-        return (STATE, s.conv_shape, s.recurrent_shape, s.conv_dtype, s.recurrent_dtype)
-    return (NONE,)
+def _group_key(layer: LayerSpec, tp: int) -> tuple:
+    """Layers that share a tensor layout: one kind, window, per-token tensors and state."""
+    return (layer.kind, layer.window, layer.token_tensors(tp), layer.state)
 
 
-def _label(key: tuple) -> str:
-    kind = key[0]
-    if kind in (SLIDING, CHUNKED):
-        return f"{kind}({key[1]})"
-    return kind
+def _label(layer: LayerSpec) -> str:
+    return f"{layer.kind}({layer.window})" if layer.windowed else layer.kind
 
 
 def _attention_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, lead: tuple[int, ...], token_axis: str) -> list[TensorSpec]:
-    """K and V (or the MLA latent) of one layer. `lead` is (batch, len) for the static layout or
-    (num_blocks, block_size) for the paged one; `token_axis` says where the heads go."""
+    """The per-token tensors of one layer (LayerSpec.token_tensors: K and V, or the MLA latent), none for a layer
+    without them. `lead` is (batch, len) for the static layout or (num_blocks, block_size) for the paged one;
+    `token_axis` says where the heads go."""
+    per_token = layer.token_tensors(tp)
+    if not per_token:
+        return []
     st = storage_dtype(kv)
-    if layer.kind == MLA:
-        return [TensorSpec(i, "latent", (*lead, st.last_dim(layer.mla.latent_dim)), st.torch_name, st.itemsize)]
-    heads = kv_heads_per_rank(layer.kv_heads, tp)
     out = []
-    for role, dim in (("k", layer.head_dim), ("v", layer.v_head_dim)):
-        if token_axis == "static":  # [batch, heads, len, dim]
-            shape = (lead[0], heads, lead[1], st.last_dim(dim))
+    for role, (*heads, dim) in per_token:
+        if token_axis == "static":  # [batch, heads, len, dim]; [batch, len, dim] for the headless latent
+            shape = (lead[0], *heads, lead[1], st.last_dim(dim))
         else:  # [num_blocks, block_size, heads, dim]
-            shape = (lead[0], lead[1], heads, st.last_dim(dim))
+            shape = (*lead, *heads, st.last_dim(dim))
         out.append(TensorSpec(i, role, shape, st.torch_name, st.itemsize))
     return out
 
 
 def _state_tensors(i: int, layer: LayerSpec, tp: int, batch: int) -> list[TensorSpec]:
-    """Conv and recurrent state for `batch` sequences; TP splits the first dimension (cache.py)."""
+    """The fixed state (LayerSpec.state_tensors: conv and recurrent, TP splitting the first dimension) for `batch`
+    sequences; none for a layer without one."""
     out = []
-    for role, shape, name in (("conv", layer.state.conv_shape, layer.state.conv_dtype),
-                              ("recurrent", layer.state.recurrent_shape, layer.state.recurrent_dtype)):
+    for role, shape, name in layer.state_tensors(tp):
         st = storage_dtype(lookup_dtype(name))
-        rows = -(-shape[0] // tp)
-        rest = shape[1:]
         if st.packed_bits is not None:  # a packed state is one byte run per sequence, as cache.py rounds it
-            full = (batch, st.last_dim(rows * prod(rest)))
+            full = (batch, st.last_dim(prod(shape)))
         else:
-            full = (batch, rows, *rest)
+            full = (batch, *shape)
         out.append(TensorSpec(i, role, full, st.torch_name, st.itemsize))
     return out
 
 
 def static_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, seq: int, batch: int) -> list[TensorSpec]:
-    if layer.kind in _ATTENTION:
-        return _attention_tensors(i, layer, kv, tp, (batch, cached_tokens(layer, seq)), "static")
-    if layer.kind == STATE:
-        return _state_tensors(i, layer, tp, batch)
-    return []
+    return _attention_tensors(i, layer, kv, tp, (batch, cached_tokens(layer, seq)), "static") + _state_tensors(i, layer, tp, batch)
 
 
 def paged_tensors(i: int, layer: LayerSpec, kv: DType, tp: int, num_blocks: int, block_size: int) -> list[TensorSpec]:
     """One layer's block pool (attention layers only)."""
-    if layer.kind in _ATTENTION:
-        return _attention_tensors(i, layer, kv, tp, (num_blocks, block_size), "paged")
-    return []
+    return _attention_tensors(i, layer, kv, tp, (num_blocks, block_size), "paged")
 
 
 def _static_estimate(layer: LayerSpec, kv: DType, tp: int, seq: int, batch: int) -> int:
@@ -281,28 +243,30 @@ def rank_plan(cache: CacheModel, *, seq: int, batch: int, layout: str = STATIC, 
         blocks = BlockPlan.static_need(layers, seq, batch, block_size or DEFAULT_BLOCK_SIZE)
     grouped: dict[tuple, list[int]] = {}
     for i, layer in layers.items():
-        grouped.setdefault(_group_key(layer, kv, tp), []).append(i)
-    groups, labels = [], [_label(k) for k in grouped]
+        grouped.setdefault(_group_key(layer, tp), []).append(i)
+    groups, labels = [], [_label(layers[idx[0]]) for idx in grouped.values()]
     for key, idx in grouped.items():
-        if key[0] == NONE:
+        one = layers[idx[0]]  # the group's layers are alike
+        if not one.caches:
             continue
-        label = _label(key)
+        label = _label(one)
         if labels.count(label) > 1:  # per-layer KV heads (Nemotron-Super): say which heads
-            if key[0] in HEADED_KINDS:
-                label += f" kv_heads={key[2]} head_dim={key[3]}" + (f"/{key[4]}" if key[4] != key[3] else "")
+            if one.headed:
+                label += (f" kv_heads={one.heads_per_rank(tp)} head_dim={one.head_dim}"
+                          + (f"/{one.v_head_dim}" if one.v_head_dim != one.head_dim else ""))
             else:
                 label += f" #{list(grouped).index(key)}"
         tensors, estimate = [], 0
         for i in idx:
             layer = layers[i]
-            if layout == STATIC or layer.kind == STATE:
+            if layout == STATIC:
                 tensors += static_tensors(i, layer, kv, tp, seq, batch)
-                estimate += _static_estimate(layer, kv, tp, seq, batch) if layout == STATIC else batch * layer_state_bytes(layer, tp)
-            else:
+                estimate += _static_estimate(layer, kv, tp, seq, batch)
+            else:  # a block pool for the tokens, a slot per sequence for a state
                 n = blocks.blocks.get(i, 0)
-                tensors += paged_tensors(i, layer, kv, tp, n, blocks.block_size)
-                estimate += n * blocks.block_size * layer_token_bytes(layer, kv, tp)
-        groups.append(GroupPlan(label=label, kind=key[0], layers=tuple(idx), tensors=tuple(tensors), estimated_bytes=estimate))
+                tensors += paged_tensors(i, layer, kv, tp, n, blocks.block_size) + _state_tensors(i, layer, tp, batch)
+                estimate += n * blocks.block_size * layer_token_bytes(layer, kv, tp) + batch * layer_state_bytes(layer, tp)
+        groups.append(GroupPlan(label=label, kind=one.kind, layers=tuple(idx), tensors=tuple(tensors), estimated_bytes=estimate))
     first = min(layers) if layers else 0
     last = max(layers) if layers else -1
     return RankPlan(
@@ -336,6 +300,8 @@ def engine_rank_plan(cache: CacheModel, result, *, stage: int, tp_rank: int = 0,
     if worker is None:
         raise InputError(f"the {engine} estimate has no worker for stage {stage}", where="--stage")
     layers = stage_layers(cache, stage)
+    # as in rank_plan: a kind the probe has no tensors for is refused, not left out of the pool
+    require_mapped_kinds(layers.values(), ENGINE_BASE_KINDS, "the probe", cache.spec.source or cache.spec.name)
     kv, tp = cache.kv_dtype, cache.tp
     engine_bytes = num_blocks * worker.bytes_per_block
     checks: list[str] = []
@@ -344,38 +310,37 @@ def engine_rank_plan(cache: CacheModel, result, *, stage: int, tp_rank: int = 0,
         bs = groups_e[0].block_size
         grouped: dict[tuple, list[int]] = {}
         for i, layer in layers.items():
-            if layer.kind != NONE:
-                grouped.setdefault(_group_key(layer, kv, tp), []).append(i)
-        for key, idx in grouped.items():
+            if layer.caches:
+                grouped.setdefault(_group_key(layer, tp), []).append(i)
+        for idx in grouped.values():
             tensors, estimate = [], 0
             for i in idx:
                 layer = layers[i]
-                if layer.kind == STATE:  # pure state models: one state per block (vLLM's mamba block = max_model_len)
-                    tensors += _state_tensors(i, layer, tp, num_blocks)
-                    estimate += num_blocks * layer_state_bytes(layer, tp)
-                else:
-                    tensors += paged_tensors(i, layer, kv, tp, num_blocks, bs)
-                    estimate += num_blocks * bs * layer_token_bytes(layer, kv, tp)
-            plans.append(GroupPlan(label=_label(key), kind=key[0], layers=tuple(idx), tensors=tuple(tensors), estimated_bytes=estimate))
+                # pages of tokens; in pure state models one state per block (vLLM's mamba block = max_model_len)
+                tensors += paged_tensors(i, layer, kv, tp, num_blocks, bs) + _state_tensors(i, layer, tp, num_blocks)
+                estimate += num_blocks * (bs * layer_token_bytes(layer, kv, tp) + layer_state_bytes(layer, tp))
+            one = layers[idx[0]]
+            plans.append(GroupPlan(label=_label(one), kind=one.kind, layers=tuple(idx), tensors=tuple(tensors),
+                                   estimated_bytes=estimate))
         size = groups_e[0].block_size
     else:
         page = groups_e[0].page_bytes
         if any(g.page_bytes != page for g in groups_e):
             checks.append(f"{engine} groups with different page sizes: {sorted({g.page_bytes for g in groups_e})}")
         for i, layer in layers.items():
-            if layer.kind == NONE:
+            if not layer.caches:
                 continue
-            kind = "mamba" if layer.kind == STATE else layer.kind
-            group = next((g for g in groups_e if g.kind == kind and (g.window == layer.window or kind not in WINDOWED_KINDS)), None)
+            kind = "mamba" if layer.recurrent else layer.kind  # vLLM's name of a state layer's group (MambaSpec)
+            group = next((g for g in groups_e if g.kind == kind and (g.window == layer.window or not layer.windowed)), None)
             if group is None:
                 checks.append(f"layer {i} ({layer.kind}) belongs to no {engine} KV cache group")
                 continue
-            typed = layer_state_bytes(layer, tp) if layer.kind == STATE else group.block_size * layer_token_bytes(layer, kv, tp)
+            typed = layer_state_bytes(layer, tp) + group.block_size * layer_token_bytes(layer, kv, tp)
             if typed > page:
                 checks.append(f"layer {i}: a {layer.kind} block of {typed:,} B does not fit the shared page of {page:,} B")
         slots = tuple(TensorSpec(-1 - k, "slot", (num_blocks, page), "uint8", 1) for k in range(worker.group_size))
         plans.append(GroupPlan(label=f"shared slots ({len(groups_e)} groups)", kind="pool",
-                               layers=tuple(i for i, layer in layers.items() if layer.kind != NONE), tensors=slots,
+                               layers=tuple(i for i, layer in layers.items() if layer.caches), tensors=slots,
                                estimated_bytes=num_blocks * worker.group_size * page))
         size = min(g.block_size for g in groups_e)
     first = min(layers) if layers else 0
@@ -416,6 +381,8 @@ class GrowthUnit:
 
 def growth_unit(cache: CacheModel, *, layout: str, stage: int, seq: int, block_size: int | None) -> GrowthUnit:
     layers = stage_layers(cache, stage)
+    # as in rank_plan: a kind the probe has no tensors for is refused, not grown without them
+    require_mapped_kinds(layers.values(), ENGINE_BASE_KINDS, "the probe", cache.spec.source or cache.spec.name)
     if layout == STATIC:
         # one more sequence of seq tokens: the per-sequence cache of this stage (plan.py's max_batch divisor)
         per_seq = cache.rank_footprint(stage, seq, 1).cache_bytes
@@ -423,7 +390,7 @@ def growth_unit(cache: CacheModel, *, layout: str, stage: int, seq: int, block_s
             raise UnsupportedError("this stage holds no cache to grow", where="--find-max")
         return GrowthUnit("sequences", per_seq, layers, cache.kv_dtype, cache.tp, seq, None)
     bs = block_size or DEFAULT_BLOCK_SIZE
-    attention = {i: layer for i, layer in layers.items() if layer.kind in _ATTENTION}
+    attention = {i: layer for i, layer in layers.items() if layer.attends}
     if not attention:
         raise UnsupportedError("paged --find-max grows attention block pools, and this stage has no attention layer",
                                where="--find-max", hint="use --layout static to grow whole sequences")

@@ -16,7 +16,6 @@ from kvplan.probe.dist import DistEnv, Group, Outcome, from_env
 from kvplan.probe.layout import (DEFAULT_BLOCK_SIZE, PAGED, STATIC, BlockPlan, engine_rank_plan, growth_unit, most_loaded_stage,
                                  rank_plan, stage_layers)
 from kvplan.probe.result import BenchGroup, BenchResult, Deltas, FindMaxResult, GroupResult, ProbeResult, RankResult
-from kvplan.core.spec import STATE
 from kvplan.core.units import format_bytes
 from kvplan import engines
 from kvplan.probe.measure import measure_rank, rank_match
@@ -65,7 +64,7 @@ def _probe_rank(request, cache: CacheModel, opts: ProbeOptions, device: Device, 
     start = time.perf_counter()
     if opts.find_max:
         unit = growth_unit(cache, layout=opts.layout, stage=stage, seq=request.seq, block_size=opts.block_size)
-        if unit.name == "blocks" and any(layer.kind == STATE for layer in layers.values()):
+        if unit.name == "blocks" and any(layer.recurrent for layer in layers.values()):
             notes.append("paged --find-max grows the attention pools only; state layers hold a fixed slot per sequence")
         budget, source = _budget(device, opts)
         fm = find_max(unit, device, budget=budget, budget_source=source, touch=opts.touch)
