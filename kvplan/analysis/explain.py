@@ -27,9 +27,7 @@ from kvplan.core.io import JsonResult
 from kvplan.core.cache import CacheModel, LayerGroup
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import KvplanError
-from kvplan.core.layers import as_kind, make_layer
-from kvplan.core.spec import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_MLA, MLA, NONE,
-                              SLIDING, STATE, LayerSpec, MlaSpec, ModelSpec)
+from kvplan.core.spec import MLA, LayerSpec, MlaSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -108,24 +106,9 @@ def _elem_bytes(kv: DType) -> str:
 
 
 def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> str:
-    width = f"{_elem_bytes(kv)} ({kv.name})"
-    if group.kind in HEADED_KINDS:
-        heads = _heads_text(group, spec, tp)
-        if group.head_dim == group.v_head_dim:
-            text = f"2 (K and V) x {heads} x {group.head_dim} head_dim x {width}"
-        else:
-            text = f"{heads} x ({group.head_dim} K + {group.v_head_dim} V) dims x {width}"
-        if group.layer.index_head_dim:
-            text += f" + {group.layer.index_head_dim} index_head_dim (the indexer's key, every GPU) x {width}"
-    elif group.kind in (MLA, INDEXED_MLA):
-        rope = spec.mla.qk_rope_head_dim if spec.mla else 0
-        rank = group.latent_dim - rope
-        index = f" + {spec.mla.index_head_dim} index_head_dim" if group.kind == INDEXED_MLA else ""
-        text = (f"({rank} kv_lora_rank + {rope} qk_rope_head_dim{index}) latent{' and index key' if index else ''} x "
-                f"{width}, one per token, every GPU holds it all")
-    elif group.kind in (COMPRESSED, COMPRESSED_INDEXED):
-        text = f"2 (K = V, both kept) x 1 head x {group.head_dim} head_dim x {width} in the window"
-    else:
+    """The layer's own product (LayerSpec.token_formula), the KV dtype's scales on top, and the result."""
+    text = group.layer.token_formula(f"{_elem_bytes(kv)} ({kv.name})", _heads_text(group, spec, tp))
+    if text is None:
         return "0 (no per-token cache)"
     if kv.scale_bits:
         text += f" + {float(kv.scale_bits * 16):g} bits of block scale per 16 values"
@@ -137,14 +120,14 @@ def _token_formula(group: LayerGroup, spec: ModelSpec, kv: DType, tp: int) -> st
 def _heads_text(group: LayerGroup, spec: ModelSpec, tp: int) -> str:
     if tp == 1:
         return f"{group.kv_heads_per_rank} KV heads"
-    kv = next((l.kv_heads for l in spec.layer_specs if l.kind in HEADED_KINDS), group.kv_heads_per_rank)
+    kv = next((l.kv_heads for l in spec.layer_specs if l.headed), group.kv_heads_per_rank)
     if kv >= tp:
         return f"({kv} KV heads / TP {tp} = {group.kv_heads_per_rank} per GPU)"
     return f"(1 KV head per GPU: {kv} heads replicated over TP {tp})"
 
 
 def _state_formula(spec: ModelSpec, group: LayerGroup, tp: int) -> str | None:
-    if group.kind != STATE or spec.state is None:
+    if not group.layer.recurrent or spec.state is None:
         return None
     s = spec.state
     split = f" (first dim / TP {tp})" if tp > 1 else ""
@@ -156,24 +139,10 @@ def derivation(spec: ModelSpec, cache: CacheModel, seq: int, batch: int) -> tupl
     out = []
     for stage, groups in enumerate(cache.stages):
         for g in groups:
-            tokens = 0 if g.kind in (STATE, NONE) else g.layer.tokens_kept(seq)
+            tokens = g.layer.tokens_kept(seq)
             per_seq = g.kv_bytes(seq) + g.count * g.state_bytes
             total = per_seq * batch * cache.tp
-            if g.kind in (COMPRESSED, COMPRESSED_INDEXED):
-                c = g.layer.compress
-                entries = (f" + {_num(seq // c.ratio)} compressed entries (1 per {c.ratio} tokens)"
-                           + (" with index keys" if c.index_head_dim else "") + " and the open window"
-                           if c.ratio else "")
-                formula = (f"{g.count} layers x (min({_num(seq)}, window {_num(g.window)} - 1) = {_num(tokens)} tokens x "
-                           f"{_num(g.token_bytes)} B{entries}) = {_num(g.kv_bytes(seq))} B")
-            elif g.kind in HEADED_KINDS or g.kind in (MLA, INDEXED_MLA):
-                what = "chunk" if g.kind == CHUNKED else "window"
-                kept = f"min({_num(seq)}, {what} {_num(g.window)}) = {_num(tokens)}" if g.window is not None else _num(seq)
-                formula = f"{_num(g.token_bytes)} B x {g.count} layers x {kept} tokens"
-            elif g.kind == STATE:
-                formula = f"{_num(g.state_bytes)} B x {g.count} layers"
-            else:
-                formula = f"0 B x {g.count} layers"
+            formula = g.layer.seq_formula(seq, g.count, g.token_bytes, g.state_bytes, g.kv_bytes(seq))
             formula += f" x {batch} seq x {cache.tp} GPU{'s' if cache.tp > 1 else ''} = {_num(total)} B"
             out.append(GroupTerm(stage=stage, kind=g.kind, layers=g.count, per_token_formula=_token_formula(g, spec, cache.kv_dtype, cache.tp),
                                  token_bytes=g.token_bytes, tokens=tokens, state_formula=_state_formula(spec, g, cache.tp),
@@ -189,17 +158,13 @@ def _with_layers(spec: ModelSpec, name: str, layers: list[LayerSpec], **changes)
 
 def variant_mha(spec: ModelSpec) -> ModelSpec:
     heads, hd, vd = spec.attention_heads, spec.head_dim, spec.v_head_dim or spec.head_dim
-    layers = [dataclasses.replace(l, kv_heads=heads) if l.kind in HEADED_KINDS
-              else make_layer(FULL, kv_heads=heads, head_dim=hd, v_head_dim=vd) if l.kind == MLA else l
-              for l in spec.layer_specs]
+    layers = [l.with_kv_heads(heads, hd, vd) for l in spec.layer_specs]
     return _with_layers(spec, "MHA", layers, kv_heads=heads)
 
 
 def variant_mqa(spec: ModelSpec) -> ModelSpec:
     hd, vd = spec.head_dim, spec.v_head_dim or spec.head_dim
-    layers = [dataclasses.replace(l, kv_heads=1) if l.kind in HEADED_KINDS
-              else make_layer(FULL, kv_heads=1, head_dim=hd, v_head_dim=vd) if l.kind == MLA else l
-              for l in spec.layer_specs]
+    layers = [l.with_kv_heads(1, hd, vd) for l in spec.layer_specs]
     return _with_layers(spec, "MQA", layers, kv_heads=1)
 
 
@@ -214,12 +179,12 @@ def variant_mla(spec: ModelSpec) -> ModelSpec:
     """Full-attention layers store one latent instead of K and V; sliding layers keep their K/V and window
     (kvplan's MLA layers keep every token, so converting them would also drop the window: two changes)."""
     mla = mla_like(spec)
-    layers = [make_layer(MLA, mla=mla) if l.kind == FULL else l for l in spec.layer_specs]
+    layers = [l.as_latent(mla) for l in spec.layer_specs]
     return _with_layers(spec, "MLA", layers, mla=mla)
 
 
 def variant_no_window(spec: ModelSpec) -> ModelSpec:
-    layers = [as_kind(l, FULL, window=None) if l.kind == SLIDING else l for l in spec.layer_specs]
+    layers = [l.without_window() for l in spec.layer_specs]
     return _with_layers(spec, "no window", layers)
 
 
@@ -228,9 +193,10 @@ def variant_window(spec: ModelSpec, window: int, *, every: int = 1) -> ModelSpec
     first (every=2, Gemma-2's pattern of alternating local and global layers)."""
     layers, seen = [], 0
     for l in spec.layer_specs:
-        if l.kind == FULL:
+        windowed = l.with_window(window)
+        if windowed is not None:
             if seen % every == 0:
-                l = as_kind(l, SLIDING, window=window)
+                l = windowed
             seen += 1
         layers.append(l)
     label = f"window {window:,}" + ("" if every == 1 else " on alternate layers")
@@ -240,9 +206,11 @@ def variant_window(spec: ModelSpec, window: int, *, every: int = 1) -> ModelSpec
 def what_ifs(spec: ModelSpec, kv: DType, *, tp: int, pp: int, seq: int, batch: int, window: int,
              room: int | None) -> tuple[WhatIf, ...]:
     """The model as it is first, then each variant; `room` (bytes per GPU for the cache) gives max_batch."""
-    has_sliding = any(l.kind == SLIDING for l in spec.layer_specs)
-    has_attention = any(l.kind in HEADED_KINDS or l.kind == MLA for l in spec.layer_specs)
-    kv_heads = {l.kv_heads for l in spec.layer_specs if l.kind in HEADED_KINDS}
+    # a window to drop (sliding layers): dropping it changes a layer
+    has_sliding = any(l.without_window() is not l for l in spec.layer_specs)
+    # layers the KV-head what-ifs rebuild (K/V heads, or a latent)
+    has_attention = any(l.with_kv_heads(1, spec.head_dim, spec.head_dim) is not l for l in spec.layer_specs)
+    kv_heads = {l.kv_heads for l in spec.layer_specs if l.headed}
     own = ("MLA" if spec.count(MLA) else "MHA" if kv_heads == {spec.attention_heads}
            else "MQA" if kv_heads == {1} else "GQA")
     cases: list[tuple[str, str, ModelSpec, DType]] = [
@@ -263,7 +231,7 @@ def what_ifs(spec: ModelSpec, kv: DType, *, tp: int, pp: int, seq: int, batch: i
                 cases.append((f"KV {other.name}", f"the same layout, K/V stored as {other.name}", spec, other))
         if has_sliding:
             cases.append(("no window", "sliding layers keep every token", variant_no_window(spec), kv))
-        elif spec.count(FULL):
+        elif any(l.with_window(window) is not None for l in spec.layer_specs):
             cases.append((f"window {window:,}", f"every full-attention layer keeps the last {window:,} tokens", variant_window(spec, window), kv))
             cases.append((f"window {window:,}, alternate", f"every other attention layer slides over {window:,} tokens (Gemma-2's pattern)",
                           variant_window(spec, window, every=2), kv))
@@ -295,7 +263,7 @@ def explain(spec: ModelSpec, cache: CacheModel, *, seq: int, batch: int, window:
     notes = []
     if cache.pp > 1:
         notes.append(f"PP {cache.pp}: each stage's layers are listed separately; its GPUs hold only those")
-    if spec.count(STATE):
+    if any(l.recurrent for l in spec.layer_specs):
         notes.append("state layers keep a fixed amount per sequence whatever the length")
     return Explanation(model=spec.name, seq=seq, batch=batch, kv_dtype=cache.kv_dtype.name, tp=cache.tp, pp=cache.pp,
                        groups=groups, kv_bytes=whole.kv_bytes, state_bytes=whole.state_bytes, cache_bytes=whole.cache_bytes,

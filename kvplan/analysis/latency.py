@@ -35,7 +35,7 @@ from dataclasses import dataclass
 
 from kvplan.core.cache import CacheModel
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import CHUNKED, FULL, INDEXED_MLA, MLA, SLIDING, ModelSpec
+from kvplan.core.spec import ModelSpec
 
 
 # ------------------------------------------------------------------ sums of min(i, W), closed form
@@ -94,23 +94,16 @@ class AttentionTerm:
 def attention_terms(spec: ModelSpec) -> tuple[AttentionTerm, ...]:
     counts: dict[tuple[int, int | None], int] = {}
     heads = spec.attention_heads
+    model_dims = spec.head_dim + (spec.v_head_dim or spec.head_dim)
     for layer in spec.layer_specs:
-        if layer.kind == CHUNKED:
-            # a chunked-local query sees only the keys of its own chunk ((i - 1) mod C + 1 of them), not min(i, W):
-            # neither the sliding nor the full term is right, and a wrong lower bound is worse than none
-            raise UnsupportedError("chunked local attention (Llama 4) is not in the latency model yet",
-                                   where=spec.source or spec.name, hint="the memory figures do not depend on it")
-        if layer.kind == INDEXED_MLA:
-            # a DSA query attends to index_topk selected tokens after an indexer pass over all of them: neither term
-            raise UnsupportedError("DeepSeek sparse attention (the indexer's top-k) is not in the latency model yet",
-                                   where=spec.source or spec.name, hint="the memory figures do not depend on it")
-        if layer.kind in (FULL, SLIDING):
-            dims = layer.head_dim + layer.v_head_dim
-        elif layer.kind == MLA:
-            dims = spec.head_dim + (spec.v_head_dim or spec.head_dim)
-        else:
+        if layer.latency_gap:  # the kind's keys per query are neither sum (LayerSpec.latency_gap says which)
+            raise UnsupportedError(layer.latency_gap, where=spec.source or spec.name,
+                                   hint="the memory figures do not depend on it")
+        dims = layer.pair_dims(model_dims)
+        if not dims:
             continue
-        key = (2 * heads * dims, layer.window if layer.kind == SLIDING else None)
+        # a query sees min(i, window) keys in a windowed layer, all i of them otherwise
+        key = (2 * heads * dims, layer.window if layer.windowed else None)
         counts[key] = counts.get(key, 0) + 1
     return tuple(AttentionTerm(n, pair, window) for (pair, window), n in counts.items())
 
