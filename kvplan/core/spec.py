@@ -16,8 +16,8 @@ from typing import Any, Mapping
 from kvplan.core.dtypes import dtype as lookup_dtype
 from kvplan.core.errors import InputError, UnsupportedError, check_name, did_you_mean
 from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabulary: re-exported for readers of specs)
-    CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_FULL, INDEXED_MLA, LAYER_KINDS, MLA, NONE,
-    SLIDING, STATE, WINDOWED_KINDS, CompressSpec, LayerSpec, MlaSpec, StateSpec, make_layer)
+    CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_FULL, INDEXED_MLA, KINDS, LAYER_KINDS, MLA,
+    NONE, SLIDING, STATE, WINDOWED_KINDS, CompressSpec, LayerSpec, MlaSpec, StateSpec, make_layer)
 from kvplan.core.units import shown
 
 # other spellings seen in configs and papers, accepted in spec files
@@ -259,7 +259,7 @@ def _kind(value: Any, where: str) -> str:
                          hint="one of " + ", ".join(LAYER_KINDS))
     key = value.strip().lower()
     key = _KIND_ALIASES.get(key, key)
-    if key not in LAYER_KINDS:
+    if key not in KINDS:
         raise InputError(f"unknown layer kind {shown(value)}", where=where,
                          hint=did_you_mean(value, list(LAYER_KINDS) + list(_KIND_ALIASES)) or "one of " + ", ".join(LAYER_KINDS))
     return key
@@ -345,26 +345,28 @@ def _build(data: Any) -> ModelSpec:
     per_layer_kv = layout.kv_heads or (kv_heads,) * layers
     per_layer_dim = layout.head_dims or (None,) * layers
 
+    # what each kind needs from the spec, as the kind says it (LayerSpec.headed, window_from, indexed, latent,
+    # compressed, recurrent): the spec's field that gives its window, an indexer's key width, the mla or state section
+    windows = {"sliding_window": sliding_window, "attention_chunk_size": chunk}
     resolved = []
     for index, (kind, layer_kv) in enumerate(zip(kinds, per_layer_kv)):
         where = f"layout (layer {index})"
-        if kind in HEADED_KINDS:
+        rules = KINDS[kind]
+        if rules.headed:
             if layer_kv < 1:
                 raise InputError(f"an attention layer needs at least 1 KV head, got {layer_kv}", where="layout.kv_heads")
             if heads % layer_kv:
                 raise InputError(f"attention_heads ({heads}) is not a multiple of layer {index}'s KV heads ({layer_kv})",
                                  where="layout.kv_heads")
-            if kind == SLIDING and sliding_window is None:
-                raise InputError("a sliding layer needs `sliding_window`", where=where, hint="add e.g. `sliding_window: 4096`")
-            if kind == CHUNKED and chunk is None:
-                raise InputError("a chunked layer needs `attention_chunk_size`", where=where,
-                                 hint="add e.g. `attention_chunk_size: 8192` (Llama 4)")
-            window = sliding_window if kind == SLIDING else chunk if kind == CHUNKED else None
+            window = None if rules.window_from is None else windows[rules.window_from]
+            if rules.window_from is not None and window is None:
+                raise InputError(f"a {kind} layer needs `{rules.window_from}`", where=where,
+                                 hint=_WINDOW_EXAMPLES[rules.window_from])
             index_dim = None
-            if kind == INDEXED_FULL:
+            if rules.indexed:
                 index_dim = r.int("index_head_dim", maximum=MAX_DIM)
                 if index_dim is None:
-                    raise InputError("a full_indexed layer needs `index_head_dim`", where=where,
+                    raise InputError(f"a {kind} layer needs `index_head_dim`", where=where,
                                      hint="the sparse-attention indexer's key width (MiniMax-M3: 128)")
             layer_dim = per_layer_dim[index]
             if layer_dim is None:
@@ -378,24 +380,24 @@ def _build(data: Any) -> ModelSpec:
             # K and V alike, as Gemma 4's global layers have them
             resolved.append(make_layer(kind, kv_heads=layer_kv, head_dim=layer_dim, v_head_dim=layer_dim, window=window,
                                        index_head_dim=index_dim))
-        elif kind in (MLA, INDEXED_MLA):
+        elif rules.latent:
             if mla is None:
                 raise InputError(f"an {kind} layer needs the `mla` section", where=where,
                                  hint="add `mla: {kv_lora_rank: 512, qk_rope_head_dim: 64}`")
-            if kind == INDEXED_MLA and not mla.index_head_dim:
-                raise InputError("an mla_indexed layer needs `mla.index_head_dim`", where=where,
+            if rules.indexed and not mla.index_head_dim:
+                raise InputError(f"an {kind} layer needs `mla.index_head_dim`", where=where,
                                  hint="the sparse-attention indexer's key width, e.g. 128 (index_head_dim in config.json)")
             resolved.append(make_layer(kind, mla=mla))
-        elif kind in (COMPRESSED, COMPRESSED_INDEXED):
-            resolved.append(_compressed_layer(kind, index, layout, layer_kv, head_dim, sliding_window,
+        elif rules.compressed:
+            resolved.append(_compressed_layer(kind, index, layout, layer_kv, head_dim, windows[rules.window_from],
                                               r.int("index_head_dim", maximum=MAX_DIM), where))
-        elif kind == STATE:
+        elif rules.recurrent:
             if state is None:
-                raise InputError("a state layer needs the `state` section", where=where,
+                raise InputError(f"a {kind} layer needs the `state` section", where=where,
                                  hint="add `state: {conv_shape: [...], recurrent_shape: [...]}`")
-            resolved.append(make_layer(STATE, state=state))
-        else:
-            resolved.append(make_layer(NONE))
+            resolved.append(make_layer(kind, state=state))
+        else:  # a layer that keeps nothing needs nothing (no_op blocks)
+            resolved.append(make_layer(kind))
 
     aliases = r.list("aliases") or []
     if not all(isinstance(a, str) and a.strip() for a in aliases):
@@ -439,17 +441,22 @@ def _compressed_layer(kind: str, index: int, layout: Layout, kv_heads: int, head
         raise InputError(f"a {kind} layer needs `layout.compress_ratios`", where=where,
                          hint="one entry per layer: 0 (window only), 4, 128 ...")
     ratio = layout.compress_ratios[index]
-    if kind == COMPRESSED_INDEXED:
+    if KINDS[kind].indexed:  # compressed sparse attention: the indexer compresses its own keys
         if not ratio:
-            raise InputError("a compressed_indexed layer needs a compression ratio of at least 1",
+            raise InputError(f"a {kind} layer needs a compression ratio of at least 1",
                              where="layout.compress_ratios")
         if not index_head_dim:
-            raise InputError("a compressed_indexed layer needs `index_head_dim`", where=where,
+            raise InputError(f"a {kind} layer needs `index_head_dim`", where=where,
                              hint="the lightning indexer's key width (index_head_dim in config.json)")
         return make_layer(kind, kv_heads=1, head_dim=head_dim, v_head_dim=head_dim, window=window,
                           compress=CompressSpec(ratio, index_head_dim))
     return make_layer(kind, kv_heads=1, head_dim=head_dim, v_head_dim=head_dim, window=window,
                       compress=CompressSpec(ratio))
+
+
+# a spec that leaves out the field a windowed kind reads its window from (LayerSpec.window_from): what to add
+_WINDOW_EXAMPLES = {"sliding_window": "add e.g. `sliding_window: 4096`",
+                    "attention_chunk_size": "add e.g. `attention_chunk_size: 8192` (Llama 4)"}
 
 
 _REQUIRED_HINTS = {

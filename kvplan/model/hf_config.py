@@ -16,7 +16,8 @@ from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model.config_keys import refuse_unread, text_config
 from kvplan.model.params import count_params, moe_summary, mtp_layer_params, routed_expert_params
 from kvplan.core.spec import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, INDEXED_FULL, INDEXED_MLA, MAX_DIM, MAX_HEADS,
-                              MAX_LAYERS, MLA, NONE, SLIDING, STATE, ModelSpec, spec_from_mapping)
+                              MAX_LAYERS, MLA, NONE, SLIDING, STATE, WINDOWED_KINDS, ModelSpec, spec_from_mapping)
+from kvplan.core.layers import KINDS
 from kvplan.core.text import visible
 from kvplan.core.units import shown
 from kvplan.core import yamlio
@@ -700,7 +701,7 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
             raise InputError(f"must be at least 1, got {interval}", where=f"{where}: full_attention_interval")
         kinds = [FULL if (i + 1) % interval == 0 else STATE for i in range(layers)]
 
-    if kinds is not None and STATE in kinds and "state" not in spec:
+    if kinds is not None and any(KINDS[k].recurrent for k in kinds) and "state" not in spec:
         if "linear_num_value_heads" in cfg:
             spec["state"] = _linear_attention_state(cfg)
         elif _first(cfg, "mamba_d_state", "ssm_state_size", "mamba_num_heads") is not None:
@@ -712,18 +713,16 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
     if kinds is None and cfg.get("attention_chunk_size"):
         kinds = _chunked_kinds(cfg, model_type, layers, where)
     sliding = _sliding_kinds(cfg, model_type, layers)
-    if kinds is None:
+    if kinds is None:  # an explicit pattern wins; a stray sliding_window beside it is ignored (Nemotron-H sets null)
         kinds = sliding
-    elif sliding is not None and SLIDING not in kinds:
-        pass  # an explicit pattern wins; a stray sliding_window beside it is ignored (Nemotron-H sets null anyway)
-    if kinds is not None and SLIDING in kinds:
-        if not cfg.get("sliding_window"):
-            raise InputError("layers are sliding but sliding_window is not set", where=f"{where}: sliding_window")
-        spec["sliding_window"] = int(cfg["sliding_window"])
-    if kinds is not None and CHUNKED in kinds:
-        if not cfg.get("attention_chunk_size"):
-            raise InputError("layers are chunked but attention_chunk_size is not set", where=f"{where}: attention_chunk_size")
-        spec["attention_chunk_size"] = int(cfg["attention_chunk_size"])
+    # windowed layers (sliding windows, local chunks) read their length from the key the kind names, spelled alike in
+    # config.json and in a spec (LayerSpec.window_from)
+    for windowed in WINDOWED_KINDS:
+        key = KINDS[windowed].window_from
+        if kinds is not None and windowed in kinds:
+            if not cfg.get(key):
+                raise InputError(f"layers are {windowed} but {key} is not set", where=f"{where}: {key}")
+            spec[key] = int(cfg[key])
 
     if model_type == "gemma4_text" and kinds is not None:
         # Gemma 4: full-attention layers have their own head width and KV heads (transformers Gemma4TextConfig

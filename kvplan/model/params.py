@@ -21,7 +21,8 @@ from math import prod
 from typing import Any, Mapping
 
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.spec import COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_FULL, INDEXED_MLA, MLA, STATE
+from kvplan.core.layers import KINDS
+from kvplan.core.spec import FULL, MLA
 
 # Tensor classes. `linear` weights are what quantization formats quantize; `expert` weights too (MoE
 # experts, one [out, in] matrix per expert and layer); everything else stays in the model dtype.
@@ -222,24 +223,27 @@ def _layer_kinds(spec: Mapping, layers: int) -> list[str]:
 # ------------------------------------------------------------------ mixers: attention, MLA, state
 
 def _mixer(b: _Builder, cfg: Mapping, model_type: str, kind: str, hidden: int, spec: Mapping, kv_heads: int) -> None:
-    if kind in HEADED_KINDS:
+    """The layer's token mixer, by what its kind keeps: K/V heads (and an indexer), an MLA latent (and an indexer),
+    or a recurrent state."""
+    layer = KINDS[kind]
+    if layer.headed:
         _attention(b, cfg, model_type, hidden, spec, kv_heads)
-        if kind == INDEXED_FULL:  # MiniMax-M3's lightning indexer (transformers MiniMaxM3VLSparseIndexer)
+        if layer.indexed:  # MiniMax-M3's lightning indexer (transformers MiniMaxM3VLSparseIndexer)
             section = cfg.get("sparse_attention_config") or {}
             heads, dim = int(section.get("sparse_num_index_heads", 4)), int(spec["index_head_dim"])
             b.linear("self_attn.indexer.q_proj", heads * dim, hidden)
             b.linear("self_attn.indexer.k_proj", dim, hidden)
             b.norm("self_attn.indexer.q_norm", dim)
             b.norm("self_attn.indexer.k_norm", dim)
-    elif kind in (MLA, INDEXED_MLA):
+    elif layer.latent:
         _mla(b, cfg, hidden, int(spec["attention_heads"]))
-        if kind == INDEXED_MLA:  # the lightning indexer (transformers DeepseekV32Indexer / GlmMoeDsaIndexer)
+        if layer.indexed:  # the lightning indexer (transformers DeepseekV32Indexer / GlmMoeDsaIndexer)
             heads, dim = int(cfg["index_n_heads"]), int(cfg["index_head_dim"])
             b.linear("self_attn.indexer.wq_b", heads * dim, int(cfg["q_lora_rank"]))
             b.linear("self_attn.indexer.wk", dim, hidden)
             b.norm("self_attn.indexer.k_norm", dim, bias=True)
             b.linear("self_attn.indexer.weights_proj", heads, hidden)
-    elif kind == STATE:
+    elif layer.recurrent:
         if "linear_num_value_heads" in cfg:
             _gated_deltanet(b, cfg, hidden)
         elif len((spec.get("state") or {}).get("recurrent_shape", ())) == 3:
@@ -534,7 +538,7 @@ def _gemma4_layer(b: _Builder, cfg: Mapping, kind: str, hidden: int, spec: Mappi
     b.norm("layer_norms", hidden, count=4)
     b.linear("self_attn.q_proj", heads * head_dim, hidden, bias=bias)
     b.linear("self_attn.k_proj", kv_heads * head_dim, hidden, bias=bias)
-    if not (cfg.get("attention_k_eq_v") and kind == FULL):
+    if not (cfg.get("attention_k_eq_v") and not KINDS[kind].windowed):  # the global (unwindowed) layers
         b.linear("self_attn.v_proj", kv_heads * head_dim, hidden, bias=bias)
     b.linear("self_attn.o_proj", hidden, heads * head_dim, bias=bias)
     b.norm("self_attn.q_norm", head_dim)
@@ -580,12 +584,13 @@ def _deepseek_v4_layer(b: _Builder, cfg: Mapping, kind: str, ratio: int, hidden:
     b.add("self_attn.sinks", (heads,), OTHER)
     if not ratio:
         return
-    width = 2 * dim if kind == COMPRESSED_INDEXED else dim  # CSA compresses two overlapping series
+    csa = KINDS[kind].indexed  # compressed sparse attention: the indexed kind
+    width = 2 * dim if csa else dim  # CSA compresses two overlapping series
     b.linear("self_attn.compressor.kv_proj", width, hidden)
     b.linear("self_attn.compressor.gate_proj", width, hidden)
     b.norm("self_attn.compressor.kv_norm", dim)
     b.add("self_attn.compressor.position_bias", (ratio, width), OTHER)
-    if kind == COMPRESSED_INDEXED:
+    if csa:
         index_dim, index_heads = int(spec["index_head_dim"]), int(cfg.get("index_n_heads") or 64)
         b.linear("self_attn.compressor.indexer.kv_proj", 2 * index_dim, hidden)
         b.linear("self_attn.compressor.indexer.gate_proj", 2 * index_dim, hidden)
