@@ -40,8 +40,15 @@ MAMBA = MAMBA_STATE.kind
 
 # layer kind -> the spec vLLM builds for it. Not mapped (refused by name): mla_indexed (DeepSeek Sparse Attention's
 # indexer cache beside the latent, models/deepseek_v2.py DeepseekV32IndexerCache), compressed / compressed_indexed
-# (DeepSeek-V4's page-shared compressor groups), full_indexed (MiniMax-M3's one-head indexer side cache): how vLLM
-# pages each is not yet read from its source
+# (DeepSeek-V4's page-shared compressor groups), full_indexed (MiniMax-M3). Each is two or more specs per decoder
+# layer, which PageSpec's one spec a layer does not hold yet. What 0.33 builds for full_indexed, read for whoever maps
+# it: a FullAttentionSpec of the layer's KV heads and head_dim (models/minimax_m3/nvidia/model.py
+# MiniMaxM3SparseAttention.get_kv_cache_spec) plus a second layer, the indexer's side cache, an MLAAttentionSpec of
+# one head of index_head_dim, cache_role INDEXER, in bf16 unless --attention-config indexer_kv_dtype says fp8
+# (common/indexer.py MiniMaxM3IndexerCache; config/attention.py resolve_indexer_kv_dtype); both backends take only
+# 128-token kernel blocks (get_supported_kernel_block_sizes). 0.33 registers MiniMaxM3SparseForCausalLM and
+# MiniMaxM3SparseForConditionalGeneration (model_type minimax_m3_vl), not the MiniMaxM3ForCausalLM / minimax_m3
+# spelling of MiniMaxAI/MiniMax-M3's config, so which of those vLLM serves is open too
 PAGE_RULES: dict[str, PageRule] = {
     FULL: FULL_ATTENTION,
     SLIDING: SLIDING_WINDOW,
