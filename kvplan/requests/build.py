@@ -128,7 +128,9 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
             if kv_dtype.strip().lower() not in engines.get("vllm").kv_formats:
                 raise
     except InputError as err:
-        raise err.located("--kv-dtype") from None
+        # another engine's own format (SGLang's mxfp8, ...): that engine judges it; the records load on this path only
+        if not any(kv_dtype.strip().lower() in engines.get(name).kv_formats for name in engines.ENGINE_NAMES):
+            raise err.located("--kv-dtype") from None
     try:
         weight_fmt = dtypes.weight_format(dtype) if dtype else None
     except InputError as err:

@@ -18,6 +18,9 @@ ENGINE = Engine(
     option_keys=OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
     # --quantization fp8: the same online path as vLLM's, fp8 weights made at load
     weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"), launch_args_flag="--sglang-args",
+    # --kv-cache-dtype choices of 0.5.23 (server_args.py) that are no plain dtype: read_kv_dtype judges them (exit 3,
+    # scales stored with the cache, releases.py R9), not the generic dtype check
+    kv_formats=frozenset({"mxfp8", "fp4_mx_block16", "nvfp4"}),
     check_length=deferred("kvplan.engines.sglang.context", "check_length"),  # SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN
     release_field="sglang_version", launch_command=deferred("kvplan.engines.sglang.present", "launch_command"),
     # launch_server's option table of SGLang launch_args.MIRRORS (launch_args.py)
