@@ -62,8 +62,11 @@ def refuse_unmapped(layers, where: str) -> None:
 
 
 def rule(layer: LayerSpec) -> PoolRule:
-    """The layer's rule (the estimate refused unmapped kinds first; NO_POOL answers for one elsewhere)."""
-    return POOL_RULES.get(layer.kind, NO_POOL)
+    """The layer's rule; a kind without one is refused by name (exit 3), never pooled as nothing."""
+    found = POOL_RULES.get(layer.kind)
+    if found is None:
+        refuse_unmapped((layer,), "the model's layers")
+    return found
 
 
 def cell(layer: LayerSpec, swa: bool) -> str | None:

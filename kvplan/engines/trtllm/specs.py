@@ -80,5 +80,8 @@ def refuse_unmodelled(layers) -> None:
 
 
 def rule(layer: LayerSpec) -> PoolRule:
-    """The layer's rule (the estimate refused unmapped kinds first; NO_CACHE answers for one elsewhere)."""
-    return POOL_RULES.get(layer.kind, NO_CACHE)
+    """The layer's rule; a kind without one is refused by name (exit 3), never kept as nothing."""
+    found = POOL_RULES.get(layer.kind)
+    if found is None:
+        refuse_unmapped((layer,), "the model's layers")
+    return found

@@ -65,32 +65,40 @@ def refuse_unmapped(layers, where: str) -> None:
 
 
 def rule(layer: LayerSpec) -> PageRule:
-    """The layer's rule (the estimate refused unmapped kinds first; a caller outside it, such as reading the KV
-    dtype of any model, gets NO_SPEC for one, which answers no to every question)."""
+    """The layer's rule; a kind without one is refused by name (exit 3), never paged as nothing."""
+    found = PAGE_RULES.get(layer.kind)
+    if found is None:
+        refuse_unmapped((layer,), "the model's layers")
+    return found
+
+
+def _known(layer: LayerSpec) -> PageRule:
+    # the yes/no questions below are also asked of models the estimate refuses (reading the KV dtype of any model):
+    # a kind without a rule answers no to each
     return PAGE_RULES.get(layer.kind, NO_SPEC)
 
 
 def any_latent(layers) -> bool:
     """Whether vLLM builds an MLAAttentionSpec for any of the layers (the MLA backends, block sizes and formats)."""
-    return any(rule(layer).latent for layer in layers)
+    return any(_known(layer).latent for layer in layers)
 
 
 def any_windowed(layers) -> bool:
-    return any(rule(layer).windowed for layer in layers)
+    return any(_known(layer).windowed for layer in layers)
 
 
 def any_state(layers) -> bool:
-    return any(rule(layer).state for layer in layers)
+    return any(_known(layer).state for layer in layers)
 
 
 def any_chunked(layers) -> bool:
-    return any(rule(layer) is CHUNKED_LOCAL for layer in layers)
+    return any(_known(layer) is CHUNKED_LOCAL for layer in layers)
 
 
 def sliding(layer: LayerSpec) -> bool:
     """A layer vLLM builds with a sliding window (the 'sliding_window' entry of --kv-cache-dtype-skip-layers and
     --disable-sliding-window reach these, not chunked-local layers: model_executor/layers/attention/attention.py)."""
-    return rule(layer) is SLIDING_WINDOW
+    return _known(layer) is SLIDING_WINDOW
 
 
 def without_sliding_window(layer: LayerSpec) -> LayerSpec:
@@ -142,7 +150,7 @@ def attention_spec(layer: LayerSpec, *, block_size: int, page: int, shards: int,
                    chunked_as_full: bool) -> PageSpec:
     """The spec of an attention layer. `all_full`: the hybrid KV cache manager is off, and unify_hybrid_kv_cache_specs
     makes sliding and chunked layers full attention; `chunked_as_full`: 0.10.1-0.13 do so for chunked layers."""
-    r = PAGE_RULES[layer.kind]
+    r = rule(layer)
     kind, window = r.kind, (layer.window if r.windowed else None)
     if (all_full and r.windowed) or (chunked_as_full and r is CHUNKED_LOCAL):
         kind, window = FULL_ATTENTION.kind, None
