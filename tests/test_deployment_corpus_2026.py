@@ -70,6 +70,10 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'gha/muhac-llm-action/action.yml': [('cannot_judge', 'the model is $GITHUB_EXPRESSION_inputs_model, set outside'), ('cannot_judge', 'the model is $GITHUB_EXPRESSION_inputs_model, set outside')],
     'gha/muhac-llm-action/workflows/dev.yml': [('cannot_judge', 'the model is $GITHUB_EXPRESSION_matrix_model, set outside'), ('cannot_judge', 'the model is $GITHUB_EXPRESSION_matrix_model, set outside')],
     'gha/muhac-llm-action/workflows/test.yml': [('cannot_judge', 'the step uses muhac/llm-actions@v1 with model ${{')],
+    # vllm.LLM(...) programs (readers/offline_llm.py): read as the launch at the offline entry point
+    'offline/azure-llm-category--llm_test.py': [('cannot_judge', "model 'Qwen/Qwen2-7B-Instruct' is not bundled")],
+    'offline/bilbil-llm--model_cache.py': [('cannot_judge', 'names no GPU')],
+    'offline/vllm--reproducibility.py': [('cannot_judge', "model 'facebook/opt-125m' is not bundled")],
     'kubeai/deepseek-r1-70b-gh200-fp8.yaml': [('cannot_judge', "model 'neuralmagic/DeepSeek-R1-Distill-Llama-70B-FP8-dynamic")],
     'kubeai/gemma-2b-it-tpu.yaml': [('cannot_judge', 'runs on Google TPUs (resourceProfile google-tpu-v5e-1x1:1),')],
     'kubeai/gemma-3-27b-ollama-l4.yaml': [('cannot_judge', 'engine OLlama: kvplan reads KubeAI models served by')],

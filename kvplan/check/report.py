@@ -27,6 +27,7 @@ FORMAT_RAY, FORMAT_SKYPILOT, FORMAT_SHELL, FORMAT_DOCKERFILE = "ray-serve", "sky
 FORMAT_TRTLLM_OPTIONS, FORMAT_TRTLLM_DISAGG = "trtllm-options", "trtllm-disaggregated"
 FORMAT_GITHUB_ACTIONS, FORMAT_TRUSS, FORMAT_RECIPES, FORMAT_README = "github-actions", "truss", "vllm-recipe", "readme"
 FORMAT_HELM_VLLM, FORMAT_PROGRAM, FORMAT_NOMAD = "helm-vllm-example", "program", "nomad"
+FORMAT_VLLM_OFFLINE = "vllm-offline"  # a Python program that builds vllm.LLM(...)
 
 
 @dataclass(frozen=True)

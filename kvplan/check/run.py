@@ -18,7 +18,8 @@ from kvplan import engines
 from kvplan.check import judge as judging
 from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
-from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, nomad, programs, readme, scripts, vllm_serve
+from kvplan.check.readers import (FORMATS, LOOKED_FOR, READERS, kvplan_yaml, nomad, offline_llm, programs, readme, scripts,
+                                  vllm_serve)
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.traced import last_field, traced
@@ -148,7 +149,10 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
                 raise _not_a_format(display)
             return _verdicts(items, defaults)
         if path.suffix.lower() in programs.SUFFIXES and not scripts.is_shell(path, text):
-            items = programs.read(text, path, source=display, where=display)
+            # a program that builds vllm.LLM(...) is that launch (offline_llm.py); a framework's app stays cannot judge
+            items = (offline_llm.read(text, path, source=display, where=display, defaults=defaults)
+                     if path.suffix.lower() == ".py" and not programs.framework(text) else None)
+            items = items if items is not None else programs.read(text, path, source=display, where=display)
             if items is None:
                 raise _not_a_format(display)
             return _verdicts(items, defaults)

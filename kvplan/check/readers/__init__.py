@@ -62,5 +62,5 @@ FORMATS = ("kvplan YAML, vllm serve --config YAML, Kubernetes manifests (Deploym
            "RayCluster and other pod templates), KServe, KubeAI, Ray Serve, docker compose, Helm values "
            "(production-stack, llm-d), SkyPilot, TensorRT-LLM options and disaggregated configs, GitHub Actions "
            "workflows, Truss config.yaml, vllm-project/recipes YAML, shell scripts, Dockerfiles, README code blocks, Nomad "
-           "job files; "
+           "job files, Python programs that build vllm.LLM(...) with literal arguments; "
            "BentoML, Modal and Ray Serve Python, BentoML pyproject.toml and Terraform helm_release are recognised)")

@@ -33,16 +33,21 @@ def _models(text: str) -> list[str]:
     return list(dict.fromkeys(found))[:3]
 
 
+def framework(text: str) -> str | None:
+    """The serving framework a Python program is an application of (BentoML, Modal, Ray Serve), or None."""
+    return next((name for pattern, name in _FRAMEWORKS if pattern.search(text)), None)
+
+
 def read(text: str, path: Path, *, source: str, where: str) -> list | None:
     """The verdict items of a program file kvplan recognises, or None (not a format it reads)."""
     suffix = path.suffix.lower()
     what = None
     if suffix == ".py":
-        framework = next((name for pattern, name in _FRAMEWORKS if pattern.search(text)), None)
+        app = framework(text)
         engines = [name for pattern, name in _ENGINES if pattern.search(text)]
-        if framework is None and not engines:
+        if app is None and not engines:
             return None
-        what = (f"{framework or 'a Python program'} that starts {', '.join(engines) or 'its server'} from its own code"
+        what = (f"{app or 'a Python program'} that starts {', '.join(engines) or 'its server'} from its own code"
                 + (f" (models named: {', '.join(_models(text))})" if _models(text) else ""))
     elif suffix == ".toml" and re.search(r"^\[tool\.bentoml[.\]]", text, re.M):
         what = ("BentoML build settings ([tool.bentoml]) for the service beside it, which builds its launch in Python"

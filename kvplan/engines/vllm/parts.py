@@ -49,5 +49,6 @@ ENGINE = Engine(
     launch=Part("kvplan.engines.vllm.launch", {"read": "read", "online_quantization": "online_quantization",
                                                "overridden_config": "overridden_config", "json_value": "_json"}),
     releases=Part("kvplan.engines.vllm.releases", ("RELEASES", "release", "ALLOW_LONG_ENV", "ALLOW_LONG_OPTION",
-                                                   "allow_long_flag", "integer_flag")),
+                                                   "allow_long_flag", "integer_flag", "ENTRY_POINT_OPTION",
+                                                   "ENTRY_OFFLINE")),
 )

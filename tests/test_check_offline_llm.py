@@ -1,0 +1,84 @@
+"""`kvplan check` of Python programs that build vLLM's offline engine, vllm.LLM(...) (kvplan/check/readers/
+offline_llm.py), on the public files of tests/data/deployments_2026/offline (SOURCES.md): read as the launch at the
+offline entry point, whose scheduler defaults are vLLM's LLM_CLASS ones (engine/arg_utils.py get_batch_defaults)."""
+
+from __future__ import annotations
+
+import ast
+import dataclasses
+from pathlib import Path
+
+import pytest
+
+from kvplan import engines
+from kvplan.check import deployment, run
+from kvplan.check.readers import offline_llm
+from kvplan.core.errors import UnsupportedError
+from kvplan.engines.vllm.engine import budgets_for
+
+ROOT = Path(__file__).resolve().parent.parent
+OFFLINE = ROOT / "tests" / "data" / "deployments_2026" / "offline"
+
+
+def _deployment(name: str, **options):
+    path = OFFLINE / name
+    defaults = deployment.defaults(deployment.CheckOptions(offline=True, **options))
+    items = offline_llm.read(path.read_text(encoding="utf-8"), path, source=name, where=name, defaults=defaults)
+    assert items is not None and len(items) == 1
+    return items[0]
+
+
+def test_offline_program_is_judged_with_the_llm_class_defaults():
+    """yanbinwa/bilbil_llm model_cache.py: LLM(model="Qwen/Qwen2.5-7B-Instruct"), nothing else. On an H100 with vLLM
+    0.33 the LLM class defaults to 16384 batched tokens (get_batch_defaults: LLM_CLASS, >= 70 GiB, not an A100) where
+    `vllm serve` of the same model defaults to 8192. Qwen2.5-7B (hidden 3584, vocabulary 152064): the sampler warm-up
+    of 1024 requests (1024 x 152064 x (2 + 12) B = 2,179,989,504 B) sets the profile's peak at both, beside the
+    forward's [T, 3584] bf16 output, so the offline class's activation peak is (16384 - 8192) x 3584 x 2 =
+    58,720,256 B higher (the forward phase, T x (2 x 3584 + 3 x 18944) x 2 B, stays below it: 2,097,152,000 B at
+    16384)."""
+    dep = _deployment("bilbil-llm--model_cache.py", gpu="h100")
+    assert ("entry_point", "offline") in dep.request.engine_options
+    vllm = engines.get("vllm")
+    offline = vllm.estimate(dep.request)
+    served_request = dataclasses.replace(dep.request, engine_options=None)
+    served = vllm.estimate(served_request)
+    assert offline.max_num_batched_tokens == 16384 and served.max_num_batched_tokens == 8192
+    assert offline.max_num_seqs == served.max_num_seqs == 1024
+    b_off, b_srv = budgets_for(dep.request)[0], budgets_for(served_request)[0]
+    assert b_off.sampler_bytes == b_srv.sampler_bytes == 1024 * 152064 * (2 + 12)
+    assert b_off.activation_peak_bytes - b_srv.activation_peak_bytes == (16384 - 8192) * 3584 * 2
+    # the whole check: a pass on the H100, with the offline note
+    report = run.run_check([str(OFFLINE / "bilbil-llm--model_cache.py")],
+                           deployment.CheckOptions(gpu="h100", offline=True))
+    (verdict,) = report.verdicts
+    assert verdict.status == "pass" and verdict.format == "vllm-offline"
+    assert any("offline class" in n for n in verdict.notes)
+
+
+def test_module_constants_are_read_and_the_model_is_named():
+    """emirhanerbil/azure_llm_category llm_test.py names its model through `model_name = "Qwen/Qwen2-7B-Instruct"`,
+    and vLLM's reproducibility.py its seed through `SEED = 42`: both are read; what is left is the model, which kvplan
+    does not hold offline (cannot judge, naming it)."""
+    for name, model in (("azure-llm-category--llm_test.py", "Qwen/Qwen2-7B-Instruct"),
+                        ("vllm--reproducibility.py", "facebook/opt-125m")):
+        failure = _deployment(name, gpu="h100")
+        assert isinstance(failure.error, UnsupportedError) and model in failure.error.what, (name, failure.error)
+
+
+def test_what_the_program_computes_is_cannot_judge():
+    """The reader's rule, on the smallest expressions that show it: a value the program computes (a name bound at run
+    time, **kwargs) and a keyword that is no `vllm serve` option are refused, never guessed."""
+    def call(src: str) -> ast.Call:
+        node = ast.parse(src).body[0].value  # type: ignore[attr-defined]
+        assert isinstance(node, ast.Call)
+        return node
+
+    with pytest.raises(UnsupportedError, match="computed by the program"):
+        offline_llm._argv(call("LLM(model=args.model)"), {}, where="x.py:1", version=None)
+    with pytest.raises(UnsupportedError, match="built by the program"):
+        offline_llm._argv(call("LLM(model='m', **kw)"), {}, where="x.py:1", version=None)
+    with pytest.raises(UnsupportedError, match="not a `vllm serve` option"):
+        offline_llm._argv(call("LLM(model='m', use_dynamic_attn=True)"), {}, where="x.py:1", version=None)
+    words = offline_llm._argv(call("LLM('m', enable_prefix_caching=False, max_model_len=4096)"), {}, where="x.py:1",
+                              version=None)
+    assert words == ["--model", "m", "--no-enable-prefix-caching", "--max-model-len", "4096"]
