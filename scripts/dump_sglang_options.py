@@ -7,6 +7,10 @@ server_args module imports no GPU code, but does import a few of SGLang's depend
     pip download --no-deps sglang==0.5.23 -d /tmp/sgl && unzip -q /tmp/sgl/sglang-*.whl -d /tmp/sgl/tree
     pip install --target /tmp/sgldeps orjson psutil pybase64 requests msgspec pyzmq ...   # as the import asks
     PYTHONPATH=/tmp/sgl/tree:/tmp/sgldeps python scripts/dump_sglang_options.py > /tmp/table.txt
+
+`--unclassified` prints instead the options kvplan has not classified (kvplan/engines/sglang/launch_args.py
+classified(): modelled, refused by name, or NO_GPU_MEMORY with a reason), one a line: what is left to read before
+a launch that sets one can be judged (needs only kvplan on the path).
 """
 
 from __future__ import annotations
@@ -35,7 +39,20 @@ def kind_of(action: argparse.Action) -> str:
     return base
 
 
+def unclassified() -> None:
+    from kvplan.engines.sglang import launch_args
+
+    for opt in sorted(launch_args.options().values(), key=lambda o: o.dest):
+        if not launch_args.classified(opt.dest):
+            print(opt.flags[0])
+
+
 def main() -> None:
+    import sys
+
+    if "--unclassified" in sys.argv[1:]:
+        unclassified()
+        return
     from sglang.srt.server_args import ServerArgs
 
     parser = argparse.ArgumentParser(prog="sglang serve")

@@ -903,6 +903,8 @@ NO_GPU_MEMORY: dict[str, str] = {
     "trust_remote_code": "whether the checkpoint's own Python code may run (model.py); kvplan reads its config.json "
                          "either way",
     "disable_outlines_disk_cache": "outlines' grammar cache on disk (exec_.py)",
+    "skip_server_warmup": "the warm-up request entrypoints/http_server.py sends once the server is up, after the pool "
+                          "is allocated",
     "grammar_backend": "constrained decoding's token bitmask is made per batch at decode time "
                        "(constrained/xgrammar_backend.py allocate_vocab_mask: vocab / 32 int32 words a request), "
                        "not at start-up",
