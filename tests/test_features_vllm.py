@@ -332,11 +332,10 @@ def test_the_mla_backend_sets_the_block_size(gpu, kv, block, backend):
 def test_attention_backend_named_and_block_size_given():
     assert est("deepseek-v3", gpu="h200", tp=8, seq="4096", vllm_args="--attention-backend CUTLASS_MLA").block_size == 128
     assert est("deepseek-v3", gpu="h200", tp=8, seq="4096", block_size=32).block_size == 32
-    # on ROCm the MLA backends (Triton MLA, or AITER MLA under VLLM_ROCM_USE_AITER) are not modelled, budget or not
-    with pytest.raises(UnsupportedError, match="MLA backend"):
-        est("deepseek-v3", gpu="mi300x", tp=8, seq="4096")
-    with pytest.raises(UnsupportedError, match="MLA backend"):
-        est("deepseek-v3", gpu="mi300x", tp=8, seq="4096", kv_cache_memory="20GiB")
+    # on ROCm, VLLM_ROCM_USE_AITER unset: TRITON_MLA and 16-token blocks (platforms/rocm.py _get_backend_priorities)
+    r = est("deepseek-v3", gpu="mi300x", tp=8, seq="4096")
+    assert r.block_size == 16 and r.bytes_per_block == 61 * 16 * 576 * 2
+    assert est("deepseek-v3", gpu="mi300x", tp=8, seq="4096", block_size=1).bytes_per_block == 61 * 576 * 2
 
 
 def test_disable_sliding_window():

@@ -15,7 +15,12 @@ preference rule (Platform.update_block_size_for_backend) and the same priority l
 - MLA on SM 12.x and on Ampere / Ada / Turing / Volta: TRITON_MLA (MultipleOf(16)) -> 16;
 - a backend the user names (--attention-backend) brings its own kernel sizes: FLASHMLA 64, CUTLASS_MLA 128,
   FLASHINFER_MLA 32, the others 16.
-On AMD GPUs the MLA backends (AITER) are not modelled: give --block-size.
+- MLA on AMD GPUs (ROCm): TRITON_MLA (MultipleOf(16)) -> 16 while VLLM_ROCM_USE_AITER is unset, its default
+  (envs.py; platforms/rocm.py _get_backend_priorities, 0.19.0 / 0.33.0: ROCM_AITER_MLA first only when
+  rocm_aiter_ops.is_mla_enabled()). With VLLM_ROCM_USE_AITER=1, ROCM_AITER_MLA: kernel blocks [1] in 0.12-0.19
+  (0.19 then picks 1-token blocks), MultipleOf(1) by 0.27 (16 kept); 0.10-0.11 refuse its 16-token default
+  ("currently only supports block size 1"). The bytes per token are the same either way; only the block
+  rounding differs, which kvplan does not model for AITER: give --block-size 1 where it applies.
 """
 
 from __future__ import annotations
@@ -55,7 +60,10 @@ def choose(*, mla: bool, kv_dtype: str, qk_nope_head_dim: int | None, compute_ca
     if not mla:
         return BackendChoice("FLASH_ATTN" if not str(compute_capability or "").startswith("10") else "FLASHINFER", 16,
                              "non-MLA attention: FLASH_ATTN / FLASHINFER accept 16-token blocks")
-    if vendor == "amd" or compute_capability is None or not compute_capability[:1].isdigit():
+    if vendor == "amd":
+        return BackendChoice("TRITON_MLA", 16, "ROCm MLA: TRITON_MLA while VLLM_ROCM_USE_AITER is unset (16-token blocks; "
+                                               "with AITER, ROCM_AITER_MLA's 1-token blocks: give --block-size 1)")
+    if compute_capability is None or not compute_capability[:1].isdigit():
         raise UnsupportedError("the MLA backend vLLM picks on this GPU (and its block size) is not modelled",
                                where="--block-size", hint="give --block-size (FlashMLA 64, CUTLASS MLA 128, AITER MLA 1)")
     major = int(compute_capability.split(".")[0])

@@ -960,7 +960,7 @@ def _rocm_note(rel: Release, name: str) -> str:
               "no graph estimate in the budget (vLLM profiles it on ROCm from 0.26)" if not rel.rocm_graph_estimate
               else "HIP graphs estimated, not subtracted")
     sampler = "Triton" if rel.sampler == releases.SAMPLER_TRITON else "PyTorch sort"
-    return (f"ROCm ({name}): vLLM {rel.version} takes its ROCm paths: block 16 (ROCM_ATTN), the {sampler} sampler "
+    return (f"ROCm ({name}): vLLM {rel.version} takes its ROCm paths: block 16 (ROCM_ATTN; TRITON_MLA for MLA), the {sampler} sampler "
             f"(no FlashInfer on ROCm), {graphs}; the total, non-torch memory (RCCL, hipBLASLt) and AITER's kernels "
             "(VLLM_ROCM_USE_AITER) are not settled by vLLM's source: the band spans their plausible values, not a "
             "measured error (docs/engines/vllm.md, ROCm)")
