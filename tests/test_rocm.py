@@ -146,3 +146,18 @@ def test_minimax_m2_on_two_mi300x_v0171():
     modelled = budgets_for(req)[0].available_bytes
     # kvplan's modelled budget (before the band) is within 2% of what the run got (measured: +1.7%)
     assert abs(modelled - logged_bytes) / logged_bytes < 0.02
+
+
+@pytest.mark.parametrize("version, model, tp, factor", [
+    ("0.5.4", "llama-3.1-8b", 1, False),  # server_args.py 0.5.4: no aiter rule
+    ("0.5.5", "llama-3.1-8b", 1, True),   # 0.5.5: `if self.attention_backend == "aiter": ... *= 0.85`
+    ("0.5.7", "deepseek-v3", 8, True),    # MLA, 128 KV heads / 8 = 16 per rank: aiter
+    ("0.5.7", "deepseek-v3", 4, False),   # 32 per rank: triton, no factor
+])
+def test_sglang_aiter_fraction_by_release_and_heads(version, model, tp, factor):
+    """SGLang on ROCm multiplies mem_fraction_static by 0.85 for its aiter backend with a context over 8192; aiter
+    serves MLA only with 16 or 128 KV heads per TP rank (server_args.py, 0.5.5 / 0.5.7)."""
+    on_mi = sglang.estimate(engine_request(model, seq=32768, gpu="mi300x", tp=tp, engine_version=version))
+    short = sglang.estimate(engine_request(model, seq=8192, gpu="mi300x", tp=tp, engine_version=version))
+    # the result carries the fraction as SGLang prints it (a decimal string)
+    assert (Fraction(on_mi.mem_fraction_static) == Fraction(short.mem_fraction_static) * Fraction(85, 100)) is factor

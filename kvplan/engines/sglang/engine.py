@@ -522,6 +522,24 @@ def _share_note(run: _Run, share: unified_memory.HostShare) -> str:
             "to narrow it")
 
 
+# server_args.py ServerArgs (0.5.5, 0.5.7, 0.5.10 read; absent in 0.5.4): `if self.attention_backend == "aiter": if
+# model_config.context_len > 8192: self.mem_fraction_static *= 0.85`
+AITER_FRACTION_FROM = "0.5.5"
+
+
+def _aiter_backend(run: _Run) -> bool:
+    """Whether SGLang runs its aiter attention backend on ROCm (server_args.py _handle_attention_backend_compatibility
+    / the default backend, 0.5.5 and 0.5.7 read): the ROCm default for MHA; for MLA only when the KV heads per TP
+    rank (ModelConfig.get_num_kv_heads: num_key_value_heads // tp, at least 1) are 16 or 128 ("current aiter only
+    support head number 16 or 128"), triton otherwise; a named --attention-backend decides itself."""
+    named = run.req.option("attention_backend")
+    if named is not None:
+        return named.strip().lower() == "aiter"
+    if not run.mla:
+        return True
+    return max(1, run.req.spec.kv_heads // run.req.tp) in (16, 128)
+
+
 def _mem_fraction(run: _Run) -> None:
     """mem_fraction_static as the release picks it (or as given), with its multimodal and ROCm factors (S4)."""
     req, rel, spec, sg, notes = run.req, run.rel, run.req.spec, run.sg, run.notes
@@ -547,8 +565,8 @@ def _mem_fraction(run: _Run) -> None:
             mfs = mfs * factor
             notes.append(f"vision-language model: SGLang {rel.version} multiplies mem_fraction_static by "
                          f"{float(factor):.3f}" + (" (also the value given)" if user_given else ""))
-    if rocm and rel.at_least("0.5.10") and not user_given and req.seq > 8192:
-        mfs = mfs * Fraction(85, 100)  # arg_groups/attention_hook.py: aiter with context_len > 8192
+    if rocm and rel.at_least(AITER_FRACTION_FROM) and not user_given and req.seq > 8192 and _aiter_backend(run):
+        mfs = mfs * Fraction(85, 100)
         notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
     run.mfs = mfs
 
