@@ -190,6 +190,15 @@ def kind_comparisons(tree: ast.AST) -> list[int]:
             return any(names_kind(e) for e in node.elts)
         return False
 
+    def names_kind_constant(node: ast.AST) -> bool:
+        if isinstance(node, ast.Name):
+            return node.id in _KIND_NAMES
+        if isinstance(node, ast.Attribute):
+            return node.attr in _KIND_NAMES
+        if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+            return any(names_kind_constant(e) for e in node.elts)
+        return False
+
     def reads_kind(node: ast.AST) -> bool:
         return any((isinstance(n, ast.Name) and "kind" in n.id.lower()) or
                    (isinstance(n, ast.Attribute) and "kind" in n.attr.lower()) for n in ast.walk(node))
@@ -198,7 +207,10 @@ def kind_comparisons(tree: ast.AST) -> list[int]:
     for node in ast.walk(tree):
         if isinstance(node, ast.Compare):
             operands = [node.left, *node.comparators]
-            if any(names_kind(o) for o in operands) and any(reads_kind(o) for o in operands):
+            # a kind's constant (FULL, MLA ...) compared with anything is a kind comparison; a bare spelling ("full")
+            # only where the other side reads a `kind` (the same words name CUDA-graph modes and quantization schemes)
+            if any(names_kind_constant(o) for o in operands) or (
+                    any(names_kind(o) for o in operands) and any(reads_kind(o) for o in operands)):
                 lines.append(node.lineno)
     return lines
 

@@ -557,7 +557,7 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)
     layout: dict[str, Any] = {}
-    if spec.layout.default != FULL:
+    if spec.layout.default != Layout.default:  # written only where it differs from the class default
         layout["default"] = spec.layout.default
     if spec.layout.pattern is not None:
         layout["pattern"] = _compress(spec.layout.pattern)

@@ -107,6 +107,12 @@ def _sliding_kinds(cfg: Mapping, model_type: str, layers: int) -> list[str] | No
     return [SLIDING] * layers  # Mistral v0.1, Phi-3: every layer
 
 
+# an MLA config's attention layers keep the latent (a layer the config leaves unnamed is full attention), and a DSA
+# model's MLA layers that run the lightning indexer keep its key beside it: what each kind becomes, by table
+_AS_LATENT: dict[str | None, str] = {FULL: MLA, None: MLA}
+_WITH_INDEXER = {MLA: INDEXED_MLA}
+
+
 # DeepSeek Sparse Attention models: MLA whose layers run the lightning indexer where indexer_types (or the
 # index_topk_pattern / index_topk_freq schedule) says "full" (vLLM 0.33 models/deepseek_v2.py, transformers
 # GlmMoeDsaConfig)
@@ -733,13 +739,13 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
         if heads % full_kv:
             raise InputError(f"{heads} attention heads are not a multiple of {full_kv} global KV heads",
                              where=f"{where}: num_global_key_value_heads")
-        layout["kv_heads"] = [full_kv if k == FULL else spec["kv_heads"] for k in kinds]
-        layout["head_dims"] = [full_dim if k == FULL else head_dim for k in kinds]
+        layout["kv_heads"] = [spec["kv_heads"] if KINDS[k].windowed else full_kv for k in kinds]
+        layout["head_dims"] = [head_dim if KINDS[k].windowed else full_dim for k in kinds]
     if cfg.get("kv_lora_rank"):  # MLA (DeepSeek-V2/V3, Kimi-K2): every attention layer keeps the latent
         spec["mla"] = {"kv_lora_rank": int(cfg["kv_lora_rank"]), "qk_rope_head_dim": int(cfg.get("qk_rope_head_dim") or 0)}
         if cfg.get("q_lora_rank"):
             spec["mla"]["q_lora_rank"] = int(cfg["q_lora_rank"])
-        kinds = [MLA if k in (FULL, None) else k for k in (kinds or [FULL] * layers)]
+        kinds = [_AS_LATENT.get(k, k) for k in (kinds or [FULL] * layers)]
         spec["head_dim"] = int(cfg.get("qk_nope_head_dim", 0) or 0) + int(cfg.get("qk_rope_head_dim", 0) or 0) or head_dim
         if cfg.get("v_head_dim"):
             spec["v_head_dim"] = int(cfg["v_head_dim"])
@@ -751,7 +757,7 @@ def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, s
             if not isinstance(cfg.get("index_head_dim"), int) or cfg["index_head_dim"] < 1:
                 raise UnsupportedError("a sparse-attention (DSA) model without index_head_dim", where=f"{where}: index_head_dim")
             spec["mla"]["index_head_dim"] = int(cfg["index_head_dim"])
-            kinds = [INDEXED_MLA if k == MLA and indexed else k
+            kinds = [_WITH_INDEXER.get(k, k) if indexed else k
                      for k, indexed in zip(kinds, _indexer_layers(cfg, layers, where))]
     if model_type not in _DSA_MODEL_TYPES and any(str(v) in ("deepseek_sparse_attention", "indexed_attention")
                                                   for v in cfg.get("layer_types") or []):
