@@ -17,6 +17,7 @@ from kvplan.core.errors import UnsupportedError
 
 VLLM, SGLANG, TRTLLM, DYNAMO = "vllm", "sglang", "trtllm", "dynamo"
 OTHER = "other"  # an LLM server kvplan does not model: found so that it is "cannot judge", never skipped
+RL_TRAINER = "rl-trainer"  # an RL trainer whose rollout starts an engine in-process beside its training
 ENGINE_TITLES = {VLLM: "vLLM", SGLANG: "SGLang", TRTLLM: "TensorRT-LLM", DYNAMO: "NVIDIA Dynamo"}
 
 # LLM servers whose memory kvplan does not model, by the command that starts them (the last path component), by
@@ -41,6 +42,11 @@ OTHER_IMAGES = (
     ("lmdeploy", "LMDeploy"), ("tritonserver", "Triton Inference Server"), ("nvcr.io/nim/", "NVIDIA NIM"),
     ("mlc-llm", "MLC LLM"), ("localai", "LocalAI"), ("lorax", "LoRAX"), ("xinference", "Xinference"),
 )
+
+# RL trainers that start an engine in-process (vllm.LLM or AsyncLLM, SGLang's Engine) as their rollout, on the GPUs their actor and
+# reference models train on: `python -m` module prefix -> name (verl: verl/trainer/main_ppo.py and its siblings;
+# OpenRLHF: openrlhf/cli/train_ppo_ray.py and the other CLIs that take --vllm_num_engines)
+RL_TRAINER_MODULES = {"verl.trainer": "verl", "openrlhf.cli": "OpenRLHF"}
 
 # python -m <module> -> (engine, launcher words as people write them, takes a positional model)
 _MODULES = {
@@ -200,6 +206,10 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
             title = next((t for m, t in OTHER_MODULES.items() if module == m or module.startswith(m + ".")), None)
             if title is not None:
                 return [_other(title, words, env, image, gpus)]
+            trainer = next((t for m, t in RL_TRAINER_MODULES.items() if module.startswith(m + ".")), None)
+            if trainer is not None:
+                return [EngineCall(RL_TRAINER, f"{trainer} ({words[0]} -m {module})", tuple(rest[2:]), False, env,
+                                   image, gpus)]
         return []
     if head in _SERVE_PROGRAMS and words[1:2] == ["serve"]:
         engine, positional = _SERVE_PROGRAMS[head]

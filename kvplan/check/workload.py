@@ -5,6 +5,7 @@ Pure of typer and rich."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Any, Mapping
 
@@ -106,6 +107,16 @@ def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) 
         raise UnsupportedError(f"starts {call.launcher}" + (f" (`{shown}`)" if shown else "") + ", a server whose memory "
                                "kvplan does not model (it models vLLM, SGLang and TensorRT-LLM)", where=workload.where,
                                hint="nothing is assumed: judge this launch with the server's own tools")
+    if call.engine == launch.RL_TRAINER:
+        rollout = [a for a in call.args if re.match(r"(actor_rollout_ref\.rollout\.|--vllm_|--colocate)", a)][:6]
+        raise UnsupportedError(
+            f"starts {call.launcher}, an RL trainer: its rollout runs an inference engine in its own processes (vLLM's "
+            "LLM class or AsyncLLM, with their own scheduler defaults, or SGLang's Engine) on the GPUs its actor and "
+            "reference models train on, and what they hold when the engine starts (weights, optimizer states, "
+            "offloaded or not) is not in the file"
+            + (f" (rollout settings: {' '.join(rollout)})" if rollout else ""), where=workload.where,
+            hint="judge the rollout alone as a vllm.LLM(...) launch with --vllm-args and --gpu-reserved SIZE (what the "
+                 "trainer holds on each GPU), or --engine-option entry_point=offline on kvplan estimate")
     if call.engine == launch.DYNAMO:
         raise UnsupportedError(f"an NVIDIA Dynamo worker ({call.launcher}): its engine settings are Dynamo's own flags "
                                "and --extra-engine-args, which kvplan does not read", where=workload.where,
