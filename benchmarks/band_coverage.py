@@ -187,6 +187,43 @@ def not_scored(scored: set[str], refused: list[tuple[str, str]],
     return out
 
 
+# why a log is not scored, grouped: the first group whose words its reason has (the order settles reasons that name
+# two causes, e.g. "the GPU is not named and no config": the earlier cause is the one that stops it)
+WHY_GROUPS = (
+    ("no pool figure in the log", ("no token pool", "crashed before", "start failure", "no model, GPU or release")),
+    ("DGX Spark GB10 (unified memory)", ("GB10", "DGX Spark")),
+    ("ROCm, Ascend or another non-CUDA device", ("ROCm", "Ascend", "Hygon")),
+    ("vLLM before 0.10 (refused)", ("before 0.10", "V0 ")),
+    ("the GPU, model, TP size or launch not stated", ("not named", "not stated", "unnamed")),
+    ("no public config for the checkpoint", ("config",)),
+)
+OTHER = "not modelled, or the log contradicts its model (a fork, a tower, a feature, multi-node, an older engine)"
+FOLDER_ENGINE = {"vllm_logs_public": "vLLM", "vllm_logs_features": "vLLM", "vllm_auto_fit_logs": "vLLM",
+                 "sglang_logs": "SGLang", "trtllm_logs": "TensorRT-LLM"}
+
+
+def why_group(why: str) -> str:
+    for group, words in WHY_GROUPS:
+        if any(w in why for w in words):
+            return group
+    return OTHER
+
+
+def tally(rows: list[Row], missing: list[tuple[str, str, str]]) -> dict[str, dict[str, int]]:
+    """engine -> {"scored": n, "covered": n, <why group>: n}: every log of the folders counted once (the TensorRT-LLM
+    backends together, as their folder keeps them)."""
+    out: dict[str, dict[str, int]] = {}
+    for r in rows:
+        engine = "TensorRT-LLM" if r.engine.startswith("TensorRT-LLM") else r.engine
+        t = out.setdefault(engine, {})
+        t["scored"] = t.get("scored", 0) + 1
+        t["covered"] = t.get("covered", 0) + r.covered
+    for folder, _, why in missing:
+        t = out.setdefault(FOLDER_ENGINE[folder], {})
+        t[why_group(why)] = t.get(why_group(why), 0) + 1
+    return out
+
+
 # ------------------------------------------------------------------------------------------------ report
 
 def summary(rows: list[Row]) -> dict[tuple[str, str], tuple[int, float, int, float]]:
@@ -248,6 +285,14 @@ def main() -> int:
     missing = not_scored(scored, refused, skipped)
     print(f"\n## Not scored end to end ({len(missing)} logs)\n")
     print(table([[f, log[:62], why[:150]] for f, log, why in missing], ["folder", "log", "why"], args.markdown))
+
+    print("\n## Every log per engine: scored (band covers, options unset) or why not\n")
+    counts = tally(unset, missing)
+    groups = [g for g, _ in WHY_GROUPS] + [OTHER]
+    print(table([[engine, str(sum(t.get(k, 0) for k in ["scored"] + groups)), f"{t.get('scored', 0)} "
+                  f"({t.get('covered', 0)})"] + [str(t.get(g, 0)) for g in groups]
+                 for engine, t in counts.items()],
+                ["engine", "logs", "scored (covered)"] + groups, args.markdown))
 
     problems = [f"{engine}: band covers {su[(engine, 'all')][2]}/{su[(engine, 'all')][0]} options unset"
                 for engine in ENGINES if (engine, "all") in su and su[(engine, "all")][2] < TARGET * su[(engine, "all")][0]]

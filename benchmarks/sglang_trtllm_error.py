@@ -151,8 +151,9 @@ RUNS = {
 }
 # logs with a pool but no end-to-end run, and why
 NOT_E2E = {
-    "didier-durand-qwq32b-4xL4-tp4-v0.4.3": "Qwen/QwQ-32B's config.json was not found in a public repository (scored "
-                                            "for P and given its budget)",
+    "didier-durand-qwq32b-4xL4-tp4-v0.4.3": "Qwen/QwQ-32B's config.json was not found in a public repository; only "
+                                            "its base Qwen2.5-32B's is (another checkpoint: max_position_embeddings "
+                                            "131072, not 40960), so it is not used (scored for P and given its budget)",
     "mattbucci-3090-devstral24b-awq-fp8kv-tp2-v0.5.12": "a locally built AWQ checkpoint (config not public) on a fork "
                                                         "of 0.5.12 with 25 patches",
     "mattbucci-3090-gemma4-31b-awq-swa-tp2-v0.5.12": "a locally built AWQ checkpoint (config not public) on a patched fork",
@@ -164,8 +165,12 @@ NOT_E2E = {
                                                   "the model's",
     "ktransformers-1988-dsv4-5090d-32g-fp8kv": "DeepSeek-V4's compressed-attention pools are not modelled (a fork)",
     "inferencex-2128-dsv4-pro-fp8-8xh200-tp8-no-kv-room": "DeepSeek-V4 is not modelled (the log is a start failure)",
-    "sglang-pr11309-dsv32-exp-8xb200-dp8-attn-fixed": "DeepSeek-V3.2's NSA indexer and DP attention are not modelled",
-    "sglang-pr11309-dsv32-exp-8xb200-dp8-attn-main": "DeepSeek-V3.2's NSA indexer and DP attention are not modelled",
+    # DP attention is modelled (engines/sglang/features.py); the indexer's pool is what stops these two
+    "sglang-pr11309-dsv32-exp-8xb200-dp8-attn-fixed": "SGLang's pool for DeepSeek-V3.2's indexed MLA layers (the NSA "
+                                                      "indexer's keys) is not modelled (exit 3); a main build with the "
+                                                      "PR, and the -Exp checkpoint's own files are not public (V3.2's are)",
+    "sglang-pr11309-dsv32-exp-8xb200-dp8-attn-main": "SGLang's pool for DeepSeek-V3.2's indexed MLA layers is not "
+                                                     "modelled (exit 3); a main build patched to mem-fraction 0.8",
     "sglang-pr11716-8gpu-141gb-tp8-kv": "the model is not named",
     "sglang-pr15464-mimo-v2-flash-swa-tp4plus": "the GPU and the TP size are not stated",
     "sglang-pr17392-dp-attn-ep-4gpu-bf16-deepgemm": "the model and GPU are not stated (DP attention)",

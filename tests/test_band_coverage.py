@@ -59,6 +59,26 @@ def test_every_log_is_scored_or_says_why_not(bench, unset):
     assert {"vllm_logs_public", "vllm_logs_features", "vllm_auto_fit_logs", "sglang_logs", "trtllm_logs"} <= folders
 
 
+def _records(folder: str) -> int:
+    text = (ROOT / "tests" / "data" / folder / "index.jsonl").read_text(encoding="utf-8")
+    return sum(1 for line in text.splitlines() if line.strip())
+
+
+def test_every_log_is_counted_once_scored_or_in_one_why_group(bench, unset):
+    """The per-engine table in docs/engines/calibration.md counts each log of tests/data once: scored, or in the
+    first group its reason names. The independent count is the folders' own records (index.jsonl lines; the
+    auto-length folder keeps no index, its .log files)."""
+    rows, refused, skipped = unset
+    counts = bench.tally(rows, bench.not_scored({r.log for r in rows}, refused, skipped))
+    auto_fit = len(list((ROOT / "tests" / "data" / "vllm_auto_fit_logs").glob("*.log")))
+    expected = {"vLLM": sum(map(_records, ("vllm_logs", "vllm_logs_public", "vllm_logs_features"))) + auto_fit,
+                "SGLang": _records("sglang_logs"), "TensorRT-LLM": _records("trtllm_logs")}
+    assert {e: sum(n for k, n in t.items() if k != "covered") for e, t in counts.items()} == expected
+    assert sum(t["scored"] for t in counts.values()) == len(rows)
+    # a reason that names two causes goes to the first: an unnamed GPU before a missing config
+    assert bench.why_group("the GPU is not named and no config for the checkpoint").startswith("the GPU")
+
+
 def _videocutting(**changes):
     """Zzsf11/VideoCuttingAgent's 2 x H100 80GB HBM3 run of vLLM 0.12.0 (tests/data/vllm_logs_public): Qwen3-30B-A3B,
     TP 2, max_model_len 40960, max_num_seqs 64, utilization 0.9 (the default). Logged: 41.68 GiB."""
