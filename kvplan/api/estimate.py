@@ -58,6 +58,13 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, gpus, tp, pp, engin
                 and chosen.launch_args_flag != "--vllm-args":
             flag = "--vllm-args" if vllm_args is not None else "--rate" if rate is not None else "--prompt"
             raise InputError("vLLM's options apply to --engine vllm", where=flag, hint="add --engine vllm")
+        if engine_version is not None:
+            # the release first (engines/releases.py): an unread one is cannot judge at --engine-version whatever
+            # else the command line says, before --vllm-args are read by that release's option table
+            if not chosen.has_releases:
+                raise InputError("the static engine has no release to choose", where="--engine-version",
+                                 hint="use it with --engine vllm, sglang or trtllm")
+            engines.release(chosen.name, engine_version)
         site = None
         if calibration is not None:
             # --calibration only: the site-profile reader (about 9 ms at start-up, python -X importtime)
@@ -74,9 +81,6 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, gpus, tp, pp, engin
             engine_version=engine_version, gpu_reserved=args.text(gpu_reserved, "--gpu-reserved"),
             engine_options=args.engine_options(engine_option), vllm_args=vllm_args, rate=rate, prompt=prompt, site=site,
             sglang_args=sglang_args)
-        if engine_version and not chosen.has_releases:
-            raise InputError("the static engine has no release to choose", where="--engine-version",
-                             hint="use it with --engine vllm, sglang or trtllm")
         chosen.accepts(request)
         result = chosen.estimate(request)
         if not optimistic:

@@ -4,7 +4,9 @@
 - a version of the engine kvplan has not read, older or newer than the releases it mirrors, or a line it has no
   rules for, cannot be judged: UnsupportedError, exit 3 (`not_read`), with the releases it does read as the hint.
   kvplan never judges a launch by rules it did not read (docs/engines/README.md "Releases").
-Every command follows it: `estimate`, `sweep`, `plan` and `probe` exit 3, `check` reports cannot judge.
+Every command that is given a release follows it: `estimate --engine-version` exits 3 (2 for no version), `check`
+reports a file pinned to an unread release cannot judge, `calibrate` a log of one; the table of every command and
+way is docs/engines/README.md "Releases kvplan has not read".
 """
 
 from __future__ import annotations
@@ -20,3 +22,9 @@ def not_a_version(what: str, *, where: str, hint: str | None) -> InputError:
 def not_read(what: str, *, where: str, hint: str | None) -> UnsupportedError:
     """The error for a release kvplan has not read (`what` names the engine and the release)."""
     return UnsupportedError(what, where=where, hint=hint)
+
+
+def pinned(where: str, version: str) -> str:
+    """How to give `version` where a refused release was given: the option with its value ('--vllm-version 0.33.0'),
+    else the version alone (a file's key, an image tag, a log)."""
+    return f"{where} {version}" if where.startswith("--") else version

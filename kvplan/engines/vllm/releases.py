@@ -445,10 +445,10 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
             f"vLLM {text} is older than 0.10, which kvplan does not model: 0.6-0.7 run the V0 engine (a profile of one "
             "batch of the whole max_model_len when chunked prefill is off, CPU swap blocks) and 0.8-0.9 the first V1 "
             "releases (a budget of absolute peaks, V0 fallbacks)", where=where,
-            hint=f"judge it as {OLDEST.first} or newer (--engine-version {OLDEST.first})")
+            hint=f"judge it as {OLDEST.first} or newer ({policy.pinned(where, OLDEST.first)})")
     if key[:2] > NEWEST.first_key[:2]:
         raise policy.not_read(f"vLLM {text} is newer than {NEWEST.line}, the newest line kvplan has read", where=where,
-                               hint=f"judge it by {NEWEST.line}'s rules with --engine-version {NEWEST.mirrors}")
+                               hint=f"judge it by {NEWEST.line}'s rules ({policy.pinned(where, NEWEST.mirrors)})")
     line = [r for r in RELEASES if r.first_key <= key][-1]
     changes: dict[str, Any] = {}
     for at, name, value, _source in _PATCHES:
