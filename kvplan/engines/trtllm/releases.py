@@ -129,7 +129,8 @@ class Release:
         return self.key >= _v(version)
 
 
-_VERSION = re.compile(r"v?(\d+)(?:\.(\d+|x))?(?:\.(\d+))?([a-z0-9.+-]*)", re.IGNORECASE)
+# a release has a major and a minor part, as vLLM's and SGLang's do: '99' alone is no version (exit 2)
+_VERSION = re.compile(r"v?(\d+)\.(\d+|x)(?:\.(\d+))?([a-z0-9.+-]*)", re.IGNORECASE)
 
 
 def parse(version: str) -> Version | None:
@@ -138,11 +139,7 @@ def parse(version: str) -> Version | None:
     if not m:
         return None
     minor = m.group(2)
-    if minor is None or minor.lower() == "x":
-        minor_n = 99 if minor else 0
-    else:
-        minor_n = int(minor)
-    return int(m.group(1)), minor_n, int(m.group(3) or 0)
+    return int(m.group(1)), 99 if minor.lower() == "x" else int(minor), int(m.group(3) or 0)
 
 
 def _line(key: Version) -> str:
