@@ -85,24 +85,96 @@ def test_an_unread_engine_option_exits_2(cli, name):
     assert err.startswith("error: --engine-option") and "no_such_key" in err
 
 
-@pytest.mark.parametrize("name", engines.ENGINE_NAMES)
-def test_an_unread_release_exits_3_and_no_version_exits_2(cli, name):
-    if name == "static":
-        # the static engine has no releases (transformers' StaticCache semantics): any --engine-version is a flag it
-        # does not take, bad input, whatever its value
-        for version in ("9.9.9", "banana"):
-            code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", "static", "--engine-version", version)
-            assert code == 2 and "no release to choose" in err
-        return
-    for version in ("0.0.1", "9.9.9"):  # before the oldest release read, after the newest
-        code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", name, "--engine-version", version)
-        assert code == 3 and out == "", (version, err)
-        assert err.startswith("error: --engine-version") and version in err
-        code, _, _ = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", name, "--engine-version", version,
-                         "--json")
-        assert code == 3
-    code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", name, "--engine-version", "banana")
-    assert code == 2 and "banana" in err
+# Every way a command is given an engine release (docs/engines/README.md "Releases kvplan has not read"): each builds
+# the command line for a release text. The commands not listed take no release (test_commands_without_a_release).
+# A check or calibrate input is a real file of tests/data with only its release replaced.
+COMPOSE = DATA / "deployments" / "compose" / "sglang-llama31-8b-device0.yaml"  # lmsysorg/sglang:latest, Llama-3.1-8B
+IMAGES = {"vllm": "vllm/vllm-openai", "sglang": "lmsysorg/sglang", "trtllm": "nvcr.io/nvidia/tensorrt-llm/release"}
+LAUNCHERS = {"vllm": "vllm serve", "sglang": "python3 -m sglang.launch_server", "trtllm": "trtllm-serve"}
+# the engine's own launch next to the release: the release is read before the launch's options are
+LAUNCH = {"vllm": ("--vllm-args", "--max-num-seqs 4"), "sglang": ("--sglang-args", "--max-running-requests 4"),
+          "trtllm": ("--engine-option", "backend=pytorch")}
+# a log that names its release, with that release as printed (SGLang's logs name none: calibrate judges them by
+# its newest rules and says so)
+LOGS = {"vllm": (DATA / "vllm_logs" / "raw" / "codellama-codellama-7b-h--h100-80gb--tp1pp1dp1--8192.log", "0.19.0", ()),
+        "trtllm": (DATA / "trtllm_logs" / "raw" / "waynehacking8-llama31-8b-fp8-h100-tp1-kv090-v0.20.log", "0.20.0",
+                   ("--model", DATA / "vllm_models" / "meta-llama--Llama-3.1-8B-Instruct"))}
+
+
+def _compose(engine: str, tag: str, tmp_path) -> str:
+    text = COMPOSE.read_text(encoding="utf-8").replace("lmsysorg/sglang:latest", f"{IMAGES[engine]}:{tag}")
+    if engine != "sglang":
+        text = text.replace("python3 -m sglang.launch_server", LAUNCHERS[engine]).replace("--model-path ", "")
+    path = tmp_path / f"{engine}-{tag}.yaml"
+    path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+def _kvplan_file(version: str, tmp_path) -> str:
+    path = tmp_path / "deploy.yaml"
+    path.write_text(f"model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 8192\nvllm_version: {version}\n",
+                    encoding="utf-8")
+    return str(path)
+
+
+def _log(engine: str, version: str, tmp_path) -> list:
+    source, logged, extra = LOGS[engine]
+    path = tmp_path / source.name
+    path.write_text(source.read_text(encoding="utf-8").replace(logged, version), encoding="utf-8")
+    return [str(path), *extra]
+
+
+WAYS = {  # how -> (engines, argv builder (engine, version, tmp_path), what a non-version gets, where the error is)
+    "estimate --engine-version": (PAGED, lambda e, v, t: ["estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", e,
+                                                         "--engine-version", v], 2, "--engine-version"),
+    "estimate --engine-version --json": (PAGED, lambda e, v, t: ["estimate", "llama-3.1-8b", "--gpu", "h100", "--engine",
+                                                                e, "--engine-version", v, "--json"], 2, "--engine-version"),
+    "estimate --engine-version + launch": (PAGED, lambda e, v, t: ["estimate", "llama-3.1-8b", "--gpu", "h100", "--engine",
+                                                                  e, "--engine-version", v, *LAUNCH[e]], 2, "--engine-version"),
+    # an image tag that is no version ('latest', 'nightly') pins none: the file is judged by the default release,
+    # which the report names
+    "check image tag": (PAGED, lambda e, v, t: ["check", _compose(e, v, t), "--gpu", "h100"], "default", "image"),
+    "check --vllm-version": (("vllm",), lambda e, v, t: ["check", _compose(e, "latest", t), "--gpu", "h100",
+                                                         "--vllm-version", v], 2, "--vllm-version"),
+    "check vllm_version:": (("vllm",), lambda e, v, t: ["check", _kvplan_file(v, t)], 2, "vllm_version"),
+    # the release a log prints is the log's, not the user's: one kvplan cannot read leaves the log cannot judge
+    "calibrate log": (tuple(LOGS), lambda e, v, t: ["calibrate", *_log(e, v, t)], 3, "rules"),
+}
+CASES = [(how, engine) for how, (names, *_) in WAYS.items() for engine in names]
+
+
+@pytest.mark.parametrize("how, engine", CASES)
+def test_an_unread_release_exits_3_on_every_command(cli, tmp_path, how, engine):
+    """A release kvplan has not read, before the oldest or after the newest, is cannot judge (exit 3) naming the
+    release, however the command is given it; text that is no version is bad input (exit 2) where the user typed it."""
+    _, argv, non_version, where = WAYS[how]
+    for version in ("0.0.1", "9.9.9"):
+        code, out, err = cli(*argv(engine, version, tmp_path))
+        assert code == 3, (version, out, err)
+        # the release named where it was given
+        assert any(version in line and where in line for line in (out + err).splitlines()), (out, err)
+    for text in ("banana", "99"):  # no release of any engine is a bare number
+        code, out, err = cli(*argv(engine, text, tmp_path))
+        if non_version == "default":
+            assert code in (0, 1) and "kvplan's default: image" in out, (out, err)
+        else:
+            assert code == non_version, (text, out, err)
+
+
+def test_the_static_engine_refuses_any_release(cli):
+    # the static engine has no releases (transformers' StaticCache semantics): any --engine-version is a flag it does
+    # not take, bad input, whatever its value
+    for version in ("9.9.9", "banana"):
+        code, _, err = cli("estimate", "llama-3.1-8b", "--gpu", "h100", "--engine", "static", "--engine-version", version)
+        assert code == 2 and "no release to choose" in err
+
+
+@pytest.mark.parametrize("command", ["explain", "sweep", "plot", "simulate", "plan", "probe"])
+def test_commands_without_a_release(cli, command):
+    """These commands judge by each engine's default release and take none: --engine-version is an option they do
+    not have (exit 2), never one they ignore."""
+    code, _, err = cli(command, "llama-3.1-8b", "--engine-version", "9.9.9")
+    assert code == 2 and "--engine-version" in err
 
 
 @pytest.mark.parametrize("name", PAGED)
@@ -133,28 +205,6 @@ def test_every_kv_dtype_name_an_engine_lists_is_one_it_reads(name):
     for spelling in engine.kv_dtype_names:
         req = dataclasses.replace(engine_request("llama-3.1-8b", 4096, gpu="h100"), kv_dtype=spelling)
         assert engine.kv_dtype(req) is not None, spelling
-
-
-@pytest.mark.parametrize("image, engine", [("lmsysorg/sglang:v9.9.9", "SGLang"), ("vllm/vllm-openai:v9.9.9", "vLLM")])
-def test_check_cannot_judge_an_unread_release(cli, tmp_path, image, engine):
-    """`kvplan check` of a real compose file with its image pinned to a release kvplan has not read: cannot judge."""
-    source = DATA / "deployments" / "compose" / "sglang-llama31-8b-device0.yaml"
-    text = source.read_text(encoding="utf-8").replace("lmsysorg/sglang:latest", image)
-    if engine == "vLLM":
-        text = text.replace("python3 -m sglang.launch_server", "vllm serve").replace("--model-path ", "")
-    path = tmp_path / "compose.yaml"
-    path.write_text(text, encoding="utf-8")
-    code, out, _ = cli("check", str(path), "--gpu", "h100")
-    assert code == 3, out
-    assert f"{engine} 9.9.9" in out and "not modelled" in out
-
-
-def test_check_reads_a_tensorrt_llm_release_through_the_same_policy():
-    from kvplan.check.readers import trtllm_serve
-
-    with pytest.raises(UnsupportedError, match="TensorRT-LLM 9.9.9"):
-        trtllm_serve.release("9.9.9", "image nvcr.io/nvidia/tensorrt-llm/release:9.9.9")
-    assert trtllm_serve.release("1.0.0", "a pin")[0] == "1.0.0"
 
 
 def test_results_are_frozen_dataclasses():
