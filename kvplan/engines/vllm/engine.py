@@ -57,7 +57,7 @@ from kvplan.engines.result import PerGpu
 from kvplan.engines.runtime import unified
 from kvplan.engines.runtime.logs import vllm_format_gib
 from kvplan.engines.runtime.weights import format_assumption, model_weights
-from kvplan.engines.vllm import budget as budget_model, serve_args
+from kvplan.engines.vllm import budget as budget_model
 from kvplan.engines.vllm import features as vfeat
 from kvplan.engines.vllm import gpu_dtypes
 from kvplan.engines.vllm import kv_formats
@@ -68,6 +68,11 @@ from kvplan.engines.vllm.specs import MAMBA, PageSpec
 from kvplan.engines.vllm.budget import VllmBudget
 from kvplan.engines.vllm.releases import Release
 from kvplan.model.catalog import find_gpu
+from kvplan.engines.lazy import deferred
+
+# `vllm serve`'s option table of a release (serve_args.py, with argparse and its JSON tables): a packed
+# --kv-cache-dtype asks it for the release's choices; a plain one never loads it (benchmarks/cold_start.py)
+_release_options = deferred("kvplan.engines.vllm.serve_args", "options")
 
 ENGINE_VERSION = "vLLM v1 engine, release lines 0.10-0.33 (--engine-version; default the newest)"
 DEFAULT_BLOCK_SIZE = 16  # config/cache.py CacheConfig.DEFAULT_BLOCK_SIZE (every release line)
@@ -207,7 +212,7 @@ def read_kv_dtype(req: EngineRequest) -> DType:
         rel = releases.release(req.engine_version)
         facts = req.hardware.facts if req.hardware is not None else None
         attention = [layer for layer in req.spec.layer_specs if layer.headed]
-        kv_formats.check(name, version=rel.version, accepted=serve_args.options(rel.version)["kv_cache_dtype"].choices,
+        kv_formats.check(name, version=rel.version, accepted=_release_options(rel.version)["kv_cache_dtype"].choices,
                          capability=facts.compute_capability if facts is not None and not facts.rocm else None,
                          rocm=bool(facts is not None and facts.rocm),
                          head_size=attention[0].head_dim if attention else None,
