@@ -1,7 +1,8 @@
 """The lazy attribute lookup every engine package uses (PEP 562 module __getattr__): its record and main names load
 from their modules on first use, so reading one of an engine's tables does not build its whole memory model
 (benchmarks/cold_start.py), and its submodules load the same way when asked for as attributes. `Part` is one part of an engine's record: names
-of one of its modules, loaded when first asked."""
+of one of its modules, loaded when first asked. `module` is a module an engine's own steps name that only some
+requests need (the launch options' terms), loaded on the first name asked of it."""
 
 from __future__ import annotations
 
@@ -62,3 +63,26 @@ def deferred(module: str, name: str) -> Callable[..., Any]:
     call.__name__ = call.__qualname__ = name
     call.__doc__ = f"{module}.{name}, imported on the first call."
     return call
+
+
+class _Module:
+    """A module imported when a name is first asked of it (lazy.module)."""
+
+    def __init__(self, name: str):
+        self._name = name
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__") or attr == "_name":
+            raise AttributeError(attr)
+        return getattr(importlib.import_module(self._name), attr)
+
+    def __repr__(self) -> str:
+        return f"module({self._name!r})"
+
+
+def module(name: str) -> Any:
+    """The module `name`, imported on the first name asked of it: an engine's estimate refers to a module that only
+    some requests need (the terms of the launch's options) under its usual alias, and a request without them never
+    loads it (benchmarks/cold_start.py). Type checkers see the module itself: write
+    `if TYPE_CHECKING: from ... import features as alias` / `else: alias = lazy.module("...features")`."""
+    return _Module(name)

@@ -28,7 +28,7 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.core.layers import kv_heads_per_rank
 from kvplan.core.cache import layer_state_bytes, layer_token_bytes
@@ -36,8 +36,7 @@ from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import StateSpec
 from kvplan.core.units import MAX_TOKENS
-from kvplan.engines import driver
-from kvplan.engines import features as shared  # disagg loads on first use: a launch without it never pays
+from kvplan.engines import driver, lazy
 from kvplan.engines.paged import cap_given_pool, longest, model_dtype
 from kvplan.engines.api import EngineRequest, refuse_unread_options
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, StartProblem,
@@ -45,11 +44,17 @@ from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolV
 from kvplan.engines.result import PerGpu
 from kvplan.engines.sglang import budget as sbudget
 from kvplan.engines.sglang import context
-from kvplan.engines.sglang import features as sfeat
 from kvplan.engines.sglang import releases
 from kvplan.engines.sglang import specs as sspecs
 from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
 from kvplan.engines.runtime import unified as unified_memory
+
+if TYPE_CHECKING:
+    from kvplan.engines import features as shared
+    from kvplan.engines.sglang import features as sfeat
+else:  # the launch options' terms (features.py): loaded by a launch that sets them, never by a plain estimate
+    shared = lazy.module("kvplan.engines.features")
+    sfeat = lazy.module("kvplan.engines.sglang.features")
 from kvplan.engines.runtime.startup import link_class
 from kvplan.engines.runtime.weights import linear_bits, model_weights, stage_weight_bytes
 
