@@ -389,18 +389,17 @@ def test_unified_memory_is_refused_or_needs_what_is_in_use():
 def test_unified_memory_host_share_band():
     """SGLang 0.5.9+ reads an integrated GPU's free memory from psutil (utils/common.py get_available_gpu_memory), as
     vLLM's public GB10 readings did (kvplan/engines/runtime/unified.py). Not given, the host's share is judged at the
-    largest reading, total - free = 121.69 - 100.94 GiB: P = capacity - that share, whatever SGLang's own context
-    (it is counted inside the reading); the band's top is the pool at the smallest share, 121.63 - 113.1 GiB."""
+    largest reading, total - free = 121.69 - 100.94 GiB of a TP-3 run less vLLM's 1546 MiB of context and NCCL there:
+    P = capacity - SGLang's own CUDA context - that share; the band's top is the pool at the smallest share."""
     from kvplan.engines.runtime import unified
     est = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10"))
     capacity = find_gpu("gb10").capacity_bytes
-    largest = round((121.69 - 100.94) * GIB)
-    assert max(r.share_bytes for r in unified.HOST_SHARE_READINGS) == largest
-    assert est.free_before_load_bytes == capacity - largest
+    largest = round((121.69 - 100.94) * GIB) - 1546 * 2**20
+    assert max(r.host_share_bytes for r in unified.HOST_SHARE_READINGS) == largest
+    assert est.free_before_load_bytes == capacity - est.cuda_context_bytes - largest and est.in_use_bytes == largest
     # the pool moves by mem_fraction_static of each byte: the smallest share's pool tops the band
-    smallest = round((121.63 - 113.1) * GIB)
-    told = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10",
-                                gpu_reserved_bytes=smallest - est.cuda_context_bytes))
+    smallest = min(r.host_share_bytes for r in unified.HOST_SHARE_READINGS)
+    told = sglang.estimate(_req("llama-3.1-8b", seq=8192, gpu="gb10", gpu_reserved_bytes=smallest))
     assert told.available_kv_bytes_high == est.available_kv_bytes_high
     assert told.available_kv_bytes > est.available_kv_bytes
     assert any("shares its memory with the host" in n for n in est.notes)

@@ -333,22 +333,26 @@ def test_gb10_total_is_what_vllm_logs():
 def test_unified_memory_host_share_band():
     """DGX Spark (GB10) with no --gpu-reserved: vLLM 0.12+ reads free memory from psutil (utils/mem_utils.py
     MemorySnapshot.measure), so the host's share decides its start check, free >= total x utilization. kvplan takes
-    the public readings' range (runtime/unified.py, total - free = 8.53 ... 20.75 GiB with the CUDA context) and
-    judges at the largest. By hand: free at the low edge = 121.63 - 20.75 = 100.88 GiB, so 0.82 (99.74 GiB) starts
-    and 0.83 (100.95 GiB) does not, which the public 3-node runbook reports ("any value above ~0.828 fails"); at
-    the smallest share (113.10 GiB free) 0.92's 111.90 GiB starts, so the default is marginal, as the public
-    readings of 0.92 failing at 109.83 and 110.48 GiB free and passing after a cache clear show."""
+    the public readings' range (runtime/unified.py: total - free less vLLM's context at each run's TP, 7.02 ... 19.24
+    GiB) and judges at the largest. By hand: the largest reading is a TP-3 run's 121.69 - 100.94 = 20.75 GiB, of
+    which 1546 MiB is vLLM's context and NCCL; at TP 1 the context is 522 MiB, so free at the low edge = 121.63 -
+    20.75 + (1546 - 522) MiB = 101.88 GiB: 0.83 (100.95 GiB) starts and 0.84 (102.17 GiB) does not (the 3-node
+    runbook, with NCCL's buffers too, reports "any value above ~0.828 fails"); at the smallest share 0.92's 111.90
+    GiB starts, so the default is marginal, as the public readings of 0.92 failing at 109.83 and 110.48 GiB free and
+    passing after a cache clear show."""
     from kvplan.engines.runtime import unified
     req = engine_request("llama-3.1-8b", 8192, hw=_on("gb10"), engine_version="0.33.0")
     total = find_gpu("gb10").capacity_bytes
     largest = round((121.69 - 100.94) * GIB)
-    share = unified.in_use_range(budget.CUDA_CONTEXT_ONE_GPU)
-    assert share.high_bytes == largest - budget.CUDA_CONTEXT_ONE_GPU
+    assert (unified.READING_CONTEXT_ONE_GPU, unified.READING_CONTEXT_MULTI_GPU) == (
+        budget.CUDA_CONTEXT_ONE_GPU, budget.CUDA_CONTEXT_MULTI_GPU)  # the readings are split as vLLM's budget models it
+    share = unified.in_use_range()
+    assert share.high_bytes == largest - budget.CUDA_CONTEXT_MULTI_GPU
     low = vllm.estimate(dataclasses.replace(req, budget_edge="low"))
     assert low.workers[0].budget.memory_in_use_bytes == share.high_bytes
     free_low = total - budget.CUDA_CONTEXT_ONE_GPU - share.high_bytes
-    assert free_low == total - largest
-    for util, starts in ((Fraction(82, 100), True), (Fraction(83, 100), False)):
+    assert free_low == total - largest + budget.CUDA_CONTEXT_MULTI_GPU - budget.CUDA_CONTEXT_ONE_GPU
+    for util, starts in ((Fraction(83, 100), True), (Fraction(84, 100), False)):
         r = vllm.estimate(dataclasses.replace(req, budget_edge="low", gpu_util=util))
         assert r.starts is starts and (util * total <= free_low) is starts
     default = vllm.estimate(req)

@@ -471,9 +471,7 @@ def _modelled(run: _Run) -> None:
                              architecture=facts.architecture if facts else None, link=link, in_use=run.in_use,
                              non_torch=non_torch)
     if share is not None:
-        # the readings hold SGLang's own context: judged at the largest share (the band's low edge), the smallest
-        # one's rest is the band's top
-        share = unified_memory.in_use_range(run.bud.context_bytes + run.bud.dist_init_bytes)
+        # judged at the largest share (the band's low edge), the smallest one's rest is the band's top
         at_least, at_most = (sbudget.budget(hw.capacity_bytes, weights=max(weights), mfs=run.mfs, tp=req.tp, pp=req.pp,
                                             architecture=facts.architecture if facts else None, link=link, in_use=held,
                                             non_torch=non_torch) for held in (share.low_bytes, share.high_bytes))
@@ -509,7 +507,7 @@ def _unified_memory(run: _Run) -> unified_memory.HostShare | None:
     if given:
         return None
     if unified_memory.shares_with_host(facts) and rel.unified_memory == "psutil":
-        return unified_memory.in_use_range(0)  # the engine's own context is taken off in _modelled
+        return unified_memory.in_use_range()
     reader = "psutil's available system memory" if rel.unified_memory == "psutil" else "cudaMemGetInfo"
     raise UnsupportedError(
         f"{hw.name or 'this GPU'} shares its memory with the CPU: SGLang {rel.version} sizes the pool from "

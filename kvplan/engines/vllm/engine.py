@@ -54,7 +54,7 @@ from kvplan.engines.api import FLOAT_WEIGHTS, EngineRequest, refuse_unread_optio
 from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, StartProblem,
                                  request_terms, verdict_terms)
 from kvplan.engines.result import PerGpu
-from kvplan.engines.runtime import unified
+from kvplan.engines.runtime import unified as unified_memory
 from kvplan.engines.runtime.logs import vllm_format_gib
 from kvplan.engines.runtime.weights import format_assumption, model_weights
 from kvplan.engines.vllm import budget as budget_model
@@ -464,7 +464,7 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
         return
     if not facts.unified_memory or _in_use_given(req) or host_share_for(req, rel) is not None:
         return
-    if unified.shares_with_host(facts):
+    if unified_memory.shares_with_host(facts):
         raise UnsupportedError(
             f"{facts.name} shares its memory with the host and vLLM {rel.version} reads its free memory from "
             "cudaMemGetInfo, which leaves the host's reclaimable page cache out (psutil's available memory from 0.12): "
@@ -485,16 +485,15 @@ def _in_use_given(req: EngineRequest) -> bool:
     return req.gpu_reserved_bytes is not None or bool(req.site is not None and req.site.memory_in_use_bytes)
 
 
-def host_share_for(req: EngineRequest, rel: Release) -> unified.HostShare | None:
+def host_share_for(req: EngineRequest, rel: Release) -> unified_memory.HostShare | None:
     """The host's share of an integrated GPU's pool (DGX Spark), as the public readings bound it, when the launch does
     not give it and the release reads free memory as they did (psutil, 0.12+); None otherwise. vLLM's budget is a
     fraction of the total, so the share moves only its start check (free at the snapshot >= requested)."""
     facts = req.hardware.facts if req.hardware is not None else None
-    if (facts is None or not unified.shares_with_host(facts) or _in_use_given(req)
+    if (facts is None or not unified_memory.shares_with_host(facts) or _in_use_given(req)
             or rel.integrated_free != "psutil"):
         return None
-    context = budget_model.CUDA_CONTEXT_ONE_GPU if req.tp * req.pp == 1 else budget_model.CUDA_CONTEXT_MULTI_GPU
-    return unified.in_use_range(context)
+    return unified_memory.in_use_range()
 
 
 def _gpu_refusal(req: EngineRequest, rel: Release) -> str | None:
@@ -772,11 +771,12 @@ def _modelled(run: _Run) -> None:
         need = b.requested_bytes + b.context_bytes - b.total_bytes  # the most the host may hold for vLLM to start
         run.notes.append(
             f"{req.hardware.name} shares its {_gib(b.total_bytes)} GiB with the host, and --gpu-reserved does not say "
-            f"what the host holds: kvplan takes {unified.describe(share)}. vLLM {run.rel.version} starts only if the "
+            f"what the host holds: kvplan takes {unified_memory.describe(share)}. vLLM {run.rel.version} starts only if the "
             f"free memory it reads (psutil's available) holds the requested {_gib(b.requested_bytes)} GiB: the host may "
             f"hold at most {max(-need, 0) / 2**30:.2f} GiB beside the CUDA context"
             + ("" if -need >= share.high_bytes else " (judged at the largest share, the band's low edge)")
-            + "; give --gpu-reserved SIZE (total - free as vLLM logs it at start, less 0.5 GiB of context) to narrow it")
+            + "; give --gpu-reserved SIZE (total - free as vLLM logs it at start, less its CUDA context: 0.51 GiB, 1.51 "
+              "with NCCL at TP >= 2) to narrow it")
     nominal = [b.available_bytes for b in budgets]
     run.edges = budget_edges(req, budgets, spec=run.spec, bterms=run.bterms, notes=run.notes)
     run.available = {"low": run.edges[0], "high": run.edges[1]}.get(req.budget_edge or "", nominal)
