@@ -161,3 +161,53 @@ def test_sglang_aiter_fraction_by_release_and_heads(version, model, tp, factor):
     short = sglang.estimate(engine_request(model, seq=8192, gpu="mi300x", tp=tp, engine_version=version))
     # the result carries the fraction as SGLang prints it (a decimal string)
     assert (Fraction(on_mi.mem_fraction_static) == Fraction(short.mem_fraction_static) * Fraction(85, 100)) is factor
+
+
+@pytest.mark.parametrize("version, block", [("0.14.1", 16), ("0.19.0", 1), ("0.20.2", 16), ("0.33.0", 16)])
+def test_aiter_mla_block_by_release(version, block):
+    """VLLM_ROCM_USE_AITER=1: ROCM_AITER_MLA (platforms/rocm.py); its kernel sizes [1] in 0.12.0 / 0.19.0 (0.19
+    then picks 1: v1/attention/backend.py get_preferred_block_size), MultipleOf(1) in 0.20.2 / 0.26.0 / 0.27.1
+    (16 kept); 0.12-0.17 set 16 before the backend (check_and_update_config)."""
+    on = (("vllm_rocm_use_aiter", "1"),)
+    r = vllm.estimate(engine_request("deepseek-v3", seq=4096, gpu="mi300x", tp=8, engine_version=version,
+                                     engine_options=on))
+    assert r.block_size == block and r.bytes_per_block == 61 * block * 576 * 2
+    # unset (envs.py default "False"): TRITON_MLA, 16
+    assert vllm.estimate(engine_request("deepseek-v3", seq=4096, gpu="mi300x", tp=8, engine_version=version)).block_size == 16
+
+
+def test_aiter_mla_refuses_the_default_block_before_012():
+    from kvplan.core.errors import UnsupportedError
+    with pytest.raises(UnsupportedError, match="block size 1"):
+        vllm.estimate(engine_request("deepseek-v3", seq=4096, gpu="mi300x", tp=8, engine_version="0.10.2",
+                                     engine_options=(("vllm_rocm_use_aiter", "1"),)))
+    r = vllm.estimate(engine_request("deepseek-v3", seq=4096, gpu="mi300x", tp=8, engine_version="0.10.2",
+                                     block_size=1, engine_options=(("vllm_rocm_use_aiter", "1"),)))
+    assert r.block_size == 1
+
+
+@pytest.mark.parametrize("value, on", [("1", True), ("true", True), ("True", True), ("0", False), ("yes", False)])
+def test_aiter_flag_as_vllm_reads_it(value, on):
+    # envs.py: os.getenv("VLLM_ROCM_USE_AITER", "False").lower() in ("true", "1")
+    assert releases.aiter_flag(value) is on
+    assert _rel("0.33.0", engine_options=((releases.ROCM_AITER_OPTION, value),)).rocm_aiter is on
+
+
+def test_aiter_off_narrows_the_band_by_the_moe_workspace():
+    """Given VLLM_ROCM_USE_AITER=0, the band drops AITER's terms: the fused-MoE workspace and 3 of the activation
+    band's 5%."""
+    def band(opts):
+        return budgets_for(engine_request("deepseek-v3", seq=4096, gpu="mi300x", tp=8, engine_options=opts))[0]
+    unset, off = band(None), band(((releases.ROCM_AITER_OPTION, "0"),))
+    assert unset.available_bytes == off.available_bytes  # the centre is the default's (AITER off)
+    assert unset.uncertainty_bytes - off.uncertainty_bytes >= off.moe_workspace_bytes > 0
+
+
+def test_check_reads_vllm_rocm_use_aiter_from_the_environment():
+    from kvplan.check.readers.vllm_serve import environment_options
+    options, _ = environment_options({"VLLM_ROCM_USE_AITER": "1"}, "compose.yaml")
+    assert (releases.ROCM_AITER_OPTION, "1") in options
+    from kvplan.check import shell
+    # a value the file takes from outside (a ${VAR} the readers mark): left open, the band covers both
+    assert environment_options({"VLLM_ROCM_USE_AITER": shell.MARK + "AITER"}, "compose.yaml")[0] == ()
+    assert environment_options({"VLLM_ROCM_USE_AITER": None}, "compose.yaml")[0] == ()

@@ -68,6 +68,11 @@ def environment_options(env: Mapping[str, str | None], where: str) -> tuple[tupl
         else:
             releases.integer_flag(name, value, where=f"{where}: environment {name}")
         options.append((name.lower(), value))
+    # VLLM_ROCM_USE_AITER (ROCm): vLLM reads any value (releases.aiter_flag); set outside the file it stays open, the
+    # ROCm band covering both
+    aiter = env.get(releases.ROCM_AITER_ENV)
+    if aiter is not None and not _set_outside(aiter):
+        options.append((releases.ROCM_AITER_OPTION, aiter))
     return tuple(options), notes
 
 

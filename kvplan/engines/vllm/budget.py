@@ -152,7 +152,7 @@ BAND_MXFP4_FRACTION = Fraction(3, 100)  # MXFP4 experts whose swizzled layout tr
 #   any source kvplan read; the band spans 1x to 4x the CUDA fit (centre 2.5x, half width 1.5x), a judgement;
 # - AITER (VLLM_ROCM_USE_AITER=1, which a launch may not show: AMD's images set it): its sampler and fused-MoE
 #   kernels come from the aiter package, not vLLM: the activation band is the sort sampler's 5%, plus the
-#   fused-MoE workspace whole.
+#   fused-MoE workspace whole; VLLM_ROCM_USE_AITER=0 given (releases.ROCM_AITER_OPTION) narrows it to CUDA's.
 ROCM_BAND_TOTAL_FRACTION = Fraction(3, 1000)
 ROCM_BAND_NON_TORCH = {"one": 1024 * MIB, "one-0.10": 1024 * MIB, "pp": 1024 * MIB, "nvlink": 2048 * MIB,
                        "pcie": 2048 * MIB}
@@ -474,7 +474,8 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
         subtract = release.cuda_graph_subtracted
         available = requested - weights[stage] - peak - nt - (graphs if subtract else 0)
         band = _band(weights[stage], act, peak, nt, graphs if subtract else 0, setup, spec, replaced, mxfp4_triton,
-                     sort_sampler=release.sampler == releases.SAMPLER_SORT, rocm_requested=requested if rocm else None)
+                     sort_sampler=release.sampler == releases.SAMPLER_SORT, rocm_requested=requested if rocm else None,
+                     aiter=release.rocm_aiter is not False)
         out.append(VllmBudget(stage=stage, layers=counts[stage], total_bytes=total_bytes,
                               gpu_memory_utilization=_fraction_text(util), requested_bytes=requested,
                               weights_bytes=weights[stage], activation_peak_bytes=peak, non_torch_bytes=nt,
@@ -494,19 +495,21 @@ def _rocm_non_torch(setup: str, tp: int, constants: Constants) -> int:
 
 
 def _band(weights: int, act: ActivationPeak, peak: int, non_torch: int, graphs: int, setup: str, spec: ModelSpec,
-          replaced: list[str], mxfp4_triton: bool, sort_sampler: bool = False, rocm_requested: int | None = None) -> int:
+          replaced: list[str], mxfp4_triton: bool, sort_sampler: bool = False, rocm_requested: int | None = None,
+          aiter: bool = True) -> int:
     """The half width of the budget's band: each term's measured leave-out error, summed (they are not known to
-    cancel); on ROCm (`rocm_requested`, the requested memory) the wider bands of the ROCm terms. A term a site
-    profile measured keeps a tenth of its band."""
+    cancel); on ROCm (`rocm_requested`, the requested memory) the wider bands of the ROCm terms, AITER's unless the
+    launch turned it off (`aiter` False). A term a site profile measured keeps a tenth of its band."""
     rocm = rocm_requested is not None
+    aiter = rocm and aiter
     w = BAND_WEIGHTS_BYTES + math.ceil(weights * BAND_WEIGHTS_FRACTION)
     if mxfp4_triton:
         w += math.ceil(weights * BAND_MXFP4_FRACTION)
     if spec.vision_params:
         w += BAND_MULTIMODAL_WEIGHTS_BYTES
-    a = BAND_ACTIVATION_BYTES + math.ceil(peak * (BAND_ACTIVATION_SORT_FRACTION if sort_sampler or rocm
+    a = BAND_ACTIVATION_BYTES + math.ceil(peak * (BAND_ACTIVATION_SORT_FRACTION if sort_sampler or aiter
                                                   else BAND_ACTIVATION_FRACTION))
-    if rocm:
+    if aiter:
         a += act.moe_workspace
     if spec.vision_params:
         a += BAND_MULTIMODAL_BYTES

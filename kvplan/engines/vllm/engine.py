@@ -522,7 +522,7 @@ def release_for(req: EngineRequest) -> releases.Release:
                                     graph_estimate=req.option(releases.GRAPH_ESTIMATE_OPTION),
                                     flashinfer_sampler=None if rocm else req.option(releases.FLASHINFER_SAMPLER_OPTION),
                                     entry=req.option(releases.ENTRY_POINT_OPTION))
-    return releases.on_rocm(rel) if rocm else rel
+    return releases.on_rocm(rel, releases.aiter_flag(req.option(releases.ROCM_AITER_OPTION))) if rocm else rel
 
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
@@ -965,10 +965,13 @@ def _rocm_note(rel: Release, name: str) -> str:
               "no graph estimate in the budget (vLLM profiles it on ROCm from 0.26)" if not rel.rocm_graph_estimate
               else "HIP graphs estimated, not subtracted")
     sampler = "Triton" if rel.sampler == releases.SAMPLER_TRITON else "PyTorch sort"
-    return (f"ROCm ({name}): vLLM {rel.version} takes its ROCm paths: block 16 (ROCM_ATTN; TRITON_MLA for MLA), the {sampler} sampler "
-            f"(no FlashInfer on ROCm), {graphs}; the total, non-torch memory (RCCL, hipBLASLt) and AITER's kernels "
-            "(VLLM_ROCM_USE_AITER) are not settled by vLLM's source: the band spans their plausible values, not a "
-            "measured error (docs/engines/vllm.md, ROCm)")
+    aiter = {None: "AITER's kernels (VLLM_ROCM_USE_AITER, not given: on and off both covered)",
+             True: "AITER's kernels (VLLM_ROCM_USE_AITER=1)", False: None}[rel.rocm_aiter]
+    open_terms = "the total, non-torch memory (RCCL, hipBLASLt)" + (f" and {aiter}" if aiter else "")
+    return (f"ROCm ({name}): vLLM {rel.version} takes its ROCm paths: block 16 (ROCM_ATTN; MLA: TRITON_MLA, or "
+            f"ROCM_AITER_MLA with AITER), the {sampler} sampler (no FlashInfer on ROCm), {graphs}; {open_terms} are not "
+            "settled by vLLM's source: the band spans their plausible values, not a measured error "
+            "(docs/engines/vllm.md, ROCm)")
 
 
 def _feature_notes(run: _Run) -> None:

@@ -392,6 +392,8 @@ def _block_size(req: EngineRequest, rel, f, spec, layers: list[CacheLayer], note
     """(the block size the launch's attention backend forces or None, the backend choice or None)."""
     backend_choice = None
     block_size = req.block_size
+    if block_size is None and rel.rocm_aiter and f.attention_backend is None and vspecs.any_latent(c.layer for c in layers):
+        return _aiter_mla_block(rel, notes), None
     if block_size is None and (backend_rules_apply(rel) or f.attention_backend is not None):
         mla = vspecs.any_latent(c.layer for c in layers)
         facts = req.hardware.facts if req.hardware is not None and req.hardware.name else None
@@ -414,6 +416,18 @@ def _block_size(req: EngineRequest, rel, f, spec, layers: list[CacheLayer], note
                                              compute_capability="9.0", vendor="nvidia", named=f.attention_backend)
             block_size = backend_choice.block_size if backend_choice.block_size != 16 else None
     return block_size, backend_choice
+
+
+def _aiter_mla_block(rel, notes: list[str]) -> int:
+    """The block ROCM_AITER_MLA runs with when VLLM_ROCM_USE_AITER=1 and no --block-size (releases.Release
+    .rocm_aiter_mla_block); 0.10-0.11 do not start with the default 16."""
+    block = rel.rocm_aiter_mla_block
+    if block is None:
+        raise UnsupportedError(f"vLLM {rel.version} with VLLM_ROCM_USE_AITER=1 serves MLA with ROCM_AITER_MLA, which "
+                               "refuses the default 16-token blocks (\"currently only supports block size 1\")",
+                               where="--block-size", hint="give --block-size 1, as AMD's guides do")
+    notes.append(f"ROCm MLA with VLLM_ROCM_USE_AITER=1: ROCM_AITER_MLA, {block}-token blocks in vLLM {rel.version}")
+    return block
 
 
 def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_layers: list[int],

@@ -50,5 +50,5 @@ ENGINE = Engine(
                                                "overridden_config": "overridden_config", "json_value": "_json"}),
     releases=Part("kvplan.engines.vllm.releases", ("RELEASES", "release", "ALLOW_LONG_ENV", "ALLOW_LONG_OPTION",
                                                    "allow_long_flag", "integer_flag", "ENTRY_POINT_OPTION",
-                                                   "ENTRY_OFFLINE")),
+                                                   "ENTRY_OFFLINE", "ROCM_AITER_ENV", "ROCM_AITER_OPTION")),
 )

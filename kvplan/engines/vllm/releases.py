@@ -97,7 +97,18 @@ ALLOW_LONG_OPTION = ALLOW_LONG_ENV.lower()
 # no estimate and the variable does not exist
 GRAPH_ESTIMATE_ENV = "VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS"
 GRAPH_ESTIMATE_OPTION = GRAPH_ESTIMATE_ENV.lower()
-OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION, GRAPH_ESTIMATE_OPTION, ENTRY_POINT_OPTION)
+# ROCm: the master switch of AMD's AITER kernels (envs.py, 0.10-0.33: os.getenv(..., "False").lower() in ("true",
+# "1"), any other value off); unset it is off, but AMD's images and recipes set it, so a launch that does not say
+# leaves it open (budget.py ROCM_*: the band covers both); given, it narrows the band and picks the MLA backend
+ROCM_AITER_ENV = "VLLM_ROCM_USE_AITER"
+ROCM_AITER_OPTION = ROCM_AITER_ENV.lower()
+OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION, GRAPH_ESTIMATE_OPTION, ENTRY_POINT_OPTION, ROCM_AITER_OPTION)
+
+
+def aiter_flag(value: str | None) -> bool | None:
+    """VLLM_ROCM_USE_AITER as vLLM reads it (envs.py): on for "1" / "true" in any case, off for anything else; None
+    when not given."""
+    return None if value is None else value.strip().lower() in ("true", "1")
 
 
 def allow_long_flag(value: str | None) -> bool:
@@ -151,18 +162,20 @@ def with_environment(release: "Release", *, graph_estimate: str | None = None,
     return dataclasses.replace(release, **changes) if changes else release
 
 
-def on_rocm(release: "Release") -> "Release":
+def on_rocm(release: "Release", aiter: bool | None = None) -> "Release":
     """The release's rules on ROCm (an AMD GPU), where vLLM's CUDA-only paths are not taken:
     - the sampler: TopKTopPSampler.__init__ takes FlashInfer only under current_platform.is_cuda(), False on ROCm
       (v1/sample/ops/topk_topp_sampler.py, 0.12.0 / 0.19.0 / 0.27.1 / 0.33.0 read), so VLLM_USE_FLASHINFER_SAMPLER
       and an installed flashinfer change nothing: the native path, PyTorch's sort before 0.17 and the Triton kernel
       from 0.17 (apply_top_k_top_p: HAS_TRITON and >= 8 rows). VLLM_ROCM_USE_AITER=1 swaps in AITER's sampler
       (forward_hip), whose kernels live in the aiter package kvplan has not read: budget.py widens the band;
-    - the CUDA-graph estimate: not profiled on 0.18-0.25, profiled and subtracted from 0.26 (rocm_graph_estimate)."""
+    - the CUDA-graph estimate: not profiled on 0.18-0.25, profiled and subtracted from 0.26 (rocm_graph_estimate);
+    - `aiter`: VLLM_ROCM_USE_AITER as the launch gives it (None: not given, left open)."""
     sampler = SAMPLER_SORT if release.sampler == SAMPLER_SORT else SAMPLER_TRITON
     estimated = release.cuda_graph_estimated and release.rocm_graph_estimate
     return dataclasses.replace(release, sampler=sampler, sampler_by_install=False, cuda_graph_estimated=estimated,
-                               cuda_graph_subtracted=estimated and release.cuda_graph_subtracted)
+                               cuda_graph_subtracted=estimated and release.cuda_graph_subtracted, rocm=True,
+                               rocm_aiter=aiter)
 
 
 def sampler_for(release: "Release", flashinfer_env: str | None) -> str:
@@ -220,6 +233,12 @@ class Release:
     # ("not current_platform.is_rocm()", 0.19.0 and 0.20.2 read: "graph pool handles and mem_get_info behave
     # differently"); from 0.26 (0.26.0 read: "is_cuda_alike()", vllm#44825) ROCm estimates and subtracts it too
     rocm_graph_estimate: bool
+    # ROCm with VLLM_ROCM_USE_AITER=1: ROCM_AITER_MLA serves MLA (platforms/rocm.py); its block when --block-size is
+    # not given: None in 0.10-0.11 (get_attn_backend_cls raises for the default 16: "currently only supports block
+    # size 1"), 16 in 0.12-0.17 (check_and_update_config sets 16, the kernel splits it into 1-token kernel blocks),
+    # 1 in 0.18-0.19 (0.19.0: kernel sizes [1], update_block_size_for_backend takes the smallest), 16 from 0.20
+    # (0.20.2, 0.26.0, 0.27.1: MultipleOf(1))
+    rocm_aiter_mla_block: int | None
     # config/vllm.py _set_cudagraph_sizes: the largest capture size is min(2 x max_num_seqs, ceiling): 512; 1024 on
     # SM10x from 0.29
     cuda_graph_ceiling_sm10x: int
@@ -311,6 +330,9 @@ class Release:
     not_fit_possessive: str
     # GiB in log lines: "%.2f" until 0.13; utils/mem_utils.py format_gib str(round(x, 2)) from 0.14
     format_gib_rounding: bool
+    # set by on_rocm (engine.release_for): the request runs on ROCm, and VLLM_ROCM_USE_AITER as given (None: open)
+    rocm: bool = False
+    rocm_aiter: bool | None = None
     # --- the launch's environment (with_environment) --------------------------------------------------------
     # the entry point whose scheduler defaults apply (ENTRY_POINTS): `vllm serve` unless the launch says otherwise
     entry_point: str = ENTRY_SERVE
@@ -327,7 +349,7 @@ def _line(**rules) -> Release:
 _BASE = dict(
     default_gpu_util=Fraction(9, 10), batch_tiers=TIERS_70, max_num_seqs_capped_at_batched_tokens=True,
     batched_tokens_capped_at_seqs_x_len=True, requested_ceil=False, nccl_in_budget=False, budget_formula=BUDGET_PEAK,
-    cuda_graph_estimated=False, cuda_graph_subtracted=False, rocm_graph_estimate=False, cuda_graph_ceiling_sm10x=512, sampler=SAMPLER_SORT,
+    cuda_graph_estimated=False, cuda_graph_subtracted=False, rocm_graph_estimate=False, rocm_aiter_mla_block=None, cuda_graph_ceiling_sm10x=512, sampler=SAMPLER_SORT,
     fused_moe=MOE_DIRECT, fused_moe_chunk=32768, mxfp4_hopper_backend="marlin", group_size_max_within=None,
     page_unification="equal", uniform_type_groups=True, chunked_local_hybrid=False,
     tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, in_flight="one",
@@ -351,15 +373,17 @@ _L10 = _after(_BASE, line="0.10", first="0.10.0", mirrors="0.10.2", nccl_in_budg
 _L11 = _after(_L10, line="0.11", first="0.11.0", mirrors="0.11.0", nccl_in_budget=False, uniform_type_groups=True)
 _L12 = _after(_L11, line="0.12-0.13", first="0.12.0", mirrors="0.13.0", batched_tokens_capped_at_seqs_x_len=True,
               integrated_free="psutil",
-              sampler_by_install=False,
+              sampler_by_install=False, rocm_aiter_mla_block=16,
               fused_moe_chunk=16384, group_size_max_within=Fraction(5, 4), page_unification="divide",
               mxfp4_hopper_backend="triton")
 _L14 = _after(_L12, line="0.14-0.17", first="0.14.0", mirrors="0.14.1", requested_ceil=True, fused_moe=MOE_MODULAR,
               chunked_local_hybrid=True, auto_fit=AUTO_FIT_GLOBAL, format_gib_rounding=True, mla_block_sm10x=128)
 _L18 = _after(_L14, line="0.18-0.19", first="0.18.0", mirrors="0.19.0", cuda_graph_estimated=True, auto_fit=AUTO_FIT_PER_WORKER,
+              rocm_aiter_mla_block=1,
               sampler=SAMPLER_TRITON, fused_moe_chunk=None, group_size_max_within=Fraction(3, 2), mla_block_hopper=16,
               mla_block_sm10x=32)
 _L20 = _after(_L18, line="0.20-0.25", first="0.20.0", mirrors="0.20.2", default_gpu_util=Fraction(23, 25),
+              rocm_aiter_mla_block=16,
               cuda_graph_subtracted=True, tokens_logged_from_concurrency=True, fit_check_uses_block_override=True,
               hybrid_mla_alignment=128, hybrid_align_to_block_size=True)
 _L26 = _after(_L20, line="0.26", first="0.26.0", mirrors="0.26.0", sampler=SAMPLER_FLASHINFER, in_flight="v1_async",
