@@ -125,3 +125,54 @@ def test_sglangs_own_kv_formats_cannot_be_judged_not_bad_input(cli, kv):
         assert code == 3 and out == "" and f"--kv-cache-dtype {kv}" in err, (given, err)
     code, _, err = cli(*base, "--sglang-args", "--kv-cache-dtype banana")
     assert code == 2 and "banana" in err
+
+
+def _outcome(parser, tokens):
+    import argparse
+
+    from kvplan.engines.sglang import launch_args as la
+
+    try:
+        namespace, extra = parser.parse_known_args(list(tokens))
+    except (la._ParseError, argparse.ArgumentError) as err:
+        return "refused", str(err)
+    return vars(namespace), extra
+
+
+TRICKY = [
+    ["--mem-frac", "0.8"],  # an abbreviation
+    ["--mem-fraction-static=0.7", "--tp=2"],  # '=' forms
+    ["--enable-dsa-fused-indexer"], ["--no-enable-dsa-fused-indexer"], ["--no-enable-dsa"],  # a bool's own --no- form
+    ["--no-no-enable-dsa-fused-indexer"],  # argparse adds --no- to every -- flag of a bool option
+    ["--enable"], ["--disable-cuda"], ["--dis"],  # prefixes several options share: argparse refuses, named as it does
+    ["--tp", "-1"], ["--tp", "-1.5"], ["--tp", "x"], ["--tp"],  # values argparse reads, or refuses
+    ["--kv-cache-dtype", "nope"], ["--reasoning-parser", "qwen3"],  # choices
+    ["--model-path", "m", "extra", "--", "--tp", "2"], ["-", "--tp", "2"],
+    ["--monokernel-backend", "amd"], ["--enable-amd-monokernel"],  # two flags that store into one dest
+    ["--return-aux-hidden-state-layer-ids", "1", "2", "--tp", "2"], ["--return-aux-hidden-state-layer-ids"],
+]
+
+
+def test_a_launch_is_parsed_with_the_options_it_names_as_with_the_whole_table(tmp_path, monkeypatch):
+    # parse_argv builds a parser of the options its tokens can name (start-up time: launch_args._parser_for); the
+    # independent value is the parser of all 531 options, as before: the same namespace, leftovers and refusals, on
+    # every SGLang launch in the deployment corpus and on the tricky forms above
+    from kvplan.cli import entry
+    from kvplan.engines.sglang import launch_args as la
+
+    seen = []
+    narrow = la._parser_for
+
+    def both(tokens):
+        seen.append(list(tokens))
+        return narrow(tokens)
+
+    monkeypatch.setattr(la, "_parser_for", both)
+    entry.register_commands()
+    from typer.testing import CliRunner
+
+    for folder in ("tests/data/deployments", "tests/data/deployments_2026", "examples/deploy"):
+        CliRunner().invoke(entry.app, ["check", folder, "--gpu", "h100", "--format", "json"])
+    assert len(seen) >= 20  # the corpus's SGLang launches were read
+    for tokens in seen + TRICKY:
+        assert _outcome(narrow(tokens), tokens) == _outcome(la._parser(), tokens), tokens
