@@ -1,0 +1,95 @@
+"""How far kvplan is from the public ROCm (AMD Instinct) figures, out of sample, every option unset.
+
+The figures (tests/data/rocm_logs/SOURCES.md lists them and where they came from):
+- vllm-project/recipes#273: MiniMax-M2 series on 2x MI300X, vLLM 0.17.1, "KV cache: 497,600 tokens";
+- tests/data/vllm_logs_public idx-mi300x-gemma4-e2b-wrapped: vLLM's requested memory on an MI300X (its total
+  x 0.9), the only term of that log kvplan can compare (Gemma-4 E2B shares KV across layers);
+- tests/data/sglang_logs sglang-3219: SGLang 0.4.2.post2 on 8x MI300X, DeepSeek-V3, A ("Load weight end ...
+  avail mem"), the lowest rank, and the pool that A gives with kvplan's P against kvplan's band.
+No figure here set a constant or a band (kvplan/engines/vllm/budget.py, sglang/budget.py ROCM_*).
+
+    python benchmarks/rocm_error.py
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from decimal import Decimal
+from fractions import Fraction
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE / "tests"))
+
+from engine_requests import engine_request  # noqa: E402
+from kvplan.engines import sglang, vllm  # noqa: E402
+from kvplan.engines.vllm.engine import budgets_for  # noqa: E402
+from kvplan.engines.vllm.log import parse_vllm_log  # noqa: E402
+from kvplan.model.catalog import resolve_model  # noqa: E402
+
+GIB = 2**30
+DATA = HERE / "tests" / "data"
+
+
+def _record(folder: str, rid: str) -> dict:
+    lines = (DATA / folder / "index.jsonl").read_text(encoding="utf-8").splitlines()
+    return next(r for r in map(json.loads, lines) if r["id"] == rid)
+
+
+def minimax() -> tuple[str, float, bool, str]:
+    rec = _record("rocm_logs", "recipes-pr273-minimax-m2-2xmi300x-v0171")
+    text = (HERE / rec["raw_file"]).read_text(encoding="utf-8")
+    tokens = int(re.search(r"KV cache: ([\d,]+) tokens", text).group(1).replace(",", ""))
+    spec = resolve_model(str(HERE / rec["config"]))
+    req = engine_request(spec, seq=spec.max_context, gpu="mi300x", tp=2, engine_version="0.17.1")
+    r = vllm.estimate(req)
+    logged = tokens // r.block_size * r.bytes_per_block
+    modelled = budgets_for(req)[0].available_bytes
+    predicted = modelled // r.bytes_per_block * r.block_size
+    covered = r.available_kv_bytes_low <= logged <= r.available_kv_bytes_high
+    return (f"recipes#273 MiniMax-M2 TP 2, vLLM 0.17.1: {tokens:,} tokens logged, {predicted:,} modelled",
+            100 * (predicted - tokens) / tokens, covered, "pool")
+
+
+def gemma_total() -> tuple[str, float, bool, str]:
+    rec = _record("vllm_logs_public", "idx-mi300x-gemma4-e2b-wrapped")
+    f = parse_vllm_log("".join((DATA / "vllm_logs_public" / p).read_text(encoding="utf-8")
+                               for p in rec["raw_files"]))
+    b = budgets_for(engine_request("llama-3.1-8b", gpu="mi300x", engine_version="0.27.1", gpu_util=Fraction(9, 10)))[0]
+    logged = float(f.requested_memory_gib) * GIB
+    half = float(b.requested_bytes * Fraction(3, 1000))
+    covered = abs(b.requested_bytes - logged) <= half + 0.005 * GIB
+    return (f"MI300X Gemma-4 E2B: requested {f.requested_memory_gib} GiB logged, {b.requested_bytes / GIB:.2f} modelled",
+            100 * (b.requested_bytes - logged) / logged, covered, "term")
+
+
+def deepseek_a() -> tuple[str, float, bool, str]:
+    rec = _record("sglang_logs", "sglang-3219-deepseek-v3-8xmi300x-rocm-v0.4.2")
+    text = (HERE / rec["raw_file"]).read_text(encoding="utf-8")
+    a_logged = min(Decimal(x) for x in re.findall(r"avail mem=([\d.]+) GB", text)) * GIB
+    spec = resolve_model(str(HERE / rec["config"]))
+    r = sglang.estimate(engine_request(spec, seq=4096, gpu="mi300x", tp=8, engine_version="0.4.2.post2"))
+    mfs = Fraction(r.mem_fraction_static)
+    pool = int(Fraction(a_logged) - r.free_before_load_bytes * (1 - mfs))  # the rest A gives with kvplan's P
+    covered = r.available_kv_bytes_low <= pool <= r.available_kv_bytes_high
+    return (f"sglang#3219 DeepSeek-V3 TP 8, SGLang 0.4.2: A {a_logged / GIB:.2f} GiB logged, "
+            f"{r.free_after_load_bytes / GIB:.2f} modelled (pool from the logged A {pool / GIB:.2f} GiB, band "
+            f"{r.available_kv_bytes_low / GIB:.2f}-{r.available_kv_bytes_high / GIB:.2f})",
+            100 * (r.free_after_load_bytes - float(a_logged)) / float(a_logged), covered, "pool")
+
+
+def main() -> int:
+    rows = [minimax(), gemma_total(), deepseek_a()]
+    for what, err, covered, kind in rows:
+        print(f"{err:+6.2f}%  band {'covers' if covered else 'MISSES'}  [{kind}]  {what}")
+    pools = [abs(err) for _, err, _, kind in rows if kind == "pool"]
+    print(f"MAE over the {len(pools)} pool-sized figures: {sum(pools) / len(pools):.2f}%; "
+          f"band covers {sum(c for _, _, c, _ in rows)}/{len(rows)} figures")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
