@@ -39,13 +39,25 @@ GIB = 2**30
 DATA = HERE / "tests" / "data"
 TARGET = 0.9  # issue 28: the band covers >= 90% of the public start-up logs of every engine, options unset
 
-# The launch-option logs (tests/data/vllm_logs_features) whose launch kvplan can describe end to end: a weight offload
-# sweep of the same repository as the scored gpu_memory_utilization sweep (TheBuccaneer/vllm-offload-profiles,
-# RTX 3090, vLLM 0.17.1). No vLLM constant is fitted on that repository's logs (they print neither the activation
-# peak nor the non-torch memory), so their in-sample figures are already leave-one-source-out.
+# The launch-option logs (tests/data/vllm_logs_features) whose launch kvplan can describe end to end, as the log's
+# non-default args state it. No vLLM constant is fitted on these logs, so their in-sample figures are already
+# leave-one-source-out:
+# - a weight offload sweep of the same repository as the scored gpu_memory_utilization sweep
+#   (TheBuccaneer/vllm-offload-profiles, RTX 3090, vLLM 0.17.1; its logs print neither the activation peak nor the
+#   non-torch memory);
+# - KubeRay's data-parallel Qwen2.5-0.5B-Instruct on two T4s (vLLM 0.11.0, --data-parallel-size 2 over Ray, one
+#   engine a node): each rank sizes its own pool on one T4, float16 as the log prints ("Tesla T4 ... doesn't support
+#   torch.bfloat16. Falling back to torch.float16"); the config is the checkpoint's, re-saved (extra_configs/SOURCES.md).
+_OFFLOAD = dict(gpu="rtx-3090-24gb", version="0.17.1", seq="8192", util="0.86", dtype=None,
+                args="--cpu-offload-gb 12")
 FEATURE_RUNS = {
-    "buccaneer-rtx3090-v0171-llama31-8b-gmu086-offload12": "meta-llama--Llama-3.1-8B-Instruct",
-    "buccaneer-rtx3090-v0171-qwen25-7b-gmu086-offload12": "Qwen--Qwen2.5-7B-Instruct",
+    "buccaneer-rtx3090-v0171-llama31-8b-gmu086-offload12": dict(
+        _OFFLOAD, model="vllm_models/meta-llama--Llama-3.1-8B-Instruct"),
+    "buccaneer-rtx3090-v0171-qwen25-7b-gmu086-offload12": dict(
+        _OFFLOAD, model="vllm_models/Qwen--Qwen2.5-7B-Instruct"),
+    "idx-2xt4-ray-dp2-v0110-qwen25-05b": dict(
+        model="extra_configs/qwen2.5-0.5b-instruct.json", gpu="t4-16gb", version="0.11.0", seq="32768", util=None,
+        dtype="fp16", args="--data-parallel-size 2 --data-parallel-size-local 1 --data-parallel-backend ray"),
 }
 # why each other launch-option log is not scored end to end
 FEATURE_NOT_SCORED = {
@@ -58,7 +70,6 @@ FEATURE_NOT_SCORED = {
     "idx-wsl-v0192-gemma4-26b-a4b-nvfp4-eagle3": "the GPU is not named and no config for the checkpoint",
     "vllm-pr27733-granite4-micro-lora-v0110rc2": "the GPU is not named and no config for the checkpoint",
     "idx-rtx4090d-v092-unsloth-qwen25-vl-3b-bnb4-lora": "vLLM 0.9.2 (before 0.10: refused, exit 3) under Unsloth",
-    "idx-2xt4-ray-dp2-v0110-qwen25-05b": "no config for the checkpoint in tests/data (Qwen2.5-0.5B)",
 }
 SPARK = "DGX Spark GB10 (unified memory: refused, exit 3, without --gpu-reserved or a site profile); no config for " \
         "the checkpoint"
@@ -98,20 +109,16 @@ def _vllm_features() -> list[Row]:
 
     out = []
     for rec in _index("vllm_logs_features"):
-        model = FEATURE_RUNS.get(rec["id"])
-        if model is None:
+        run = FEATURE_RUNS.get(rec["id"])
+        if run is None:
             continue
-        launch = rec["launch"]
-        util = launch.split("'gpu_memory_utilization': ")[1].split(",")[0]
-        offload = launch.split("'cpu_offload_gb': ")[1].split("}")[0]
-        seq = launch.split("'max_model_len': ")[1].split(",")[0]
         logged = float(rec["extracted"]["available_kv_cache_memory"][0].split(": ")[1].split(" GiB")[0])
-        req = build_request(str(DATA / "vllm_models" / model), seq=seq, batch=1, kv_dtype="auto", dtype=None,
-                            gpu="rtx-3090-24gb", gpu_mem=None, gpus=None, tp=1, pp=1, gpu_util=util,
-                            engine_version="0.17.1", vllm_args=f"--cpu-offload-gb {float(offload):g}")
+        req = build_request(str(DATA / run["model"]), seq=run["seq"], batch=1, kv_dtype="auto", dtype=run["dtype"],
+                            gpu=run["gpu"], gpu_mem=None, gpus=None, tp=1, pp=1, gpu_util=run["util"],
+                            engine_version=run["version"], vllm_args=run["args"])
         est = vllm.estimate(req)
         low, high = est.available_kv_bytes_low / GIB, est.available_kv_bytes_high / GIB
-        out.append(Row("vLLM", releases.release("0.17.1").line, rec["id"],
+        out.append(Row("vLLM", releases.release(run["version"]).line, rec["id"],
                        100 * (est.available_kv_bytes / GIB - logged) / abs(logged),
                        low - 0.005 <= logged <= high + 0.005, low, high, f"{logged} GiB"))
     return out

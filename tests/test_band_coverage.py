@@ -79,6 +79,19 @@ def test_every_log_is_counted_once_scored_or_in_one_why_group(bench, unset):
     assert bench.why_group("the GPU is not named and no config for the checkpoint").startswith("the GPU")
 
 
+def test_data_parallel_ranks_on_t4_each_hold_the_logged_pool():
+    """KubeRay's vLLM 0.11.0 serve of Qwen2.5-0.5B-Instruct with --data-parallel-size 2 over Ray, one engine on each
+    T4 node (tests/data/vllm_logs_features, idx-2xt4-ray-dp2-v0110-qwen25-05b): each rank logged "Model loading took
+    0.9271 GiB" and "Available KV cache memory: 10.74 GiB". Float16, as the log says the T4 falls back to."""
+    req = build_request(str(ROOT / "tests/data/extra_configs/qwen2.5-0.5b-instruct.json"), seq="32768", batch=1,
+                        kv_dtype="auto", dtype="fp16", gpu="t4-16gb", gpu_mem=None, gpus=None, tp=1, pp=1,
+                        engine_version="0.11.0",
+                        vllm_args="--data-parallel-size 2 --data-parallel-size-local 1 --data-parallel-backend ray")
+    est = vllm.estimate(req)
+    assert abs(est.weights_per_gpu_bytes / GIB - 0.9271) < 0.005  # 494,032,768 parameters x 2 B
+    assert est.available_kv_bytes_low / GIB <= 10.74 <= est.available_kv_bytes_high / GIB
+
+
 def _videocutting(**changes):
     """Zzsf11/VideoCuttingAgent's 2 x H100 80GB HBM3 run of vLLM 0.12.0 (tests/data/vllm_logs_public): Qwen3-30B-A3B,
     TP 2, max_model_len 40960, max_num_seqs 64, utilization 0.9 (the default). Logged: 41.68 GiB."""
