@@ -17,6 +17,7 @@ import pytest
 
 from kvplan import engines
 from kvplan.core.errors import KvplanError, UnsupportedError
+from kvplan.engines.releases import REGISTRY
 
 from conftest import DATA
 from engine_requests import engine_request
@@ -188,6 +189,29 @@ def test_an_unread_release_is_refused_by_the_registry_as_unsupported(name):
         engines.release(name, "banana")
     assert caught.value.exit_code == 2
     assert engines.release(name, None) == engines.release(name.upper(), None)  # the default, named as --engine is
+
+
+@pytest.mark.parametrize("name", PAGED)
+def test_every_release_registry_has_one_shape(name):
+    """engines/releases.py REGISTRY: each engine's record gives the same registry names, and they agree with each
+    other the same way on every engine."""
+    reg = engines.get(name).releases
+    assert set(REGISTRY) <= set(dir(reg)), set(REGISTRY) - set(dir(reg))
+    assert reg.release(None) == reg.DEFAULT == engines.release(name, None)
+    assert reg.DEFAULT.line == reg.LINES[-1]  # the default is the newest line
+    firsts = [line.split("-")[0] for line in reg.LINES]  # each line named by its first release ("0.18-0.19")
+    for first, later in zip(firsts, firsts[1:]):
+        assert reg.sort_key(first) < reg.sort_key(later) and reg.at_least(later, first) and not reg.at_least(first, later)
+    for first in firsts:
+        rules = reg.release(first)
+        assert rules.line in reg.LINES and rules.at_least(first) and reg.parse(rules.mirrors) is not None
+        assert reg.closest(first) == (rules, None)  # a log of a release read: its rules, nothing assumed
+    assert reg.parse("banana") is None
+    with pytest.raises(ValueError):
+        reg.sort_key("banana")
+    for unread in ("0.0.1", "9.9.9", "banana", None):  # calibrate compares any log: rules, and a note naming it
+        rules, note = reg.closest(unread)
+        assert rules.line in reg.LINES and note and (unread or "does not say") in note
 
 
 def test_the_static_engine_has_no_release_to_read():

@@ -12,10 +12,10 @@ engine.
 from __future__ import annotations
 
 import importlib
-from typing import Any
 
 from kvplan.core.errors import InputError, did_you_mean
 from kvplan.engines.api import Engine, EngineFlags, EngineRequest, Hardware
+from kvplan.engines.releases import Rules
 
 # name -> the module that defines ENGINE; imported on first use (start-up time)
 _PACKAGES = {"static": "kvplan.engines.static", "vllm": "kvplan.engines.vllm", "sglang": "kvplan.engines.sglang",
@@ -41,7 +41,7 @@ def get(name: str) -> Engine:
     return importlib.import_module(_PACKAGES[_key(name)]).ENGINE
 
 
-def release(name: str, version: str | None, *, where: str = "--engine-version") -> Any:
+def release(name: str, version: str | None, *, where: str = "--engine-version") -> Rules:
     """The rules of engine `name`'s release `version` (None: its default) from the engine's registry, read without
     building its memory model (`check` names a release before it judges; benchmarks/cold_start.py). Refusals follow
     engines/releases.py: not a version -> InputError, a release kvplan has not read -> UnsupportedError."""

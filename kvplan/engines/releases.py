@@ -7,11 +7,45 @@
 Every command that is given a release follows it: `estimate --engine-version` exits 3 (2 for no version), `check`
 reports a file pinned to an unread release cannot judge, `calibrate` a log of one; the table of every command and
 way is docs/engines/README.md "Releases kvplan has not read".
+
+Every registry has one shape, REGISTRY: the names it defines (and its engine record's `releases` part gives), its
+rules objects the fields and method of Rules. Its order of releases and the reading of its rule tables are
+engines/changes.py History.
 """
 
 from __future__ import annotations
 
+from typing import Protocol
+
 from kvplan.core.errors import InputError, UnsupportedError
+
+# the names every engine's releases.py defines:
+#   parse(text) -> the engine's comparable version, None for text that is no version;
+#   release(version, *, where) -> Rules (None: DEFAULT), refused as this module says;
+#   closest(version) -> (Rules, a note or None): never refuses, for calibrate, which compares any log and says
+#     which rules it used (a note makes the log cannot judge);
+#   sort_key(version) -> the comparable version (ValueError for no version); at_least(version, than) -> bool;
+#   LINES: the release lines between which rules changed, oldest first; DEFAULT: the rules when none is named
+REGISTRY = ("parse", "release", "closest", "sort_key", "at_least", "LINES", "DEFAULT")
+
+
+class Rules(Protocol):
+    """What every registry's rules object answers; the rest of its fields are its own engine's."""
+
+    @property
+    def version(self) -> str:  # the release the rules are for, as kvplan names it
+        ...
+
+    @property
+    def line(self) -> str:  # its line, one of LINES
+        ...
+
+    @property
+    def mirrors(self) -> str:  # the release whose source was read for it
+        ...
+
+    def at_least(self, version: str) -> bool:  # whether it is release `version` or a later one
+        ...
 
 
 def not_a_version(what: str, *, where: str, hint: str | None) -> InputError:

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
 from kvplan.engines.lazy import Part, deferred
+from kvplan.engines.releases import REGISTRY
 from kvplan.engines.sglang.engine import OPTION_KEYS, estimate, read_kv_dtype
 
 ENGINE = Engine(
@@ -27,4 +28,5 @@ ENGINE = Engine(
     options=Part("kvplan.engines.sglang.launch_args", (
         "parse_argv", "lookup", "option_info", "unmodelled", "MOVES_DEFAULT_FRACTION", "MIRRORS", "removed_in")),
     launch=Part("kvplan.engines.sglang.features", ("read",)),
+    releases=Part("kvplan.engines.sglang.releases", REGISTRY),  # the registry every engine has (engines/releases.py)
 )

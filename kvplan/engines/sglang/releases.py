@@ -8,7 +8,8 @@ There is no SGLang 0.5.0 on PyPI (0.4.10.post2 is followed by 0.5.1).
 
 `release(version)` parses any version string a user or a log gives ("0.4.3.post4", "v0.4.2.post2-rocm630",
 "0.5") and returns the rules of that release; `LINES` names the release lines between which rules changed (the
-lines kvplan documents in docs/engines/sglang.md).
+lines kvplan documents in docs/engines/sglang.md). The registry gives the names every engine's does
+(engines/releases.py REGISTRY).
 """
 
 from __future__ import annotations
@@ -20,20 +21,23 @@ from typing import Any
 
 from kvplan.engines import releases as policy
 from kvplan.core.errors import InputError
-from kvplan.engines.changes import Change, value_at
+from kvplan.engines.changes import Change, History
 
 Version = tuple[int, int, int, int]  # major, minor, patch, post
 
-
-def _v(text: str) -> Version:
-    parsed = parse(text)
-    if parsed is None:
-        raise ValueError(text)
-    return parsed
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.post(\d+))?([a-z0-9.+-]*)", re.IGNORECASE)
 
 
-def _at(changes: tuple[Change, ...], key: Version) -> Any:
-    return value_at(changes, key, _v)
+def parse(version: str) -> Version | None:
+    """'0.4.3.post4', 'v0.4.2.post2-rocm630', '0.5.12', '0.5' -> (major, minor, patch, post); None otherwise."""
+    m = _VERSION.fullmatch(str(version).strip())
+    if not m:
+        return None
+    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), int(m.group(4) or 0)
+
+
+HISTORY = History(parse)  # the registry's order of releases (engines/changes.py)
+sort_key, at_least, _at = HISTORY.key, HISTORY.at_least, HISTORY.at
 
 
 # ---------------------------------------------------------------------------------------------- the rules
@@ -231,21 +235,15 @@ class Release:
 
     @property
     def key(self) -> Version:
-        return _v(self.version)
+        return sort_key(self.version)
+
+    @property
+    def mirrors(self) -> str:
+        """The release whose source these rules were read from: this one (every wheel was read)."""
+        return self.version
 
     def at_least(self, version: str) -> bool:
-        return self.key >= _v(version)
-
-
-_VERSION = re.compile(r"v?(\d+)\.(\d+)(?:\.(\d+))?(?:\.post(\d+))?([a-z0-9.+-]*)", re.IGNORECASE)
-
-
-def parse(version: str) -> Version | None:
-    """'0.4.3.post4', 'v0.4.2.post2-rocm630', '0.5.12', '0.5' -> (major, minor, patch, post); None otherwise."""
-    m = _VERSION.fullmatch(str(version).strip())
-    if not m:
-        return None
-    return int(m.group(1)), int(m.group(2)), int(m.group(3) or 0), int(m.group(4) or 0)
+        return self.key >= sort_key(version)
 
 
 def _name(key: Version) -> str:
@@ -255,7 +253,7 @@ def _name(key: Version) -> str:
 def _line(key: Version) -> str:
     for line in reversed(LINES):
         first = line.split("-")[0]
-        if key >= _v(first):
+        if key >= sort_key(first):
             return line
     return LINES[0]
 
@@ -275,7 +273,7 @@ def rules_at(key: Version) -> Release:
 
 # the newest release of each minor line, for a version given as "0.4" or "0.5"
 _NEWEST_OF = {(0, 3): "0.3.6.post3", (0, 4): "0.4.10.post2", (0, 5): NEWEST}
-DEFAULT = rules_at(_v(NEWEST))
+DEFAULT = rules_at(sort_key(NEWEST))
 
 
 def release(version: str | None, *, where: str = "--engine-version") -> Release:
@@ -291,11 +289,11 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
         newest = _NEWEST_OF.get(key[:2])
         if newest is None:
             raise policy.not_read(f"SGLang version {version!r} is not modelled", where=where, hint=hint)
-        key = _v(newest)
+        key = sort_key(newest)
     if key[:3] == (0, 5, 0):
         raise InputError("there is no SGLang 0.5.0 release (PyPI goes from 0.4.10.post2 to 0.5.1)", where=where,
                          hint=hint)
-    if not _v(OLDEST) <= key <= _v(NEWEST)[:3] + (99,):
+    if not sort_key(OLDEST) <= key <= sort_key(NEWEST)[:3] + (99,):
         raise policy.not_read(f"SGLang version {version!r} is not modelled", where=where, hint=hint)
     return rules_at(key)
 
@@ -308,8 +306,8 @@ def closest(version: str | None) -> tuple[Release, str | None]:
     key = parse(str(version).strip())
     if key is None:
         return DEFAULT, f"SGLang version {version!r} not understood; {NEWEST} rules applied"
-    if key < _v(OLDEST):
-        return rules_at(_v(OLDEST)), f"SGLang {version} is older than {OLDEST}; {OLDEST} rules applied"
-    if key > _v(NEWEST)[:3] + (99,):
+    if key < sort_key(OLDEST):
+        return rules_at(sort_key(OLDEST)), f"SGLang {version} is older than {OLDEST}; {OLDEST} rules applied"
+    if key > sort_key(NEWEST)[:3] + (99,):
         return DEFAULT, f"SGLang {version} is newer than {NEWEST}; {NEWEST} rules applied"
     return rules_at(key), None

@@ -7,6 +7,7 @@ from fractions import Fraction
 
 from kvplan.engines.api import Engine, EngineFlags
 from kvplan.engines.lazy import Part, deferred
+from kvplan.engines.releases import REGISTRY
 from kvplan.engines.trtllm.engine import KV_DTYPES, OPTION_KEYS, estimate, read_kv_dtype
 
 ENGINE = Engine(
@@ -22,4 +23,5 @@ ENGINE = Engine(
     # trtllm-serve's flags and the LLM-API options YAML (serve_args.py)
     options=Part("kvplan.engines.trtllm.serve_args", (
         "parse_argv", "option_info", "unmodelled", "check_llm_api", "engine_options")),
+    releases=Part("kvplan.engines.trtllm.releases", REGISTRY),  # the registry every engine has (engines/releases.py)
 )

@@ -9,7 +9,7 @@ P1). A source revision that cannot be pinned to a tag is dated by the first rele
 Two backends: `tensorrt` (trtllm-build engines: the C++ executor, Triton's tensorrtllm_backend, `trtllm-serve` on
 an engine directory; the default before 1.0) and `pytorch` (the LLM API's PyTorch backend, `trtllm-serve`'s
 default from 1.0). `release(version)` parses "0.16.0", "1.1.0rc3", "v0.8", "1.x"; `backend(rel, name)` resolves
-a backend name for it.
+a backend name for it. The registry gives the names every engine's does (engines/releases.py REGISTRY).
 """
 
 from __future__ import annotations
@@ -17,26 +17,19 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any
 
 from kvplan.engines import releases as policy
 from kvplan.core.errors import InputError, UnsupportedError
-from kvplan.engines.changes import Change, value_at
+from kvplan.engines.changes import Change, History
 
 Version = tuple[int, int, int]
 TENSORRT, PYTORCH = "tensorrt", "pytorch"
 BACKENDS = {"tensorrt": TENSORRT, "trt": TENSORRT, "engine": TENSORRT, "pytorch": PYTORCH, "torch": PYTORCH}
 
 
-def _v(text: str) -> Version:
-    parsed = parse(text)
-    if parsed is None:
-        raise ValueError(text)
-    return parsed
-
-
-def _at(changes: tuple[Change, ...], key: Version) -> Any:
-    return value_at(changes, key, _v)
+# the registry's order of releases (engines/changes.py); parse is read when first called
+HISTORY = History(lambda version: parse(version))
+sort_key, at_least, _at = HISTORY.key, HISTORY.at_least, HISTORY.at
 
 
 # E2. KvCacheConfig's free_gpu_memory_fraction when not set (both backends read the same default)
@@ -123,10 +116,15 @@ class Release:
 
     @property
     def key(self) -> Version:
-        return _v(self.version) if self.version != NEWEST_LINE else (1, 99, 0)
+        return sort_key(self.version) if self.version != NEWEST_LINE else (1, 99, 0)
+
+    @property
+    def mirrors(self) -> str:
+        """The release whose rules these are, as kvplan names it (the release itself; 1.x for the default)."""
+        return self.version
 
     def at_least(self, version: str) -> bool:
-        return self.key >= _v(version)
+        return self.key >= sort_key(version)
 
 
 # a release has a major and a minor part, as vLLM's and SGLang's do: '99' alone is no version (exit 2)
@@ -175,7 +173,7 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
     hint = f"kvplan mirrors TensorRT-LLM {OLDEST} ... 1.x (lines {', '.join(LINES)})"
     if key is None:
         raise policy.not_a_version(f"TensorRT-LLM version {version!r} is not a version", where=where, hint=hint)
-    if key < _v(OLDEST) or key[0] > 1:
+    if key < sort_key(OLDEST) or key[0] > 1:
         raise policy.not_read(f"TensorRT-LLM version {version!r} is not modelled", where=where, hint=hint)
     name = f"{key[0]}.{key[1]}.{key[2]}" if key[0] == 0 else (NEWEST_LINE if key[1] == 99 else f"{key[0]}.{key[1]}.{key[2]}")
     return rules_at(key, name)
@@ -212,7 +210,7 @@ def closest(version: str | None) -> tuple[Release, str | None]:
     key = parse(version)
     if key is None:
         return DEFAULT, f"TensorRT-LLM version {version!r} not understood; 1.x rules applied"
-    if key < _v(OLDEST):
+    if key < sort_key(OLDEST):
         return release(OLDEST), f"TensorRT-LLM {version} is older than {OLDEST}; {OLDEST} rules applied"
     if key[0] > 1:
         return DEFAULT, f"TensorRT-LLM {version} is newer than 1.x; 1.x rules applied"

@@ -30,7 +30,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.core.errors import UnsupportedError
-from kvplan.engines.changes import Change, value_at
+from kvplan.engines.changes import Change
 from kvplan.engines.vllm import releases
 
 # --- speculative decoding -------------------------------------------------------------------------------------
@@ -210,7 +210,7 @@ def rules(rel) -> OptionRules:
     if rel is None or isinstance(rel, str):
         rel = releases.release(rel)
     key = releases.sort_key(rel.version)
-    at = lambda changes: value_at(changes, key, releases.sort_key)  # noqa: E731
+    at = lambda changes: releases.HISTORY.at(changes, key)  # noqa: E731
     return OptionRules(version=rel.version, line=rel.line, spec_methods=at(SPEC_METHODS),
                        spec_profile_modelled=at(SPEC_PROFILE_MODELLED), connectors=at(CONNECTORS),
                        connectors_hma=at(CONNECTORS_HMA), native_kv_offload=at(NATIVE_KV_OFFLOAD),

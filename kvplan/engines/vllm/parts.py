@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
 from kvplan.engines.lazy import Part, deferred
+from kvplan.engines.releases import REGISTRY
 from kvplan.engines.vllm import kv_formats, releases
 
 if TYPE_CHECKING:  # the record names the estimate without building it (engines/lazy.py deferred)
@@ -48,7 +49,8 @@ ENGINE = Engine(
         "DTYPE_WEIGHTS", "CUDA_GRAPH_OPTIONS")),
     launch=Part("kvplan.engines.vllm.launch", {"read": "read", "online_quantization": "online_quantization",
                                                "overridden_config": "overridden_config", "json_value": "_json"}),
-    releases=Part("kvplan.engines.vllm.releases", ("RELEASES", "release", "ALLOW_LONG_ENV", "ALLOW_LONG_OPTION",
-                                                   "allow_long_flag", "integer_flag", "ENTRY_POINT_OPTION",
-                                                   "ENTRY_OFFLINE", "ROCM_AITER_ENV", "ROCM_AITER_OPTION")),
+    # the registry every engine has (engines/releases.py REGISTRY), its release rows and its environment's flags
+    releases=Part("kvplan.engines.vllm.releases", REGISTRY + (
+        "RELEASES", "ALLOW_LONG_ENV", "ALLOW_LONG_OPTION", "allow_long_flag", "integer_flag", "ENTRY_POINT_OPTION",
+        "ENTRY_OFFLINE", "ROCM_AITER_ENV", "ROCM_AITER_OPTION")),
 )

@@ -30,6 +30,7 @@ from typing import Any
 
 from kvplan.engines import releases as policy
 from kvplan.core.errors import InputError
+from kvplan.engines.changes import History
 
 GIB = 2**30
 
@@ -339,7 +340,11 @@ class Release:
 
     @property
     def first_key(self) -> tuple[int, int, int, int]:
-        return _key(self.first)
+        return sort_key(self.first)
+
+    def at_least(self, version: str) -> bool:
+        """Whether these rules are those of release `version` or a later one."""
+        return sort_key(self.version) >= sort_key(version)
 
 
 def _line(**rules) -> Release:
@@ -401,6 +406,8 @@ _L33 = _after(_L31, line="0.33", first="0.33.0", mirrors="0.33.0", gdn_prefill_c
 
 RELEASES = tuple(_line(**rules) for rules in (_L10, _L11, _L12, _L14, _L18, _L20, _L26, _L27, _L28, _L29, _L31, _L33))
 DEFAULT = RELEASES[-1]
+# the release lines, oldest first, as users name them and `release` takes them ("0.18-0.19")
+LINES = tuple(r.line for r in RELEASES)
 
 # Rules that changed inside a line, at the release given (the first studied release that shows it; the patch
 # releases before it were not read): (release, field, value, source).
@@ -438,16 +445,19 @@ def parse(version: str) -> tuple[int, int, int] | None:
 
 
 @functools.lru_cache(maxsize=512)  # a check of a folder asks for the same few versions thousands of times
-def _key(version: str) -> tuple[int, int, int, int]:
-    """'0.10.1.1' -> (0, 10, 1, 1): the four-part order vLLM's releases sort in (pre-releases as their release)."""
+def _order(version: str) -> tuple[int, int, int, int] | None:
+    """'0.10.1.1' -> (0, 10, 1, 1): the four-part order vLLM's releases sort in (pre-releases as their release);
+    None for text that is no version."""
     m = _VERSION.fullmatch(str(version).strip())
-    if not m:
-        raise ValueError(version)
-    return tuple(int(m.group(i) or 0) for i in (1, 2, 3, 4))  # type: ignore[return-value]
+    return tuple(int(m.group(i) or 0) for i in (1, 2, 3, 4)) if m else None  # type: ignore[return-value]
+
+
+HISTORY = History(_order)  # the registry's order of releases (engines/changes.py)
+sort_key, at_least = HISTORY.key, HISTORY.at_least
 
 
 # between patches of one field, the one of the highest release <= version wins
-_PATCHES = sorted(PATCHES, key=lambda p: _key(p[0]))
+_PATCHES = sorted(PATCHES, key=lambda p: sort_key(p[0]))
 OLDEST, NEWEST = RELEASES[0], RELEASES[-1]
 
 
@@ -463,7 +473,7 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
         return named
     if parse(text) is None:
         raise policy.not_a_version(f"{text!r} is not a vLLM version", where=where, hint="e.g. 0.19.1, 0.11.0rc2 or 0.10.1.1")
-    key = _key(text)
+    key = sort_key(text)
     if key < OLDEST.first_key:
         raise policy.not_read(
             f"vLLM {text} is older than 0.10, which kvplan does not model: 0.6-0.7 run the V0 engine (a profile of one "
@@ -476,7 +486,7 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
     line = [r for r in RELEASES if r.first_key <= key][-1]
     changes: dict[str, Any] = {}
     for at, name, value, _source in _PATCHES:
-        if line.first_key <= _key(at) <= key:
+        if line.first_key <= sort_key(at) <= key:
             changes[name] = value
     return dataclasses.replace(line, version=_canonical(text), **changes)
 
@@ -495,21 +505,12 @@ def closest(version: str | None) -> tuple[Release, str | None]:
         return OLDEST, f"the log does not say its vLLM version; {OLDEST.line} rules applied"
     if parse(version) is None:
         return OLDEST, f"vLLM version {version!r} not understood; {OLDEST.line} rules applied"
-    key = _key(version)
+    key = sort_key(version)
     if key < OLDEST.first_key:
         return OLDEST, f"kvplan models vLLM 0.10 and later; this {version} log is compared with the {OLDEST.line} rules"
     if key[:2] > NEWEST.first_key[:2]:
         return release(NEWEST.mirrors), f"this {version} log is newer than {NEWEST.line}; compared with its rules"
     return release(version), None
-
-
-def at_least(version: str, than: str) -> bool:
-    """Whether one release is at or after another (for the option tables, which are per studied release)."""
-    return _key(version) >= _key(than)
-
-
-def sort_key(version: str) -> tuple[int, int, int, int]:
-    return _key(version)
 
 
 # The launch options' rules (speculative decoding, LoRA, offload, connectors, parallelism, layout options) per release
