@@ -135,6 +135,20 @@ class LaunchContext:
                       missing=missing)
 
 
+def pinned_rules(engine: str, ctx: LaunchContext) -> str:
+    """How the report names the rules a launch of `engine` is judged by: the release its file pins (ctx.version, from
+    ctx.release_origin) or the engine's default. A pinned release the engine's registry has not read, or text that is
+    no release, cannot be judged (exit 3, engines/releases.py): the file's pin is not the user's typing."""
+    title = engines.get(engine).title
+    try:
+        chosen = engines.release(engine, ctx.version)
+    except KvplanError as err:  # the engine's release registry says which releases it mirrors
+        raise UnsupportedError(f"{title} {ctx.version} ({ctx.release_origin}) is not modelled", where=ctx.where,
+                               hint=err.hint) from None
+    origin = ctx.release_origin or "kvplan's default: the file pins no release"
+    return f"{title} {chosen.mirrors} rules ({origin})"
+
+
 def parse_headroom(value: Any, *, where: str) -> Fraction:
     """'10%' or 0.1 -> Fraction(1, 10); 0% allowed, 100% not."""
     if isinstance(value, bool) or not isinstance(value, (int, float, str)):

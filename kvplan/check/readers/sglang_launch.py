@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
-                                     resolve_model, tp_from_gpus, whole, count_origin)
+                                     pinned_rules, resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check import shell
 from kvplan.check.report import Origins
 from kvplan import engines
@@ -28,30 +28,13 @@ def key(name: str) -> str:
     return _FLAGS.get(name, "--" + name.replace("_", "-"))
 
 
-def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
-    """The SGLang release to judge by and how the report says it; a release kvplan does not mirror cannot be judged."""
-    try:
-        chosen = engines.release("sglang", version)
-    except KvplanError as err:  # the engine's release registry says which releases it mirrors
-        raise UnsupportedError(f"SGLang {version} ({origin}) is not modelled", hint=err.hint) from None
-    # the registry names a release by the one whose source it mirrors (or, per release, by its own version)
-    name = getattr(chosen, "mirrors", None) or chosen.version
-    words = (f"SGLang {name} rules ({origin})" if origin else
-             f"SGLang {name} rules (kvplan's default: the file pins no release)")
-    return version, words
-
-
 def read(args, ctx: LaunchContext) -> Deployment:
     """SGLang's launch arguments (its option part's parse_argv: the engine's LaunchArgs) -> Deployment."""
     sglang = engines.get("sglang")
     options = sglang.options
     where = ctx.where
     at = lambda dest: f"{where}: {args.written.get(dest, key(dest))}"  # noqa: E731
-    try:
-        version, release_text = release(ctx.version, ctx.release_origin)
-    except UnsupportedError as err:
-        err.where = where
-        raise
+    version, release_text = ctx.version, pinned_rules("sglang", ctx)
     model_ref = args.get("model_path")
     if not model_ref:
         raise InputError("no model", where=where, hint="SGLang needs --model-path NAME_OR_PATH")
@@ -101,7 +84,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
         env_options = tuple((name.lower(), value) for name, value in env.items()
                             if value is not None and name.lower() in sglang.option_keys) or None
     kv_name = args.get("kv_cache_dtype", "auto")
-    rules = engines.release("sglang", version)
+    rules = sglang.releases.release(version)  # SGLang's own rules, beyond the shape every registry shares
     kv_table = rules.kv_dtypes  # the release's own choices (engines/sglang/releases.py R9)
     if kv_name not in kv_table:
         raise InputError(f"SGLang {rules.version} has no --kv-cache-dtype {kv_name}", where=at("kv_cache_dtype"),

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
-                                     resolve_model, tp_from_gpus, whole, count_origin)
+                                     pinned_rules, resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
 from kvplan import engines
@@ -51,18 +51,6 @@ def is_options(doc: Mapping) -> bool:
     return bool(keys & (MARKERS - SHARED_KEYS)) and not keys & _KVPLAN_KEYS and "model_loading_config" not in doc
 
 
-def release(version: str | None, origin: str | None) -> tuple[str | None, str]:
-    try:
-        chosen = engines.release("trtllm", version)
-    except KvplanError as err:  # the engine's release registry says which releases it mirrors
-        raise UnsupportedError(f"TensorRT-LLM {version} ({origin}) is not modelled", hint=err.hint) from None
-    # the registry names a release by the one whose source it mirrors (or, per release, by its own version)
-    name = getattr(chosen, "mirrors", None) or chosen.version
-    words = (f"TensorRT-LLM {name} rules ({origin})" if origin else
-             f"TensorRT-LLM {name} rules (kvplan's default: the file pins no release)")
-    return version, words
-
-
 def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Mapping[str, str] | None = None,
                  notes: tuple[str, ...] = ()) -> Deployment:
     """An effective LLM-API mapping (flags with the YAML over them, or a disaggregated server's) -> Deployment."""
@@ -75,11 +63,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     def at(dest: str) -> str:
         return f"{where}: {written.get(dest, yaml_key(dest) if ctx.key is yaml_key else dest)}"
 
-    try:
-        version, release_text = release(ctx.version, ctx.release_origin)
-    except UnsupportedError as err:
-        err.where = where
-        raise
+    version, release_text = ctx.version, pinned_rules("trtllm", ctx)
     model_ref = llm_api.get("model")
     if not model_ref:
         raise InputError("no model", where=where, hint="trtllm-serve MODEL, or `model:` in the file")
