@@ -211,3 +211,13 @@ def test_check_reads_vllm_rocm_use_aiter_from_the_environment():
     # a value the file takes from outside (a ${VAR} the readers mark): left open, the band covers both
     assert environment_options({"VLLM_ROCM_USE_AITER": shell.MARK + "AITER"}, "compose.yaml")[0] == ()
     assert environment_options({"VLLM_ROCM_USE_AITER": None}, "compose.yaml")[0] == ()
+
+
+def test_instinct_totals_as_the_engines_print_them():
+    """vLLM's and torch's totals in public ROCm reports: MI355X "(126.77/287.98 GiB)" (vLLM's start-up refusal),
+    MI325X "255.98 GiB" (vLLM 0.20.2 ROCm reports, a HIP OOM message), to the printed digit; MI300X reads 191.69 GiB
+    in four vLLM logs where the catalog keeps the HIP device query's 191.98 (docs/gpus.md), inside the ROCm band."""
+    assert round(find_gpu("mi355x").capacity_bytes / GIB, 2) == 287.98
+    assert round(find_gpu("mi325x").capacity_bytes / GIB, 2) == 255.98
+    gap = find_gpu("mi300x").capacity_bytes - 191.69 * GIB
+    assert 0 < gap <= float(find_gpu("mi300x").capacity_bytes * budget.ROCM_BAND_TOTAL_FRACTION)
