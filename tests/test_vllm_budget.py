@@ -175,6 +175,24 @@ def test_offline_entry_point_has_its_own_batch_defaults():
         releases.with_environment(releases.release("0.33"), entry="batch")
 
 
+def test_engine_built_directly_gets_the_scheduler_config_defaults():
+    """AsyncLLM / LLMEngine.from_engine_args (UsageContext.ENGINE_CONTEXT) and `vllm run-batch` (OPENAI_BATCH_RUNNER)
+    have no row in get_batch_defaults: from 0.12 the .get() falls back to SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS
+    (2048) and DEFAULT_MAX_NUM_SEQS (128) on every GPU (config/scheduler.py, read in 0.12.0, 0.13.0, 0.19.0, 0.33.0);
+    in 0.10-0.11 SchedulerConfig.__post_init__ sets the same and caps the tokens at 128 x max_model_len itself
+    (0.10.2: 128 x 8 = 1024 at max_model_len 8), and raises a multimodal model's to 5120, which kvplan refuses."""
+    def limits(gpu, v, seq=8192):
+        rel = releases.with_environment(releases.release(v), entry="engine")
+        g = find_gpu(gpu)
+        return budget.resolve_batch_limits(None, None, seq, g.capacity_bytes, g.name, rel)
+
+    assert limits("h100", "0.33.0") == (2048, 128) and limits("b200", "0.28.0") == (2048, 128)
+    assert limits("l4", "0.19.0") == (2048, 128) and limits("h100", "0.10.2", seq=8) == (1024, 128)
+    with pytest.raises(UnsupportedError, match="5120"):
+        vllm.estimate(engine_request("gemma-3-4b", 8192, gpu="h100", engine_version="0.11.0",
+                                     engine_options=(("entry_point", "engine"),)))
+
+
 def test_offline_entry_point_activation_peak_by_hand():
     """Llama-3.1-8B on one H100, vLLM 0.33 (FlashInfer sampler, 12 B a logit beside the bf16 logits): the sampler
     warm-up sets the profile's peak at both entry points, R = min(1024, T) = 1024 requests of [1024, 128256] logits

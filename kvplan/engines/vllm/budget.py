@@ -206,6 +206,8 @@ def default_batch_limits(capacity_bytes: int | None, gpu_name: str | None, relea
     get_batch_defaults, the release's tiers, for its entry point: `vllm serve` or the offline LLM class). vLLM tests
     the device name ("NVIDIA A100-SXM4-80GB" contains "a100") and, in 0.33, the capability (GB10's 12.1); kvplan
     tests the catalog name, its aliases and its capability. Without a GPU the first tier of >= 70 GiB is assumed."""
+    if release.entry_point == releases.ENTRY_ENGINE:
+        return releases.ENGINE_CONTEXT_LIMITS
     offline = release.entry_point == releases.ENTRY_OFFLINE
 
     def limits(tier) -> tuple[int, int]:
@@ -239,7 +241,9 @@ def resolve_batch_limits(mnbt: int | None, max_num_seqs: int | None, max_model_l
     d_tokens, d_seqs = default_batch_limits(capacity_bytes, gpu_name, release)
     seqs = max_num_seqs if max_num_seqs is not None else d_seqs
     tokens = mnbt if mnbt is not None else d_tokens
-    if mnbt is None and release.batched_tokens_capped_at_seqs_x_len:
+    engine_context = release.entry_point == releases.ENTRY_ENGINE
+    # 0.10-0.11 ENGINE_CONTEXT: SchedulerConfig.__post_init__ caps its own default at max_num_seqs x max_model_len
+    if mnbt is None and (release.batched_tokens_capped_at_seqs_x_len or engine_context):
         tokens = min(tokens, seqs * max_model_len)
     if max_num_seqs is None and release.max_num_seqs_capped_at_batched_tokens:
         seqs = min(seqs, tokens)

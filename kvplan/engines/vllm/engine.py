@@ -725,6 +725,12 @@ def _start(req: EngineRequest, search_max_seq: bool) -> _Run:
     vfeat.check_lengths(req, req.spec)
     fplan = vfeat.plan(req, rel, kv, act, KV_DTYPES)
     spec = fplan.spec  # the model as vLLM builds it with the launch's options (kvplan/engines/vllm/features.py)
+    if (rel.engine_multimodal_tokens and rel.entry_point == releases.ENTRY_ENGINE and spec.vision_params
+            and req.max_num_batched_tokens is None):
+        raise UnsupportedError(f"an engine built directly (entry_point=engine) on vLLM {rel.version} raises a "
+                               f"multimodal model's batched tokens to {rel.engine_multimodal_tokens} "
+                               "(SchedulerConfig.__post_init__), which kvplan does not apply",
+                               where="--engine-option", hint="give --max-num-batched-tokens, or a release from 0.12")
     layout = _layout(req, kv, rel, fplan)
     counts = pp_layer_counts(spec.layers, req.pp)
     # the drafter's layers sit on the (only) stage after the target's (speculative decoding is judged at PP 1)

@@ -67,13 +67,21 @@ TIERS_160 = (BatchTier(160, None, 16384, 1024, 16384),) + TIERS_70
 TIERS_160_GB10 = (TIERS_160[0], dataclasses.replace(TIERS_70[0], excludes_capability="12.1"), TIERS_70[1])
 
 # Which entry point starts the engine (engine/arg_utils.py: the UsageContext its defaults are keyed by): `vllm serve`
-# (entrypoints/cli/serve.py, OPENAI_API_SERVER) or the offline LLM class (entrypoints/llm.py, LLM_CLASS) that
-# notebooks, batch jobs and RL frameworks build. Only the default max_num_batched_tokens differs between them on
-# CUDA (get_batch_defaults; LLM.__init__'s gpu_memory_utilization default is the CacheConfig's: 0.9 until 0.19,
-# 0.92 from 0.20, read in the same releases). kvplan --engine-option entry_point=serve|offline.
+# (entrypoints/cli/serve.py, OPENAI_API_SERVER), the offline LLM class (entrypoints/llm.py, LLM_CLASS) that
+# notebooks, batch jobs and RL frameworks build, or an engine built directly (AsyncLLM / LLMEngine.from_engine_args:
+# ENGINE_CONTEXT; `vllm run-batch`: OPENAI_BATCH_RUNNER), which get_batch_defaults has no row for. Only the default
+# scheduler limits differ on CUDA (LLM.__init__'s gpu_memory_utilization default is the CacheConfig's: 0.9 until
+# 0.19, 0.92 from 0.20, read in the same releases). kvplan --engine-option entry_point=serve|offline|engine.
 ENTRY_SERVE = "serve"
 ENTRY_OFFLINE = "offline"
-ENTRY_POINTS = (ENTRY_SERVE, ENTRY_OFFLINE)
+ENTRY_ENGINE = "engine"
+ENTRY_POINTS = (ENTRY_SERVE, ENTRY_OFFLINE, ENTRY_ENGINE)
+# ENGINE_CONTEXT's limits, whatever the GPU: SchedulerConfig.DEFAULT_MAX_NUM_BATCHED_TOKENS / DEFAULT_MAX_NUM_SEQS
+# (config/scheduler.py, the .get() fallback of _set_default_max_num_seqs_and_batched_tokens_args, read in 0.13.0,
+# 0.14.1, 0.19.0 ... 0.33.0); in 0.10-0.11 the arg_utils defaults skip a context they have no row for and
+# SchedulerConfig.__post_init__ sets 128 sequences and utils.DEFAULT_MAX_NUM_BATCHED_TOKENS (2048) tokens, raised
+# to MULTIMODAL_MODEL_MAX_NUM_BATCHED_TOKENS (5120) for a multimodal model (Release.engine_multimodal_tokens)
+ENGINE_CONTEXT_LIMITS = (2048, 128)
 ENTRY_POINT_OPTION = "entry_point"
 
 # The sampler warm-up of the profile run (v1/worker/gpu_model_runner.py _dummy_sampler_run: top-k and top-p on
@@ -138,8 +146,9 @@ def entry_point(value: str, *, where: str = "--engine-option") -> str:
     """`serve` or `offline` (ENTRY_POINTS), as --engine-option entry_point=... or a deployment gives it."""
     text = value.strip().lower()
     if text not in ENTRY_POINTS:
-        raise InputError(f"{ENTRY_POINT_OPTION}={value!r}: vLLM starts from `vllm serve` or the offline LLM class",
-                         where=where, hint=f"{ENTRY_POINT_OPTION}=serve (the default) or {ENTRY_POINT_OPTION}=offline")
+        raise InputError(f"{ENTRY_POINT_OPTION}={value!r}: vLLM starts from `vllm serve`, the offline LLM class or an "
+                         "engine built directly", where=where,
+                         hint=f"{ENTRY_POINT_OPTION}=serve (the default), offline or engine")
     return text
 
 
@@ -337,6 +346,9 @@ class Release:
     # --- the launch's environment (with_environment) --------------------------------------------------------
     # the entry point whose scheduler defaults apply (ENTRY_POINTS): `vllm serve` unless the launch says otherwise
     entry_point: str = ENTRY_SERVE
+    # ENGINE_CONTEXT's batched tokens for a multimodal model: 5120 in 0.10-0.11 (SchedulerConfig.__post_init__), the
+    # plain 2048 from 0.12 (None)
+    engine_multimodal_tokens: int | None = None
 
     @property
     def first_key(self) -> tuple[int, int, int, int]:
@@ -373,11 +385,12 @@ def _after(previous: dict, **changes) -> dict:
 
 
 _L10 = _after(_BASE, line="0.10", first="0.10.0", mirrors="0.10.2", nccl_in_budget=True, uniform_type_groups=False,
+              engine_multimodal_tokens=5120,
               sampler_by_install=True,
               batched_tokens_capped_at_seqs_x_len=False, chunked_local_hybrid=False)
 _L11 = _after(_L10, line="0.11", first="0.11.0", mirrors="0.11.0", nccl_in_budget=False, uniform_type_groups=True)
 _L12 = _after(_L11, line="0.12-0.13", first="0.12.0", mirrors="0.13.0", batched_tokens_capped_at_seqs_x_len=True,
-              integrated_free="psutil",
+              integrated_free="psutil", engine_multimodal_tokens=None,
               sampler_by_install=False, rocm_aiter_mla_block=16,
               fused_moe_chunk=16384, group_size_max_within=Fraction(5, 4), page_unification="divide",
               mxfp4_hopper_backend="triton")
