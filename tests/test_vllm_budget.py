@@ -383,6 +383,26 @@ def test_unified_memory_host_share_band():
     assert told.available_kv_bytes == default.available_kv_bytes
 
 
+def test_gb10_reading_given_as_gpu_reserved_reproduces_its_ceiling():
+    """The public GB10 serving notes behind one reading (runtime/unified.py: "Free memory on device cuda:0
+    (110.48/121.63 GiB) ... less than desired" at 0.92) run 0.88 ("asks for 107.03 GiB") and call "the practical
+    ceiling ~0.908": with that reading's host share given as --gpu-reserved, kvplan's free memory at vLLM's snapshot is
+    the logged 110.48 GiB, 0.88 starts, 0.92 does not, and the largest utilization that starts is 110.48 / 121.63."""
+    from kvplan import engines
+    from kvplan.engines.runtime import unified
+    from kvplan.engines.runtime.logs import vllm_format_gib
+    reading = next(r for r in unified.HOST_SHARE_READINGS if r.free_gib == "110.48")
+    req = engine_request("llama-3.1-8b", 8192, hw=_on("gb10"), engine_version="0.33.0",
+                         gpu_reserved_bytes=reading.host_share_bytes)
+    b = budgets_for(req)[0]
+    free = b.total_bytes - b.context_bytes - b.memory_in_use_bytes
+    assert vllm_format_gib(free) == "110.48"
+    assert vllm.estimate(dataclasses.replace(req, gpu_util=Fraction(88, 100))).starts is True
+    assert vllm.estimate(req).starts is False  # 0.92, the default
+    ceiling = engines.get("vllm").util_max(vllm.estimate(dataclasses.replace(req, gpu_util=Fraction(88, 100))))
+    assert ceiling == Fraction(90, 100) and Fraction(90, 100) <= Fraction(free, b.total_bytes) < Fraction(91, 100)
+
+
 # ------------------------------------------------------------------------------------------ public logs
 
 @pytest.mark.parametrize("run", [r for r in PUBLIC if r.available is not None and r.available > 0
