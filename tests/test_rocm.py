@@ -149,18 +149,26 @@ def test_minimax_m2_on_two_mi300x_v0171():
 
 
 @pytest.mark.parametrize("version, model, tp, factor", [
-    ("0.5.4", "llama-3.1-8b", 1, False),  # server_args.py 0.5.4: no aiter rule
-    ("0.5.5", "llama-3.1-8b", 1, True),   # 0.5.5: `if self.attention_backend == "aiter": ... *= 0.85`
-    ("0.5.7", "deepseek-v3", 8, True),    # MLA, 128 KV heads / 8 = 16 per rank: aiter
-    ("0.5.7", "deepseek-v3", 4, False),   # 32 per rank: triton, no factor
+    ("0.5.4", "llama-3.1-8b", 1, None),                  # server_args.py 0.5.4: no aiter rule
+    ("0.5.4.post1", "llama-3.1-8b", 1, Fraction(9, 10)),  # 0.5.4.post1: `... *= 0.90`
+    ("0.5.5", "llama-3.1-8b", 1, Fraction(85, 100)),      # 0.5.4.post2+: `... *= 0.85`
+    ("0.5.7", "deepseek-v3", 8, Fraction(85, 100)),       # MLA, 128 KV heads / 8 = 16 per rank: aiter
+    ("0.5.7", "deepseek-v3", 4, None),                    # 32 per rank: triton, no factor
 ])
 def test_sglang_aiter_fraction_by_release_and_heads(version, model, tp, factor):
-    """SGLang on ROCm multiplies mem_fraction_static by 0.85 for its aiter backend with a context over 8192; aiter
-    serves MLA only with 16 or 128 KV heads per TP rank (server_args.py, 0.5.5 / 0.5.7)."""
+    """SGLang on ROCm multiplies mem_fraction_static for its aiter backend with a context over 8192; aiter serves
+    MLA only with 16 or 128 KV heads per TP rank (server_args.py, 0.5.4.post1 / 0.5.5 / 0.5.7)."""
     on_mi = sglang.estimate(engine_request(model, seq=32768, gpu="mi300x", tp=tp, engine_version=version))
     short = sglang.estimate(engine_request(model, seq=8192, gpu="mi300x", tp=tp, engine_version=version))
     # the result carries the fraction as SGLang prints it (a decimal string)
-    assert (Fraction(on_mi.mem_fraction_static) == Fraction(short.mem_fraction_static) * Fraction(85, 100)) is factor
+    assert Fraction(on_mi.mem_fraction_static) == Fraction(short.mem_fraction_static) * (factor or 1)
+
+
+def test_sglang_aiter_fraction_applies_to_a_given_fraction():
+    """A given --mem-fraction-static 0.85 is multiplied too: AMD's MI300X nightly logs print 0.7224999999999999."""
+    r = sglang.estimate(engine_request("llama-3.1-8b", seq=32768, gpu="mi300x", engine_version="0.5.5",
+                                       gpu_util=Fraction(85, 100)))
+    assert Fraction(r.mem_fraction_static) == Fraction(7225, 10000)
 
 
 @pytest.mark.parametrize("version, block", [("0.14.1", 16), ("0.19.0", 1), ("0.20.2", 16), ("0.33.0", 16)])

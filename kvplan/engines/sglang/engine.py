@@ -525,9 +525,17 @@ def _share_note(run: _Run, share: unified_memory.HostShare) -> str:
             "to narrow it")
 
 
-# server_args.py ServerArgs (0.5.5, 0.5.7, 0.5.10 read; absent in 0.5.4): `if self.attention_backend == "aiter": if
-# model_config.context_len > 8192: self.mem_fraction_static *= 0.85`
-AITER_FRACTION_FROM = "0.5.5"
+def _aiter_factor(rel: releases.Release) -> Fraction | None:
+    """server_args.py _handle_attention_backend_compatibility: `if self.attention_backend == "aiter": if
+    model_config.context_len > 8192: self.mem_fraction_static *= F`, after the default is set and whether or not the
+    user gave it. F = 0.90 in 0.5.4.post1, 0.85 from 0.5.4.post2 (0.5.4.post2, 0.5.5, 0.5.7, 0.5.10 read); absent in
+    0.5.4. Public MI300X / MI355X logs of AMD's nightly images print mem_fraction_static=0.765 (0.85 x 0.90) and
+    0.7225 (0.85 x 0.85) for a given 0.85 (tests/data/rocm_logs)."""
+    if rel.at_least("0.5.4.post2"):
+        return Fraction(85, 100)
+    if rel.at_least("0.5.4.post1"):
+        return Fraction(90, 100)
+    return None
 
 
 def _aiter_backend(run: _Run) -> bool:
@@ -568,9 +576,11 @@ def _mem_fraction(run: _Run) -> None:
             mfs = mfs * factor
             notes.append(f"vision-language model: SGLang {rel.version} multiplies mem_fraction_static by "
                          f"{float(factor):.3f}" + (" (also the value given)" if user_given else ""))
-    if rocm and rel.at_least(AITER_FRACTION_FROM) and not user_given and req.seq > 8192 and _aiter_backend(run):
-        mfs = mfs * Fraction(85, 100)
-        notes.append("ROCm aiter backend with a context over 8192: mem_fraction_static x 0.85")
+    factor = _aiter_factor(rel)
+    if rocm and factor is not None and req.seq > 8192 and _aiter_backend(run):
+        mfs = mfs * factor  # the value given too: SGLang multiplies whatever it holds by then
+        notes.append(f"ROCm aiter backend with a context over 8192: SGLang {rel.version} multiplies mem_fraction_static "
+                     f"by {float(factor):.2f}" + (" (also the value given)" if user_given else ""))
     run.mfs = mfs
 
 
