@@ -26,7 +26,7 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 from math import gcd, prod
-from typing import ClassVar
+from typing import ClassVar, Generic, Mapping, TypeVar
 
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
@@ -534,7 +534,7 @@ def as_kind(layer: LayerSpec, kind: str, **changes) -> LayerSpec:
 ENGINE_BASE_KINDS = frozenset({FULL, SLIDING, CHUNKED, MLA, STATE, NONE})
 
 
-def require_mapped_kinds(layers, mapped: frozenset[str], engine: str, where: str) -> None:
+def require_mapped_kinds(layers, mapped: frozenset[str] | Mapping[str, object], engine: str, where: str) -> None:
     """UnsupportedError (exit 3) naming the first layer kind the engine has no page or pool rule for: a new kind is
     never dropped from a pool by an engine that switches on the kinds it knows."""
     for layer in layers:
@@ -542,4 +542,25 @@ def require_mapped_kinds(layers, mapped: frozenset[str], engine: str, where: str
             raise UnsupportedError(f"{engine} does not model the {layer.kind!r} layers of this model "
                                    f"({type(layer).__name__}): how it keeps them is not read from its source",
                                    where=where, hint="--engine static sizes it as transformers keeps it")
+
+
+Rule = TypeVar("Rule")
+
+
+class KindTable(Generic[Rule]):
+    """One engine's table from a layer kind to its page, pool or cache rule (its specs.py): the only place the engine
+    dispatches on a kind. A kind the table has no rule for is refused by name (exit 3), never taken as another."""
+
+    def __init__(self, engine: str, rules: Mapping[str, Rule]):
+        self.engine = engine  # as the refusal names it: "vLLM", "the static engine"
+        self.rules = rules
+
+    def refuse_unmapped(self, layers, where: str) -> None:
+        """UnsupportedError (exit 3) naming the first layer kind the table has no rule for."""
+        require_mapped_kinds(layers, self.rules, self.engine, where)
+
+    def rule(self, layer: LayerSpec) -> Rule:
+        """The layer's rule; a kind without one is refused by name (exit 3), never kept as nothing."""
+        self.refuse_unmapped((layer,), "the model's layers")
+        return self.rules[layer.kind]
 

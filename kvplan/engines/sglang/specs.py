@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.core.layers import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, LayerSpec, require_mapped_kinds
+from kvplan.core.layers import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, LayerSpec, KindTable
 
 
 @dataclass(frozen=True)
@@ -56,17 +56,9 @@ POOL_RULES: dict[str, PoolRule] = {
 FULL_CELL, SWA_CELL, STATE_CELL = "full", "swa", "state"
 
 
-def refuse_unmapped(layers, where: str) -> None:
-    """UnsupportedError (exit 3) naming the first layer kind POOL_RULES has no rule for."""
-    require_mapped_kinds(layers, frozenset(POOL_RULES), "SGLang", where)
-
-
-def rule(layer: LayerSpec) -> PoolRule:
-    """The layer's rule; a kind without one is refused by name (exit 3), never pooled as nothing."""
-    found = POOL_RULES.get(layer.kind)
-    if found is None:
-        refuse_unmapped((layer,), "the model's layers")
-    return found
+# the table's refusal of an unmapped kind (exit 3, by name) and a layer's rule (kvplan/core/layers.py KindTable)
+TABLE = KindTable("SGLang", POOL_RULES)
+refuse_unmapped, rule = TABLE.refuse_unmapped, TABLE.rule
 
 
 def cell(layer: LayerSpec, swa: bool) -> str | None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.core.layers import (CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, INDEXED_FULL, INDEXED_MLA, MLA, NONE,
-                                SLIDING, STATE, require_mapped_kinds)
+                                SLIDING, STATE, KindTable)
 
 
 @dataclass(frozen=True)
@@ -43,9 +43,9 @@ CACHE_RULES: dict[str, CacheRule] = {
 }
 
 
-def refuse_unmapped(layers, where: str) -> None:
-    """UnsupportedError (exit 3) naming the first layer kind CACHE_RULES has no rule for."""
-    require_mapped_kinds(layers, frozenset(CACHE_RULES), "the static engine", where)
+# the table's refusal of an unmapped kind (exit 3, by name) and a layer's rule (kvplan/core/layers.py KindTable)
+TABLE = KindTable("the static engine", CACHE_RULES)
+refuse_unmapped, rule = TABLE.refuse_unmapped, TABLE.rule
 
 
 def window_notes(spec, seq: int) -> list[str]:

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from kvplan.core.errors import UnsupportedError
-from kvplan.core.layers import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, LayerSpec, require_mapped_kinds
+from kvplan.core.layers import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, LayerSpec, KindTable
 from kvplan.engines.paged import cdiv
 
 
@@ -66,9 +66,9 @@ POOL_RULES: dict[str, PoolRule] = {
 }
 
 
-def refuse_unmapped(layers, where: str) -> None:
-    """UnsupportedError (exit 3) naming the first layer kind POOL_RULES has no rule for."""
-    require_mapped_kinds(layers, frozenset(POOL_RULES), "TensorRT-LLM", where)
+# the table's refusal of an unmapped kind (exit 3, by name) and a layer's rule (kvplan/core/layers.py KindTable)
+TABLE = KindTable("TensorRT-LLM", POOL_RULES)
+refuse_unmapped, rule = TABLE.refuse_unmapped, TABLE.rule
 
 
 def refuse_unmodelled(layers) -> None:
@@ -78,10 +78,3 @@ def refuse_unmodelled(layers) -> None:
         if r.refused is not None and r in present:
             raise UnsupportedError(r.refused, where="--engine trtllm", hint="try --engine vllm or --engine sglang")
 
-
-def rule(layer: LayerSpec) -> PoolRule:
-    """The layer's rule; a kind without one is refused by name (exit 3), never kept as nothing."""
-    found = POOL_RULES.get(layer.kind)
-    if found is None:
-        refuse_unmapped((layer,), "the model's layers")
-    return found

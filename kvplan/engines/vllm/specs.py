@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from kvplan.core.layers import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, LayerSpec, as_kind, require_mapped_kinds
+from kvplan.core.layers import CHUNKED, FULL, MLA, NONE, SLIDING, STATE, LayerSpec, as_kind, KindTable
 from kvplan.engines.paged import cdiv
 
 
@@ -59,17 +59,9 @@ PAGE_RULES: dict[str, PageRule] = {
 }
 
 
-def refuse_unmapped(layers, where: str) -> None:
-    """UnsupportedError (exit 3) naming the first layer kind PAGE_RULES has no rule for."""
-    require_mapped_kinds(layers, frozenset(PAGE_RULES), "vLLM", where)
-
-
-def rule(layer: LayerSpec) -> PageRule:
-    """The layer's rule; a kind without one is refused by name (exit 3), never paged as nothing."""
-    found = PAGE_RULES.get(layer.kind)
-    if found is None:
-        refuse_unmapped((layer,), "the model's layers")
-    return found
+# the table's refusal of an unmapped kind (exit 3, by name) and a layer's rule (kvplan/core/layers.py KindTable)
+TABLE = KindTable("vLLM", PAGE_RULES)
+refuse_unmapped, rule = TABLE.refuse_unmapped, TABLE.rule
 
 
 def _known(layer: LayerSpec) -> PageRule:
