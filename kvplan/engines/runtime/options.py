@@ -45,3 +45,16 @@ def exact_float(value: str) -> Fraction | float:
 
 
 exact_float.__name__ = "float"
+
+
+class ParseError(Exception):
+    """What an engine's option parser found wrong, in argparse's words; each engine's reader words it as one
+    InputError."""
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse as vLLM's and SGLang's option readers run it: an error raises ParseError instead of printing and
+    exiting."""
+
+    def error(self, message):
+        raise ParseError(message)

@@ -27,6 +27,7 @@ from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean
 from kvplan.engines.runtime import options as value_parsers
+from kvplan.engines.runtime.options import ParseError as _ParseError, Parser as _Parser
 
 MIRRORS = "0.5.23"
 
@@ -639,15 +640,6 @@ human_readable_int.__name__ = "human_readable_int"
 _float.__name__ = "float"
 _json.__name__ = "JSON"
 _TYPES: dict[str, Callable[[str], Any]] = {"str": str, "int": int, "float": _float, "hint": human_readable_int, "json": _json}
-
-
-class _ParseError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse would print and exit; kvplan reports it as one InputError
-        raise _ParseError(message)
 
 
 @lru_cache(maxsize=None)

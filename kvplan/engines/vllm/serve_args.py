@@ -38,6 +38,7 @@ from typing import Any, Callable, Mapping
 from kvplan.core.errors import InputError, KvplanError, did_you_mean
 from kvplan.engines.runtime.options import exact_float as _exact_float
 from kvplan.engines.runtime.options import human_readable_int
+from kvplan.engines.runtime.options import ParseError as _ParseError, Parser as _Parser
 from kvplan.engines.vllm import releases
 from kvplan.core.units import parse_int
 from kvplan.model.config_keys import text_config  # not hf_config: estimate of a bundled model never loads it
@@ -166,15 +167,6 @@ _TYPES: dict[str, Callable[[str], Any]] = {
     "list_str": str, "list_int": _int, "list_opt_str": _optional(str), "list_opt_int": _optional(_int),
     "list_opt_float": _optional(_exact_float), "optarg": str, "append": str, "config": str,
 }
-
-
-class _ParseError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):  # argparse would print and exit; kvplan reports it as one InputError
-        raise _ParseError(message)
 
 
 def _parser(version: str) -> _Parser:
