@@ -309,6 +309,37 @@ def score_e2e(options_unset: bool = False) -> tuple[list[Scored], list[tuple[str
     return scored, skipped
 
 
+# trtllm-build settings a run takes from its engine's build (kvplan/engines/trtllm/build_settings.py): dropped, the
+# band spans every value they can take
+BUILD_SETTINGS = ("max_batch_size", "max_num_tokens", "max_input_len")
+
+
+def score_build_open() -> list[Scored]:
+    """The TensorRT-engine runs as a user who does not know the engine's build would run kvplan: the options read off
+    the log and the build settings dropped (as_a_user_would, BUILD_SETTINGS), leave-one-source-out."""
+    from kvplan.engines import trtllm
+    from kvplan.engines.trtllm import budget as tb
+
+    out = []
+    for rec in records("trtllm"):
+        run = RUNS.get(rec["id"])
+        if run is None or run.backend != "tensorrt":
+            continue
+        run = as_a_user_would(run)
+        run = replace(run, options=tuple(o for o in run.options if o.split("=", 1)[0] not in BUILD_SETTINGS))
+        fig = figures(rec)
+        with tb.leaving_out({source_of(rec)}):
+            est = trtllm.estimate(build(run), search_max_seq=False)
+        unit = est.tokens_per_block * est.bytes_per_token
+        logged_bytes = fig["tokens"] * est.bytes_per_token
+        lo, hi = est.available_kv_bytes_low, est.available_kv_bytes_high
+        err = 100 * (est.kv_cache_tokens - fig["tokens"]) / fig["tokens"]
+        out.append(Scored(rec["id"], "trtllm", est.trtllm_version, est.backend, run.kind, fig["tokens"],
+                          est.kv_cache_tokens, err, lo - unit <= logged_bytes <= hi + unit, (lo, hi),
+                          "build settings open: " + ", ".join(est.band_open)))
+    return out
+
+
 # ------------------------------------------------------------------------------ SGLang's P (free before load)
 def score_free_before() -> list[tuple[str, str, float, float]]:
     from kvplan.engines.sglang import budget as sb
@@ -477,6 +508,11 @@ def main() -> int:
     table(["engine", "backend", "release / GPU", "runs", "MAE %", "band covers"], rows)
     print("Not scored end to end:\n")
     table(["log", "why"], skipped)
+
+    print("## TensorRT engines with their build settings left open (max_batch_size, max_num_tokens, max_input_len)\n")
+    table(["log", "release", "GPU", "logged tokens", "kvplan tokens", "error %", "band GiB", "band covers"],
+          [(s.log, s.line, s.kind, f"{s.logged:,}", f"{s.predicted:,}", f"{s.error:+.2f}",
+            f"{s.band[0] / GIB:.2f}..{s.band[1] / GIB:.2f}", "yes" if s.covered else "NO") for s in score_build_open()])
 
     print("## SGLang's free memory before loading (P), leave-one-source-out\n")
     table(["log", "layout", "logged P GiB", "kvplan - log GiB"],

@@ -37,7 +37,10 @@ def band_rows(table, result) -> None:
     r = result
     if r.budget_source != "model" or r.available_kv_bytes_low is None:
         return
-    table.add_row("  band (the measured out-of-sample error, both ways)",
+    left_open = getattr(r, "band_open", ())
+    why = (f"measured error; open: {', '.join(left_open)}" if left_open
+           else "the measured out-of-sample error, both ways")
+    table.add_row(f"  band ({why})",
                   f"{size(r.available_kv_bytes_low)} … {size(r.available_kv_bytes_high)}")
     if r.marginal:
         table.add_row(Text("  marginal: it fits at one edge of the band and not at the other", style="bold yellow"), "")

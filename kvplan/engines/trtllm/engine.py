@@ -40,6 +40,7 @@ from kvplan.engines.runtime.activations import one_sequence_forward_peak
 from kvplan.engines.runtime.startup import link_class
 from kvplan.engines.runtime.weights import expert_bytes, linear_bits, model_weights, stage_weight_bytes
 from kvplan.engines.trtllm import budget as tbudget
+from kvplan.engines.trtllm import build_settings as bsettings
 from kvplan.engines.trtllm import features as tfeatures
 from kvplan.engines.trtllm import releases
 from kvplan.engines.trtllm import specs as tspecs
@@ -48,17 +49,16 @@ from kvplan.engines.trtllm.releases import PYTORCH, TENSORRT
 
 GIB = 2**30
 MIB = 2**20
-MAX_BATCH_SIZE = 2048  # BaseLlmArgs.max_batch_size; trtllm-build --max_batch_size default
-MAX_NUM_TOKENS = 8192  # BaseLlmArgs.max_num_tokens; trtllm-build --max_num_tokens default
-MAX_INPUT_LEN = 1024  # BaseLlmArgs.max_input_len; trtllm-build --max_input_len default
+# BaseLlmArgs' defaults (the PyTorch backend's launch) are trtllm-build's BuildConfig defaults (build_settings.py)
+MAX_BATCH_SIZE, MAX_NUM_TOKENS, MAX_INPUT_LEN = bsettings.MAX_BATCH_SIZE, bsettings.MAX_NUM_TOKENS, bsettings.MAX_INPUT_LEN
 CUDA_GRAPH_MAX_BS = 128  # CudaGraphConfig().max_batch_size
 # kv_cache_config.dtype: "auto" (model dtype, or fp8 for checkpoints with an FP8 KV cache), "fp8"; nvfp4 not modelled
 KV_DTYPES = {"auto": "", "fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "bf16": "bf16", "bfloat16": "bf16",
              "fp16": "fp16", "float16": "fp16"}
 # --engine-option keys: the backend, the engine's build settings, the execution context trtllm-build reports,
-# and the kv_cache_config caps
+# and the kv_cache_config caps; the build settings read at their defaults only (build_settings.AT_DEFAULT_ONLY)
 OPTION_KEYS = ("backend", "max_batch_size", "max_num_tokens", "max_input_len", "activation_bytes", "max_tokens",
-               "max_gpu_total_bytes") + tfeatures.OPTION_KEYS
+               "max_gpu_total_bytes") + tuple(bsettings.AT_DEFAULT_ONLY) + tfeatures.OPTION_KEYS
 
 
 @dataclass(frozen=True)
@@ -91,6 +91,8 @@ class TrtllmEstimate(EngineEstimate):
     # the LLM-API options beyond the core request (attention DP, speculative decoding, the cache transceiver): every
     # term they add (kvplan/engines/trtllm/features.py); None when the launch sets none
     features: tfeatures.TrtllmFeatures | None = None
+    # the engine's build settings the launch leaves open, which the band spans (build_settings.py)
+    band_open: tuple[str, ...] = ()
 
     def pool_view(self) -> PoolView | None:
         if self.available_kv_bytes is None:
@@ -142,6 +144,8 @@ def _options(req: EngineRequest) -> dict:
                              hint="TensorRT-LLM reads " + ", ".join(OPTION_KEYS))
         if key == "backend" or key in tfeatures.OPTION_KEYS:
             out[key] = value
+        elif key in bsettings.AT_DEFAULT_ONLY:
+            _at_default(key, value)
         elif key in ("activation_bytes", "max_gpu_total_bytes"):
             out[key] = parse_size(value, what=f"--engine-option {key}")
         else:
@@ -153,6 +157,26 @@ def _options(req: EngineRequest) -> dict:
                 raise InputError(f"{key}={n} is out of range", where="--engine-option")
             out[key] = n
     return out
+
+
+def _at_default(key: str, value: str) -> None:
+    """A build setting kvplan reads only at its default: that value passes, another is refused (exit 3)."""
+    default, what = bsettings.AT_DEFAULT_ONLY[key]
+    text = value.strip().lower()
+    if isinstance(default, bool):
+        if text not in ("true", "false", "1", "0"):
+            raise InputError(f"{key}={value!r} is not true or false", where="--engine-option")
+        given: int | bool = text in ("true", "1")
+    else:
+        try:
+            given = int(text.replace("_", ""))
+        except ValueError:
+            raise InputError(f"{key}={value!r} is not a whole number", where="--engine-option") from None
+    if given != default:
+        raise UnsupportedError(f"trtllm-build {key}={value}: {what}, which kvplan does not model",
+                               where=f"--engine-option {key}",
+                               hint=f"kvplan judges engines built with {key}={str(default).lower()}; `kvplan probe` "
+                                    "measures this one on the GPU")
 
 
 def read_kv_dtype(req: EngineRequest) -> DType:
@@ -219,6 +243,9 @@ class _Run(driver.Run):
     pinned_fits: bool | None = None
     window_blocks: tuple[tuple[int, int], ...] = ()
     feats: Any = None
+    build: bsettings.BuildRange | None = None  # engine backend: the build settings and the band's corners
+    edges: tuple[int, int] | None = None  # the band's (low, high) pool bytes, before any budget_edge shift
+    band_open: tuple[str, ...] = ()  # the build settings the band spans
 
 
 def _refuse(req: EngineRequest) -> None:
@@ -258,6 +285,12 @@ def _start(req: EngineRequest, search_max_seq: bool) -> _Run:
     # engine); --engine-option names them directly
     run.max_batch_size = opts.get("max_batch_size") or req.max_num_seqs or MAX_BATCH_SIZE
     run.max_num_tokens = opts.get("max_num_tokens") or req.max_num_batched_tokens or MAX_NUM_TOKENS
+    if run.engine_be:
+        # build settings of the engine: the ones not given are a range (build_settings.py), the nominal the default
+        run.build = bsettings.build_range(max_batch_size=opts.get("max_batch_size") or req.max_num_seqs,
+                                          max_num_tokens=opts.get("max_num_tokens") or req.max_num_batched_tokens,
+                                          max_seq_len=req.seq, tokens_per_block=run.tpb)
+        run.max_batch_size, run.max_num_tokens = run.build.max_batch_size, run.build.max_num_tokens
     run.max_input_len = opts.get("max_input_len") or MAX_INPUT_LEN
     run.cap_tokens = opts.get("max_tokens")
     run.cap_bytes = opts.get("max_gpu_total_bytes")
@@ -375,35 +408,79 @@ def _modelled(run: _Run) -> None:
         _engine_budget(run, _link(facts))
     else:
         _pytorch_budget(run)
+    _at_edge(run)
 
 
 def _engine_budget(run: _Run, link: str | None) -> None:
-    """The TensorRT-engine backend (E1-E3): the pool is the fraction of what is free after the engine's buffers."""
-    req, rel, hw, spec = run.req, run.rel, run.req.hardware, run.req.spec
+    """The TensorRT-engine backend (E1-E3): the pool is the fraction of what is free after the engine's buffers; the
+    band spans the build settings the launch leaves open (build_settings.py) as well as the terms' measured error."""
+    req, hw, spec = run.req, run.req.hardware, run.req.spec
     facts = hw.facts
     given = run.opts.get("activation_bytes")
-    activation = given if given is not None else _execution_context(spec, run.act, req.tp, run.max_num_tokens)
+    vocab = spec.vocab_size or 0
+
+    def budget_at(batch: int, tokens: int) -> tbudget.EngineBudget:
+        activation = given if given is not None else _execution_context(spec, run.act, req.tp, tokens)
+        return tbudget.engine_budget(hw.capacity_bytes, weights=run.weights, activation=activation,
+                                     batch_x_vocab=batch * vocab, tp=req.tp,
+                                     architecture=facts.architecture if facts else None, link=link, fraction=run.frac,
+                                     in_use=run.in_use, fit=run.fit)
+
+    eb = budget_at(run.max_batch_size, run.max_num_tokens)
     if given is None:
         run.notes.append("the engine's execution context (activations, fixed by trtllm-build) is modelled from "
                          "max_num_tokens; give --engine-option activation_bytes=SIZE (\"Allocated X MiB for "
                          "execution context memory\") for the real one")
-    vocab = spec.vocab_size or 0
-    eb = tbudget.engine_budget(hw.capacity_bytes, weights=run.weights, activation=activation,
-                               batch_x_vocab=run.max_batch_size * vocab, tp=req.tp,
-                               architecture=facts.architecture if facts else None, link=link, fraction=run.frac,
-                               in_use=run.in_use, fit=run.fit)
-    run.peak, run.buffers, run.non_torch = activation, eb.buffers_bytes, eb.context_bytes + eb.nccl_bytes
-    run.budget_b = eb.pool_bytes
-    max_tokens = run.budget_b // run.bpt if run.budget_b > 0 else 0
-    if run.cap_tokens is not None:
-        max_tokens = run.cap_tokens if rel.max_tokens_rule == "replaces" else min(max_tokens, run.cap_tokens)
-    if run.cap_bytes is not None:
-        max_tokens = min(max_tokens, run.cap_bytes // run.bpt)
-    run.max_tokens = max_tokens
-    run.pool_bytes = run.budget_b
+    run.peak, run.buffers, run.non_torch = eb.activation_bytes, eb.buffers_bytes, eb.context_bytes + eb.nccl_bytes
+    run.budget_b = run.pool_bytes = eb.pool_bytes
+    run.max_tokens = _engine_tokens(run, eb.pool_bytes)
     run.band = tbudget.engine_band_bytes(eb, req.tp, link)
+    run.edges = (eb.pool_bytes - run.band, eb.pool_bytes + run.band)
+    br = run.build
+    # max_num_tokens moves the modelled execution context only; a given one settles it
+    left_open = [n for n in (br.open if br else ()) if n != "max_num_tokens" or given is None]
+    if br is not None and left_open:
+        most, least = budget_at(*br.most), budget_at(*br.least)
+        run.edges = (most.pool_bytes - tbudget.engine_band_bytes(most, req.tp, link),
+                     least.pool_bytes + tbudget.engine_band_bytes(least, req.tp, link))
+        run.band_open = tuple(left_open)
+        spans = {"max_batch_size": (br.least[0], br.most[0], run.max_batch_size),
+                 "max_num_tokens": (br.least[1], br.most[1], run.max_num_tokens)}
+        run.notes.append("trtllm-build's " + " and ".join(left_open) + " not given: the band spans the engines built "
+                         "with " + " and ".join(f"{n} {spans[n][0]:,}-{spans[n][1]:,}" for n in left_open)
+                         + " (the pool: the release's default" + ("s " if len(left_open) > 1 else " ")
+                         + " and ".join(f"{spans[n][2]:,}" for n in left_open) + "); give "
+                         + " ".join(f"--engine-option {n}=N" for n in left_open) + " (the engine's config.json build_config) to "
+                         "narrow it")
     run.notes.append("the TensorRT-engine backend sizes the pool from what is free after the engine, its execution "
                      "context, runtime and decoder buffers are allocated (no profiling run); kvplan models them")
+
+
+def _engine_tokens(run: _Run, pool_b: int) -> int:
+    """calculateMaxNumBlocks' max_tokens for a pool of pool_b bytes, with kv_cache_config's caps."""
+    max_tokens = pool_b // run.bpt if pool_b > 0 else 0
+    if run.cap_tokens is not None:
+        max_tokens = run.cap_tokens if run.rel.max_tokens_rule == "replaces" else min(max_tokens, run.cap_tokens)
+    if run.cap_bytes is not None:
+        max_tokens = min(max_tokens, run.cap_bytes // run.bpt)
+    return max_tokens
+
+
+def _at_edge(run: _Run) -> None:
+    """With budget_edge "low" / "high" (check judges by the low edge), the pool sized at that edge of the band; the
+    budget's terms and kv_budget_bytes stay the modelled ones, which the edge is measured from."""
+    edge = {"low": 0, "high": 1}.get(run.req.budget_edge or "")
+    if edge is None or run.edges is None or run.max_tokens is None:
+        return
+    pool_b = run.edges[edge]
+    if run.engine_be:
+        run.pool_bytes = pool_b
+        run.max_tokens = _engine_tokens(run, pool_b)
+        return
+    run.max_tokens = max(pool_b, 0) // run.bpt3
+    if run.cap_tokens is not None:
+        run.max_tokens = min(run.max_tokens, run.cap_tokens)
+    run.pool_bytes = pool_b if run.vswa else run.max_tokens * run.bpt
 
 
 def _pytorch_budget(run: _Run) -> None:
@@ -441,6 +518,7 @@ def _pytorch_budget(run: _Run) -> None:
     run.budget_b, run.max_tokens = budget_b, max_tokens
     run.pool_bytes = budget_b if run.vswa else max_tokens * run.bpt
     run.band = tbudget.pytorch_band_bytes(run.frac, req.tp)
+    run.edges = (run.pool_bytes - run.band, run.pool_bytes + run.band)
     run.notes.append("TensorRT-LLM profiles the peak at start-up; kvplan models the activations (kvplan's forward "
                      "model x the ratio measured on TensorRT-LLM logs) and the memory outside torch as measured on "
                      "TensorRT-LLM logs (docs/engines/trtllm.md)")
@@ -571,7 +649,7 @@ def _band(run: _Run) -> None:
     if run.source == driver.GIVEN:
         run.low = run.high = run.pool_bytes
     elif run.source == driver.MODELLED:
-        run.low, run.high = run.pool_bytes - run.band, run.pool_bytes + run.band
+        run.low, run.high = run.edges if run.edges else (run.pool_bytes - run.band, run.pool_bytes + run.band)
 
         def edge(pool_b: int) -> tuple[int, dict]:
             cap = max(pool_b, 0) // (run.bpt if run.engine_be else run.bpt3)
@@ -633,7 +711,7 @@ def _result(run: _Run) -> TrtllmEstimate:
         marginal=run.marginal, max_tokens=run.max_tokens, num_blocks=run.num_blocks, kv_cache_tokens=run.tokens,
         window_blocks=run.window_blocks, max_concurrency=run.conc, estimated_max_model_len=run.est_len,
         budget_source=run.source, suggestions=(), pin_flag=run.pin_flag, pinned_fits=run.pinned_fits,
-        features=run.feats,
+        features=run.feats, band_open=run.band_open,
     )
 
 

@@ -1,0 +1,152 @@
+"""The TensorRT-engine backend's band over the trtllm-build settings a launch leaves open (issue 28), against hand
+arithmetic from TensorRT-LLM's sources and the two public engine-backend logs.
+
+kvplan/engines/trtllm/build_settings.py: max_num_tokens (default 8192, covered 32/64 ... 16384) sizes the execution
+context, max_batch_size (default 2048, covered 1 ... 2048) the runtime and decoder buffers; the pool is judged at the
+release's defaults, the band spans the corners, and the verdict stays at the band's low edge.
+"""
+
+from __future__ import annotations
+
+import importlib
+import sys
+from fractions import Fraction
+from pathlib import Path
+
+import pytest
+
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines import trtllm
+from kvplan.engines.trtllm import budget as tb
+from kvplan.engines.trtllm.build_settings import build_range
+from kvplan.requests.build import build_request
+
+ROOT = Path(__file__).resolve().parent.parent
+GIB = 2**30
+F32_09 = 0.8999999761581421  # 0.9 as the C++ float TensorRT-LLM multiplies by
+
+
+def _req(*options, seq="8K", batch=1, gpu="h100", version="0.19"):
+    return build_request("llama-3.1-8b", seq=seq, batch=batch, kv_dtype="auto", dtype=None, gpu=gpu, gpu_mem=None,
+                         gpus=None, tp=1, pp=1, engine_version=version,
+                         engine_options=["backend=tensorrt", *options])
+
+
+def _est(*options, **kw):
+    return trtllm.estimate(_req(*options, **kw), search_max_seq=False)
+
+
+def test_execution_context_by_hand_at_two_build_settings():
+    """memory.md: with packed inputs the activations are "max number of input tokens * some constant factor".
+    kvplan's factor for Llama-3.1-8B (bf16, TP 1): 2 x hidden + the widest MLP row, ceil(MLP parameters per layer /
+    hidden), 2 bytes each. MLP parameters per layer from the config: 3 x 4096 x 14336 = 176,160,768, plus the layer's
+    two norms (8,192) and its share of the final norm (4,096 / 32 = 128): 176,169,088; / 4096 -> 43,011 (rounded up).
+    Factor: (8,192 + 43,011) x 2 = 102,406 B a token."""
+    per_token = (2 * 4096 + -(-176_169_088 // 4096)) * 2
+    assert per_token == 102_406
+    for tokens in (8192, 1024):
+        est = _est(f"max_num_tokens={tokens}", "max_batch_size=2048")
+        assert est.activation_peak_bytes == tokens * per_token  # 838,909,952 B and 104,863,744 B
+    # the same difference moves the pool by the fraction of it (calculateFreeMemBytes: uint64(free x 0.9f))
+    a, b = _est("max_num_tokens=8192", "max_batch_size=2048"), _est("max_num_tokens=1024", "max_batch_size=2048")
+    assert abs((b.available_kv_bytes - a.available_kv_bytes) - (8192 - 1024) * per_token * F32_09) <= 1
+
+
+def test_runtime_buffers_by_hand_at_two_batch_sizes():
+    """The runtime's logits and the decoder, [max_batch_size, vocabulary] each: bytes per element the mean of the two
+    engine logs (0.16.0: 1.63 + 3.30 GiB printed; 0.19.0: 4.963 GiB implied), each at 2048 x 128,256."""
+    per_log = [Fraction(int(Fraction(g) * GIB), 2048 * 128_256) for g in ("4.93", "4.963")]
+    coef = Fraction(sum(per_log) / 2).limit_denominator(1000)
+    for batch in (2048, 8):
+        est = _est(f"max_batch_size={batch}", "max_num_tokens=8192")
+        assert est.engine_buffers_bytes == int(coef * batch * 128_256)
+    assert 20.1 < float(coef) < 20.3  # ~4.95 GiB at the default 2048, 19.8 MiB at 8
+
+
+def test_the_range_each_setting_covers():
+    """check_max_num_tokens (tensorrt_llm/_common.py): raised to tokens_per_block with context FMHA, a warning past
+    16384, capped at max_batch_size x max_seq_len; BuildConfig: max_batch_size 2048, max_num_tokens 8192."""
+    r = build_range(max_batch_size=None, max_num_tokens=None, max_seq_len=8192, tokens_per_block=32)
+    assert (r.max_batch_size, r.max_num_tokens, r.most, r.least) == (2048, 8192, (2048, 16384), (1, 32))
+    assert r.open == ("max_batch_size", "max_num_tokens")
+    # a short engine: max_num_tokens never passes max_batch_size x max_seq_len
+    short = build_range(max_batch_size=4, max_num_tokens=None, max_seq_len=1024, tokens_per_block=64)
+    assert (short.max_num_tokens, short.most, short.least, short.open) == (4096, (4, 4096), (4, 64), ("max_num_tokens",))
+    given = build_range(max_batch_size=256, max_num_tokens=4096, max_seq_len=8192, tokens_per_block=64)
+    assert given.most == given.least == (256, 4096) and not given.is_open
+
+
+def test_open_settings_widen_the_band_to_both_corners():
+    """Not given: the low edge is the engine built with max_batch_size 2048 and max_num_tokens 16384 less its measured
+    error, the high edge the engine built with 1 and 32 plus its own; the pool stays the defaults' (2048, 8192)."""
+    with tb.leaving_out(()):
+        open_ = _est()
+        nominal = _est("max_batch_size=2048", "max_num_tokens=8192")
+        most = _est("max_batch_size=2048", "max_num_tokens=16384")
+        least = _est("max_batch_size=1", "max_num_tokens=32")
+    assert open_.available_kv_bytes == nominal.available_kv_bytes
+    assert open_.band_open == ("max_batch_size", "max_num_tokens") and nominal.band_open == ()
+    assert open_.available_kv_bytes_low == most.available_kv_bytes_low < nominal.available_kv_bytes_low
+    assert open_.available_kv_bytes_high == least.available_kv_bytes_high > nominal.available_kv_bytes_high
+    # 16384 - 8192 more tokens of execution context at 102,406 B each, times 0.9f: 0.72 GiB lower before the error
+    assert abs((nominal.available_kv_bytes - most.available_kv_bytes) - 8192 * 102_406 * F32_09) <= 1
+    # the high corner frees 2047 x 128,256 buffer elements and 8160 tokens of activations
+    assert least.available_kv_bytes - nominal.available_kv_bytes > 4 * GIB
+    # a given execution context settles max_num_tokens: only max_batch_size is left open
+    ctx = _est("activation_bytes=1GiB")
+    assert ctx.band_open == ("max_batch_size",)
+
+
+def test_a_launch_that_fits_only_with_smaller_builds_is_not_a_yes(cli):
+    """Llama-3.1-8B on an H100, 0.19 engine, 8K requests: the default engine's pool holds 52 of them at once
+    (13,347 blocks of 32 // 256 blocks each), the low edge 51. Asking for 52 is a "yes" only with the modelled pool:
+    estimate and check judge at the low edge (marginal, exit 1); --optimistic judges by the modelled value."""
+    with tb.leaving_out(()):
+        nominal = _est(batch=52)
+    assert nominal.max_concurrency == 52 and nominal.serves_batch
+    code, out, _ = cli("estimate", "llama-3.1-8b", "--seq", "8K", "--batch", "52", "--gpu", "h100", "--engine", "trtllm",
+                       "--engine-version", "0.19", "--engine-option", "backend=tensorrt", "--json")
+    import json
+
+    d = json.loads(out)
+    assert code == 1 and d["marginal"] is True and d["max_batch"] < 52
+    assert d["available_kv_bytes"] == d["available_kv_bytes_low"]
+    code, _, _ = cli("estimate", "llama-3.1-8b", "--seq", "8K", "--batch", "52", "--gpu", "h100", "--engine", "trtllm",
+                     "--engine-version", "0.19", "--engine-option", "backend=tensorrt", "--optimistic", "--json")
+    assert code == 0
+
+
+def test_the_0_13_case_the_band_now_covers():
+    """A 2048 -> 8 max_batch_size difference moved a 0.13 pool by about 27% (the brief): an engine built with 8 is
+    inside the band of a launch that does not say, and a launch that says 8 is judged with 8."""
+    with tb.leaving_out(()):
+        open_ = _est(gpu="a100-40gb", version="0.13.0")
+        eight = _est("max_batch_size=8", gpu="a100-40gb", version="0.13.0")
+    assert open_.available_kv_bytes_low <= eight.available_kv_bytes <= open_.available_kv_bytes_high
+    assert eight.available_kv_bytes > 1.2 * open_.available_kv_bytes
+
+
+def test_build_settings_read_only_at_their_defaults():
+    assert _est("max_beam_width=1", "gather_context_logits=false").available_kv_bytes == _est().available_kv_bytes
+    for option in ("max_beam_width=4", "gather_context_logits=true", "gather_generation_logits=1", "max_draft_len=3",
+                   "max_prompt_embedding_table_size=100", "weight_streaming=true"):
+        with pytest.raises(UnsupportedError, match="does not model") as info:
+            _est(option)
+        assert info.value.exit_code == 3 and option.split("=")[0] in info.value.where
+    with pytest.raises(InputError, match="not true or false"):
+        _est("gather_context_logits=maybe")
+
+
+def test_the_public_engine_logs_stay_inside_the_band_with_their_build_left_open():
+    """0.16.0 (H100 x8) and 0.19.0 (RTX 5090) engines, scored leave-one-source-out with max_batch_size,
+    max_num_tokens and max_input_len dropped from their runs (benchmarks/sglang_trtllm_error.py score_build_open)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    bench = importlib.import_module("sglang_trtllm_error")
+    rows = bench.score_build_open()
+    assert {r.log for r in rows} == {"shaamil101-llama31-70b-fp8-8xh100-tp8-engine-v0.16",
+                                     "trtllm-4275-llama31-8b-fp8-rtx5090-engine-v0.19"}
+    for r in rows:
+        assert r.covered, (r.log, r.band)
+    unset = {s.log: s for s in bench.score_e2e(options_unset=True)[0] if s.backend == "tensorrt"}
+    for r in rows:  # the open band holds the one with the build settings given
+        assert r.band[0] <= unset[r.log].band[0] and r.band[1] >= unset[r.log].band[1]
