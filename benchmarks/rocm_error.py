@@ -5,7 +5,9 @@ The figures (tests/data/rocm_logs/SOURCES.md lists them and where they came from
 - tests/data/vllm_logs_public idx-mi300x-gemma4-e2b-wrapped: vLLM's requested memory on an MI300X (its total
   x 0.9), the only term of that log kvplan can compare (Gemma-4 E2B shares KV across layers);
 - tests/data/sglang_logs sglang-3219: SGLang 0.4.2.post2 on 8x MI300X, DeepSeek-V3, A ("Load weight end ...
-  avail mem"), the lowest rank, and the pool that A gives with kvplan's P against kvplan's band.
+  avail mem"), the lowest rank, and the pool that A gives with kvplan's P against kvplan's band;
+- tests/data/rocm_logs sglangci-*: AMD's SGLang nightly sanity runs on 8x MI300X / MI355X (0.5.3 ... 0.5.6),
+  Qwen3-30B-A3B-Thinking-2507 at TP 8, the pool.
 No figure here set a constant or a band (kvplan/engines/vllm/budget.py, sglang/budget.py ROCM_*).
 
     python benchmarks/rocm_error.py
@@ -81,13 +83,37 @@ def deepseek_a() -> tuple[str, float, bool, str]:
             100 * (r.free_after_load_bytes - float(a_logged)) / float(a_logged), covered, "pool")
 
 
+def sglang_ci() -> list[tuple[str, float, bool, str]]:
+    """AMD's SGLang nightly sanity logs (michael-amd/sglang-ci): Qwen3-30B-A3B-Thinking-2507, TP 8, the pool."""
+    out = []
+    for rec in map(json.loads, (DATA / "rocm_logs" / "index.jsonl").read_text(encoding="utf-8").splitlines()):
+        if rec["engine"] != "sglang":
+            continue
+        text = (HERE / rec["raw_file"]).read_text(encoding="utf-8", errors="replace")
+        tokens = int(re.search(r"max_total_num_tokens=(\d+)", text).group(1))
+        version = rec["engine_version"].split()[0]
+        r = sglang.estimate(engine_request(
+            "qwen3-30b-a3b-2507", seq=262144, gpu=rec["gpu_catalog"], tp=8, engine_version=version,
+            gpu_util=Fraction(85, 100), max_num_batched_tokens=130172, max_num_seqs=128,
+            engine_options=(("attention_backend", "aiter"),)))
+        logged = tokens * r.cell_size
+        covered = r.available_kv_bytes_low - r.cell_size <= logged <= r.available_kv_bytes_high + r.cell_size
+        out.append((f"sglang-ci {rec['gpu_catalog']} SGLang {version}: {tokens:,} tokens logged, "
+                    f"{r.max_total_num_tokens:,} modelled", 100 * (r.max_total_num_tokens - tokens) / tokens, covered,
+                    "pool"))
+    return out
+
+
 def main() -> int:
-    rows = [minimax(), gemma_total(), deepseek_a()]
+    rows = [minimax(), gemma_total(), deepseek_a()] + sglang_ci()
     for what, err, covered, kind in rows:
         print(f"{err:+6.2f}%  band {'covers' if covered else 'MISSES'}  [{kind}]  {what}")
     pools = [abs(err) for _, err, _, kind in rows if kind == "pool"]
     print(f"MAE over the {len(pools)} pool-sized figures: {sum(pools) / len(pools):.2f}%; "
           f"band covers {sum(c for _, _, c, _ in rows)}/{len(rows)} figures")
+    for engine in ("vLLM", "SGLang"):
+        mine = [(abs(err), c) for what, err, c, kind in rows if kind == "pool" and engine.lower() in what.lower()]
+        print(f"  {engine}: MAE {sum(e for e, _ in mine) / len(mine):.2f}% over {len(mine)}, band {sum(c for _, c in mine)}/{len(mine)}")
     return 0
 
 

@@ -17,6 +17,7 @@ Sources read (pip download --no-deps vllm==X / sglang==X):
 from __future__ import annotations
 
 import json
+import re
 from decimal import Decimal
 from fractions import Fraction
 from pathlib import Path
@@ -26,6 +27,7 @@ import pytest
 from kvplan.engines import sglang, vllm
 from kvplan.engines.vllm import budget, releases
 from kvplan.engines.vllm.engine import budgets_for, release_for
+from kvplan.engines.sglang.releases import release as sglang_release
 from kvplan.engines.vllm.log import parse_vllm_log
 from kvplan.model.catalog import find_gpu, resolve_model
 
@@ -149,7 +151,9 @@ def test_minimax_m2_on_two_mi300x_v0171():
 
 
 @pytest.mark.parametrize("version, model, tp, factor", [
-    ("0.5.4", "llama-3.1-8b", 1, None),                  # server_args.py 0.5.4: no aiter rule
+    ("0.4.6.post5", "llama-3.1-8b", 1, None),            # no aiter rule yet
+    ("0.4.7", "llama-3.1-8b", 1, Fraction(85, 100)),     # model_runner.py 0.4.7-0.5.4: `... *= 0.85`
+    ("0.5.4", "llama-3.1-8b", 1, Fraction(85, 100)),
     ("0.5.4.post1", "llama-3.1-8b", 1, Fraction(9, 10)),  # 0.5.4.post1: `... *= 0.90`
     ("0.5.5", "llama-3.1-8b", 1, Fraction(85, 100)),      # 0.5.4.post2+: `... *= 0.85`
     ("0.5.7", "deepseek-v3", 8, Fraction(85, 100)),       # MLA, 128 KV heads / 8 = 16 per rank: aiter
@@ -229,3 +233,28 @@ def test_instinct_totals_as_the_engines_print_them():
     assert round(find_gpu("mi325x").capacity_bytes / GIB, 2) == 255.98
     gap = find_gpu("mi300x").capacity_bytes - 191.69 * GIB
     assert 0 < gap <= float(find_gpu("mi300x").capacity_bytes * budget.ROCM_BAND_TOTAL_FRACTION)
+
+
+SGLANG_CI = [r for r in map(json.loads, (ROCM_LOGS / "index.jsonl").read_text().splitlines()) if r["engine"] == "sglang"]
+
+
+@pytest.mark.parametrize("rec", SGLANG_CI, ids=lambda r: r["id"])
+def test_sglang_on_instinct_sanity_logs(rec):
+    """AMD's SGLang nightly sanity runs (michael-amd/sglang-ci): Qwen3-30B-A3B-Thinking-2507 at TP 8 on MI300X / MI355X,
+    --mem-fraction-static 0.85, --attention-backend aiter, --chunked-prefill-size 130172, --max-running-requests 128.
+    Out of sample: the pool kvplan predicts is within 2% of the logged one and inside the band; the fraction SGLang
+    prints is kvplan's (0.5.4.post1+: after the aiter factor; before, server_args prints 0.85 and model_runner.py
+    multiplies it by 0.85 afterwards)."""
+    text = (ROOT / rec["raw_file"]).read_text(encoding="utf-8", errors="replace")
+    tokens = int(re.search(r"max_total_num_tokens=(\d+)", text).group(1))
+    printed = Fraction(re.search(r"mem_fraction_static=([\d.]+)", text).group(1)).limit_denominator(10000)
+    version = rec["engine_version"].split()[0]
+    r = sglang.estimate(engine_request(
+        "qwen3-30b-a3b-2507", seq=262144, gpu=rec["gpu_catalog"], tp=8, engine_version=version,
+        gpu_util=Fraction(85, 100), max_num_batched_tokens=130172, max_num_seqs=128,
+        engine_options=(("attention_backend", "aiter"),)))
+    assert Fraction(r.mem_fraction_static) == (printed if sglang_release(version).at_least("0.5.4.post1")
+                                               else printed * Fraction(85, 100))
+    logged = tokens * r.cell_size
+    assert r.available_kv_bytes_low - r.cell_size <= logged <= r.available_kv_bytes_high + r.cell_size
+    assert abs(r.max_total_num_tokens - tokens) / tokens < 0.02  # measured +0.53% ... +1.39%

@@ -526,15 +526,18 @@ def _share_note(run: _Run, share: unified_memory.HostShare) -> str:
 
 
 def _aiter_factor(rel: releases.Release) -> Fraction | None:
-    """server_args.py _handle_attention_backend_compatibility: `if self.attention_backend == "aiter": if
-    model_config.context_len > 8192: self.mem_fraction_static *= F`, after the default is set and whether or not the
-    user gave it. F = 0.90 in 0.5.4.post1, 0.85 from 0.5.4.post2 (0.5.4.post2, 0.5.5, 0.5.7, 0.5.10 read); absent in
-    0.5.4. Public MI300X / MI355X logs of AMD's nightly images print mem_fraction_static=0.765 (0.85 x 0.90) and
-    0.7225 (0.85 x 0.85) for a given 0.85 (tests/data/rocm_logs)."""
+    """`if attention_backend == "aiter": if context_len > 8192: mem_fraction_static *= F`, whether or not the user
+    gave the fraction: in model_runner.py ModelRunner.__init__ from 0.4.7 to 0.5.4 (F = 0.85; 0.4.7, 0.4.8, 0.4.9.post2,
+    0.5.2, 0.5.3, 0.5.4 read; absent in 0.4.6.post5; server_args prints the value before it), then in server_args.py
+    _handle_attention_backend_compatibility (0.90 in 0.5.4.post1, 0.85 from 0.5.4.post2: 0.5.4.post2, 0.5.5, 0.5.7,
+    0.5.10 read). AMD's public MI300X / MI355X sanity logs (tests/data/rocm_logs) agree: a given 0.85 prints 0.765
+    (0.5.4.post1) and 0.7224999999999999 (later), and 0.5.3's pool is sized at 0.85 x 0.85."""
     if rel.at_least("0.5.4.post2"):
         return Fraction(85, 100)
     if rel.at_least("0.5.4.post1"):
         return Fraction(90, 100)
+    if rel.at_least("0.4.7"):
+        return Fraction(85, 100)
     return None
 
 
