@@ -403,6 +403,23 @@ def test_gb10_reading_given_as_gpu_reserved_reproduces_its_ceiling():
     assert ceiling == Fraction(90, 100) and Fraction(90, 100) <= Fraction(free, b.total_bytes) < Fraction(91, 100)
 
 
+def test_a_start_check_failure_is_fixed_by_the_largest_free_fraction():
+    """vLLM refuses to start when total x utilization exceeds what is free (v1/worker/utils.py request_memory); the
+    fix is a lower utilization, not only a larger GPU. On DGX Spark at the band's low edge (free 101.88 GiB of 121.63,
+    test_unified_memory_host_share_band) that is 0.83, and the fixed request starts; with 10 GiB in use on an H100
+    (79.19 - 0.51 - 10 = 68.68 GiB free) 0.86."""
+    from kvplan import engines
+    from kvplan.engines import fixes
+    vllm_engine = engines.get("vllm")
+    for gpu, reserved, want in (("gb10", None, Fraction(83, 100)), ("h100", 10 * GIB, Fraction(86, 100))):
+        req = engine_request("llama-3.1-8b", 32768, hw=_on(gpu), engine_version="0.33.0", gpu_reserved_bytes=reserved)
+        req, result = fixes.at_judging_edge(vllm_engine, req, vllm.estimate(req))
+        assert result.starts is False
+        found = [f for f in fixes.search(vllm_engine, req, result, lambda r: fixes.fits(vllm_engine, r))
+                 if f.setting == fixes.UTIL]
+        assert [f.value for f in found] == [want] and vllm.estimate(found[0].request).starts is True
+
+
 # ------------------------------------------------------------------------------------------ public logs
 
 @pytest.mark.parametrize("run", [r for r in PUBLIC if r.available is not None and r.available > 0

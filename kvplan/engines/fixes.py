@@ -88,6 +88,11 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
                 out.append(Fix(UTIL, u, candidate))
                 break
             u += UTIL_STEP
+        # asking for more than is free at start (vLLM's start check; on DGX Spark the host's share of the pool): the
+        # largest fraction that is free, where a lower one is the only change that lets the engine start
+        below = top // UTIL_STEP * UTIL_STEP
+        if current > top and below > 0 and ok(candidate := dataclasses.replace(req, gpu_util=below)):
+            out.append(Fix(UTIL, below, candidate))
     if req.kv_cache_memory is not None and engine.flags and engine.flags.kv_memory:
         size = _smallest_cache(req, ok)
         if size is not None:
@@ -226,6 +231,10 @@ def engine_words(engine: Engine, req: EngineRequest, result, fix: Fix) -> str:
     if fix.setting == KV_DTYPE:
         return f"{flags.kv_fp8}: half the KV bytes per token" + _held(engine, fix)
     if fix.setting == UTIL:
+        current = engine.util_of(req, result)
+        if current is not None and fix.value < current:
+            return (f"{flags.util_flag(f'{float(fix.value):.2f}')}: the largest fraction free at start (the engine "
+                    "refuses more than is free)")
         return f"{flags.util_flag(f'{float(fix.value):.2f}')}: the smallest fraction that fits"
     if fix.setting == KV_MEMORY:
         return (f"{flags.kv_memory} {fix.value}: the cache {plural(n, 'request')} of {format_tokens(req.seq)} "
