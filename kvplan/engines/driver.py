@@ -16,6 +16,7 @@ from typing import Any, Callable, Generic, TypeVar
 
 from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError
+from kvplan.core.layers import KindTable
 from kvplan.core.units import MAX_TOKENS
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.paged import longest
@@ -55,7 +56,9 @@ R = TypeVar("R", bound=Run)
 class Steps(Generic[R]):
     """One engine's memory model as the driver calls it (each step returns nothing but the last: it fills its run).
 
-    refuse: what the engine does not read, before anything else (InputError / UnsupportedError);
+    kinds: the engine's kind table (its specs.TABLE, core/layers.py KindTable): a layer kind it has no rule for is
+    refused by name (exit 3) before anything is sized;
+    refuse: what else the engine does not read, first of all (InputError / UnsupportedError); None: nothing else;
     on_the_gpu: a pool given with --kv-cache-memory, judged beside what else the engine puts on the GPU; it calls
     back into `estimate` with pool_checked=True for the plain estimate;
     start: the run with the release, dtypes and layout of the request;
@@ -64,7 +67,8 @@ class Steps(Generic[R]):
     pool: the pool, the verdict, the band and the longest length; result: the engine's result from the run;
     fit_length: the engine's --seq auto (vLLM's --max-model-len auto), None where it has none."""
 
-    refuse: Callable[[EngineRequest], None]
+    kinds: KindTable[Any]
+    refuse: Callable[[EngineRequest], None] | None
     on_the_gpu: Callable[..., Any]
     start: Callable[[EngineRequest, bool], R]
     given: Callable[[R], None]
@@ -77,7 +81,9 @@ class Steps(Generic[R]):
 
 def estimate(steps: Steps[Any], req: EngineRequest, *, search_max_seq: bool = True, pool_checked: bool = False) -> Any:
     """The engine's result for `req`, its steps called in the one order every paged engine follows."""
-    steps.refuse(req)
+    if steps.refuse is not None:
+        steps.refuse(req)
+    steps.kinds.refuse_unmapped(req.spec.layer_specs, req.spec.source or req.spec.name)
     if req.seq_auto and steps.fit_length is not None:
         return steps.fit_length(req, search_max_seq=search_max_seq)
     if not pool_checked and req.kv_cache_memory is not None and req.hardware is not None:

@@ -303,10 +303,6 @@ class _Run(driver.Run):
     feature_record: sfeat.SglangFeatures | None = None
 
 
-def _refuse(req: EngineRequest) -> None:
-    sspecs.refuse_unmapped(req.spec.layer_specs, req.spec.source or req.spec.name)
-
-
 def _cap_given_pool(req: EngineRequest, *, search_max_seq: bool) -> SglangEstimate:
     # issue 15: a pool larger than the GPU leaves is SGLang's profiled one
     return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="SGLang",
@@ -772,7 +768,8 @@ def _result(run: _Run) -> SglangEstimate:
     )
 
 
-STEPS = driver.Steps(refuse=_refuse, on_the_gpu=_cap_given_pool, start=_start, given=_given, modelled=_modelled,
+STEPS = driver.Steps(kinds=sspecs.TABLE, refuse=None,
+                     on_the_gpu=_cap_given_pool, start=_start, given=_given, modelled=_modelled,
                      no_gpu="no GPU given: the token pool needs --gpu/--gpu-mem or --kv-cache-memory",
                      pool=_pool, result=_result)
 

@@ -248,10 +248,6 @@ class _Run(driver.Run):
     band_open: tuple[str, ...] = ()  # the build settings the band spans
 
 
-def _refuse(req: EngineRequest) -> None:
-    tspecs.refuse_unmapped(req.spec.layer_specs, req.spec.source or req.spec.name)
-
-
 def _cap_given_pool(req: EngineRequest, *, search_max_seq: bool) -> TrtllmEstimate:
     # issue 15: max_gpu_total_bytes beside free_gpu_memory_fraction: the smaller wins
     return cap_given_pool(estimate, req, search_max_seq=search_max_seq, engine="TensorRT-LLM",
@@ -715,7 +711,8 @@ def _result(run: _Run) -> TrtllmEstimate:
     )
 
 
-STEPS = driver.Steps(refuse=_refuse, on_the_gpu=_cap_given_pool, start=_start, given=_given, modelled=_modelled,
+STEPS = driver.Steps(kinds=tspecs.TABLE, refuse=None,
+                     on_the_gpu=_cap_given_pool, start=_start, given=_given, modelled=_modelled,
                      no_gpu="no GPU given: the pool needs --gpu/--gpu-mem or --kv-cache-memory",
                      pool=_pool, result=_result)
 

@@ -694,8 +694,6 @@ class _Run(driver.Run):
 
 def _refuse(req: EngineRequest) -> None:
     refuse_unread_options(req, "vLLM", releases.OPTION_KEYS)  # a file's engine_options skip accepts
-    # the layer kinds this engine has a page rule for (specs.PAGE_RULES); any other is refused by name, never dropped
-    vspecs.refuse_unmapped(req.spec.layer_specs, req.spec.source or req.spec.name)
 
 
 def _judge_given_pool(req: EngineRequest, *, search_max_seq: bool) -> VllmEstimate:
@@ -1032,7 +1030,8 @@ def _fit_length(req: EngineRequest, *, search_max_seq: bool) -> VllmEstimate:
     return _auto_fit(req, search_max_seq=search_max_seq)
 
 
-STEPS = driver.Steps(refuse=_refuse, on_the_gpu=_judge_given_pool, start=_start, given=_given, modelled=_modelled,
+STEPS = driver.Steps(kinds=vspecs.TABLE, refuse=_refuse,
+                     on_the_gpu=_judge_given_pool, start=_start, given=_given, modelled=_modelled,
                      no_gpu="no GPU given: blocks, tokens and concurrency need --gpu/--gpu-mem or --kv-cache-memory",
                      pool=_pool, result=_result, fit_length=_fit_length)
 
