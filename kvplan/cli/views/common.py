@@ -1,4 +1,5 @@
-"""What every paged engine's view shares: the header line, the quantity/value table, the fix."""
+"""What every engine's view shares: the header line, the quantity/value table, the budget's head and common rows, the
+band, the verdict, the fix."""
 
 from __future__ import annotations
 
@@ -47,3 +48,33 @@ def band_rows(table, result) -> None:
     if r.pin_flag:
         fits = "still fits" if r.pinned_fits else "does not fit"
         table.add_row(f"  pin the pool at the low edge: {r.pin_flag}", f"the request {fits}")
+
+
+def budget_head(table, result, how: str) -> None:
+    """A section headed by the budget's GPU and how the engine comes to its budget."""
+    from rich.text import Text
+
+    table.add_section()
+    table.add_row(Text(f"budget per GPU ({result.gpu or 'custom GPU'}; {how})", style="bold"), "")
+
+
+def total_row(table, result) -> None:
+    """The GPU's total memory, the budget's first term."""
+    from kvplan.cli.render import size
+
+    table.add_row("  total memory", size(result.per_gpu.capacity_bytes if result.per_gpu else None))
+
+
+def in_use_row(table, result) -> None:
+    """The memory in use before the engine starts, where the request or a site profile gives some."""
+    from kvplan.cli.render import size
+
+    if result.in_use_bytes:
+        table.add_row("  − in use before start (--gpu-reserved, site profile)", size(result.in_use_bytes))
+
+
+def verdict_row(table, verdict: str, fits: bool, *, marginal: bool = False) -> None:
+    """The verdict in words: green when it fits (yellow when only at one edge of the band), red when not."""
+    from rich.text import Text
+
+    table.add_row("verdict", Text(verdict, style=("bold yellow" if marginal else "bold green") if fits else "bold red"))

@@ -8,12 +8,11 @@ from __future__ import annotations
 from fractions import Fraction
 from typing import Any
 
-from kvplan.cli.views.common import band_rows, view_end, view_start
+from kvplan.cli.views.common import (band_rows, budget_head, in_use_row, total_row, verdict_row, view_end,
+                                     view_start)
 
 
 def tables(result: Any) -> list:
-    from rich.text import Text
-
     from kvplan.cli.render import size
     from kvplan.core.units import format_tokens
 
@@ -25,16 +24,14 @@ def tables(result: Any) -> list:
     if r.mamba_state_per_request_bytes:
         t.add_row("Mamba state per request (SSM in float32)", size(r.mamba_state_per_request_bytes))
     if r.budget_source == "model" and r.free_before_load_bytes is not None:
-        t.add_section()
-        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; P and A modelled, SGLang measures them)", style="bold"), "")
+        budget_head(t, r, "P and A modelled, SGLang measures them")
         reserve = f", reserve {r.reserved_mib:,.0f} MiB" if r.reserved_mib is not None else ""
         t.add_row(f"  mem_fraction_static (GPU {r.gpu_mem_mib:,} MiB{reserve})", r.mem_fraction_static or "—")
-        t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
+        total_row(t, r)
         t.add_row("  − CUDA context (measured)", size(r.cuda_context_bytes))
         if r.dist_init_bytes:
             t.add_row("  − NCCL and all-reduce at init (measured)", size(r.dist_init_bytes))
-        if r.in_use_bytes:
-            t.add_row("  − in use before start (--gpu-reserved, site profile)", size(r.in_use_bytes))
+        in_use_row(t, r)
         t.add_row("  P: free before loading", size(r.free_before_load_bytes))
         t.add_row("  − weights", size(r.weights_per_gpu_bytes))
         t.add_row("  A: free after loading", size(r.free_after_load_bytes))
@@ -64,7 +61,7 @@ def tables(result: Any) -> list:
             verdict = f"does NOT fit {format_tokens(r.seq)}: starts with requests capped shorter"
         else:
             verdict = "does NOT fit"
-        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
+        verdict_row(t, verdict, r.fits)
         if r.estimated_max_model_len is not None:
             t.add_row("  longest request SGLang admits", format_tokens(r.estimated_max_model_len))
         t.add_row(f"requests of {format_tokens(r.seq)} held at once", f"{r.max_batch:,}")

@@ -9,6 +9,7 @@ import os
 from typing import Any
 
 from kvplan.cli.render import quantity_table, size
+from kvplan.cli.views.common import verdict_row
 from kvplan.core.units import format_tokens
 
 
@@ -42,7 +43,7 @@ def tables(est: Any) -> list:
         table.add_row("  cache", size(g.cache_bytes))
         table.add_row("  left", Text(size(g.free_bytes), style="" if g.free_bytes >= 0 else "red"))
         table.add_section()
-        table.add_row("verdict", Text("fits" if est.fits else "does NOT fit", style="bold green" if est.fits else "bold red"))
+        verdict_row(table, "fits" if est.fits else "does NOT fit", est.fits)
         table.add_row(f"most sequences of {format_tokens(est.seq)} tokens", f"{est.max_batch:,}" if est.max_batch is not None else "—")
         limit = f" (limit: {est.max_seq_limited_by})" if est.max_seq_limited_by and est.max_seq else ""
         table.add_row(f"longest context for {est.batch} sequence{'s' if est.batch > 1 else ''}",

@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.cli.views.common import band_rows, view_end, view_start
+from kvplan.cli.views.common import (band_rows, budget_head, in_use_row, total_row, verdict_row, view_end,
+                                     view_start)
 
 
 def tables(result: Any) -> list:
@@ -24,28 +25,23 @@ def tables(result: Any) -> list:
     if r.estimator_bytes_per_token != r.bytes_per_token:
         t.add_row("bytes per token (estimator, T3)", size(r.estimator_bytes_per_token))
     if r.budget_source == "model" and r.backend == "tensorrt":
-        t.add_section()
-        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; modelled: the engine's buffers come first)",
-                       style="bold"), "")
-        t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
+        budget_head(t, r, "modelled: the engine's buffers come first")
+        total_row(t, r)
         t.add_row("  − engine (weights)", size(r.weights_per_gpu_bytes))
         t.add_row("  − execution context (activations, fixed at build)", size(r.activation_peak_bytes))
         t.add_row(f"  − runtime + decoder buffers (max_batch_size {r.max_batch_size:,} × vocab)",
                   size(r.engine_buffers_bytes))
         t.add_row("  − CUDA context" + (" and NCCL" if r.tp > 1 else ""), size(r.non_torch_bytes))
-        if r.in_use_bytes:
-            t.add_row("  − in use before start (--gpu-reserved, site profile)", size(r.in_use_bytes))
+        in_use_row(t, r)
         t.add_row(f"  × free_gpu_memory_fraction {r.free_gpu_memory_fraction}", size(r.kv_budget_bytes))
     elif r.budget_source == "model":
-        t.add_section()
-        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; modelled, TensorRT-LLM profiles it)", style="bold"), "")
-        t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
+        budget_head(t, r, "modelled, TensorRT-LLM profiles it")
+        total_row(t, r)
         t.add_row("  − weights (and load buffers)", size(r.weights_per_gpu_bytes))
         t.add_row(f"  − activation peak (warm-up of max_num_tokens {r.max_num_tokens:,})", size(r.activation_peak_bytes))
         t.add_row("  − outside torch (context, cuBLAS, CUDA graphs" + (", NCCL" if r.tp > 1 else "") + "; measured)",
                   size(r.non_torch_bytes))
-        if r.in_use_bytes:
-            t.add_row("  − in use before start (--gpu-reserved, site profile)", size(r.in_use_bytes))
+        in_use_row(t, r)
         t.add_row(f"  × free_gpu_memory_fraction {r.free_gpu_memory_fraction}", size(r.kv_budget_bytes))
         t.add_row("  (temporary warm-up pool, freed)", size(r.temporary_pool_bytes))
     band_rows(t, r)
@@ -88,7 +84,7 @@ def tables(result: Any) -> list:
             verdict = f"does NOT fit max_seq_len {format_tokens(r.seq)}: starts with it reduced"
         else:
             verdict = "does NOT fit"
-        t.add_row("verdict", Text(verdict, style="bold green" if r.fits else "bold red"))
+        verdict_row(t, verdict, r.fits)
         if r.estimated_max_model_len is not None:
             t.add_row("  max_seq_len TensorRT-LLM starts with", format_tokens(r.estimated_max_model_len))
     return view_end(r, out)

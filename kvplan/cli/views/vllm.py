@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kvplan.cli.views.common import view_end, view_start
+from kvplan.cli.views.common import budget_head, total_row, verdict_row, view_end, view_start
 
 
 def tables(result: Any) -> list:
@@ -44,9 +44,8 @@ def tables(result: Any) -> list:
         t.add_section()
         _feature_rows(t, r)
     if r.budget_source == "model" and r.requested_bytes is not None:
-        t.add_section()
-        t.add_row(Text(f"budget per GPU ({r.gpu or 'custom GPU'}; modelled, vLLM profiles it)", style="bold"), "")
-        t.add_row("  total memory", size(r.per_gpu.capacity_bytes if r.per_gpu else None))
+        budget_head(t, r, "modelled, vLLM profiles it")
+        total_row(t, r)
         t.add_row(f"  requested = total × gpu_memory_utilization {r.gpu_memory_utilization}", size(r.requested_bytes))
         added = r.features.weights_added_per_gpu_bytes if r.features is not None else 0
         t.add_row("  − weights" + (" (launch options included)" if added else ""), size(r.weights_per_gpu_bytes))
@@ -93,7 +92,7 @@ def tables(result: Any) -> list:
             verdict = f"does NOT fit: starts, but holds {r.max_batch} of the {r.batch} sequences at once{marginal}"
         else:
             verdict = "does NOT start" + marginal
-        t.add_row("verdict", Text(verdict, style=("bold yellow" if r.marginal else "bold green") if r.fits else "bold red"))
+        verdict_row(t, verdict, r.fits, marginal=r.marginal)
         if r.auto_max_model_len is not None:
             band = r.auto_max_model_len_low, r.auto_max_model_len_high
             t.add_row("  --max-model-len auto: vLLM will pick",
