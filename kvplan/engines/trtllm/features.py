@@ -43,9 +43,21 @@ from typing import TYPE_CHECKING
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.layers import FULL, LayerSpec, make_layer
 from kvplan.core.spec import ModelSpec
+from kvplan.engines import lazy
 
 if TYPE_CHECKING:  # annotations only: the speculative module is read when a launch has a drafter
     from kvplan.engines.features.speculative import EagleHead
+    from kvplan.engines.trtllm import feature_terms as terms
+    from kvplan.engines.trtllm.feature_terms import LoraTerms as LoraTerms
+    from kvplan.engines.trtllm.feature_terms import SpeculativeTerms as SpeculativeTerms
+    from kvplan.engines.trtllm.feature_terms import TransceiverTerms as TransceiverTerms
+    from kvplan.engines.trtllm.feature_terms import TrtllmFeatures as TrtllmFeatures
+else:
+    # the terms records (feature_terms.py) load when a launch sets an option that has them: a plain estimate never
+    # builds their classes (benchmarks/cold_start.py); `features.TrtllmFeatures` and the others still answer (PEP 562)
+    terms = lazy.module("kvplan.engines.trtllm.feature_terms")
+    __getattr__ = lazy.module_getattr(__name__, {name: "kvplan.engines.trtllm.feature_terms" for name in (
+        "SpeculativeTerms", "TransceiverTerms", "LoraTerms", "TrtllmFeatures")})
 
 MIB = 2**20
 TRANSFER_BUFFER_DEFAULT = 512 * MIB  # getEnvMemSizeForKVCacheTransferBuffer: parseMemorySize("512MB")
@@ -80,61 +92,6 @@ LORA_MODULES = ("attn_qkv", "attn_q", "attn_k", "attn_v", "attn_dense", "mlp_h_t
 OPTIMAL_ADAPTER_SIZE = 8  # PeftCacheManagerConfig: optimalAdapterSize, capped at max_lora_rank
 MAX_ADAPTER_SIZE = 64  # PeftCacheManagerConfig: maxAdapterSize, capped at max_lora_rank
 HOST_CACHE_DEFAULT = 2**30  # PeftCacheManagerConfig::kDefaultHostCacheSize, without max_cpu_loras
-
-
-@dataclass(frozen=True)
-class SpeculativeTerms:
-    decoding_type: str  # MTP or EAGLE3
-    kv_layers: int  # layers the KV cache manager gains (get_num_spec_layers)
-    max_draft_len: int
-    extra_kv_tokens: int  # get_num_extra_kv_tokens
-    draft: str | None  # the draft head's checkpoint, or the target's own MTP modules
-    weights_per_gpu_bytes: int
-    formula: str
-
-
-@dataclass(frozen=True)
-class TransceiverTerms:
-    backend: str
-    max_tokens_in_buffer: int | None
-    buffer_bytes: int  # one transfer buffer
-    buffers: int  # send + receive
-    total_bytes: int  # every buffer of one GPU
-    formula: str
-    bytes_per_token_per_rank: int = 0  # KV one prompt token sends from one rank (every layer of its manager)
-    bytes_per_token: int = 0  # ... from every rank holding the request (TP ranks; one with attention DP)
-
-
-@dataclass(frozen=True)
-class LoraTerms:
-    max_lora_rank: int
-    max_loras: int
-    max_cpu_loras: int | None
-    modules: tuple[tuple[str, int], ...]  # (module, in + out elements on one rank)
-    page_width: int  # elements
-    slots_per_page: int
-    device_pages: int
-    device_bytes: int  # the device PEFT cache on one GPU
-    host_bytes: int  # the host PEFT cache of one rank
-    formula: str
-
-
-@dataclass(frozen=True)
-class TrtllmFeatures:
-    """Every term the launch options add (estimate --json `features`, docs/json.md)."""
-
-    options: tuple[str, ...]  # the LLM-API options in play
-    attention_dp: bool
-    kv_head_split: int  # the TP the KV heads are split over (1 with attention DP)
-    pools: int  # KV pools of the deployment: one per rank with attention DP, else 1
-    speculative: SpeculativeTerms | None
-    transceiver: TransceiverTerms | None
-    lora: LoraTerms | None
-    weights_added_per_gpu_bytes: int  # the drafter's weights, and attention DP's replicated weights
-    after_pool_bytes: int  # what is allocated after the pool: the transceiver's buffers, the device PEFT cache
-    after_pool_fits: bool | None  # they fit beside the pool and the profiled peak; None without a GPU or without them
-    deployment_concurrency: int | None  # pools x one pool's requests of max_seq_len
-    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -380,7 +337,7 @@ def lora_terms(spec: ModelSpec, launch: Launch, *, tp: int, pp: int, dtype_bytes
     formula = (f"{module_layers:,} module-layers (rank {rank} x {layers} layers x {len(launch.lora_modules) + len(missing)} "
                f"modules x {launch.lora_max} LoRAs) x ceil({widest:,} / {width:,}) slots = {device_slots:,} slots, in "
                f"{pages:,} pages of {per_page:,} slots x {width:,} elements x {dtype_bytes} B")
-    return LoraTerms(max_lora_rank=rank, max_loras=launch.lora_max, max_cpu_loras=launch.lora_cpu, modules=tuple(sizes),
+    return terms.LoraTerms(max_lora_rank=rank, max_loras=launch.lora_max, max_cpu_loras=launch.lora_cpu, modules=tuple(sizes),
                      page_width=width, slots_per_page=per_page, device_pages=pages, device_bytes=device, host_bytes=host,
                      formula=formula)
 
@@ -463,7 +420,7 @@ def transceiver_terms(launch: Launch, per_layer_bytes: list[tuple[int | None, in
                    f"token over the rank's {len(per_layer_bytes)} layers")
     buffers = SEND_BUFFERS + RECV_BUFFERS
     per_rank = sum(per for _, per in per_layer_bytes)
-    return TransceiverTerms(backend=launch.transceiver_backend, max_tokens_in_buffer=n, buffer_bytes=size, buffers=buffers,
+    return terms.TransceiverTerms(backend=launch.transceiver_backend, max_tokens_in_buffer=n, buffer_bytes=size, buffers=buffers,
                             total_bytes=size * buffers,
                             formula=f"{buffers} buffers (one send, one receive) x {formula}",
                             bytes_per_token_per_rank=per_rank, bytes_per_token=per_rank * ranks)
