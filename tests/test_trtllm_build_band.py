@@ -150,3 +150,17 @@ def test_the_public_engine_logs_stay_inside_the_band_with_their_build_left_open(
     unset = {s.log: s for s in bench.score_e2e(options_unset=True)[0] if s.backend == "tensorrt"}
     for r in rows:  # the open band holds the one with the build settings given
         assert r.band[0] <= unset[r.log].band[0] and r.band[1] >= unset[r.log].band[1]
+
+
+def test_check_judges_an_engine_deployment_at_the_low_edge(cli, tmp_path):
+    """A kvplan deployment file of the engine backend (1.x rules) needing 52 requests of 8K on an H100: the default
+    engine's pool holds 52, the band's low edge 51, so check fails it as marginal; --optimistic passes it."""
+    import json
+
+    (tmp_path / "a.yaml").write_text("name: trt\nengine: trtllm\nmodel: llama-3.1-8b\ngpu: h100\nmax_model_len: 8K\n"
+                                     "require:\n  concurrency: 52\nengine_options:\n  backend: tensorrt\n")
+    code, out, _ = cli("check", tmp_path / "a.yaml", "--json")
+    verdict = json.loads(out)["verdicts"][0]
+    assert code == 1 and verdict["status"] == "fail" and verdict["reason"].startswith("marginal")
+    code, _, _ = cli("check", tmp_path / "a.yaml", "--optimistic")
+    assert code == 0

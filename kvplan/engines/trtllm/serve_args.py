@@ -332,6 +332,10 @@ def unmodelled(llm_api: Mapping[str, Any]) -> list[tuple[str, str]]:
             out.append((f"kv_cache_config.{key}", kind))
     backend = llm_api.get("backend")
     if backend not in (None, "pytorch"):
-        out.append(("backend", f"the {backend} backend (kvplan models the PyTorch backend)"))
+        why = (f"the {backend} backend from a command line: the engine directory's config.json (the model as built, "
+               "its quantization, TP and build settings) is not read; a kvplan deployment file with engine_options "
+               "backend: tensorrt and the build settings is judged") if backend in ("tensorrt", "trt") else \
+            f"the {backend} backend (kvplan models the PyTorch and TensorRT-engine backends)"
+        out.append(("backend", why))
     # what kvplan knows not to model first: it is the better reason than an option it does not know
     return sorted(out, key=lambda item: "does not know" in item[1])
