@@ -84,7 +84,7 @@ def deepseek_a() -> tuple[str, float, bool, str]:
 
 
 def sglang_ci() -> list[tuple[str, float, bool, str]]:
-    """AMD's SGLang nightly sanity logs (michael-amd/sglang-ci): Qwen3-30B-A3B-Thinking-2507, TP 8, the pool."""
+    """AMD's SGLang nightly logs (michael-amd/sglang-ci): the pool of each stored run, launched as its record says."""
     out = []
     for rec in map(json.loads, (DATA / "rocm_logs" / "index.jsonl").read_text(encoding="utf-8").splitlines()):
         if rec["engine"] != "sglang":
@@ -92,15 +92,17 @@ def sglang_ci() -> list[tuple[str, float, bool, str]]:
         text = (HERE / rec["raw_file"]).read_text(encoding="utf-8", errors="replace")
         tokens = int(re.search(r"max_total_num_tokens=(\d+)", text).group(1))
         version = rec["engine_version"].split()[0]
+        q = rec["kvplan_request"]
+        model = str(HERE / q["model"]) if q["model"].endswith(".json") else q["model"]
         r = sglang.estimate(engine_request(
-            "qwen3-30b-a3b-2507", seq=262144, gpu=rec["gpu_catalog"], tp=8, engine_version=version,
-            gpu_util=Fraction(85, 100), max_num_batched_tokens=130172, max_num_seqs=128,
-            engine_options=(("attention_backend", "aiter"),)))
+            model, seq=q["seq"], gpu=rec["gpu_catalog"], tp=q["tp"], engine_version=version,
+            gpu_util=Fraction(q["gpu_util"]), max_num_batched_tokens=q.get("max_num_batched_tokens"),
+            max_num_seqs=q.get("max_num_seqs"), engine_options=tuple((q.get("engine_options") or {}).items()) or None))
         logged = tokens * r.cell_size
         covered = r.available_kv_bytes_low - r.cell_size <= logged <= r.available_kv_bytes_high + r.cell_size
-        out.append((f"sglang-ci {rec['gpu_catalog']} SGLang {version}: {tokens:,} tokens logged, "
-                    f"{r.max_total_num_tokens:,} modelled", 100 * (r.max_total_num_tokens - tokens) / tokens, covered,
-                    "pool"))
+        name = rec["id"].split("-tp8-")[0].replace("sglangci-", "")
+        out.append((f"sglang-ci {name} SGLang {version}: {tokens:,} tokens logged, {r.max_total_num_tokens:,} modelled",
+                    100 * (r.max_total_num_tokens - tokens) / tokens, covered, "pool"))
     return out
 
 
