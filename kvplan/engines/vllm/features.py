@@ -22,13 +22,25 @@ from kvplan.engines import features as shared
 from kvplan.engines.features import Features
 from kvplan.engines.features import backend as backends
 from kvplan.engines.features import parallel
+from kvplan.engines import lazy
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.runtime.weights import expert_bytes, linear_bits, stage_weight_bytes
 from kvplan.engines.vllm import budget as budget_model, kv_formats, releases
 from kvplan.engines.vllm import specs as vspecs
 
 if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
-    from kvplan.engines.features import disagg, lora, offload
+    from kvplan.engines.features import lora
+    from kvplan.engines.vllm import feature_terms as records
+    from kvplan.engines.vllm.feature_terms import BudgetTerms as BudgetTerms
+    from kvplan.engines.vllm.feature_terms import SpeculativeSummary as SpeculativeSummary
+    from kvplan.engines.vllm.feature_terms import StageTerms as StageTerms
+    from kvplan.engines.vllm.feature_terms import VllmFeatures as VllmFeatures
+else:
+    # the terms records (feature_terms.py) load when a launch sets an option: a plain estimate never builds their
+    # classes (benchmarks/cold_start.py); `features.VllmFeatures` and the others still answer (PEP 562)
+    records = lazy.module("kvplan.engines.vllm.feature_terms")
+    __getattr__ = lazy.module_getattr(__name__, {name: "kvplan.engines.vllm.feature_terms" for name in (
+        "SpeculativeSummary", "VllmFeatures", "StageTerms", "BudgetTerms")})
 
 GIB = 2**30
 
@@ -41,46 +53,6 @@ class CacheLayer:
     layer: LayerSpec
     kv: DType  # its KV-cache dtype
     draft: bool  # the drafter's
-
-
-@dataclass(frozen=True)
-class SpeculativeSummary:
-    method: str
-    num_speculative_tokens: int
-    uses_gpu: bool
-    draft: str | None  # the draft model or head
-    draft_kv_layers: int  # attention layers the drafter adds to the KV pool
-    draft_kv_dtype: str | None
-    draft_weights_per_gpu_bytes: int
-    lookahead_tokens: int  # KV slots a running request reserves past its tokens (capped at max_model_len)
-    decode_requests_per_step: int | None  # max_num_batched_tokens // (1 + k): requests one decode step verifies
-    mamba_speculative_blocks: int
-    formula: str
-
-
-@dataclass(frozen=True)
-class VllmFeatures:
-    """Every extra term a launch's options add, in bytes and tokens (estimate --json `features`; docs/json.md)."""
-
-    options: tuple[str, ...]  # the options in play, as vLLM names them
-    speculative: SpeculativeSummary | None
-    lora: lora.LoraTerms | None
-    weight_offload: offload.WeightOffloadTerms | None
-    kv_offload: offload.KvOffloadTerms | None
-    parallel: parallel.ParallelTerms | None
-    kv_transfer: disagg.TransferTerms | None
-    link: disagg.LinkNeed | None
-    attention_backend: backends.BackendChoice | None
-    weights_added_per_gpu_bytes: int  # draft + LoRA slots - offloaded weights, on the most loaded GPU
-    expert_weights_per_gpu_bytes: int | None  # the routed experts' share on one GPU (MoE)
-    activation_added_bytes: int
-    cuda_graph_added_bytes: int
-    host_memory_bytes: int  # pinned host memory one DP replica needs (offloaded weights, KV tiers, LoRA cache, buffers)
-    gpus: int  # every GPU of the deployment
-    replicas: int  # DP engines, each with its own KV pool
-    deployment_concurrency: float | None  # replicas x one pool's concurrency
-    deployment_max_batch: int | None  # replicas x the sequences one pool holds at once
-    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -314,27 +286,6 @@ def draft_weights_per_gpu(req: EngineRequest, spec: ModelSpec, act: DType, rel) 
                "embedding and head shared with the target")
 
 
-@dataclass(frozen=True)
-class StageTerms:
-    """What the options add to one worker (one GPU of a pipeline stage)."""
-
-    weights: int
-    activation: int
-    graphs: int
-    experts: int | None  # the routed experts' bytes on this GPU
-    offload: offload.WeightOffloadTerms | None
-
-
-@dataclass(frozen=True)
-class BudgetTerms:
-    stages: tuple[StageTerms, ...]
-    draft_bytes: int
-    draft_how: str
-    lora: lora.LoraTerms | None
-    parallel: parallel.ParallelTerms
-    host_bytes: int  # pinned host memory: offloaded weights and the LoRA adapter cache, one DP replica
-
-
 def _target_layers(f, spec, rules, skip, kv: DType, act: DType, notes: list[str]) -> list[CacheLayer]:
     """The target model's layers with a cache, each in its KV dtype (--kv-cache-dtype-skip-layers keeps some in the
     model dtype)."""
@@ -493,8 +444,8 @@ def budget_terms(req: EngineRequest, p: Plan, act: DType, rel, mnbt: int, stage_
         if f.text_only and spec.vision_params and stage == 0:
             activation -= budget_model.FITTED.multimodal_profile_bytes
         graphs = draft_graphs if stage == pp - 1 else 0
-        stages.append(StageTerms(weights=weights, activation=activation, graphs=graphs, experts=experts, offload=off))
-    return BudgetTerms(stages=tuple(stages), draft_bytes=draft_b, draft_how=how, lora=lora_terms, parallel=pterms,
+        stages.append(records.StageTerms(weights=weights, activation=activation, graphs=graphs, experts=experts, offload=off))
+    return records.BudgetTerms(stages=tuple(stages), draft_bytes=draft_b, draft_how=how, lora=lora_terms, parallel=pterms,
                        host_bytes=host)
 
 
@@ -560,7 +511,7 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
         how = terms.draft_how if terms is not None else ""
         uses = s.method not in shared.speculative.HOST_METHODS
         draft_kv = next((c.kv.name for c in p.cache_layers if c.draft), None)
-        sp = SpeculativeSummary(method=s.method, num_speculative_tokens=s.num_speculative_tokens, uses_gpu=uses,
+        sp = records.SpeculativeSummary(method=s.method, num_speculative_tokens=s.num_speculative_tokens, uses_gpu=uses,
                                 draft=(s.draft_spec.name if s.draft_spec else s.head.name if s.head else s.model),
                                 draft_kv_layers=p.draft_layers, draft_kv_dtype=draft_kv, draft_weights_per_gpu_bytes=draft_b,
                                 lookahead_tokens=shared.speculative.lookahead_tokens(s),
@@ -597,7 +548,7 @@ def summarize(req: EngineRequest, p: Plan, terms: BudgetTerms | None, *, act: DT
                                     link_bytes_per_s=link_bps, link=link_name if link_bps else "none given")
     stage0 = terms.stages[0] if terms is not None else None
     weights_added = max((s.weights for s in terms.stages), default=0) if terms is not None else 0
-    return VllmFeatures(
+    return records.VllmFeatures(
         options=_named(f), speculative=sp, lora=terms.lora if terms is not None else None,
         weight_offload=stage0.offload if stage0 else None, kv_offload=kv_off, parallel=pterms, kv_transfer=transfer,
         link=link, attention_backend=p.backend, weights_added_per_gpu_bytes=weights_added,
