@@ -6,6 +6,10 @@ import pytest
 DATA = Path(__file__).parent / "data"
 CONFIGS = DATA / "hf_configs"
 
+# tests/data holds verbatim public files, some of them Python programs named like tests (`..._test.py`, a deployment
+# that calls vllm.LLM): data for the readers, never test modules to import
+collect_ignore = ["data"]
+
 # pin the terminal width so rendered tables are the same everywhere
 os.environ.setdefault("COLUMNS", "120")
 # every `python -m kvplan` a test starts imports this tree's kvplan, wherever pytest was started from: an editable
