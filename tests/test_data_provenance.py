@@ -27,7 +27,8 @@ def _rows(sources: Path) -> list[dict[str, str]]:
             header = cells
         elif not set(line.replace("|", "").strip()) <= {"-", ":", " "}:
             rows.append(dict(zip(header, cells)))
-    return rows
+    # a table without a `file` column describes something else (a folder's source repository and branch)
+    return [row for row in rows if "file" in row]
 
 
 def _files(folder: Path) -> set[str]:
