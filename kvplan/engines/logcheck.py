@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
+from decimal import Decimal
 from pathlib import Path
 
 from kvplan.core.errors import EXIT_INPUT, EXIT_NO, EXIT_OK, EXIT_UNSUPPORTED, InputError
@@ -36,6 +37,8 @@ from kvplan.engines.logtext import detect_engine
 from kvplan.engines.sitefit import explain, predict
 
 GIB = 2**30
+# half the last digit of a GiB figure the engines print to two places ("61.17 GiB": 61.165 ... 61.175 GiB)
+HALF = Decimal("0.005")
 MATCH, MISMATCH, CANNOT_JUDGE, INVALID = "match", "mismatch", "cannot judge", "invalid"
 LOGGED_POOL, LOGGED_BUDGET, MODELLED, CONSISTENCY = "logged pool", "logged budget", "modelled", "consistency"
 ENGINES = ("vllm", "sglang", "trtllm")
@@ -175,6 +178,12 @@ def _range_text(values: list, fmt: str) -> str | None:
 
 
 # ------------------------------------------------------------------------------------------ reading
+
+def given_pool(estimate, req, kv_cache_memory: int):
+    """An engine's figures for a log's launch with the pool given (`kv_cache_memory` bytes and no GPU: what else the
+    GPU holds is the log's to say), without searching the longest length."""
+    return estimate(dataclasses.replace(req, kv_cache_memory=kv_cache_memory, hardware=None), search_max_seq=False)
+
 
 def read_log(path: str | Path) -> str:
     """A log file's text (UTF-8, undecodable bytes replaced: logs carry progress-bar glyphs and mojibake), through

@@ -20,7 +20,8 @@ from decimal import Decimal
 
 from kvplan.core.errors import KvplanError
 from kvplan.engines.logcheck import (CONSISTENCY, GIB, LOGGED_BUDGET, LOGGED_POOL, MODELLED, Figure, LogCalibration,
-                                     SiteObservation, band_of, count_figure, invalid, memory_figure, verdict)
+                                     HALF, SiteObservation, band_of, count_figure, given_pool, invalid, memory_figure,
+                                     verdict)
 from kvplan.engines.logtext import paste_traits
 from kvplan.engines.sglang.log import parse_sglang_log
 from kvplan.engines.runtime.logs import describe_log_model
@@ -28,7 +29,6 @@ from kvplan.core.spec import CHUNKED, MLA, SLIDING, STATE
 from kvplan.engines.api import EngineRequest, Hardware
 from kvplan.engines import sglang
 
-HALF = Decimal("0.005")  # half the last printed digit of a GiB figure
 # "Using KV cache dtype: torch.float8_e4m3fn" (and the pool line's dtype) in SGLang's --kv-cache-dtype spelling
 _TORCH_KV = {"torch.float8_e4m3fn": "fp8_e4m3", "torch.float8_e5m2": "fp8_e5m2", "torch.bfloat16": "bf16",
              "torch.float16": "fp16"}
@@ -36,6 +36,7 @@ MAX_CANDIDATES = 200
 
 
 def _gib_interval(value: Decimal) -> tuple[Decimal, Decimal]:
+    """The GiB values that print as `value`."""
     return value - HALF, value + HALF
 
 
@@ -88,7 +89,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
         figures += _budget_figures(figs, req, pool, rest, page, spec, rules_assumed + tp_assumed)
     if pool is not None and req is not None and not _special_layout(spec):
         try:
-            est = _estimate(req, kv_cache_memory=GIB)
+            est = given_pool(sglang.estimate, req, GIB)
             predicted = (pool.tokens + page) * est.cell_size
             figures.append(_rounded("K + V size of the pool (logged #tokens)", pool.total_gib, predicted,
                                     Decimal("0.01") if pool.kv_gib is None else HALF,
@@ -134,7 +135,7 @@ def _end_to_end(figs, req: EngineRequest, tp: int, pp: int, hardware, P, A, rest
     """The modelled P, A, rest and pool against the logged ones (figures appended), and the site observation; None
     when kvplan cannot model the deployment (a note says why)."""
     try:
-        modelled = _estimate(req)
+        modelled = sglang.estimate(req, search_max_seq=False)
         figures.append(memory_figure("free before loading, P (modelled)", P, modelled.free_before_load_bytes,
                                      assumed=assumed))
         figures.append(memory_figure("free after loading, A (modelled)", A, modelled.free_after_load_bytes,
@@ -183,19 +184,13 @@ def _request(figs, spec, tp, pp, hardware):
                          max_num_batched_tokens=figs.chunked_prefill_size if (figs.chunked_prefill_size or 0) > 0 else None)
 
 
-def _estimate(req, *, kv_cache_memory=None):
-    if kv_cache_memory is not None:
-        req = dataclasses.replace(req, kv_cache_memory=kv_cache_memory, hardware=None)
-    return sglang.estimate(req, search_max_seq=False)
-
-
 def _budget_figures(figs, req, pool, rest, page, spec, assumed) -> list[Figure]:
     """The pool's #tokens given the logged budget (the rest interval)."""
     lo, hi = rest
     name = "KV pool #tokens (logged budget)"
     if req is not None:
         try:
-            low, high = _estimate(req, kv_cache_memory=lo), _estimate(req, kv_cache_memory=hi)
+            low, high = given_pool(sglang.estimate, req, lo), given_pool(sglang.estimate, req, hi)
         except KvplanError:
             return []
         values = range(low.max_total_num_tokens, high.max_total_num_tokens + 1)

@@ -22,7 +22,8 @@ from decimal import Decimal
 
 from kvplan.core.errors import KvplanError
 from kvplan.engines.logcheck import (CONSISTENCY, GIB, LOGGED_BUDGET, LOGGED_POOL, MODELLED, Figure, LogCalibration,
-                                     SiteObservation, band_of, count_figure, invalid, memory_figure, verdict)
+                                     HALF, SiteObservation, band_of, count_figure, given_pool, invalid, memory_figure,
+                                     verdict)
 from kvplan.engines.logtext import paste_traits
 from kvplan.engines.trtllm.log import parse_trtllm_log
 from kvplan.engines.runtime.logs import describe_log_model, gpu_assumption, gpu_from_log
@@ -31,7 +32,6 @@ from kvplan.core import dtypes
 from kvplan.engines.api import EngineRequest
 from kvplan.engines import trtllm
 
-HALF = Decimal("0.005")
 _KV_DTYPES = {"fp8": "fp8", "FP8": "fp8", "auto": "auto", "bfloat16": "bf16", "float16": "fp16", "BF16": "bf16",
               "FP16": "fp16"}
 
@@ -69,7 +69,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
             # layers x 2 x KV heads x head size) as in the releases read: the logged pool is checked against them
             per_token_req = dataclasses.replace(req, engine_version=releases.ENGINE_FROM)
         try:
-            pool = _estimate(per_token_req, kv_cache_memory=GIB)
+            pool = given_pool(trtllm.estimate, per_token_req, GIB)
         except KvplanError as err:
             return LogCalibration(**base, model=spec.name, status="cannot judge",
                                   reason=f"kvplan cannot model it: {err.one_line()}", figures=tuple(figures),
@@ -137,7 +137,7 @@ def _end_to_end(figs, req, tp: int, pp: int, figures: list[Figure], notes: list[
     """The modelled pool, activations and memory outside torch against the logged ones (figures appended), and the
     site observation; None when kvplan cannot model the deployment (a note says why)."""
     try:
-        modelled = _estimate(req)
+        modelled = trtllm.estimate(req, search_max_seq=False)
         band = band_of(modelled)
         figures.append(memory_figure("KV pool memory (modelled)", figs.pool_gib, modelled.available_kv_bytes,
                                      band=band, assumed=assumed))
@@ -172,12 +172,6 @@ def _request(figs, spec, tp, pp, hardware, version, backend):
                          block_size=figs.tokens_per_block, max_num_seqs=figs.max_batch_size,
                          max_num_batched_tokens=figs.max_num_tokens, engine_version=version,
                          engine_options=tuple(options))
-
-
-def _estimate(req, *, kv_cache_memory=None):
-    if kv_cache_memory is not None:
-        req = dataclasses.replace(req, kv_cache_memory=kv_cache_memory, hardware=None)
-    return trtllm.estimate(req, search_max_seq=False)
 
 
 def _observation(figs, tp, pp, modelled) -> SiteObservation:

@@ -34,7 +34,7 @@ from kvplan.engines.logcheck import (CANNOT_JUDGE, GIB, LOGGED_POOL, MODELLED, F
                                      count_figure, invalid, memory_figure, ratio_figure, verdict)
 from kvplan.core import dtypes
 from kvplan.engines.api import EngineRequest
-from kvplan.engines.logcheck import band_of, read_log
+from kvplan.engines.logcheck import band_of, given_pool, read_log
 from kvplan.engines import vllm
 from kvplan.engines.vllm import budget, releases
 from kvplan.engines.vllm.log import gib_bounds, parse_vllm_log
@@ -146,7 +146,7 @@ def calibrate_text(text: str, *, log: str, model: str | None = None, models_dir:
     tp_assumed = tuple(a for a in layout_assumed)
     try:
         modelled = vllm.estimate(req) if hardware else None
-        pool_base = vllm.estimate(dataclasses.replace(req, kv_cache_memory=GIB, hardware=None), search_max_seq=False)
+        pool_base = given_pool(vllm.estimate, req, GIB)
     except KvplanError as err:
         return LogCalibration(**base, model=spec.name, status=CANNOT_JUDGE, reason=f"kvplan cannot model it: "
                               f"{err.one_line()}", notes=tuple(notes), assumed=tuple(assumed))
@@ -283,7 +283,7 @@ def _pool_figures(figs, req, pool_base, w, *, rules_assumed, tp_assumed, len_ass
         memory_bytes = gib_bounds(w.available_kv_gib)
 
     def at(blocks: int):
-        return vllm.estimate(dataclasses.replace(req, kv_cache_memory=blocks * bpb, hardware=None), search_max_seq=False)
+        return given_pool(vllm.estimate, req, blocks * bpb)
 
     memory_assumed = rules_assumed + tp_assumed
     if figs.num_gpu_blocks is not None:
