@@ -543,20 +543,12 @@ class SglangFeatures:
 
 
 def option_names(opts: SglangOptions) -> tuple[str, ...]:
-    out = []
-    if opts.disaggregation_mode is not None:
-        out.append("--disaggregation-mode")
-    if opts.speculative_algorithm is not None:
-        out.append("--speculative-algorithm")
-    if opts.attn_dp_size > 1:
-        out.append("--enable-dp-attention")
-    if opts.lora_slots:
-        out.append("--enable-lora")
-    if opts.hicache:
-        out.append("--enable-hierarchical-cache")
-    if opts.cpu_offload_bytes:
-        out.append("--cpu-offload-gb")
-    return tuple(out)
+    """The options in play, as SGLang spells them."""
+    named = (("--disaggregation-mode", opts.disaggregation_mode is not None),
+             ("--speculative-algorithm", opts.speculative_algorithm is not None),
+             ("--enable-dp-attention", opts.attn_dp_size > 1), ("--enable-lora", opts.lora_slots),
+             ("--enable-hierarchical-cache", opts.hicache), ("--cpu-offload-gb", opts.cpu_offload_bytes))
+    return tuple(name for name, on in named if on)
 
 
 def attn_tp_parameters(spec: ModelSpec) -> tuple[int, str]:

@@ -117,18 +117,11 @@ class Launch:
         return self != Launch()
 
     def options(self) -> tuple[str, ...]:
-        out = []
-        if self.attention_dp:
-            out.append("enable_attention_dp")
-        if self.decoding_type:
-            out.append("speculative_config")
-        if self.transceiver_backend:
-            out.append("cache_transceiver_config")
-        if self.windows:
-            out.append("kv_cache_config.max_attention_window")
-        if self.lora_rank is not None:
-            out.append("lora_config")
-        return tuple(out)
+        """The LLM-API options in play, as the options YAML spells them."""
+        named = (("enable_attention_dp", self.attention_dp), ("speculative_config", self.decoding_type),
+                 ("cache_transceiver_config", self.transceiver_backend),
+                 ("kv_cache_config.max_attention_window", self.windows), ("lora_config", self.lora_rank is not None))
+        return tuple(name for name, on in named if on)
 
 
 def _flag(value: str, key: str) -> bool:

@@ -135,27 +135,13 @@ def backend_rules_apply(rel) -> bool:
 
 
 def _named(f: Features) -> tuple[str, ...]:
-    out = []
-    if f.speculative:
-        out.append("speculative_config")
-    if f.lora:
-        out.append("enable_lora")
-    if f.weight_offload:
-        out.append("cpu_offload_gb")
-    if f.kv_offload:
-        out.append("kv_offloading_size")
-    if f.parallel and not f.parallel.default:
-        out.append("parallel")
-    if f.kv_transfer:
-        out.append("kv_transfer_config")
-    for name in ("quantization", "mamba_cache_dtype", "mamba_ssm_cache_dtype", "num_gpu_blocks_override", "attention_backend"):
-        if getattr(f, name):
-            out.append(name)
-    for name in ("kv_cache_dtype_skip_layers", "disable_sliding_window", "language_model_only", "text_only",
-                 "enforce_eager"):
-        if getattr(f, name):
-            out.append(name)
-    return tuple(out)
+    """The options in play, as vLLM names them, in the order the features are read."""
+    named = (("speculative_config", f.speculative), ("enable_lora", f.lora), ("cpu_offload_gb", f.weight_offload),
+             ("kv_offloading_size", f.kv_offload), ("parallel", f.parallel and not f.parallel.default),
+             ("kv_transfer_config", f.kv_transfer))
+    kept = ("quantization", "mamba_cache_dtype", "mamba_ssm_cache_dtype", "num_gpu_blocks_override", "attention_backend",
+            "kv_cache_dtype_skip_layers", "disable_sliding_window", "language_model_only", "text_only", "enforce_eager")
+    return tuple(name for name, on in named if on) + tuple(name for name in kept if getattr(f, name))
 
 
 # --------------------------------------------------------------------------------------------- the model as built
