@@ -104,7 +104,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.spec import ModelSpec
-from kvplan.engines import features as shared
+from kvplan.engines import features as shared, lazy
 from kvplan.model import catalog
 from kvplan.core.cache import layer_token_bytes
 from kvplan.core.layers import FULL, kv_heads_per_rank, make_layer
@@ -113,9 +113,23 @@ from kvplan.engines.runtime.weights import stage_weight_bytes
 from kvplan.engines.sglang import specs as sspecs
 
 if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
-    from kvplan.engines.features import disagg as shared_disagg
     from kvplan.engines.features import offload as shared_offload
     from kvplan.engines.features import speculative as shared_spec
+    from kvplan.engines.sglang import feature_terms as records
+    from kvplan.engines.sglang.feature_terms import DisaggTerms as DisaggTerms
+    from kvplan.engines.sglang.feature_terms import DpAttentionTerms as DpAttentionTerms
+    from kvplan.engines.sglang.feature_terms import HiCacheTerms as HiCacheTerms
+    from kvplan.engines.sglang.feature_terms import LoraModule as LoraModule
+    from kvplan.engines.sglang.feature_terms import LoraTerms as LoraTerms
+    from kvplan.engines.sglang.feature_terms import SglangFeatures as SglangFeatures
+    from kvplan.engines.sglang.feature_terms import SpeculativeTerms as SpeculativeTerms
+else:
+    # the terms records (feature_terms.py) load when a launch sets an option that has them: reading a launch that
+    # sets none (kvplan check of a plain one) never builds their classes (benchmarks/cold_start.py); `features.
+    # SglangFeatures` and the others still answer (PEP 562)
+    records = lazy.module("kvplan.engines.sglang.feature_terms")
+    __getattr__ = lazy.module_getattr(__name__, {name: "kvplan.engines.sglang.feature_terms" for name in (
+        "DisaggTerms", "SpeculativeTerms", "SglangFeatures", "DpAttentionTerms", "LoraModule", "LoraTerms", "HiCacheTerms")})
 
 MODES = ("prefill", "decode")
 # --disaggregation-transfer-backend choices and what they allocate (0.5.23 disaggregation/<backend>/conn.py)
@@ -462,21 +476,6 @@ def extra_slots(opts: SglangOptions, *, max_running_requests: int | None, attn_d
     return per_worker * 2 if per_worker <= 32 else 0
 
 
-@dataclass(frozen=True)
-class DisaggTerms:
-    mode: str  # prefill | decode
-    transfer_backend: str
-    radix_cache: bool  # the decode server's radix cache (off unless asked for)
-    extra_slots: int  # decode: req_to_token rows for requests being received, beyond max_running_requests
-    extra_slots_bytes: int | None  # their int32 rows, allocated after the pool is sized (None: page > 1 with drafts)
-    reserved_decode_tokens: int  # decode: free tokens a request needs beyond its prompt to be admitted
-    bytes_per_token_per_rank: int  # KV one prompt token moves to (or from) one attention-TP rank
-    ranks: int  # attention-TP ranks that each receive their shard
-    bytes_per_token: int  # every rank together
-    link: shared_disagg.LinkNeed | None
-    notes: tuple[str, ...]
-
-
 def disagg_terms(opts: SglangOptions, *, cell_per_rank: int, ranks: int, context_len: int, page: int,
                  max_running_requests: int | None, rate: float | None, prompt_tokens: int | None,
                  link_bytes_per_s: int | None, link_name: str) -> DisaggTerms:
@@ -504,42 +503,11 @@ def disagg_terms(opts: SglangOptions, *, cell_per_rank: int, ranks: int, context
         link = shared.disagg.link_need(transfer, rate=rate, prompt_tokens=prompt_tokens or context_len, tp=ranks,
                                        link_bytes_per_s=link_bytes_per_s,
                                        link=link_name if link_bytes_per_s else "none given")
-    return DisaggTerms(mode=opts.disaggregation_mode, transfer_backend=opts.transfer_backend,
-                       radix_cache=opts.decode_radix_cache if decode else True, extra_slots=slots,
-                       extra_slots_bytes=slot_bytes, reserved_decode_tokens=opts.num_reserved_decode_tokens if decode else 0,
-                       bytes_per_token_per_rank=moved, ranks=ranks, bytes_per_token=moved * ranks, link=link,
-                       notes=tuple(notes))
-
-
-@dataclass(frozen=True)
-class SpeculativeTerms:
-    algorithm: str  # as written
-    draft: str  # the head's path, or the checkpoint's MTP layers
-    num_steps: int
-    eagle_topk: int
-    num_draft_tokens: int
-    draft_layers: int
-    target_cell_bytes: int  # the target's bytes per token on one rank
-    draft_cell_bytes: int  # what the draft adds to the cell (int(cell x draft_layers / layers))
-    draft_weights_per_gpu_bytes: int  # what the draft keeps once it shares the target's embedding (and head)
-    draft_duplicates_per_gpu_bytes: int  # its own embedding (and head), resident while the pool is sized, freed after
-    max_running_requests_default: int | None  # 48 when the launch gives none
-    formula: str
-
-
-@dataclass(frozen=True)
-class SglangFeatures:
-    """Every term the modelled SGLang options add (estimate --json `features`; docs/json.md)."""
-
-    options: tuple[str, ...]  # the options in play, as SGLang spells them
-    disaggregation: DisaggTerms | None
-    speculative: SpeculativeTerms | None
-    dp_attention: DpAttentionTerms | None
-    lora: LoraTerms | None
-    hicache: HiCacheTerms | None
-    weight_offload: shared_offload.WeightOffloadTerms | None  # --cpu-offload-gb: what moved to the host, per GPU
-    weights_added_per_gpu_bytes: int  # less what --cpu-offload-gb moved
-    notes: tuple[str, ...]
+    return records.DisaggTerms(mode=opts.disaggregation_mode, transfer_backend=opts.transfer_backend,
+                               radix_cache=opts.decode_radix_cache if decode else True, extra_slots=slots,
+                               extra_slots_bytes=slot_bytes, reserved_decode_tokens=opts.num_reserved_decode_tokens if decode else 0,
+                               bytes_per_token_per_rank=moved, ranks=ranks, bytes_per_token=moved * ranks, link=link,
+                               notes=tuple(notes))
 
 
 def option_names(opts: SglangOptions) -> tuple[str, ...]:
@@ -583,36 +551,6 @@ def dp_attention_weights_delta(spec: ModelSpec, *, tp: int, attn_dp: int, linear
                    f"({embed:,} at {act_bits}) over attention TP {attn_tp} instead of TP {tp}")
 
 
-@dataclass(frozen=True)
-class DpAttentionTerms:
-    attn_dp_size: int  # attention-DP workers, each its own pool
-    attn_tp_size: int  # ranks one worker's attention is sharded over
-    kv_heads_per_rank: int
-    cell_bytes: int  # one rank's bytes per token (all its KV heads)
-    weights_added_per_gpu_bytes: int  # attention and embedding at attn_tp instead of TP
-    max_running_requests_per_worker: int | None
-    deployment_max_batch: int | None  # D x the requests one worker's pool holds
-    formula: str
-
-
-@dataclass(frozen=True)
-class LoraModule:
-    name: str  # qkv_proj, o_proj, gate_up_proj, down_proj
-    a_shape: tuple[int, ...]  # one layer's A buffer on one rank
-    b_shape: tuple[int, ...]
-    bytes_per_gpu: int  # every layer's A and B
-
-
-@dataclass(frozen=True)
-class LoraTerms:
-    slots: int  # --max-loras-per-batch
-    rank: int
-    dtype_bits: int
-    layers: int
-    modules: tuple[LoraModule, ...]
-    gpu_bytes_per_rank: int  # all of them, before the pool is sized
-
-
 def lora_terms(spec: ModelSpec, opts: SglangOptions, *, tp: int, bits: int) -> LoraTerms:
     """LoRAMemoryPool's buffers on one rank (lora/mem_pool.py get_lora_A_shape / get_lora_B_shape)."""
     L, r, h, inter = opts.lora_slots, opts.lora_rank, spec.hidden_size, spec.intermediate_size
@@ -628,22 +566,9 @@ def lora_terms(spec: ModelSpec, opts: SglangOptions, *, tp: int, bits: int) -> L
     for name in opts.lora_modules:
         a, b = shapes[name]
         elements = (math.prod(a) + math.prod(b)) * spec.layers
-        mods.append(LoraModule(name=name, a_shape=a, b_shape=b, bytes_per_gpu=elements * bits // 8))
-    return LoraTerms(slots=L, rank=r, dtype_bits=bits, layers=spec.layers, modules=tuple(mods),
-                     gpu_bytes_per_rank=sum(m.bytes_per_gpu for m in mods))
-
-
-@dataclass(frozen=True)
-class HiCacheTerms:
-    ratio: float | None  # the ratio applied (None with --hicache-size)
-    size_gb: int  # --hicache-size; 0: the ratio
-    auto_sized: bool  # neither given: SGLang may lower the ratio to fit the host's free memory
-    bytes_per_token: int  # one rank's host cell
-    device_tokens: int
-    host_tokens: int  # one rank's host pool (every rank of the TP group holds its shard of the same tokens)
-    host_bytes_per_rank: int
-    ranks: int
-    host_bytes: int  # every rank of the deployment (per host: divide by the nodes)
+        mods.append(records.LoraModule(name=name, a_shape=a, b_shape=b, bytes_per_gpu=elements * bits // 8))
+    return records.LoraTerms(slots=L, rank=r, dtype_bits=bits, layers=spec.layers, modules=tuple(mods),
+                             gpu_bytes_per_rank=sum(m.bytes_per_gpu for m in mods))
 
 
 HICACHE_RATIO_DEFAULT = 2.0
@@ -660,10 +585,10 @@ def hicache_terms(opts: SglangOptions, *, cell_per_rank: int, device_tokens: int
     pages = size // page + 1
     tokens = pages * page
     per_rank = tokens * cell_per_rank
-    return HiCacheTerms(ratio=ratio, size_gb=opts.hicache_size_gb,
-                        auto_sized=opts.hicache_ratio is None and opts.hicache_size_gb == 0,
-                        bytes_per_token=cell_per_rank, device_tokens=device_tokens, host_tokens=tokens,
-                        host_bytes_per_rank=per_rank, ranks=ranks, host_bytes=per_rank * ranks)
+    return records.HiCacheTerms(ratio=ratio, size_gb=opts.hicache_size_gb,
+                                auto_sized=opts.hicache_ratio is None and opts.hicache_size_gb == 0,
+                                bytes_per_token=cell_per_rank, device_tokens=device_tokens, host_tokens=tokens,
+                                host_bytes_per_rank=per_rank, ranks=ranks, host_bytes=per_rank * ranks)
 
 
 def offloaded_weights(opts: SglangOptions, spec: ModelSpec, *, tp: int, pp_counts: list[int],
