@@ -18,7 +18,7 @@ from kvplan.engines.api import EngineRequest, Hardware
 from kvplan.requests.build import hardware_for, parse_engine_options
 from kvplan.model import resolve
 from kvplan.check.report import FORMAT_VLLM_ARGS
-from kvplan.core import cache, dtypes
+from kvplan.core import cache, dtypes, yamlio
 from kvplan.check.gpus import choose, GpuEvidence
 from kvplan.engines.lazy import deferred
 
@@ -147,6 +147,20 @@ def pinned_rules(engine: str, ctx: LaunchContext) -> str:
                                hint=err.hint) from None
     origin = ctx.release_origin or "kvplan's default: the file pins no release"
     return f"{title} {chosen.mirrors} rules ({origin})"
+
+
+def config_loader(ctx: LaunchContext, flag: str = "--config", *,
+                  unknown: str = "its options are unknown here", kind: str = "config") -> Callable[[str], Any]:
+    """How a launch reads the options file its `flag` names: from the deployment file's folder (an absolute path as
+    given), YAML; a file that is not there cannot be judged (exit 3), since what it sets is unknown."""
+    def load(p: str):
+        path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
+        if not path.is_file():
+            raise UnsupportedError(f"{flag} {p} is not beside the deployment file: {unknown}", where=ctx.where,
+                                   hint=f"keep the {kind} file in the repository, next to this file")
+        return yamlio.load_yaml(path)
+
+    return load
 
 
 def parse_headroom(value: Any, *, where: str) -> Fraction:

@@ -4,16 +4,15 @@ and the release come from the file around the command (LaunchContext)."""
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
-                                     pinned_rules, resolve_model, tp_from_gpus, whole, count_origin)
+                                     config_loader, pinned_rules, resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check import shell
 from kvplan.check.report import Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.core import dtypes, yamlio
+from kvplan.core import dtypes
 from kvplan.engines.features import Features
 
 # kvplan's names for the settings a fix turns -> SGLang's flags (kvplan/engines/sglang/__init__.py EngineFlags)
@@ -127,12 +126,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
 
 
 def read_argv(words, ctx: LaunchContext) -> Deployment:
-    def load(p: str):
-        path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
-        if not path.is_file():
-            raise UnsupportedError(f"--config {p} is not beside the deployment file: its options are unknown here",
-                                   where=ctx.where, hint="keep the config file in the repository, next to this file")
-        return yamlio.load_yaml(path)
+    load = config_loader(ctx)
 
     options = engines.get("sglang").options
     try:

@@ -11,12 +11,11 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
-                                     pinned_rules, resolve_model, tp_from_gpus, whole, count_origin)
+                                     config_loader, pinned_rules, resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.core import yamlio
 
 _FLAGS = {"max_model_len": "--max_seq_len", "tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
           "kv_cache_dtype": "kv_cache_config.dtype", "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
@@ -134,13 +133,8 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
 
 def read_argv(words, ctx: LaunchContext) -> Deployment:
     """`trtllm-serve [serve] MODEL ...` words, with --extra_llm_api_options read from the file's folder."""
-    def load(p: str):
-        path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
-        if not path.is_file():
-            raise UnsupportedError(f"--extra_llm_api_options {p} is not beside the deployment file: the LLM-API options "
-                                   "it sets (they override the flags) are unknown here", where=ctx.where,
-                                   hint="keep the options file in the repository, next to this file")
-        return yamlio.load_yaml(path)
+    load = config_loader(ctx, "--extra_llm_api_options", kind="options",
+                         unknown="the LLM-API options it sets (they override the flags) are unknown here")
 
     try:
         args = engines.get("trtllm").options.parse_argv(list(words), where=ctx.where, load_config=load)

@@ -7,17 +7,16 @@ from __future__ import annotations
 import dataclasses
 
 
-from pathlib import Path
 from typing import Callable, Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, check_vllm_max_len, default_max_len,
-                                     engine_request, resolve_model, tp_from_gpus, whole, count_origin)
+                                     config_loader, engine_request, resolve_model, tp_from_gpus, whole, count_origin)
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS, Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.text import visible
 from kvplan.check import shell
-from kvplan.core import dtypes, packaged, yamlio
+from kvplan.core import dtypes, packaged
 
 # environment variables that change what vLLM allocates (vllm/envs.py)
 _V0 = "VLLM_USE_V1"
@@ -206,12 +205,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
 
 def read_argv(words, ctx: LaunchContext, *, positional: bool = True) -> Deployment:
     """A vLLM command line's words (after `vllm serve`), with a `--config FILE` read from the file's folder."""
-    def load(p: str):
-        path = Path(p) if Path(p).is_absolute() else ctx.base_dir / p
-        if not path.is_file():
-            raise UnsupportedError(f"--config {p} is not beside the deployment file: its options are unknown here",
-                                   where=ctx.where, hint="keep the config file in the repository, next to this file")
-        return yamlio.load_yaml(path)
+    load = config_loader(ctx)
 
     args = refused_elsewhere(ctx, lambda version: _vllm().options.parse_argv(
         list(words), where=ctx.where, load_config=load, version=version, positional=positional))
