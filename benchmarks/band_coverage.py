@@ -64,15 +64,14 @@ FEATURE_NOT_SCORED = {
     "ascend-v091-llama31-8b-eagle3": "an Ascend NPU (vllm-ascend 0.9.1), not a GPU kvplan models; its pool is checked "
                                      "given the logged memory (tests/test_features_logs.py)",
     "dynamo-issue288-llama8b-weights": "V0 model runner (before 0.10: refused, exit 3); only its weights are used",
-    "idx-2xdgxspark-v0211-dsv4-flash-mtp2-tp2": "two DGX Spark GB10 (unified memory: refused, exit 3, without "
-                                                "--gpu-reserved or a site profile), a development build",
+    "idx-2xdgxspark-v0211-dsv4-flash-mtp2-tp2": "two DGX Spark GB10 (unified memory), a development build of "
+                                                "DeepSeek-V4-Flash with MTP",
     "idx-arm64-v0231-qwen36-27b-nvfp4-mtp2": "the GPU is not named (a development build on an arm64 host)",
     "idx-wsl-v0192-gemma4-26b-a4b-nvfp4-eagle3": "the GPU is not named and no config for the checkpoint",
     "vllm-pr27733-granite4-micro-lora-v0110rc2": "the GPU is not named and no config for the checkpoint",
     "idx-rtx4090d-v092-unsloth-qwen25-vl-3b-bnb4-lora": "vLLM 0.9.2 (before 0.10: refused, exit 3) under Unsloth",
 }
-SPARK = "DGX Spark GB10 (unified memory: refused, exit 3, without --gpu-reserved or a site profile); no config for " \
-        "the checkpoint"
+SPARK = "DGX Spark GB10 (unified memory); no config for the checkpoint"
 AUTO_FIT_NOT_SCORED = ("a development build (0.28-0.29) on an unnamed 16 GB card, exl3 3-bit weights of a local "
                        "checkpoint without a config; tests/test_vllm_auto_len.py checks the length vLLM picks at the "
                        "logged KV memory")

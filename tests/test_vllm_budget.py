@@ -159,7 +159,9 @@ def test_offline_entry_point_has_its_own_batch_defaults():
     """engine/arg_utils.py get_batch_defaults keys its defaults by UsageContext; read in 0.10.2, 0.19.0, 0.27.1,
     0.28.0, 0.31.0, 0.32.0 and 0.33.0: LLM_CLASS (the offline LLM(...) class) gets 16384 tokens where OPENAI_API_SERVER
     (`vllm serve`) gets 8192 on >= 70 GiB non-A100 GPUs, 8192 where it gets 2048 elsewhere, the same sequences;
-    0.28's >= 160 GiB tier is 16384 / 1024 for both. 0.33 (not 0.32) keeps GB10 (capability 12.1) on the small tier."""
+    0.28's >= 160 GiB tier is 16384 / 1024 for both. GB10 (121.6 GiB) is on the small tier on every release: until
+    0.32 NVML has no memory figure for it (platforms/cuda.py get_device_total_memory raises; get_batch_defaults takes
+    0 bytes), which the public 0.13 GB10 log shows ("max_num_batched_tokens=2048"); 0.33 names it (is_gb10)."""
     def limits(gpu, v, entry="serve"):
         rel = releases.with_environment(releases.release(v), entry=entry)
         return budget.default_batch_limits(find_gpu(gpu).capacity_bytes, gpu, rel)
@@ -168,9 +170,11 @@ def test_offline_entry_point_has_its_own_batch_defaults():
     assert limits("a100-80gb", "0.19.0", "offline") == (8192, 256) and limits("l40s", "0.33", "offline") == (8192, 256)
     assert limits("b200", "0.27.1", "offline") == (16384, 1024) and limits("b200", "0.28.0", "offline") == (16384, 1024)
     assert limits("b200", "0.28.0") == (16384, 1024)
-    # GB10: 121.6 GiB, so the >= 70 GiB tier until 0.32; the small tier from 0.33 (is_gb10)
-    assert limits("gb10", "0.32.0") == (8192, 1024) and limits("gb10", "0.32.0", "offline") == (16384, 1024)
-    assert limits("gb10", "0.33.0") == (2048, 256) and limits("gb10", "0.33.0", "offline") == (8192, 256)
+    # GB10: the small tier on every release (NVML's missing figure until 0.32, is_gb10 in 0.33)
+    for v in ("0.10.2", "0.13.0", "0.32.0", "0.33.0"):
+        assert limits("gb10", v) == (2048, 256) and limits("gb10", v, "offline") == (8192, 256)
+    log = (ROOT / "tests" / "data" / "vllm_logs_public" / "raw" / "tw10519-gb10-v0130nv-gpt-oss-20b-abliterated.log")
+    assert "Chunked prefill is enabled with max_num_batched_tokens=2048." in log.read_text(encoding="utf-8")
     with pytest.raises(InputError, match="entry_point"):
         releases.with_environment(releases.release("0.33"), entry="batch")
 
@@ -351,8 +355,8 @@ def test_gb10_total_is_what_vllm_logs():
 def test_unified_memory_host_share_band():
     """DGX Spark (GB10) with no --gpu-reserved: vLLM 0.12+ reads free memory from psutil (utils/mem_utils.py
     MemorySnapshot.measure), so the host's share decides its start check, free >= total x utilization. kvplan takes
-    the public readings' range (runtime/unified.py: total - free less vLLM's context at each run's TP, 7.02 ... 19.24
-    GiB) and judges at the largest. By hand: the largest reading is a TP-3 run's 121.69 - 100.94 = 20.75 GiB, of
+    the public readings' range (runtime/unified.py: total - free less the engine's context at each run's TP, 5.81 ...
+    19.24 GiB) and judges at the largest. By hand: the largest reading is a TP-3 run's 121.69 - 100.94 = 20.75 GiB, of
     which 1546 MiB is vLLM's context and NCCL; at TP 1 the context is 522 MiB, so free at the low edge = 121.63 -
     20.75 + (1546 - 522) MiB = 101.88 GiB: 0.83 (100.95 GiB) starts and 0.84 (102.17 GiB) does not (the 3-node
     runbook, with NCCL's buffers too, reports "any value above ~0.828 fails"); at the smallest share 0.92's 111.90
@@ -381,6 +385,35 @@ def test_unified_memory_host_share_band():
     assert told.starts is True and told.marginal is False
     # the share moves only the start check: vLLM's budget is a fraction of the total
     assert told.available_kv_bytes == default.available_kv_bytes
+
+
+def test_public_gb10_log_limits_weights_and_pool():
+    """tests/data/vllm_logs_public tw10519-gb10-v0130nv-gpt-oss-20b-abliterated (TW-10519/VLLM-ROUTER logs/vllm.log at
+    43179adf: vLLM 0.13.0 NGC on a DGX Spark, a gpt-oss-20b fine-tune, utilization 0.25, max_model_len 8192, prefix
+    caching; the fine-tune's own config.json is not public, so openai/gpt-oss-20b's is used: the weights agree). What kvplan models matches the log: the small tier's 2048 batched tokens
+    ("Chunked prefill is enabled with max_num_batched_tokens=2048": NVML has no memory figure for GB10 until 0.32),
+    the weights within 0.3% of "Model loading took 13.7193 GiB", and given the logged 12.94 GiB of KV memory (+-0.005,
+    vLLM's rounding) the pool holds the logged 282,624 tokens at 54.44x. The modelled budget is not in the band: vLLM
+    counts the host's growth during the profile as non-torch memory on a unified pool (docs/gpus.md), 1.80 GiB here;
+    this test pins that gap so a change to it is seen."""
+    log = (ROOT / "tests" / "data" / "vllm_logs_public" / "raw" /
+           "tw10519-gb10-v0130nv-gpt-oss-20b-abliterated.log").read_text(encoding="utf-8")
+    assert "max_num_batched_tokens=2048" in log and "Model loading took 13.7193 GiB" in log
+    assert "Available KV cache memory: 12.94 GiB" in log and "GPU KV cache size: 282,624 tokens" in log
+    req = engine_request(CONFIGS / "gpt-oss-20b.json", 8192, hw=_on("gb10"), engine_version="0.13.0",
+                         gpu_util=Fraction(25, 100))
+    est = vllm.estimate(req)
+    assert (est.max_num_batched_tokens, est.max_num_seqs) == (2048, 256)
+    b = est.workers[0].budget
+    assert abs(b.weights_bytes - 13.7193 * GIB) < 0.003 * 13.7193 * GIB
+    lows, highs = [], []
+    for gib in (Decimal("12.935"), Decimal("12.945")):
+        given = vllm.estimate(dataclasses.replace(req, kv_cache_memory=int(gib * GIB)))
+        lows.append(given.kv_cache_tokens)
+        highs.append(round(given.max_concurrency, 2))
+    assert lows[0] <= 282_624 <= lows[1] and highs[0] <= 54.44 <= highs[1]
+    gap = b.available_bytes - int(Decimal("12.94") * GIB)
+    assert 1.7 * GIB < gap < 1.9 * GIB and est.available_kv_bytes_low > 12.94 * GIB
 
 
 def test_gb10_reading_given_as_gpu_reserved_reproduces_its_ceiling():

@@ -24,6 +24,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from statistics import median
 
+from kvplan.engines.runtime.startup import constants, startup_bytes
+
 GIB = 2**30
 
 
@@ -37,24 +39,29 @@ READING_CONTEXT_MULTI_GPU = 1546 * MIB
 
 @dataclass(frozen=True)
 class Reading:
-    """One public vLLM start-up reading on a GB10 machine that ran no other model: "Free memory on device
-    (free/total GiB)", at vLLM's two-decimal rounding, and the tensor-parallel size of the run (None: the source does
-    not say; taken as one GPU, the smaller context, so the larger share)."""
+    """One public start-up reading on a GB10 machine that ran no other model: vLLM's "Free memory on device
+    (free/total GiB)" or SGLang's "Load weight begin. avail mem=free GB" (GiB despite the label; the total is then
+    the catalog's 121.63), at the engines' two-decimal rounding, and the tensor-parallel size of the run (None: the
+    source does not say; taken as one GPU, the smaller context, so the larger share)."""
 
     total_gib: str
     free_gib: str
     tp: int | None
     where: str  # the public source
     what: str  # what the machine ran beside the engine, as the source says
+    sglang: bool = False  # SGLang's reading: its own CUDA context (runtime/startup.py) is inside it
 
     @property
     def logged_share_bytes(self) -> int:
-        """total - free as logged: the host's share plus vLLM's CUDA context (and NCCL at TP >= 2)."""
+        """total - free as logged: the host's share plus the engine's CUDA context (and NCCL at TP >= 2)."""
         return round((float(self.total_gib) - float(self.free_gib)) * GIB)
 
     @property
     def host_share_bytes(self) -> int:
-        """What the host held: the logged share less vLLM's context at the run's TP."""
+        """What the host held: the logged share less the engine's context at the run's TP."""
+        if self.sglang:
+            context, dist = startup_bytes(constants(), tp=self.tp or 1, pp=1, architecture="blackwell", link=None)
+            return max(self.logged_share_bytes - context - dist, 0)
         context = READING_CONTEXT_MULTI_GPU if self.tp is not None and self.tp > 1 else READING_CONTEXT_ONE_GPU
         return max(self.logged_share_bytes - context, 0)
 
@@ -78,6 +85,13 @@ HOST_SHARE_READINGS = (
             "the same machines' lowest reading"),
     Reading("121.69", "100.94", 3, "public 3-node DGX Spark runbook, code-search id 57917567333",
             "'the OS, dockerd, open-webui (~1 GiB on rank 0) and the exporters' resident; TP 3 over three nodes"),
+    # SGLang 0.5.16 on one DGX Spark (tests/data/sglang_logs: sostrowsk/dgx-spark-local-llm at 4b548646, three launches)
+    Reading("121.63", "115.36", 1, "tests/data/sglang_logs spark-sglang0516-laguna-s21-int4-dflash",
+            "SGLang, one GPU, nothing else named", sglang=True),
+    Reading("121.63", "115.26", 1, "tests/data/sglang_logs spark-sglang0516-laguna-s21-nvfp4-dflash-try1",
+            "SGLang, one GPU, nothing else named", sglang=True),
+    Reading("121.63", "114.99", 1, "tests/data/sglang_logs spark-sglang0516-laguna-s21-nvfp4-dflash-try2",
+            "SGLang, one GPU, nothing else named", sglang=True),
 )
 
 

@@ -216,7 +216,10 @@ def default_batch_limits(capacity_bytes: int | None, gpu_name: str | None, relea
     if capacity_bytes is None:
         return limits(next(t for t in release.batch_tiers if t.min_total_gib == 70))
     names = " ".join(_gpu_names(gpu_name)).lower()
-    capability = find_gpu(gpu_name).compute_capability if gpu_name else None
+    facts = find_gpu(gpu_name) if gpu_name else None
+    capability = facts.compute_capability if facts is not None else None
+    if facts is not None and facts.interconnect == "unified" and not release.nvml_total_on_integrated:
+        capacity_bytes = 0  # NVML has no memory figure for an integrated GPU: vLLM sizes its defaults for 0 bytes
     for tier in release.batch_tiers:
         if (capacity_bytes >= tier.min_total_gib * GIB and not (tier.excludes and tier.excludes in names)
                 and not (tier.excludes_capability and tier.excludes_capability == capability)):

@@ -59,9 +59,13 @@ class BatchTier:
 # engine/arg_utils.py _set_default_args_v1 (0.10-0.11) / get_batch_defaults (0.11.2+), read in 0.10.2, 0.11.0,
 # 0.13.0, 0.14.1, 0.19.0, 0.20.2, 0.26.0, 0.27.1, 0.28.0, 0.29.0, 0.31.0, 0.32.0 and 0.33.0: >= 70 GiB and not an
 # A100: 8192 tokens / 1024 sequences for the API server, 16384 / 1024 for the LLM class; every other GPU 2048 / 256
-# and 8192 / 256. 0.28 adds a first tier of 16384 / 1024 at >= 160 GiB for both. 0.33 keeps GB10 (DGX Spark,
-# is_device_capability((12, 1)): 121.6 GiB, "the memory but not the compute of a large discrete GPU") on the small
-# tier; 0.32.0 has no such test.
+# and 8192 / 256. 0.28 adds a first tier of 16384 / 1024 at >= 160 GiB for both. GB10 (DGX Spark, 121.6 GiB) gets
+# the small tier on every release, for two reasons in turn: until 0.32 get_batch_defaults asks NVML for the memory
+# (platforms/cuda.py NvmlCudaPlatform.get_device_total_memory: nvmlDeviceGetMemoryInfo, which an integrated GPU does
+# not implement: nvidia-smi prints N/A) and its `except Exception` takes device_memory = 0 (Release.nvml_total_on_
+# integrated False; a public 0.13 GB10 log prints "max_num_batched_tokens=2048"); 0.33 falls back to torch's total
+# there and keeps GB10 (is_device_capability((12, 1)): "the memory but not the compute of a large discrete GPU") on
+# the small tier by name.
 TIERS_70 = (BatchTier(70, "a100", 8192, 1024, 16384), BatchTier(0, None, 2048, 256, 8192))
 TIERS_160 = (BatchTier(160, None, 16384, 1024, 16384),) + TIERS_70
 TIERS_160_GB10 = (TIERS_160[0], dataclasses.replace(TIERS_70[0], excludes_capability="12.1"), TIERS_70[1])
@@ -222,6 +226,9 @@ class Release:
     default_gpu_util: Fraction
     # engine/arg_utils.py get_batch_defaults (see TIERS_70 / TIERS_160 / TIERS_160_GB10)
     batch_tiers: tuple[BatchTier, ...]
+    # platforms/cuda.py get_device_total_memory on an integrated GPU: NVML's error until 0.32 (get_batch_defaults then
+    # sizes for 0 bytes: the small tier), torch's total from 0.33
+    nvml_total_on_integrated: bool
     # engine/arg_utils.py: a defaulted max_num_seqs is capped at max_num_batched_tokens (0.10.1+)
     max_num_seqs_capped_at_batched_tokens: bool
     # engine/arg_utils.py: defaulted max_num_batched_tokens capped at max_num_seqs x max_model_len (0.11.2+)
@@ -364,7 +371,8 @@ def _line(**rules) -> Release:
 
 
 _BASE = dict(
-    default_gpu_util=Fraction(9, 10), batch_tiers=TIERS_70, max_num_seqs_capped_at_batched_tokens=True,
+    default_gpu_util=Fraction(9, 10), batch_tiers=TIERS_70, nvml_total_on_integrated=False,
+    max_num_seqs_capped_at_batched_tokens=True,
     batched_tokens_capped_at_seqs_x_len=True, requested_ceil=False, nccl_in_budget=False, budget_formula=BUDGET_PEAK,
     cuda_graph_estimated=False, cuda_graph_subtracted=False, rocm_graph_estimate=False, rocm_aiter_mla_block=None, cuda_graph_ceiling_sm10x=512, sampler=SAMPLER_SORT,
     fused_moe=MOE_DIRECT, fused_moe_chunk=32768, mxfp4_hopper_backend="marlin", group_size_max_within=None,
@@ -413,7 +421,7 @@ _L29 = _after(_L28, line="0.29-0.30", first="0.29.0", mirrors="0.29.0", null_blo
               in_flight="v2_async", cuda_graph_ceiling_sm10x=1024)
 _L31 = _after(_L29, line="0.31-0.32", first="0.31.0", mirrors="0.31.0")
 _L33 = _after(_L31, line="0.33", first="0.33.0", mirrors="0.33.0", gdn_prefill_checkpoints=True, pads_uneven_pages=True,
-              batch_tiers=TIERS_160_GB10,
+              batch_tiers=TIERS_160_GB10, nvml_total_on_integrated=True,
               auto_fit_log_device=True,
               enable_disable_switches=True)
 
