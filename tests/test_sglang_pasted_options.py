@@ -78,13 +78,16 @@ def test_an_option_sglang_lacks_is_bad_input_and_a_real_unclassified_one_cannot_
     code, out, err = cli(*base, "--sglang-args", "--frobnicate-cache 3")
     assert code == 2 and out == "" and "--frobnicate-cache" in err
     # real (launch_server takes it) but not classified: cannot judge (exit 3), named, never passed over
-    for option in ("--disable-radix-cache", "--max-prefill-tokens 8192", "--enable-mixed-chunk"):
+    for option in ("--enable-nccl-nvls", "--triton-attention-num-kv-splits 16", "--disable-custom-all-reduce"):
         code, out, err = cli(*base, "--sglang-args", option)
         assert code == 3 and out == "" and option.split()[0] in err and "not read" in err, (option, err)
     # read as leaving GPU memory alone: judged, and the same pool as without them
     plain = json.loads(cli(*base, "--json")[1])
     code, out, err = cli(*base, "--json", "--sglang-args", "--host 0.0.0.0 --port 30000 --trust-remote-code "
-                                                           "--log-level warning --api-key k --enable-metrics")
+                                                           "--log-level warning --api-key k --enable-metrics "
+                                                           "--num-continuous-decode-steps 4 --download-dir /d "
+                                                           "--deepep-mode low_latency --delete-ckpt-after-loading "
+                                                           "--disaggregation-bootstrap-port 8995")
     assert code == 0, err
     assert json.loads(out)["max_total_num_tokens"] == plain["max_total_num_tokens"]
 
@@ -96,9 +99,9 @@ def test_check_refuses_an_unclassified_option_in_an_sglang_launch(cli, tmp_path)
     script.write_text("#!/bin/sh\n" + launch.format("--host 0.0.0.0"), encoding="utf-8")
     code, out, err = cli("check", str(script), "--gpu", "h100")
     assert code in (0, 1), out + err
-    script.write_text("#!/bin/sh\n" + launch.format("--enable-mixed-chunk"), encoding="utf-8")
+    script.write_text("#!/bin/sh\n" + launch.format("--enable-nccl-nvls"), encoding="utf-8")
     code, out, err = cli("check", str(script), "--gpu", "h100")
-    assert code == 3 and "--enable-mixed-chunk" in out + err
+    assert code == 3 and "--enable-nccl-nvls" in out + err
 
 
 def test_every_classified_option_is_one_sglang_has_and_in_one_class_only():

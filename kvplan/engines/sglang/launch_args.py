@@ -943,6 +943,25 @@ NO_GPU_MEMORY: dict[str, str] = {
     "grammar_backend": "constrained decoding's token bitmask is made per batch at decode time "
                        "(constrained/xgrammar_backend.py allocate_vocab_mask: vocab / 32 int32 words a request), "
                        "not at start-up",
+    **dict.fromkeys(("constrained_json_whitespace_pattern", "constrained_json_disable_any_whitespace"),
+                    "how a JSON schema is compiled to a grammar (constrained/base_grammar_backend.py): CPU side"),
+    "num_continuous_decode_steps": "decode steps the scheduler runs between polls of its queue (managers/scheduler.py "
+                                   "up to 0.5.22; 0.5.23 reads it nowhere but arg_groups/field_order.py)",
+    "download_dir": "where the checkpoint is downloaded on disk (model_loader/weight_utils.py)",
+    "delete_ckpt_after_loading": "deletes the checkpoint files on disk once loaded (entrypoints/http_server.py)",
+    "quantization_param_path": "a JSON file of per-layer KV-cache scaling factors (model_runner_components/"
+                               "load_model_utils.py load_kv_cache_scales): one float a layer, the cache's dtype is "
+                               "--kv-cache-dtype's",
+    "enable_custom_logit_processor": "lets a request carry a logit processor run on each batch's logits "
+                                     "(sampling/sampling_batch_info.py): nothing allocated at start-up",
+    "disaggregation_bootstrap_port": _RENDEZVOUS,
+    "disaggregation_ib_device": "which RDMA NIC the KV transfer engine uses (disaggregation/prefill.py, decode.py "
+                                "kv_args.ib_device): the pool it registers is sized without it",
+    "file_storage_path": "a directory on disk for HiCache's file storage backend (mem_cache/hicache_storage.py)",
+    "hicache_storage_prefetch_policy": "when HiCache prefetches from a storage backend (mem_cache/unified_radix_cache.py"
+                                       "): only with --hicache-storage-backend, which kvplan refuses",
+    "deepep_mode": "DeepEP's dispatch mode, read only under an all-to-all MoE backend (arg_groups/moe_hook.py "
+                   "_handle_a2a_moe, layers/moe/token_dispatcher/deepep.py): --moe-a2a-backend, which kvplan refuses",
 }
 
 
