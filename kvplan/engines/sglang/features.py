@@ -193,9 +193,53 @@ class SglangOptions:
         return self.speculative_algorithm == "EAGLE3"
 
 
+# Scheduler options that leave a model's pool alone when every layer it caches is full attention (or MLA), read
+# from each release line kvplan models (0.4.3, 0.4.10, 0.5.3, 0.5.9, 0.5.16, 0.5.23): the weights, the budget and
+# the token pool are sized without them (model_runner.py profile_max_num_token / init_memory_pool up to 0.5.15;
+# model_executor/pool_configurator.py DefaultPoolConfigurator and mem_cache/kv_cache_configurator.py from 0.5.16),
+# and the default --mem-fraction-static's reserve does not read them (arg_groups/memory_hook.py
+# handle_gpu_memory_settings; server_args.py before 0.5.19). Where they do act on memory, kvplan refuses:
+# - a Mamba / linear-attention hybrid: requests per state slot fall from 3 to 1 without the radix cache, and with
+#   --max-running-requests the state pool is sized from it (kv_cache_configurator.py _calculate_mamba_ratio,
+#   _resolve_mamba_pool; model_runner_kv_cache_mixin.py 0.5.9); the overlap schedule sets the extra state buffers
+#   (get_mamba_tracking_slots);
+# - a sliding-window hybrid (0.5.16+): without the radix cache and with --max-running-requests, the SWA pool is
+#   sized from the request cap, 1 or 2 chunks in flight by the overlap schedule (pool_configurator.py
+#   SWARequestCapPoolConfigurator, compute_swa_request_cap);
+# - speculative decoding: without the overlap schedule the draft runs as spec-v1, another worker and allocator
+#   (pool_configurator.py compute_swa_request_cap; speculative/eagle_worker.py).
+# Mixed chunked prefill puts running decodes into a prefill batch (managers/scheduler.py is_mixed_chunk): activation
+# at run time, not start-up memory; SGLang turns it off itself for the draft algorithms that do not support it.
+SCHEDULER_OPTIONS = {"disable_radix_cache": "the radix prefix cache off", "disable_overlap_schedule": "the overlap "
+                     "schedule off", "enable_mixed_chunk": "mixed chunked prefill"}
+
+
+def scheduler_options(args, spec: ModelSpec, *, where: str) -> None:
+    """Refuses (exit 3) a SCHEDULER_OPTIONS option set on a model or launch whose pool it moves; SGLang's own
+    refusals (exit 2) where it rejects the combination."""
+    algo = args.get("speculative_algorithm")
+    for dest, what in SCHEDULER_OPTIONS.items():
+        if not args.get(dest):
+            continue
+        at = f"{where}: " + args.written.get(dest, "--" + dest.replace("_", "-"))
+        if dest == "disable_radix_cache" and args.get("enable_hierarchical_cache"):
+            raise InputError("SGLang refuses it with --enable-hierarchical-cache (\"mutually exclusive\", "
+                             "arg_groups/kv_cache_hook.py)", where=at, hint="drop one of them")
+        hybrid = [x for x in spec.layer_specs if sspecs.rule(x).state or sspecs.rule(x).windowed]
+        if hybrid and dest != "enable_mixed_chunk":
+            kind = "state" if sspecs.rule(hybrid[0]).state else "sliding-window"
+            raise UnsupportedError(f"{what} on a model with {kind} layers is not modelled (it changes how SGLang "
+                                   "splits the hybrid pool)", where=at,
+                                   hint="kvplan models it for models whose cached layers are all full attention")
+        if dest == "disable_overlap_schedule" and algo is not None:
+            raise UnsupportedError(f"{what} with speculative decoding is not modelled (the draft runs as spec-v1)",
+                                   where=at)
+
+
 def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> SglangOptions | None:
     """The modelled options of a launch (launch_args.LaunchArgs), or None when it sets none of them. Refuses (exit 3)
     what is not modelled and (exit 2) what SGLang refuses."""
+    scheduler_options(args, spec, where=where)
     mode = args.get("disaggregation_mode")
     mode = None if mode in (None, "null") else str(mode)
     algo = args.get("speculative_algorithm")

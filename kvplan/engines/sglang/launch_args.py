@@ -875,10 +875,11 @@ FEATURE_OPTIONS = frozenset({
     "max_loras_per_batch", "num_reserved_decode_tokens", "speculative_adaptive", "speculative_algorithm",
     "speculative_draft_kv_cache_dtype", "speculative_draft_model_path", "speculative_draft_model_quantization",
     "speculative_draft_window_size", "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_num_steps",
-    "speculative_token_map",
+    "speculative_token_map", "disable_radix_cache", "disable_overlap_schedule", "enable_mixed_chunk",
 })
-# read here: --config (its keys are options, each classified) and --attention-backend (its page size, below)
-READ_HERE = frozenset({"config", "attention_backend"})
+# read here: --config (its keys are options, each classified), --attention-backend (its page size, below) and
+# --max-prefill-tokens (the default fraction's reserve with chunked prefill off, below)
+READ_HERE = frozenset({"config", "attention_backend", "max_prefill_tokens"})
 
 # Options that leave what SGLang holds in GPU memory at start-up alone, each with why. Read from SGLang 0.5.23's
 # option fields (srt/arg_groups/fields/<file>.py, the namespace and section that declare it): the HTTP / gRPC
@@ -986,6 +987,17 @@ def unmodelled(args: LaunchArgs) -> list[tuple[str, str]]:
         if dest == "load_format" and value in ("auto", "safetensors", "pt"):
             continue
         out.append((args.written.get(dest, "--" + dest.replace("_", "-")), why))
+    # --max-prefill-tokens: the scheduler's prefill admission budget (managers/schedule_policy.py PrefillAdder) on
+    # every release; from 0.5.3 the default --mem-fraction-static's activation reserve reads it instead of the chunk
+    # when chunked prefill is off: 512 + 1.5 x max(it, 2048) MiB + ... (server_args.py _handle_gpu_memory_settings;
+    # arg_groups/memory_hook.py handle_gpu_memory_settings from 0.5.19). With chunked prefill on, the prefill buffers
+    # that read it take the chunk instead (arg_groups/prefill_buffer_ceiling.py max_prefill_buffer_tokens, "or").
+    chunk = args.get("chunked_prefill_size")
+    if (args.given("max_prefill_tokens") and chunk is not None and chunk <= 0
+            and not args.given("mem_fraction_static")):
+        out.append((args.written.get("max_prefill_tokens", "--max-prefill-tokens"),
+                    "with chunked prefill off it sizes the default --mem-fraction-static's activation reserve; give "
+                    "--mem-fraction-static to judge it"))
     backend = args.get("attention_backend")
     if backend is not None and backend not in PAGE_ONE_BACKENDS and not args.given("page_size"):
         out.append((args.written.get("attention_backend", "--attention-backend"),

@@ -1,0 +1,90 @@
+"""Issue 28: SGLang's scheduler options that users launch with most (ranked by the public deployments, start-up logs
+and launch scripts kvplan's data and the code search hold): --disable-radix-cache, --disable-overlap-schedule,
+--enable-mixed-chunk and --max-prefill-tokens. Read from SGLang's source on each release line kvplan models
+(engines/sglang/features.py SCHEDULER_OPTIONS, launch_args.py unmodelled): they leave a full-attention model's
+budget and pool alone, and are refused where they move a hybrid pool or the default fraction's reserve."""
+
+from __future__ import annotations
+
+import pytest
+
+from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines.sglang import engine
+from kvplan.requests.build import build_request
+
+SCHEDULER = "--disable-radix-cache --disable-overlap-schedule --enable-mixed-chunk"
+
+
+def _est(model="llama-3.1-8b", *, sglang_args=None, gpu="h100-sxm-80gb", version=None):
+    req = build_request(model, seq="32K", batch=1, kv_dtype="auto", dtype=None, gpu=gpu, gpu_mem=None, gpus=None, tp=1,
+                        pp=1, sglang_args=sglang_args, engine_version=version)
+    return engine.estimate(req)
+
+
+@pytest.mark.parametrize("version", ["0.4.3.post4", "0.5.3", "0.5.23"])
+def test_scheduler_options_leave_a_full_attention_pool_alone(version):
+    """None of them is read by the pool sizing of a full-attention model (model_runner.py init_memory_pool up to
+    0.5.15, pool_configurator.py DefaultPoolConfigurator from 0.5.16) nor by the default fraction's reserve, which on
+    0.5.23 for an H100 (81,559 MiB, chunk 8192, decode graphs to bs 512... capped at 256 rows below 92,160 MiB)
+    is 512 + 1.5 x 8192 + 1/8 x 1024 + 2 x 256 + 8 x 58 prefill graph sizes = 13,904 MiB with or without them."""
+    plain, opts = _est(version=version), _est(sglang_args=SCHEDULER, version=version)
+    assert opts.max_total_num_tokens == plain.max_total_num_tokens and opts.available_kv_bytes == plain.available_kv_bytes
+    assert opts.max_running_requests == plain.max_running_requests and opts.fits == plain.fits
+    assert opts.reserved_mib == plain.reserved_mib
+    if version == "0.5.23":
+        assert opts.reserved_mib == 512 + 1.5 * 8192 + 128 + 2 * 256 + 8 * 58 == 13904
+
+
+@pytest.mark.parametrize("model,flag,kind", [
+    ("qwen3-next-80b-a3b", "--disable-radix-cache", "state"),  # _calculate_mamba_ratio: 3 requests a slot -> 1
+    ("gemma-3-12b", "--disable-radix-cache", "sliding-window"),  # SWARequestCapPoolConfigurator
+    ("nemotron-h-56b", "--disable-overlap-schedule", "state"),  # get_mamba_tracking_slots(overlap=...)
+])
+def test_refused_where_they_split_a_hybrid_pool(model, flag, kind):
+    with pytest.raises(UnsupportedError) as info:
+        _est(model, sglang_args=flag, gpu="h200-141gb")
+    assert kind in info.value.what and info.value.where.endswith(flag)
+
+
+def test_mixed_chunk_on_a_hybrid_is_read_not_refused():
+    """Mixed chunked prefill changes what a prefill batch holds at run time, not the hybrid pool's split."""
+    assert _est("gemma-3-12b", sglang_args="--enable-mixed-chunk", gpu="h200-141gb").max_total_num_tokens == \
+        _est("gemma-3-12b", gpu="h200-141gb").max_total_num_tokens
+
+
+def test_sglangs_own_refusal_and_the_draft_without_overlap():
+    with pytest.raises(InputError, match="mutually exclusive"):
+        _est(sglang_args="--disable-radix-cache --enable-hierarchical-cache")
+    with pytest.raises(UnsupportedError, match="spec-v1"):
+        _est(sglang_args="--disable-overlap-schedule --speculative-algorithm NEXTN", model="deepseek-v3")
+
+
+def test_max_prefill_tokens_moves_the_reserve_only_with_chunked_prefill_off():
+    """0.5.3+: with chunked prefill off the default fraction's activation reserve is 1.5 x max(max_prefill_tokens,
+    2048) MiB (arg_groups/memory_hook.py handle_gpu_memory_settings), which kvplan refuses unless the fraction is
+    given; with it on the reserve reads the chunk only: 13,904 MiB on an H100 whatever --max-prefill-tokens says."""
+    assert _est(sglang_args="--max-prefill-tokens 65536").reserved_mib == 13904
+    with pytest.raises(UnsupportedError) as info:
+        _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 65536")
+    assert "--max-prefill-tokens" in info.value.where and "--mem-fraction-static" in info.value.what
+    given = _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 65536 --mem-fraction-static 0.85")
+    assert given.mem_fraction_static == "0.85"
+
+
+def test_check_reads_a_launch_with_them_as_without(cli, tmp_path):
+    import json
+
+    launch = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --tp 1 --context-length 8192"
+    script = tmp_path / "serve.sh"
+    outs = []
+    for extra in ("", " --disable-radix-cache --enable-mixed-chunk --num-continuous-decode-steps 4"):
+        script.write_text(launch + extra + "\n", encoding="utf-8")
+        code, out, err = cli("check", str(script), "--gpu", "h100", "--json")
+        assert code in (0, 1), out + err
+        outs.append((code, json.loads(out)))
+    extra = " --disable-radix-cache --enable-mixed-chunk --num-continuous-decode-steps 4"
+
+    def strip(doc):
+        return json.dumps(doc, sort_keys=True).replace(extra, "")
+
+    assert outs[0][0] == outs[1][0] and strip(outs[0][1]) == strip(outs[1][1])
