@@ -266,3 +266,41 @@ def test_sglang_on_instinct_ci_logs(rec):
     logged = tokens * r.cell_size
     assert r.available_kv_bytes_low - r.cell_size <= logged <= r.available_kv_bytes_high + r.cell_size
     assert abs(r.max_total_num_tokens - tokens) / tokens < 0.04  # measured +0.53% ... +3.47%
+
+
+def _rocm_expert_bytes(i_pad: int, h_pad: int, layers: int = 36, experts: int = 128) -> int:
+    """One rank's MXFP4 experts by hand (mxfp4.py create_weights): gate_up [2 I, H/2] uint8 + a scale byte per 32 +
+    bf16 bias [2 I]; down [H, I/2] + scales + bf16 bias [H]."""
+    gate_up = 2 * i_pad * h_pad // 2 + 2 * i_pad * h_pad // 32 + 2 * i_pad * 2
+    down = h_pad * i_pad // 2 + h_pad * i_pad // 32 + h_pad * 2
+    return layers * experts * (gate_up + down)
+
+
+@pytest.mark.parametrize("version, gpu, tiles", [
+    ("0.11.0", "mi300x", (3072, 3072)),  # 0.11.0 create_weights on ROCm: I and H to 256
+    ("0.14.1", "mi300x", (2944, 2944)),  # get_padding_alignment: 128 on gfx942
+    ("0.14.1", "mi355x", (3072, 3072)),  # 256 on gfx950
+    ("0.19.0", "mi300x", (3072, 3072)),  # oracle/mxfp4.py: is_rocm -> 256 / 256
+])
+def test_gpt_oss_experts_as_rocm_pads_them(version, gpu, tiles):
+    """gpt-oss-120b (36 layers x 128 experts, I = H = 2880) at TP 1: the experts as vLLM allocates them on ROCm,
+    against Hopper's triton_kernels layout (I to 64, H unpadded) of the same release and model."""
+    from kvplan.engines.vllm.budget import mxfp4_backend, rocm_mxfp4_backend
+    from kvplan.engines.runtime.weights import mxfp4_expert_bytes
+    rel = releases.release(version)
+    spec = resolve_model("gpt-oss-120b")
+    kernel = rocm_mxfp4_backend(rel, find_gpu(gpu).compute_capability)
+    assert mxfp4_expert_bytes(spec, 1, kernel)[1] == _rocm_expert_bytes(*tiles)
+    on_rocm = budgets_for(engine_request("gpt-oss-120b", gpu=gpu, engine_version=version, seq=8192))[0]
+    on_h100 = budgets_for(engine_request("gpt-oss-120b", gpu="h100", engine_version=version, seq=8192))[0]
+    hopper = mxfp4_backend(rel, "9.0")
+    assert on_rocm.weights_bytes - on_h100.weights_bytes == (mxfp4_expert_bytes(spec, 1, kernel)[1]
+                                                              - mxfp4_expert_bytes(spec, 1, hopper)[1])
+
+
+def test_gpt_oss_band_spans_aiter_and_emulation_from_027():
+    """0.27+ on ROCm: AITER_MXFP4_BF16 (256-padded) or EMULATION (32-wide blocks): the band holds both layouts."""
+    on_026 = budgets_for(engine_request("gpt-oss-120b", gpu="mi300x", engine_version="0.26.0", seq=8192))[0]
+    on_027 = budgets_for(engine_request("gpt-oss-120b", gpu="mi300x", engine_version="0.27.1", seq=8192))[0]
+    gap = _rocm_expert_bytes(3072, 3072) - _rocm_expert_bytes(2880, 2880)
+    assert on_027.uncertainty_bytes - on_026.uncertainty_bytes >= gap

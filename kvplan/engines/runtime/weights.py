@@ -62,10 +62,13 @@ def mxfp4_expert_bytes(spec: ModelSpec, tp: int, backend: str) -> tuple[int, int
     a uint8 scale per 32 weights and a bf16 bias [2 x I_pad], and down [H_pad, I_pad / 2] with its scales and bf16
     bias [H_pad], where I_pad is the per-rank width I / tp rounded up to the kernel's tile: Marlin 128 (and H to
     256: "the moe marlin kernel requires n % 256 == 0 and k % 128 == 0"), SM100 FlashInfer 256 / 256, triton_kernels
-    64 (H unpadded). The checkpoint stores I x H x 17 / 32 bytes per matrix (weights.py _mxfp4) and bf16 biases."""
+    64 (H unpadded); on ROCm I and H both to 256 or 128 ("rocm-256", "rocm-128") and the emulation backend to the
+    32-wide MX block ("emulation"). The checkpoint stores I x H x 17 / 32 bytes per matrix (weights.py _mxfp4) and
+    bf16 biases."""
     moe, h = spec.moe, spec.hidden_size
     e, i = moe.experts, moe.intermediate_size
-    tile_i, tile_h = {"marlin": (128, 256), "flashinfer-sm100": (256, 256), "triton": (64, 1)}[backend]
+    tile_i, tile_h = {"marlin": (128, 256), "flashinfer-sm100": (256, 256), "triton": (64, 1), "rocm-256": (256, 256),
+                      "rocm-128": (128, 128), "emulation": (32, 32)}[backend]
     ip, hp = round_up(cdiv(i, tp), tile_i), round_up(h, tile_h)
     per_expert = (2 * ip * hp // 2 + 2 * ip * hp // 32 + 2 * ip * 2) + (hp * ip // 2 + hp * ip // 32 + hp * 2)
     loaded = moe.layers * e * per_expert

@@ -38,7 +38,7 @@ from kvplan.core.dtypes import DType, WeightFormat
 from kvplan.core.spec import ModelSpec
 from kvplan.engines.runtime.activations import (MULTIMODAL_PROFILE_BYTES, SORT_SAMPLER_BYTES_PER_LOGIT,
                                                 dense_forward_bytes, sampler_bytes)
-from kvplan.engines.runtime.weights import cdiv, require_fields, stage_weight_bytes
+from kvplan.engines.runtime.weights import cdiv, mxfp4_expert_bytes, require_fields, stage_weight_bytes
 from kvplan.engines.vllm import releases
 from kvplan.engines.vllm.releases import Release
 from kvplan.model.catalog import find_gpu
@@ -283,6 +283,14 @@ def mxfp4_backend(release: Release, compute_capability: str | None) -> str:
     return "marlin"
 
 
+def rocm_mxfp4_backend(release: Release, gfx: str | None) -> str:
+    """How vLLM pads MXFP4 experts on ROCm (releases.Release.rocm_mxfp4_tiles); 0.14-0.17 pad to 256 on gfx950
+    (MI355X) and 128 elsewhere (quantization/utils/mxfp4_utils.py get_padding_alignment, 0.14.1)."""
+    if release.rocm_mxfp4_tiles == "rocm-128" and gfx == "gfx950":
+        return "rocm-256"
+    return release.rocm_mxfp4_tiles
+
+
 def _sm_major(compute_capability: str | None) -> int | None:
     if not compute_capability or compute_capability.startswith("gfx"):
         return None
@@ -442,7 +450,8 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     The environment's choices (the sampler, the CUDA-graph estimate) come in `release` (releases.with_environment)."""
     requested = requested_bytes(total_bytes, util, release)
     cc = gpu.compute_capability if gpu is not None else None
-    kernel = mxfp4_backend(release, cc if cc is not None else "9.0")  # a GPU given by its memory: as Hopper
+    rocm = gpu is not None and gpu.rocm
+    kernel = rocm_mxfp4_backend(release, cc) if rocm else mxfp4_backend(release, cc if cc is not None else "9.0")
     weights = stage_weight_bytes(spec, weight_fmt, model_dtype, tp, pp, mxfp4_kernel=kernel,
                                  fp8_moe_loading=constants.fp8_moe_loading_bytes, notes=notes)
     counts = pp_layer_counts(spec.layers, pp)
@@ -453,7 +462,10 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     setup = non_torch_setup(tp, pp, release, interconnect)
     sizes = cuda_graph_capture_sizes(max_num_seqs, max_num_batched_tokens, release, sm10x=_sm_major(cc) == 10)
     mxfp4_triton = spec.quant_method == "mxfp4" and spec.moe is not None and weight_fmt is None and kernel == "triton"
-    rocm = gpu is not None and gpu.rocm
+    emulation_band = 0
+    if rocm and release.rocm_mxfp4_emulation and spec.quant_method == "mxfp4" and spec.moe is not None and weight_fmt is None:
+        # AITER's layout or the emulation's 32-wide block: the band spans both (releases.Release.rocm_mxfp4_emulation)
+        emulation_band = mxfp4_expert_bytes(spec, tp, kernel)[1] - mxfp4_expert_bytes(spec, tp, "emulation")[1]
     if rocm and setup == "one-0.10":
         setup = "one"  # the CUDA 0.10-0.17 figure is a CUDA release's; ROCm's own band covers both
     in_use = (site.memory_in_use_bytes if site is not None else 0) + gpu_reserved
@@ -483,6 +495,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
         band = _band(weights[stage], act, peak, nt, graphs if subtract else 0, setup, spec, replaced, mxfp4_triton,
                      sort_sampler=release.sampler == releases.SAMPLER_SORT, rocm_requested=requested if rocm else None,
                      aiter=release.rocm_aiter is not False)
+        band += math.ceil(emulation_band * Fraction(counts[stage], spec.layers))
         out.append(VllmBudget(stage=stage, layers=counts[stage], total_bytes=total_bytes,
                               gpu_memory_utilization=_fraction_text(util), requested_bytes=requested,
                               weights_bytes=weights[stage], activation_peak_bytes=peak, non_torch_bytes=nt,

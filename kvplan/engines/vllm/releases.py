@@ -256,6 +256,14 @@ class Release:
     # 1 in 0.18-0.19 (0.19.0: kernel sizes [1], update_block_size_for_backend takes the smallest), 16 from 0.20
     # (0.20.2, 0.26.0, 0.27.1: MultipleOf(1))
     rocm_aiter_mla_block: int | None
+    # ROCm: how the MXFP4 MoE experts are padded (runtime/weights.py mxfp4_expert_bytes): triton_kernels with I and H
+    # rounded to 256 (quantization/mxfp4.py create_weights, 0.11.0); 0.14: mxfp4_utils.get_padding_alignment, 256
+    # on gfx950, 128 otherwise ("rocm-128", 0.14.1); 0.18-0.26: 256 (fused_moe/oracle/mxfp4.py
+    # mxfp4_round_up_hidden_size_and_intermediate_size, 0.19.0 / 0.20.2 / 0.26.0). From 0.27 ROCm tries
+    # AITER_MXFP4_BF16 (256) and then EMULATION, which keeps the packed weights at the 32-wide MX block (0.27.1, 0.33.0):
+    # rocm_mxfp4_emulation widens the weights band over both
+    rocm_mxfp4_tiles: str
+    rocm_mxfp4_emulation: bool
     # config/vllm.py _set_cudagraph_sizes: the largest capture size is min(2 x max_num_seqs, ceiling): 512; 1024 on
     # SM10x from 0.29
     cuda_graph_ceiling_sm10x: int
@@ -374,7 +382,7 @@ _BASE = dict(
     default_gpu_util=Fraction(9, 10), batch_tiers=TIERS_70, nvml_total_on_integrated=False,
     max_num_seqs_capped_at_batched_tokens=True,
     batched_tokens_capped_at_seqs_x_len=True, requested_ceil=False, nccl_in_budget=False, budget_formula=BUDGET_PEAK,
-    cuda_graph_estimated=False, cuda_graph_subtracted=False, rocm_graph_estimate=False, rocm_aiter_mla_block=None, cuda_graph_ceiling_sm10x=512, sampler=SAMPLER_SORT,
+    cuda_graph_estimated=False, cuda_graph_subtracted=False, rocm_graph_estimate=False, rocm_aiter_mla_block=None, rocm_mxfp4_tiles="rocm-256", rocm_mxfp4_emulation=False, cuda_graph_ceiling_sm10x=512, sampler=SAMPLER_SORT,
     fused_moe=MOE_DIRECT, fused_moe_chunk=32768, mxfp4_hopper_backend="marlin", group_size_max_within=None,
     page_unification="equal", uniform_type_groups=True, chunked_local_hybrid=False,
     tokens_logged_from_concurrency=False, null_block_reserved_before_fit=False, in_flight="one",
@@ -403,9 +411,10 @@ _L12 = _after(_L11, line="0.12-0.13", first="0.12.0", mirrors="0.13.0", batched_
               fused_moe_chunk=16384, group_size_max_within=Fraction(5, 4), page_unification="divide",
               mxfp4_hopper_backend="triton")
 _L14 = _after(_L12, line="0.14-0.17", first="0.14.0", mirrors="0.14.1", requested_ceil=True, fused_moe=MOE_MODULAR,
+              rocm_mxfp4_tiles="rocm-128",
               chunked_local_hybrid=True, auto_fit=AUTO_FIT_GLOBAL, format_gib_rounding=True, mla_block_sm10x=128)
 _L18 = _after(_L14, line="0.18-0.19", first="0.18.0", mirrors="0.19.0", cuda_graph_estimated=True, auto_fit=AUTO_FIT_PER_WORKER,
-              rocm_aiter_mla_block=1,
+              rocm_aiter_mla_block=1, rocm_mxfp4_tiles="rocm-256",
               sampler=SAMPLER_TRITON, fused_moe_chunk=None, group_size_max_within=Fraction(3, 2), mla_block_hopper=16,
               mla_block_sm10x=32)
 _L20 = _after(_L18, line="0.20-0.25", first="0.20.0", mirrors="0.20.2", default_gpu_util=Fraction(23, 25),
@@ -415,7 +424,8 @@ _L20 = _after(_L18, line="0.20-0.25", first="0.20.0", mirrors="0.20.2", default_
 _L26 = _after(_L20, line="0.26", first="0.26.0", mirrors="0.26.0", sampler=SAMPLER_FLASHINFER, in_flight="v1_async",
               rocm_graph_estimate=True,
               hybrid_prefix_caching=True, not_fit_possessive="model's")
-_L27 = _after(_L26, line="0.27", first="0.27.0", mirrors="0.27.1", budget_formula=BUDGET_CONSUMED)
+_L27 = _after(_L26, line="0.27", first="0.27.0", mirrors="0.27.1", budget_formula=BUDGET_CONSUMED,
+              rocm_mxfp4_emulation=True)
 _L28 = _after(_L27, line="0.28", first="0.28.0", mirrors="0.28.0", batch_tiers=TIERS_160, config_false_as_no_flag=True)
 _L29 = _after(_L28, line="0.29-0.30", first="0.29.0", mirrors="0.29.0", null_block_reserved_before_fit=True,
               in_flight="v2_async", cuda_graph_ceiling_sm10x=1024)
