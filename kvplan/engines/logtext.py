@@ -207,6 +207,10 @@ class Needs:
         return self.pattern.search(text) if self.literal in text else None
 
 
+# a number as the engines print it in their start-up lines ("79.19", "-0.37", "8192"), one group
+NUMBER = r"(-?\d+(?:\.\d+)?)"
+
+
 def spaced(pattern: str) -> re.Pattern:
     """A pattern whose literal spaces also match no space or several (a word-wrap joined back; a table's
     padding): write the engine's phrase as it prints it."""

@@ -29,11 +29,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable
 
+from kvplan.engines.logtext import NUMBER as _NUM  # a printed number, one group
 from kvplan.engines.logtext import LineRow, dispatch, lines as logical_lines, spaced
 
 __all__ = ["SglangLogFigures", "SglangPool", "SglangRank", "parse_sglang_log"]
 
-_NUM = r"(-?\d+(?:\.\d+)?)"
 _RANK_HEAD = re.compile(r"^\[(?:\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\s*)?(?P<rank>(?:(?:DP|PP|TP|EP|CP)\d+\s*)*)\]\s*")
 _BEGIN = spaced(rf"Load weight begin\. avail mem={_NUM} GB")
 _END = spaced(rf"Load weight end\.(?P<rest>.*?)avail mem={_NUM} GB(?:, mem usage={_NUM} GB)?")

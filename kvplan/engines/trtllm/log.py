@@ -25,11 +25,11 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Callable
 
+from kvplan.engines.logtext import NUMBER as _NUM  # a printed number, one group
 from kvplan.engines.logtext import LineRow, dispatch, lines as logical_lines, spaced
 
 __all__ = ["TrtllmLogFigures", "parse_trtllm_log"]
 
-_NUM = r"(-?\d+(?:\.\d+)?)"
 _VERSION = spaced(r"TensorRT[- ]LLM version: (\d+\.\d+\S*)")
 _ENGINE_VERSION = spaced(r"Engine version (\d+\.\d+\S*) found in the config file")
 _ALLOCATED = spaced(rf"\[MemUsageChange\] Allocated {_NUM} (GiB|MiB) for max tokens in paged KV cache \((\d+)\)")

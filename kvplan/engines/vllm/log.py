@@ -49,6 +49,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Callable
 
+from kvplan.engines.logtext import NUMBER as _NUM  # a printed number, one group
 from kvplan.engines.logtext import Line, LineRow, Needs, dispatch, lines as logical_lines, message, spaced
 from kvplan.engines.runtime.logs import gib_bounds, vllm_format_gib  # GiB as vLLM prints it (re-exported)
 from kvplan.core import files
@@ -187,7 +188,6 @@ class VllmLogFigures:
 # --------------------------------------------------------------------------------------------------
 # Message patterns (spaced(): a literal space also matches none or several, for joined wraps and tables)
 
-_NUM = r"(-?\d+(?:\.\d+)?)"
 _INT = r"(\d[\d,]*)"
 
 _SNAPSHOT = spaced(
