@@ -99,8 +99,9 @@ def test_open_settings_widen_the_band_to_both_corners():
 
 def test_a_launch_that_fits_only_with_smaller_builds_is_not_a_yes(cli):
     """Llama-3.1-8B on an H100, 0.19 engine, 8K requests: the default engine's pool holds 52 of them at once
-    (13,347 blocks of 32 // 256 blocks each), the low edge 51. Asking for 52 is a "yes" only with the modelled pool:
-    estimate and check judge at the low edge (marginal, exit 1); --optimistic judges by the modelled value."""
+    (13,347 blocks of 32 // 256 blocks each), the low edge 49 (12,610 blocks). Asking for 52 is a "yes" only with
+    the modelled pool: estimate and check judge at the low edge (marginal, exit 1); --optimistic by the modelled
+    value."""
     with tb.leaving_out(()):
         nominal = _est(batch=52)
     assert nominal.max_concurrency == 52 and nominal.serves_batch
@@ -154,7 +155,7 @@ def test_the_public_engine_logs_stay_inside_the_band_with_their_build_left_open(
 
 def test_check_judges_an_engine_deployment_at_the_low_edge(cli, tmp_path):
     """A kvplan deployment file of the engine backend (1.x rules) needing 52 requests of 8K on an H100: the default
-    engine's pool holds 52, the band's low edge 51, so check fails it as marginal; --optimistic passes it."""
+    engine's pool holds 52, the band's low edge 49, so check fails it as marginal; --optimistic passes it."""
     import json
 
     (tmp_path / "a.yaml").write_text("name: trt\nengine: trtllm\nmodel: llama-3.1-8b\ngpu: h100\nmax_model_len: 8K\n"
@@ -164,3 +165,24 @@ def test_check_judges_an_engine_deployment_at_the_low_edge(cli, tmp_path):
     assert code == 1 and verdict["status"] == "fail" and verdict["reason"].startswith("marginal")
     code, _, _ = cli("check", tmp_path / "a.yaml", "--optimistic")
     assert code == 0
+
+
+def test_the_execution_context_ratio_recomputed():
+    """budget.ENGINE_CONTEXTS: the 0.16.0 engine printed 1013.01 MiB of execution context where kvplan's forward model
+    of its build (Llama-3.1-70B, TP 8, max_num_tokens 8192) gives 444,612,608 B: (2 x 8192 + 10,752) x 8192 x 2 B, the
+    MLP row 3 x 28,672 x 8192 / (8192 x 8) = 10,752 (plus norms, rounded up: 10,753). The low edge of a launch that
+    gives no activation_bytes takes its execution context at that ratio, 2.39x; a fold without the log takes 1."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    bench = importlib.import_module("sglang_trtllm_error")
+    row = tb.ENGINE_CONTEXTS[0]
+    est = trtllm.estimate(bench.build(bench.as_a_user_would(bench.RUNS[row.log])), search_max_seq=False)
+    assert est.activation_peak_bytes == row.modelled_bytes == (2 * 8192 + 10_753) * 8192 * 2
+    assert row.ratio == Fraction(101_301, 100) * 2**20 / 444_612_608 and 2.38 < float(row.ratio) < 2.40
+    assert tb.context_ratio_high(frozenset({row.source})) == 1
+    with tb.leaving_out(()):
+        plain = _est("max_batch_size=2048", "max_num_tokens=8192")
+        ctx = _est("max_batch_size=2048", "max_num_tokens=8192", "activation_bytes=838909952B")
+    # the same execution context given: the low edge is the measured error alone; modelled: 1.39 x 838,909,952 B lower
+    assert ctx.available_kv_bytes == plain.available_kv_bytes
+    drop = (ctx.available_kv_bytes_low - plain.available_kv_bytes_low)
+    assert abs(drop - int(838_909_952 * row.ratio) * F32_09 + 838_909_952 * F32_09) < 2

@@ -16,8 +16,12 @@ a model repository) may not know them, so each one kvplan models is a range, not
   volume; never more than max_batch_size x max_seq_len, where it caps it.
 - max_batch_size (BuildConfig default 2048) sizes the runtime's logits and the decoder's buffers, [max_batch_size,
   vocabulary] each (trtGptModelInflightBatching.cpp createBuffers / createDecoder; budget.py ENGINE_BUFFERS).
-  Smallest: 1. Largest covered: the default, 2048: every public engine-backend log kvplan has built at or below it
-  (0.16.0 and 0.19.0 at 2048; the 0.13.0.dev run did not print it), and a larger one is given, not guessed.
+  Smallest: 1. Largest covered: the default, 2048 (the 0.16.0 and 0.19.0 engines were built at it). Larger engines
+  exist: trtllm-bench sizes its own builds, 4096 in TensorRT-LLM's benchmarking documentation (0.12.0.dev,
+  "TRTGptModel maxBatchSize: 4096"; tests/data/trtllm_logs idx-trtllm-docs-v012dev-llama2-7b-fp8-engine-80gb); such
+  an engine is given (--engine-option max_batch_size=4096), not covered: at twice the default the low edge would
+  spend 20 B x 2048 x vocabulary more on every launch (5 GiB at Llama 3's vocabulary), most of a 24-32 GB card's
+  pool, for engines a plain trtllm-build does not make.
 
 Build settings kvplan does not model and so refuses when a launch gives a value other than the default (exit 3):
 max_beam_width (default 1: the beam folds into the batch dimension of the activations and multiplies the decoder's
@@ -36,6 +40,7 @@ MAX_NUM_TOKENS = 8192  # BuildConfig.max_num_tokens
 MAX_INPUT_LEN = 1024  # BuildConfig.max_input_len
 # check_max_num_tokens: "Specifying a `max_num_tokens` larger than 16384 is usually not recommended"
 MAX_NUM_TOKENS_COVERED = 16384
+# the largest max_batch_size covered when not given: the default (trtllm-bench's own builds go past it: given)
 MAX_BATCH_SIZE_COVERED = MAX_BATCH_SIZE
 # BuildConfig fields kvplan reads only at their defaults: name -> (default, what a different value does)
 AT_DEFAULT_ONLY = {

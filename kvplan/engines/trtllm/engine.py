@@ -415,8 +415,8 @@ def _engine_budget(run: _Run, link: str | None) -> None:
     given = run.opts.get("activation_bytes")
     vocab = spec.vocab_size or 0
 
-    def budget_at(batch: int, tokens: int) -> tbudget.EngineBudget:
-        activation = given if given is not None else _execution_context(spec, run.act, req.tp, tokens)
+    def budget_at(batch: int, tokens: int, scale: Fraction = Fraction(1)) -> tbudget.EngineBudget:
+        activation = given if given is not None else int(_execution_context(spec, run.act, req.tp, tokens) * scale)
         return tbudget.engine_budget(hw.capacity_bytes, weights=run.weights, activation=activation,
                                      batch_x_vocab=batch * vocab, tp=req.tp,
                                      architecture=facts.architecture if facts else None, link=link, fraction=run.frac,
@@ -435,21 +435,33 @@ def _engine_budget(run: _Run, link: str | None) -> None:
     br = run.build
     # max_num_tokens moves the modelled execution context only; a given one settles it
     left_open = [n for n in (br.open if br else ()) if n != "max_num_tokens" or given is None]
-    if br is not None and left_open:
-        most, least = budget_at(*br.most), budget_at(*br.least)
+    # a modelled execution context: the low edge takes it at the largest printed / modelled ratio of the engine logs
+    ratio = tbudget.context_ratio_high() if given is None else Fraction(1)
+    if br is not None and (left_open or ratio > 1):
+        most, least = budget_at(*br.most, scale=ratio), budget_at(*br.least)
         run.edges = (most.pool_bytes - tbudget.engine_band_bytes(most, req.tp, link),
                      least.pool_bytes + tbudget.engine_band_bytes(least, req.tp, link))
         run.band_open = tuple(left_open)
-        spans = {"max_batch_size": (br.least[0], br.most[0], run.max_batch_size),
-                 "max_num_tokens": (br.least[1], br.most[1], run.max_num_tokens)}
-        run.notes.append("trtllm-build's " + " and ".join(left_open) + " not given: the band spans the engines built "
-                         "with " + " and ".join(f"{n} {spans[n][0]:,}-{spans[n][1]:,}" for n in left_open)
-                         + " (the pool: the release's default" + ("s " if len(left_open) > 1 else " ")
-                         + " and ".join(f"{spans[n][2]:,}" for n in left_open) + "); give "
-                         + " ".join(f"--engine-option {n}=N" for n in left_open) + " (the engine's config.json build_config) to "
-                         "narrow it")
+    if ratio > 1:
+        run.notes.append(f"the band's low edge takes the execution context at {float(ratio):.2f}x kvplan's model, the "
+                         "largest ratio of an engine log that prints it (TensorRT plans its activations at build time; "
+                         "budget.py ENGINE_CONTEXTS)")
+    if br is not None and left_open:
+        run.notes.append(_open_note(run, br, left_open))
     run.notes.append("the TensorRT-engine backend sizes the pool from what is free after the engine, its execution "
                      "context, runtime and decoder buffers are allocated (no profiling run); kvplan models them")
+
+
+def _open_note(run: _Run, br: bsettings.BuildRange, left_open: list[str]) -> str:
+    """What the band spans for the build settings left open, and how to narrow it."""
+    spans = {"max_batch_size": (br.least[0], br.most[0], run.max_batch_size),
+             "max_num_tokens": (br.least[1], br.most[1], run.max_num_tokens)}
+    return ("trtllm-build's " + " and ".join(left_open) + " not given: the band spans the engines built with "
+            + " and ".join(f"{n} {spans[n][0]:,}-{spans[n][1]:,}" for n in left_open)
+            + " (the pool: the release's default" + ("s " if len(left_open) > 1 else " ")
+            + " and ".join(f"{spans[n][2]:,}" for n in left_open) + "); give "
+            + " ".join(f"--engine-option {n}=N" for n in left_open)
+            + " (the engine's config.json build_config) to narrow it")
 
 
 def _engine_tokens(run: _Run, pool_b: int) -> int:
