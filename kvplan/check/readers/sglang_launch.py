@@ -4,7 +4,7 @@ and the release come from the file around the command (LaunchContext)."""
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
                                      config_loader, pinned_rules, resolve_model, tp_from_gpus, whole, count_origin)
@@ -13,7 +13,12 @@ from kvplan.check.report import Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.core import dtypes
-from kvplan.engines.features import Features
+from kvplan.engines import lazy
+
+if TYPE_CHECKING:
+    from kvplan.engines import features
+else:  # the launch options' record (engines/features): built for a launch that sets SGLang options, loaded then
+    features = lazy.module("kvplan.engines.features")
 
 # kvplan's names for the settings a fix turns -> SGLang's flags (kvplan/engines/sglang/__init__.py EngineFlags)
 _FLAGS = {"max_model_len": "--context-length", "tensor_parallel_size": "--tp-size", "pipeline_parallel_size": "--pp-size",
@@ -62,7 +67,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
     # disaggregation and speculative decoding: modelled from SGLang 0.5.23 (engines/sglang/features.py), which
     # refuses the algorithms and backends it does not model
     sglang_opts = sglang.launch.read(args, spec, where=where, base_dir=ctx.base_dir)
-    features = Features(sglang=sglang_opts) if sglang_opts is not None else None
+    launch_features = features.Features(sglang=sglang_opts) if sglang_opts is not None else None
     pp = args.get("pp_size", 1)
     for dest, value in (("tp_size", tp), ("pp_size", pp), ("dp_size", args.get("dp_size", 1))):
         if value is not None:
@@ -115,7 +120,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
         notes.append(f"--nnodes {args.get('nnodes')}: tensor parallel {tp} spans the nodes")
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
                              util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version,
-                             features=features, engine_options=env_options, **ints)
+                             features=launch_features, engine_options=env_options, **ints)
     origins = Origins(gpu=choice.origin, gpus=count_origin(choice.count_origin, tp, pp, gpus_note, ctx.defaults.gpus),
                       model=found.source.describe(), engine_release=release_text)
     served = args.get("served_model_name")

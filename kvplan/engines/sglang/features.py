@@ -104,7 +104,7 @@ from typing import TYPE_CHECKING, Any
 
 from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.spec import ModelSpec
-from kvplan.engines import features as shared, lazy
+from kvplan.engines import lazy
 from kvplan.model import catalog
 from kvplan.core.cache import layer_token_bytes
 from kvplan.core.layers import FULL, kv_heads_per_rank, make_layer
@@ -113,6 +113,7 @@ from kvplan.engines.runtime.weights import stage_weight_bytes
 from kvplan.engines.sglang import specs as sspecs
 
 if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
+    from kvplan.engines import features as shared
     from kvplan.engines.features import offload as shared_offload
     from kvplan.engines.features import speculative as shared_spec
     from kvplan.engines.sglang import feature_terms as records
@@ -127,6 +128,7 @@ else:
     # the terms records (feature_terms.py) load when a launch sets an option that has them: reading a launch that
     # sets none (kvplan check of a plain one) never builds their classes (benchmarks/cold_start.py); `features.
     # SglangFeatures` and the others still answer (PEP 562)
+    shared = lazy.module("kvplan.engines.features")  # the engines' shared option readers, used by a launch's options
     records = lazy.module("kvplan.engines.sglang.feature_terms")
     __getattr__ = lazy.module_getattr(__name__, {name: "kvplan.engines.sglang.feature_terms" for name in (
         "DisaggTerms", "SpeculativeTerms", "SglangFeatures", "DpAttentionTerms", "LoraModule", "LoraTerms", "HiCacheTerms")})
