@@ -111,6 +111,15 @@ def _compose(engine: str, tag: str, tmp_path) -> str:
     return str(path)
 
 
+def _pip_pin(version: str, tmp_path) -> str:
+    # a SkyPilot task whose setup pins vLLM with pip (0.10.1+gptoss as published)
+    source = DATA / "deployments" / "skypilot" / "gpt-oss-120b-1x-h100-vllm.sky.yaml"
+    path = tmp_path / source.name
+    path.write_text(source.read_text(encoding="utf-8").replace("vllm==0.10.1+gptoss", f"vllm=={version}"),
+                    encoding="utf-8")
+    return str(path)
+
+
 def _kvplan_file(version: str, tmp_path) -> str:
     path = tmp_path / "deploy.yaml"
     path.write_text(f"model: llama-3.1-8b\nengine: vllm\ngpu: h100\nmax_model_len: 8192\nvllm_version: {version}\n",
@@ -135,6 +144,8 @@ WAYS = {  # how -> (engines, argv builder (engine, version, tmp_path), what a no
     # an image tag that is no version ('latest', 'nightly') pins none: the file is judged by the default release,
     # which the report names
     "check image tag": (PAGED, lambda e, v, t: ["check", _compose(e, v, t), "--gpu", "h100"], "default", "image"),
+    # `pip install vllm==banana` pins nothing pip could install: an unpinned install, judged by the default release
+    "check pip pin": (("vllm",), lambda e, v, t: ["check", _pip_pin(v, t)], "default", "pip install"),
     "check --vllm-version": (("vllm",), lambda e, v, t: ["check", _compose(e, "latest", t), "--gpu", "h100",
                                                          "--vllm-version", v], 2, "--vllm-version"),
     "check vllm_version:": (("vllm",), lambda e, v, t: ["check", _kvplan_file(v, t)], 2, "vllm_version"),
@@ -142,6 +153,8 @@ WAYS = {  # how -> (engines, argv builder (engine, version, tmp_path), what a no
     "calibrate log": (tuple(LOGS), lambda e, v, t: ["calibrate", *_log(e, v, t)], 3, "rules"),
 }
 CASES = [(how, engine) for how, (names, *_) in WAYS.items() for engine in names]
+# text that is no release; pip reads `vllm==99` as release 99.0, one kvplan has not read (exit 3, as 9.9.9)
+NO_VERSION = {"check pip pin": ("banana",)}
 
 
 @pytest.mark.parametrize("how, engine", CASES)
@@ -154,10 +167,10 @@ def test_an_unread_release_exits_3_on_every_command(cli, tmp_path, how, engine):
         assert code == 3, (version, out, err)
         # the release named where it was given
         assert any(version in line and where in line for line in (out + err).splitlines()), (out, err)
-    for text in ("banana", "99"):  # no release of any engine is a bare number
+    for text in NO_VERSION.get(how, ("banana", "99")):  # no release of any engine is a bare number
         code, out, err = cli(*argv(engine, text, tmp_path))
         if non_version == "default":
-            assert code in (0, 1) and "kvplan's default: image" in out, (out, err)
+            assert code in (0, 1) and f"kvplan's default: {where}" in out, (out, err)
         else:
             assert code == non_version, (text, out, err)
 
