@@ -23,13 +23,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from kvplan.check import hcl, launch, shell
+from kvplan.check import launch, shell
 from kvplan.check.gpus import GpuEvidence, Label, whole_count
 from kvplan.check.items import Skip, Workload, runs_engine
 from kvplan.check.report import FORMAT_NOMAD
 from kvplan.core.errors import InputError
+from kvplan.engines import lazy
+
+if TYPE_CHECKING:
+    from kvplan.check import hcl
+else:  # the HCL parser (check/hcl.py): loaded when a Nomad file is read, not by every `kvplan check`
+    hcl = lazy.module("kvplan.check.hcl")
 
 SUFFIXES = (".nomad", ".hcl")
 _CONTAINER_DRIVERS = {"docker", "podman"}
