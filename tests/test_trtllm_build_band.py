@@ -128,9 +128,11 @@ def test_the_0_13_case_the_band_now_covers():
 
 
 def test_build_settings_read_only_at_their_defaults():
-    assert _est("max_beam_width=1", "gather_context_logits=false").available_kv_bytes == _est().available_kv_bytes
+    assert _est("max_beam_width=1", "gather_context_logits=false", "paged_kv_cache=true").available_kv_bytes == \
+        _est().available_kv_bytes
     for option in ("max_beam_width=4", "gather_context_logits=true", "gather_generation_logits=1", "max_draft_len=3",
-                   "max_prompt_embedding_table_size=100", "weight_streaming=true"):
+                   "max_prompt_embedding_table_size=100", "weight_streaming=true", "paged_kv_cache=false",
+                   "context_fmha=false", "remove_input_padding=0"):
         with pytest.raises(UnsupportedError, match="does not model") as info:
             _est(option)
         assert info.value.exit_code == 3 and option.split("=")[0] in info.value.where

@@ -27,7 +27,9 @@ Build settings kvplan does not model and so refuses when a launch gives a value 
 max_beam_width (default 1: the beam folds into the batch dimension of the activations and multiplies the decoder's
 buffers), gather_context_logits and gather_generation_logits (default false: logits kept for every prompt or generated
 token), max_draft_len (default 0: speculative decoding's draft tokens), max_prompt_embedding_table_size (default 0:
-prompt tuning), weight_streaming (default false: weights partly in host memory). Their defaults are what every
+prompt tuning), weight_streaming (default false: weights partly in host memory), and the plugin settings
+paged_kv_cache, context_fmha and remove_input_padding (default on; off, the KV cache, the attention workspace or the
+activations are sized another way, memory.md). Their defaults are what every
 engine kvplan scores was built with; a launch that states none of them is taken at those defaults and says so.
 """
 
@@ -51,6 +53,10 @@ AT_DEFAULT_ONLY = {
     "max_draft_len": (0, "speculative decoding's draft tokens in the engine's buffers"),
     "max_prompt_embedding_table_size": (0, "a prompt-tuning table in the engine's inputs"),
     "weight_streaming": (False, "the engine keeps part of its weights in host memory"),
+    # PluginConfig (tensorrt_llm/plugin/plugin.py) settings on by default that change the memory when off
+    "paged_kv_cache": (True, "a contiguous KV cache of max_batch_size x max_seq_len tokens a layer, not a paged pool"),
+    "context_fmha": (True, "the attention plugin's workspace grows with the square of the sequence length (memory.md)"),
+    "remove_input_padding": (True, "padded inputs: activations sized by max_batch_size x max_input_len (memory.md)"),
 }
 
 
