@@ -84,6 +84,21 @@ def test_what_the_program_computes_is_cannot_judge():
     assert words == ["--model", "m", "--no-enable-prefix-caching", "--max-model-len", "4096"]
 
 
+def test_engine_args_programs_are_read_at_the_engine_entry_point():
+    """run-house/runhouse examples/fastapi-embeddings-rag/app/modules/llm.py builds AsyncEngineArgs(model=self.model_id,
+    ...) for AsyncLLMEngine.from_engine_args: an engine built directly (UsageContext.ENGINE_CONTEXT). Its model is an
+    attribute set at run time, so it is cannot judge naming the class and the value; the classes' entry points are
+    vLLM's own names (engines/vllm/releases.py ENTRY_*)."""
+    from kvplan.engines.vllm import releases
+    assert set(offline_llm._CLASSES.values()) == {releases.ENTRY_OFFLINE, releases.ENTRY_ENGINE}
+    failure = _deployment("runhouse--llm.py", gpu="h100")
+    assert isinstance(failure.error, UnsupportedError)
+    assert "AsyncEngineArgs(model=...) is computed by the program (self.model_id)" in failure.error.what
+    tree = ast.parse((OFFLINE / "runhouse--llm.py").read_text(encoding="utf-8"))
+    calls = offline_llm._calls(tree, *offline_llm._llm_names(tree))
+    assert [(c.lineno, cls) for c, cls in calls] == [(25, "AsyncEngineArgs")]
+
+
 def test_rl_trainer_script_is_cannot_judge_not_skipped():
     """volcengine/verl examples/grpo_trainer/run_qwen3-1.7b.sh starts `python3 -m verl.trainer.main_ppo`, whose vLLM
     rollout (actor_rollout_ref.rollout.name=vllm, gpu_memory_utilization 0.6) shares the GPUs with the FSDP actor and

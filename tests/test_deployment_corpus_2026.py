@@ -74,6 +74,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'offline/azure-llm-category--llm_test.py': [('cannot_judge', "model 'Qwen/Qwen2-7B-Instruct' is not bundled")],
     'offline/bilbil-llm--model_cache.py': [('cannot_judge', 'names no GPU')],
     'offline/vllm--reproducibility.py': [('cannot_judge', "model 'facebook/opt-125m' is not bundled")],
+    'offline/runhouse--llm.py': [('cannot_judge', 'AsyncEngineArgs(model=...) is computed by the program (self.model_id)')],
     # an RL trainer starting vLLM in-process beside its training: cannot judge (it was skipped as "starts no server")
     'rl/verl--run_qwen3-1.7b.sh': [('cannot_judge', 'starts verl (python3 -m verl.trainer.main_ppo), an RL trainer')],
     'kubeai/deepseek-r1-70b-gh200-fp8.yaml': [('cannot_judge', "model 'neuralmagic/DeepSeek-R1-Distill-Llama-70B-FP8-dynamic")],

@@ -1,7 +1,9 @@
-"""A Python program that builds vLLM's offline engine, `vllm.LLM(...)` (notebooks, batch jobs, evaluation scripts, RL
-rollouts): judged as that launch, at the offline entry point. vLLM keys its scheduler defaults by the entry point
-(engine/arg_utils.py get_batch_defaults: UsageContext.LLM_CLASS gets 16384 batched tokens where `vllm serve` gets
-8192), so the deployment carries --engine-option entry_point=offline.
+"""A Python program that builds a vLLM engine in-process: the offline class, `vllm.LLM(...)` (notebooks, batch jobs,
+evaluation scripts, RL rollouts), or `(Async)EngineArgs(...)` handed to `X.from_engine_args` (AsyncLLM,
+AsyncLLMEngine, LLMEngine: services that stream): judged as that launch at its entry point. vLLM keys its scheduler
+defaults by the entry point (engine/arg_utils.py get_batch_defaults: UsageContext.LLM_CLASS gets 16384 batched
+tokens where `vllm serve` gets 8192; ENGINE_CONTEXT has no row and gets SchedulerConfig's 2048 / 128), so the
+deployment carries --engine-option entry_point=offline or =engine.
 
 The program is read, never run (Python's `ast`): each LLM(...) call's arguments must be literals, or names bound once
 at module level to a literal (`MODEL = "org/name"`); the first positional argument, else `model=`, is the model. The
@@ -31,27 +33,47 @@ from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 _PYTHON_PACKAGE = "vllm"
 
 
-def _llm_names(tree: ast.AST) -> tuple[set[str], set[str]]:
-    """The names the program binds to vllm.LLM (`from vllm import LLM [as X]`) and to the vllm module (`import vllm
-    [as v]`: v.LLM), anywhere in the file (imports inside functions included)."""
-    direct: set[str] = set()
+# the classes a program builds a vLLM engine from, and the entry point whose defaults each gets: LLM(...) the offline
+# class (UsageContext.LLM_CLASS); EngineArgs(...) / AsyncEngineArgs(...) handed to X.from_engine_args (AsyncLLM,
+# AsyncLLMEngine, LLMEngine: UsageContext.ENGINE_CONTEXT), releases.ENTRY_* by name
+_CLASSES = {"LLM": "offline", "EngineArgs": "engine", "AsyncEngineArgs": "engine"}
+_ARG_MODULES = (_PYTHON_PACKAGE, _PYTHON_PACKAGE + ".engine.arg_utils")
+
+
+def _llm_names(tree: ast.AST) -> tuple[dict[str, str], set[str]]:
+    """The names the program binds to vLLM's engine classes (`from vllm import LLM [as X]`, `from
+    vllm.engine.arg_utils import AsyncEngineArgs`), with the class each is, and to the vllm module (`import vllm [as
+    v]`: v.LLM), anywhere in the file (imports inside functions included)."""
+    direct: dict[str, str] = {}
     modules: set[str] = set()
     for node in ast.walk(tree):
-        if isinstance(node, ast.ImportFrom) and node.module == _PYTHON_PACKAGE:
-            direct |= {a.asname or a.name for a in node.names if a.name == "LLM"}
+        if isinstance(node, ast.ImportFrom) and node.module in _ARG_MODULES:
+            direct.update({a.asname or a.name: a.name for a in node.names if a.name in _CLASSES})
         elif isinstance(node, ast.Import):
             modules |= {a.asname or a.name for a in node.names if a.name == _PYTHON_PACKAGE}
     return direct, modules
 
 
-def _calls(tree: ast.AST, direct: set[str], modules: set[str]) -> list[ast.Call]:
-    def is_llm(func: ast.expr) -> bool:
+def _calls(tree: ast.AST, direct: dict[str, str], modules: set[str]) -> list[tuple[ast.Call, str]]:
+    """Each call that builds an engine, with its class (_CLASSES: the entry point); EngineArgs(...) counts only where the program also calls
+    some X.from_engine_args (else the arguments may feed a config, not an engine)."""
+    def cls(func: ast.expr) -> str | None:
         if isinstance(func, ast.Name):
-            return func.id in direct
-        return (isinstance(func, ast.Attribute) and func.attr == "LLM" and isinstance(func.value, ast.Name)
-                and func.value.id in modules)
+            return direct.get(func.id)
+        if isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id in modules:
+            return func.attr if func.attr in _CLASSES else None
+        return None
 
-    return [n for n in ast.walk(tree) if isinstance(n, ast.Call) and is_llm(n.func)]
+    builds = any(isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and n.func.attr == "from_engine_args"
+                 for n in ast.walk(tree))
+    out: list[tuple[ast.Call, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call):
+            continue
+        name = cls(node.func)
+        if name is not None and (_CLASSES[name] == "offline" or builds):
+            out.append((node, name))
+    return out
 
 
 def _constants(tree: ast.Module) -> dict[str, Any]:
@@ -84,25 +106,25 @@ def _value(node: ast.expr, constants: dict[str, Any], *, what: str, where: str) 
                                hint="write the value in the call, or judge the launch with --vllm-args") from None
 
 
-def _argv(call: ast.Call, constants: dict[str, Any], *, where: str, version: str | None) -> list[str]:
+def _argv(call: ast.Call, constants: dict[str, Any], *, where: str, version: str | None, cls: str = "LLM") -> list[str]:
     """The call as the `vllm serve` words vLLM's EngineArgs fields spell (--model first)."""
     if len(call.args) > 1 or any(isinstance(a, ast.Starred) for a in call.args):
-        raise UnsupportedError("LLM(...) with more than the model as positional arguments is not read", where=where,
+        raise UnsupportedError(f"{cls}(...) with more than the model as positional arguments is not read", where=where,
                                hint="name each argument (model=..., tensor_parallel_size=...)")
     options = engines.get("vllm").options.options(version) if version else engines.get("vllm").options.options()
     words: list[str] = []
     given = [("model", a) for a in call.args]
     for kw in call.keywords:
         if kw.arg is None:
-            raise UnsupportedError(f"LLM(**{ast.unparse(kw.value)[:40]}): the options are built by the program",
+            raise UnsupportedError(f"{cls}(**{ast.unparse(kw.value)[:40]}): the options are built by the program",
                                    where=where, hint="write each option in the call, or judge it with --vllm-args")
         given.append((kw.arg, kw.value))
     for name, node in given:
-        value = _value(node, constants, what=f"LLM({name}=...)", where=where)
+        value = _value(node, constants, what=f"{cls}({name}=...)", where=where)
         opt = options.get(name)
         if opt is None:
-            raise UnsupportedError(f"LLM({name}=...) is not a `vllm serve` option of this release, which kvplan reads "
-                                   "the LLM class's arguments as (an LLM-class argument, or another build's)",
+            raise UnsupportedError(f"{cls}({name}=...) is not a `vllm serve` option of this release, which kvplan reads "
+                                   f"{cls}'s arguments as (an argument of {cls} only, or another build's)",
                                    where=f"{where}: {name}", hint="judge the launch with --vllm-args")
         flag = "--" + name.replace("_", "-")
         if isinstance(value, bool):
@@ -112,7 +134,7 @@ def _argv(call: ast.Call, constants: dict[str, Any], *, where: str, version: str
             elif negative in opt.flags or "!" + negative in opt.flags:
                 words.append(negative)
             elif opt.kind not in ("flag", "true"):  # a switch off by default: leaving it out is the same
-                raise UnsupportedError(f"LLM({name}=False): vLLM {version or 'this release'} has no --no- form of it",
+                raise UnsupportedError(f"{cls}({name}=False): vLLM {version or 'this release'} has no --no- form of it",
                                        where=f"{where}: {name}", hint="judge the launch with --vllm-args")
         elif value is None:
             continue  # None is EngineArgs' "not set": the default
@@ -127,7 +149,7 @@ def _argv(call: ast.Call, constants: dict[str, Any], *, where: str, version: str
 
 def read(text: str, path: Path, *, source: str, where: str, defaults: Defaults) -> list | None:
     """The deployments of a program's vllm.LLM(...) calls, or None: not such a program (programs.py reads it)."""
-    if "LLM" not in text or _PYTHON_PACKAGE not in text:
+    if not any(name in text for name in _CLASSES) or _PYTHON_PACKAGE not in text:
         return None
     try:
         tree = ast.parse(text)
@@ -139,21 +161,30 @@ def read(text: str, path: Path, *, source: str, where: str, defaults: Defaults) 
         return None
     constants = _constants(tree)
     items: list = []
-    for call in calls:
+    for call, cls in calls:
         at = f"{where}:{call.lineno}"
         try:
-            items.append(_deployment(call, constants, path, source=source, where=at, defaults=defaults))
+            items.append(_deployment(call, cls, constants, path, source=source, where=at, defaults=defaults))
         except KvplanError as err:
             items.append(Failure(source, None, path.stem, FORMAT_VLLM_OFFLINE, err))
     return items
 
 
-def _deployment(call: ast.Call, constants: dict[str, Any], path: Path, *, source: str, where: str,
+_ENTRY_NOTES = {
+    "offline": "vllm.LLM(...) (the offline class): vLLM's offline scheduler defaults apply (engine/arg_utils.py "
+               "UsageContext.LLM_CLASS)",
+    "engine": "an engine built from (Async)EngineArgs(...) with from_engine_args: vLLM's ENGINE_CONTEXT defaults apply "
+              "(SchedulerConfig's 2048 batched tokens and 128 sequences)",
+}
+
+
+def _deployment(call: ast.Call, cls: str, constants: dict[str, Any], path: Path, *, source: str, where: str,
                 defaults: Defaults):
     version = defaults.vllm_version
-    words = _argv(call, constants, where=where, version=version)
+    entry = _CLASSES[cls]
+    words = _argv(call, constants, where=where, version=version, cls=cls)
     if "--model" not in words:
-        raise InputError("LLM(...) names no model", where=where, hint="LLM(model=\"org/name\", ...)")
+        raise InputError(f"{cls}(...) names no model", where=where, hint=f"{cls}(model=\"org/name\", ...)")
     vllm = engines.get("vllm")
     args = vllm_serve.refused_elsewhere(
         LaunchContext(source=source, document=None, where=where, name=path.stem, fmt=FORMAT_VLLM_OFFLINE,
@@ -163,9 +194,7 @@ def _deployment(call: ast.Call, constants: dict[str, Any], path: Path, *, source
                         base_dir=path.parent, defaults=defaults, version=version,
                         release_origin=f"--vllm-version {version}" if version else None, flag_style=False,
                         key=lambda k: k,
-                        notes=("vllm.LLM(...) (the offline class): vLLM's offline scheduler defaults apply "
-                               "(engine/arg_utils.py UsageContext.LLM_CLASS)",))
+                        notes=(_ENTRY_NOTES[entry],))
     dep = vllm_serve.read(args, ctx)
-    releases = vllm.releases
-    options = tuple(dep.request.engine_options or ()) + ((releases.ENTRY_POINT_OPTION, releases.ENTRY_OFFLINE),)
+    options = tuple(dep.request.engine_options or ()) + ((vllm.releases.ENTRY_POINT_OPTION, entry),)
     return dataclasses.replace(dep, request=dataclasses.replace(dep.request, engine_options=options))
