@@ -48,14 +48,22 @@ class Rules(Protocol):
         ...
 
 
-def not_a_version(what: str, *, where: str, hint: str | None) -> InputError:
-    """The error for text that names no release (`what` says whose version it is not)."""
-    return InputError(what, where=where, hint=hint)
+def not_a_version(title: str, text: str, *, where: str, hint: str | None) -> InputError:
+    """The error for text that names no release of engine `title`."""
+    return InputError(f"{text!r} is not a version of {title}", where=where, hint=hint)
 
 
 def not_read(what: str, *, where: str, hint: str | None) -> UnsupportedError:
     """The error for a release kvplan has not read (`what` names the engine and the release)."""
     return UnsupportedError(what, where=where, hint=hint)
+
+
+def outside(title: str, text: str, *, newer: bool, edge: str, where: str, hint: str | None,
+            unit: str = "release") -> UnsupportedError:
+    """The error for a release past either end of those kvplan has read (`edge`: the newest or the oldest it read,
+    as a `unit`: a release, or vLLM's line), in the same words on every engine."""
+    side = f"newer than {edge}, the newest" if newer else f"older than {edge}, the oldest"
+    return not_read(f"{title} {text} is {side} {unit} kvplan has read", where=where, hint=hint)
 
 
 def pinned(where: str, version: str) -> str:

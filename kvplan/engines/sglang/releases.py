@@ -284,17 +284,15 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
     key = parse(text)
     hint = f"kvplan mirrors SGLang {OLDEST} ... {NEWEST} (lines {', '.join(LINES)})"
     if key is None:
-        raise policy.not_a_version(f"SGLang version {version!r} is not a version", where=where, hint=hint)
-    if re.fullmatch(r"v?\d+\.\d+", text):
-        newest = _NEWEST_OF.get(key[:2])
-        if newest is None:
-            raise policy.not_read(f"SGLang version {version!r} is not modelled", where=where, hint=hint)
-        key = sort_key(newest)
+        raise policy.not_a_version("SGLang", text, where=where, hint=hint)
+    if key < sort_key(OLDEST) or key > sort_key(NEWEST)[:3] + (99,):
+        newer = key > sort_key(OLDEST)
+        raise policy.outside("SGLang", text, newer=newer, edge=NEWEST if newer else OLDEST, where=where, hint=hint)
+    if re.fullmatch(r"v?\d+\.\d+", text):  # a minor line ("0.4"): its newest release
+        key = sort_key(_NEWEST_OF[key[:2]])
     if key[:3] == (0, 5, 0):
         raise InputError("there is no SGLang 0.5.0 release (PyPI goes from 0.4.10.post2 to 0.5.1)", where=where,
                          hint=hint)
-    if not sort_key(OLDEST) <= key <= sort_key(NEWEST)[:3] + (99,):
-        raise policy.not_read(f"SGLang version {version!r} is not modelled", where=where, hint=hint)
     return rules_at(key)
 
 

@@ -172,9 +172,11 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
     key = parse(version)
     hint = f"kvplan mirrors TensorRT-LLM {OLDEST} ... 1.x (lines {', '.join(LINES)})"
     if key is None:
-        raise policy.not_a_version(f"TensorRT-LLM version {version!r} is not a version", where=where, hint=hint)
+        raise policy.not_a_version("TensorRT-LLM", str(version).strip(), where=where, hint=hint)
     if key < sort_key(OLDEST) or key[0] > 1:
-        raise policy.not_read(f"TensorRT-LLM version {version!r} is not modelled", where=where, hint=hint)
+        newer = key[0] > 1
+        raise policy.outside("TensorRT-LLM", str(version).strip(), newer=newer, edge=NEWEST_LINE if newer else OLDEST,
+                             where=where, hint=hint)
     name = f"{key[0]}.{key[1]}.{key[2]}" if key[0] == 0 else (NEWEST_LINE if key[1] == 99 else f"{key[0]}.{key[1]}.{key[2]}")
     return rules_at(key, name)
 

@@ -503,7 +503,7 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
     if named is not None:  # a line's own name ("0.18-0.19"): the release read for it
         return named
     if parse(text) is None:
-        raise policy.not_a_version(f"{text!r} is not a vLLM version", where=where, hint="e.g. 0.19.1, 0.11.0rc2 or 0.10.1.1")
+        raise policy.not_a_version("vLLM", text, where=where, hint="e.g. 0.19.1, 0.11.0rc2 or 0.10.1.1")
     key = sort_key(text)
     if key < OLDEST.first_key:
         raise policy.not_read(
@@ -512,8 +512,8 @@ def release(version: str | None, *, where: str = "--engine-version") -> Release:
             "releases (a budget of absolute peaks, V0 fallbacks)", where=where,
             hint=f"judge it as {OLDEST.first} or newer ({policy.pinned(where, OLDEST.first)})")
     if key[:2] > NEWEST.first_key[:2]:
-        raise policy.not_read(f"vLLM {text} is newer than {NEWEST.line}, the newest line kvplan has read", where=where,
-                               hint=f"judge it by {NEWEST.line}'s rules ({policy.pinned(where, NEWEST.mirrors)})")
+        raise policy.outside("vLLM", text, newer=True, edge=NEWEST.line, unit="line", where=where,
+                             hint=f"judge it by {NEWEST.line}'s rules ({policy.pinned(where, NEWEST.mirrors)})")
     line = [r for r in RELEASES if r.first_key <= key][-1]
     changes: dict[str, Any] = {}
     for at, name, value, _source in _PATCHES:
