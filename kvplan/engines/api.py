@@ -209,7 +209,9 @@ class Engine:
     # launch: what the launch arguments build: read (the features: speculative decoding, LoRA, offload, parallelism,
     #   disaggregation), and the engine's own (vLLM: online quantization, --hf-overrides)
     launch: Any = None
-    # releases: the engine's release rows and the flags its environment sets (vLLM: RELEASES, allow_long_flag)
+    # releases: the engine's release registry, the same names on every engine (engines/releases.py REGISTRY: parse,
+    #   release, closest, sort_key, at_least, LINES, DEFAULT), and any of its own (vLLM: RELEASES, the flags its
+    #   environment sets); None where the engine has no releases (static)
     releases: Any = None
 
     def loads_weights_as(self, fmt: str) -> bool:
