@@ -5,7 +5,7 @@ defaults by the entry point (engine/arg_utils.py get_batch_defaults: UsageContex
 tokens where `vllm serve` gets 8192; ENGINE_CONTEXT has no row and gets SchedulerConfig's 2048 / 128), so the
 deployment carries --engine-option entry_point=offline or =engine.
 
-The program is read, never run (Python's `ast`): each LLM(...) call's arguments must be literals, or names bound once
+The program is read, never run (Python's `ast`): each call's arguments must be literals, or names bound once
 at module level to a literal (`MODEL = "org/name"`); the first positional argument, else `model=`, is the model. The
 keyword arguments are EngineArgs fields, which are `vllm serve` options of the same name (vllm/engine/arg_utils.py
 EngineArgs: the parser's dests), read through the vLLM engine's option table of the judged release. Anything else is
@@ -55,8 +55,8 @@ def _llm_names(tree: ast.AST) -> tuple[dict[str, str], set[str]]:
 
 
 def _calls(tree: ast.AST, direct: dict[str, str], modules: set[str]) -> list[tuple[ast.Call, str]]:
-    """Each call that builds an engine, with its class (_CLASSES: the entry point); EngineArgs(...) counts only where the program also calls
-    some X.from_engine_args (else the arguments may feed a config, not an engine)."""
+    """Each call that builds an engine, with its class (_CLASSES: the entry point); EngineArgs(...) counts only where
+    the program also calls some X.from_engine_args (else the arguments may feed a config, not an engine)."""
     def cls(func: ast.expr) -> str | None:
         if isinstance(func, ast.Name):
             return direct.get(func.id)
