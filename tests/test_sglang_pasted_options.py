@@ -78,7 +78,7 @@ def test_an_option_sglang_lacks_is_bad_input_and_a_real_unclassified_one_cannot_
     code, out, err = cli(*base, "--sglang-args", "--frobnicate-cache 3")
     assert code == 2 and out == "" and "--frobnicate-cache" in err
     # real (launch_server takes it) but not classified: cannot judge (exit 3), named, never passed over
-    for option in ("--enable-nccl-nvls", "--triton-attention-num-kv-splits 16", "--disable-custom-all-reduce"):
+    for option in ("--enable-symm-mem", "--triton-attention-num-kv-splits 16", "--disable-shared-experts-fusion"):
         code, out, err = cli(*base, "--sglang-args", option)
         assert code == 3 and out == "" and option.split()[0] in err and "not read" in err, (option, err)
     # read as leaving GPU memory alone: judged, and the same pool as without them
@@ -99,9 +99,9 @@ def test_check_refuses_an_unclassified_option_in_an_sglang_launch(cli, tmp_path)
     script.write_text("#!/bin/sh\n" + launch.format("--host 0.0.0.0"), encoding="utf-8")
     code, out, err = cli("check", str(script), "--gpu", "h100")
     assert code in (0, 1), out + err
-    script.write_text("#!/bin/sh\n" + launch.format("--enable-nccl-nvls"), encoding="utf-8")
+    script.write_text("#!/bin/sh\n" + launch.format("--enable-symm-mem"), encoding="utf-8")
     code, out, err = cli("check", str(script), "--gpu", "h100")
-    assert code == 3 and "--enable-nccl-nvls" in out + err
+    assert code == 3 and "--enable-symm-mem" in out + err
 
 
 def test_every_classified_option_is_one_sglang_has_and_in_one_class_only():

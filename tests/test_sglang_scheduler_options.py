@@ -88,3 +88,44 @@ def test_check_reads_a_launch_with_them_as_without(cli, tmp_path):
         return json.dumps(doc, sort_keys=True).replace(extra, "")
 
     assert outs[0][0] == outs[1][0] and strip(outs[0][1]) == strip(outs[1][1])
+
+
+def test_all_reduce_options_on_one_gpu_are_read_and_refused_on_more():
+    """On one GPU SGLang creates no all-reduce (distributed/parallel_state.py GroupCoordinator: custom all-reduce only
+    when world_size > 1), so --disable-custom-all-reduce, --enable-p2p-check and --enable-nccl-nvls leave the pool
+    as without them; across GPUs they move buffers inside the measured distributed-init constant: refused by name."""
+    opts = "--disable-custom-all-reduce --enable-p2p-check --enable-nccl-nvls"
+    assert _est(sglang_args=opts).max_total_num_tokens == _est().max_total_num_tokens
+    for args, tp in ((opts, 2), ("--tp-size 2 --enable-p2p-check", None)):
+        req = dict(seq="32K", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb", gpu_mem=None, gpus=None, pp=1)
+        with pytest.raises(UnsupportedError) as info:
+            build_request("llama-3.1-8b", tp=tp, sglang_args=args, **req)
+        assert "distributed-init" in info.value.what or "P2P" in info.value.what, info.value.what
+
+
+@pytest.mark.parametrize("option", ["--device npu", "--ep-num-redundant-experts 32", "--enable-eplb",
+                                    "--language-model-only", "--enable-multimodal", "--model-impl transformers",
+                                    "--moe-runner-backend deep_gemm", "--revision v2", "--mamba-ssm-dtype float32",
+                                    "--decode-attention-backend trtllm_mha"])
+def test_options_that_move_memory_are_refused_by_name(option):
+    with pytest.raises(UnsupportedError) as info:
+        _est(sglang_args=option)
+    assert info.value.where.endswith(option.split()[0]) and "not read from SGLang" not in info.value.what
+
+
+def test_their_defaults_spelled_out_are_read():
+    plain = _est().max_total_num_tokens
+    assert _est(sglang_args="--device cuda --model-impl sglang --revision main --moe-runner-backend auto "
+                            "--eplb-algorithm deepseek --ep-dispatch-algorithm static "
+                            "--decode-attention-backend fa3").max_total_num_tokens == plain
+
+
+def test_check_reads_the_all_reduce_options_by_the_launchs_own_gpus(cli, tmp_path):
+    script = tmp_path / "serve.sh"
+    launch = "python -m sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct --context-length 8192 {}\n"
+    script.write_text(launch.format("--disable-custom-all-reduce"), encoding="utf-8")
+    code, out, err = cli("check", str(script), "--gpu", "h100")
+    assert code in (0, 1), out + err
+    script.write_text(launch.format("--tp 2 --disable-custom-all-reduce"), encoding="utf-8")
+    code, out, err = cli("check", str(script), "--gpu", "h100")
+    assert code == 3 and "--disable-custom-all-reduce" in out + err

@@ -45,7 +45,11 @@ def read(args, ctx: LaunchContext) -> Deployment:
     found = resolve_model(model_ref, base_dir=ctx.base_dir, where=at("model_path"), lookup=ctx.defaults.lookup,
                           host_paths=ctx.host_paths)
     spec = found.spec
-    blocked = options.unmodelled(args)
+    # the GPUs of one replica as tp_from_gpus below will judge it: the launch's own TP x PP, or --gpus where a
+    # launch given in part names no TP
+    gpus = ctx.defaults.gpus
+    ranks = gpus if gpus is not None and not ctx.whole_launch and not args.given("tp_size") else None
+    blocked = options.unmodelled(args, ranks=ranks)
     if found.config is not None and args.get("quantization"):
         quant = found.config.get("quantization_config") or {}
         if isinstance(quant, Mapping) and str(quant.get("quant_method", "")).lower() == str(args.get("quantization")).lower():

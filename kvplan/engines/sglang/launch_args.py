@@ -856,6 +856,37 @@ NOT_MODELLED: dict[str, tuple[Any, str]] = {
     "moe_dense_tp_size": (None, "the dense MLP layers' TP size"),
     "moe_a2a_backend": ("none", "an all-to-all MoE backend (replicated shared experts, its own buffers)"),
     "enable_dp_lm_head": (False, "lm_head split over the attention-TP group"),
+    # read from SGLang 0.5.23 where each is used (issue 28); a value other than the default is refused by name
+    "device": (None, "a device other than a CUDA or ROCm GPU (npu, xpu, hpu, cpu, mps: hardware_backend/, their own "
+                     "memory accounting)"),
+    "ep_num_redundant_experts": (0, "redundant expert copies: num_logical + redundant physical experts split over "
+                                    "the EP ranks (eplb/expert_location.py), more expert weights a GPU"),
+    "enable_eplb": (False, "EPLB's expert rebalancing (eplb/eplb_manager.py, expert_location_updater.py moves expert "
+                           "weights between ranks at run time)"),
+    "enable_two_batch_overlap": (False, "two-batch overlap's split batches and their CUDA graphs "
+                                        "(batch_overlap/two_batch_overlap.py)"),
+    "language_model_only": (False, "a VLM served without its vision encoder (models/qwen3_vl.py) and without the "
+                                   "default fraction's multimodal factor (arg_groups/memory_hook.py is_vlm)"),
+    "enable_multimodal": (None, "a model's vision part forced on or off (configs/model_config.py, models/mllama4.py "
+                                "has_vision)"),
+    "enable_memory_saver": (False, "torch_memory_saver's releasable regions for the weights and the pool "
+                                   "(mem_cache/kv_cache_configurator.py enable_memory_saver)"),
+    "mamba_ssm_dtype": (None, "the Mamba state's dtype (the state pool's bytes a request)"),
+    "model_impl": ("auto", "the Transformers backend's modelling code (models/transformers.py), not read"),
+    "moe_runner_backend": ("auto", "a MoE kernel backend other than SGLang's own pick (its weight layout and "
+                                   "workspace, layers/moe/moe_runner/)"),
+    "revision": (None, "a checkpoint revision other than the one kvplan reads the config.json of"),
+    "speculative_draft_model_revision": (None, "a draft checkpoint revision other than the one kvplan reads"),
+}
+# The custom all-reduce's buffers and NCCL's are inside the measured distributed-init constant (budget.py
+# dist_init_bytes), which these move: refused on more than one GPU. On one (tp_size and pp_size 1) SGLang creates no
+# all-reduce at all (distributed/parallel_state.py GroupCoordinator: "use_custom_allreduce and world_size > 1").
+MULTI_GPU_ONLY: dict[str, str] = {
+    "disable_custom_all_reduce": "the custom all-reduce off: its buffers are inside the measured distributed-init "
+                                 "constant",
+    "enable_p2p_check": "the real P2P check (distributed/bootstrap.py; without it SGLang assumes P2P and keeps the "
+                        "custom all-reduce): whether its buffers exist",
+    "enable_nccl_nvls": "NCCL's NVLink SHARP buffers, not in the measured distributed-init constant",
 }
 # with the default mem_fraction_static (a reserve formula on the CUDA-graph batch sizes and the chunk), these move
 # the budget; with an explicit --mem-fraction-static they do not
@@ -877,9 +908,11 @@ FEATURE_OPTIONS = frozenset({
     "speculative_draft_window_size", "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_num_steps",
     "speculative_token_map", "disable_radix_cache", "disable_overlap_schedule", "enable_mixed_chunk",
 })
-# read here: --config (its keys are options, each classified), --attention-backend (its page size, below) and
-# --max-prefill-tokens (the default fraction's reserve with chunked prefill off, below)
-READ_HERE = frozenset({"config", "attention_backend", "max_prefill_tokens"})
+# read here: --config (its keys are options, each classified), --attention-backend and its decode / prefill
+# versions (their page size, below), --max-prefill-tokens (the default fraction's reserve with chunked prefill off,
+# below) and MULTI_GPU_ONLY
+READ_HERE = frozenset({"config", "attention_backend", "decode_attention_backend", "prefill_attention_backend",
+                       "max_prefill_tokens", *MULTI_GPU_ONLY})
 
 # Options that leave what SGLang holds in GPU memory at start-up alone, each with why. Read from SGLang 0.5.23's
 # option fields (srt/arg_groups/fields/<file>.py, the namespace and section that declare it): the HTTP / gRPC
@@ -961,6 +994,13 @@ NO_GPU_MEMORY: dict[str, str] = {
     "file_storage_path": "a directory on disk for HiCache's file storage backend (mem_cache/hicache_storage.py)",
     "hicache_storage_prefetch_policy": "when HiCache prefetches from a storage backend (mem_cache/unified_radix_cache.py"
                                        "): only with --hicache-storage-backend, which kvplan refuses",
+    "triton_attention_reduce_in_fp32": "the reduction dtype of the double-sparsity attention backend, per forward "
+                                       "(layers/attention/double_sparsity_backend.py up to 0.5.22; 0.5.23 reads it "
+                                       "nowhere)",
+    "eplb_algorithm": "which rebalancing algorithm EPLB runs (eplb/eplb_manager.py): only with --enable-eplb, which "
+                      "kvplan refuses",
+    "ep_dispatch_algorithm": "which physical copy of an expert a token goes to (eplb/expert_location.py, "
+                             "eplb_manager.py): copies exist only with --ep-num-redundant-experts, which kvplan refuses",
     "deepep_mode": "DeepEP's dispatch mode, read only under an all-to-all MoE backend (arg_groups/moe_hook.py "
                    "_handle_a2a_moe, layers/moe/token_dispatcher/deepep.py): --moe-a2a-backend, which kvplan refuses",
 }
@@ -972,9 +1012,11 @@ def classified(dest: str) -> bool:
             or dest in READ_HERE or dest in NO_GPU_MEMORY)
 
 
-def unmodelled(args: LaunchArgs) -> list[tuple[str, str]]:
+def unmodelled(args: LaunchArgs, *, ranks: int | None = None) -> list[tuple[str, str]]:
     """(flag as written, why) for each set option that changes memory in ways kvplan does not model, and for each
-    option kvplan has not classified at all (the closed world: cannot judge, never passed over)."""
+    option kvplan has not classified at all (the closed world: cannot judge, never passed over). `ranks`: the GPUs
+    of one replica (TP x PP) where kvplan's own flags give them; else the launch's own --tp-size x --pp-size (1 each
+    when not given, as SGLang reads it)."""
     out = [(args.written.get(dest, "--" + dest.replace("_", "-")),
             f"what it does to GPU memory was not read from SGLang {MIRRORS}'s source")
            for dest in args.values if not classified(dest)]
@@ -986,6 +1028,9 @@ def unmodelled(args: LaunchArgs) -> list[tuple[str, str]]:
             continue
         if dest == "load_format" and value in ("auto", "safetensors", "pt"):
             continue
+        if (dest, value) in (("device", "cuda"), ("model_impl", "sglang"), ("revision", "main"),
+                             ("speculative_draft_model_revision", "main")):
+            continue  # SGLang's own choice on a GPU, and the revision kvplan reads
         out.append((args.written.get(dest, "--" + dest.replace("_", "-")), why))
     # --max-prefill-tokens: the scheduler's prefill admission budget (managers/schedule_policy.py PrefillAdder) on
     # every release; from 0.5.3 the default --mem-fraction-static's activation reserve reads it instead of the chunk
@@ -998,8 +1043,14 @@ def unmodelled(args: LaunchArgs) -> list[tuple[str, str]]:
         out.append((args.written.get("max_prefill_tokens", "--max-prefill-tokens"),
                     "with chunked prefill off it sizes the default --mem-fraction-static's activation reserve; give "
                     "--mem-fraction-static to judge it"))
-    backend = args.get("attention_backend")
-    if backend is not None and backend not in PAGE_ONE_BACKENDS and not args.given("page_size"):
-        out.append((args.written.get("attention_backend", "--attention-backend"),
-                    f"the {backend} backend sets its own page size"))
+    if ranks is None:
+        ranks = (args.get("tp_size") or 1) * (args.get("pp_size") or 1)
+    if ranks > 1:
+        out += [(args.written.get(dest, "--" + dest.replace("_", "-")), why)
+                for dest, why in MULTI_GPU_ONLY.items() if args.get(dest)]
+    for dest in ("attention_backend", "decode_attention_backend", "prefill_attention_backend"):
+        backend = args.get(dest)
+        if backend is not None and backend not in PAGE_ONE_BACKENDS and not args.given("page_size"):
+            out.append((args.written.get(dest, "--" + dest.replace("_", "-")),
+                        f"the {backend} backend sets its own page size"))
     return out
