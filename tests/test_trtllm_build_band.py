@@ -188,3 +188,12 @@ def test_the_execution_context_ratio_recomputed():
     assert ctx.available_kv_bytes == plain.available_kv_bytes
     drop = (ctx.available_kv_bytes_low - plain.available_kv_bytes_low)
     assert abs(drop - int(838_909_952 * row.ratio) * F32_09 + 838_909_952 * F32_09) < 2
+
+
+def test_a_trtllm_serve_engine_launch_says_what_check_cannot_read(cli, tmp_path):
+    """`trtllm-serve ENGINE_DIR --backend tensorrt`: MODEL is an engine directory whose config.json is the engine's,
+    so check says the backend and the unread config.json are why it cannot judge (exit 3), before it looks the model
+    up as a Hugging Face one."""
+    (tmp_path / "run.sh").write_text("trtllm-serve ./engines/llama --backend tensorrt --max_seq_len 8192\n")
+    code, out, _ = cli("check", tmp_path / "run.sh", "--gpu", "h100")
+    assert code == 3 and "--backend" in out and "config.json" in out and "is not read" in out

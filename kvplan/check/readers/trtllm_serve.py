@@ -66,6 +66,13 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     model_ref = llm_api.get("model")
     if not model_ref:
         raise InputError("no model", where=where, hint="trtllm-serve MODEL, or `model:` in the file")
+    if str(llm_api.get("backend")) in ("tensorrt", "trt"):
+        # MODEL is then an engine directory, whose config.json is the engine's (pretrained_config, build_config), not
+        # a Hugging Face config: said as what it is before the model is looked up as one
+        field, why = next(b for b in options.unmodelled(llm_api) if b[0] == "backend")
+        raise UnsupportedError(f"{field} is set ({why}); kvplan does not model it", where=at("backend"),
+                               hint="judge it with `kvplan estimate --engine trtllm --engine-option backend=tensorrt` "
+                                    "and the engine's build settings, or a kvplan deployment file")
     found = resolve_model(str(model_ref), base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
                           host_paths=ctx.host_paths)
     spec = found.spec
