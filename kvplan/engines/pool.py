@@ -2,80 +2,33 @@
 preallocated pool as `kvplan check` judges it, and the terms the three share. Pure.
 
 Kept apart from engines/result.py (the contract every engine returns) so that a static estimate, the common first
-command, does not build these types at start.
+command, does not build these types at start. Why an engine does not start and the pool as check judges it (PoolView,
+the StartProblem records) live in engines/pool_view.py, which only `pool_view()` builds (kvplan check, plan): an
+estimate does not load it; its names still answer here (PEP 562).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.core.cache import CacheModel
 from kvplan.core.dtypes import DType
 from kvplan.engines.api import EngineRequest
 from kvplan.engines.result import ContractEstimate
+from kvplan.engines import lazy
 
-
-# ------------------------------------------------------------------ why an engine does not start
-
-@dataclass(frozen=True)
-class NoKvMemory:
-    """The weights and runtime buffers take all the memory the engine may use: nothing is left for the cache."""
-
-
-@dataclass(frozen=True)
-class RequestTooLong:
-    """One request of max_model_len needs more KV cache than a worker has (vLLM's start-up error)."""
-
-    needed_kv_bytes: int
-    available_kv_bytes: int
-    longest: int | None  # the engine's estimated maximum model length
-
-
-@dataclass(frozen=True)
-class Refused:
-    """The engine refuses to start for a reason it states (memory free at start-up below the fraction asked)."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class PoolTooShort:
-    """A token pool that holds fewer tokens than one request of max_model_len (SGLang, TensorRT-LLM). Both engines
-    start anyway: `action` says what the engine does instead of failing ("TensorRT-LLM starts with max_seq_len
-    reduced to 86,720"), None where the release's behaviour is not known."""
-
-    available_kv_bytes: int
-    longest: int
-    action: str | None = None
-
-
-StartProblem = NoKvMemory | RequestTooLong | Refused | PoolTooShort
-
-
-@dataclass(frozen=True)
-class PoolView:
-    """A paged engine's preallocated KV pool, in the terms `kvplan check` judges by (one GPU, the pool-sizing one).
-
-    concurrency: requests of max_model_len at once as the engine logs it (vLLM's "Maximum concurrency", a
-    float; TensorRT-LLM's whole requests), None where the engine logs none (then max_batch counts);
-    held_at_once: requests the pool really holds at once where that differs from the logged figure (vLLM's null
-    block); running_limit: the engine's cap on running requests where it resolves one (vLLM max_num_seqs);
-    pool_bytes / per_request_bytes: the pool and what one request of max_model_len takes of it (None: not one
-    figure, e.g. sliding-window or state pools beside it)."""
-
-    problem: StartProblem | None  # why it does not start, None when it does (or the generic fit test decides)
-    available_kv_bytes: int | None
-    num_gpu_blocks: int | None
-    kv_cache_tokens: int | None
-    concurrency: float | int | None
-    held_at_once: int | None
-    running_limit: int | None
-    pool_bytes: int | None
-    per_request_bytes: int | None
-    estimated_max_model_len: int | None
-    replicas: int = 1  # data-parallel engines, each with a pool like this one: the deployment holds replicas x as many
+if TYPE_CHECKING:
+    from kvplan.engines.pool_view import NoKvMemory as NoKvMemory
+    from kvplan.engines.pool_view import PoolTooShort as PoolTooShort
+    from kvplan.engines.pool_view import PoolView as PoolView
+    from kvplan.engines.pool_view import Refused as Refused
+    from kvplan.engines.pool_view import RequestTooLong as RequestTooLong
+    from kvplan.engines.pool_view import StartProblem as StartProblem
+else:
+    __getattr__ = lazy.module_getattr(__name__, {name: "kvplan.engines.pool_view" for name in (
+        "NoKvMemory", "RequestTooLong", "Refused", "PoolTooShort", "StartProblem", "PoolView")})
 
 
 @dataclass(frozen=True)

@@ -39,8 +39,7 @@ from kvplan.core.units import MAX_TOKENS
 from kvplan.engines import driver, lazy
 from kvplan.engines.paged import cap_given_pool, longest, model_dtype
 from kvplan.engines.api import EngineRequest, refuse_unread_options
-from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, StartProblem,
-                                 request_terms, verdict_terms)
+from kvplan.engines.pool import EngineEstimate, request_terms, verdict_terms
 from kvplan.engines.result import PerGpu
 from kvplan.engines.sglang import budget as sbudget
 from kvplan.engines.sglang import context
@@ -50,9 +49,12 @@ from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
 from kvplan.engines.runtime import unified as unified_memory
 
 if TYPE_CHECKING:
+    from kvplan.engines import pool_view as view_types
+    from kvplan.engines.pool_view import PoolView, StartProblem
     from kvplan.engines import features as shared
     from kvplan.engines.sglang import features as sfeat
 else:  # the launch options' terms (features.py): loaded by a launch that sets them, never by a plain estimate
+    view_types = lazy.module("kvplan.engines.pool_view")  # built by pool_view() only (check, plan)
     shared = lazy.module("kvplan.engines.features")
     sfeat = lazy.module("kvplan.engines.sglang.features")
 from kvplan.engines.runtime.startup import link_class
@@ -112,13 +114,14 @@ class SglangEstimate(EngineEstimate):
         problem: StartProblem | None = None
         if not self.fits:
             if self.max_total_num_tokens == 0:
-                problem = Refused(next((n for n in self.notes if n.startswith("SGLang refuses")), NO_ROOM))
+                problem = view_types.Refused(next((n for n in self.notes if n.startswith("SGLang refuses")), NO_ROOM))
             elif self.available_kv_bytes <= 0:
-                problem = NoKvMemory()
+                problem = view_types.NoKvMemory()
             elif self.estimated_max_model_len:
-                problem = PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len,
-                                       action=f"SGLang starts, with requests capped at {self.estimated_max_model_len:,} "
-                                              f"tokens (--context-length stays {self.seq:,})")
+                problem = view_types.PoolTooShort(
+                    self.available_kv_bytes, self.estimated_max_model_len,
+                    action=f"SGLang starts, with requests capped at {self.estimated_max_model_len:,} "
+                           f"tokens (--context-length stays {self.seq:,})")
         pool = self.per_gpu.cache_bytes if self.per_gpu else None
         per_request = None
         slots, page = self.max_total_num_tokens, self.page_size
@@ -129,10 +132,11 @@ class SglangEstimate(EngineEstimate):
             elif self.max_batch:
                 per_request = -(-pool // self.max_batch)  # sliding-window or state pools beside it: an even share
         dp = self.features.dp_attention if self.features is not None else None
-        return PoolView(problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=None,
-                        kv_cache_tokens=None, concurrency=None, held_at_once=None, running_limit=None, pool_bytes=pool,
-                        per_request_bytes=per_request, estimated_max_model_len=self.estimated_max_model_len,
-                        replicas=dp.attn_dp_size if dp is not None else 1)
+        return view_types.PoolView(
+            problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=None,
+            kv_cache_tokens=None, concurrency=None, held_at_once=None, running_limit=None, pool_bytes=pool,
+            per_request_bytes=per_request, estimated_max_model_len=self.estimated_max_model_len,
+            replicas=dp.attn_dp_size if dp is not None else 1)
 
 
 NO_ROOM = ("the weights leave no memory for the KV cache (\"Loaded weights leave no GPU memory for the KV cache\"): "

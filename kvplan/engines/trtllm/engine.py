@@ -25,16 +25,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.core.dtypes import DType
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.units import parse_size
-from kvplan.engines import driver
+from kvplan.engines import driver, lazy
 from kvplan.engines.paged import cap_given_pool, cdiv, kv_dtype, model_dtype
 from kvplan.engines.api import EngineRequest
-from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolTooShort, PoolView, Refused, StartProblem,
-                                 request_terms, verdict_terms)
+from kvplan.engines.pool import EngineEstimate, request_terms, verdict_terms
 from kvplan.engines.result import PerGpu
 from kvplan.engines.runtime.activations import one_sequence_forward_peak
 from kvplan.engines.runtime.startup import link_class
@@ -46,6 +45,12 @@ from kvplan.engines.trtllm import releases
 from kvplan.engines.trtllm import specs as tspecs
 from kvplan.engines.trtllm.budget import pool_tokens
 from kvplan.engines.trtllm.releases import PYTORCH, TENSORRT
+
+if TYPE_CHECKING:
+    from kvplan.engines import pool_view as view_types
+    from kvplan.engines.pool_view import PoolView, StartProblem
+else:  # why it does not start and the pool as check judges it: built by pool_view() only (check, plan)
+    view_types = lazy.module("kvplan.engines.pool_view")
 
 GIB = 2**30
 MIB = 2**20
@@ -103,16 +108,16 @@ class TrtllmEstimate(EngineEstimate):
                 f = self.features
                 what = " and ".join(w for w, on in ((f"the cache transceiver's {f.transceiver.buffers if f.transceiver else 0} "
                                                      "transfer buffers", f.transceiver), ("the LoRA device cache", f.lora)) if on)
-                problem = Refused(f"{what} ({f.after_pool_bytes:,} B) do not fit in the memory free_gpu_memory_fraction "
-                                  "leaves beside the pool and the profiled peak: TensorRT-LLM runs out of memory building "
-                                  "them after the pool")
+                problem = view_types.Refused(f"{what} ({f.after_pool_bytes:,} B) do not fit in the memory "
+                                             "free_gpu_memory_fraction leaves beside the pool and the profiled peak: "
+                                             "TensorRT-LLM runs out of memory building them after the pool")
             elif self.available_kv_bytes <= 0:
-                problem = NoKvMemory()
+                problem = view_types.NoKvMemory()
             elif self.estimated_max_model_len:
                 action = None
                 if any(n.startswith("TensorRT-LLM starts") for n in self.notes):
                     action = f"TensorRT-LLM starts with max_seq_len reduced to {self.estimated_max_model_len:,}"
-                problem = PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len, action=action)
+                problem = view_types.PoolTooShort(self.available_kv_bytes, self.estimated_max_model_len, action=action)
         pool = self.per_gpu.cache_bytes if self.per_gpu else None
         per_request = None
         slots, block = self.kv_cache_tokens, self.tokens_per_block
@@ -121,10 +126,11 @@ class TrtllmEstimate(EngineEstimate):
                 per_request = -(-self.seq // block) * block * (pool // slots)  # whole blocks of tokens
             elif self.max_batch:
                 per_request = -(-pool // self.max_batch)  # per-window pools: an even share
-        return PoolView(problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=self.num_blocks,
-                        kv_cache_tokens=self.kv_cache_tokens, concurrency=self.max_concurrency, held_at_once=None,
-                        running_limit=None, pool_bytes=pool, per_request_bytes=per_request,
-                        estimated_max_model_len=self.estimated_max_model_len)
+        return view_types.PoolView(
+            problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=self.num_blocks,
+            kv_cache_tokens=self.kv_cache_tokens, concurrency=self.max_concurrency, held_at_once=None,
+            running_limit=None, pool_bytes=pool, per_request_bytes=per_request,
+            estimated_max_model_len=self.estimated_max_model_len)
 
 
 def _pp_counts(layers: int, pp: int) -> list[int]:

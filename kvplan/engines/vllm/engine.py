@@ -41,18 +41,17 @@ import dataclasses
 import math
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kvplan.core.cache import kv_heads_per_rank, layer_state_bytes, layer_token_bytes, pp_layer_counts
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.core.spec import ModelSpec
 from kvplan.core.units import MAX_TOKENS
-from kvplan.engines import driver
+from kvplan.engines import driver, lazy
 from kvplan.engines.paged import cdiv, kv_dtype, longest, model_dtype
 from kvplan.engines.api import FLOAT_WEIGHTS, EngineRequest, refuse_unread_options
-from kvplan.engines.pool import (EngineEstimate, NoKvMemory, PoolView, Refused, RequestTooLong, StartProblem,
-                                 request_terms, verdict_terms)
+from kvplan.engines.pool import EngineEstimate, request_terms, verdict_terms
 from kvplan.engines.result import PerGpu
 from kvplan.engines.runtime import unified as unified_memory
 from kvplan.engines.runtime.logs import vllm_format_gib
@@ -69,6 +68,12 @@ from kvplan.engines.vllm.budget import VllmBudget
 from kvplan.engines.vllm.releases import Release
 from kvplan.model.catalog import find_gpu
 from kvplan.engines.lazy import deferred
+
+if TYPE_CHECKING:
+    from kvplan.engines import pool_view as view_types
+    from kvplan.engines.pool_view import PoolView, StartProblem
+else:  # why it does not start and the pool as check judges it: built by pool_view() only (check, plan)
+    view_types = lazy.module("kvplan.engines.pool_view")
 
 # `vllm serve`'s option table of a release (serve_args.py, with argparse and its JSON tables): a packed
 # --kv-cache-dtype asks it for the release's choices; a plain one never loads it (benchmarks/cold_start.py)
@@ -174,14 +179,14 @@ class VllmEstimate(EngineEstimate):
         if not self.fits:
             failing = next((w for w in self.workers if not w.fits), None)
             if any(w.available_kv_bytes <= 0 for w in self.workers):
-                problem = NoKvMemory()
+                problem = view_types.NoKvMemory()
             elif failing is not None:
-                problem = RequestTooLong(failing.needed_kv_bytes, failing.available_kv_bytes,
-                                         failing.estimated_max_model_len)
+                problem = view_types.RequestTooLong(failing.needed_kv_bytes, failing.available_kv_bytes,
+                                                    failing.estimated_max_model_len)
             elif self.refusal is not None:
-                problem = Refused(self.refusal)
+                problem = view_types.Refused(self.refusal)
         blocks, bpb = self.num_gpu_blocks, self.bytes_per_block
-        return PoolView(
+        return view_types.PoolView(
             problem=problem, available_kv_bytes=self.available_kv_bytes, num_gpu_blocks=blocks,
             kv_cache_tokens=self.kv_cache_tokens, concurrency=self.max_concurrency,
             # block 0 is vLLM's null block (v1/core/block_pool.py), which no request can take: a pool of exactly k
