@@ -356,11 +356,15 @@ def test_gemma3_sliding_pool_per_era(version, split):
 
 
 def test_gpt_oss_sliding_pool_per_era():
-    """gpt-oss joined the sliding classes in 0.5.1; 0.5.7 dropped it; the 0.5.8 allowlist has it again."""
-    split = {v: sglang.estimate(_req("gpt-oss-20b", seq=8192, mem=10 * GIB, engine_version=v)).swa_tokens
-             for v in ("0.4.10", "0.5.1", "0.5.7", "0.5.8")}
-    assert split["0.4.10"] is None and split["0.5.7"] is None
-    assert split["0.5.1"] == split["0.5.8"] == int(242_725 * Fraction(4, 5))
+    """gpt-oss joined the sliding classes in 0.5.1, but server_args.py's GPT-OSS branch sets disable_hybrid_swa_memory
+    = True in 0.5.1-0.5.7 (one pool for every layer); 0.5.8-0.5.9 only with trtllm_mha (its default on SM100) or
+    speculative decoding; the 0.5.8 allowlist keeps the split elsewhere, and 0.5.10 on every GPU."""
+    def split(v, **kw):
+        return sglang.estimate(_req("gpt-oss-20b", seq=8192, mem=10 * GIB, engine_version=v, **kw)).swa_tokens
+    assert split("0.4.10") is None and split("0.5.1") is None and split("0.5.7") is None
+    assert split("0.5.8") == int(242_725 * Fraction(4, 5)) and split("0.5.10", gpu="b200") is not None
+    assert split("0.5.8", gpu="b200") is None  # trtllm_mha, GPT-OSS's default on SM100 in 0.5.8
+    assert split("0.5.8", gpu="b200", engine_options=(("attention_backend", "triton"),)) == int(242_725 * Fraction(4, 5))
 
 
 def test_mamba_rules_per_release():

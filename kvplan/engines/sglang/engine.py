@@ -209,6 +209,30 @@ def _uses_swa(rel: releases.Release, spec, windowed: set[sspecs.PoolRule]) -> bo
     return spec.architecture in rel.swa_allowlist
 
 
+GPT_OSS = "GptOssForCausalLM"
+
+
+def _gpt_oss_swa_off(req: EngineRequest, rel: releases.Release, sg) -> str | None:
+    """Why SGLang turns GPT-OSS's sliding-window pool off (server_args.py, GPT-OSS's branch of
+    _handle_model_specific_adjustments), or None: `disable_hybrid_swa_memory = True` unconditionally in 0.5.1-0.5.7
+    (0.5.1, 0.5.2, 0.5.3, 0.5.4, 0.5.5, 0.5.7 read); in 0.5.8-0.5.9 only with the trtllm_mha attention backend (its
+    default for GPT-OSS on SM100) or speculative decoding (0.5.8, 0.5.9 read); not in 0.5.10 (read). Public AMD logs of
+    0.5.6 on MI355X show it: one pool of 28,831,220 tokens, disable_hybrid_swa_memory=True in server_args."""
+    if req.spec.architecture != GPT_OSS or not rel.at_least("0.5.1") or rel.at_least("0.5.10"):
+        return None
+    what = f"SGLang {rel.version} turns GPT-OSS's sliding-window pool off (disable_hybrid_swa_memory)"
+    if not rel.at_least("0.5.8"):
+        return what + ": every layer gets the full pool (server_args.py, 0.5.1-0.5.7)"
+    if sg is not None and getattr(sg, "speculative_algorithm", None):
+        return what + " with speculative decoding (0.5.8-0.5.9)"
+    named = (req.option("attention_backend") or "").strip().lower()
+    facts = req.hardware.facts if req.hardware is not None else None
+    sm100 = facts is not None and str(facts.compute_capability or "").startswith("10.")
+    if named == "trtllm_mha" or (not named and sm100):
+        return what + " with the trtllm_mha attention backend (GPT-OSS's default on SM100; 0.5.8-0.5.9)"
+    return None
+
+
 # kvplan's generic KV dtype names -> SGLang's spelling of the same cache (server_args.py: SGLang has no plain "fp8";
 # its fp8_e4m3 is the e4m3 cache vLLM calls fp8), said in a note (kv_spelling_note)
 GENERIC_KV = {"fp8": "fp8_e4m3"}
@@ -379,6 +403,10 @@ def _pools_of_kinds(run: _Run) -> None:
                                "(sliding_window, else attention_chunk_size); not modelled", where="--engine sglang",
                                hint="try --engine vllm")
     run.swa = _uses_swa(rel, spec, windowed)
+    off = _gpt_oss_swa_off(req, rel, run.sg) if run.swa else None
+    if off is not None:
+        run.swa = False
+        notes.append(off)
     # SGLang's one SWA window (model_runner_components/load_model_utils.py resolve_sliding_window_size): the
     # config's sliding_window, else attention_chunk_size, so Llama 4's chunked-local layers live in the SWA pool
     run.swa_window = spec.attention_chunk_size if sspecs.SWA_CHUNKED in windowed else spec.sliding_window
