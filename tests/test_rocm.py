@@ -307,3 +307,14 @@ def test_gpt_oss_band_spans_aiter_and_emulation_from_027():
     on_027 = budgets_for(engine_request("gpt-oss-120b", gpu="mi300x", engine_version="0.27.1", seq=8192))[0]
     gap = _rocm_expert_bytes(3072, 3072) - _rocm_expert_bytes(2880, 2880)
     assert on_027.uncertainty_bytes - on_026.uncertainty_bytes >= gap
+
+
+@pytest.mark.parametrize("version, limits", [("0.27.1", (8192, 1024)), ("0.28.0", (16384, 1024))])
+def test_mi300x_scheduler_tier(version, limits):
+    """engine/arg_utils.py get_batch_defaults tests the device's total: 0.28's >= 160 GiB tier (16384 tokens) takes an
+    MI300X too, as vllm-project/vllm#53961 reports ("captures MI300X (191.98 GiB)"); before, the >= 70 GiB tier."""
+    from kvplan.engines.vllm.budget import default_batch_limits
+    g = find_gpu("mi300x")
+    assert default_batch_limits(g.capacity_bytes, g.name, releases.release(version)) == limits
+    # vLLM reads 191.69 GiB there (docs/gpus.md): the same tier either way
+    assert default_batch_limits(int(191.69 * GIB), g.name, releases.release(version)) == limits
