@@ -109,7 +109,7 @@ def test_every_classified_option_is_one_sglang_has_and_in_one_class_only():
 
     dests = {o.dest for o in la.options().values()}
     classes = [set(la.MODELLED), set(la.NOT_MODELLED), set(la.MOVES_DEFAULT_FRACTION), set(la.FEATURE_OPTIONS),
-               set(la.READ_HERE), set(la.NO_GPU_MEMORY)]
+               set(la.READ_HERE), set(la.NO_GPU_MEMORY), set(la.ONLY_WITH), set(la.DRAFT_ONLY)]
     for c in classes:
         assert c <= dests, c - dests
     # quantization is modelled for a checkpoint's own method and refused when it forces another (check's reader)

@@ -129,3 +129,23 @@ def test_check_reads_the_all_reduce_options_by_the_launchs_own_gpus(cli, tmp_pat
     script.write_text(launch.format("--tp 2 --disable-custom-all-reduce"), encoding="utf-8")
     code, out, err = cli("check", str(script), "--gpu", "h100")
     assert code == 3 and "--disable-custom-all-reduce" in out + err
+
+
+def test_options_read_only_under_a_refused_gate_stay_behind_it():
+    """ONLY_WITH / DRAFT_ONLY: nothing on their own, because what reads them (the offloader, KTransformers, a draft
+    worker, ...) runs only under another option kvplan refuses by name. Each gate must stay refused: modelling one
+    means reading these too."""
+    from kvplan.engines.sglang import features, launch_args as la
+
+    assert all(gate in la.NOT_MODELLED for gate, _ in la.ONLY_WITH.values())
+    assert set(la.DRAFT_ONLY.values()) <= set(features.SPEC_NOT_MODELLED)
+    plain = _est().max_total_num_tokens
+    assert _est(sglang_args="--kt-method AMXINT4 --offload-mode cpu --speculative-ngram-capacity 100 "
+                            "--offload-group-size -1").max_total_num_tokens == plain
+    for args, named in (("--kt-method AMXINT4 --kt-weight-path /w", "--kt-weight-path"),
+                        ("--offload-group-size 4 --offload-mode cpu", "--offload-group-size")):
+        with pytest.raises(UnsupportedError) as info:
+            _est(sglang_args=args)
+        assert info.value.where.endswith(named)
+    with pytest.raises(UnsupportedError, match="NGRAM|n-gram"):
+        _est(sglang_args="--speculative-algorithm NGRAM --speculative-ngram-capacity 100")

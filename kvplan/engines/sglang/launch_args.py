@@ -877,6 +877,50 @@ NOT_MODELLED: dict[str, tuple[Any, str]] = {
                                    "workspace, layers/moe/moe_runner/)"),
     "revision": (None, "a checkpoint revision other than the one kvplan reads the config.json of"),
     "speculative_draft_model_revision": (None, "a draft checkpoint revision other than the one kvplan reads"),
+    "kt_weight_path": (None, "KTransformers' CPU experts (layers/moe/kt_ep_wrapper.py): experts split between the CPU "
+                             "and the GPU"),
+    "dllm_algorithm": (None, "a diffusion LM's block decoding (dllm/): its own blocks and attention buffers"),
+    "enable_pdmux": (False, "prefill / decode multiplexing: a second attention workspace per SM group "
+                            "(model_runner_components/attention_backend_setup.py)"),
+    "enable_lmcache": (False, "LMCache's connector and its buffers (mem_cache/storage/lmcache/)"),
+    "enable_flexkv": (False, "FlexKV's KV tiers (mem_cache/registry.py)"),
+    "enable_hisparse": (False, "HiSparse's sparse KV pools (mem_cache/sparsity/, pool_configurator.py)"),
+    "enable_unified_cache_external_linker": (False, "the unified cache's external linker and its pool layout "
+                                                    "(mem_cache/unified_cache/, kv_cache_configurator.py)"),
+    "elastic_ep_backend": (None, "elastic expert parallelism (elastic_ep/): ranks and experts that join at run time"),
+    "enable_elastic_expert_backup": (False, "a backup of expert weights for elastic EP (elastic_ep/)"),
+}
+# Options read only when another is set that kvplan refuses by name (NOT_MODELLED): nothing on their own. Each with
+# the gate and the SGLang 0.5.23 file that reads them under it (tests check each gate stays refused).
+ONLY_WITH: dict[str, tuple[str, str]] = {
+    **dict.fromkeys(("offload_mode", "offload_num_in_group", "offload_prefetch_step"),
+                    ("offload_group_size", "utils/offloader.py: read only when offload_group_size > 0")),
+    **dict.fromkeys(("kt_cpuinfer", "kt_max_deferred_experts_per_token", "kt_method", "kt_num_gpu_experts",
+                     "kt_threadpool_count"),
+                    ("kt_weight_path", "layers/moe/kt_ep_wrapper.py create_kt_config_from_server_args: no KT config "
+                                       "without kt_weight_path")),
+    **dict.fromkeys(("dllm_algorithm_config", "dllm_fdfo"), ("dllm_algorithm", "dllm/config.py: nothing when "
+                                                                               "dllm_algorithm is None")),
+    **dict.fromkeys(("pdmux_config_path", "sm_group_num"),
+                    ("enable_pdmux", "multiplex/, attention_backend_setup.py: under enable_pdmux")),
+    "lmcache_config_file": ("enable_lmcache", "mem_cache/registry.py: the LMCache radix cache's config"),
+    "flexkv_config_file": ("enable_flexkv", "mem_cache/registry.py: FlexKV's config path"),
+    "hisparse_config": ("enable_hisparse", "mem_cache/sparsity/factory.py: HiSparse's config"),
+    **dict.fromkeys(("unified_cache_external_linker_backend", "unified_cache_external_linker_config"),
+                    ("enable_unified_cache_external_linker", "mem_cache/unified_cache/linker_factory.py, "
+                                                             "arg_groups/hicache_hook.py")),
+}
+# Options of one draft algorithm that engines/sglang/features.py refuses (SPEC_NOT_MODELLED): read only by its worker
+# and its hook in arg_groups/speculative_hook.py (tests check each algorithm stays refused)
+DRAFT_ONLY: dict[str, str] = {
+    **dict.fromkeys(("speculative_ngram_capacity", "speculative_ngram_external_corpus_max_tokens",
+                     "speculative_ngram_external_corpus_path", "speculative_ngram_external_sam_budget",
+                     "speculative_ngram_match_type", "speculative_ngram_max_bfs_breadth",
+                     "speculative_ngram_max_trie_depth", "speculative_ngram_min_bfs_breadth"), "NGRAM"),
+    **dict.fromkeys(("speculative_dflash_block_size", "speculative_domino_candidate_pool_size"), "DFLASH"),
+    **dict.fromkeys(("speculative_dspark_align_verify_tokens_to_graph_tier", "speculative_dspark_block_size",
+                     "speculative_dspark_confidence_sts_path", "speculative_dspark_sps_table_path"), "DSPARK"),
+    "uno_lora_path": "UNO",
 }
 # The custom all-reduce's buffers and NCCL's are inside the measured distributed-init constant (budget.py
 # dist_init_bytes), which these move: refused on more than one GPU. On one (tp_size and pp_size 1) SGLang creates no
@@ -994,6 +1038,25 @@ NO_GPU_MEMORY: dict[str, str] = {
     "file_storage_path": "a directory on disk for HiCache's file storage backend (mem_cache/hicache_storage.py)",
     "hicache_storage_prefetch_policy": "when HiCache prefetches from a storage backend (mem_cache/unified_radix_cache.py"
                                        "): only with --hicache-storage-backend, which kvplan refuses",
+    **dict.fromkeys(("weight_loader_disable_mmap", "weight_loader_drop_cache_after_load",
+                     "weight_loader_prefetch_checkpoints", "weight_loader_prefetch_num_threads"),
+                    "how the checkpoint files are read from disk (model_loader/loader.py: mmap, the page cache, "
+                    "prefetch threads): host side, the same weights land on the GPU"),
+    "model_checksum": "checks the checkpoint files' hashes on the host (utils/model_file_verifier.py)",
+    "checkpoint_engine_wait_weights_before_ready": "when the HTTP server reports ready (entrypoints/http_server.py)",
+    **dict.fromkeys(("retraction_policy", "prefill_decode_interval", "prefill_decode_interval_min_bs",
+                     "optimistic_prefill_attempts"), _ADMISSION),
+    **dict.fromkeys(("allowed_media_domains", "media_url_max_file_size_mb", "trust_mm_content_hashes",
+                     "enable_response_store"), _API),
+    **dict.fromkeys(("mm_processor_worker_num", "mm_io_worker_num"),
+                    "multimodal preprocessing worker processes (multimodal/processors/base_processor.py): CPU side"),
+    **dict.fromkeys(("spec_trace_dir", "enable_layerwise_nvtx_marker"), _LOG),
+    **dict.fromkeys(("engine_info_bootstrap_port", "encoder_bootstrap_port", "disaggregation_decode_polling_interval"),
+                    _RENDEZVOUS),
+    "enable_tf32_matmul": "TF32 for float32 matmuls (model_executor/model_runner.py torch.backends flags): precision, "
+                          "no allocation",
+    **dict.fromkeys(("speculative_accept_threshold_single", "speculative_accept_threshold_acc"),
+                    "the draft's acceptance test at run time (speculative/eagle_utils.py, spec_sampling_mask.py)"),
     "triton_attention_reduce_in_fp32": "the reduction dtype of the double-sparsity attention backend, per forward "
                                        "(layers/attention/double_sparsity_backend.py up to 0.5.22; 0.5.23 reads it "
                                        "nowhere)",
@@ -1009,7 +1072,7 @@ NO_GPU_MEMORY: dict[str, str] = {
 def classified(dest: str) -> bool:
     """Whether kvplan has read what an option does to GPU memory (modelled, refused by name, or none)."""
     return (dest in MODELLED or dest in NOT_MODELLED or dest in MOVES_DEFAULT_FRACTION or dest in FEATURE_OPTIONS
-            or dest in READ_HERE or dest in NO_GPU_MEMORY)
+            or dest in READ_HERE or dest in NO_GPU_MEMORY or dest in ONLY_WITH or dest in DRAFT_ONLY)
 
 
 def unmodelled(args: LaunchArgs, *, ranks: int | None = None) -> list[tuple[str, str]]:
@@ -1028,6 +1091,8 @@ def unmodelled(args: LaunchArgs, *, ranks: int | None = None) -> list[tuple[str,
             continue
         if dest == "load_format" and value in ("auto", "safetensors", "pt"):
             continue
+        if dest == "offload_group_size" and isinstance(value, int) and value <= 0:
+            continue  # utils/offloader.py: layer-group offload only when it is > 0 (0.5.23's default is -1)
         if (dest, value) in (("device", "cuda"), ("model_impl", "sglang"), ("revision", "main"),
                              ("speculative_draft_model_revision", "main")):
             continue  # SGLang's own choice on a GPU, and the revision kvplan reads
