@@ -32,6 +32,7 @@ BENCH = HERE / "benchmarks"
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(BENCH))
 
+import rocm_error as rocm  # noqa: E402
 import sglang_trtllm_error as st  # noqa: E402
 import vllm_budget_error as vb  # noqa: E402
 
@@ -242,11 +243,22 @@ def summary(rows: list[Row]) -> dict[tuple[str, str], tuple[int, float, int, flo
                 statistics.median(r.half_width for r in g)) for k, g in groups.items()}
 
 
+def rocm_rows() -> list[Row]:
+    """tests/data/rocm_logs (benchmarks/rocm_error.py): AMD Instinct runs; no constant or band was set on them and
+    they give no environment option, so unset and given are the same."""
+    from kvplan.engines.sglang import releases as sglang_releases
+    from kvplan.engines.vllm import releases as vllm_releases
+
+    line = {"vLLM": lambda v: vllm_releases.release(v).line, "SGLang": lambda v: sglang_releases.release(v).line}
+    return [Row(r["engine"], line[r["engine"]](r["version"]), r["log"], r["error"], r["covered"], r["low"], r["high"],
+                r["logged"]) for r in [rocm.minimax_record()] + rocm.sglang_records()]
+
+
 def coverage(options_unset: bool) -> tuple[list[Row], list[tuple[str, str]], list[tuple[str, str]]]:
     """Every scored row, vLLM's refusals and SGLang's / TensorRT-LLM's skipped logs."""
     v, refused = vllm_rows(options_unset)
     s, skipped = sglang_trtllm_rows(options_unset)
-    return v + s, refused, skipped
+    return v + s + rocm_rows(), refused, skipped
 
 
 ENGINES = ("vLLM", "SGLang", "TensorRT-LLM (PyTorch)", "TensorRT-LLM (TensorRT engine)")

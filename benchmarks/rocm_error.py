@@ -41,6 +41,46 @@ def _record(folder: str, rid: str) -> dict:
     return next(r for r in map(json.loads, lines) if r["id"] == rid)
 
 
+def minimax_record() -> dict:
+    """The recipes#273 run as band_coverage.py's rows take it."""
+    rec = _record("rocm_logs", "recipes-pr273-minimax-m2-2xmi300x-v0171")
+    text = (HERE / rec["raw_file"]).read_text(encoding="utf-8")
+    tokens = int(re.search(r"KV cache: ([\d,]+) tokens", text).group(1).replace(",", ""))
+    spec = resolve_model(str(HERE / rec["config"]))
+    req = engine_request(spec, seq=spec.max_context, gpu="mi300x", tp=2, engine_version="0.17.1")
+    r = vllm.estimate(req)
+    logged = tokens // r.block_size * r.bytes_per_block
+    modelled = budgets_for(req)[0].available_bytes
+    return dict(engine="vLLM", version="0.17.1", log=rec["id"], error=100 * (modelled - logged) / logged,
+                covered=r.available_kv_bytes_low <= logged <= r.available_kv_bytes_high,
+                low=r.available_kv_bytes_low / GIB, high=r.available_kv_bytes_high / GIB, logged=f"{tokens:,} tokens")
+
+
+def sglang_records() -> list[dict]:
+    """AMD's SGLang CI runs as band_coverage.py's rows take them (the pool, in tokens)."""
+    out = []
+    for rec in map(json.loads, (DATA / "rocm_logs" / "index.jsonl").read_text(encoding="utf-8").splitlines()):
+        if rec["engine"] != "sglang":
+            continue
+        text = (HERE / rec["raw_file"]).read_text(encoding="utf-8", errors="replace")
+        tokens = int(re.search(r"max_total_num_tokens=(\d+)", text).group(1))
+        version = rec["engine_version"].split()[0]
+        q = rec["kvplan_request"]
+        model = str(HERE / q["model"]) if q["model"].endswith(".json") else q["model"]
+        r = sglang.estimate(engine_request(
+            model, seq=q["seq"], gpu=rec["gpu_catalog"], tp=q["tp"], engine_version=version,
+            gpu_util=Fraction(q["gpu_util"]), max_num_batched_tokens=q.get("max_num_batched_tokens"),
+            max_num_seqs=q.get("max_num_seqs"), engine_options=tuple((q.get("engine_options") or {}).items()) or None))
+        logged = tokens * r.cell_size
+        out.append(dict(engine="SGLang", version=version, log=rec["id"],
+                        error=100 * (r.max_total_num_tokens - tokens) / tokens,
+                        covered=r.available_kv_bytes_low - r.cell_size <= logged <= r.available_kv_bytes_high + r.cell_size,
+                        low=r.available_kv_bytes_low / GIB, high=r.available_kv_bytes_high / GIB,
+                        logged=f"{tokens:,} tokens", modelled=r.max_total_num_tokens, tokens=tokens,
+                        gpu=rec["gpu_catalog"]))
+    return out
+
+
 def minimax() -> tuple[str, float, bool, str]:
     rec = _record("rocm_logs", "recipes-pr273-minimax-m2-2xmi300x-v0171")
     text = (HERE / rec["raw_file"]).read_text(encoding="utf-8")
@@ -85,25 +125,9 @@ def deepseek_a() -> tuple[str, float, bool, str]:
 
 def sglang_ci() -> list[tuple[str, float, bool, str]]:
     """AMD's SGLang nightly logs (michael-amd/sglang-ci): the pool of each stored run, launched as its record says."""
-    out = []
-    for rec in map(json.loads, (DATA / "rocm_logs" / "index.jsonl").read_text(encoding="utf-8").splitlines()):
-        if rec["engine"] != "sglang":
-            continue
-        text = (HERE / rec["raw_file"]).read_text(encoding="utf-8", errors="replace")
-        tokens = int(re.search(r"max_total_num_tokens=(\d+)", text).group(1))
-        version = rec["engine_version"].split()[0]
-        q = rec["kvplan_request"]
-        model = str(HERE / q["model"]) if q["model"].endswith(".json") else q["model"]
-        r = sglang.estimate(engine_request(
-            model, seq=q["seq"], gpu=rec["gpu_catalog"], tp=q["tp"], engine_version=version,
-            gpu_util=Fraction(q["gpu_util"]), max_num_batched_tokens=q.get("max_num_batched_tokens"),
-            max_num_seqs=q.get("max_num_seqs"), engine_options=tuple((q.get("engine_options") or {}).items()) or None))
-        logged = tokens * r.cell_size
-        covered = r.available_kv_bytes_low - r.cell_size <= logged <= r.available_kv_bytes_high + r.cell_size
-        name = rec["id"].split("-tp8-")[0].replace("sglangci-", "")
-        out.append((f"sglang-ci {name} SGLang {version}: {tokens:,} tokens logged, {r.max_total_num_tokens:,} modelled",
-                    100 * (r.max_total_num_tokens - tokens) / tokens, covered, "pool"))
-    return out
+    return [(f"sglang-ci {r['log'].split('-tp8-')[0].replace('sglangci-', '')} SGLang {r['version']}: "
+             f"{r['tokens']:,} tokens logged, {r['modelled']:,} modelled", r["error"], r["covered"], "pool")
+            for r in sglang_records()]
 
 
 def main() -> int:

@@ -7,6 +7,8 @@ values are the figures the engines printed ("Available KV cache memory", SGLang'
 
 from __future__ import annotations
 
+import json
+
 import dataclasses
 import importlib.util
 import sys
@@ -71,8 +73,12 @@ def test_every_log_is_counted_once_scored_or_in_one_why_group(bench, unset):
     rows, refused, skipped = unset
     counts = bench.tally(rows, bench.not_scored({r.log for r in rows}, refused, skipped))
     auto_fit = len(list((ROOT / "tests" / "data" / "vllm_auto_fit_logs").glob("*.log")))
-    expected = {"vLLM": sum(map(_records, ("vllm_logs", "vllm_logs_public", "vllm_logs_features"))) + auto_fit,
-                "SGLang": _records("sglang_logs"), "TensorRT-LLM": _records("trtllm_logs")}
+    # tests/data/rocm_logs holds both engines' records: each counts under its own ("engine" of the record)
+    rocm = [json.loads(line)["engine"] for line in
+            (ROOT / "tests" / "data" / "rocm_logs" / "index.jsonl").read_text(encoding="utf-8").splitlines() if line.strip()]
+    expected = {"vLLM": sum(map(_records, ("vllm_logs", "vllm_logs_public", "vllm_logs_features"))) + auto_fit
+                + rocm.count("vllm"), "SGLang": _records("sglang_logs") + rocm.count("sglang"),
+                "TensorRT-LLM": _records("trtllm_logs")}
     assert {e: sum(n for k, n in t.items() if k != "covered") for e, t in counts.items()} == expected
     assert sum(t["scored"] for t in counts.values()) == len(rows)
     # a reason that names two causes goes to the first: an unnamed GPU before a missing config
