@@ -86,6 +86,11 @@ def _plain(cell) -> str:
     return cell.plain if hasattr(cell, "plain") else str(cell)
 
 
+def _is_text(cell) -> bool:
+    """A cell rich measures as its text (a str or a rich Text), which _plain gives whole."""
+    return isinstance(cell, str) or hasattr(cell, "plain")
+
+
 def _longest_line(cell: str) -> int:
     return max((len(line) for line in cell.split("\n")), default=0)
 
@@ -120,6 +125,7 @@ def figures_table(title: str | None, headers: list[str], rows: list[list[str]], 
     for i, row in enumerate(rows):
         table.add_row(*row, style=styles[i] if styles else None)
     table.records = (title, list(headers), [list(r) for r in rows], keys)
+    table.cells_are_text = all(_is_text(c) for row in rows for c in row)
     table.flexible = set(text)
     return table
 
@@ -138,6 +144,7 @@ def quantity_table(title: str | None = None):
             super().__init__(**kwargs)
             self._cells: list[list[str]] = []
             self.flexible = {0, 1}
+            self.cells_are_text = True
 
         @property
         def records(self):
@@ -146,6 +153,7 @@ def quantity_table(title: str | None = None):
         def add_row(self, *cells, **kwargs):
             plain = [_plain(c) for c in cells]
             self._cells.append(plain)
+            self.cells_are_text = self.cells_are_text and all(_is_text(c) for c in cells)
             for column, cell in zip(self.columns, plain):
                 indent = len(cell) - len(cell.lstrip(" "))
                 column.min_width = max(column.min_width or 0, indent + _longest_word(cell), _longest_word(column.header))
@@ -189,7 +197,7 @@ def print_fitting(console, renderable) -> None:
     """Print a renderable; a table that keeps its cells (figures_table, quantity_table) and does not fit the
     terminal even at its narrowest is printed as records instead (rich would cut its figures or fold its words)."""
     records = getattr(renderable, "records", None)
-    if records is None:
+    if records is None or _surely_fits(console, renderable):
         console.print(renderable)
         return
     measured = _measure(console, renderable)  # once: a table's measure renders every cell
@@ -203,6 +211,33 @@ def print_fitting(console, renderable) -> None:
         return cell[:len(cell) - len(cell.lstrip(" "))] + " ".join(cell.split())
 
     print_records(console, title, headers, [[one_line(c) for c in row] for row in rows], keys=keys)
+
+
+def _surely_fits(console, table) -> bool:
+    """Whether a table that keeps its cells fits the console by a bound that renders nothing (rich's measure renders
+    every cell, and printing renders them again: about 1 ms of an estimate's table, benchmarks/cold_start.py). The
+    bound is the most rich's measure can give (rich/table.py _measure_column, _extra_width): each column's widest
+    line of its header and cells, in terminal cells as rich counts them, at least its min_width, plus the table's
+    left and right padding; plus the borders. Within the width, needed_width is too and _share_width leaves the
+    table as it is, so print_fitting prints it unchanged; otherwise (cells that are not text, widths set by hand)
+    print_fitting measures."""
+    from rich.cells import cell_len
+
+    if not getattr(table, "cells_are_text", False) or table.width is not None:
+        return False
+    _, _, rows, _ = table.records
+    columns = table.columns
+    if any(c.width is not None or c.max_width is not None for c in columns):
+        return False
+    _, right, _, left = table.padding
+    widest = 0
+    for i, column in enumerate(columns):
+        lines = [line for cell in [column.header] + [r[i] for r in rows if i < len(r)]
+                 for line in _plain(cell).split("\n")]
+        widest += max([column.min_width or 0] + [cell_len(line) for line in lines]) + right + left
+    borders = len(columns) + 1
+    floors = sum((c.min_width or 1) + 3 for c in columns) + 1  # needed_width's count of the floors and borders
+    return widest + borders <= console.width and floors <= console.width
 
 
 def _share_width(console, table, natural: int) -> None:
