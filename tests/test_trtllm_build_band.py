@@ -191,9 +191,68 @@ def test_the_execution_context_ratio_recomputed():
 
 
 def test_a_trtllm_serve_engine_launch_says_what_check_cannot_read(cli, tmp_path):
-    """`trtllm-serve ENGINE_DIR --backend tensorrt`: MODEL is an engine directory whose config.json is the engine's,
-    so check says the backend and the unread config.json are why it cannot judge (exit 3), before it looks the model
-    up as a Hugging Face one."""
+    """`trtllm-serve ENGINE_DIR --backend tensorrt` whose engine directory the repository does not hold: MODEL is an
+    engine directory whose config.json is the engine's, so check says the backend and the missing config.json are why
+    it cannot judge (exit 3), rather than look the model up as a Hugging Face one."""
     (tmp_path / "run.sh").write_text("trtllm-serve ./engines/llama --backend tensorrt --max_seq_len 8192\n")
     code, out, _ = cli("check", tmp_path / "run.sh", "--gpu", "h100")
-    assert code == 3 and "--backend" in out and "config.json" in out and "is not read" in out
+    assert code == 3 and "--backend" in out and "config.json" in out and "not in the repository" in out
+
+
+ENGINE_CONFIG = ROOT / "tests" / "data" / "trtllm_engine_configs" / "achatbot-spark-tts-0.5b-llm-bf16-v0.17.0.post1"
+
+
+def test_an_engine_config_json_read_as_its_build():
+    """A published 0.17.0.post1 engine config.json (tests/data/trtllm_engine_configs/SOURCES.md): the model as built
+    (Qwen2, 24 layers, 14 heads, 2 KV heads of 64, vocabulary 166,000), bf16, TP 1, and its build settings."""
+    import json
+
+    from kvplan.engines.trtllm.build_settings import EngineConfigError, read_engine_config
+
+    doc = json.loads((ENGINE_CONFIG / "config.json").read_text())
+    built = read_engine_config(doc)
+    assert (built.version, built.tp, built.pp, built.weight_dtype, built.kv_dtype) == ("0.17.0.post1", 1, 1, None, "auto")
+    assert (built.max_seq_len, built.tokens_per_block) == (32768, 64)
+    assert built.options == (("backend", "tensorrt"), ("max_batch_size", "16"), ("max_num_tokens", "32768"),
+                             ("max_input_len", "1024"))
+    assert {k: built.hf_config[k] for k in ("model_type", "num_hidden_layers", "num_key_value_heads", "head_dim",
+                                            "vocab_size")} == {"model_type": "qwen2", "num_hidden_layers": 24,
+                                                               "num_key_value_heads": 2, "head_dim": 64,
+                                                               "vocab_size": 166000}
+    for change, key in ((("build_config", "max_beam_width", 4), "build_config.max_beam_width"),
+                        (("plugin_config", "paged_kv_cache", False), "build_config.plugin_config.paged_kv_cache"),
+                        (("plugin_config", "lora_plugin", "bfloat16"), "build_config.plugin_config.lora_plugin"),
+                        (("quantization", "quant_algo", "W4A16_AWQ"), "pretrained_config.quantization.quant_algo")):
+        bad = json.loads(json.dumps(doc))
+        where = {"build_config": bad["build_config"], "plugin_config": bad["build_config"]["plugin_config"],
+                 "quantization": bad["pretrained_config"]["quantization"]}[change[0]]
+        where[change[1]] = change[2]
+        with pytest.raises(EngineConfigError) as info:
+            read_engine_config(bad)
+        assert info.value.key == key and info.value.unmodelled
+
+
+def test_check_reads_an_engine_directory_in_the_repository(cli, tmp_path):
+    """`trtllm-serve ./engine --backend tensorrt` beside that engine's config.json: judged with the model as built
+    (24 layers x 2 KV heads x 64 x 2 (K, V) x 2 B = 12,288 B a token), its release (0.17.0.post1), max_seq_len 32768,
+    64-token blocks and its build settings: max_batch_size 16 caps the requests at once, and no build setting is
+    left open. An engine directory outside the repository cannot be judged, and check says why."""
+    import json
+    import shutil
+
+    shutil.copytree(ENGINE_CONFIG, tmp_path / "engine")
+    (tmp_path / "run.sh").write_text("trtllm-serve ./engine --backend tensorrt\n")
+    code, out, err = cli("check", tmp_path / "run.sh", "--gpu", "l4", "--json")
+    verdict = json.loads(out)["verdicts"][0]
+    figures = verdict["figures"]
+    assert code == 0 and verdict["status"] == "pass", (out, err)
+    assert verdict["max_model_len"] == 32768 and "0.17.0.post1" in verdict["origins"]["engine_release"]
+    assert figures["kv_cache_tokens"] == figures["num_gpu_blocks"] * 64
+    assert figures["cache_bytes"] == figures["kv_cache_tokens"] * 24 * 2 * 64 * 2 * 2
+    assert figures["max_batch"] == 16  # the engine's max_batch_size, though the pool holds 43 of 32768 tokens
+    assert figures["kv_cache_tokens"] // 32768 > 16
+    assert not any("not given" in n for n in verdict["notes"])
+    assert any("judged by the low edge" in n for n in verdict["notes"])
+    (tmp_path / "far.sh").write_text("trtllm-serve /engines/llama --backend tensorrt\n")
+    code, out, _ = cli("check", tmp_path / "far.sh", "--gpu", "l4")
+    assert code == 3 and "not in the repository" in out

@@ -208,8 +208,14 @@ def _looks_like_path(ref: str) -> bool:
     return ref.startswith((".", "/", "~")) or ref.endswith((".yaml", ".yml", ".json"))
 
 
+def from_converted_config(path: Path, raw: Mapping) -> Resolved:
+    """A model folder whose config.json is not a Hugging Face one (a TensorRT-LLM engine directory) described by `raw`,
+    the Hugging Face config mapping its reader converted it to."""
+    return _from_path(path, kind=FILE, location=str(path / "config.json"), name=path.name, raw_config=raw)
+
+
 def _from_path(path: Path, *, kind: str, location: str, name: str | None = None, repo_id: str | None = None,
-               revision: str | None = None, weights=None) -> Resolved:
+               revision: str | None = None, weights=None, raw_config: Mapping | None = None) -> Resolved:
     # a model given as a file: the config.json reader with what it imports (params, weights, config_keys) costs
     # about 40 ms at start-up (python -X importtime, this loaded 2-core machine), which a bundled model never pays
     from kvplan.core import yamlio
@@ -221,7 +227,7 @@ def _from_path(path: Path, *, kind: str, location: str, name: str | None = None,
     if config is None:
         spec = spec_from_mapping(yamlio.load_yaml(path), source=str(path))
         return Resolved(spec, ModelSource(kind, location, weights=spec.weights_source))
-    raw = yamlio.load_json(config)
+    raw = yamlio.load_json(config) if raw_config is None else raw_config
     try:
         spec = hf_config.spec_from_config_file(config, raw, name=name, weights=weights)
     except (TypeError, AttributeError, KeyError, IndexError, ValueError) as err:

@@ -15,7 +15,9 @@ from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, de
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_OPTIONS, Origins
 from kvplan import engines
+from kvplan.core import dtypes, yamlio
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.model.resolve import from_converted_config
 
 _FLAGS = {"max_model_len": "--max_seq_len", "tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
           "kv_cache_dtype": "kv_cache_config.dtype", "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
@@ -66,15 +68,17 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     model_ref = llm_api.get("model")
     if not model_ref:
         raise InputError("no model", where=where, hint="trtllm-serve MODEL, or `model:` in the file")
+    engine_dir = None
     if str(llm_api.get("backend")) in ("tensorrt", "trt"):
         # MODEL is then an engine directory, whose config.json is the engine's (pretrained_config, build_config), not
-        # a Hugging Face config: said as what it is before the model is looked up as one
-        field, why = next(b for b in options.unmodelled(llm_api) if b[0] == "backend")
-        raise UnsupportedError(f"{field} is set ({why}); kvplan does not model it", where=at("backend"),
-                               hint="judge it with `kvplan estimate --engine trtllm --engine-option backend=tensorrt` "
-                                    "and the engine's build settings, or a kvplan deployment file")
-    found = resolve_model(str(model_ref), base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
-                          host_paths=ctx.host_paths)
+        # a Hugging Face config: read as the engine's when the repository holds it, else said as what it is
+        engine_dir, found = _engine_dir(str(model_ref), llm_api, ctx, at)
+        llm_api = {k: v for k, v in llm_api.items() if k != "backend"}
+        if version is None and engine_dir.version:
+            version, release_text = engine_dir.version, f"TensorRT-LLM {engine_dir.version} rules (the engine's config.json)"
+    else:
+        found = resolve_model(str(model_ref), base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
+                              host_paths=ctx.host_paths)
     spec = found.spec
     blocked = options.unmodelled(llm_api)
     if blocked:
@@ -83,6 +87,12 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
     tp = llm_api.get("tensor_parallel_size")
     pp = llm_api.get("pipeline_parallel_size", 1) or 1
+    if engine_dir is not None:  # an engine runs on the layout it was built for
+        for dest, value, built in (("tensor_parallel_size", tp, engine_dir.tp), ("pipeline_parallel_size", pp,
+                                                                                  engine_dir.pp)):
+            if value not in (None, built) and not (dest == "pipeline_parallel_size" and value == 1 and built == 1):
+                raise InputError(f"{value} does not match the engine's {built} (its config.json mapping)", where=at(dest))
+        tp, pp = engine_dir.tp, engine_dir.pp
     for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
         if value is not None:
             whole(value, where=at(dest), high=MAX_PARALLEL)
@@ -92,12 +102,14 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
         raise UnsupportedError(f"moe_expert_parallel_size {ep} over tensor parallel {tp}: the expert layout is not modelled",
                                where=at("moe_expert_parallel_size"))
     seq = llm_api.get("max_seq_len")
+    if seq is None and engine_dir is not None and engine_dir.max_seq_len:
+        seq = engine_dir.max_seq_len
     if seq is None:
         seq = default_max_len("trtllm", spec, None, where=where, key=key("max_model_len"))
     else:
         seq = whole(seq, where=at("max_seq_len"))
     kv = llm_api.get("kv_cache_config") or {}
-    kv_name = str(kv.get("dtype", "auto"))
+    kv_name = str(kv.get("dtype", engine_dir.kv_dtype if engine_dir is not None else "auto"))
     if kv_name not in kv_dtypes:
         raise UnsupportedError(f"kv_cache_config.dtype {kv_name} is not modelled", where=f"{where}: kv_cache_config.dtype",
                                hint="auto and fp8 are")
@@ -116,19 +128,27 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
             ints[field] = whole(llm_api[dest], where=at(dest))
     if kv.get("tokens_per_block") is not None:
         ints["block_size"] = whole(kv["tokens_per_block"], where=f"{where}: kv_cache_config.tokens_per_block")
+    elif engine_dir is not None and engine_dir.tokens_per_block:
+        ints["block_size"] = engine_dir.tokens_per_block  # a build setting of the engine (plugin_config)
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
     out_notes = list(ctx.notes) + list(notes) + list(choice.notes) + ([gpus_note] if gpus_note else [])
     for field in ("cuda_graph_config", "moe_config", "attn_backend"):
         if llm_api.get(field):
             out_notes.append(f"{field}: judged with TensorRT-LLM's defaults for it")
-    request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=None, tp=tp, pp=pp, gpu=choice.hardware[0],
-                             util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version, **ints)
-    # attention DP, speculative decoding, the cache transceiver, kv_cache_config's caps: the engine's option keys
-    launch = options.engine_options(llm_api, where=where, base_dir=ctx.base_dir)
+    weight_fmt = None
+    if engine_dir is not None and engine_dir.weight_dtype:
+        weight_fmt = dtypes.weight_format(engine_dir.weight_dtype)
+    request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp,
+                             gpu=choice.hardware[0], util=util, reserve=None, kv_mem=None, where=where, key=key,
+                             engine_version=version, **ints)
+    # attention DP, speculative decoding, the cache transceiver, kv_cache_config's caps: the engine's option keys;
+    # an engine directory's backend and build settings first
+    launch = tuple(engine_dir.options if engine_dir is not None else ()) + \
+        tuple(options.engine_options(llm_api, where=where, base_dir=ctx.base_dir).items())
     if launch:
         from dataclasses import replace
 
-        request = replace(request, engine_options=tuple(launch.items()))
+        request = replace(request, engine_options=launch)
     origins = Origins(gpu=choice.origin, gpus=count_origin(choice.count_origin, tp, pp, gpus_note, ctx.defaults.gpus),
                       model=found.source.describe(), engine_release=release_text)
     return Deployment(source=ctx.source, document=ctx.document, name=ctx.name, format=ctx.fmt, engine="trtllm",
@@ -136,6 +156,24 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
                       notes=tuple(dict.fromkeys(out_notes)), origins=origins, alternatives=choice.hardware[1:],
                       gpus_available=choice.count, gpus_available_origin=choice.count_origin,
                       flag_style=ctx.key is not yaml_key)
+
+
+def _engine_dir(ref: str, llm_api: Mapping[str, Any], ctx: LaunchContext, at):
+    """(build_settings.EngineDir, the model as built) from `trtllm-serve ENGINE_DIR --backend tensorrt`: the engine
+    directory's config.json, read only inside the repository (files.read_text refuses a path outside it)."""
+    options = engines.get("trtllm").options
+    path = Path(ref) if Path(ref).is_absolute() else ctx.base_dir / ref
+    config = path / "config.json"
+    if Path(ref).is_absolute() or not config.is_file():
+        field, why = next(b for b in options.unmodelled(llm_api) if b[0] == "backend")
+        raise UnsupportedError(f"{field} is set ({why}); the engine directory {ref} is not in the repository",
+                               where=at("backend"),
+                               hint="keep the engine's config.json in the repository, or judge it with `kvplan estimate "
+                                    "--engine trtllm --engine-option backend=tensorrt` and its build settings")
+    doc = yamlio.load_json(config)
+    shown = f"{ctx.where}: {ref}/config.json"
+    built = options.engine_dir_config(doc, where=shown)
+    return built, from_converted_config(path, built.hf_config)
 
 
 def read_argv(words, ctx: LaunchContext) -> Deployment:

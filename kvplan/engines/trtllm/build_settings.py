@@ -98,3 +98,109 @@ def build_range(*, max_batch_size: int | None, max_num_tokens: int | None, max_s
         nt_least = tokens(tokens_per_block, bs_least)
     return BuildRange(max_batch_size=bs, max_num_tokens=nt, most=(bs_most, max(nt_most, nt)),
                       least=(bs_least, min(nt_least, nt)), open=open_)
+
+
+# ------------------------------------------------------------------ an engine directory's config.json
+
+# The engine's config.json (tensorrt_llm/builder.py EngineConfig.to_dict: version, pretrained_config, build_config)
+# holds the model as built. The decoder-only architectures whose pretrained_config kvplan reads as the Hugging Face
+# config they were converted from (tensorrt_llm/models/{llama,qwen}/config.py), by model_type.
+ENGINE_ARCHITECTURES = {"LlamaForCausalLM": "llama", "MistralForCausalLM": "mistral", "Qwen2ForCausalLM": "qwen2"}
+# pretrained_config.quantization: quant_algo -> the weight dtype kvplan sizes (None: the model dtype);
+# kv_cache_quant_algo -> the KV dtype (QuantAlgo names, tensorrt_llm/quantization/mode.py)
+ENGINE_WEIGHTS = {None: None, "FP8": "fp8"}
+ENGINE_KV = {None: "auto", "FP8": "fp8"}
+ENGINE_DTYPES = {"bfloat16": "bfloat16", "float16": "float16"}
+# build_config / plugin_config keys read at their default only (AT_DEFAULT_ONLY), by where they sit in the file
+_PLUGIN_KEYS = ("paged_kv_cache", "context_fmha", "remove_input_padding")
+
+
+@dataclass(frozen=True)
+class EngineDir:
+    """What an engine directory's config.json says of the deployment: the release that built it, the model as a
+    Hugging Face config mapping, its parallel layout, weight and KV dtypes and build settings."""
+
+    version: str | None
+    hf_config: dict
+    tp: int
+    pp: int
+    weight_dtype: str | None
+    kv_dtype: str
+    max_seq_len: int | None
+    tokens_per_block: int | None
+    options: tuple[tuple[str, str], ...]  # --engine-option pairs: backend=tensorrt and the build settings
+
+
+class EngineConfigError(ValueError):
+    """A config.json kvplan cannot read as an engine's: `key` is where, `unmodelled` whether it is a setting kvplan
+    does not model (exit 3) rather than a file that is not an engine's (exit 2)."""
+
+    def __init__(self, what: str, key: str, unmodelled: bool = True):
+        super().__init__(what)
+        self.key, self.unmodelled = key, unmodelled
+
+
+def _int(value, key: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise EngineConfigError(f"{key} must be a positive whole number, got {value!r}", key, unmodelled=False)
+    return value
+
+
+def read_engine_config(doc) -> EngineDir:
+    """An engine's config.json (a mapping) -> EngineDir; EngineConfigError naming the key kvplan cannot read."""
+    if not isinstance(doc, dict) or not isinstance(doc.get("pretrained_config"), dict) \
+            or not isinstance(doc.get("build_config"), dict):
+        raise EngineConfigError("not a TensorRT-LLM engine config (pretrained_config and build_config; engines before "
+                                "0.8 wrote builder_config)", "build_config")
+    pre, build = doc["pretrained_config"], doc["build_config"]
+    plugin = build.get("plugin_config") if isinstance(build.get("plugin_config"), dict) else {}
+    for key, (default, what) in AT_DEFAULT_ONLY.items():
+        where, value = (f"build_config.plugin_config.{key}", plugin.get(key)) if key in _PLUGIN_KEYS else \
+            (f"build_config.{key}", build.get(key))
+        if value is not None and value != default:
+            raise EngineConfigError(f"{key}={value}: {what}, which kvplan does not model", where)
+    if plugin.get("lora_plugin") not in (None, "disable"):
+        raise EngineConfigError("a LoRA engine (the PEFT cache is not modelled on the engine backend)",
+                                "build_config.plugin_config.lora_plugin")
+    if build.get("kv_cache_type") not in (None, "PAGED"):
+        raise EngineConfigError(f"kv_cache_type {build['kv_cache_type']!r}: only the paged KV cache is modelled",
+                                "build_config.kv_cache_type")
+    if build.get("speculative_decoding_mode") not in (None, 1, "NONE"):
+        raise EngineConfigError("speculative decoding is not modelled on the engine backend",
+                                "build_config.speculative_decoding_mode")
+    arch = pre.get("architecture")
+    if arch not in ENGINE_ARCHITECTURES:
+        raise EngineConfigError(f"architecture {arch!r}: kvplan reads the engine config of "
+                                + ", ".join(ENGINE_ARCHITECTURES), "pretrained_config.architecture")
+    quant = pre.get("quantization") if isinstance(pre.get("quantization"), dict) else {}
+    for key, table in (("quant_algo", ENGINE_WEIGHTS), ("kv_cache_quant_algo", ENGINE_KV)):
+        if quant.get(key) not in table:
+            raise EngineConfigError(f"{key} {quant.get(key)!r} is not modelled", f"pretrained_config.quantization.{key}")
+    if pre.get("dtype") not in ENGINE_DTYPES:
+        raise EngineConfigError(f"dtype {pre.get('dtype')!r} is not modelled", "pretrained_config.dtype")
+    mapping = pre.get("mapping") if isinstance(pre.get("mapping"), dict) else {}
+    for key in ("cp_size", "moe_ep_size"):
+        if mapping.get(key, 1) != 1:
+            raise EngineConfigError(f"{key} {mapping[key]} is not modelled", f"pretrained_config.mapping.{key}")
+    hf = {"architectures": [arch], "model_type": ENGINE_ARCHITECTURES[arch], "torch_dtype": ENGINE_DTYPES[pre["dtype"]]}
+    for ours, theirs in (("hidden_size", "hidden_size"), ("num_hidden_layers", "num_hidden_layers"),
+                         ("num_attention_heads", "num_attention_heads"), ("num_key_value_heads", "num_key_value_heads"),
+                         ("head_dim", "head_size"), ("intermediate_size", "intermediate_size"),
+                         ("vocab_size", "vocab_size"), ("max_position_embeddings", "max_position_embeddings"),
+                         ("rope_theta", "rotary_base"), ("hidden_act", "hidden_act"),
+                         ("tie_word_embeddings", "tie_word_embeddings")):
+        if pre.get(theirs) is not None:
+            hf[ours] = pre[theirs]
+    options = [("backend", "tensorrt")]
+    for key in ("max_batch_size", "max_num_tokens", "max_input_len"):
+        if build.get(key) is not None:
+            options.append((key, str(_int(build[key], f"build_config.{key}"))))
+    seq = build.get("max_seq_len")
+    tpb = plugin.get("tokens_per_block")
+    return EngineDir(version=str(doc["version"]) if doc.get("version") is not None else None, hf_config=hf,
+                     tp=_int(mapping.get("tp_size", 1), "pretrained_config.mapping.tp_size"),
+                     pp=_int(mapping.get("pp_size", 1), "pretrained_config.mapping.pp_size"),
+                     weight_dtype=ENGINE_WEIGHTS[quant.get("quant_algo")], kv_dtype=ENGINE_KV[quant.get("kv_cache_quant_algo")],
+                     max_seq_len=_int(seq, "build_config.max_seq_len") if seq is not None else None,
+                     tokens_per_block=_int(tpb, "build_config.plugin_config.tokens_per_block") if tpb is not None else None,
+                     options=tuple(options))

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean, UnsupportedError
+from kvplan.engines.trtllm.build_settings import EngineConfigError, read_engine_config
 from kvplan.engines.runtime.options import exact_float
 
 # `kind  flags...`: int, float, str (one value), flag (no value), multi (repeatable)
@@ -332,10 +333,19 @@ def unmodelled(llm_api: Mapping[str, Any]) -> list[tuple[str, str]]:
             out.append((f"kv_cache_config.{key}", kind))
     backend = llm_api.get("backend")
     if backend not in (None, "pytorch"):
-        why = (f"the {backend} backend from a command line: the engine directory's config.json (the model as built, "
-               "its quantization, TP and build settings) is not read; a kvplan deployment file with engine_options "
-               "backend: tensorrt and the build settings is judged") if backend in ("tensorrt", "trt") else \
+        why = (f"the {backend} backend: MODEL is an engine directory, whose config.json holds the model as built, its "
+               "quantization, TP and build settings; kvplan reads it only inside the repository") \
+            if backend in ("tensorrt", "trt") else \
             f"the {backend} backend (kvplan models the PyTorch and TensorRT-engine backends)"
         out.append(("backend", why))
     # what kvplan knows not to model first: it is the better reason than an option it does not know
     return sorted(out, key=lambda item: "does not know" in item[1])
+
+
+def engine_dir_config(doc: Any, *, where: str):
+    """An engine directory's config.json (trtllm-serve ENGINE_DIR --backend tensorrt) read as build_settings.EngineDir,
+    its errors located at the file's key: a setting kvplan does not model exits 3, a file that is no engine config 2."""
+    try:
+        return read_engine_config(doc)
+    except EngineConfigError as err:
+        raise (UnsupportedError if err.unmodelled else InputError)(str(err), where=f"{where}: {err.key}") from None
