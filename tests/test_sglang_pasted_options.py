@@ -78,7 +78,7 @@ def test_an_option_sglang_lacks_is_bad_input_and_a_real_unclassified_one_cannot_
     code, out, err = cli(*base, "--sglang-args", "--frobnicate-cache 3")
     assert code == 2 and out == "" and "--frobnicate-cache" in err
     # real (launch_server takes it) but not classified: cannot judge (exit 3), named, never passed over
-    for option in ("--enable-symm-mem", "--triton-attention-num-kv-splits 16", "--disable-shared-experts-fusion"):
+    for option in ("--enable-symm-mem", "--triton-attention-num-kv-splits 16", "--disable-chunked-prefix-cache"):
         code, out, err = cli(*base, "--sglang-args", option)
         assert code == 3 and out == "" and option.split()[0] in err and "not read" in err, (option, err)
     # read as leaving GPU memory alone: judged, and the same pool as without them

@@ -106,7 +106,9 @@ def test_all_reduce_options_on_one_gpu_are_read_and_refused_on_more():
 @pytest.mark.parametrize("option", ["--device npu", "--ep-num-redundant-experts 32", "--enable-eplb",
                                     "--language-model-only", "--enable-multimodal", "--model-impl transformers",
                                     "--moe-runner-backend deep_gemm", "--revision v2", "--mamba-ssm-dtype float32",
-                                    "--decode-attention-backend trtllm_mha"])
+                                    "--decode-attention-backend trtllm_mha", "--is-embedding",
+                                    "--disable-shared-experts-fusion", "--disable-hybrid-swa-memory",
+                                    "--max-mamba-cache-size 64", "--model-config-parser mistral"])
 def test_options_that_move_memory_are_refused_by_name(option):
     with pytest.raises(UnsupportedError) as info:
         _est(sglang_args=option)
@@ -117,7 +119,8 @@ def test_their_defaults_spelled_out_are_read():
     plain = _est().max_total_num_tokens
     assert _est(sglang_args="--device cuda --model-impl sglang --revision main --moe-runner-backend auto "
                             "--eplb-algorithm deepseek --ep-dispatch-algorithm static "
-                            "--decode-attention-backend fa3").max_total_num_tokens == plain
+                            "--decode-attention-backend fa3 --sampling-backend pytorch --lora-backend triton"
+                ).max_total_num_tokens == plain
 
 
 def test_check_reads_the_all_reduce_options_by_the_launchs_own_gpus(cli, tmp_path):

@@ -889,6 +889,20 @@ NOT_MODELLED: dict[str, tuple[Any, str]] = {
                                                     "(mem_cache/unified_cache/, kv_cache_configurator.py)"),
     "elastic_ep_backend": (None, "elastic expert parallelism (elastic_ep/): ranks and experts that join at run time"),
     "enable_elastic_expert_backup": (False, "a backup of expert weights for elastic EP (elastic_ep/)"),
+    "is_embedding": (False, "an embedding server: the model class without its lm_head, and its own defaults "
+                            "(configs/embedding_model_spec.py, arg_groups/model_hook.py)"),
+    "disable_shared_experts_fusion": (False, "DeepSeek-style shared experts kept apart from the fused MoE "
+                                             "(models/deepseek_v2.py num_fused_shared_experts): how they split over "
+                                             "the ranks"),
+    "enforce_shared_experts_fusion": (False, "shared experts fused into the MoE where SGLang would not"),
+    "enable_fp32_lm_head": (False, "an fp32 lm_head (model_loader/loader.py, layers/logits_processor.py)"),
+    "model_config_parser": ("auto", "a config format other than the one kvplan reads (config.json)"),
+    "decrypted_config_file": (None, "an encrypted checkpoint's config, which kvplan does not read"),
+    "decrypted_draft_config_file": (None, "an encrypted draft checkpoint's config, which kvplan does not read"),
+    "disable_hybrid_swa_memory": (False, "a sliding-window model's layers all kept in the full pool"),
+    "max_mamba_cache_size": (None, "the Mamba state pool's size given instead of its ratio"),
+    "swa_prefix_tails": (None, "the SWA pool sized from prefix tails (model_executor/pool_configurator.py "
+                               "_resolve_swa_prefix_tails)"),
 }
 # Options read only when another is set that kvplan refuses by name (NOT_MODELLED): nothing on their own. Each with
 # the gate and the SGLang 0.5.23 file that reads them under it (tests check each gate stays refused).
@@ -1057,6 +1071,11 @@ NO_GPU_MEMORY: dict[str, str] = {
                           "no allocation",
     **dict.fromkeys(("speculative_accept_threshold_single", "speculative_accept_threshold_acc"),
                     "the draft's acceptance test at run time (speculative/eagle_utils.py, spec_sampling_mask.py)"),
+    "sampling_backend": "which kernels sample the next token (layers/sampler.py: flashinfer's or torch's, per batch): "
+                        "SGLang sizes no pool by a profiling run, and nothing is allocated for it at start-up",
+    "lora_backend": "the LoRA kernels (lora/lora_manager.py): with LoRA on, int32 index arrays per token and segment "
+                    "(lora/backend/chunked_backend.py, triton_backend.py: KiB); the adapter slots "
+                    "(lora/mem_pool.py) are the same for every backend",
     "triton_attention_reduce_in_fp32": "the reduction dtype of the double-sparsity attention backend, per forward "
                                        "(layers/attention/double_sparsity_backend.py up to 0.5.22; 0.5.23 reads it "
                                        "nowhere)",
