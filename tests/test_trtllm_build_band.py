@@ -196,7 +196,7 @@ def test_a_trtllm_serve_engine_launch_says_what_check_cannot_read(cli, tmp_path)
     it cannot judge (exit 3), rather than look the model up as a Hugging Face one."""
     (tmp_path / "run.sh").write_text("trtllm-serve ./engines/llama --backend tensorrt --max_seq_len 8192\n")
     code, out, _ = cli("check", tmp_path / "run.sh", "--gpu", "h100")
-    assert code == 3 and "--backend" in out and "config.json" in out and "not in the repository" in out
+    assert code == 3 and "--backend" in out and "config.json" in out and "not an engine directory in the repository" in out
 
 
 ENGINE_CONFIG = ROOT / "tests" / "data" / "trtllm_engine_configs" / "achatbot-spark-tts-0.5b-llm-bf16-v0.17.0.post1"
@@ -255,4 +255,4 @@ def test_check_reads_an_engine_directory_in_the_repository(cli, tmp_path):
     assert any("judged by the low edge" in n for n in verdict["notes"])
     (tmp_path / "far.sh").write_text("trtllm-serve /engines/llama --backend tensorrt\n")
     code, out, _ = cli("check", tmp_path / "far.sh", "--gpu", "l4")
-    assert code == 3 and "not in the repository" in out
+    assert code == 3 and "not an engine directory in the repository" in out

@@ -166,7 +166,9 @@ def _engine_dir(ref: str, llm_api: Mapping[str, Any], ctx: LaunchContext, at):
     config = path / "config.json"
     if Path(ref).is_absolute() or not config.is_file():
         field, why = next(b for b in options.unmodelled(llm_api) if b[0] == "backend")
-        raise UnsupportedError(f"{field} is set ({why}); the engine directory {ref} is not in the repository",
+        raise UnsupportedError(f"{field} is set ({why}); {ref} is not an engine directory in the repository (a "
+                               "Hugging Face model there is built into an engine at start-up, which kvplan does not "
+                               "read)",
                                where=at("backend"),
                                hint="keep the engine's config.json in the repository, or judge it with `kvplan estimate "
                                     "--engine trtllm --engine-option backend=tensorrt` and its build settings")
