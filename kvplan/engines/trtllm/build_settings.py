@@ -4,7 +4,9 @@ launch leaves open widens the band; given, it narrows it). Pure: no I/O.
 
 A TensorRT-LLM engine fixes these at build time (tensorrt_llm/builder.py BuildConfig and _init_max_seq_len,
 tensorrt_llm/_common.py check_max_num_tokens, read at NVIDIA/TensorRT-LLM 008b2b8 / 0fccc5b; docs/source/reference/
-memory.md at 5a211b9), and `trtllm-serve ENGINE_DIR`, Triton's tensorrtllm_backend and the C++ executor run the engine
+memory.md at 5a211b9; the same defaults in trtllm-build's own arguments at 0.14.0.dev2024092400, tensorrt_llm/
+commands/build.py of the chiendb97/TensorRT-LLM fork at 6d995d4: --max_batch_size 2048, --max_input_len 1024,
+--max_num_tokens 8192, --max_beam_width 1), and `trtllm-serve ENGINE_DIR`, Triton's tensorrtllm_backend and the C++ executor run the engine
 as built: nothing on their command line changes them. Whoever plans a launch of an engine built elsewhere (an image,
 a model repository) may not know them, so each one kvplan models is a range, not an assumption:
 
