@@ -69,6 +69,14 @@ def test_max_prefill_tokens_moves_the_reserve_only_with_chunked_prefill_off():
     assert "--max-prefill-tokens" in info.value.where and "--mem-fraction-static" in info.value.what
     given = _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 65536 --mem-fraction-static 0.85")
     assert given.mem_fraction_static == "0.85"
+    # chunking off at the default 16,384: 1.5 x 16,384 = 24,576 MiB of activation reserve where a chunk of 8,192
+    # reserves 12,288: kvplan's reserve reads a chunk, so it refuses rather than size a pool 12 GiB too large
+    with pytest.raises(UnsupportedError) as info:
+        _est(sglang_args="--chunked-prefill-size -1")
+    assert info.value.where.endswith("--chunked-prefill-size")
+    req = build_request("llama-3.1-8b", seq="32K", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb",
+                        gpu_mem=None, gpus=None, tp=1, pp=1, gpu_util="0.85", sglang_args="--chunked-prefill-size -1")
+    assert engine.estimate(req).mem_fraction_static == "0.85"
 
 
 def test_check_reads_a_launch_with_them_as_without(cli, tmp_path):

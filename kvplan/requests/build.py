@@ -157,7 +157,8 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
                              where="--gpu-reserved")
     features = None
     if sglang_args is not None:
-        features = sglang_features(model, spec, sglang_args, rate=rate, prompt=prompt, ranks=tp * pp)
+        features = sglang_features(model, spec, sglang_args, rate=rate, prompt=prompt, ranks=tp * pp,
+                                   fraction=gpu_util is not None)
     elif vllm_args is not None or rate is not None or prompt is not None:
         facts = hardware.facts if hardware is not None else None
         spec, features, weight_fmt = launch_features(
@@ -354,19 +355,20 @@ def _merge_sglang_core(sglang_args: str, given: dict, spec: ModelSpec) -> dict:
 
 
 def sglang_features(model: str, spec: ModelSpec, sglang_args: str, *, rate: str | None, prompt: str | None,
-                    ranks: int | None):
+                    ranks: int | None, fraction: bool | None = None):
     """--sglang-args: the extra options of a `python -m sglang.launch_server` launch (disaggregation, speculative
     decoding), read by SGLang's own option table (the sglang record's option part); --rate / --prompt size a
     disaggregated server's link; `ranks`: TP x PP as kvplan's flags give them (None: unknown, read as more than one
-    GPU). Returns Features (None when the options set nothing kvplan models)."""
+    GPU); `fraction`: whether kvplan's flags give --mem-fraction-static. Returns Features (None when the options set
+    nothing kvplan models)."""
     import dataclasses
 
     from kvplan.engines.features import Features  # --sglang-args only (see launch_features)
 
     sglang = engines.get("sglang")
     args = _sglang_args(sglang_args)
-    _refuse_launch_options(args, _SGLANG_MODEL, sglang.options.unmodelled(args, ranks=2 if ranks is None else ranks),
-                           where="--sglang-args")
+    blocked = sglang.options.unmodelled(args, ranks=2 if ranks is None else ranks, fraction=fraction)
+    _refuse_launch_options(args, _SGLANG_MODEL, blocked, where="--sglang-args")
     opts = sglang.launch.read(args, spec, where="--sglang-args")
     features = Features(sglang=opts)
     if rate is not None or prompt is not None:

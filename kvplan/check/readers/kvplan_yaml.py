@@ -174,7 +174,8 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         check_length(seq, spec, raw_config[0] if raw_config else None, version=version,
                      env={key.upper(): value for key, value in given.items()}, where=at("max_model_len"))
     if "sglang_args" in data:
-        features, notes = _sglang_features(data, spec, record=record, ranks=tp * pp, where=where)
+        features, notes = _sglang_features(data, spec, record=record, ranks=tp * pp, fraction=util is not None,
+                                           where=where)
     else:
         features, spec, weight_fmt, notes = _features(data, spec, raw_config, weight_fmt, record=record, tp=tp, pp=pp,
                                                       version=version, where=where, base_dir=base_dir)
@@ -254,7 +255,7 @@ def _features(data: Mapping, spec, raw_config, weight_fmt, *, record: engines.En
     return (features if features.any else None), spec, weight_fmt, notes
 
 
-def _sglang_features(data: Mapping, spec, *, record: engines.Engine, ranks: int, where: str):
+def _sglang_features(data: Mapping, spec, *, record: engines.Engine, ranks: int, fraction: bool, where: str):
     """`sglang_args`: the extra options of a `python -m sglang.launch_server` launch, as the CLI's --sglang-args reads
     them (disaggregation, speculative decoding, DP attention, LoRA, HiCache), with request_rate / prompt_tokens for a
     disaggregated server's link. Returns (Features or None, notes)."""
@@ -273,7 +274,7 @@ def _sglang_features(data: Mapping, spec, *, record: engines.Engine, ranks: int,
     prompt = str(data["prompt_tokens"]) if "prompt_tokens" in data else None
     try:
         return sglang_features(text(data["model"], where=f"{where}: model"), spec, value, rate=rate, prompt=prompt,
-                               ranks=ranks), []
+                               ranks=ranks, fraction=fraction), []
     except KvplanError as err:  # the CLI's flags named back as this file's keys
         err.where = f"{where}: " + {"--rate": "request_rate", "--prompt": "prompt_tokens"}.get(err.where or "", "sglang_args")
         raise

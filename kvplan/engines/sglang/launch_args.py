@@ -1094,11 +1094,12 @@ def classified(dest: str) -> bool:
             or dest in READ_HERE or dest in NO_GPU_MEMORY or dest in ONLY_WITH or dest in DRAFT_ONLY)
 
 
-def unmodelled(args: LaunchArgs, *, ranks: int | None = None) -> list[tuple[str, str]]:
+def unmodelled(args: LaunchArgs, *, ranks: int | None = None, fraction: bool | None = None) -> list[tuple[str, str]]:
     """(flag as written, why) for each set option that changes memory in ways kvplan does not model, and for each
     option kvplan has not classified at all (the closed world: cannot judge, never passed over). `ranks`: the GPUs
     of one replica (TP x PP) where kvplan's own flags give them; else the launch's own --tp-size x --pp-size (1 each
-    when not given, as SGLang reads it)."""
+    when not given, as SGLang reads it); `fraction`: whether a --mem-fraction-static is given, where kvplan's own
+    flags can give it (None: the launch's own)."""
     out = [(args.written.get(dest, "--" + dest.replace("_", "-")),
             f"what it does to GPU memory was not read from SGLang {MIRRORS}'s source")
            for dest in args.values if not classified(dest)]
@@ -1119,14 +1120,18 @@ def unmodelled(args: LaunchArgs, *, ranks: int | None = None) -> list[tuple[str,
     # --max-prefill-tokens: the scheduler's prefill admission budget (managers/schedule_policy.py PrefillAdder) on
     # every release; from 0.5.3 the default --mem-fraction-static's activation reserve reads it instead of the chunk
     # when chunked prefill is off: 512 + 1.5 x max(it, 2048) MiB + ... (server_args.py _handle_gpu_memory_settings;
-    # arg_groups/memory_hook.py handle_gpu_memory_settings from 0.5.19). With chunked prefill on, the prefill buffers
-    # that read it take the chunk instead (arg_groups/prefill_buffer_ceiling.py max_prefill_buffer_tokens, "or").
+    # arg_groups/memory_hook.py handle_gpu_memory_settings from 0.5.19), 24,576 MiB at its default 16,384, where
+    # kvplan's reserve reads a chunk. With chunked prefill on, the prefill buffers that read it take the chunk instead
+    # (arg_groups/prefill_buffer_ceiling.py max_prefill_buffer_tokens, "or").
     chunk = args.get("chunked_prefill_size")
-    if (args.given("max_prefill_tokens") and chunk is not None and chunk <= 0
-            and not args.given("mem_fraction_static")):
-        out.append((args.written.get("max_prefill_tokens", "--max-prefill-tokens"),
-                    "with chunked prefill off it sizes the default --mem-fraction-static's activation reserve; give "
-                    "--mem-fraction-static to judge it"))
+    if fraction is None:
+        fraction = args.given("mem_fraction_static")
+    if chunk is not None and chunk <= 0 and not fraction:
+        dest = "max_prefill_tokens" if args.given("max_prefill_tokens") else "chunked_prefill_size"
+        out.append((args.written.get(dest, "--" + dest.replace("_", "-")),
+                    "with chunked prefill off SGLang 0.5.3+ sizes the default --mem-fraction-static's activation "
+                    "reserve on --max-prefill-tokens (1.5 MiB a token), not on a chunk; give --mem-fraction-static "
+                    "to judge it"))
     if ranks is None:
         ranks = (args.get("tp_size") or 1) * (args.get("pp_size") or 1)
     if ranks > 1:
