@@ -160,3 +160,12 @@ def test_options_read_only_under_a_refused_gate_stay_behind_it():
         assert info.value.where.endswith(named)
     with pytest.raises(UnsupportedError, match="NGRAM|n-gram"):
         _est(sglang_args="--speculative-algorithm NGRAM --speculative-ngram-capacity 100")
+
+
+def test_hicache_write_policy_and_host_share_leave_both_pools_alone():
+    """Llama-3.1-8B on one H100 with HiCache: the device pool is N tokens as without HiCache, the host pool 2N + 1
+    (ratio 2.0, page 1) whatever the write policy or the host share the auto-sizing may fill."""
+    e = _est(sglang_args="--enable-hierarchical-cache --hicache-write-policy write_back "
+                         "--hicache-host-memory-fraction 0.5")
+    n = _est().max_total_num_tokens
+    assert e.max_total_num_tokens == n and e.features.hicache.host_tokens == 2 * n + 1

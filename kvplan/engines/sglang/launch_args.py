@@ -1071,6 +1071,11 @@ NO_GPU_MEMORY: dict[str, str] = {
                           "no allocation",
     **dict.fromkeys(("speculative_accept_threshold_single", "speculative_accept_threshold_acc"),
                     "the draft's acceptance test at run time (speculative/eagle_utils.py, spec_sampling_mask.py)"),
+    "hicache_host_memory_fraction": "the share of the host's memory HiCache's auto-sizing may fill "
+                                    "(mem_cache/hicache_auto_size.py): the host pool only; engines/sglang/features.py "
+                                    "reports the auto-sized host pool as its upper bound at ratio 2.0 either way",
+    "hicache_write_policy": "when HiCache copies device pages to the host (managers/cache_controller.py): write "
+                            "through or back, the device pool is the same",
     "sampling_backend": "which kernels sample the next token (layers/sampler.py: flashinfer's or torch's, per batch): "
                         "SGLang sizes no pool by a profiling run, and nothing is allocated for it at start-up",
     "lora_backend": "the LoRA kernels (lora/lora_manager.py): with LoRA on, int32 index arrays per token and segment "
