@@ -22,9 +22,14 @@ out here); those say it with --gpu-reserved.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from statistics import median
+from typing import TYPE_CHECKING
 
-from kvplan.engines.runtime.startup import constants, startup_bytes
+from kvplan.engines import lazy
+
+if TYPE_CHECKING:
+    from kvplan.engines.runtime import startup
+else:  # SGLang's context model: read by the SGLang readings below, on a unified GPU only (benchmarks/cold_start.py)
+    startup = lazy.module("kvplan.engines.runtime.startup")
 
 GIB = 2**30
 
@@ -60,7 +65,8 @@ class Reading:
     def host_share_bytes(self) -> int:
         """What the host held: the logged share less the engine's context at the run's TP."""
         if self.sglang:
-            context, dist = startup_bytes(constants(), tp=self.tp or 1, pp=1, architecture="blackwell", link=None)
+            context, dist = startup.startup_bytes(startup.constants(), tp=self.tp or 1, pp=1, architecture="blackwell",
+                                                  link=None)
             return max(self.logged_share_bytes - context - dist, 0)
         context = READING_CONTEXT_MULTI_GPU if self.tp is not None and self.tp > 1 else READING_CONTEXT_ONE_GPU
         return max(self.logged_share_bytes - context, 0)
@@ -118,6 +124,8 @@ def shares_with_host(facts) -> bool:
 
 def in_use_range() -> HostShare:
     """What the host holds before the engine starts, over the public readings."""
+    from statistics import median  # the stdlib's statistics module: loaded for a unified GPU only (start-up time)
+
     shares = sorted(r.host_share_bytes for r in HOST_SHARE_READINGS)
     return HostShare(low_bytes=shares[0], nominal_bytes=int(median(shares)), high_bytes=shares[-1])
 
