@@ -245,8 +245,14 @@ def docs_table(comps: list[Comparison]) -> str:
         estimate = (f"{b.predicted_per_gpu:,.0f} ({lo:,.0f}–{hi:,.0f}){'' if b.in_band else ': measured outside'}"
                     if b.predicted_per_gpu else "—")
         lines.append(f"| {SOURCE_TITLES[c.source]} | {c.what} | {measured} | {b.label} | {estimate} | "
-                     f"{c.best_rank} of {len(c.plan_order)} |")
+                     f"{_rank(c)} |")
     return "\n".join(lines)
+
+
+def _rank(c: Comparison) -> str:
+    if c.best_rank is None:  # the plan dropped it: at the band's low edge the configuration holds no request
+        return f"not in the plan ({len(c.plan_order)} planned)"
+    return f"{c.best_rank} of {len(c.plan_order)}"
 
 
 def summary_line(s: Summary) -> str:
