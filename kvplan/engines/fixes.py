@@ -26,9 +26,8 @@ flags (estimate's `suggestions`), check spells it in the deployment's own keys.
 from __future__ import annotations
 
 import dataclasses
-from dataclasses import dataclass
 from fractions import Fraction
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from kvplan.core.errors import KvplanError
 from kvplan.core.text import plural
@@ -37,6 +36,14 @@ from kvplan.engines.api import Engine
 from kvplan.engines.api import EngineRequest
 from kvplan.model.catalog import gpus
 from kvplan.core import dtypes
+from kvplan.engines import lazy
+
+if TYPE_CHECKING:
+    from kvplan.engines import fix_record
+    from kvplan.engines.fix_record import Fix as Fix
+else:  # a fix's record (fix_record.py): built when a request does not fit, not by every estimate (start-up time)
+    fix_record = lazy.module("kvplan.engines.fix_record")
+    __getattr__ = lazy.module_getattr(__name__, {"Fix": "kvplan.engines.fix_record"})
 
 TP_CANDIDATES = (2, 4, 8, 16, 32, 64)
 UTIL_STEP = Fraction(1, 100)
@@ -47,16 +54,6 @@ ROPE = "hf_overrides"  # a longer context by RoPE scaling (YaRN), where max_mode
 # a larger GPU is a fix only with this much more memory than the one it replaces
 GPU_STEP = Fraction(105, 100)
 WEIGHTS_FP8, WEIGHTS_INT4 = "fp8_e4m3", "int4"
-
-
-@dataclass(frozen=True)
-class Fix:
-    setting: str  # one of MAX_LEN, TP, KV_DTYPE, UTIL, KV_MEMORY, WEIGHTS, GPU (vLLM's names for the settings)
-    value: Any  # int, "fp8", a Fraction, bytes, a weight format (WEIGHTS_FP8, WEIGHTS_INT4) or the catalog GPU's name
-    request: EngineRequest  # the request with the change
-    gpus: int | None = None  # TP x PP after a TP change
-    capacity_bytes: int | None = None  # of the suggested GPU
-    from_len: int | None = None  # ROPE: the model's own limit the scaling factor multiplies
 
 
 def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineRequest], bool]) -> list[Fix]:
@@ -73,11 +70,11 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
         while hi - lo > 1:
             mid = (lo + hi) // 2
             lo, hi = (mid, hi) if ok(dataclasses.replace(req, seq=mid)) else (lo, mid)
-        out.append(Fix(MAX_LEN, lo, dataclasses.replace(req, seq=lo)))
+        out.append(fix_record.Fix(MAX_LEN, lo, dataclasses.replace(req, seq=lo)))
     out += _rope_scaling(engine, req, ok)
     fp8_name = engine.flags.kv_fp8_name if engine.flags else "fp8"
     if engine.kv_dtype(req).bits > 8 and ok(candidate := dataclasses.replace(req, kv_dtype=fp8_name)):
-        out.append(Fix(KV_DTYPE, fp8_name, candidate))
+        out.append(fix_record.Fix(KV_DTYPE, fp8_name, candidate))
     current = engine.util_of(req, result)
     if current is not None and req.kv_cache_memory is None and req.hardware is not None:
         limit = engine.flags.util_limit if engine.flags else Fraction(99, 100)
@@ -85,22 +82,22 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
         u = (current // UTIL_STEP + 1) * UTIL_STEP
         while u <= top:
             if ok(candidate := dataclasses.replace(req, gpu_util=u)):
-                out.append(Fix(UTIL, u, candidate))
+                out.append(fix_record.Fix(UTIL, u, candidate))
                 break
             u += UTIL_STEP
         # asking for more than is free at start (vLLM's start check; on DGX Spark the host's share of the pool): the
         # largest fraction that is free, where a lower one is the only change that lets the engine start
         below = top // UTIL_STEP * UTIL_STEP
         if current > top and below > 0 and ok(candidate := dataclasses.replace(req, gpu_util=below)):
-            out.append(Fix(UTIL, below, candidate))
+            out.append(fix_record.Fix(UTIL, below, candidate))
     if req.kv_cache_memory is not None and engine.flags and engine.flags.kv_memory:
         size = _smallest_cache(req, ok)
         if size is not None:
-            out.append(Fix(KV_MEMORY, size, dataclasses.replace(req, kv_cache_memory=size)))
+            out.append(fix_record.Fix(KV_MEMORY, size, dataclasses.replace(req, kv_cache_memory=size)))
     out += _quantized_weights(engine, req, ok)
     for tp in TP_CANDIDATES:
         if tp > req.tp and not req.spec.attention_heads % tp and ok(candidate := dataclasses.replace(req, tp=tp)):
-            out.append(Fix(TP, tp, candidate, gpus=tp * req.pp))
+            out.append(fix_record.Fix(TP, tp, candidate, gpus=tp * req.pp))
             break
     hw = req.hardware
     if hw is not None:
@@ -112,7 +109,7 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
                 continue
             candidate = dataclasses.replace(req, hardware=dataclasses.replace(hw, name=g.name, capacity_bytes=g.capacity_bytes))
             if ok(candidate):
-                out.append(Fix(GPU, g.name, candidate, capacity_bytes=g.capacity_bytes))
+                out.append(fix_record.Fix(GPU, g.name, candidate, capacity_bytes=g.capacity_bytes))
                 break
     return out
 
@@ -128,7 +125,7 @@ def _rope_scaling(engine: Engine, req: EngineRequest, ok: Callable[[EngineReques
         return []
     factor = Fraction(-(-req.seq * 100 // limit), 100)
     longer = dataclasses.replace(req, spec=dataclasses.replace(req.spec, max_context=int(limit * factor)))
-    return [Fix(ROPE, factor, longer, from_len=limit)] if ok(longer) else []
+    return [fix_record.Fix(ROPE, factor, longer, from_len=limit)] if ok(longer) else []
 
 
 def rope_overrides(fix: Fix) -> str:
@@ -161,7 +158,7 @@ def _quantized_weights(engine: Engine, req: EngineRequest, ok: Callable[[EngineR
     for name in formats:
         candidate = dataclasses.replace(req, weight_fmt=dtypes.weight_format(name))
         if ok(candidate):
-            return [Fix(WEIGHTS, name, candidate)]
+            return [fix_record.Fix(WEIGHTS, name, candidate)]
     return []
 
 
