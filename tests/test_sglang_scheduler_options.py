@@ -116,7 +116,9 @@ def test_all_reduce_options_on_one_gpu_are_read_and_refused_on_more():
                                     "--moe-runner-backend deep_gemm", "--revision v2", "--mamba-ssm-dtype float32",
                                     "--decode-attention-backend trtllm_mha", "--is-embedding",
                                     "--disable-shared-experts-fusion", "--disable-hybrid-swa-memory",
-                                    "--max-mamba-cache-size 64", "--model-config-parser mistral"])
+                                    "--max-mamba-cache-size 64", "--model-config-parser mistral",
+                                    "--expert-distribution-recorder-mode stat", "--enable-return-hidden-states",
+                                    "--enable-dynamic-chunking", "--speculative-draft-load-format gguf"])
 def test_options_that_move_memory_are_refused_by_name(option):
     with pytest.raises(UnsupportedError) as info:
         _est(sglang_args=option)

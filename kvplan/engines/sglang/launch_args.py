@@ -903,6 +903,16 @@ NOT_MODELLED: dict[str, tuple[Any, str]] = {
     "max_mamba_cache_size": (None, "the Mamba state pool's size given instead of its ratio"),
     "swa_prefix_tails": (None, "the SWA pool sized from prefix tails (model_executor/pool_configurator.py "
                                "_resolve_swa_prefix_tails)"),
+    "expert_distribution_recorder_mode": (None, "the expert distribution recorder's buffers "
+                                                "(eplb/expert_distribution.py)"),
+    "enable_return_hidden_states": (False, "hidden states kept for each response (model_executor/"
+                                           "forward_batch_info.py, the CUDA graphs' outputs)"),
+    "enable_return_routed_experts": (False, "the routed experts captured per token (state_capturer/routed_experts.py)"),
+    "enable_dynamic_chunking": (False, "PP dynamic chunking: prefill buffers up to --max-prefill-tokens and 1.25 x the "
+                                       "chunk (arg_groups/prefill_buffer_ceiling.py)"),
+    "debug_tensor_dump_output_folder": (None, "every layer's tensors dumped (model_runner_components/"
+                                              "load_model_utils.py hooks)"),
+    "speculative_draft_load_format": (None, "a draft weight format kvplan does not size"),
 }
 # Options read only when another is set that kvplan refuses by name (NOT_MODELLED): nothing on their own. Each with
 # the gate and the SGLang 0.5.23 file that reads them under it (tests check each gate stays refused).
@@ -920,6 +930,9 @@ ONLY_WITH: dict[str, tuple[str, str]] = {
     "lmcache_config_file": ("enable_lmcache", "mem_cache/registry.py: the LMCache radix cache's config"),
     "flexkv_config_file": ("enable_flexkv", "mem_cache/registry.py: FlexKV's config path"),
     "hisparse_config": ("enable_hisparse", "mem_cache/sparsity/factory.py: HiSparse's config"),
+    "expert_distribution_recorder_buffer_size": ("expert_distribution_recorder_mode", "eplb/expert_distribution.py: "
+                                                 "the recorder's size, built only with a mode (or under --enable-eplb, "
+                                                 "refused too)"),
     **dict.fromkeys(("unified_cache_external_linker_backend", "unified_cache_external_linker_config"),
                     ("enable_unified_cache_external_linker", "mem_cache/unified_cache/linker_factory.py, "
                                                              "arg_groups/hicache_hook.py")),
@@ -1071,6 +1084,9 @@ NO_GPU_MEMORY: dict[str, str] = {
                           "no allocation",
     **dict.fromkeys(("speculative_accept_threshold_single", "speculative_accept_threshold_acc"),
                     "the draft's acceptance test at run time (speculative/eagle_utils.py, spec_sampling_mask.py)"),
+    "enable_cudagraph_gc": "Python's garbage collection during CUDA graph capture (model_executor/runner/"
+                           "base_cuda_graph_runner.py freeze_gc): host side",
+    "limit_mm_data_per_request": _API,
     "hicache_host_memory_fraction": "the share of the host's memory HiCache's auto-sizing may fill "
                                     "(mem_cache/hicache_auto_size.py): the host pool only; engines/sglang/features.py "
                                     "reports the auto-sized host pool as its upper bound at ratio 2.0 either way",
@@ -1114,7 +1130,7 @@ def unmodelled(args: LaunchArgs, *, ranks: int | None = None, fraction: bool | N
         value = args.get(dest)
         if value in (default, None, False) or (isinstance(default, str) and str(value) == default):
             continue
-        if dest == "load_format" and value in ("auto", "safetensors", "pt"):
+        if dest in ("load_format", "speculative_draft_load_format") and value in ("auto", "safetensors", "pt"):
             continue
         if dest == "offload_group_size" and isinstance(value, int) and value <= 0:
             continue  # utils/offloader.py: layer-group offload only when it is > 0 (0.5.23's default is -1)
