@@ -17,7 +17,11 @@ def check(cli, path):
 
 
 @pytest.mark.parametrize("extra, last", [("--enable-ep-moe", "0.5.4"), ("--lora-backend flashinfer", "0.5.2"),
-                                         ("--lora-backend=flashinfer", "0.5.2")])
+                                         ("--lora-backend=flashinfer", "0.5.2"),
+                                         # issue 28: 0.5.19's parser has these (server_args.py), 0.5.20's does not
+                                         ("--cuda-graph-max-bs 128", "0.5.19"),
+                                         ("--enable-piecewise-cuda-graph", "0.5.13.post1"),
+                                         ("--enable-nan-detection", "0.5.12.post1")])
 def test_an_unpinned_launch_with_an_option_an_older_release_took_is_cannot_judge(cli, tmp_path, extra, last):
     path = tmp_path / "serve.sh"
     path.write_text(LAUNCH.format(extra=extra))

@@ -36,7 +36,34 @@ MIRRORS = "0.5.23"
 # pins no release may well run that older one, so its refusal here is no verdict on the file.
 # --enable-ep-moe: in 0.5.4 (deprecated, it set ep_size = tp_size), gone in 0.5.5;
 # --lora-backend flashinfer: 0.5.2 takes any backend name, 0.5.3 has LORA_BACKEND_CHOICES = ["triton", "csgmv"].
-REMOVED_OPTIONS = {"--enable-ep-moe": "0.5.4"}
+# The rest (issue 28): the last release whose parser has the flag, read in that wheel and in the next release's, which
+# lacks it (server_args.py and arg_groups/; every release from 0.5.9 to 0.5.23 with its post releases). Launches
+# copied from 2025-2026 recipes set --cuda-graph-max-bs above all.
+REMOVED_OPTIONS = {
+    "--enable-ep-moe": "0.5.4",
+    **dict.fromkeys(("--enable-flashinfer-cutlass-moe", "--enable-beta-spec"), "0.5.4"),
+    **dict.fromkeys(("--speculative-ngram-min-match-window-size", "--speculative-ngram-max-match-window-size",
+                     "--speculative-ngram-branch-length", "--disaggregation-prefill-pp", "--disaggregation-decode-tp",
+                     "--disaggregation-decode-dp", "--mm-per-request-timeout", "--mm-max-concurrent-calls",
+                     "--disable-hicache-numa-detect"), "0.5.9"),
+    **dict.fromkeys(("--enable-double-sparsity", "--ds-channel-config-path", "--ds-heavy-channel-num",
+                     "--ds-heavy-token-num", "--ds-heavy-channel-type", "--ds-sparse-decode-threshold",
+                     "--multi-item-scoring-delimiter"), "0.5.10.post1"),
+    **dict.fromkeys(("--enable-nan-detection", "--record-nolora-graph"), "0.5.12.post1"),
+    **dict.fromkeys(("--enable-piecewise-cuda-graph", "--torchao-config", "--keep-mm-feature-on-device",
+                     "--debug-tensor-dump-inject", "--hybrid-kvcache-ratio", "--custom-sigquit-handler",
+                     "--elastic-ep-rejoin", "--speculative-skip-dp-mlp-sync", "--enable-deepep-waterfill",
+                     "--optimistic-prefill-retries"), "0.5.13.post1"),
+    **dict.fromkeys(("--cuda-graph-max-bs", "--cuda-graph-bs", "--disable-piecewise-cuda-graph",
+                     "--enforce-piecewise-cuda-graph", "--piecewise-cuda-graph-max-tokens",
+                     "--piecewise-cuda-graph-tokens", "--piecewise-cuda-graph-compiler", "--enable-breakable-cuda-graph",
+                     "--stream-output", "--collect-tokens-histogram", "--enable-expert-distribution-metrics",
+                     "--prefill-round-robin-balance", "--nsa-decode-backend", "--nsa-prefill-backend",
+                     "--nsa-prefill-cp-mode", "--enable-nsa-prefill-context-parallel", "--enable-prefill-context-parallel",
+                     "--prefill-cp-mode", "--dsa-prefill-cp-mode", "--enable-dsa-prefill-context-parallel",
+                     "--mamba-scheduler-strategy", "--speculative-dflash-draft-window-size",
+                     "--enable-gdn-replayssm-spec"), "0.5.19"),
+}
 REMOVED_VALUES = {("--lora-backend", "flashinfer"): "0.5.2"}
 
 
