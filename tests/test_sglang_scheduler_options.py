@@ -171,3 +171,16 @@ def test_hicache_write_policy_and_host_share_leave_both_pools_alone():
                          "--hicache-host-memory-fraction 0.5")
     n = _est().max_total_num_tokens
     assert e.max_total_num_tokens == n and e.features.hicache.host_tokens == 2 * n + 1
+
+
+@pytest.mark.parametrize("option", ["--cuda-graph-max-bs-decode 1024", "--disable-cuda-graph", "--enable-torch-compile",
+                                    "--disable-prefill-cuda-graph"])
+def test_graph_options_move_the_default_fraction_in_estimate_too(option):
+    """memory_hook.py reserve_for_graph_mb reads the decode graphs' max batch size (2 MiB each) and the prefill
+    graphs' sizes: --cuda-graph-max-bs-decode 1024 on an H100 reserves 2 x (1024 - 512) = 1,024 MiB more than the
+    default, a pool 1 GiB smaller than kvplan's default reserve gives. Refused unless the fraction is given (as
+    check refused it), then read."""
+    with pytest.raises(UnsupportedError) as info:
+        _est(sglang_args=option)
+    assert info.value.where.endswith(option.split()[0]) and "--mem-fraction-static" in info.value.what
+    assert _est(sglang_args=option + " --mem-fraction-static 0.85").mem_fraction_static == "0.85"

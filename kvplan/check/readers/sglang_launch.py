@@ -58,11 +58,6 @@ def read(args, ctx: LaunchContext) -> Deployment:
     tp = args.get("tp_size") if args.given("tp_size") else None
     if ep not in (1, tp):
         blocked.append((args.written.get("ep_size", "--ep-size"), f"expert parallelism {ep} over a tensor parallel size {tp or 1}"))
-    if not args.given("mem_fraction_static"):
-        moved = [args.written[d] for d in options.MOVES_DEFAULT_FRACTION if args.given(d)]
-        if moved:
-            blocked.append((moved[0], "it moves the default --mem-fraction-static (a reserve formula on the CUDA-graph "
-                                      "batch sizes); give --mem-fraction-static to judge it"))
     if blocked:
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",

@@ -988,8 +988,13 @@ MULTI_GPU_ONLY: dict[str, str] = {
 }
 # with the default mem_fraction_static (a reserve formula on the CUDA-graph batch sizes and the chunk), these move
 # the budget; with an explicit --mem-fraction-static they do not
+# the bare flags that set one phase of cuda_graph_config (arg_groups/cuda_graph_hook.py: max_bs, bs, backend and the
+# prefill graphs' length of each phase; the reserve reads decode max_bs and the prefill sizes, reserve_for_graph_mb)
 MOVES_DEFAULT_FRACTION = ("cuda_graph_bs_decode", "cuda_graph_config", "cuda_graph_backend_decode", "disable_cuda_graph",
-                          "enable_torch_compile", "torch_compile_max_bs")
+                          "enable_torch_compile", "torch_compile_max_bs", "cuda_graph_max_bs_decode",
+                          "cuda_graph_max_bs_prefill", "cuda_graph_bs_prefill", "cuda_graph_backend_prefill",
+                          "disable_decode_cuda_graph", "disable_prefill_cuda_graph", "cuda_graph_max_seq_len_prefill",
+                          "cuda_graph_prefill_max_context")
 # attention backends that keep SGLang's default page of one token (others force a page size of their own)
 PAGE_ONE_BACKENDS = frozenset({"flashinfer", "triton", "fa3", "torch_native", "flex_attention"})
 
@@ -1174,6 +1179,10 @@ def unmodelled(args: LaunchArgs, *, ranks: int | None = None, fraction: bool | N
     chunk = args.get("chunked_prefill_size")
     if fraction is None:
         fraction = args.given("mem_fraction_static")
+    if not fraction:
+        out += [(args.written.get(dest, "--" + dest.replace("_", "-")),
+                 "it moves the default --mem-fraction-static (a reserve formula on the CUDA-graph batch sizes); give "
+                 "--mem-fraction-static to judge it") for dest in MOVES_DEFAULT_FRACTION if args.given(dest)][:1]
     if chunk is not None and chunk <= 0 and not fraction:
         dest = "max_prefill_tokens" if args.given("max_prefill_tokens") else "chunked_prefill_size"
         out.append((args.written.get(dest, "--" + dest.replace("_", "-")),
