@@ -104,11 +104,16 @@ def test_all_reduce_options_on_one_gpu_are_read_and_refused_on_more():
     as without them; across GPUs they move buffers inside the measured distributed-init constant: refused by name."""
     opts = "--disable-custom-all-reduce --enable-p2p-check --enable-nccl-nvls"
     assert _est(sglang_args=opts).max_total_num_tokens == _est().max_total_num_tokens
-    for args, tp in ((opts, 2), ("--tp-size 2 --enable-p2p-check", None)):
+    for args, tp in ((opts, 2), ("--tp-size 2 --disable-custom-all-reduce", None)):
         req = dict(seq="32K", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb", gpu_mem=None, gpus=None, pp=1)
         with pytest.raises(UnsupportedError) as info:
             build_request("llama-3.1-8b", tp=tp, sglang_args=args, **req)
-        assert "distributed-init" in info.value.what or "P2P" in info.value.what, info.value.what
+        assert "distributed-init" in info.value.what, info.value.what
+    # --enable-p2p-check only replaces the assumed P2P by the real check (distributed/bootstrap.py): the custom
+    # all-reduce can only go, so it is read at any TP
+    two = dict(seq="32K", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb", gpu_mem=None, gpus=None, pp=1, tp=2)
+    assert engine.estimate(build_request("llama-3.1-8b", sglang_args="--enable-p2p-check", **two)).max_total_num_tokens \
+        == engine.estimate(build_request("llama-3.1-8b", **two)).max_total_num_tokens
 
 
 @pytest.mark.parametrize("option", ["--device npu", "--ep-num-redundant-experts 32", "--enable-eplb",

@@ -982,8 +982,6 @@ DRAFT_ONLY: dict[str, str] = {
 MULTI_GPU_ONLY: dict[str, str] = {
     "disable_custom_all_reduce": "the custom all-reduce off: its buffers are inside the measured distributed-init "
                                  "constant",
-    "enable_p2p_check": "the real P2P check (distributed/bootstrap.py; without it SGLang assumes P2P and keeps the "
-                        "custom all-reduce): whether its buffers exist",
     "enable_nccl_nvls": "NCCL's NVLink SHARP buffers, not in the measured distributed-init constant",
 }
 # with the default mem_fraction_static (a reserve formula on the CUDA-graph batch sizes and the chunk), these move
@@ -1119,6 +1117,10 @@ NO_GPU_MEMORY: dict[str, str] = {
     "enable_cudagraph_gc": "Python's garbage collection during CUDA graph capture (model_executor/runner/"
                            "base_cuda_graph_runner.py freeze_gc): host side",
     "limit_mm_data_per_request": _API,
+    "enable_p2p_check": "runs the real P2P check instead of assuming P2P (distributed/bootstrap.py "
+                        "monkey_patch_p2p_access_check without it): it can only turn the custom all-reduce off where "
+                        "GPUs lack P2P, never add memory, so the distributed-init constants (budget.py, measured on "
+                        "launches that keep SGLang's default) hold or understate the pool",
     "hicache_host_memory_fraction": "the share of the host's memory HiCache's auto-sizing may fill "
                                     "(mem_cache/hicache_auto_size.py): the host pool only; engines/sglang/features.py "
                                     "reports the auto-sized host pool as its upper bound at ratio 2.0 either way",
