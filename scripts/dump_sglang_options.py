@@ -9,8 +9,9 @@ server_args module imports no GPU code, but does import a few of SGLang's depend
     PYTHONPATH=/tmp/sgl/tree:/tmp/sgldeps python scripts/dump_sglang_options.py > /tmp/table.txt
 
 `--unclassified` prints instead the options kvplan has not classified (kvplan/engines/sglang/launch_args.py
-classified(): modelled, refused by name, or NO_GPU_MEMORY with a reason), one a line: what is left to read before
-a launch that sets one can be judged (needs only kvplan on the path).
+classified(): modelled, refused by name, read only behind a refused gate (ONLY_WITH, DRAFT_ONLY), or NO_GPU_MEMORY
+with a reason), one a line: what is left to read before a launch that sets one can be judged (needs only kvplan on
+the path).
 """
 
 from __future__ import annotations
