@@ -60,12 +60,20 @@ def terminal_width() -> int | None:
 
 
 def console(stderr: bool = False):
-    from rich.console import Console
+    """A console writing to stdout (stderr: soft-wrapped, for notes). Off a terminal it is cli/plain.py's, which
+    prints tables and lines that fit without importing rich's console (the same bytes; it hands rich's console
+    anything else)."""
+    from kvplan.cli import plain
 
     stream = sys.stderr if stderr else sys.stdout
     # markup and emoji off: a model or file name like '[/x]' or ':smile:' is text to show, not a style to apply
     # (rich raised MarkupError on an unmatched closing tag); styles are given as rich Text objects instead
-    return Console(file=_Lines(stream), width=width(), highlight=False, soft_wrap=stderr, markup=False, emoji=False)
+    settings = {"highlight": False, "markup": False, "emoji": False}
+    if plain.usable(stream):
+        return plain.PlainConsole(_Lines(stream), width(), stderr, settings)
+    from rich.console import Console
+
+    return Console(file=_Lines(stream), width=width(), soft_wrap=stderr, **settings)
 
 
 def line_count(items) -> int:
