@@ -275,6 +275,13 @@ PUBLIC = [
          config="tests/data/vllm_models/meta-llama--Llama-3.1-8B-Instruct", version="0.10.1.1", tp=1, seq=131072,
          util="0.9", dtype="fp16", available="19.25", weights="14.99", blocks=9853, tokens=157648, concurrency=1.20,
          note="GPU not named: a 40 GB A100 inferred (14.99 GiB weights + 19.25 GiB KV at 0.9); index id only"),
+    dict(id="tw10519-gb10-v0130nv-gpt-oss-20b-abliterated", group="public-unified", gpu="gb10-128gb",
+         config="tests/data/hf_configs/gpt-oss-20b.json", version="0.13.0", tp=1, seq=8192, util="0.25", mnbt=2048,
+         available="12.94", weights="13.7193", tokens=282624, concurrency=54.44,
+         note="DGX Spark GB10, NGC 0.13.0 build; a gpt-oss-20b fine-tune, the base's config (same layout); the host's "
+              "growth during the profile is vLLM's non-torch memory on the unified pool, an open term (runtime/"
+              "unified.py profile_growth_ceiling); max_num_batched_tokens 2048 as logged (GB10's tier), given so the "
+              "given-budget figures, computed without the GPU, keep it"),
 ]
 
 # Public logs that are not scored (no config) but print a budget term: they inform the fits of those terms.
@@ -318,10 +325,6 @@ NOT_SCORED = {
         "apollo-rx9070xt-rocm-v0140rc1-r1-distill-qwen14b-awq"],
     "unified memory (DGX Spark GB10): no public config for the gemma-4 AWQ / NVFP4 repackagings": [
         "spark-v0251-gemma4-26b-a4b-awq-int4", "spark-v0251-gemma4-26b-a4b-nvfp4"],
-    "unified memory (DGX Spark GB10, 0.13): limits, weights and the pool given its KV memory match (tests/"
-    "test_vllm_budget.py), but vLLM counts the host's growth during the profile as non-torch memory there (+1.80 GiB "
-    "over the model, outside the discrete GPUs' band); one log does not fit that term (docs/gpus.md)": [
-        "tw10519-gb10-v0130nv-gpt-oss-20b-abliterated"],
     "no public config for the checkpoint (Qwen3.5-27B, Qwen3.6-27B-FP8: hybrid GDN models with a vision tower)": [
         "lambo-4x3090-v0190-qwen35-27b-tp4-eager", "meetingtranslator-h100-v0271-qwen36-27b-fp8-eager-failed"],
     # counting the tower is easy (transformers 5.24: 576,388,336); what stops it is the video encoder profile that
@@ -658,6 +661,10 @@ def main() -> int:
     assumed = [s for s in scores if s.run.group == "assumed"]
     # public runs on the 42's GPU and release line (another patch release): neither fitted on nor "outside"
     same_line = [s for s in scores if s.run.group == "public-h100-0.18"]
+    # unified memory (DGX Spark): an open term of up to 2.79 GiB (runtime/unified.py profile_growth_ceiling) puts the
+    # modelled value 1.80 GiB (13.9%) over its one log; scored and in the band's coverage, outside issue 11's MAE
+    # target, which is the discrete GPUs'
+    unified_pool = [s for s in scores if s.run.group == "public-unified"]
     print("\n## Summary\n")
     # a percentage of a pool of a few hundred MiB measures the pool's size more than the model: two identical
     # launches in one repository logged 0.49 and 0.41 GiB (TheBuccaneer, Qwen2.5-7B at 0.65). The GiB column and
@@ -668,6 +675,7 @@ def main() -> int:
                      ("  attributed by thread or repository", attributed), ("  attributed by index id only", index_only),
                      ("  logged pool of 1 GiB or more", large),
                      ("launch or GPU assumed (not in the targets)", assumed),
+                     ("unified memory, DGX Spark (not in the MAE target)", unified_pool),
                      ("H100 on the 42's line, 0.18.0 (not in the targets)", same_line)):
         if ss:
             rows.append([name, str(len(ss)), f"{mae(ss, 'in'):.2f}", f"{mae(ss, 'loso'):.2f}",

@@ -134,3 +134,31 @@ def describe(share: HostShare) -> str:
     """The range as a note says it."""
     return (f"{share.low_bytes / GIB:.2f}-{share.high_bytes / GIB:.2f} GiB (median {share.nominal_bytes / GIB:.2f}; "
             f"{len(HOST_SHARE_READINGS)} public readings of idle DGX Spark machines, docs/gpus.md)")
+
+
+# --- the host's growth during vLLM's profile ------------------------------------------------------------------------
+# vLLM's non-torch memory is the growth of (total - free) - torch.cuda.memory_reserved() from the worker's first
+# snapshot (init_device, before the weights) to the end of the profile run (vllm/utils/mem_utils.py memory_profiling
+# and MemorySnapshot.measure, vllm/v1/worker/gpu_worker.py determine_available_memory; read in 0.12.0 and 0.13.0). On
+# a unified pool "free" is the host's: psutil.virtual_memory().available from 0.12 (MemAvailable, which counts clean
+# page cache as free, so the mmapped safetensors' pages leave it unchanged), cudaMemGetInfo before (MemFree-like:
+# the page cache the load fills counts as used). So every byte of anonymous memory anything on the host takes between
+# the two snapshots is non-torch memory to vLLM. What takes it is not in vLLM's source: the largest piece kvplan
+# can name is torch.compile, which V1 runs inside the profile run on a cold cache ("Compiling a graph ... takes
+# 45.10 s" before "Available KV cache memory" in the public GB10 log): Inductor's compile workers, one interpreter
+# with torch imported per CPU (torch/_inductor/config.py decide_compile_threads: min(32, CPUs); GB10 has 20 Arm
+# cores), alive until the pool quiesces. The ceiling below is those workers at the anonymous memory of a Python
+# process that imported torch (measured on kvplan's build machine: RssAnon 143 MiB after `import torch`, torch 2.13;
+# an estimate of the mechanism, not fitted to a log). The one public GB10 log lost 1.80 GiB to this term over
+# kvplan's discrete-GPU model (docs/gpus.md), under the 2.79 GiB ceiling. The source does not bound it: a host that
+# starts other work during the profile loses more; a site profile's measured non-torch memory settles it.
+COMPILE_WORKERS_GB10 = 20
+COMPILE_WORKER_ANON_BYTES = 143 * MIB
+
+
+def profile_growth_ceiling(free_reader: str, checkpoint_bytes: int) -> int:
+    """The most the host's growth between vLLM's first snapshot and the end of its profile adds to its non-torch
+    memory on a unified pool: Inductor's compile workers, plus, where the free figure leaves page cache out
+    (`free_reader` "cuda": cudaMemGetInfo, 0.10-0.11), the checkpoint's pages the load reads in."""
+    workers = COMPILE_WORKERS_GB10 * COMPILE_WORKER_ANON_BYTES
+    return workers + (checkpoint_bytes if free_reader != "psutil" else 0)

@@ -36,6 +36,7 @@ from fractions import Fraction
 from kvplan.core.cache import pp_layer_counts
 from kvplan.core.dtypes import DType, WeightFormat
 from kvplan.core.spec import ModelSpec
+from kvplan.engines.runtime import unified
 from kvplan.engines.runtime.activations import (MULTIMODAL_PROFILE_BYTES, SORT_SAMPLER_BYTES_PER_LOGIT,
                                                 dense_forward_bytes, sampler_bytes)
 from kvplan.engines.runtime.weights import cdiv, mxfp4_expert_bytes, require_fields, stage_weight_bytes
@@ -439,14 +440,17 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
                  total_bytes: int, util: Fraction, max_num_batched_tokens: int, max_num_seqs: int,
                  release: Release, gpu=None, site=None, constants: Constants = FITTED,
                  expert_parallel: bool = False, gpu_reserved: int = 0, cuda_graphs: bool = True,
-                 multicast: bool = True, notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
+                 multicast: bool = True, host_growth: str | None = None,
+                 notes: list[str] | None = None) -> tuple[VllmBudget, ...]:
     """The budget of one GPU per pipeline stage (the TP ranks of a stage are alike). `gpu` is the catalog entry
     (kvplan.model.catalog.Gpu) or None for a GPU given by its memory; `site` a SiteProfile whose measured terms
     replace the modelled ones (engines/calibration.py); `gpu_reserved` memory in use before vLLM starts
     (--gpu-reserved), added to the site profile's: vLLM's budget is a fraction of the total, so it moves only the
     start check (free at the snapshot >= requested). `cuda_graphs` False (--enforce-eager): no graph is estimated.
     `multicast` False: GPUs joined by NVLink whose driver reports no multicast (no NVSwitch fabric manager, a VM, a
-    bridged pair), where TP's non-torch memory is a PCIe node's (MULTICAST_BUFFERS below).
+    bridged pair), where TP's non-torch memory is a PCIe node's (MULTICAST_BUFFERS below). `host_growth` (a release's
+    Release.integrated_free reader): on a unified pool, the host's growth during the profile at its ceiling is
+    non-torch memory (runtime/unified.py profile_growth_ceiling; a site profile's measured non-torch replaces it).
     The environment's choices (the sampler, the CUDA-graph estimate) come in `release` (releases.with_environment)."""
     requested = requested_bytes(total_bytes, util, release)
     cc = gpu.compute_capability if gpu is not None else None
@@ -469,6 +473,8 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
     if rocm and setup == "one-0.10":
         setup = "one"  # the CUDA 0.10-0.17 figure is a CUDA release's; ROCm's own band covers both
     in_use = (site.memory_in_use_bytes if site is not None else 0) + gpu_reserved
+    # each node of a unified-memory TP run reads the whole checkpoint: the stages' weights times the ranks
+    growth = unified.profile_growth_ceiling(host_growth, sum(weights) * tp) if host_growth is not None else 0
     out = []
     for stage in range(pp):
         act = activation_peak(spec, model_dtype, stage=stage, pp=pp, tp=tp, max_num_batched_tokens=max_num_batched_tokens,
@@ -476,6 +482,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
                               expert_parallel=expert_parallel)
         peak = act.bytes
         nt = non_torch_bytes(tp, pp, release, interconnect, constants) if not rocm else _rocm_non_torch(setup, tp, constants)
+        nt += growth
         graphs = cuda_graph_bytes(counts[stage], sizes, constants) if release.cuda_graph_estimated and cuda_graphs else 0
         if rocm:
             graphs = math.ceil(graphs * ROCM_GRAPH_CENTRE)

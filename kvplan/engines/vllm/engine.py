@@ -532,11 +532,12 @@ def release_for(req: EngineRequest) -> releases.Release:
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
                 notes: list[str] | None = None, spec: ModelSpec | None = None,
-                multicast: bool = True) -> tuple[VllmBudget, ...]:
+                multicast: bool = True, host_growth: bool = False) -> tuple[VllmBudget, ...]:
     """The modelled budget of one GPU per pipeline stage for a request with a GPU, resolved as estimate resolves it
     (the release's defaults for the scheduler limits and the utilization; the site profile's terms). `constants`
     other than the fitted ones serve the benchmark's leave-one-log-out fits; `multicast` False: the machine's NVLink
-    has no multicast (budget.MULTICAST_BUFFERS, an open term)."""
+    has no multicast (budget.MULTICAST_BUFFERS, an open term); `host_growth` True: the host's growth during the profile
+    on a unified pool at its ceiling (an open term, runtime/unified.py profile_growth_ceiling)."""
     rel = release_for(req)
     hw = req.hardware
     mnbt, max_seqs = budget_model.resolve_batch_limits(req.max_num_batched_tokens, req.max_num_seqs, req.seq,
@@ -548,7 +549,8 @@ def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_m
                                      max_num_seqs=max_seqs, release=rel, gpu=hw.facts, site=site, constants=constants,
                                      expert_parallel=req.expert_parallel, gpu_reserved=_reserved(req, rel),
                                      cuda_graphs=not (req.features is not None and req.features.enforce_eager),
-                                     multicast=multicast, notes=notes)
+                                     multicast=multicast, notes=notes,
+                                     host_growth=rel.integrated_free if host_growth else None)
 
 
 def _reserved(req: EngineRequest, rel: Release) -> int:
@@ -569,6 +571,7 @@ class OpenTerm:
     narrow: str  # what the user gives to settle it
     options: tuple[tuple[str, str], ...] = ()
     multicast: bool = True
+    host_growth: bool = False  # the host's growth during the profile at its ceiling (unified memory)
 
 
 def open_terms(req: EngineRequest) -> list[OpenTerm]:
@@ -578,7 +581,9 @@ def open_terms(req: EngineRequest) -> list[OpenTerm]:
       installed (v1/sample/ops/topk_topp_sampler.py; the official image has it), PyTorch's sort otherwise
       (releases.sampler_for).
     - TP over NVLink without a measured non-torch figure: whether the machine has NVLink multicast (NVSwitch with the
-      fabric manager) decides NCCL's NVLS and the symmetric-memory all-reduce buffers (budget.MULTICAST_BUFFERS)."""
+      fabric manager) decides NCCL's NVLS and the symmetric-memory all-reduce buffers (budget.MULTICAST_BUFFERS).
+    - a unified pool (DGX Spark) without a measured non-torch figure: what the host allocates during the profile is
+      non-torch memory to vLLM (runtime/unified.py profile_growth_ceiling), from nothing to the ceiling."""
     rel = release_for(req)
     out = []
     if rel.sampler_by_install and req.option(releases.FLASHINFER_SAMPLER_OPTION) is None:
@@ -597,6 +602,14 @@ def open_terms(req: EngineRequest) -> list[OpenTerm]:
                             "bridged pairs, A100s or most VMs): the band covers both",
                             "give a site profile fitted on one start-up log of this machine (kvplan calibrate LOG "
                             "--save FILE, then --calibration FILE)", multicast=False))
+    if facts is not None and unified_memory.shares_with_host(facts) and not measured:
+        out.append(OpenTerm("the host's memory shares the GPU's here, and what it allocates during vLLM's profile run "
+                            "(torch.compile's workers on a cold cache, any other process) counts as vLLM's non-torch "
+                            "memory: the band covers none to "
+                            f"{_gib(unified_memory.profile_growth_ceiling(rel.integrated_free, 0))} GiB of it"
+                            + ("" if rel.integrated_free == "psutil" else " plus the checkpoint's page cache"),
+                            "give a site profile fitted on one start-up log of this machine (kvplan calibrate LOG "
+                            "--save FILE, then --calibration FILE)", host_growth=True))
     return out
 
 
@@ -611,7 +624,8 @@ def budget_edges(req: EngineRequest, budgets, *, constants: budget_model.Constan
         chosen = [t for i, t in enumerate(terms) if mask >> i & 1]
         options = tuple(req.engine_options or ()) + tuple(o for t in chosen for o in t.options)
         alt = dataclasses.replace(req, engine_options=options or None)
-        other = budgets_for(alt, constants, spec=spec, multicast=all(t.multicast for t in chosen))
+        other = budgets_for(alt, constants, spec=spec, multicast=all(t.multicast for t in chosen),
+                            host_growth=any(t.host_growth for t in chosen))
         if bterms is not None:
             other = vfeat.adjust_budgets(other, bterms)
         low = [min(x, b.available_bytes - b.uncertainty_bytes) for x, b in zip(low, other)]
