@@ -27,7 +27,7 @@ SHAPES = [
     "models",
     "gpus",
 ]
-WIDTHS = (140, 120, 100, 80, 60, 40, 20)
+WIDTHS = (200, 160, 140, 130, 120, 110, 100, 90, 80, 70, 60, 50, 40, 30, 20)
 
 
 def _run(case: str, width: int, use_plain: bool, monkeypatch) -> dict:
@@ -43,7 +43,7 @@ def test_same_bytes_as_rich(case, monkeypatch):
 
 def test_estimate_table_is_laid_out_without_rich_console(monkeypatch):
     """At the default width an estimate's header, table and notes are all plain.py's: rich's console is never made
-    (otherwise the start-up time it saves is not saved)."""
+    (otherwise the start-up time it saves is not saved), and the views build no rich Text or Table."""
     made = []
     real = plain.PlainConsole.rich
 
@@ -56,6 +56,54 @@ def test_estimate_table_is_laid_out_without_rich_console(monkeypatch):
         out = harness.run(f"estimate llama-3.1-8b --seq 32K --gpu h100 --engine {engine}")
         assert out["exit"] == 0 and "verdict" in out["stdout"]
     assert made == []
+
+
+def test_estimate_table_off_a_terminal_imports_no_rich():
+    """The estimate views build plain.Styled and plain.Sheet: printed into a pipe, no rich module is imported."""
+    import subprocess
+
+    probe = ("import sys, io, contextlib\n"
+             "sys.argv = ['kvplan', 'estimate', 'llama-3.1-8b', '--seq', '32K', '--gpu', 'h100', '--engine', 'vllm']\n"
+             "from kvplan.cli.process import run\n"
+             "try:\n    run()\nexcept SystemExit:\n    pass\n"
+             "print(sorted(m for m in sys.modules if m.startswith('rich')), file=sys.stderr)\n")
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=harness.ROOT,
+                          env={**{k: v for k, v in harness.os.environ.items() if k not in ("FORCE_COLOR", "TTY_COMPATIBLE")},
+                               "COLUMNS": "120"}, timeout=120)
+    assert "verdict" in done.stdout
+    assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+@pytest.mark.parametrize("engine", ["static", "vllm", "sglang", "trtllm"])
+def test_a_sheet_is_laid_out_only_where_render_prints_it_unmeasured(engine):
+    """plain.py lays out an estimate's Sheet at a width only where render._surely_fits says its rich table fits there
+    as it is (the bound print_fitting takes the short way by): else print_fitting's measure, wrapping and records
+    decide, through rich."""
+    from rich.console import Console
+
+    from kvplan import estimate
+    from kvplan.cli import views
+
+    laid_out = 0
+    for model, tp in (("llama-3.1-70b", 4), ("gemma-3-27b", 1)):
+        result = estimate(model, seq="128K", batch=8, gpu="h100", tp=tp, engine=engine)
+        sheets = [t for t in views.tables(result) if isinstance(t, plain.Sheet)]
+        assert sheets
+        for width in range(20, 201, 3):
+            console = Console(file=io.StringIO(), width=width, highlight=False, markup=False, emoji=False)
+            for sheet in sheets:
+                if plain._sheet(sheet, width) is not None:
+                    laid_out += 1
+                    assert render._surely_fits(console, render.from_sheet(sheet)), (model, width)
+    assert laid_out
+
+
+def test_narrow_characters_are_one_cell_as_rich_counts():
+    from rich.cells import cell_len
+
+    assert all(cell_len(c) == 1 for c in plain.NARROW)
+    assert plain.cell_len("a · b × c — 32K…") == cell_len("a · b × c — 32K…")
+    assert plain.cell_len("模型") == cell_len("模型") == 4  # wide characters: rich's own count
 
 
 def test_a_table_with_a_second_line_in_a_cell_goes_to_rich():

@@ -174,6 +174,22 @@ def quantity_table(title: str | None = None):
     return QuantityTable(title=title, title_justify="left", show_header=True, header_style="bold", box=_box())
 
 
+def from_sheet(sheet):
+    """The rich table a plain.Sheet stands for: quantity_table given the same columns, rows and sections."""
+    from kvplan.cli.plain import Styled
+
+    table = quantity_table(sheet.title)
+    if sheet.box is None:
+        table.box = None
+    for header, justify in sheet.columns:
+        table.add_column(header, justify=justify)
+    for index, cells in enumerate(sheet.rows):
+        table.add_row(*[c.__rich__() if isinstance(c, Styled) else c for c in cells])
+        if index in sheet.ends:
+            table.add_section()
+    return table
+
+
 def _measure(console, table):
     """rich's (minimum, maximum) width of a table given all the room it wants."""
     from rich.measure import Measurement
@@ -203,7 +219,14 @@ def print_table(console, title: str | None, headers: list[str], rows: list[list[
 
 def print_fitting(console, renderable) -> None:
     """Print a renderable; a table that keeps its cells (figures_table, quantity_table) and does not fit the
-    terminal even at its narrowest is printed as records instead (rich would cut its figures or fold its words)."""
+    terminal even at its narrowest is printed as records instead (rich would cut its figures or fold its words). A
+    plain.Sheet is laid out by plain.py's console where it fits, else printed as the rich table it stands for."""
+    from kvplan.cli import plain
+
+    if isinstance(renderable, plain.Sheet):
+        if isinstance(console, plain.PlainConsole) and console.lay_out(renderable):
+            return
+        renderable = from_sheet(renderable)
     records = getattr(renderable, "records", None)
     if records is None or _surely_fits(console, renderable):
         console.print(renderable)

@@ -73,12 +73,12 @@ def tables(result: Any) -> list:
 
 def _feature_rows(t, r: Any) -> None:
     """The terms of the launch's modelled SGLang options (engines/sglang/features.py)."""
-    from rich.text import Text
+    from kvplan.cli.plain import Styled
 
     from kvplan.cli.render import size
 
     f = r.features
-    t.add_row(Text("launch options (docs/engines/features/)", style="bold"), "")
+    t.add_row(Styled("launch options (docs/engines/features/)", style="bold"), "")
     s = f.speculative
     if s is not None:
         t.add_row(f"  speculative decoding: {s.algorithm}, {s.num_steps} steps, top-k {s.eagle_topk}", s.draft)

@@ -12,7 +12,7 @@ from kvplan.cli.views.common import (band_rows, budget_head, in_use_row, total_r
 
 
 def tables(result: Any) -> list:
-    from rich.text import Text
+    from kvplan.cli.plain import Styled
 
     from kvplan.cli.render import size
     from kvplan.core.units import format_tokens
@@ -48,7 +48,7 @@ def tables(result: Any) -> list:
     f = r.features
     if f is not None:
         t.add_section()
-        t.add_row(Text("launch options (docs/engines/features/)", style="bold"), "")
+        t.add_row(Styled("launch options (docs/engines/features/)", style="bold"), "")
         if f.attention_dp:
             t.add_row("  attention DP: pools (one per rank, every KV head)", f"{f.pools}")
         if f.speculative is not None:

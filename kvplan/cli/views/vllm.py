@@ -12,7 +12,7 @@ from kvplan.cli.views.common import budget_head, total_row, verdict_row, view_en
 
 def tables(result: Any) -> list:
     """The human view: layout, budget (every term), pool, verdict, the fix."""
-    from rich.text import Text
+    from kvplan.cli.plain import Styled
 
     from kvplan.cli.render import size
     from kvplan.core.units import format_tokens
@@ -25,7 +25,7 @@ def tables(result: Any) -> list:
     out = view_start(r, f"{r.model} · vLLM {r.vllm_release} ({r.vllm_version} rules) · max_model_len "
                         f"{format_tokens(r.seq)} · batch {r.batch} · KV {r.kv_dtype} · block {r.block_size}")
     t = out[1]
-    t.add_row(Text("KV cache layout (one GPU of the pool-sizing stage)", style="bold"), "")
+    t.add_row(Styled("KV cache layout (one GPU of the pool-sizing stage)", style="bold"), "")
     for g in r.kv_cache_groups[:8]:
         kind = f"{g.kind}" + (f" (window {g.window:,})" if g.window else "")
         pad = f", {g.padding_layers} padding" if g.padding_layers else ""
@@ -68,7 +68,7 @@ def tables(result: Any) -> list:
                       f"exactly {r.num_gpu_blocks:,} blocks")
             t.add_row("    weights, activations, graphs beside that pool",
                       f"fit, {gib(r.pinned_spare_bytes)} GiB to spare" if r.pinned_fits_beside else
-                      Text(f"do NOT fit: {gib(-r.pinned_spare_bytes)} GiB short", style="bold red"))
+                      Styled(f"do NOT fit: {gib(-r.pinned_spare_bytes)} GiB short", style="bold red"))
     elif r.budget_source == "--kv-cache-memory":
         t.add_section()
         t.add_row("available KV cache memory (--kv-cache-memory)", size(r.available_kv_bytes))
@@ -77,12 +77,12 @@ def tables(result: Any) -> list:
         if r.available_kv_bytes is not None and r.available_kv_bytes > 0:
             head = ("what vLLM logs" if r.starts else "the pool (vLLM stops before building it)") if not r.budget_edge else (
                 f"the pool at the {r.budget_edge} edge" + ("" if r.starts else " (vLLM stops before building it)"))
-            t.add_row(Text(head, style="bold"), "")
+            t.add_row(Styled(head, style="bold"), "")
             t.add_row("  num_gpu_blocks", f"{r.num_gpu_blocks:,}")
             t.add_row("  GPU KV cache size", f"{r.kv_cache_tokens:,} tokens")
             t.add_row(f"  maximum concurrency for {r.seq:,} tokens", f"{r.max_concurrency:.2f}x")
         else:
-            t.add_row(Text("vLLM fails: no available memory for the cache blocks", style="bold red"), "")
+            t.add_row(Styled("vLLM fails: no available memory for the cache blocks", style="bold red"), "")
         t.add_section()
         marginal = " — marginal: not at the low edge of the band" if r.marginal and r.fits else (
             " — marginal: it does at the high edge of the band" if r.marginal else "")
@@ -112,12 +112,12 @@ def tables(result: Any) -> list:
 
 def _feature_rows(t, r: Any) -> None:
     """The terms of the launch's extra options (speculative decoding, LoRA, offload, parallelism, KV connectors)."""
-    from rich.text import Text
+    from kvplan.cli.plain import Styled
 
     from kvplan.cli.render import size
 
     f = r.features
-    t.add_row(Text("launch options (docs/engines/features/)", style="bold"), "")
+    t.add_row(Styled("launch options (docs/engines/features/)", style="bold"), "")
     if "enforce_eager" in f.options:
         t.add_row("  --enforce-eager: CUDA graphs captured", "none")
     if f.attention_backend is not None and f.attention_backend.block_size != 16:
