@@ -24,7 +24,7 @@ import json
 import math
 import re
 import sys
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from fractions import Fraction
 from pathlib import Path
 
@@ -430,7 +430,6 @@ def given_budget() -> tuple[list[tuple[str, str, str, bool]], list[tuple[str, st
                              want == fig["tokens"]))
             done = True
         if "engine_available" in fig and ("blocks" in fig or "tokens" in fig) and rec.get("config"):
-            from kvplan.requests.build import build_request
             from kvplan.engines import trtllm
 
             run = RUNS.get(log)

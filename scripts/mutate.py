@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import ast
 import concurrent.futures
-import copy
 import json
 import os
 import shutil

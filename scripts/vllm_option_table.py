@@ -50,6 +50,7 @@ from __future__ import annotations
 
 import abc
 import argparse
+import ast
 import importlib.abc
 import importlib.machinery
 import importlib.metadata
@@ -562,7 +563,6 @@ def dump_by_import(tree: str) -> dict:
 
 def dump_by_ast(tree: str) -> dict:
     """Fallback: literal parser.add_argument(...) calls of arg_utils.py and cli_args.py."""
-    import ast
 
     out = []
     for rel in ("vllm/entrypoints/openai/cli_args.py", "vllm/engine/arg_utils.py"):
@@ -600,11 +600,21 @@ def dump_by_ast(tree: str) -> dict:
                             "long": [f for f in flags if f.startswith("--")],
                             "short": [f for f in flags if f.startswith("-") and not f.startswith("--")],
                             "negative": [], "kind": kind, "action": action, "type": typ, "nargs": nargs,
-                            "choices": choices,
-        "metavar": ([str(x) for x in a.metavar] if isinstance(a.metavar, (list, tuple)) else a.metavar),
-        "default": None, "file": rel})
+                            "choices": choices, "metavar": _literal_metavar(kw.get("metavar")),
+                            "default": None, "file": rel})
     return {"method": "ast", "notes": ["literal add_argument calls only; dataclass-derived options missing"],
             "options": out}
+
+
+def _literal_metavar(node: ast.expr | None) -> object:
+    """An add_argument call's metavar as the parsed table writes it (a tuple as a list of strings), or its source."""
+    if node is None:
+        return None
+    try:
+        value = ast.literal_eval(node)
+    except ValueError:
+        return ast.unparse(node)
+    return [str(x) for x in value] if isinstance(value, (list, tuple)) else value
 
 
 # ------------------------------------------------------------------------------------------- output
