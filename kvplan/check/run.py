@@ -12,14 +12,13 @@ Pure of typer and rich: paths and options in, a CheckReport out."""
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kvplan import engines
 from kvplan.check import judge as judging
 from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
-from kvplan.check.readers import (FORMATS, LOOKED_FOR, READERS, kvplan_yaml, nomad, offline_llm, programs, readme, scripts,
-                                  vllm_serve)
+from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, names, scripts, vllm_serve
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.traced import last_field, traced
@@ -28,6 +27,15 @@ from kvplan.core import files, yamlio
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model import hf_cache, resolve
 from kvplan.check.lines import find_line
+from kvplan.engines import lazy
+
+if TYPE_CHECKING:
+    from kvplan.check.readers import nomad, offline_llm, programs, readme
+else:  # the readers of Markdown, Nomad and programs load when a file's name calls for them (readers/names.py)
+    nomad = lazy.module("kvplan.check.readers.nomad")
+    offline_llm = lazy.module("kvplan.check.readers.offline_llm")
+    programs = lazy.module("kvplan.check.readers.programs")
+    readme = lazy.module("kvplan.check.readers.readme")
 
 YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SUFFIXES = (".sh", ".bash")
@@ -40,7 +48,7 @@ _PACKAGE = Path(__file__).parent.parent
 def is_deployment_file(path: Path) -> bool:
     """The files a folder is walked for."""
     return path.suffix.lower() in YAML_SUFFIXES + SHELL_SUFFIXES or scripts.is_dockerfile(path) \
-        or nomad.is_nomad_name(path)
+        or names.is_nomad_name(path)
 
 
 def collect(paths) -> list[tuple[str, Path | None, InputError | None]]:
@@ -141,14 +149,14 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
             return [skipped_verdict(display, None, path.name, None, "an environment file (KEY=VALUE): no launch of its "
                                     "own; a compose file reads the .env beside it")]
         text = yamlio.read_text(path)
-        if path.suffix.lower() in readme.MARKDOWN_SUFFIXES:
+        if path.suffix.lower() in names.MARKDOWN_SUFFIXES:
             return _verdicts(readme.read(text, source=display, where=display, base_dir=path.parent), defaults)
-        if path.suffix.lower() in nomad.SUFFIXES:  # a Nomad job (HCL); another HCL file is no format kvplan reads
+        if path.suffix.lower() in names.NOMAD_SUFFIXES:  # a Nomad job (HCL); another HCL file is no format kvplan reads
             items = nomad.read(text, source=display, where=display, base_dir=path.parent)
             if items is None:
                 raise _not_a_format(display)
             return _verdicts(items, defaults)
-        if path.suffix.lower() in programs.SUFFIXES and not scripts.is_shell(path, text):
+        if path.suffix.lower() in names.PROGRAM_SUFFIXES and not scripts.is_shell(path, text):
             # a program that builds vllm.LLM(...) is that launch (offline_llm.py); a framework's app stays cannot judge
             items = (offline_llm.read(text, path, source=display, where=display, defaults=defaults)
                      if path.suffix.lower() == ".py" and not programs.framework(text) else None)

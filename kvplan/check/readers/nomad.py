@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any
 from kvplan.check import launch, shell
 from kvplan.check.gpus import GpuEvidence, Label, whole_count
 from kvplan.check.items import Skip, Workload, runs_engine
+from kvplan.check.readers import names
 from kvplan.check.report import FORMAT_NOMAD
 from kvplan.core.errors import InputError
 from kvplan.engines import lazy
@@ -37,16 +38,11 @@ if TYPE_CHECKING:
 else:  # the HCL parser (check/hcl.py): loaded when a Nomad file is read, not by every `kvplan check`
     hcl = lazy.module("kvplan.check.hcl")
 
-SUFFIXES = (".nomad", ".hcl")
+SUFFIXES = names.NOMAD_SUFFIXES
+is_nomad_name = names.is_nomad_name
 _CONTAINER_DRIVERS = {"docker", "podman"}
 _HOST_DRIVERS = {"raw_exec", "exec", "exec2"}
 _TEMPLATE = re.compile(r"\$\{\s*([^}]*?)\s*\}")
-
-
-def is_nomad_name(path: Path) -> bool:
-    """The names a folder is walked for: `*.nomad` and `*.nomad.hcl` (a bare `*.hcl` may be Terraform or Packer)."""
-    name = path.name.lower()
-    return name.endswith(".nomad") or name.endswith(".nomad.hcl")
 
 
 def claims(root: hcl.Block) -> bool:

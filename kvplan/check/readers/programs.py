@@ -10,10 +10,11 @@ import re
 from pathlib import Path
 
 from kvplan.check.items import Failure
+from kvplan.check.readers import names
 from kvplan.check.report import FORMAT_PROGRAM
 from kvplan.core.errors import UnsupportedError
 
-SUFFIXES = (".py", ".toml", ".tf")
+SUFFIXES = names.PROGRAM_SUFFIXES
 _FRAMEWORKS = ((re.compile(r"^\s*(?:import|from)\s+bentoml\b", re.M), "a BentoML service"),
                (re.compile(r"^\s*(?:import|from)\s+modal\b", re.M), "a Modal app"),
                (re.compile(r"^\s*(?:from\s+ray\s+import\s+serve|import\s+ray\.serve|from\s+ray\.serve)", re.M),

@@ -11,10 +11,11 @@ from pathlib import Path
 
 from kvplan.check import launch, shell
 from kvplan.check.items import Failure, Skip, Workload
+from kvplan.check.readers import names
 from kvplan.check.report import FORMAT_README
 from kvplan.core.errors import UnsupportedError
 
-MARKDOWN_SUFFIXES = (".md", ".markdown")
+MARKDOWN_SUFFIXES = names.MARKDOWN_SUFFIXES
 _FENCE = re.compile(r"^(\s*)(```+|~~~+)\s*([\w+-]*)[^\n]*$")
 _SHELL_INFO = {"", "bash", "sh", "shell", "console", "zsh", "shell-session", "sh-session"}
 # a block is looked at only if it names a server kvplan finds launches of (a cheap filter before the shell reader)
