@@ -19,3 +19,13 @@ def test_output_is_unchanged(case):
     assert got["exit"] == want["exit"], got["stderr"]
     assert got["stderr"] == want["stderr"]
     assert got["stdout"] == want["stdout"]
+
+
+def test_no_recorded_output_shows_a_markup_tag():
+    """kvplan's consoles print with markup off (a model named '[/x]' is text), so a style tag written into a message
+    reaches the user as is: `explain --engine` printed '[bold]the same launch as vllm makes it ...[/bold]'."""
+    import re
+
+    tag = re.compile(r"\[/?(bold|dim|italic|red|green|yellow|cyan|magenta)\]")
+    shown = [case for case, out in _RECORDED.items() if tag.search(out["stdout"] + out["stderr"])]
+    assert not shown, shown

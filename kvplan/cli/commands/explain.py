@@ -69,8 +69,9 @@ def explain(
 
         out = render.console()
         out.print()
-        out.print(f"[bold]the same launch as {engine_result.engine} makes it (kvplan estimate --engine "
-                  f"{engine_result.engine}: its budget term by term, judged as check judges)[/bold]")
+        # a plain heading: the console prints with markup off (cli/render.py), so a [bold] tag would be printed as is
+        out.print(f"the same launch as {engine_result.engine} makes it (kvplan estimate --engine "
+                  f"{engine_result.engine}: its budget term by term, judged as check judges)")
         for table in views.tables(engine_result):
             render.print_fitting(out, table)
         err = render.console(stderr=True)
