@@ -18,7 +18,7 @@ from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.model.config_keys import text_config
 from kvplan.engines.sglang import releases
 
-ALLOW_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+ALLOW_ENV = releases.ALLOW_ENV
 CONTEXT_KEYS = ("max_sequence_length", "seq_length", "max_seq_len", "model_max_length", "max_position_embeddings")
 
 

@@ -75,7 +75,7 @@ UNSERVED = {"JambaForCausalLM": "Jamba has no SGLang model in 0.5.23"}
 BACKEND_PAGES = {"flashinfer": (1, "0.3.0"), "triton": (1, "0.3.0"), "torch_native": (1, "0.4.0"),
                  "fa3": (1, "0.4.5.post1"), "aiter": (1, "0.4.7"), "flashmla": (64, "0.4.6"),
                  "cutlass_mla": (128, "0.4.7"), "trtllm_mla": (64, "0.5.1"), "trtllm_mha": (64, "0.5.1")}
-OPTION_KEYS = ("attention_backend", context.ALLOW_ENV.lower())
+OPTION_KEYS = releases.OPTION_KEYS
 
 
 @dataclass(frozen=True)

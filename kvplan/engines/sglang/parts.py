@@ -8,15 +8,16 @@ from fractions import Fraction
 from kvplan.engines.api import FLOAT_WEIGHTS, Engine, EngineFlags
 from kvplan.engines.lazy import Part, deferred
 from kvplan.engines.releases import REGISTRY
-from kvplan.engines.sglang.engine import OPTION_KEYS, estimate, read_kv_dtype
+from kvplan.engines.sglang import releases
 
 ENGINE = Engine(
-    name="sglang", title="SGLang", estimate=estimate, kv_dtype=read_kv_dtype,
+    name="sglang", title="SGLang", estimate=deferred("kvplan.engines.sglang.engine", "estimate"),
+    kv_dtype=deferred("kvplan.engines.sglang.engine", "read_kv_dtype"),
     flags=EngineFlags("--context-length", "--tp-size", "--kv-cache-dtype fp8_e4m3", "--mem-fraction-static", None,
                       kv_fp8_name="fp8_e4m3"),
     util_of=lambda req, r: None if r.mem_fraction_static is None else Fraction(r.mem_fraction_static),
     util_max=lambda r: Fraction(95, 100),
-    option_keys=OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
+    option_keys=releases.OPTION_KEYS, takes_gpu_reserved=True, takes_features=True,  # SGLang's own (engine.py refuses vLLM's)
     # --quantization fp8: the same online path as vLLM's, fp8 weights made at load
     weights_loaded_as=FLOAT_WEIGHTS + ("fp8_e4m3", "fp8_e5m2"), launch_args_flag="--sglang-args",
     # --kv-cache-dtype choices of 0.5.23 (server_args.py) that are no plain dtype: read_kv_dtype judges them (exit 3,

@@ -186,6 +186,10 @@ UNIFIED_MEMORY = (
     Change("0.4.9.post3", "torch_total", "utils.py get_nvgpu_memory_capacity"),
     Change("0.5.9", "psutil", "utils/common.py get_available_gpu_memory (props.is_integrated)"),
 )
+# R10's variable; the launch options SGLang's estimate reads beside its flags (engines/api.py Engine.option_keys),
+# named here so that the engine record (parts.py) lists them without building the memory model
+ALLOW_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
+OPTION_KEYS = ("attention_backend", ALLOW_ENV.lower())
 # R10. --context-length past the model's derived length (configs/model_config.py ModelConfig.__init__, from 0.5.7
 # _derive_context_length): how SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN is read. "no_check": any length is taken;
 # "set": any non-empty value allows it (os.environ.get); "true_1": "true" / "1" (any case) allow it, unset refuses
