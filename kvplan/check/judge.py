@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from fractions import Fraction
+from typing import TYPE_CHECKING
 
 from kvplan.check.deployment import Deployment, setting
 from kvplan.check.report import CANNOT_JUDGE, FAIL, FORMAT_KVPLAN, FORMAT_VLLM_ARGS, PASS, Check, Figures, Verdict, short_tokens
@@ -14,8 +15,13 @@ from kvplan.core.errors import KvplanError, UnsupportedError
 from kvplan import engines
 from kvplan.engines.api import Engine
 from kvplan.engines import fixes
-from kvplan.engines.pool import NoKvMemory, PoolTooShort, Refused, RequestTooLong
+from kvplan.engines import lazy
 from kvplan.core.units import format_bytes
+
+if TYPE_CHECKING:
+    from kvplan.engines import pool_view
+else:  # why an engine does not start: built by a result's pool_view() only, loaded with it (benchmarks/cold_start.py)
+    pool_view = lazy.module("kvplan.engines.pool_view")
 
 # an engine's error about one of these flags is reported at the deployment's own key
 _ENGINE_WHERE = {"--seq": "max_model_len", "--tp": "tensor_parallel_size", "--pp": "pipeline_parallel_size",
@@ -148,19 +154,19 @@ def _start_detail(result, request) -> str:
             return detail + f", {pool.concurrency:.2f}x concurrency"
         return detail + (f", {result.max_batch:,} at once" if result.max_batch is not None else "")
     problem = pool.problem if pool is not None else None
-    if isinstance(problem, NoKvMemory):
+    if isinstance(problem, pool_view.NoKvMemory):
         return (f"no memory is left for the KV cache: weights ({format_bytes(g.weights_bytes)}) and runtime buffers take "
                 f"all {format_bytes(g.usable_bytes)} the engine may use per GPU")
-    if isinstance(problem, RequestTooLong):
+    if isinstance(problem, pool_view.RequestTooLong):
         # vLLM's own start-up error, in figures (v1/core/kv_cache_utils.py check_enough_kv_cache_memory)
         detail = (f"one request of {tokens} tokens needs {format_bytes(problem.needed_kv_bytes)} of KV cache per GPU, "
                   f"{format_bytes(problem.available_kv_bytes)} available")
         if problem.longest:
             detail += f"; longest that fits: {problem.longest:,} tokens"
         return detail
-    if isinstance(problem, Refused):
+    if isinstance(problem, pool_view.Refused):
         return problem.message
-    if isinstance(problem, PoolTooShort):
+    if isinstance(problem, pool_view.PoolTooShort):
         detail = (f"the KV cache ({format_bytes(problem.available_kv_bytes)} per GPU) holds at most {problem.longest:,} "
                   f"tokens per request, max_model_len is {tokens}")
         # the engine starts anyway with the shorter length: say so rather than "does not start"
