@@ -212,6 +212,8 @@ def test_every_release_registry_has_one_shape(name):
     assert set(REGISTRY) <= set(dir(reg)), set(REGISTRY) - set(dir(reg))
     assert reg.release(None) == reg.DEFAULT == engines.release(name, None)
     assert reg.DEFAULT.line == reg.LINES[-1]  # the default is the newest line
+    # the name a report gives the default without loading the table (vLLM's package names it) is the table's own
+    assert engines.release_version(name, None) == reg.DEFAULT.version
     firsts = [line.split("-")[0] for line in reg.LINES]  # each line named by its first release ("0.18-0.19")
     for first, later in zip(firsts, firsts[1:]):
         assert reg.sort_key(first) < reg.sort_key(later) and reg.at_least(later, first) and not reg.at_least(first, later)

@@ -187,7 +187,8 @@ def defaults(options: CheckOptions) -> Defaults:
             raise InputError(f"must be at least 1, got {shown(value)}", where=flag)
     headroom = parse_headroom(options.require_headroom, where="--require-headroom") if options.require_headroom is not None else None
 
-    engines.release("vllm", options.vllm_version, where="--vllm-version")
+    if options.vllm_version is not None:  # None is the default release: nothing to refuse, no table to load
+        engines.release("vllm", options.vllm_version, where="--vllm-version")
 
     reserved = parse_size(options.gpu_reserved, what="--gpu-reserved") if options.gpu_reserved else None
     opts = parse_engine_options(list(options.engine_options))

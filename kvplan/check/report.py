@@ -125,7 +125,7 @@ def make_report(verdicts, vllm_version: str | None = None) -> CheckReport:
     count = {s: sum(1 for v in verdicts if v.status == s) for s in STATUSES}
     return CheckReport(verdicts=verdicts, total=sum(count[s] for s in JUDGED), passed=count[PASS], failed=count[FAIL],
                        invalid=count[INVALID], cannot_judge=count[CANNOT_JUDGE], exit_code=exit_code(verdicts),
-                       vllm_version=engines.release("vllm", vllm_version, where="--vllm-version").version,
+                       vllm_version=engines.release_version("vllm", vllm_version, where="--vllm-version"),
                        skipped=count[SKIPPED])
 
 

@@ -51,4 +51,14 @@ def release(name: str, version: str | None, *, where: str = "--engine-version") 
     return importlib.import_module(_RELEASES[key]).release(version, where=where)
 
 
-__all__ = ["Engine", "EngineFlags", "EngineRequest", "Hardware", "ENGINE_NAMES", "get", "release"]
+def release_version(name: str, version: str | None, *, where: str = "--engine-version") -> str:
+    """`release(name, version).version`: for None, the DEFAULT_VERSION the engine's package names where it names one
+    (vLLM's), without loading its release table (check's report names vLLM's default release on every run)."""
+    if version is None:
+        named = vars(importlib.import_module(_PACKAGES[_key(name)])).get("DEFAULT_VERSION")
+        if named is not None:
+            return str(named)
+    return release(name, version, where=where).version
+
+
+__all__ = ["Engine", "EngineFlags", "EngineRequest", "Hardware", "ENGINE_NAMES", "get", "release", "release_version"]
