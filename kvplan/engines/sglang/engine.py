@@ -46,9 +46,9 @@ from kvplan.engines.sglang import context
 from kvplan.engines.sglang import releases
 from kvplan.engines.sglang import specs as sspecs
 from kvplan.engines.sglang.budget import default_mem_fraction, multimodal_factor
-from kvplan.engines.runtime import unified as unified_memory
 
 if TYPE_CHECKING:
+    from kvplan.engines.runtime import unified as unified_memory
     from kvplan.engines import pool_view as view_types
     from kvplan.engines.pool_view import PoolView, StartProblem
     from kvplan.engines import features as shared
@@ -57,6 +57,8 @@ else:  # the launch options' terms (features.py): loaded by a launch that sets t
     view_types = lazy.module("kvplan.engines.pool_view")  # built by pool_view() only (check, plan)
     shared = lazy.module("kvplan.engines.features")
     sfeat = lazy.module("kvplan.engines.sglang.features")
+    # a GPU that shares its memory with the host (GB10): _unified_memory asks it only for one
+    unified_memory = lazy.module("kvplan.engines.runtime.unified")
 from kvplan.engines.runtime.startup import link_class
 from kvplan.engines.runtime.weights import linear_bits, model_weights, stage_weight_bytes
 
