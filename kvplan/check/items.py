@@ -7,11 +7,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from kvplan.check import launch, shell
+from kvplan.check import launch
 from kvplan.check.gpus import GpuEvidence
+from kvplan.engines import lazy
 from kvplan.core.errors import KvplanError, InputError
+
+if TYPE_CHECKING:
+    from kvplan.check import shell
+else:  # the parser loads with the first text to split (a string command, a script); a list command needs none
+    shell = lazy.module("kvplan.check.shell")
 
 
 @dataclass(frozen=True)

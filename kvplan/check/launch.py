@@ -9,11 +9,17 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import PurePosixPath
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from kvplan.check import shell
+from kvplan.check import marks
 from kvplan.check.gpus import GpuEvidence
+from kvplan.engines import lazy
 from kvplan.core.errors import UnsupportedError
+
+if TYPE_CHECKING:
+    from kvplan.check import shell
+else:  # the parser loads with the first text to split (a string command, a script); a list command needs none
+    shell = lazy.module("kvplan.check.shell")
 
 VLLM, SGLANG, TRTLLM, DYNAMO = "vllm", "sglang", "trtllm", "dynamo"
 OTHER = "other"  # an LLM server kvplan does not model: found so that it is "cannot judge", never skipped
@@ -126,7 +132,7 @@ def calls_in_shell(text: str, env: Mapping[str, str | None] | None = None) -> li
         if words and words[0] in aliases:
             words = aliases[words[0]] + words[1:]
         if words and words[0] == "eval":
-            shown = shell.display(" ".join(words))[:120]
+            shown = marks.display(" ".join(words))[:120]
             raise UnsupportedError(f"runs `{shown}` (line {command.line}): eval builds a command kvplan does not read "
                                    "as one", hint="write the launch out in the script, or judge it with --vllm-args")
         out.extend(calls_in_words(words, {**(env or {}), **command.env}))
@@ -155,7 +161,7 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
             while words and (words[0].startswith("-") or re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*=.*", words[0], re.S)):
                 if "=" in words[0] and not words[0].startswith("-"):
                     name, _, value = words[0].partition("=")
-                    env[name] = None if shell.MARK in value else value
+                    env[name] = None if marks.MARK in value else value
                 words = words[1:]
             continue
         if words[:2] in (["uv", "run"], ["conda", "run"], ["mamba", "run"], ["pixi", "run"]):
@@ -318,7 +324,7 @@ def _docker_run(args: list[str], env: dict) -> list[EngineCall]:
             vendor = "amd"
         elif option in ("-e", "--env") and value:
             name, has, val = value.partition("=")
-            container_env[name] = (None if shell.MARK in val else val) if has else env.get(name)
+            container_env[name] = (None if marks.MARK in val else val) if has else env.get(name)
         elif option == "--entrypoint" and value:
             entrypoint = value
     if i >= len(args):

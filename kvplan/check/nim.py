@@ -30,7 +30,7 @@ import re
 import shlex
 from typing import Mapping
 
-from kvplan.check import launch, shell
+from kvplan.check import launch, marks
 from kvplan.core.errors import UnsupportedError
 
 TITLE = "NVIDIA NIM"
@@ -117,6 +117,6 @@ def engine_call(call: launch.EngineCall, env: Mapping[str, str | None], *, where
     if after[:1] == ["nim-serve"]:
         args += after[1:]  # arguments after nim-serve win over everything
     elif after:
-        raise UnsupportedError(f"starts {shown} running `{shell.display(' '.join(after))[:80]}`, not nim-serve",
+        raise UnsupportedError(f"starts {shown} running `{marks.display(' '.join(after))[:80]}`, not nim-serve",
                                where=where, hint="judge the command it runs instead")
     return launch.EngineCall(launch.VLLM, f"{TITLE} profile {profile}", tuple(args), True, call.env, image, call.gpus)

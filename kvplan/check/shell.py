@@ -20,26 +20,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-MARK = "\x00"
+# the marker of an unresolved word, and what the readers do with it, live apart so that a reader that meets none
+# does not load the parser (benchmarks/cold_start.py); shell.MARK and the rest still answer here
+from kvplan.check.marks import MARK, marker
+from kvplan.check.marks import display as display, unresolved_names as unresolved_names
+
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _OPERATORS = ("&&", "||", ";;", ";", "&", "|", "\n")
 _WORD_ENDS = frozenset(" \t\r") | {o[0] for o in _OPERATORS}
 _REDIRECT = re.compile(r"^(\d*|&)(>>|>\||>&|<&|<<<|<<|<>|>|<)$")
-
-
-def unresolved_names(text: str) -> list[str]:
-    """The variables (or `$(...)`) a word could not be expanded without."""
-    return re.findall(MARK + r"([^" + MARK + r"]*)" + MARK, text)
-
-
-def marker(name: str) -> str:
-    return f"{MARK}{name}{MARK}"
-
-
-def display(text: str) -> str:
-    """A word with its unresolved parts written back as the file wrote them ($NAME)."""
-    return re.sub(MARK + r"([^" + MARK + r"]*)" + MARK,
-                  lambda m: m.group(1) if m.group(1).startswith(("$", "`")) else "$" + m.group(1), text)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from typing import Any, Mapping
 
 from kvplan import engines
-from kvplan.check import launch, nim, shell
+from kvplan.check import launch, nim, marks
 from kvplan.check.deployment import Defaults, Deployment, LaunchContext
 from kvplan.check.gpus import GpuEvidence, choose
 from kvplan.check.items import Failure, Workload, calls_of
@@ -39,7 +39,7 @@ def deployments(workload: Workload, defaults: Defaults) -> list[Deployment | Fai
         return [failure(err)]
     if not calls:
         lines = (workload.script or "").strip().splitlines()
-        text = shell.display(" ".join(workload.words))[:160] if workload.words else (lines[0][:160] if lines else "")
+        text = marks.display(" ".join(workload.words))[:160] if workload.words else (lines[0][:160] if lines else "")
         engine = launch.image_engine(workload.image)
         why = (f"runs `{text}`, which kvplan does not read as a vLLM, SGLang or TensorRT-LLM launch" if text else
                "starts its image's own command, which the file does not show")
@@ -103,7 +103,7 @@ def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) 
         notes.append(f"{nim.TITLE}: the vLLM release inside image {image} is not in the file; judged by the rules of "
                      "a launch that pins none")
     if call.engine == launch.OTHER:
-        shown = shell.display(" ".join(call.args))[:160] if call.args else ""
+        shown = marks.display(" ".join(call.args))[:160] if call.args else ""
         raise UnsupportedError(f"starts {call.launcher}" + (f" (`{shown}`)" if shown else "") + ", a server whose memory "
                                "kvplan does not model (it models vLLM, SGLang and TensorRT-LLM)", where=workload.where,
                                hint="nothing is assumed: judge this launch with the server's own tools")
@@ -175,7 +175,7 @@ def _devices(env: Mapping) -> frozenset[str] | None:
     """The devices a launch is limited to by its environment, or None (every GPU the container has)."""
     for name in _VISIBILITY:
         value = env.get(name)
-        if value is None or shell.MARK in value or value.strip().lower() == "all":
+        if value is None or marks.MARK in value or value.strip().lower() == "all":
             continue
         return frozenset(i.strip() for i in value.split(",") if i.strip())
     return None
@@ -242,7 +242,7 @@ def visible(gpus: GpuEvidence, env: Mapping) -> GpuEvidence:
     """`gpus` narrowed by the visibility variables of the launch's environment."""
     for name in _VISIBILITY:
         value = env.get(name)
-        if value is None or shell.MARK in value:
+        if value is None or marks.MARK in value:
             continue  # not set, or left to the environment: the file's own count stands
         text = value.strip()
         if name == "NVIDIA_VISIBLE_DEVICES" and text.lower() == "all":
@@ -262,7 +262,7 @@ def _strip_unresolved(call: launch.EngineCall, where: str, defaults: Defaults) -
     an unresolved value kvplan needs (the model, a size, a fraction) or an unresolved list of arguments is
     cannot judge, naming the variable."""
     args = list(call.args)
-    if not any(shell.MARK in a for a in args):
+    if not any(marks.MARK in a for a in args):
         return args, []
     # flag -> (takes a value, changes memory), from the engine's own option table (its record's option part)
     info = engines.get(call.engine).options.option_info(defaults.vllm_version)
@@ -272,19 +272,19 @@ def _strip_unresolved(call: launch.EngineCall, where: str, defaults: Defaults) -
     i = 0
 
     def names(text: str) -> str:
-        return ", ".join(f"${n}" if not n.startswith(("$", "`")) else n for n in shell.unresolved_names(text))
+        return ", ".join(f"${n}" if not n.startswith(("$", "`")) else n for n in marks.unresolved_names(text))
 
     while i < len(args):
         token = args[i]
         i += 1
-        if token.startswith("-") and not token.startswith(shell.MARK):
+        if token.startswith("-") and not token.startswith(marks.MARK):
             flag, eq, inline = token.partition("=")
-            if shell.MARK in flag:
+            if marks.MARK in flag:
                 raise UnsupportedError(f"an option's name is {names(flag)}, set outside the file", where=where,
                                        hint="give the value in the file, or judge the launch with --vllm-args")
             takes, relevant = info(flag)
             value = inline if eq else (args[i] if takes and i < len(args) else None)
-            if value is not None and shell.MARK in value:
+            if value is not None and marks.MARK in value:
                 if relevant:
                     raise UnsupportedError(f"{flag} is {names(value)}, set outside the file", where=where,
                                            hint="give its value in the file (or a ${VAR:-default}) to judge it")
@@ -297,7 +297,7 @@ def _strip_unresolved(call: launch.EngineCall, where: str, defaults: Defaults) -
                 out.append(args[i])
                 i += 1
             continue
-        if shell.MARK in token:
+        if marks.MARK in token:
             if not positional_seen and call.positional:
                 raise UnsupportedError(f"the model is {names(token)}, set outside the file", where=where,
                                        hint="give it in the file (or a ${VAR:-default}) to judge the launch")

@@ -23,7 +23,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any, Mapping
 
-from kvplan.check import launch, shell
+from kvplan.check import launch, marks
 from kvplan.check.readers import scripts
 from kvplan.check.gpus import GpuEvidence, whole_count
 from kvplan.check.items import Skip, Workload, runs_engine
@@ -52,7 +52,7 @@ _VAR = re.compile(r"\$(\$|[A-Za-z_][A-Za-z0-9_]*|\{)")
 
 
 def interpolate(value: Any, env: Mapping[str, str]) -> Any:
-    """Compose's interpolation of every string in a loaded document (unresolved: shell.marker(name))."""
+    """Compose's interpolation of every string in a loaded document (unresolved: marks.marker(name))."""
     if isinstance(value, str):
         return _interpolate_text(value, env)
     if isinstance(value, list):
@@ -79,7 +79,7 @@ def _interpolate_text(text: str, env: Mapping[str, str]) -> str:
             out.append(_braced(text[m.end():end], env))
             i = end + 1
         else:
-            out.append(env[token] if token in env else shell.marker(token))
+            out.append(env[token] if token in env else marks.marker(token))
             i = m.end()
     return "".join(out)
 
@@ -99,17 +99,17 @@ def _closing_brace(text: str, start: int) -> int:
 def _braced(body: str, env: Mapping[str, str]) -> str:
     m = re.match(r"([A-Za-z_][A-Za-z0-9_]*)(:?[-?+])?(.*)", body, re.S)
     if not m:
-        return shell.marker("${" + body + "}")
+        return marks.marker("${" + body + "}")
     name, op, word = m.group(1), m.group(2), m.group(3)
     value = env.get(name)
     empty = value is None or value == ""
     if op is None:
-        return value if value is not None else shell.marker(name)
+        return value if value is not None else marks.marker(name)
     if op in (":-", "-"):
         return _interpolate_text(word, env) if (value is None or (op == ":-" and empty)) else value
     if op in (":+", "+"):
         return "" if (value is None or (op == ":+" and empty)) else _interpolate_text(word, env)
-    return shell.marker(name) if (value is None or (op == ":?" and empty)) else value  # :? and ?
+    return marks.marker(name) if (value is None or (op == ":?" and empty)) else value  # :? and ?
 
 
 def dotenv(folder: Path) -> dict[str, str]:
@@ -171,7 +171,7 @@ def _devices(workload: Workload) -> set[str] | None:
     env = workload.env
     for name in ("CUDA_VISIBLE_DEVICES", "NVIDIA_VISIBLE_DEVICES"):
         value = env.get(name)
-        if value and shell.MARK not in value and value.strip().lower() != "all":
+        if value and marks.MARK not in value and value.strip().lower() != "all":
             return {i.strip() for i in value.split(",") if i.strip()}
     where = workload.gpus.count_where or ""
     ids = re.search(r"device_ids \[(.*)\]", where)
@@ -223,7 +223,7 @@ def environment(value: Any) -> dict[str, str | None]:
         (str(v).partition("=")[0], str(v).partition("=")[2] if "=" in str(v) else None) for v in value or [])
     for key, val in items:
         text = None if val is None else ("true" if val is True else "false" if val is False else str(val))
-        out[str(key)] = None if text is None or shell.MARK in text else text
+        out[str(key)] = None if text is None or marks.MARK in text else text
     return out
 
 

@@ -195,7 +195,7 @@ def _llm_inference_service(doc, *, source, document, where, base_dir, name) -> l
             words += ["--kv-transfer-config", _offloading_connector(offloading, where=f"{where}: spec.workload.kvCacheOffloading")]
         extra = env.get("VLLM_ADDITIONAL_ARGS")
         if "VLLM_ADDITIONAL_ARGS" in env and extra is None:
-            words.append(launch.shell.marker("VLLM_ADDITIONAL_ARGS"))
+            words.append(launch.marks.marker("VLLM_ADDITIONAL_ARGS"))
         elif extra:
             try:
                 words += shlex.split(extra)

@@ -20,7 +20,7 @@ import re
 from pathlib import Path
 from typing import Any, Iterator, Mapping
 
-from kvplan.check import launch, shell
+from kvplan.check import launch, marks
 from kvplan.check.gpus import GpuEvidence, Label, label_keys, whole_count
 from kvplan.check.items import Skip, Workload, runs_engine, Failure
 from kvplan.check.report import FORMAT_KUBERNETES
@@ -68,8 +68,8 @@ def expand_k8s(text: str, env: Mapping[str, str | None], *, open_env: bool = Fal
             return "$(" + m.group(2) + ")"  # $$(VAR) is the literal $(VAR)
         name = m.group(2)
         if name in env:
-            return env[name] if env[name] is not None else shell.marker(name)
-        return shell.marker(name) if open_env else m.group(0)
+            return env[name] if env[name] is not None else marks.marker(name)
+        return marks.marker(name) if open_env else m.group(0)
     return re.sub(r"(\$)?\$\(([A-Za-z_][A-Za-z0-9_]*)\)", sub, text)
 
 

@@ -25,7 +25,7 @@ import re
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from kvplan.check import launch, shell
+from kvplan.check import launch, marks
 from kvplan.check.gpus import GpuEvidence, Label, whole_count
 from kvplan.check.items import Skip, Workload, runs_engine
 from kvplan.check.readers import names
@@ -88,7 +88,7 @@ def _text(value: Any, defaults: dict[str, Any]) -> str:
         ref = re.fullmatch(r"var\.([A-Za-z_][A-Za-z0-9_-]*)", value.text)
         if ref and ref.group(1) in defaults:
             return _text(defaults[ref.group(1)], defaults)
-        return shell.marker(value.text)
+        return marks.marker(value.text)
     if isinstance(value, bool):
         return "true" if value else "false"
     if value is None:
@@ -99,7 +99,7 @@ def _text(value: Any, defaults: dict[str, Any]) -> str:
         ref = re.fullmatch(r"var\.([A-Za-z_][A-Za-z0-9_-]*)", m.group(1))
         if ref and ref.group(1) in defaults and not isinstance(defaults[ref.group(1)], (list, dict)):
             return _text(defaults[ref.group(1)], defaults)
-        return shell.marker(m.group(1))
+        return marks.marker(m.group(1))
     return _TEMPLATE.sub(one, text.replace("$${", "\x01")).replace("\x01", "${")
 
 
@@ -113,7 +113,7 @@ def _words(value: Any, defaults: dict[str, Any], at: str) -> list[str] | None:
         if ref and isinstance(defaults.get(ref.group(1)), list):
             value = defaults[ref.group(1)]
         else:
-            return [shell.marker(value.text.removeprefix("${").removesuffix("}"))]
+            return [marks.marker(value.text.removeprefix("${").removesuffix("}"))]
     if isinstance(value, str):
         return [_text(value, defaults)]
     if isinstance(value, list):
@@ -129,11 +129,11 @@ def _workload(task: hcl.Block, defaults: dict[str, Any], *, source: str, name: s
     for block in task.children("env"):
         for key, value in block.attributes.items():
             text = _text(value, defaults)
-            env[key] = None if shell.MARK in text else text
+            env[key] = None if marks.MARK in text else text
     if isinstance(task.attributes.get("env"), dict):  # `env = { ... }` as an attribute
         for key, value in task.attributes["env"].items():
             text = _text(value, defaults)
-            env[key] = None if shell.MARK in text else text
+            env[key] = None if marks.MARK in text else text
     command = _words(config.attributes.get("command"), defaults, f"{where}.config.command")
     args = _words(config.attributes.get("args"), defaults, f"{where}.config.args")
     image = words = None
@@ -171,11 +171,11 @@ def _gpus(task: hcl.Block, defaults: dict[str, Any], where: str) -> GpuEvidence:
         for constraint in device.children("constraint"):
             attribute = _text(constraint.attributes.get("attribute", ""), defaults)
             operator = str(constraint.attributes.get("operator", "="))
-            if attribute == shell.marker("device.model") and operator in ("=", "=="):
+            if attribute == marks.marker("device.model") and operator in ("=", "=="):
                 models.append(_text(constraint.attributes.get("value", ""), defaults))
         labels = tuple(Label("nvidia.com/gpu.product", model.replace(" ", "-"),
                              f'resources.device "{spec}" model "{model}", read as') for model in models[:1]
-                       if shell.MARK not in model and vendor != "amd")
+                       if marks.MARK not in model and vendor != "amd")
         return GpuEvidence(count=count, count_where=f'resources.device "{spec}" count: {count}', labels=labels,
                            vendor=vendor or ("nvidia" if labels else None),
                            vendor_where=f'resources.device "{spec}"' if vendor or labels else None)

@@ -20,12 +20,18 @@ import json
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Mapping
+from typing import TYPE_CHECKING, Mapping
 
-from kvplan.check import launch, shell
+from kvplan.check import launch, marks
 from kvplan.check.items import Skip, Workload, calls_of, runs_engine
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL
+from kvplan.engines import lazy
 from kvplan.core.errors import InputError
+
+if TYPE_CHECKING:
+    from kvplan.check import shell
+else:  # the parser loads with the first text to split (a string command, a script); a list command needs none
+    shell = lazy.module("kvplan.check.shell")
 
 
 def is_dockerfile(path: Path) -> bool:
@@ -149,7 +155,7 @@ def build_stage(text: str, *, build_args: Mapping[str, str | None] | None = None
         elif op == "ENV":
             for key, value in _env_pairs(argument):
                 value = _expand(value, {**args, **env})
-                env[key] = None if shell.MARK in value else value
+                env[key] = None if marks.MARK in value else value
         elif op == "ENTRYPOINT":
             entrypoint, cmd = _form(argument), None
         elif op == "CMD":

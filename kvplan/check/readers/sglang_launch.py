@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Mapping
 
 from kvplan.check.deployment import (MAX_PARALLEL, Deployment, LaunchContext, default_max_len, engine_request,
                                      config_loader, pinned_rules, resolve_model, tp_from_gpus, whole, count_origin)
-from kvplan.check import shell
+from kvplan.check import marks
 from kvplan.check.report import Origins
 from kvplan import engines
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
@@ -80,7 +80,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
     longer_note = None
     env_options: tuple[tuple[str, str], ...] | None = None
     if args.given("context_length"):
-        env = {name: None if value is None or shell.MARK in value else value for name, value in ctx.env.items()}
+        env = {name: None if value is None or marks.MARK in value else value for name, value in ctx.env.items()}
         longer_note = sglang.check_length(seq, spec, found.config, version=version, env=env, where=at("context_length"))
         # the variables the engine reads as options (an option key is the variable's name in lower case) go with the
         # request, so the estimate judges the launch with the environment this file gives it

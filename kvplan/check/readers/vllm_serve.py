@@ -15,7 +15,7 @@ from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL, FORMAT_VLLM, FO
 from kvplan import engines
 from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.text import visible
-from kvplan.check import shell
+from kvplan.check import marks
 from kvplan.core import dtypes, packaged
 
 # environment variables that change what vLLM allocates (vllm/envs.py)
@@ -24,7 +24,7 @@ _V0 = "VLLM_USE_V1"
 
 def _set_outside(value: str | None) -> bool:
     """Whether an environment value comes from outside the file (a secret, the deploying shell): not known here."""
-    return value is None or shell.MARK in value
+    return value is None or marks.MARK in value
 
 
 def _vllm() -> engines.Engine:
