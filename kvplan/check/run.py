@@ -25,7 +25,7 @@ from kvplan.check.traced import last_field, traced
 from kvplan.check.workload import deployments
 from kvplan.core import files, yamlio
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
-from kvplan.model import hf_cache, resolve
+from kvplan.model import cache_dirs, resolve
 from kvplan.check.lines import find_line
 from kvplan.engines import lazy
 
@@ -122,7 +122,7 @@ def read_roots(paths, options: CheckOptions, *, command_lines: bool = False) -> 
     roots += [Path(p) for p in (*options.models_dirs, *options.allow_paths)]
     if options.calibration:
         roots.append(Path(options.calibration))
-    roots += [hf_cache.cache_dir(), hf_cache.kvplan_cache_dir(), _PACKAGE]
+    roots += [cache_dirs.cache_dir(), cache_dirs.kvplan_cache_dir(), _PACKAGE]
     if command_lines:
         roots.append(repository_of(Path.cwd()))
     return roots

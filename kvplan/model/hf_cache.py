@@ -15,12 +15,14 @@ $XDG_CACHE_HOME/huggingface/hub, else ~/.cache/huggingface/hub (huggingface_hub 
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from kvplan.core import files
+# the two cache folders live apart so that `kvplan check`, which confines its reads to them, does not load this
+# reader (benchmarks/cold_start.py); they still answer here
+from kvplan.model.cache_dirs import cache_dir as cache_dir, kvplan_cache_dir as kvplan_cache_dir
 from kvplan.core.errors import UnsupportedError
 
 # a Hub repository id (huggingface_hub validate_repo_id: letters, digits, '-', '_', '.'; at most one '/')
@@ -28,28 +30,6 @@ REPO_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*/[A-Za-z0-9][A-Za-z0-9._-]*")
 COMMIT = re.compile(r"[0-9a-f]{40}")
 # a path into a cache snapshot, as deployment files name models (.../models--org--name/snapshots/<commit>/...)
 _SNAPSHOT_PATH = re.compile(r"(?:^|/)models--([A-Za-z0-9][A-Za-z0-9._-]*)--([A-Za-z0-9][A-Za-z0-9._-]*)/snapshots/([^/]+)")
-
-
-def cache_dir() -> Path:
-    """The Hugging Face hub cache this process would use (the environment as it is now)."""
-    env = os.environ
-    for name in ("HF_HUB_CACHE", "HUGGINGFACE_HUB_CACHE"):
-        if env.get(name):
-            return Path(env[name]).expanduser()
-    if env.get("HF_HOME"):
-        return Path(env["HF_HOME"]).expanduser() / "hub"
-    base = Path(env["XDG_CACHE_HOME"]).expanduser() if env.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "huggingface" / "hub"
-
-
-def kvplan_cache_dir() -> Path:
-    """Where kvplan keeps what it read from the Hub (model/hub.py: weight bytes per commit), beside the Hugging Face
-    cache: `kvplan check` confines its reads to both (check/run.py), without loading the Hub client.
-    $KVPLAN_CACHE_DIR, else $XDG_CACHE_HOME/kvplan, else ~/.cache/kvplan."""
-    if os.environ.get("KVPLAN_CACHE_DIR"):
-        return Path(os.environ["KVPLAN_CACHE_DIR"]).expanduser()
-    base = Path(os.environ["XDG_CACHE_HOME"]).expanduser() if os.environ.get("XDG_CACHE_HOME") else Path.home() / ".cache"
-    return base / "kvplan"
 
 
 def repo_folder(repo_id: str) -> str:
