@@ -4,14 +4,14 @@ import re
 
 import pytest
 
-from kvplan.check import gpus
+from kvplan.check import gpu_labels, gpus
 from kvplan.check.gpus import GpuEvidence, Label
 from kvplan.core.errors import UnsupportedError
 from kvplan.model import catalog
 
 
 def entries():
-    return [(key, value, entry) for key, (_, values) in gpus._table().items() for value, entry in values.items()]
+    return [(key, value, entry) for key, (_, values) in gpu_labels._table().items() for value, entry in values.items()]
 
 
 def test_every_label_maps_to_catalog_gpus_and_says_where_it_comes_from():
@@ -32,7 +32,7 @@ def test_ray_accelerator_types_follow_rays_own_rule():
                 m = pattern.match(alias)
                 if m:
                     derived.setdefault(m.group(1), set()).add(gpu.name)
-    _, table = gpus._table()["accelerator_type"]
+    _, table = gpu_labels._table()["accelerator_type"]
     for label, names in derived.items():
         if label in table:
             assert set(table[label].names) == names, (label, names)
@@ -44,20 +44,20 @@ def test_gpu_feature_discovery_product_labels_are_the_nvml_names_with_dashes():
     for gpu in catalog.gpus():
         for alias in gpu.aliases:
             if alias.startswith(("NVIDIA ", "Tesla ")):
-                entry = gpus.lookup("nvidia.com/gpu.product", alias.replace(" ", "-"))
+                entry = gpu_labels.lookup("nvidia.com/gpu.product", alias.replace(" ", "-"))
                 assert entry.names == (gpu.name,), alias
     with pytest.raises(UnsupportedError, match="time-sliced"):  # shared with other pods: its memory is not the card's
-        gpus.lookup("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-SHARED")
+        gpu_labels.lookup("nvidia.com/gpu.product", "NVIDIA-H100-80GB-HBM3-SHARED")
     with pytest.raises(UnsupportedError, match="MIG"):
-        gpus.lookup("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
+        gpu_labels.lookup("nvidia.com/gpu.product", "NVIDIA-A100-SXM4-40GB-MIG-1g.5gb")
 
 
 def test_instance_types_carry_their_gpu_count():
-    assert (gpus.lookup("node.kubernetes.io/instance-type", "p5.48xlarge").names,
-            gpus.lookup("node.kubernetes.io/instance-type", "p5.48xlarge").count) == (("h100-sxm-80gb",), 8)
-    assert gpus.lookup("node.kubernetes.io/instance-type", "g5.8xlarge").count == 1  # one A10G (corpus: KServe sample)
-    assert gpus.lookup("node.kubernetes.io/instance-type", "Standard_ND96isr_H100_v5").count == 8
-    assert gpus.lookup("karpenter.k8s.aws/instance-type", "a3-highgpu-8g").names == ("h100-sxm-80gb",)
+    assert (gpu_labels.lookup("node.kubernetes.io/instance-type", "p5.48xlarge").names,
+            gpu_labels.lookup("node.kubernetes.io/instance-type", "p5.48xlarge").count) == (("h100-sxm-80gb",), 8)
+    assert gpu_labels.lookup("node.kubernetes.io/instance-type", "g5.8xlarge").count == 1  # one A10G (corpus: KServe sample)
+    assert gpu_labels.lookup("node.kubernetes.io/instance-type", "Standard_ND96isr_H100_v5").count == 8
+    assert gpu_labels.lookup("karpenter.k8s.aws/instance-type", "a3-highgpu-8g").names == ("h100-sxm-80gb",)
 
 
 def test_choosing_intersects_labels_and_never_guesses():

@@ -18,13 +18,19 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Iterator, Mapping
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from kvplan.check import launch, marks
-from kvplan.check.gpus import GpuEvidence, Label, label_keys, whole_count
+from kvplan.check.gpus import GpuEvidence, Label, whole_count
 from kvplan.check.items import Skip, Workload, runs_engine, Failure
 from kvplan.check.report import FORMAT_KUBERNETES
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.engines import lazy
+
+if TYPE_CHECKING:
+    from kvplan.check import gpu_labels
+else:  # the label table loads with the first manifest that asks for its keys, not with the claims test
+    gpu_labels = lazy.module("kvplan.check.gpu_labels")
 
 # resources with nothing to judge: they run no container
 SKIPPED_KINDS = {
@@ -133,7 +139,7 @@ def gpu_share(container: Mapping, pod: Mapping) -> tuple[str | None, int | None]
 
 def node_labels(pod: Mapping) -> tuple[Label, ...]:
     """The GPU labels a pod's nodeSelector and required node affinity pin (keys of kvplan/data/gpu_labels.yaml)."""
-    keys = set(label_keys())
+    keys = set(gpu_labels.label_keys())
     out: list[Label] = []
     selector = pod.get("nodeSelector")
     if isinstance(selector, Mapping):
@@ -147,7 +153,7 @@ def node_labels(pod: Mapping) -> tuple[Label, ...]:
 def selector_terms(terms: Any, where: str) -> tuple[Label, ...]:
     """The GPU labels of required nodeSelectorTerms. Expressions of one term must all hold (their labels are
     intersected); several terms are alternatives Kubernetes ORs, read only when there is one."""
-    keys = set(label_keys())
+    keys = set(gpu_labels.label_keys())
     if not isinstance(terms, list) or len(terms) != 1 or not isinstance(terms[0], Mapping):
         return ()
     out = []
