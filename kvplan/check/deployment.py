@@ -35,6 +35,8 @@ MAX_PARALLEL = 4096
 
 @dataclass(frozen=True)
 class Requirements:
+    """What a deployment must hold beyond starting: concurrent requests, free headroom."""
+
     concurrency: int | None = None  # at least this many requests of max_model_len at once
     headroom: Fraction | None = None  # of usable GPU memory still free with them resident
 

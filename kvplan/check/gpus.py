@@ -23,6 +23,8 @@ else:  # the label table (kvplan/data/gpu_labels.yaml) loads with the first file
 
 @dataclass(frozen=True)
 class Label:
+    """A GPU label a file gives (a node selector, an accelerator name) and where it says it."""
+
     key: str  # 'cloud.google.com/gke-accelerator', 'accelerator_type', 'resources.accelerators', 'resourceProfile'
     value: str
     where: str  # where the file says it: 'nodeSelector', 'node affinity', 'llm_configs[0].accelerator_type'
@@ -45,6 +47,8 @@ class GpuEvidence:
 
 @dataclass(frozen=True)
 class GpuChoice:
+    """The GPUs a deployment is judged on, with where their kind and count came from."""
+
     hardware: tuple[Hardware, ...]  # one GPU, or every catalog GPU a label leaves open (each is judged)
     origin: str  # where the kind came from
     count: int | None  # GPUs the file gives one instance, when it says

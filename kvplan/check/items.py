@@ -22,6 +22,8 @@ else:  # the parser loads with the first text to split (a string command, a scri
 
 @dataclass(frozen=True)
 class Workload:
+    """One container, service, model resource, task or script that starts an engine, with what its file says."""
+
     source: str
     document: int | None
     name: str
@@ -44,6 +46,8 @@ class Workload:
 
 @dataclass(frozen=True)
 class Skip:
+    """A document with nothing to judge, and why."""
+
     source: str
     document: int | None
     name: str
@@ -53,6 +57,8 @@ class Skip:
 
 @dataclass(frozen=True)
 class Failure:
+    """An error found while reading a document, located in the file."""
+
     source: str
     document: int | None
     name: str

@@ -102,6 +102,8 @@ class EngineCall:
 
 @dataclass(frozen=True)
 class ReleasePin:
+    """An engine release a file pins (an image tag, a pip install), and where."""
+
     engine: str
     version: str | None  # None: the file names the engine's image or package but no release ('latest', a date tag)
     origin: str  # 'image vllm/vllm-openai:v0.8.5', 'pip install vllm==0.10.1+gptoss'

@@ -72,6 +72,8 @@ class Figures:
 
 @dataclass(frozen=True)
 class Verdict:
+    """One deployment's verdict: where it is, its status and why, its figures and checks."""
+
     source: str  # the file as named on the command line (or "--vllm-args")
     document: int | None  # 1-based YAML document, when the file holds several
     name: str
@@ -101,6 +103,8 @@ class Verdict:
 
 @dataclass(frozen=True)
 class CheckReport(JsonResult):
+    """Every verdict of a run, their counts and the run's exit code (`kvplan check --json`)."""
+
     verdicts: tuple[Verdict, ...]  # every document, skipped ones included (status "skipped")
     total: int  # deployments judged or attempted: passed + failed + invalid + cannot_judge (skipped ones are not counted)
     passed: int

@@ -97,6 +97,8 @@ class LayerGroup:
 
 @dataclass(frozen=True)
 class Footprint:
+    """The bytes a batch's cache holds: its KV bytes (growing with the tokens) and its fixed state bytes."""
+
     kv_bytes: int
     state_bytes: int
 

@@ -14,6 +14,8 @@ from kvplan.core.errors import InputError, did_you_mean
 
 @dataclass(frozen=True)
 class DType:
+    """A dtype as kvplan counts it: its canonical name, bits per element, and the packing of a packed format."""
+
     name: str  # canonical name
     bits: int
     torch_name: str | None  # the torch dtype that stores it, where torch has one
@@ -106,6 +108,8 @@ def resolve_kv_dtype(name: str | None, model_dtype: DType) -> DType:
 # fp8: per-tensor or per-128x128-block fp32 scales: 8 + 32/16384 bits, counted.
 @dataclass(frozen=True)
 class WeightFormat:
+    """A checkpoint's weight format: bits per parameter, scales included, and how they were counted."""
+
     name: str
     bits_per_param: Fraction
     note: str

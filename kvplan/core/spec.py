@@ -80,6 +80,8 @@ class MtpSpec:
 
 @dataclass(frozen=True)
 class ModelSpec:
+    """A model as kvplan sizes it: its layers, heads, dtypes and cache layout, from a bundled spec or a config.json."""
+
     name: str
     layers: int
     attention_heads: int

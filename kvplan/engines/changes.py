@@ -10,6 +10,8 @@ from typing import Any, Callable
 
 @dataclass(frozen=True)
 class Change:
+    """One release's value of a rule: the first release that has it, and where it was read."""
+
     first: str  # the first release with this value
     value: Any
     source: str  # the engine's file and function it was read from

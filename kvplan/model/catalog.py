@@ -31,6 +31,8 @@ def resolve_model(ref: str) -> ModelSpec:
 
 @dataclass(frozen=True)
 class Gpu:
+    """A GPU of the catalog (kvplan/data/gpus.yaml): its names, vendor, memory and what it runs."""
+
     name: str
     aliases: tuple[str, ...]
     vendor: str

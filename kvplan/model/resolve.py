@@ -63,6 +63,8 @@ class ModelSource:
 
 @dataclass(frozen=True)
 class Resolved:
+    """A model reference resolved: the spec, where it came from, and the raw configs it was read from."""
+
     spec: ModelSpec
     source: ModelSource
     config: Mapping[str, Any] | None = field(default=None, compare=False)  # the raw config.json, when there is one

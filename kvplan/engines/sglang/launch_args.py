@@ -619,6 +619,8 @@ _TABLE = """
 
 @dataclass(frozen=True)
 class Option:
+    """One option of launch_server's table: its argparse dest, kind, flags and choices."""
+
     dest: str
     kind: str
     flags: tuple[str, ...]
