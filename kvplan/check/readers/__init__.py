@@ -27,27 +27,34 @@ from __future__ import annotations
 from typing import Any, Callable, Mapping
 
 from kvplan.check import report
-from kvplan.check.readers import (compose, github_actions, helm, kserve, kubeai, kubernetes, rayserve, skypilot,
-                                  recipes, trtllm_disagg, trtllm_serve, truss, vllm_chart)
+from kvplan.check.readers import claims
+from kvplan.engines.lazy import deferred
+
+
+def _reader(module: str, name: str = "read") -> Callable[..., list]:
+    """A reader's function, imported when a document of its format is read: READERS asks each format's claims test
+    (readers/claims.py) in order, and only the reader that claims a document loads (benchmarks/cold_start.py)."""
+    return deferred(f"kvplan.check.readers.{module}", name)
+
 
 # (format, claims(doc), read(doc, source=, document=, where=, base_dir=)); kvplan_yaml and vllm_serve come last, in run.py
 READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
-    (report.FORMAT_GITHUB_ACTIONS, github_actions.claims, github_actions.read),
-    (report.FORMAT_KSERVE, kserve.claims, kserve.read),
-    (report.FORMAT_KUBEAI, kubeai.claims, kubeai.read),
-    (report.FORMAT_KUBEAI, kubeai.claims_catalog, kubeai.read_catalog),
-    (report.FORMAT_RAY, rayserve.claims, rayserve.read),
-    (report.FORMAT_KUBERNETES, kubernetes.claims, kubernetes.read),
-    (report.FORMAT_COMPOSE, compose.claims, compose.read),
-    (report.FORMAT_HELM_PRODSTACK, helm.claims_prodstack, helm.read_prodstack),
-    (report.FORMAT_HELM_LLMD, helm.claims_llmd, helm.read_llmd),
-    (report.FORMAT_HELM_VLLM, vllm_chart.claims, vllm_chart.read),
-    (report.FORMAT_SKYPILOT, skypilot.claims, skypilot.read),
-    (report.FORMAT_TRUSS, truss.claims, truss.read),
-    (report.FORMAT_RECIPES, recipes.claims, recipes.read),
-    (report.FORMAT_TRTLLM_DISAGG, trtllm_disagg.claims, trtllm_disagg.read),
-    (report.FORMAT_TRTLLM_OPTIONS, lambda d: isinstance(d, Mapping) and trtllm_serve.is_options(d),
-     trtllm_serve.read_options_file),
+    (report.FORMAT_GITHUB_ACTIONS, claims.github_actions, _reader("github_actions")),
+    (report.FORMAT_KSERVE, claims.kserve, _reader("kserve")),
+    (report.FORMAT_KUBEAI, claims.kubeai, _reader("kubeai")),
+    (report.FORMAT_KUBEAI, claims.kubeai_catalog, _reader("kubeai", "read_catalog")),
+    (report.FORMAT_RAY, claims.rayserve, _reader("rayserve")),
+    (report.FORMAT_KUBERNETES, claims.kubernetes, _reader("kubernetes")),
+    (report.FORMAT_COMPOSE, claims.compose, _reader("compose")),
+    (report.FORMAT_HELM_PRODSTACK, claims.helm_prodstack, _reader("helm", "read_prodstack")),
+    (report.FORMAT_HELM_LLMD, claims.helm_llmd, _reader("helm", "read_llmd")),
+    (report.FORMAT_HELM_VLLM, claims.vllm_chart, _reader("vllm_chart")),
+    (report.FORMAT_SKYPILOT, claims.skypilot, _reader("skypilot")),
+    (report.FORMAT_TRUSS, claims.truss, _reader("truss")),
+    (report.FORMAT_RECIPES, claims.recipes, _reader("recipes")),
+    (report.FORMAT_TRTLLM_DISAGG, claims.trtllm_disagg, _reader("trtllm_disagg")),
+    (report.FORMAT_TRTLLM_OPTIONS, lambda d: isinstance(d, Mapping) and claims.trtllm_options(d),
+     _reader("trtllm_serve", "read_options_file")),
 )
 
 LOOKED_FOR = ("jobs + on (a GitHub Actions workflow)", "apiVersion + kind (Kubernetes, KServe, KubeAI, Ray)", "services: (docker compose)",

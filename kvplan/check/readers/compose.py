@@ -30,21 +30,12 @@ from kvplan.check.items import Skip, Workload, runs_engine
 from kvplan.check.report import FORMAT_COMPOSE
 from kvplan.core import files
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
+from kvplan.check.readers import claims as formats
 
-_TOP_LEVEL = {"version", "name", "services", "volumes", "networks", "configs", "secrets", "include", "models"}
-_SERVICE_KEYS = {"image", "build", "command", "entrypoint", "deploy", "environment", "ports", "volumes"}
-
-
-def claims(doc: Any) -> bool:
-    if not isinstance(doc, Mapping) or "apiVersion" in doc:
-        return False
-    services = doc.get("services")
-    if not isinstance(services, Mapping) or not services:
-        return False
-    if not all(str(k) in _TOP_LEVEL or str(k).startswith("x-") for k in doc):
-        return False
-    return any(isinstance(s, Mapping) and set(map(str, s)) & _SERVICE_KEYS for s in services.values())
-
+# the format test, apart from the reader (readers/claims.py), still answers here
+_TOP_LEVEL = formats.COMPOSE_TOP_LEVEL
+_SERVICE_KEYS = formats.COMPOSE_SERVICE_KEYS
+claims = formats.compose
 
 # ------------------------------------------------------------------ interpolation
 

@@ -19,18 +19,13 @@ from kvplan.check import launch
 from kvplan.check.items import Failure, Skip, Workload, runs_engine
 from kvplan.check.report import FORMAT_GITHUB_ACTIONS
 from kvplan.core.errors import UnsupportedError
+from kvplan.check.readers import claims as formats
+
+# the format test, apart from the reader (readers/claims.py), still answers here
+claims = formats.github_actions
 
 _MODEL_INPUTS = {"model", "model_id", "model-id", "model_name", "model-name", "model_path", "model-path"}
 _EXPRESSION = re.compile(r"\$\{\{\s*(.*?)\s*\}\}", re.S)
-
-
-def claims(doc: Any) -> bool:
-    """A workflow (`jobs:` beside `on:`), or a composite action's action.yml (`runs: {using: composite, steps}`)."""
-    if not isinstance(doc, Mapping):
-        return False
-    runs = doc.get("runs")
-    return (isinstance(doc.get("jobs"), Mapping) and ("on" in doc or True in doc)) or (
-        isinstance(runs, Mapping) and runs.get("using") == "composite" and isinstance(runs.get("steps"), list))
 
 
 def _env(block: Any) -> dict[str, str | None]:

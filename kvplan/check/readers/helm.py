@@ -28,6 +28,11 @@ from kvplan.check.items import Skip, Workload
 from kvplan.check.readers import kubernetes as k8s
 from kvplan.check.report import FORMAT_HELM_LLMD, FORMAT_HELM_PRODSTACK
 from kvplan.core.errors import InputError
+from kvplan.check.readers import claims as formats
+
+# the format test, apart from the reader (readers/claims.py), still answers here
+claims_prodstack = formats.helm_prodstack
+claims_llmd = formats.helm_llmd
 
 # kvplan's names for what a fix changes -> the values key that sets it (production-stack)
 _PRODSTACK_KEYS = {"max_model_len": "vllmConfig.maxModelLen", "tensor_parallel_size": "vllmConfig.tensorParallelSize",
@@ -37,15 +42,6 @@ _PRODSTACK_KEYS = {"max_model_len": "vllmConfig.maxModelLen", "tensor_parallel_s
 
 def prodstack_key(name: str) -> str:
     return _PRODSTACK_KEYS.get(name, "vllmConfig.extraArgs --" + name.replace("_", "-"))
-
-
-def claims_prodstack(doc: Any) -> bool:
-    return isinstance(doc, Mapping) and isinstance(doc.get("servingEngineSpec"), Mapping) and "apiVersion" not in doc
-
-
-def claims_llmd(doc: Any) -> bool:
-    return isinstance(doc, Mapping) and isinstance(doc.get("modelArtifacts"), Mapping) and \
-        any(isinstance(doc.get(r), Mapping) for r in ("decode", "prefill")) and "apiVersion" not in doc
 
 
 def read_prodstack(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:

@@ -26,8 +26,12 @@ from kvplan.check.items import Skip
 from kvplan.check.readers import kubernetes as k8s
 from kvplan.check.report import FORMAT_KSERVE
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.check.readers import claims as formats
 
-KINDS = {"InferenceService", "ServingRuntime", "ClusterServingRuntime", "LLMInferenceService", "LLMInferenceServiceConfig"}
+# the format test, apart from the reader (readers/claims.py), still answers here
+KINDS = formats.KSERVE_KINDS
+claims = formats.kserve
+
 # the predictor modelFormat names KServe's Hugging Face server takes (its vLLM backend); any other is another runtime
 _HUGGINGFACE_FORMATS = frozenset({"huggingface", "vllm"})
 # the Hugging Face server's own options and KServe's model-server options (everything else goes to vLLM)
@@ -41,10 +45,6 @@ _HF_SERVER_OPTIONS = {
 _HF_SERVER_FLAGS = {"--disable_lower_case", "--disable_special_tokens", "--return_token_type_ids",
                     "--return_offsets_mapping", "--return_probabilities", "--return_raw_logits", "--disable_log_requests",
                     "--enable_docs_url", "--enable_latency_logging"}
-
-
-def claims(doc: Any) -> bool:
-    return k8s.claims(doc) and str(doc.get("apiVersion", "")).startswith("serving.kserve.io/") and doc.get("kind") in KINDS
 
 
 def storage_model(uri: str | None) -> tuple[str | None, str | None]:

@@ -8,17 +8,18 @@ installation's choice (its Helm values `modelServers.VLLM.images`), not the file
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from kvplan.check.gpus import GpuEvidence, Label
 from kvplan.check.items import Skip, Workload
 from kvplan.check.readers import kubernetes as k8s
 from kvplan.check.report import FORMAT_KUBEAI
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.check.readers import claims as formats
 
-
-def claims(doc: Any) -> bool:
-    return k8s.claims(doc) and str(doc["apiVersion"]).startswith("kubeai.org/") and doc["kind"] == "Model"
+# the format test, apart from the reader (readers/claims.py), still answers here
+claims = formats.kubeai
+claims_catalog = formats.kubeai_catalog
 
 
 def read(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:
@@ -45,13 +46,6 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
              "--port", "8000", *args)
     return [Workload(source=source, document=document, name=name, fmt=FORMAT_KUBEAI, where=at, base_dir=base_dir,
                      words=words, env=env, gpus=gpus, notes=tuple(notes), requests_gpus=True, blocker=blocker)]
-
-
-def claims_catalog(doc: Any) -> bool:
-    """The Helm values of KubeAI's models chart (charts/models/values.yaml): `catalog:` of Model specs by name."""
-    catalog = doc.get("catalog") if isinstance(doc, Mapping) and "apiVersion" not in doc else None
-    return isinstance(catalog, Mapping) and bool(catalog) and all(
-        isinstance(m, Mapping) and ("url" in m or "engine" in m) for m in catalog.values())
 
 
 def read_catalog(doc: Mapping, *, source: str, document: int | None, where: str, base_dir: Path) -> list:

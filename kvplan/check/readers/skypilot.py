@@ -17,21 +17,11 @@ from kvplan.check.gpus import GpuEvidence, Label
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_SKYPILOT
 from kvplan.core.errors import InputError
+from kvplan.check.readers import claims as formats
 
-_KEYS = {"name", "resources", "num_nodes", "envs", "secrets", "setup", "run", "workdir", "file_mounts", "service",
-         "config", "volumes"}
-
-
-def claims(doc: Any) -> bool:
-    if not isinstance(doc, Mapping) or "apiVersion" in doc or "services" in doc:
-        return False
-    keys = set(map(str, doc))
-    if not keys <= _KEYS:
-        return False
-    resources = doc.get("resources")
-    return isinstance(doc.get("run"), str) or (isinstance(resources, Mapping) and bool(set(resources) & {
-        "accelerators", "cloud", "infra", "instance_type", "any_of", "ordered", "image_id"}))
-
+# the format test, apart from the reader (readers/claims.py), still answers here
+_KEYS = formats.SKYPILOT_KEYS
+claims = formats.skypilot
 
 def _choices(resources: Mapping, where: str) -> list[tuple[str, int, str]]:
     """(accelerator, count per node, where) for each choice the resources allow."""

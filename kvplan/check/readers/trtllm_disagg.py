@@ -17,14 +17,18 @@ The LLM-API mapping of each group is then judged by trtllm_serve.read_llm_api.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Mapping
 
 from kvplan.check.items import Skip, Workload
 from kvplan.check.report import FORMAT_TRTLLM_DISAGG
 from kvplan.core.errors import InputError
 from kvplan.check.readers.trtllm_serve import yaml_key
+from kvplan.check.readers import claims as formats
 
-ROLES = ("context_servers", "generation_servers")
+# the format test, apart from the reader (readers/claims.py), still answers here
+ROLES = formats.TRTLLM_ROLES
+claims = formats.trtllm_disagg
+
 # extract_disagg_cfg's own parameters: the disaggregated server's, not inherited by the groups
 SERVER_KEYS = frozenset({"hostname", "port", "max_retries", "perf_metrics_max_requests", "return_perf_metrics",
                          "perf_metrics_output_dir", "conditional_disagg_config", "otlp_config", "disagg_cluster",
@@ -32,10 +36,6 @@ SERVER_KEYS = frozenset({"hostname", "port", "max_retries", "perf_metrics_max_re
                          "gen_tokids_ctxbytes", "num_workers", "disagg_coordinator_url", *ROLES})
 # a group's keys that are not LLM-API options (extract_ctx_gen_cfgs, extract_router_config)
 GROUP_KEYS = frozenset({"num_instances", "urls", "router"})
-
-
-def claims(doc: Any) -> bool:
-    return isinstance(doc, Mapping) and any(role in doc for role in ROLES)
 
 
 def server_groups(doc: Mapping, *, where: str) -> list[tuple[str, dict, int]]:

@@ -18,6 +18,13 @@ from kvplan import engines
 from kvplan.core import dtypes, yamlio
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.model.resolve import from_converted_config
+from kvplan.check.readers import claims as formats
+
+# the format test, apart from the reader (readers/claims.py), still answers here
+MARKERS = formats.TRTLLM_MARKERS
+SHARED_KEYS = formats.TRTLLM_SHARED_KEYS
+_KVPLAN_KEYS = formats.TRTLLM_KVPLAN_KEYS
+is_options = formats.trtllm_options
 
 _FLAGS = {"max_model_len": "--max_seq_len", "tensor_parallel_size": "--tp_size", "pipeline_parallel_size": "--pp_size",
           "kv_cache_dtype": "kv_cache_config.dtype", "gpu_memory_utilization": "--kv_cache_free_gpu_memory_fraction",
@@ -27,10 +34,6 @@ _KEYS = {"max_model_len": "max_seq_len", "tensor_parallel_size": "tensor_paralle
          "pipeline_parallel_size": "pipeline_parallel_size", "kv_cache_dtype": "kv_cache_config.dtype",
          "gpu_memory_utilization": "kv_cache_config.free_gpu_memory_fraction", "max_num_seqs": "max_batch_size",
          "block_size": "kv_cache_config.tokens_per_block", "max_num_batched_tokens": "max_num_tokens", "model": "model"}
-# the LLM-API markers of an options file (keys vLLM, SGLang and kvplan's own format do not have)
-MARKERS = frozenset({"kv_cache_config", "cuda_graph_config", "enable_attention_dp", "moe_expert_parallel_size",
-                     "disable_overlap_scheduler", "cache_transceiver_config", "moe_config", "speculative_config",
-                     "print_iter_log", "enable_autotuner", "max_seq_len", "max_num_tokens", "backend"})
 
 
 def flag_key(name: str) -> str:
@@ -39,17 +42,6 @@ def flag_key(name: str) -> str:
 
 def yaml_key(name: str) -> str:
     return _KEYS.get(name, name)
-
-
-# keys a vLLM --config file or a kvplan deployment writes too: alone they do not make a TensorRT-LLM options file
-SHARED_KEYS = frozenset({"speculative_config"})
-# kvplan's own deployment keys (check/readers/kvplan_yaml.py KVPLAN_ONLY): such a document is kvplan's
-_KVPLAN_KEYS = frozenset({"engine", "gpu", "gpu_memory", "require", "reserve", "vllm_version"})
-
-
-def is_options(doc: Mapping) -> bool:
-    keys = set(map(str, doc))
-    return bool(keys & (MARKERS - SHARED_KEYS)) and not keys & _KVPLAN_KEYS and "model_loading_config" not in doc
 
 
 def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Mapping[str, str] | None = None,

@@ -15,17 +15,11 @@ from kvplan.check.gpus import GpuEvidence, Label
 from kvplan.check.items import Workload
 from kvplan.check.report import FORMAT_TRUSS
 from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.check.readers import claims as formats
 
-_TRUSS_KEYS = {"model_name", "resources", "base_image", "model_metadata", "runtime", "secrets", "build_commands",
-               "environment_variables", "requirements", "python_version", "model_cache", "weights", "system_packages",
-               "cache_internal", "external_data", "model_class_name", "model_module_dir", "description"}
-
-
-def claims(doc: Any) -> bool:
-    return (isinstance(doc, Mapping) and "apiVersion" not in doc and (
-        isinstance(doc.get("docker_server"), Mapping) or isinstance(doc.get("trt_llm"), Mapping))
-        and bool(set(map(str, doc)) & _TRUSS_KEYS))
-
+# the format test, apart from the reader (readers/claims.py), still answers here
+_TRUSS_KEYS = formats.TRUSS_KEYS
+claims = formats.truss
 
 def _gpus(resources: Any, where: str) -> GpuEvidence:
     if not isinstance(resources, Mapping) or not resources.get("accelerator"):
