@@ -18,7 +18,7 @@ from kvplan import engines
 from kvplan.check import judge as judging
 from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
-from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, kvplan_yaml, names, scripts, vllm_serve
+from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, names, scripts
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.traced import last_field, traced
@@ -30,12 +30,15 @@ from kvplan.check.lines import find_line
 from kvplan.engines import lazy
 
 if TYPE_CHECKING:
-    from kvplan.check.readers import nomad, offline_llm, programs, readme
+    from kvplan.check.readers import kvplan_yaml, nomad, offline_llm, programs, readme, vllm_serve
 else:  # the readers of Markdown, Nomad and programs load when a file's name calls for them (readers/names.py)
     nomad = lazy.module("kvplan.check.readers.nomad")
     offline_llm = lazy.module("kvplan.check.readers.offline_llm")
     programs = lazy.module("kvplan.check.readers.programs")
     readme = lazy.module("kvplan.check.readers.readme")
+    # kvplan's own format and vllm serve's: asked after every reader of READERS declined a document
+    kvplan_yaml = lazy.module("kvplan.check.readers.kvplan_yaml")
+    vllm_serve = lazy.module("kvplan.check.readers.vllm_serve")
 
 YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SUFFIXES = (".sh", ".bash")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kvplan import engines
 from kvplan.check import launch, nim, marks
@@ -15,7 +15,14 @@ from kvplan.check.deployment import Defaults, Deployment, LaunchContext
 from kvplan.check.gpus import GpuEvidence, choose
 from kvplan.check.items import Failure, Workload, calls_of
 from kvplan.core.errors import KvplanError, UnsupportedError
-from kvplan.check.readers import sglang_launch, trtllm_serve, vllm_serve
+from kvplan.engines import lazy
+
+if TYPE_CHECKING:
+    from kvplan.check.readers import sglang_launch, trtllm_serve, vllm_serve
+else:  # each engine's command-line reader loads with the first launch of that engine
+    sglang_launch = lazy.module("kvplan.check.readers.sglang_launch")
+    trtllm_serve = lazy.module("kvplan.check.readers.trtllm_serve")
+    vllm_serve = lazy.module("kvplan.check.readers.vllm_serve")
 
 
 def deployments(workload: Workload, defaults: Defaults) -> list[Deployment | Failure]:
