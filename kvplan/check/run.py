@@ -18,7 +18,7 @@ from kvplan import engines
 from kvplan.check import judge as judging
 from kvplan.check.deployment import CheckOptions, Defaults, Deployment, LaunchContext, defaults as validate, with_command_line
 from kvplan.check.items import Failure, Skip, Workload
-from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, names, scripts
+from kvplan.check.readers import FORMATS, LOOKED_FOR, READERS, names
 from kvplan.check.report import (FORMAT_DOCKERFILE, FORMAT_KVPLAN, FORMAT_SHELL, FORMAT_VLLM, FORMAT_VLLM_ARGS,
                                  CheckReport, Verdict, failed_verdict, make_report, skipped_verdict)
 from kvplan.check.traced import last_field, traced
@@ -30,7 +30,7 @@ from kvplan.check.lines import find_line
 from kvplan.engines import lazy
 
 if TYPE_CHECKING:
-    from kvplan.check.readers import kvplan_yaml, nomad, offline_llm, programs, readme, vllm_serve
+    from kvplan.check.readers import kvplan_yaml, nomad, offline_llm, programs, readme, scripts, vllm_serve
 else:  # the readers of Markdown, Nomad and programs load when a file's name calls for them (readers/names.py)
     nomad = lazy.module("kvplan.check.readers.nomad")
     offline_llm = lazy.module("kvplan.check.readers.offline_llm")
@@ -39,6 +39,7 @@ else:  # the readers of Markdown, Nomad and programs load when a file's name cal
     # kvplan's own format and vllm serve's: asked after every reader of READERS declined a document
     kvplan_yaml = lazy.module("kvplan.check.readers.kvplan_yaml")
     vllm_serve = lazy.module("kvplan.check.readers.vllm_serve")
+    scripts = lazy.module("kvplan.check.readers.scripts")  # shell scripts and Dockerfiles (names.py says which)
 
 YAML_SUFFIXES = (".yaml", ".yml")
 SHELL_SUFFIXES = (".sh", ".bash")
@@ -50,7 +51,7 @@ _PACKAGE = Path(__file__).parent.parent
 
 def is_deployment_file(path: Path) -> bool:
     """The files a folder is walked for."""
-    return path.suffix.lower() in YAML_SUFFIXES + SHELL_SUFFIXES or scripts.is_dockerfile(path) \
+    return path.suffix.lower() in YAML_SUFFIXES + SHELL_SUFFIXES or names.is_dockerfile(path) \
         or names.is_nomad_name(path)
 
 
@@ -145,7 +146,7 @@ def _judge_file_alone(display: str, path: Path, defaults: Defaults) -> list[Verd
 def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
     stem = Path(display).stem
     try:
-        if scripts.is_dockerfile(path):
+        if names.is_dockerfile(path):
             items = scripts.read_dockerfile(yamlio.read_text(path), source=display, where=display, base_dir=path.parent)
             return _verdicts(items, defaults)
         if path.name == ".env" or path.name.endswith(".env"):
@@ -159,7 +160,7 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
             if items is None:
                 raise _not_a_format(display)
             return _verdicts(items, defaults)
-        if path.suffix.lower() in names.PROGRAM_SUFFIXES and not scripts.is_shell(path, text):
+        if path.suffix.lower() in names.PROGRAM_SUFFIXES and not names.is_shell(path, text):
             # a program that builds vllm.LLM(...) is that launch (offline_llm.py); a framework's app stays cannot judge
             items = (offline_llm.read(text, path, source=display, where=display, defaults=defaults)
                      if path.suffix.lower() == ".py" and not programs.framework(text) else None)
@@ -167,7 +168,7 @@ def _judge_file(display: str, path: Path, defaults: Defaults) -> list[Verdict]:
             if items is None:
                 raise _not_a_format(display)
             return _verdicts(items, defaults)
-        if scripts.is_shell(path, text):
+        if names.is_shell(path, text):
             return _verdicts(scripts.read_shell(text, source=display, where=display, base_dir=path.parent), defaults)
         yaml_named = path.suffix.lower() in YAML_SUFFIXES
         try:

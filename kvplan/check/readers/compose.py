@@ -21,16 +21,21 @@ import re
 import shlex
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kvplan.check import launch, marks
-from kvplan.check.readers import scripts
 from kvplan.check.gpus import GpuEvidence, whole_count
 from kvplan.check.items import Skip, Workload, runs_engine
 from kvplan.check.report import FORMAT_COMPOSE
 from kvplan.core import files
 from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.check.readers import claims as formats
+from kvplan.engines import lazy
+
+if TYPE_CHECKING:
+    from kvplan.check.readers import scripts
+else:  # the Dockerfile reader, for a service that builds its image (`build:`)
+    scripts = lazy.module("kvplan.check.readers.scripts")
 
 # the format test, apart from the reader (readers/claims.py), still answers here
 _TOP_LEVEL = formats.COMPOSE_TOP_LEVEL

@@ -5,6 +5,7 @@ Markdown, Nomad or Python programs (kvplan/check/run.py loads each on first use;
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 MARKDOWN_SUFFIXES = (".md", ".markdown")  # readme.py: the code blocks of a README
@@ -16,3 +17,17 @@ def is_nomad_name(path: Path) -> bool:
     """The names a folder is walked for: `*.nomad` and `*.nomad.hcl` (a bare `*.hcl` may be Terraform or Packer)."""
     name = path.name.lower()
     return name.endswith(".nomad") or name.endswith(".nomad.hcl")
+
+
+def is_dockerfile(path: Path) -> bool:
+    """scripts.py: a Dockerfile or Containerfile, by its name."""
+    name = path.name
+    return name in ("Dockerfile", "Containerfile") or name.endswith((".Dockerfile", ".dockerfile")) \
+        or name.startswith(("Dockerfile.", "Containerfile."))
+
+
+def is_shell(path: Path, text: str | None = None) -> bool:
+    """scripts.py: a shell script, by its suffix or (given its text) its shebang."""
+    if path.suffix in (".sh", ".bash"):
+        return True
+    return text is not None and bool(re.match(r"#!\s*/(?:usr/)?bin/(?:env\s+)?(?:ba|da|z)?sh\b", text))

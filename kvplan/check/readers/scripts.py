@@ -25,6 +25,8 @@ from typing import TYPE_CHECKING, Mapping
 from kvplan.check import launch, marks
 from kvplan.check.items import Skip, Workload, calls_of, runs_engine
 from kvplan.check.report import FORMAT_DOCKERFILE, FORMAT_SHELL
+# which files are scripts and Dockerfiles, by name (and shebang), lives in names.py; it still answers here
+from kvplan.check.readers.names import is_dockerfile as is_dockerfile, is_shell as is_shell
 from kvplan.engines import lazy
 from kvplan.core.errors import InputError
 
@@ -32,18 +34,6 @@ if TYPE_CHECKING:
     from kvplan.check import shell
 else:  # the parser loads with the first text to split (a string command, a script); a list command needs none
     shell = lazy.module("kvplan.check.shell")
-
-
-def is_dockerfile(path: Path) -> bool:
-    name = path.name
-    return name in ("Dockerfile", "Containerfile") or name.endswith((".Dockerfile", ".dockerfile")) \
-        or name.startswith(("Dockerfile.", "Containerfile."))
-
-
-def is_shell(path: Path, text: str | None = None) -> bool:
-    if path.suffix in (".sh", ".bash"):
-        return True
-    return text is not None and bool(re.match(r"#!\s*/(?:usr/)?bin/(?:env\s+)?(?:ba|da|z)?sh\b", text))
 
 
 def read_shell(text: str, *, source: str, where: str, base_dir: Path) -> list:
