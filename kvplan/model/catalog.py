@@ -125,8 +125,17 @@ def _named(wanted: str) -> Gpu | None:
         if wanted == _norm(key["name"]) or any(wanted == _norm(a) for a in key.get("aliases") or ()):
             if gpus.cache_info().currsize:  # the whole catalog is read already: its object
                 return gpus()[i]
-            return _gpu(_load_yaml(blocks[i])[0])
+            return _entry_gpu(i)
     return None
+
+
+@lru_cache(maxsize=None)
+def _entry_gpu(i: int) -> Gpu:
+    """The GPU of gpus.yaml's i-th entry, its block parsed once: check asks one GPU by several names (the --gpu
+    flag, then the catalog name it resolved to), and each new name re-parsed the same entry."""
+    entries = _entries()
+    assert entries is not None  # _named asks only when the catalog's lines read
+    return _gpu(_load_yaml(entries[0][i])[0])
 
 
 # A GPU seen through Windows' WSL2 driver is named NAME@wsl. Inside WSL2, CUDA reports the card's whole memory as
