@@ -15,6 +15,7 @@ from kvplan.check import marks
 from kvplan.check.gpus import GpuEvidence
 from kvplan.engines import lazy
 from kvplan.core.errors import UnsupportedError
+from kvplan.core.regex import Pattern
 
 if TYPE_CHECKING:
     from kvplan.check import shell
@@ -403,8 +404,8 @@ def image_release(image: str | None) -> ReleasePin | None:
     return ReleasePin(engine, m.group(1) if m else None, f"image {image}")
 
 
-_PIP_PIN = re.compile(r"(?<![\w.-])(vllm|sglang|tensorrt[-_]llm)(?:\[[^\]]*\])?==\s*([0-9][0-9A-Za-z.+!-]*)")
-_PIP_ANY = re.compile(r"\b(?:pip3?|uv pip)\s+install\b[^\n]*?(?<![\w.-])[\"']?(vllm|sglang|tensorrt[-_]llm)\b")
+_PIP_PIN = Pattern(r"(?<![\w.-])(vllm|sglang|tensorrt[-_]llm)(?:\[[^\]]*\])?==\s*([0-9][0-9A-Za-z.+!-]*)")
+_PIP_ANY = Pattern(r"\b(?:pip3?|uv pip)\s+install\b[^\n]*?(?<![\w.-])[\"']?(vllm|sglang|tensorrt[-_]llm)\b")
 
 
 def pip_release(text: str | None) -> ReleasePin | None:

@@ -32,6 +32,7 @@ from typing import Mapping
 
 from kvplan.check import launch, marks
 from kvplan.core.errors import UnsupportedError
+from kvplan.core.regex import Pattern
 
 TITLE = "NVIDIA NIM"
 
@@ -54,9 +55,9 @@ NO_MEMORY = {
 }
 _MODEL = ("NIM_MODEL_PATH", "NIM_MODEL_NAME")
 _READ = set(VLLM_FLAGS) | set(_SWITCHES) | NO_MEMORY | set(_MODEL) | {"NIM_MODEL_PROFILE", "NIM_PASSTHROUGH_ARGS"}
-_HF_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
-_PROFILE_ENGINE = re.compile(r"(vllm|sglang|tensorrt_llm|trtllm)(?:[-_]|$)")
-_VLLM_PROFILE = re.compile(r"vllm(?:[-_]|$)")
+_HF_ID = Pattern(r"[A-Za-z0-9][\w.-]*/[A-Za-z0-9][\w.-]*")
+_PROFILE_ENGINE = Pattern(r"(vllm|sglang|tensorrt_llm|trtllm)(?:[-_]|$)")
+_VLLM_PROFILE = Pattern(r"vllm(?:[-_]|$)")
 
 
 def is_nim(image: str | None) -> bool:

@@ -9,7 +9,6 @@ kept too, so `kvplan show` can write the spec back in the form a person edits.
 from __future__ import annotations
 
 import dataclasses
-import re
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
@@ -19,6 +18,7 @@ from kvplan.core.layers import (  # noqa: F401  (the layer kinds are spec vocabu
     CHUNKED, COMPRESSED, COMPRESSED_INDEXED, FULL, HEADED_KINDS, INDEXED_FULL, INDEXED_MLA, KINDS, LAYER_KINDS, MLA,
     NONE, SLIDING, STATE, WINDOWED_KINDS, CompressSpec, LayerSpec, MlaSpec, StateSpec, make_layer)
 from kvplan.core.units import shown
+from kvplan.core.regex import Pattern
 
 # other spellings seen in configs and papers, accepted in spec files
 _KIND_ALIASES = {
@@ -236,7 +236,7 @@ class _Reader:
         return None if value is None else _Reader(value, self._where(key), allowed)
 
 
-_RUN = re.compile(r"^\s*([A-Za-z_]+|\d+)\s*\*\s*(\d+)\s*$")
+_RUN = Pattern(r"^\s*([A-Za-z_]+|\d+)\s*\*\s*(\d+)\s*$")
 
 
 def _expand_runs(items: list, where: str) -> list:

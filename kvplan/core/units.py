@@ -24,6 +24,7 @@ from decimal import Decimal
 from fractions import Fraction
 
 from kvplan.core.errors import InputError
+from kvplan.core.regex import Pattern
 
 # Upper bounds that keep every loop and table finite; far above any real deployment.
 MAX_TOKENS = 2**40
@@ -38,10 +39,10 @@ _SIZE_UNITS = {
     "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40,
 }
 _DIGITS = r"\d+(?:_\d+)*"
-_INTEGER = re.compile(rf"[+-]?{_DIGITS}", re.ASCII)
-_TOKENS = re.compile(rf"({_DIGITS}(?:\.\d+)?)([kKmMgGtT]?)", re.ASCII)
-_SIZE = re.compile(rf"({_DIGITS}(?:\.\d+)?|\.\d+)\s*([A-Za-z]*)", re.ASCII)
-_DECIMAL = re.compile(rf"[+-]?(?:{_DIGITS}(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{{1,3}})?", re.ASCII)
+_INTEGER = Pattern(rf"[+-]?{_DIGITS}", re.ASCII)
+_TOKENS = Pattern(rf"({_DIGITS}(?:\.\d+)?)([kKmMgGtT]?)", re.ASCII)
+_SIZE = Pattern(rf"({_DIGITS}(?:\.\d+)?|\.\d+)\s*([A-Za-z]*)", re.ASCII)
+_DECIMAL = Pattern(rf"[+-]?(?:{_DIGITS}(?:\.\d*)?|\.\d+)(?:[eE][+-]?\d{{1,3}})?", re.ASCII)
 
 
 class WrittenNumber(Fraction):

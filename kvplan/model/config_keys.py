@@ -17,14 +17,15 @@ import re
 from typing import Any, Mapping
 
 from kvplan.core.errors import UnsupportedError
+from kvplan.core.regex import Pattern
 
 # stems of the keys that shape attention, the cache or the state
-_SHAPING = re.compile(
+_SHAPING = Pattern(
     r"index|compress|global|linear|sparse|window|chunk|ssm|mamba|latent|lora|head_dim|layer_type|block_type|"
     r"block_config|hybrid|swa|conv|state|kv_shar|shared_layer|kv_head|key_value|query_group|attn_layer|attention_"
     r"interval|k_eq_v|sink|nope|rope_layer|multi_query|kda|dsa|pattern|cross_attention", re.I)
 # keys that carry a stem but shape no cache: token ids, rotary frequencies, generic PretrainedConfig attributes
-_NEUTRAL = re.compile(r"_token_index$|_token_id$|^ignore_index$|^output_|^chunk_size_feed_forward$|rope_theta$|"
+_NEUTRAL = Pattern(r"_token_index$|_token_id$|^ignore_index$|^output_|^chunk_size_feed_forward$|rope_theta$|"
                       r"^rope_(scaling|parameters|type)$|_dropout$|_initializer_range$|^for_llm_compressor$|"
                       r"^(img|image|video|audio|vision)_|_vision_|^activation_", re.I)
 
