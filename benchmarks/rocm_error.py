@@ -41,8 +41,9 @@ def _record(folder: str, rid: str) -> dict:
     return next(r for r in map(json.loads, lines) if r["id"] == rid)
 
 
-def minimax_record() -> dict:
-    """The recipes#273 run as band_coverage.py's rows take it."""
+def _minimax_run():
+    """recipes#273 (MiniMax-M2 on 2x MI300X, vLLM 0.17.1): (its id, logged tokens, the estimate, logged KV bytes,
+    modelled KV bytes)."""
     rec = _record("rocm_logs", "recipes-pr273-minimax-m2-2xmi300x-v0171")
     text = (HERE / rec["raw_file"]).read_text(encoding="utf-8")
     tokens = int(re.search(r"KV cache: ([\d,]+) tokens", text).group(1).replace(",", ""))
@@ -50,7 +51,12 @@ def minimax_record() -> dict:
     req = engine_request(spec, seq=spec.max_context, gpu="mi300x", tp=2, engine_version="0.17.1")
     r = vllm.estimate(req)
     logged = tokens // r.block_size * r.bytes_per_block
-    modelled = budgets_for(req)[0].available_bytes
+    return rec, tokens, r, logged, budgets_for(req)[0].available_bytes
+
+
+def minimax_record() -> dict:
+    """The recipes#273 run as band_coverage.py's rows take it."""
+    rec, tokens, r, logged, modelled = _minimax_run()
     return dict(engine="vLLM", version="0.17.1", log=rec["id"], error=100 * (modelled - logged) / logged,
                 covered=r.available_kv_bytes_low <= logged <= r.available_kv_bytes_high,
                 low=r.available_kv_bytes_low / GIB, high=r.available_kv_bytes_high / GIB, logged=f"{tokens:,} tokens")
@@ -82,14 +88,7 @@ def sglang_records() -> list[dict]:
 
 
 def minimax() -> tuple[str, float, bool, str]:
-    rec = _record("rocm_logs", "recipes-pr273-minimax-m2-2xmi300x-v0171")
-    text = (HERE / rec["raw_file"]).read_text(encoding="utf-8")
-    tokens = int(re.search(r"KV cache: ([\d,]+) tokens", text).group(1).replace(",", ""))
-    spec = resolve_model(str(HERE / rec["config"]))
-    req = engine_request(spec, seq=spec.max_context, gpu="mi300x", tp=2, engine_version="0.17.1")
-    r = vllm.estimate(req)
-    logged = tokens // r.block_size * r.bytes_per_block
-    modelled = budgets_for(req)[0].available_bytes
+    _, tokens, r, logged, modelled = _minimax_run()
     predicted = modelled // r.bytes_per_block * r.block_size
     covered = r.available_kv_bytes_low <= logged <= r.available_kv_bytes_high
     return (f"recipes#273 MiniMax-M2 TP 2, vLLM 0.17.1: {tokens:,} tokens logged, {predicted:,} modelled",

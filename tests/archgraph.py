@@ -182,13 +182,9 @@ def kind_comparisons(tree: ast.AST) -> list[int]:
     def names_kind(node: ast.AST) -> bool:
         if isinstance(node, ast.Constant):
             return node.value in spellings
-        if isinstance(node, ast.Name):
-            return node.id in _KIND_NAMES
-        if isinstance(node, ast.Attribute):
-            return node.attr in _KIND_NAMES
         if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
             return any(names_kind(e) for e in node.elts)
-        return False
+        return names_kind_constant(node)
 
     def names_kind_constant(node: ast.AST) -> bool:
         if isinstance(node, ast.Name):
