@@ -117,4 +117,16 @@ def test_the_alias_lookup_reads_what_the_spec_holds():
     from kvplan.model import bundled
 
     for name in bundled.bundled_spec_files():
-        assert bundled._aliases(name) == tuple(bundled.bundled_spec(name).aliases), name
+        assert bundled.file_aliases(name) == tuple(bundled.bundled_spec(name).aliases), name
+
+
+def test_the_alias_index_says_what_every_file_says():
+    """model_specs/aliases.txt (scripts/make_specs.py writes it) names every bundled file, with the aliases the
+    built spec holds, in order: find_bundled reads it instead of the files, so a stale index would answer for a
+    file that no longer says so."""
+    from kvplan.model import bundled
+
+    index = bundled.alias_index()
+    assert set(index) == set(bundled.bundled_spec_files())
+    for name in index:
+        assert index[name] == tuple(bundled.bundled_spec(name).aliases), name
