@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import errno
 import functools
-import json
 import os
 import sys
 
@@ -133,6 +132,8 @@ def _say(line: str) -> None:
 
 def error_object(err: KvplanError) -> str:
     """The --json form of an error (docs/json.md)."""
+    import json  # only an error with --json writes one; json costs about 1 ms of every command's start-up
+
     return json.dumps(err.to_dict(), indent=2)
 
 

@@ -4,7 +4,6 @@ all. Pure of typer and rich."""
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from typing import Any
 
@@ -16,10 +15,14 @@ class JsonResult:
     text is parsed back, so tuples are lists and keys are strings there as well."""
 
     def to_dict(self) -> dict[str, Any]:
+        import json  # on first use: a text report writes no JSON, and json costs about 1 ms of start-up
+
         return json.loads(to_json(self))
 
 
 def to_json(result: Any) -> str:
+    import json  # on first use, as in to_dict
+
     data = dataclasses.asdict(result) if dataclasses.is_dataclass(result) and not isinstance(result, type) else result
     return json.dumps(data, indent=2, default=_json_default)
 

@@ -10,7 +10,6 @@ real configs carry them.
 
 from __future__ import annotations
 
-import json
 import math
 from pathlib import Path
 from typing import Any
@@ -44,6 +43,8 @@ def _int(text: str) -> int:
 
 def loads(text: str, *, where: str, hint: str | None = None) -> Any:
     """One JSON document from text; every problem is one InputError at `where`."""
+    import json  # on first use: kvplan check of a YAML file reads no JSON, and json costs about 1 ms of start-up
+
     try:
         return json.loads(text, object_pairs_hook=_pairs, parse_int=_int, parse_constant=_CONSTANTS.__getitem__)
     except _Refused as err:

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 from bisect import bisect_left
-import json
 import re
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -662,6 +661,8 @@ def _float(value: str):
 
 
 def _json(value: str):
+    import json  # on first use: a launch with no JSON-valued option reads none (json: about 1 ms of start-up)
+
     return json.loads(value)
 
 
@@ -851,6 +852,8 @@ def _argv_from_config(data: Any, *, where: str) -> list[str]:
             if value:
                 argv += [flag, *map(str, value)]
         elif isinstance(value, Mapping):
+            import json  # on first use, as in _json
+
             argv += [flag, json.dumps(value)]
         else:
             argv += [flag, str(value)]
