@@ -33,7 +33,7 @@ read_profile = deferred("kvplan.engines.calibration", "read_profile")
 MAX_PARALLEL = 4096
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Requirements:
     """What a deployment must hold beyond starting: concurrent requests, free headroom."""
 
@@ -41,7 +41,7 @@ class Requirements:
     headroom: Fraction | None = None  # of usable GPU memory still free with them resident
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class CheckOptions:
     """Command-line settings: the GPU and requirements for deployments that do not name their own."""
 
@@ -60,7 +60,7 @@ class CheckOptions:
     allow_paths: tuple[str, ...] = ()  # --allow-path: folders outside the repository a deployment may name
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Defaults:
     """CheckOptions, validated once."""
 
@@ -82,7 +82,7 @@ class Defaults:
         return self.site
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Deployment:
     """A validated deployment, ready for its engine."""
 
@@ -107,7 +107,7 @@ class Deployment:
         return self.source if self.document is None else f"{self.source}#{self.document}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class LaunchContext:
     """What a file says around one engine command line: where it is, the GPUs it gets, the engine release it is
     judged by (and why), and notes the reader made on the way. The engine readers (vllm_serve, sglang_launch,

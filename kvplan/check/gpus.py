@@ -31,7 +31,7 @@ class Label:
     also: tuple[str, ...] = ()  # other values the file allows (node affinity `In: [a, b]`): the pod lands on any
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class GpuEvidence:
     """What a file says about the accelerators one engine instance gets."""
 
@@ -45,7 +45,7 @@ class GpuEvidence:
     shared: str | None = None  # part of a GPU: 'a MIG slice (resources.limits nvidia.com/mig-1g.10gb: 1)'
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class GpuChoice:
     """The GPUs a deployment is judged on, with where their kind and count came from."""
 

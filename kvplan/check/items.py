@@ -20,7 +20,7 @@ else:  # the parser loads with the first text to split (a string command, a scri
     shell = lazy.module("kvplan.check.shell")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Workload:
     """One container, service, model resource, task or script that starts an engine, with what its file says."""
 
@@ -44,7 +44,7 @@ class Workload:
     blocker: KvplanError | None = None  # found while reading: the workload cannot be judged, and this says why
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Skip:
     """A document with nothing to judge, and why."""
 
@@ -55,7 +55,7 @@ class Skip:
     reason: str
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Failure:
     """An error found while reading a document, located in the file."""
 

@@ -86,7 +86,7 @@ _APPTAINER_VALUES = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--p
                      "-o", "--overlay", "--network", "--security", "--app"}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class EngineCall:
     """One engine started by a command."""
 
@@ -101,7 +101,7 @@ class EngineCall:
     scheduled: bool = False  # started by a scheduler (srun) on the nodes it allocates, not on this host's GPUs
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ReleasePin:
     """An engine release a file pins (an image tag, a pip install), and where."""
 

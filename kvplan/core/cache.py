@@ -51,7 +51,7 @@ def cached_tokens(layer: LayerSpec, seq: int) -> int:
     return layer.tokens_kept(seq)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class LayerGroup:
     """Layers of one stage that cost the same: one of them (`layer`), how many, and its per-rank figures."""
 
@@ -95,7 +95,7 @@ class LayerGroup:
         return self.count * self.layer.peak_seq_bytes(self.kv_dtype, self.tp, seq)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Footprint:
     """The bytes a batch's cache holds: its KV bytes (growing with the tokens) and its fixed state bytes."""
 
@@ -107,7 +107,7 @@ class Footprint:
         return self.kv_bytes + self.state_bytes
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class CacheModel:
     """The cache of one model under a KV dtype and a TP x PP layout."""
 

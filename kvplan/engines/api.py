@@ -111,7 +111,7 @@ def refuse_unread_options(req: EngineRequest, title: str, keys: tuple[str, ...])
 FLOAT_WEIGHTS = ("bf16", "fp16", "fp32")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class EngineFlags:
     """How one engine spells the knobs a fix turns (engines/fixes.py), as its users type them."""
 
@@ -133,7 +133,7 @@ class EngineFlags:
         return self.util.replace("{F}", value) if "{F}" in self.util else f"{self.util} {value}"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Engine:
     """One serving engine's memory model."""
 

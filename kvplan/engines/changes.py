@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any, Callable
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Change:
     """One release's value of a rule: the first release that has it, and where it was read."""
 

@@ -28,7 +28,7 @@ MODELLED = "model"
 NO_GPU = "none"
 
 
-@dataclass
+@dataclass(init=False, eq=False, repr=False)
 class Run:
     """What an engine's steps hand one another while one request is estimated; each engine extends it with the
     figures its own steps compute."""
@@ -52,7 +52,7 @@ class Run:
 R = TypeVar("R", bound=Run)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Steps(Generic[R]):
     """One engine's memory model as the driver calls it (each step returns nothing but the last: it fills its run).
 

@@ -31,7 +31,7 @@ else:
         "NoKvMemory", "RequestTooLong", "Refused", "PoolTooShort", "StartProblem", "PoolView")})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, eq=False, repr=False)
 class EngineEstimate(ContractEstimate):
     """The contract and the terms the paged engines share."""
 

@@ -45,7 +45,7 @@ class PoolTooShort:
 StartProblem = NoKvMemory | RequestTooLong | Refused | PoolTooShort
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class PoolView:
     """A paged engine's preallocated KV pool, in the terms `kvplan check` judges by (one GPU, the pool-sizing one).
 

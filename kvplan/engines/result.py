@@ -26,7 +26,7 @@ class PerGpu:
     free_bytes: int  # usable - weights - cache; negative when it does not fit
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, init=False, eq=False, repr=False)
 class ContractEstimate(JsonResult):
     """The `estimate --json` contract keys (docs/json.md). Every engine's result extends this, so the keys are
     declared once; the JSON of a result is its dataclasses.asdict."""

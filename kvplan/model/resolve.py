@@ -43,7 +43,7 @@ class Lookup:
     offline: bool = False  # --offline; HF_HUB_OFFLINE=1 forbids the Hub as well
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class ModelSource:
     """Where a model's description came from."""
 
@@ -61,7 +61,7 @@ class ModelSource:
         return text + (f"; weights from {self.weights}" if self.weights else "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Resolved:
     """A model reference resolved: the spec, where it came from, and the raw configs it was read from."""
 

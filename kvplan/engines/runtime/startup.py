@@ -23,7 +23,7 @@ GIB = 2**30
 MIB = 2**20
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class FreeBeforeLoad:
     """One log's "Load weight begin. avail mem=P GB" (the minimum over ranks) and what it says of the
     distributed init, on a catalog GPU."""
@@ -66,7 +66,7 @@ def _mean(values: list[int]) -> Fraction:
     return Fraction(sum(values), len(values))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class StartupConstants:
     """The measured terms: CUDA context by GPU architecture (and the mean of all, for other architectures), the
     distributed init by interconnect at TP >= 2."""

@@ -32,7 +32,7 @@ MIB = 2**20
 
 
 # ----------------------------------------------------------------------------------------- the budget
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class SglangBudget:
     """One GPU's readings as SGLang takes them, modelled."""
 

@@ -264,7 +264,7 @@ def read_kv_dtype(req: EngineRequest) -> DType:
     return model_dtype(req) if not target else dtype(target)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class _Pool:
     """The pools SGLang builds from one budget (the rest, in bytes)."""
 
@@ -275,7 +275,7 @@ class _Pool:
     starts: bool
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Run(driver.Run):
     """One SGLang estimate's figures as its steps (driver.Steps) hand them along."""
 

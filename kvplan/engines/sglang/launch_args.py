@@ -616,7 +616,7 @@ _TABLE = """
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class Option:
     """One option of launch_server's table: its argparse dest, kind, flags and choices."""
 
@@ -738,7 +738,7 @@ def _parser(only: frozenset[str] | None = None) -> _Parser:
     return parser
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False, repr=False)
 class LaunchArgs:
     """The options a launch sets explicitly (absent ones take SGLang's defaults)."""
 

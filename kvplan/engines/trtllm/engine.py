@@ -190,7 +190,7 @@ def read_kv_dtype(req: EngineRequest) -> DType:
     return kv_dtype(req, KV_DTYPES, engine="TensorRT-LLM", flag="kv_cache_config.dtype")
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Run(driver.Run):
     """One TensorRT-LLM estimate's figures as its steps (driver.Steps) hand them along."""
 

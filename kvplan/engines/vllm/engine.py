@@ -666,7 +666,7 @@ def _holds(workers: list[VllmWorker], blocks_req: int, batch: int, max_seqs: int
     return batch <= min(max(blocks - 1, 0) // blocks_req, max_seqs)
 
 
-@dataclass
+@dataclass(eq=False, repr=False)
 class _Run(driver.Run):
     """One vLLM estimate's figures as its steps (driver.Steps) hand them along."""
 
