@@ -1,7 +1,8 @@
-"""The records of the terms SGLang's launch options add (features.py reads the options into SglangOptions and
-computes these): disaggregation, speculative decoding, DP attention, LoRA, HiCache, and every term of a launch
-(estimate --json `features`, docs/json.md). Their own module, loaded when a launch sets an option that has them:
-reading a launch that sets none never builds these classes (benchmarks/cold_start.py). Pure."""
+"""The records of SGLang's launch options: SglangOptions, the modelled options a launch sets (features.py `read`
+builds it), and the terms they add (features.py computes these): disaggregation, speculative decoding, DP
+attention, LoRA, HiCache, and every term of a launch (estimate --json `features`, docs/json.md). Their own module,
+loaded when a launch sets an option that has them: reading a launch that sets none never builds these classes
+(benchmarks/cold_start.py); `features.SglangOptions` still answers (PEP 562). Pure."""
 
 from __future__ import annotations
 
@@ -9,8 +10,44 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # annotations only
+    from kvplan.core.spec import ModelSpec
     from kvplan.engines.features import disagg as shared_disagg
     from kvplan.engines.features import offload as shared_offload
+    from kvplan.engines.features import speculative as shared_spec
+
+RESERVED_DECODE_TOKENS = 512  # arg_groups/fields/disagg.py num_reserved_decode_tokens
+
+
+@dataclass(frozen=True)
+class SglangOptions:
+    """The SGLang options a launch sets that engine.py models, as SGLang resolves them."""
+
+    disaggregation_mode: str | None = None  # prefill | decode
+    transfer_backend: str = "mooncake"
+    decode_extra_slots: int | None = None  # None: SGLang's default
+    decode_radix_cache: bool = False  # --disaggregation-decode-enable-radix-cache
+    num_reserved_decode_tokens: int = RESERVED_DECODE_TOKENS
+    speculative_algorithm: str | None = None  # as written (upper case): EAGLE | EAGLE3 | NEXTN
+    draft_path: str | None = None
+    head: shared_spec.EagleHead | None = None  # the draft head's config (EAGLE / EAGLE-3 with a path)
+    draft_spec: ModelSpec | None = None  # STANDALONE: the draft model
+    draft_layers: int = 0  # layers the draft adds to the pool's cell
+    num_steps: int | None = None
+    eagle_topk: int | None = None
+    num_draft_tokens: int | None = None
+    attn_dp_size: int = 1  # attention-DP workers (--enable-dp-attention --dp-size D, or --attn-dp-size D)
+    lora_slots: int = 0  # --max-loras-per-batch when LoRA is on; 0: off
+    lora_rank: int = 0
+    lora_modules: tuple[str, ...] = ()  # normalized: qkv_proj, o_proj, gate_up_proj, down_proj
+    hicache: bool = False
+    hicache_ratio: float | None = None  # None: the default 2.0, auto-sized against host memory
+    hicache_size_gb: int = 0  # --hicache-size (decimal GB); 0: the ratio
+    cpu_offload_bytes: int = 0  # --cpu-offload-gb x 1024**3 per rank; 0: off
+    where: str = "sglang"
+
+    @property
+    def eagle3(self) -> bool:
+        return self.speculative_algorithm == "EAGLE3"
 
 
 @dataclass(frozen=True)

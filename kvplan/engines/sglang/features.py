@@ -97,7 +97,6 @@ Speculative decoding (--speculative-algorithm EAGLE | EAGLE3 | NEXTN | STANDALON
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from fractions import Fraction
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -122,7 +121,9 @@ if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, load
     from kvplan.engines.sglang.feature_terms import HiCacheTerms as HiCacheTerms
     from kvplan.engines.sglang.feature_terms import LoraModule as LoraModule
     from kvplan.engines.sglang.feature_terms import LoraTerms as LoraTerms
+    from kvplan.engines.sglang.feature_terms import RESERVED_DECODE_TOKENS as RESERVED_DECODE_TOKENS
     from kvplan.engines.sglang.feature_terms import SglangFeatures as SglangFeatures
+    from kvplan.engines.sglang.feature_terms import SglangOptions as SglangOptions
     from kvplan.engines.sglang.feature_terms import SpeculativeTerms as SpeculativeTerms
 else:
     # the terms records (feature_terms.py) load when a launch sets an option that has them: reading a launch that
@@ -131,7 +132,8 @@ else:
     shared = lazy.module("kvplan.engines.features")  # the engines' shared option readers, used by a launch's options
     records = lazy.module("kvplan.engines.sglang.feature_terms")
     __getattr__ = lazy.module_getattr(__name__, {name: "kvplan.engines.sglang.feature_terms" for name in (
-        "DisaggTerms", "SpeculativeTerms", "SglangFeatures", "DpAttentionTerms", "LoraModule", "LoraTerms", "HiCacheTerms")})
+        "DisaggTerms", "SpeculativeTerms", "SglangFeatures", "DpAttentionTerms", "LoraModule", "LoraTerms", "HiCacheTerms",
+        "SglangOptions", "RESERVED_DECODE_TOKENS")})
 
 MODES = ("prefill", "decode")
 # --disaggregation-transfer-backend choices and what they allocate (0.5.23 disaggregation/<backend>/conn.py)
@@ -142,7 +144,6 @@ BACKENDS = {
     "fake": "moves no KV (synthetic decode benchmarks)",
 }
 BACKENDS_NOT_MODELLED = {"ascend": "Ascend NPUs", "mori": "the MoRI backend's buffers"}
-RESERVED_DECODE_TOKENS = 512  # arg_groups/fields/disagg.py num_reserved_decode_tokens
 REQ_TO_TOKEN_EXTRA = 4  # allocation_sizing.py get_req_to_token_extra_context_len: 4 + draft tokens
 SPEC_RUNNING_DEFAULT = 48  # speculative_hook.py _handle_eagle_family: max_running_requests = 48
 # speculative_hook.py _auto_choose_speculative_params: (steps, topk, draft tokens) when none is given
@@ -161,38 +162,6 @@ SPEC_NOT_MODELLED = {
 DP_ATTENTION_CLASSES = frozenset({"Qwen3MoeForCausalLM", "DeepseekV2ForCausalLM", "DeepseekV3ForCausalLM"})
 MTP_TARGETS = frozenset({"DeepseekV3ForCausalLM", "DeepseekV32ForCausalLM", "Glm4MoeForCausalLM",
                          "Glm4MoeLiteForCausalLM", "BailingMoeV2ForCausalLM"})
-
-
-@dataclass(frozen=True)
-class SglangOptions:
-    """The SGLang options a launch sets that engine.py models, as SGLang resolves them."""
-
-    disaggregation_mode: str | None = None  # prefill | decode
-    transfer_backend: str = "mooncake"
-    decode_extra_slots: int | None = None  # None: SGLang's default
-    decode_radix_cache: bool = False  # --disaggregation-decode-enable-radix-cache
-    num_reserved_decode_tokens: int = RESERVED_DECODE_TOKENS
-    speculative_algorithm: str | None = None  # as written (upper case): EAGLE | EAGLE3 | NEXTN
-    draft_path: str | None = None
-    head: shared_spec.EagleHead | None = None  # the draft head's config (EAGLE / EAGLE-3 with a path)
-    draft_spec: ModelSpec | None = None  # STANDALONE: the draft model
-    draft_layers: int = 0  # layers the draft adds to the pool's cell
-    num_steps: int | None = None
-    eagle_topk: int | None = None
-    num_draft_tokens: int | None = None
-    attn_dp_size: int = 1  # attention-DP workers (--enable-dp-attention --dp-size D, or --attn-dp-size D)
-    lora_slots: int = 0  # --max-loras-per-batch when LoRA is on; 0: off
-    lora_rank: int = 0
-    lora_modules: tuple[str, ...] = ()  # normalized: qkv_proj, o_proj, gate_up_proj, down_proj
-    hicache: bool = False
-    hicache_ratio: float | None = None  # None: the default 2.0, auto-sized against host memory
-    hicache_size_gb: int = 0  # --hicache-size (decimal GB); 0: the ratio
-    cpu_offload_bytes: int = 0  # --cpu-offload-gb x 1024**3 per rank; 0: off
-    where: str = "sglang"
-
-    @property
-    def eagle3(self) -> bool:
-        return self.speculative_algorithm == "EAGLE3"
 
 
 # Scheduler options that leave a model's pool alone when every layer it caches is full attention (or MLA), read
@@ -273,13 +242,13 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
         extra = args.get("disaggregation_decode_extra_slots")
         if extra is not None and extra < 0:
             raise InputError(f"must be at least 0, got {extra}", where=f"{where}: --disaggregation-decode-extra-slots")
-        reserved = args.get("num_reserved_decode_tokens", RESERVED_DECODE_TOKENS)
+        reserved = args.get("num_reserved_decode_tokens", records.RESERVED_DECODE_TOKENS)
         out.update(disaggregation_mode=mode, transfer_backend="mooncake" if backend == "mooncake_tcp" else backend,
                    decode_extra_slots=extra, decode_radix_cache=bool(args.get("disaggregation_decode_enable_radix_cache")),
                    num_reserved_decode_tokens=int(reserved))
     if algo is not None:
         out.update(_speculative(args, spec, str(algo).upper(), where=where, base_dir=base_dir))
-    return SglangOptions(**out)
+    return records.SglangOptions(**out)
 
 
 LORA_MODULES = {"q_proj": "qkv_proj", "k_proj": "qkv_proj", "v_proj": "qkv_proj", "qkv_proj": "qkv_proj",
