@@ -1,7 +1,7 @@
 """The GPU labels of clouds and operators (node labels, instance types, SkyPilot, Ray and KubeAI accelerator names)
-read as catalog GPUs: kvplan/data/gpu_labels.yaml, and GPU feature discovery's product label by its rule. Apart
-from check/gpus.py so that a file naming no label (a compose file's device reservation) does not build the table's
-types (benchmarks/cold_start.py). Pure of typer and rich."""
+read as catalog GPUs: kvplan/data/gpu_labels.yaml, and GPU feature discovery's product label by its rule; and the
+Label record a file's reader makes of one. Apart from check/gpus.py so that a file naming no label (a compose file's
+device reservation) does not build these types (benchmarks/cold_start.py). Pure of typer and rich."""
 
 from __future__ import annotations
 
@@ -11,6 +11,16 @@ from functools import lru_cache
 from kvplan.core import packaged
 from kvplan.core.errors import InputError, UnsupportedError
 from kvplan.model.catalog import find_gpu
+
+
+@dataclass(frozen=True)
+class Label:
+    """A GPU label a file gives (a node selector, an accelerator name) and where it says it."""
+
+    key: str  # 'cloud.google.com/gke-accelerator', 'accelerator_type', 'resources.accelerators', 'resourceProfile'
+    value: str
+    where: str  # where the file says it: 'nodeSelector', 'node affinity', 'llm_configs[0].accelerator_type'
+    also: tuple[str, ...] = ()  # other values the file allows (node affinity `In: [a, b]`): the pod lands on any
 
 
 @dataclass(frozen=True)

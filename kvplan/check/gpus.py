@@ -17,18 +17,11 @@ from kvplan.model.catalog import find_gpu
 
 if TYPE_CHECKING:
     from kvplan.check import gpu_labels
-else:  # the label table (kvplan/data/gpu_labels.yaml) loads with the first file that names a GPU label
+    from kvplan.check.gpu_labels import Label as Label
+else:  # the label table (kvplan/data/gpu_labels.yaml) loads with the first file that names a GPU label, and so
+    # does the Label record (a compose file's device reservation names none); `gpus.Label` still answers (PEP 562)
     gpu_labels = lazy.module("kvplan.check.gpu_labels")
-
-
-@dataclass(frozen=True)
-class Label:
-    """A GPU label a file gives (a node selector, an accelerator name) and where it says it."""
-
-    key: str  # 'cloud.google.com/gke-accelerator', 'accelerator_type', 'resources.accelerators', 'resourceProfile'
-    value: str
-    where: str  # where the file says it: 'nodeSelector', 'node affinity', 'llm_configs[0].accelerator_type'
-    also: tuple[str, ...] = ()  # other values the file allows (node affinity `In: [a, b]`): the pod lands on any
+    __getattr__ = lazy.module_getattr(__name__, {"Label": "kvplan.check.gpu_labels"})
 
 
 @dataclass(frozen=True, eq=False, repr=False)
