@@ -1,48 +1,24 @@
-"""Why a paged engine (vLLM, SGLang, TensorRT-LLM) does not start, and its preallocated pool as `kvplan check`
-judges it (PoolView). Built by the engines' `pool_view()` (check, plan), never by an estimate: its own module, so an
-estimate does not create these classes at start-up (benchmarks/cold_start.py); engines/pool.py hands the names out
-too. Pure."""
+"""A paged engine's (vLLM, SGLang, TensorRT-LLM) preallocated pool as `kvplan check` judges it (PoolView), and
+the reasons it does not start (engines/start_problems.py, handed out here too). Built by the engines'
+`pool_view()` (check, plan), never by an estimate: its own module, so an estimate does not create these classes at
+start-up (benchmarks/cold_start.py); engines/pool.py hands the names out too. Pure."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
+from kvplan.engines import lazy
 
-# ------------------------------------------------------------------ why an engine does not start
-
-@dataclass(frozen=True)
-class NoKvMemory:
-    """The weights and runtime buffers take all the memory the engine may use: nothing is left for the cache."""
-
-
-@dataclass(frozen=True)
-class RequestTooLong:
-    """One request of max_model_len needs more KV cache than a worker has (vLLM's start-up error)."""
-
-    needed_kv_bytes: int
-    available_kv_bytes: int
-    longest: int | None  # the engine's estimated maximum model length
-
-
-@dataclass(frozen=True)
-class Refused:
-    """The engine refuses to start for a reason it states (memory free at start-up below the fraction asked)."""
-
-    message: str
-
-
-@dataclass(frozen=True)
-class PoolTooShort:
-    """A token pool that holds fewer tokens than one request of max_model_len (SGLang, TensorRT-LLM). Both engines
-    start anyway: `action` says what the engine does instead of failing ("TensorRT-LLM starts with max_seq_len
-    reduced to 86,720"), None where the release's behaviour is not known."""
-
-    available_kv_bytes: int
-    longest: int
-    action: str | None = None
-
-
-StartProblem = NoKvMemory | RequestTooLong | Refused | PoolTooShort
+if TYPE_CHECKING:
+    from kvplan.engines.start_problems import NoKvMemory as NoKvMemory
+    from kvplan.engines.start_problems import PoolTooShort as PoolTooShort
+    from kvplan.engines.start_problems import Refused as Refused
+    from kvplan.engines.start_problems import RequestTooLong as RequestTooLong
+    from kvplan.engines.start_problems import StartProblem as StartProblem
+else:  # built only when a launch does not start: loaded then (PEP 562), so a check that passes never makes them
+    __getattr__ = lazy.module_getattr(__name__, {name: "kvplan.engines.start_problems" for name in (
+        "NoKvMemory", "RequestTooLong", "Refused", "PoolTooShort", "StartProblem")})
 
 
 @dataclass(frozen=True, eq=False, repr=False)
