@@ -315,10 +315,7 @@ def main() -> int:
     problems = [f"{engine}: band covers {su[(engine, 'all')][2]}/{su[(engine, 'all')][0]} options unset"
                 for engine in ENGINES if (engine, "all") in su and su[(engine, "all")][2] < TARGET * su[(engine, "all")][0]]
     problems += [f"{log}: not scored and no reason listed" for _, log, why in missing if why == "NO REASON LISTED"]
-    print()
-    for p in problems:
-        print(f"MISSED: {p}")
-    return 1 if problems else 0
+    return vb.report_missed(problems)
 
 
 if __name__ == "__main__":

@@ -730,6 +730,11 @@ def main() -> int:
     inexact = [s.run.name for s in scores if s.given.startswith("differs")]
     if inexact:
         problems.append("given-budget figures differ: " + ", ".join(inexact))
+    return report_missed(problems)
+
+
+def report_missed(problems: list[str]) -> int:
+    """Print each target the run missed; the exit code says whether there was one (band_coverage.py uses it too)."""
     print()
     for p in problems:
         print(f"MISSED: {p}")
