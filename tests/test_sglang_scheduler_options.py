@@ -61,22 +61,40 @@ def test_sglangs_own_refusal_and_the_draft_without_overlap():
 
 def test_max_prefill_tokens_moves_the_reserve_only_with_chunked_prefill_off():
     """0.5.3+: with chunked prefill off the default fraction's activation reserve is 1.5 x max(max_prefill_tokens,
-    2048) MiB (arg_groups/memory_hook.py handle_gpu_memory_settings), which kvplan refuses unless the fraction is
-    given; with it on the reserve reads the chunk only: 13,904 MiB on an H100 whatever --max-prefill-tokens says."""
+    2048) MiB (arg_groups/memory_hook.py handle_gpu_memory_settings; server_args.py _handle_gpu_memory_settings on
+    0.5.3-0.5.16) and the prefill graphs, sized up to the chunk (-1), capture nothing; with it on the reserve reads
+    the chunk only: 13,904 MiB on an H100 whatever --max-prefill-tokens says."""
     assert _est(sglang_args="--max-prefill-tokens 65536").reserved_mib == 13904
-    with pytest.raises(UnsupportedError) as info:
-        _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 65536")
-    assert "--max-prefill-tokens" in info.value.where and "--mem-fraction-static" in info.value.what
+    # H100 (81,559 MiB) on 0.5.23: 512 + 1.5 x 32,768 + 1/8 x 1024 + 2 x 256 decode graphs + 0 prefill graphs
+    off = _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 32768")
+    assert off.reserved_mib == 512 + 1.5 * 32768 + 128 + 512 == 50304
+    assert off.mem_fraction_static == "0.383"  # round((81,559 - 50,304) / 81,559, 3) = round(0.38322, 3)
+    # at the default 16,384: 24,576 MiB of activation reserve where a chunk of 8,192 reserves 12,288
+    default = _est(sglang_args="--chunked-prefill-size -1")
+    assert default.reserved_mib == 512 + 1.5 * 16384 + 128 + 512 == 25728
+    assert default.mem_fraction_static == "0.685"  # round((81,559 - 25,728) / 81,559, 3) = round(0.68455, 3)
+    assert default.chunked_prefill_size == -1  # as SGLang logs it
+    # a small budget is floored at 2,048 tokens, then the whole reserve at 10 GiB on a GPU over 60 GiB
+    assert _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 1024").reserved_mib == 10240
+    # 0.5.3 and 0.5.10 read it the same way (server_args.py: "reserved_mem += max(self.max_prefill_tokens, 2048) *
+    # 1.5"); 0.5.3 captures no prefill graphs by default, 0.5.10 none up to a chunk of -1
+    for version in ("0.5.3", "0.5.10"):
+        assert _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 32768",
+                    version=version).reserved_mib == 512 + 1.5 * 32768 + 128 + 2 * 256 == 50304
+    # a given fraction is kept as given
     given = _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 65536 --mem-fraction-static 0.85")
     assert given.mem_fraction_static == "0.85"
-    # chunking off at the default 16,384: 1.5 x 16,384 = 24,576 MiB of activation reserve where a chunk of 8,192
-    # reserves 12,288: kvplan's reserve reads a chunk, so it refuses rather than size a pool 12 GiB too large
-    with pytest.raises(UnsupportedError) as info:
-        _est(sglang_args="--chunked-prefill-size -1")
-    assert info.value.where.endswith("--chunked-prefill-size")
     req = build_request("llama-3.1-8b", seq="32K", batch=1, kv_dtype="auto", dtype=None, gpu="h100-sxm-80gb",
                         gpu_mem=None, gpus=None, tp=1, pp=1, gpu_util="0.85", sglang_args="--chunked-prefill-size -1")
     assert engine.estimate(req).mem_fraction_static == "0.85"
+
+
+def test_max_prefill_tokens_on_a_release_before_the_reserve_formula_leaves_the_fraction_alone():
+    """0.4.3.post4's fraction is a table by TP size (server_args.py __post_init__): no prefill size in it."""
+    plain = _est(version="0.4.3.post4")
+    off = _est(sglang_args="--chunked-prefill-size -1 --max-prefill-tokens 65536", version="0.4.3.post4")
+    assert off.mem_fraction_static == plain.mem_fraction_static
+    assert off.max_total_num_tokens == plain.max_total_num_tokens
 
 
 def test_check_reads_a_launch_with_them_as_without(cli, tmp_path):

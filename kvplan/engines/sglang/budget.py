@@ -98,18 +98,26 @@ def _tp_table(rel: Release, n: int) -> Fraction:
 def default_mem_fraction(gpu_mib: int | None, tp: int, pp: int, mla: bool, *, rel: Release | None = None,
                          chunked_prefill_size: int | None = None, max_running_requests: int | None = None,
                          prefill_graphs: bool = True, disaggregation_mode: str | None = None,
-                         draft_tokens: int | None = None, attn_dp_size: int = 1) -> tuple[Fraction, int, float | None]:
+                         draft_tokens: int | None = None, attn_dp_size: int = 1,
+                         unchunked_prefill_tokens: int | None = None) -> tuple[Fraction, int, float | None]:
     """(mem_fraction_static, chunked_prefill_size, reserved MiB or None) that SGLang `rel` picks for a text model
     on CUDA (R1); the two flags replace the GPU-size defaults. `prefill_graphs`: False where SGLang turns its
     prefill CUDA graphs off (pipeline parallelism, multimodal models, ROCm; 0.5.10+). `disaggregation_mode`
     (prefill | decode; read from 0.5.23 only, engines/sglang/features.py): a decode server's activation slack
     follows its running requests x `draft_tokens` and it captures no prefill graphs; a prefill server captures no
     decode graphs (arg_groups/memory_hook.py handle_gpu_memory_settings, reserve_for_graph_mb). `attn_dp_size` D > 1
-    (attention data parallelism): the decode graphs reserve max_bs x D x 3 MiB more, x 1.5 more past 300."""
+    (attention data parallelism): the decode graphs reserve max_bs x D x 3 MiB more, x 1.5 more past 300.
+    `unchunked_prefill_tokens` (chunked prefill off: --max-prefill-tokens, features.py unchunked_prefill_tokens):
+    the activation reserve reads max(it, 2048) instead of the chunk, and the prefill graphs, sized up to the chunk
+    (-1), capture no size: 0 MiB but MLA's flat 1.5 GiB (0.5.3, 0.5.10, 0.5.16 server_args.py
+    _handle_gpu_memory_settings and _generate_piecewise_cuda_graph_tokens; 0.5.22, 0.5.23 arg_groups/memory_hook.py,
+    cuda_graph_hook.py generate_prefill_cuda_graph_batch_sizes); the chunk returned is then -1, as SGLang logs it."""
     rel = rel or DEFAULT
     chunk, max_bs = default_sizes(rel, gpu_mib, tp)
     if chunked_prefill_size is not None:
         chunk = chunked_prefill_size
+    if unchunked_prefill_tokens is not None:
+        chunk = -1
     if gpu_mib is None:
         return (Fraction(95, 100) if rel.at_least("0.5.20") else Fraction(88, 100)), chunk, None
     rule = rel.mfs_rule
@@ -142,7 +150,7 @@ def default_mem_fraction(gpu_mib: int | None, tp: int, pp: int, mla: bool, *, re
             graph += 1536
         elif on:
             graph += 8 * prefill_sizes(chunk)
-        activation_tokens = max(chunk, 2048)
+        activation_tokens = max(chunk if chunk > 0 else (unchunked_prefill_tokens or 0), 2048)
         if disaggregation_mode == "decode":
             activation_tokens = max((max_running_requests or max_bs or 1) * (draft_tokens or 1), 2048)
         reserved = 512 + 1.5 * activation_tokens + tp * pp / 8 * 1024 + graph

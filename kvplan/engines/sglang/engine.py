@@ -597,7 +597,8 @@ def _mem_fraction(run: _Run) -> None:
                                                         prefill_graphs=not multimodal and not rocm,
                                                         disaggregation_mode=sg.disaggregation_mode if sg else None,
                                                         draft_tokens=sg.num_draft_tokens if sg else None,
-                                                        attn_dp_size=run.attn_dp)
+                                                        attn_dp_size=run.attn_dp,
+                                                        unchunked_prefill_tokens=sg.unchunked_prefill_tokens if sg else None)
     if run.attn_dp > 1:
         run.chunk //= run.attn_dp  # parallel_hook.py _handle_data_parallelism, after the fraction is chosen
     user_given = req.gpu_util is not None
@@ -824,13 +825,15 @@ def _fraction_text(f: Fraction) -> str:
 def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.Release) -> None:
     """What kvplan models of the options, and where: SGLang 0.5.23's rules, on the layouts they were read for."""
     newest = releases.release(None)
-    if rel.version != newest.version:
-        given = [name for name, on in (("--disaggregation-mode", sg.disaggregation_mode is not None),
-                                       ("--speculative-algorithm", sg.speculative_algorithm is not None),
-                                       ("attention data parallelism", sg.attn_dp_size > 1),
-                                       ("LoRA slots", sg.lora_slots > 0),
-                                       ("--enable-hierarchical-cache", sg.hicache),
-                                       ("--cpu-offload-gb", sg.cpu_offload_bytes > 0)) if on]
+    # chunked prefill off (sg.unchunked_prefill_tokens) is read on every release: the reserve that reads it has one
+    # form from 0.5.3 to 0.5.23, and the older fraction rules read no prefill size (budget.py default_mem_fraction)
+    given = [name for name, on in (("--disaggregation-mode", sg.disaggregation_mode is not None),
+                                   ("--speculative-algorithm", sg.speculative_algorithm is not None),
+                                   ("attention data parallelism", sg.attn_dp_size > 1),
+                                   ("LoRA slots", sg.lora_slots > 0),
+                                   ("--enable-hierarchical-cache", sg.hicache),
+                                   ("--cpu-offload-gb", sg.cpu_offload_bytes > 0)) if on]
+    if rel.version != newest.version and given:
         raise UnsupportedError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} modelled from SGLang "
                                f"{newest.version}'s source only, not {rel.version}'s", where=sg.where,
                                hint=f"judge it with --engine-version {newest.version}")

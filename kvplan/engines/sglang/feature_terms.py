@@ -43,6 +43,9 @@ class SglangOptions:
     hicache_ratio: float | None = None  # None: the default 2.0, auto-sized against host memory
     hicache_size_gb: int = 0  # --hicache-size (decimal GB); 0: the ratio
     cpu_offload_bytes: int = 0  # --cpu-offload-gb x 1024**3 per rank; 0: off
+    # chunked prefill off (--chunked-prefill-size <= 0): --max-prefill-tokens as given (16,384 when not), which the
+    # default fraction's activation reserve reads instead of a chunk; None: chunked prefill on
+    unchunked_prefill_tokens: int | None = None
     where: str = "sglang"
 
     @property

@@ -207,6 +207,24 @@ def scheduler_options(args, spec: ModelSpec, *, where: str) -> None:
                                    where=at)
 
 
+# SGLang's --max-prefill-tokens default: 16,384 on every release kvplan models (server_args.py ServerArgs 0.5.3,
+# 0.5.10, 0.5.16; arg_groups/fields/schedule.py 0.5.22, 0.5.23)
+MAX_PREFILL_TOKENS = 16384
+
+
+def unchunked_prefill_tokens(args) -> int | None:
+    """With chunked prefill off (--chunked-prefill-size <= 0), the prefill tokens the default --mem-fraction-static's
+    activation reserve reads: --max-prefill-tokens, or its default. SGLang 0.5.3+ takes `max(chunked_prefill_size,
+    2048)` tokens when the chunk is > 0 and `max(max_prefill_tokens, 2048)` otherwise (server_args.py
+    _handle_gpu_memory_settings 0.5.3, 0.5.10, 0.5.16; arg_groups/memory_hook.py handle_gpu_memory_settings 0.5.22,
+    0.5.23). None: chunked prefill on (or left to SGLang), where the option is the scheduler's admission budget only
+    (managers/schedule_policy.py PrefillAdder)."""
+    chunk = args.get("chunked_prefill_size")
+    if chunk is None or chunk > 0:
+        return None
+    return int(args.get("max_prefill_tokens", MAX_PREFILL_TOKENS))
+
+
 def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> SglangOptions | None:
     """The modelled options of a launch (launch_args.LaunchArgs), or None when it sets none of them. Refuses (exit 3)
     what is not modelled and (exit 2) what SGLang refuses."""
@@ -218,6 +236,7 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
     lora = _lora(args, where=where)
     hicache = _hicache(args, where=where)
     offload = _cpu_offload(args, where=where)
+    unchunked = unchunked_prefill_tokens(args)
     if mode is None and algo is None and attn_dp == 1 and not lora and not hicache and not offload:
         for dest in ("speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
                      "speculative_num_draft_tokens"):
@@ -225,8 +244,10 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
                 raise InputError("is set without --speculative-algorithm: SGLang ignores it", where=f"{where}: "
                                  + args.written.get(dest, "--" + dest.replace("_", "-")),
                                  hint="add --speculative-algorithm EAGLE, EAGLE3 or NEXTN, or drop it")
-        return None
-    out: dict[str, Any] = {"where": where, "attn_dp_size": attn_dp, **lora, **hicache, **offload}
+        if unchunked is None:
+            return None
+    out: dict[str, Any] = {"where": where, "attn_dp_size": attn_dp, "unchunked_prefill_tokens": unchunked, **lora,
+                           **hicache, **offload}
     if mode is not None:
         backend = str(args.get("disaggregation_transfer_backend") or "mooncake")
         if backend in BACKENDS_NOT_MODELLED:

@@ -1016,12 +1016,16 @@ FEATURE_OPTIONS = frozenset({
     "speculative_draft_kv_cache_dtype", "speculative_draft_model_path", "speculative_draft_model_quantization",
     "speculative_draft_window_size", "speculative_eagle_topk", "speculative_num_draft_tokens", "speculative_num_steps",
     "speculative_token_map", "disable_radix_cache", "disable_overlap_schedule", "enable_mixed_chunk",
+    # --max-prefill-tokens: the scheduler's prefill admission budget (managers/schedule_policy.py PrefillAdder) with
+    # chunked prefill on, where the prefill buffers read the chunk (runtime_context.py max_prefill_buffer_tokens,
+    # 0.5.23; --enable-dynamic-chunking, which reads it, is refused); with it off, the default fraction's activation
+    # reserve (features.py unchunked_prefill_tokens, budget.py default_mem_fraction)
+    "max_prefill_tokens",
 })
 # read here: --config (its keys are options, each classified), --attention-backend and its decode / prefill
-# versions (their page size, below), --max-prefill-tokens (the default fraction's reserve with chunked prefill off,
-# below) and MULTI_GPU_ONLY
+# versions (their page size, below) and MULTI_GPU_ONLY
 READ_HERE = frozenset({"config", "attention_backend", "decode_attention_backend", "prefill_attention_backend",
-                       "max_prefill_tokens", *MULTI_GPU_ONLY})
+                       *MULTI_GPU_ONLY})
 
 # Options that leave what SGLang holds in GPU memory at start-up alone, each with why. Read from SGLang 0.5.23's
 # option fields (srt/arg_groups/fields/<file>.py, the namespace and section that declare it): the HTTP / gRPC
@@ -1180,25 +1184,12 @@ def unmodelled(args: LaunchArgs, *, ranks: int | None = None, fraction: bool | N
                              ("speculative_draft_model_revision", "main")):
             continue  # SGLang's own choice on a GPU, and the revision kvplan reads
         out.append((args.written.get(dest, "--" + dest.replace("_", "-")), why))
-    # --max-prefill-tokens: the scheduler's prefill admission budget (managers/schedule_policy.py PrefillAdder) on
-    # every release; from 0.5.3 the default --mem-fraction-static's activation reserve reads it instead of the chunk
-    # when chunked prefill is off: 512 + 1.5 x max(it, 2048) MiB + ... (server_args.py _handle_gpu_memory_settings;
-    # arg_groups/memory_hook.py handle_gpu_memory_settings from 0.5.19), 24,576 MiB at its default 16,384, where
-    # kvplan's reserve reads a chunk. With chunked prefill on, the prefill buffers that read it take the chunk instead
-    # (arg_groups/prefill_buffer_ceiling.py max_prefill_buffer_tokens, "or").
-    chunk = args.get("chunked_prefill_size")
     if fraction is None:
         fraction = args.given("mem_fraction_static")
     if not fraction:
         out += [(args.written.get(dest, "--" + dest.replace("_", "-")),
                  "it moves the default --mem-fraction-static (a reserve formula on the CUDA-graph batch sizes); give "
                  "--mem-fraction-static to judge it") for dest in MOVES_DEFAULT_FRACTION if args.given(dest)][:1]
-    if chunk is not None and chunk <= 0 and not fraction:
-        dest = "max_prefill_tokens" if args.given("max_prefill_tokens") else "chunked_prefill_size"
-        out.append((args.written.get(dest, "--" + dest.replace("_", "-")),
-                    "with chunked prefill off SGLang 0.5.3+ sizes the default --mem-fraction-static's activation "
-                    "reserve on --max-prefill-tokens (1.5 MiB a token), not on a chunk; give --mem-fraction-static "
-                    "to judge it"))
     if ranks is None:
         ranks = (args.get("tp_size") or 1) * (args.get("pp_size") or 1)
     if ranks > 1:
