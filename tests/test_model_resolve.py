@@ -272,9 +272,9 @@ def test_a_misbehaving_hub_ends_the_lookup_with_one_line(cache, how, words):
     with hub_standin.serve() as state:
         state.add_public("Qwen/Qwen3-0.6B")
         state.misbehave = how
-        # an endless body must hit the size cap, not the deadline: on a loaded machine the stand-in may not send the cap
-        # within 1 s, so that case gets a deadline it cannot reach first
-        done = _estimate_against(state, cache, wait="20" if how == "endless" else "1")
+        # an endless body must hit the size cap and a 500 must be reported as a 500, not as the deadline: on a loaded
+        # machine the stand-in may not answer within 1 s, so those two cases get a deadline they cannot reach first
+        done = _estimate_against(state, cache, wait="20" if how in ("endless", "500") else "1")
     assert done.returncode == 3, done.stderr
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: MODEL — ") and words in done.stderr, done.stderr
     assert not list(cache.rglob("blobs/*")) and not list(cache.rglob("*.incomplete"))  # nothing half-kept
