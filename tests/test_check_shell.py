@@ -209,3 +209,17 @@ def test_a_deeply_nested_script_gets_its_own_verdict_and_the_others_theirs(cli, 
     verdicts = {Path(v["source"]).name: v for v in json.loads(out)["verdicts"]}
     assert code == 3 and verdicts["chat-8b.yaml"]["status"] == "pass", err
     assert verdicts["deep.sh"]["status"] == "cannot_judge" and "nested" in verdicts["deep.sh"]["reason"]
+
+
+def test_ray_job_submit_runs_the_command_after_the_double_dash():
+    """`ray job submit [options] -- ENTRYPOINT` (Ray's job CLI: the entrypoint follows `--`), as OpenRLHF's examples
+    start train_ppo_ray: the submitted command is the launch, scheduled on the cluster's nodes (it was read as
+    starting nothing, so the script was skipped); without `--` nothing is submitted that kvplan can see."""
+    words = ["ray", "job", "submit", "--address=http://127.0.0.1:8265", "--runtime-env-json={\"working_dir\": \"/x\"}",
+             "--", "python3", "-m", "openrlhf.cli.train_ppo_ray", "--vllm_num_engines", "2"]
+    (call,) = launch.calls_in_words(words, {})
+    assert call.engine == launch.RL_TRAINER and call.scheduled
+    assert call.args == ("--vllm_num_engines", "2")
+    (served,) = launch.calls_in_words(["ray", "job", "submit", "--", "vllm", "serve", "org/m"], {})
+    assert served.engine == launch.VLLM and served.args == ("org/m",)
+    assert launch.calls_in_words(["ray", "job", "submit", "--address", "x"], {}) == []

@@ -7,7 +7,7 @@ file pins: an image tag (`vllm/vllm-openai:v0.8.5`, `lmsysorg/sglang:v0.4.5-cu12
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import PurePosixPath
 from typing import TYPE_CHECKING, Mapping
 
@@ -177,9 +177,11 @@ def calls_in_words(words: list[str], env: Mapping[str, str | None] | None = None
         return []
     head = PurePosixPath(words[0]).name
     if head == "srun":
-        from dataclasses import replace
-
         return [replace(c, scheduled=True) for c in calls_in_words(_after_srun(words[1:]), env, image=image, gpus=gpus)]
+    if head == "ray" and words[1:3] == ["job", "submit"] and "--" in words[3:]:
+        # `ray job submit [options] -- ENTRYPOINT...` (Ray's job CLI): the entrypoint runs on the cluster's nodes
+        rest = words[3:]
+        return [replace(c, scheduled=True) for c in calls_in_words(rest[rest.index("--") + 1:], env, image=image, gpus=gpus)]
     if head in _CONTAINER_RUNNERS and words[1:2] in (["exec"], ["run"]):
         rest = words[2:]
         while rest and rest[0].startswith("-"):
