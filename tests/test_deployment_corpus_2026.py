@@ -75,8 +75,16 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'offline/bilbil-llm--model_cache.py': [('cannot_judge', 'names no GPU')],
     'offline/vllm--reproducibility.py': [('cannot_judge', "model 'facebook/opt-125m' is not bundled")],
     'offline/runhouse--llm.py': [('cannot_judge', 'AsyncEngineArgs(model=...) is computed by the program (self.model_id)')],
-    # an RL trainer starting vLLM in-process beside its training: cannot judge (it was skipped as "starts no server")
-    'rl/verl--run_qwen3-1.7b.sh': [('cannot_judge', 'starts verl (python3 -m verl.trainer.main_ppo), an RL trainer')],
+    # RL trainers (readers/rl_rollout.py): verl's overrides end with `$@`, the caller's overrides, which may change any
+    # rollout setting (as `$@` in a vllm serve line); OpenRLHF 0.9.8 - 0.10.1's rollout is read through to its model
+    # (OpenRLHF's SFT checkpoint is not bundled: cannot judge offline), `ray job submit -- ...` included (these were
+    # skipped as "starts no server" before); the older CLI's --prompt_max_len and options in a bash array are named
+    'rl/verl--run_qwen3-1.7b.sh': [('cannot_judge', 'its arguments include $@, set outside the file')],
+    'rl/verl--run_qwen3-8b.sh': [('cannot_judge', 'its arguments include $@, set outside the file')],
+    'rl/openrlhf--train_ppo_ray_hybrid_engine.sh': [('cannot_judge', "model 'OpenRLHF/Llama-3-8b-sft-mixture' is not bundled")],
+    'rl/openrlhf--train_ppo_with_reward_fn.sh': [('cannot_judge', "model 'OpenRLHF/Llama-3-8b-sft-mixture' is not bundled")],
+    'rl/openrlhf--train_reinforce_baseline_hybrid_engine.sh': [('cannot_judge', 'an argument is ${CKPT_ARGS[@]}, set outside')],
+    'rl/openrlhf--train_ppo_llama_ray.sh': [('cannot_judge', "--prompt_max_len is not an option of OpenRLHF 0.9.8")],
     'kubeai/deepseek-r1-70b-gh200-fp8.yaml': [('cannot_judge', "model 'neuralmagic/DeepSeek-R1-Distill-Llama-70B-FP8-dynamic")],
     'kubeai/gemma-2b-it-tpu.yaml': [('cannot_judge', 'runs on Google TPUs (resourceProfile google-tpu-v5e-1x1:1),')],
     'kubeai/gemma-3-27b-ollama-l4.yaml': [('cannot_judge', 'engine OLlama: kvplan reads KubeAI models served by')],

@@ -5,7 +5,6 @@ Pure of typer and rich."""
 
 from __future__ import annotations
 
-import re
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Mapping
 
@@ -18,8 +17,9 @@ from kvplan.core.errors import KvplanError, UnsupportedError
 from kvplan.engines import lazy
 
 if TYPE_CHECKING:
-    from kvplan.check.readers import sglang_launch, trtllm_serve, vllm_serve
+    from kvplan.check.readers import rl_rollout, sglang_launch, trtllm_serve, vllm_serve
 else:  # each engine's command-line reader loads with the first launch of that engine
+    rl_rollout = lazy.module("kvplan.check.readers.rl_rollout")
     sglang_launch = lazy.module("kvplan.check.readers.sglang_launch")
     trtllm_serve = lazy.module("kvplan.check.readers.trtllm_serve")
     vllm_serve = lazy.module("kvplan.check.readers.vllm_serve")
@@ -70,6 +70,44 @@ def deployments(workload: Workload, defaults: Defaults) -> list[Deployment | Fai
     return out
 
 
+# the trainers whose rollout kvplan reads (readers/rl_rollout.py): `python -m MODULE` -> framework
+_ROLLOUT_MODULES = {"verl.trainer.main_ppo": "verl", "openrlhf.cli.train_ppo_ray": "OpenRLHF"}
+
+
+def _rollout(workload: Workload, call: launch.EngineCall, framework: str, image: str | None, gpus: GpuEvidence,
+             env: Mapping[str, Any], defaults: Defaults, notes: tuple[str, ...]) -> Deployment:
+    """An RL trainer's rollout engine as the vLLM launch its framework builds (readers/rl_rollout.py): judged at the
+    framework's entry point and vLLM release, when the file settles what else holds the GPUs as the engine starts
+    (or --gpu-reserved says)."""
+    rollout = rl_rollout.read(framework, call.args, where=workload.where)
+    reasons = []
+    if rollout.open_reading is not None:
+        reasons.append(rollout.open_reading)
+    if rollout.cotenant is not None and defaults.gpu_reserved_bytes is None:
+        reasons.append(rollout.cotenant)
+    ctx = _context(workload, launch.VLLM, image, gpus, env, defaults, notes + rollout.notes)
+    if ctx.version is None and rollout.version is not None:
+        ctx = replace(ctx, version=rollout.version, release_origin=rollout.version_origin)
+    elif ctx.version is None:
+        reasons.append(f"the file pins no {framework} release, and with it no vLLM release (verl 0.6.1 requires vllm "
+                       "0.8.5 - 0.11.0, 0.7.0 0.8.5 - 0.12.0)")
+    if reasons:
+        read_words = marks.display(" ".join(rollout.words))
+        raise UnsupportedError(f"starts {call.launcher}, an RL trainer whose rollout kvplan reads as vLLM `{read_words}` "
+                               f"at the {rollout.entry} entry point, but " + "; and ".join(reasons), where=workload.where,
+                               hint="give --gpu-reserved SIZE (what the trainer holds on each GPU when the rollout "
+                                    "starts) and --vllm-version X, or judge the rollout with --vllm-args")
+    vllm = engines.get("vllm")
+    spelled = dict(rollout.spelled)
+    ctx = replace(ctx, key=lambda dest: spelled.get(dest, "--" + dest.replace("_", "-")),
+                  flag_style=rollout.framework != "verl")
+    args = vllm_serve.refused_elsewhere(ctx, lambda v: vllm.options.parse_argv(list(rollout.words), where=workload.where,
+                                                                               version=v, positional=False))
+    dep = vllm_serve.read(args, ctx)
+    options = tuple(dep.request.engine_options or ()) + ((vllm.releases.ENTRY_POINT_OPTION, rollout.entry),)
+    return replace(dep, request=replace(dep.request, engine_options=options))
+
+
 def _release(workload: Workload, engine: str, image: str | None, defaults: Defaults) -> tuple[str | None, str | None]:
     """(the release to judge by, where it came from): the image tag, else a pip pin, else --vllm-version."""
     pins = [p for p in ([launch.image_release(image)] + list(workload.pins)) if p is not None and p.engine == engine]
@@ -115,13 +153,14 @@ def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) 
                                "kvplan does not model (it models vLLM, SGLang and TensorRT-LLM)", where=workload.where,
                                hint="nothing is assumed: judge this launch with the server's own tools")
     if call.engine == launch.RL_TRAINER:
-        rollout = [a for a in call.args if re.match(r"(actor_rollout_ref\.rollout\.|--vllm_|--colocate)", a)][:6]
+        module = call.launcher.rsplit(" ", 1)[-1].rstrip(")")
+        if module in _ROLLOUT_MODULES:
+            return _rollout(workload, call, _ROLLOUT_MODULES[module], image, gpus, env, defaults, tuple(notes))
         raise UnsupportedError(
             f"starts {call.launcher}, an RL trainer: its rollout runs an inference engine in its own processes (vLLM's "
             "LLM class or AsyncLLM, with their own scheduler defaults, or SGLang's Engine) on the GPUs its actor and "
-            "reference models train on, and what they hold when the engine starts (weights, optimizer states, "
-            "offloaded or not) is not in the file"
-            + (f" (rollout settings: {' '.join(rollout)})" if rollout else ""), where=workload.where,
+            "reference models train on; kvplan reads the rollouts of verl's main_ppo and OpenRLHF's train_ppo_ray",
+            where=workload.where,
             hint="judge the rollout alone as a vllm.LLM(...) launch with --vllm-args and --gpu-reserved SIZE (what the "
                  "trainer holds on each GPU), or --engine-option entry_point=offline on kvplan estimate")
     if call.engine == launch.DYNAMO:
