@@ -58,17 +58,17 @@ def test_the_corpus_is_mostly_read():
 
 
 def test_a_multimodal_config_gives_the_pool_with_its_weights_unknown(cli):
-    qwen = CORPUS / "Qwen--Qwen3.5-27B.json"  # vision tower qwen3_5, which kvplan does not size
-    code, out, err = cli("estimate", qwen, "--kv-cache-memory", "40GiB", "--engine", "vllm", "--seq", "32K", "--json")
+    kimi = CORPUS / "moonshotai--Kimi-K2.5.json"  # a MoonViT tower without a model_type, which kvplan does not size
+    code, out, err = cli("estimate", kimi, "--kv-cache-memory", "40GiB", "--engine", "vllm", "--seq", "32K", "--json")
     assert code == 0, err
     d = json.loads(out)
     assert d["num_gpu_blocks"] > 0 and d["weights_bytes"] is None and d["params"] is None
-    # the text model's KV: 16 full layers x 4 KV heads x (256 + 256) x 2 bytes (config.json text_config)
-    assert d["kv_bytes_per_token"] == 16 * 4 * 512 * 2
-    code, out, err = cli("estimate", qwen, "--gpu", "h100", "--engine", "vllm", "--seq", "32K")
-    assert code == 3 and "weights are unknown" in err and "qwen3_5" in err  # a budget needs the weights
-    code, out, err = cli("estimate", qwen, "--seq", "8K", "--json")
-    assert code == 0 and json.loads(out)["kv_bytes"] == TRUTH[qwen.name]["kv_bytes"]
+    # the text model's KV: 61 MLA layers x (kv_lora_rank 512 + qk_rope_head_dim 64) x 2 bytes (config.json text_config)
+    assert d["kv_bytes_per_token"] == 61 * (512 + 64) * 2
+    code, out, err = cli("estimate", kimi, "--gpu", "h100", "--engine", "vllm", "--seq", "32K")
+    assert code == 3 and "weights are unknown" in err and "vision tower" in err  # a budget needs the weights
+    code, out, err = cli("estimate", kimi, "--seq", "8K", "--json")
+    assert code == 0 and json.loads(out)["kv_bytes"] == 8192 * 61 * (512 + 64) * 2
 
 
 def test_nemotron_3_ultra_block_list_and_latent_experts_are_read():

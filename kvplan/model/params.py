@@ -82,6 +82,9 @@ _FOUR_NORMS = {"gemma2", "gemma3", "gemma3_text", "muse_glimmer_text"}
 _ONE_NORM = {"mamba", "falcon_mamba", "mamba2", "nemotron_h", "phi"}
 _PURE_MAMBA = {"mamba", "falcon_mamba", "mamba2"}
 _MODELLED_VISION = {"siglip_vision_model", "pixtral", "llama4_vision_model", "moonvit"}
+# Qwen3.5 / Qwen3.6's vision transformer: transformers 5.x names its config qwen3_5_vision / qwen3_5_moe_vision, files
+# saved before that the same tower qwen3_5 / qwen3_5_moe (the vision_config of a qwen3_5 or qwen3_5_moe model)
+_QWEN3_5_VISION = {"qwen3_5_vision", "qwen3_5_moe_vision", "qwen3_5", "qwen3_5_moe"}
 
 
 def _get(cfg: Mapping, *keys: str, default: Any = None) -> Any:
@@ -637,10 +640,14 @@ def _vision(b: _Builder, raw: Mapping, cfg: Mapping, text_hidden: int) -> list[T
     if not isinstance(vision, Mapping):
         return []
     vtype = str(vision.get("model_type") or "")
+    if vtype in _QWEN3_5_VISION and str(raw.get("model_type")) in ("qwen3_5", "qwen3_5_moe"):
+        start = len(b.tensors)
+        _qwen3_5_vision(b, vision, text_hidden)
+        return b.tensors[start:]
     if vtype not in _MODELLED_VISION:
         raise UnsupportedError(f"vision tower {vtype or '(no model_type)'!r} is not modelled, so its parameters are unknown",
                                where="vision_config.model_type",
-                               hint="kvplan counts SigLIP (Gemma-3, LLaVA-NeXT), Pixtral, Llama 4 and MoonViT towers; "
+                               hint="kvplan counts SigLIP (Gemma-3, LLaVA-NeXT), Pixtral, Llama 4, MoonViT and Qwen3.5 towers; "
                                     "write a spec YAML with `params` and `vision_params`")
     start = len(b.tensors)
     if vtype == "pixtral":
@@ -785,6 +792,42 @@ def _moonvit(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> No
     b.add("multi_modal_projector.linear_1.bias", (merged,), VISION)
     b.add("multi_modal_projector.linear_2.weight", (text_hidden, merged), VISION)
     b.add("multi_modal_projector.linear_2.bias", (text_hidden,), VISION)
+
+
+def _qwen3_5_vision(b: _Builder, vision: Mapping, text_hidden: int) -> None:
+    """Qwen3.5 / Qwen3.6's vision transformer and patch merger (transformers 5.24 modeling_qwen3_5.py
+    Qwen3_5VisionModel; vLLM 0.34 qwen3_5.py builds it as qwen3_vl.py Qwen3_VisionTransformer): a biased Conv3d over
+    temporal_patch_size x patch x patch pixels, a learned table of num_position_embeddings positions, `depth` blocks
+    of two LayerNorms (with biases), a fused biased qkv, a biased proj and a biased linear_fc1/linear_fc2 MLP, then
+    the merger: a LayerNorm over the vision width and two biased linears on spatial_merge_size^2 patches
+    concatenated, into out_hidden_size (the text width). Deepstack mergers (Qwen3-VL) are refused: Qwen3.5 has none."""
+    if vision.get("deepstack_visual_indexes"):
+        raise UnsupportedError("a Qwen3.5 vision tower with deepstack mergers is not modelled",
+                               where="vision_config.deepstack_visual_indexes",
+                               hint="write a spec YAML with `params` and `vision_params`")
+    hidden = int(vision["hidden_size"])
+    inter = int(vision["intermediate_size"])
+    layers = int(vision["depth"])
+    patch, channels = int(vision.get("patch_size") or 16), int(vision.get("in_channels") or 3)
+    temporal = int(vision.get("temporal_patch_size") or 2)
+    merged = hidden * int(vision.get("spatial_merge_size") or 2) ** 2
+    out = int(vision.get("out_hidden_size") or text_hidden)
+    b.add("visual.patch_embed.proj.weight", (hidden, channels, temporal, patch, patch), VISION)
+    b.add("visual.patch_embed.proj.bias", (hidden,), VISION)
+    b.add("visual.pos_embed.weight", (int(vision["num_position_embeddings"]), hidden), VISION)
+    for name, shape in (("attn.qkv", (3 * hidden, hidden)), ("attn.proj", (hidden, hidden)),
+                        ("mlp.linear_fc1", (inter, hidden)), ("mlp.linear_fc2", (hidden, inter))):
+        b.add(f"visual.blocks.{name}.weight", shape, VISION, layers)
+        b.add(f"visual.blocks.{name}.bias", (shape[0],), VISION, layers)
+    for norm in ("norm1", "norm2"):
+        b.add(f"visual.blocks.{norm}.weight", (hidden,), VISION, layers)
+        b.add(f"visual.blocks.{norm}.bias", (hidden,), VISION, layers)
+    b.add("visual.merger.norm.weight", (hidden,), VISION)
+    b.add("visual.merger.norm.bias", (hidden,), VISION)
+    b.add("visual.merger.linear_fc1.weight", (merged, merged), VISION)
+    b.add("visual.merger.linear_fc1.bias", (merged,), VISION)
+    b.add("visual.merger.linear_fc2.weight", (out, merged), VISION)
+    b.add("visual.merger.linear_fc2.bias", (out,), VISION)
 
 
 def _pixtral(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> None:
