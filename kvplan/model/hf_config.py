@@ -590,7 +590,8 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         notes.append("the checkpoint is quantized; its weight bytes stay unknown with the tower")
     elif isinstance(quant, Mapping):
         try:
-            counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits, layers)
+            counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits, layers,
+                                                   (moe or {}).get("experts"))
         except (ValueError, TypeError, KeyError, ZeroDivisionError, AttributeError):
             # a setting of the wrong type or zero (bits: "x", group_size: 0, a block_structure of one number)
             raise InputError("holds a setting kvplan cannot read as a number (bits, group_size, block sizes)",

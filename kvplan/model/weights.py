@@ -35,7 +35,7 @@ from typing import Any, Iterable, Mapping
 
 from kvplan.core import files, jsonio
 from kvplan.core.errors import InputError
-from kvplan.model.params import EXPERT, LINEAR, Tensor
+from kvplan.model.params import EXPERT, LINEAR, LM_HEAD, Tensor
 from kvplan.core.yamlio import load_json
 
 # bytes per element of the safetensors dtypes (safetensors/src/tensor.rs `Dtype`); sub-byte types by bits
@@ -290,9 +290,10 @@ def _cdiv(a: int, b: int) -> int:
 
 
 def quantized_weight_bytes(quant: Mapping, tensors: Iterable[Tensor], model_dtype_bits: int,
-                           layers: int | None = None) -> WeightBytes:
+                           layers: int | None = None, experts: int | None = None) -> WeightBytes:
     """Weight bytes of a checkpoint stored as `quant` (config.json quantization_config, or ModelOpt's
-    hf_quant_config.json as modelopt_quant_config makes it) describes; `layers` the decoder layers.
+    hf_quant_config.json as modelopt_quant_config makes it) describes; `layers` the decoder layers, `experts` the
+    routed experts of a MoE layer.
 
     Raises NotModelled with the reason when the format or one of its options is not modelled."""
     method = str(quant.get("quant_method") or "").lower()
@@ -301,7 +302,7 @@ def quantized_weight_bytes(quant: Mapping, tensors: Iterable[Tensor], model_dtyp
     producer = quant.get("producer") if isinstance(quant.get("producer"), Mapping) else {}
     if method == "modelopt" or (not method and quant.get("quant_algo") and producer.get("name") == "modelopt"):
         # some ModelOpt exports leave quant_method out of config.json's block and name only the producer
-        return _modelopt(quant, tensors, plain, layers)
+        return _modelopt(quant, tensors, plain, layers, experts)
     if method == "fp8":
         return _fp8(quant, tensors, plain)
     if method == "mxfp4":
@@ -468,43 +469,127 @@ def _compressed_nvfp4(w: Mapping, act_quantized: bool, q: list[Tensor], rest_byt
 def modelopt_quant_config(hf_quant: Mapping) -> dict:
     """ModelOpt's hf_quant_config.json ({"quantization": {"quant_algo", "exclude_modules", "group_size", ...}}) as a
     quantization_config mapping (quant_method "modelopt"), the form vLLM reads it into (quantization/modelopt.py
-    ModelOptFp8Config / ModelOptNvFp4Config.from_config)."""
+    ModelOptFp8Config / ModelOptNvFp4Config / ModelOptMixedPrecisionConfig.from_config)."""
     q = hf_quant.get("quantization") if isinstance(hf_quant.get("quantization"), Mapping) else hf_quant
     return {"quant_method": "modelopt", "quant_algo": q.get("quant_algo"),
             "exclude_modules": list(q.get("exclude_modules") or []), "group_size": q.get("group_size"),
-            "kv_cache_quant_algo": q.get("kv_cache_quant_algo")}
+            "kv_cache_quant_algo": q.get("kv_cache_quant_algo"), "quantized_layers": q.get("quantized_layers")}
 
 
-def _modelopt(quant: Mapping, tensors: list[Tensor], plain: int, layers: int | None) -> WeightBytes:
-    """NVIDIA ModelOpt checkpoints, per quantized [out, in] matrix as vLLM 0.33 quantization/modelopt.py creates and
-    loads them: FP8 (ModelOptFp8LinearMethod): the fp8 weight, a float32 weight_scale and input_scale per matrix;
-    NVFP4 (ModelOptNvFp4LinearMethod): uint8 [out, in / 2] (two E2M1 values a byte), an fp8 E4M3 weight_scale per
-    group of group_size (16) inputs, a float32 weight_scale_2 and input_scale per matrix. The excluded modules
-    (exclude_modules, or a config.json's ignore) and everything that is not a linear layer stay in the model dtype.
-    MIXED_PRECISION (a per-layer table of algorithms) is not modelled."""
+def _modelopt_matrix_bytes(algo: str, out: int, inp: int, group: int, name: str) -> int:
+    """Bytes one [out, in] matrix takes in a ModelOpt checkpoint, as vLLM 0.34 quantization/modelopt.py registers it
+    for loading (resolve() picks the scheme per algo; KFp8StaticTensor / KNvfp4Static / KNvfp4Dynamic .create_weights):
+    FP8: the fp8 weight, a float32 weight_scale and input_scale; NVFP4: uint8 [out, in / 2] (two E2M1 values a byte),
+    a float8_e4m3fn weight_scale [out, in / group_size] (no padding: the loader takes in % 16 == 0), a float32
+    weight_scale_2 and input_scale; W4A16_NVFP4: the same without the input_scale (weight-only; vLLM still accepts and
+    drops one that older exports wrote, _DropInputScale: 4 bytes a matrix, left out)."""
+    if algo == "FP8":
+        return out * inp + 4 + 4
+    if algo in ("NVFP4", "W4A16_NVFP4"):
+        if inp % group or inp % 2:
+            raise NotModelled(f"NVFP4 needs the input width of {name} ({inp}) to be a multiple of {group}")
+        return out * inp // 2 + out * inp // group + 4 + (4 if algo == "NVFP4" else 0)
+    raise NotModelled(f"ModelOpt quant_algo {algo!r} is not modelled (FP8, NVFP4 and W4A16_NVFP4 are)")
+
+
+def _modelopt(quant: Mapping, tensors: list[Tensor], plain: int, layers: int | None,
+              experts: int | None = None) -> WeightBytes:
+    """NVIDIA ModelOpt checkpoints, per quantized [out, in] matrix as vLLM 0.34 quantization/modelopt.py creates and
+    loads them (_modelopt_matrix_bytes). The excluded modules (exclude_modules, or a config.json's ignore) and
+    everything that is not a linear layer stay in the model dtype. MIXED_PRECISION names the format of each layer's
+    modules in quantized_layers (_mixed_precision)."""
     algo = str(quant.get("quant_algo") or "").upper()
     exclude = quant.get("exclude_modules") or quant.get("ignore") or []
+    if algo == "MIXED_PRECISION":
+        return _mixed_precision(quant, tensors, plain, experts, _Exclusions(exclude))
     q, rest = _matrices(tensors, exclude, layers)
     total = _rest_bytes(rest, plain)
     if algo == "FP8":
-        for t in q:
-            out, inp = t.shape
-            total += t.count * (out * inp + 4 + 4)
         what = "1-byte fp8 linear weights, a float32 weight and input scale per matrix"
+        group = 0
     elif algo == "NVFP4":
         group = quant.get("group_size")
         if group is None:  # a config.json's modelopt block carries it in its config group
             groups = quant.get("config_groups") or {}
             group = next((g.get("weights", {}).get("group_size") for g in groups.values() if isinstance(g, Mapping)), 16)
         group = int(group or 16)
-        for t in q:
-            out, inp = t.shape
-            if inp % group or inp % 2:
-                raise NotModelled(f"NVFP4 needs the input width of {t.name} ({inp}) to be a multiple of {group}")
-            total += t.count * (out * inp // 2 + out * inp // group + 4 + 4)
         what = f"NVFP4 linear weights (4-bit E2M1, an fp8 scale per {group} inputs, float32 per-matrix scales)"
     else:
-        raise NotModelled(f"ModelOpt quant_algo {algo or '(none)'!r} is not modelled (FP8 and NVFP4 are)")
+        raise NotModelled(f"ModelOpt quant_algo {algo or '(none)'!r} is not modelled (FP8, NVFP4 and MIXED_PRECISION are)")
+    for t in q:
+        out, inp = t.shape
+        total += t.count * _modelopt_matrix_bytes(algo, out, inp, group, t.name)
     return WeightBytes(total, f"ModelOpt {algo}: {what}; {len(rest)} other tensor classes (embeddings, norms, routers, "
                               f"excluded modules) in {plain * 8}-bit")
 
+
+# kvplan's inventory fuses matrices a checkpoint stores apart (params.py names Qwen3-Next / Qwen3.5's gated-delta-net
+# input projection in_proj_qkvz and in_proj_ba; Qwen3.5 checkpoints hold in_proj_qkv + in_proj_z and in_proj_b +
+# in_proj_a): a MIXED_PRECISION table names the parts, which must agree
+_FUSED_PARTS = {"in_proj_qkvz": ("in_proj_qkv", "in_proj_z"), "in_proj_ba": ("in_proj_b", "in_proj_a")}
+
+
+def _mixed_table(table: Mapping) -> dict[str, dict[str, list]]:
+    """quantized_layers ({"model.language_model.layers.3.mlp.gate_proj": {"quant_algo": ..., "group_size": ...}}) as
+    module below the layer -> algo -> [(layer or None, group_size)]."""
+    by_module: dict[str, dict[str, list]] = {}
+    for key, recipe in table.items():
+        if not isinstance(recipe, Mapping) or not isinstance(key, str):
+            raise NotModelled(f"quantized_layers entry {key!r} is not a recipe")
+        m = _LAYER_PREFIX.match(key)
+        module, layer = (key, None) if m is None else (key[m.end():], m.group(1))
+        algo = str(recipe.get("quant_algo") or "").upper()
+        group = int(recipe.get("group_size") or 16)
+        by_module.setdefault(module, {}).setdefault(algo, []).append((layer, group))
+    return by_module
+
+
+def _mixed_precision(quant: Mapping, tensors: list[Tensor], plain: int, experts: int | None,
+                     excluded: _Exclusions) -> WeightBytes:
+    """ModelOpt MIXED_PRECISION (nvidia/Qwen3.6-27B-NVFP4: FP8 attention, W4A16_NVFP4 MLP and output head): a table
+    of quant_algo per module and layer, read as vLLM 0.34 ModelOptMixedPrecisionConfig._resolve_quant_algo does (the
+    module's own entry, the entries of its parts, or an entry above it: 'layers.N.mlp.experts' for every expert
+    matrix). The inventory has one entry per class of tensor, so a class must have one algo in every layer it occurs
+    in, or none (then it stays in the model dtype); a table entry no tensor takes is refused, not dropped."""
+    table = quant.get("quantized_layers")
+    if not isinstance(table, Mapping) or not table:
+        raise NotModelled("ModelOpt MIXED_PRECISION without a quantized_layers table is not modelled")
+    by_module = _mixed_table(table)
+    layers_of: dict[str, int] = {}  # the layers each class occurs in (an expert class: count / experts per layer)
+    for t in tensors:
+        per_layer = experts if t.kind == EXPERT and experts else 1
+        layers_of[t.name] = layers_of.get(t.name, 0) + max(t.count // per_layer, 1)
+    used: set[str] = set()
+    total = 0
+    formats: dict[str, int] = {}
+    for t in tensors:
+        module = _module_of(t.name)
+        parent, _, leaf = module.rpartition(".")
+        parts = [f"{parent}.{p}" if parent else p for p in _FUSED_PARTS.get(leaf, ())]
+        keys = [k for k in by_module if k == module or module.startswith(k + ".")] or [k for k in parts if k in by_module]
+        if not keys:
+            total += t.numel * plain
+            continue
+        if t.kind not in (LINEAR, EXPERT, LM_HEAD) or len(t.shape) != 2:
+            raise NotModelled(f"quantized_layers quantizes {keys[0]}, which kvplan keeps in the model dtype")
+        if parts and len(keys) != len(parts):
+            raise NotModelled(f"quantized_layers lists some parts of {module} only")
+        recipes = {(algo, group) for k in keys for algo, entries in by_module[k].items() for _, group in entries}
+        layer_sets = [{layer for entries in by_module[k].values() for layer, _ in entries} for k in keys]
+        if len(recipes) != 1 or any(s != layer_sets[0] for s in layer_sets) or len(layer_sets[0]) != layers_of[t.name]:
+            raise NotModelled(f"quantized_layers gives {module} different formats in different layers, or leaves it "
+                              "unquantized in some")
+        first = min((int(layer) for layer in layer_sets[0] if layer is not None and layer != "*"), default=0)
+        if excluded.covers(module, first):  # vLLM leaves an excluded module unquantized whatever the table says
+            raise NotModelled(f"{module} is both excluded and listed in quantized_layers")
+        used.update(keys)
+        ((algo, group),) = recipes
+        out, inp = t.shape
+        total += t.count * _modelopt_matrix_bytes(algo, out, inp, group, t.name)
+        formats[algo] = formats.get(algo, 0) + t.count
+    unused = sorted(set(by_module) - used)
+    if unused:
+        raise NotModelled(f"quantized_layers names {unused[0]}, a module kvplan does not count as a linear layer")
+    what = ", ".join(f"{n} {algo}" for algo, n in sorted(formats.items()))
+    return WeightBytes(total, f"ModelOpt MIXED_PRECISION: per-layer formats from quantized_layers ({what} matrices); "
+                              f"the rest in {plain * 8}-bit")
