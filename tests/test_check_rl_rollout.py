@@ -152,3 +152,42 @@ def test_verl_public_scripts_and_unknown_settings_are_cannot_judge(tmp_path):
     judged = _check(tmp_path, text, gpu="h100", gpu_reserved="20GiB", vllm_version="0.11.0")
     assert judged.status == "pass" and judged.max_model_len == 1536
     assert _check(tmp_path, text, gpu="h100", gpu_reserved="40GiB", vllm_version="0.11.0").status == "fail"
+
+
+def test_verl_trainer_config_is_read_as_main_ppo_overrides(tmp_path):
+    """volcengine/verl examples/split_placement/config/ppo_trainer_split.yaml: rollout TP 2, gpu_memory_utilization
+    0.5, enforce_eager True, 8192 batched tokens, 1024 sequences (all written in the file), prompt_length
+    ${data.max_prompt_length} = 512 and response_length ${data.max_response_length} = 512: with mode=sync the rollout
+    is vllm.LLM(max_model_len=1024) (verl 0.6.1 vllm_rollout_spmd.py); without a mode the verl release decides."""
+    import yaml
+
+    from kvplan.check.readers import verl_config
+
+    path = RL / "verl--ppo_trainer_split.yaml"
+    doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+    (work,) = verl_config.read(doc, source=str(path), document=None, where="f", base_dir=RL)
+    assert work.blocker is None and work.words[:3] == ("python3", "-m", "verl.trainer.main_ppo")
+    rollout = rl_rollout.verl(work.words[3:] + ("actor_rollout_ref.rollout.mode=sync",), where="f")
+    words = list(rollout.words)
+    for flag, value in (("--tensor-parallel-size", "2"), ("--gpu-memory-utilization", "0.5"),
+                        ("--max-num-batched-tokens", "8192"), ("--max-num-seqs", "1024"), ("--max-model-len", "1024")):
+        assert words[words.index(flag) + 1] == value
+    assert "--enforce-eager" in words and rollout.entry == "offline"
+    assert "1024 (prompt + response" in (rl_rollout.verl(work.words[3:], where="f").open_reading or "")
+
+
+def test_verl_config_composing_other_defaults_or_leaving_the_model_out_is_named(tmp_path):
+    """A `defaults:` entry other than ppo_trainer / _self_ (ppo_megatron_trainer) composes settings kvplan has not; a
+    vLLM rollout whose model the file leaves to the command line (verl's ???) does not start from the file alone; the
+    multi-turn example runs SGLang (named)."""
+    mega = tmp_path / "mega.yaml"
+    mega.write_text("defaults:\n  - ppo_megatron_trainer\n  - _self_\nactor_rollout_ref:\n  model:\n    path: Qwen/Qwen3-8B\n"
+                    "  rollout:\n    name: vllm\n", encoding="utf-8")
+    nomodel = tmp_path / "nomodel.yaml"
+    nomodel.write_text("actor_rollout_ref:\n  rollout:\n    name: vllm\n    gpu_memory_utilization: 0.7\n", encoding="utf-8")
+    report = run.run_check([str(mega), str(nomodel), str(RL / "verl--gsm8k_multiturn_grpo.yaml")],
+                           deployment.CheckOptions(offline=True, gpu="h100"))
+    reasons = {Path(v.source).name: (v.status, v.format, v.reason) for v in report.verdicts}
+    assert reasons["mega.yaml"][:2] == ("cannot_judge", "verl-config") and "ppo_megatron_trainer" in reasons["mega.yaml"][2]
+    assert "actor_rollout_ref.model.path is not in the file" in reasons["nomodel.yaml"][2]
+    assert "rollout.name=sglang" in reasons["verl--gsm8k_multiturn_grpo.yaml"][2]

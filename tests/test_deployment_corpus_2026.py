@@ -85,6 +85,10 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'rl/openrlhf--train_ppo_with_reward_fn.sh': [('cannot_judge', "model 'OpenRLHF/Llama-3-8b-sft-mixture' is not bundled")],
     'rl/openrlhf--train_reinforce_baseline_hybrid_engine.sh': [('cannot_judge', 'an argument is ${CKPT_ARGS[@]}, set outside')],
     'rl/openrlhf--train_ppo_llama_ray.sh': [('cannot_judge', "--prompt_max_len is not an option of OpenRLHF 0.9.8")],
+    # verl trainer configs (readers/verl_config.py): read as main_ppo's overrides; the split-placement config leaves
+    # rollout.mode to verl's release (so max_model_len), the multi-turn one runs SGLang (before: not a format)
+    'rl/verl--ppo_trainer_split.yaml': [('cannot_judge', 'decides the rollout\'s max_model_len: 1024 (prompt + response')],
+    'rl/verl--gsm8k_multiturn_grpo.yaml': [('cannot_judge', 'actor_rollout_ref.rollout.name=sglang: kvplan reads')],
     'kubeai/deepseek-r1-70b-gh200-fp8.yaml': [('cannot_judge', "model 'neuralmagic/DeepSeek-R1-Distill-Llama-70B-FP8-dynamic")],
     'kubeai/gemma-2b-it-tpu.yaml': [('cannot_judge', 'runs on Google TPUs (resourceProfile google-tpu-v5e-1x1:1),')],
     'kubeai/gemma-3-27b-ollama-l4.yaml': [('cannot_judge', 'engine OLlama: kvplan reads KubeAI models served by')],

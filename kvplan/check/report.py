@@ -28,6 +28,7 @@ FORMAT_TRTLLM_OPTIONS, FORMAT_TRTLLM_DISAGG = "trtllm-options", "trtllm-disaggre
 FORMAT_GITHUB_ACTIONS, FORMAT_TRUSS, FORMAT_RECIPES, FORMAT_README = "github-actions", "truss", "vllm-recipe", "readme"
 FORMAT_HELM_VLLM, FORMAT_PROGRAM, FORMAT_NOMAD = "helm-vllm-example", "program", "nomad"
 FORMAT_VLLM_OFFLINE = "vllm-offline"  # a Python program that builds vllm.LLM(...)
+FORMAT_VERL = "verl-config"  # a verl trainer config (Hydra YAML), read as main_ppo's rollout
 
 
 @dataclass(frozen=True)

@@ -16,6 +16,7 @@ YAML documents, in the order they are asked (the first that claims a document re
 - recipes: a vllm-project/recipes model recipe (`meta` + `model.model_id`) or strategy (`deploy_type`);
 - trtllm_disagg: a `trtllm-serve disaggregated` config (`context_servers` / `generation_servers`);
 - trtllm_serve: an LLM-API options file (`kv_cache_config`, `cuda_graph_config`, `enable_attention_dp`, ...);
+- verl_config: a verl trainer config (`actor_rollout_ref:`), read as main_ppo's rollout (rl_rollout.py);
 - kvplan_yaml: kvplan's own format (a key vLLM has no option for: engine, gpu, require, ...);
 - vllm_serve: a `vllm serve --config` file (its keys are vLLM options).
 Text files: scripts (shell scripts by name or shebang, Dockerfiles by name), nomad (Nomad job files in HCL). The engine command lines found in
@@ -55,19 +56,21 @@ READERS: tuple[tuple[str, Callable[[Any], bool], Callable[..., list]], ...] = (
     (report.FORMAT_TRTLLM_DISAGG, claims.trtllm_disagg, _reader("trtllm_disagg")),
     (report.FORMAT_TRTLLM_OPTIONS, lambda d: isinstance(d, Mapping) and claims.trtllm_options(d),
      _reader("trtllm_serve", "read_options_file")),
+    (report.FORMAT_VERL, claims.verl_config, _reader("verl_config")),
 )
 
 LOOKED_FOR = ("jobs + on (a GitHub Actions workflow)", "apiVersion + kind (Kubernetes, KServe, KubeAI, Ray)", "services: (docker compose)",
               "servingEngineSpec or modelArtifacts (Helm values of production-stack, llm-d)",
               "applications or llm_configs (Ray Serve)", "resources + run (SkyPilot)",
               "docker_server or trt_llm (Truss)", "meta + model.model_id (vllm-project/recipes)",
-              "kv_cache_config or context_servers (TensorRT-LLM)", "engine + model (kvplan)",
+              "kv_cache_config or context_servers (TensorRT-LLM)", "actor_rollout_ref (a verl trainer config)",
+              "engine + model (kvplan)",
               "vllm serve options (a --config file)")
 
 # what `kvplan check` reads, for the message of a file it cannot read as any of them (docs/check.md lists each)
 FORMATS = ("kvplan YAML, vllm serve --config YAML, Kubernetes manifests (Deployment, StatefulSet, LeaderWorkerSet, "
            "RayCluster and other pod templates), KServe, KubeAI, Ray Serve, docker compose, Helm values "
            "(production-stack, llm-d), SkyPilot, TensorRT-LLM options and disaggregated configs, GitHub Actions "
-           "workflows, Truss config.yaml, vllm-project/recipes YAML, shell scripts, Dockerfiles, README code blocks, Nomad "
+           "workflows, Truss config.yaml, vllm-project/recipes YAML, verl trainer configs, shell scripts, Dockerfiles, README code blocks, Nomad "
            "job files, Python programs that build vllm.LLM(...) with literal arguments; "
            "BentoML, Modal and Ray Serve Python, BentoML pyproject.toml and Terraform helm_release are recognised)")

@@ -124,3 +124,9 @@ def trtllm_disagg(doc: Any) -> bool:
 def trtllm_options(doc: Mapping) -> bool:
     keys = set(map(str, doc))
     return bool(keys & (TRTLLM_MARKERS - TRTLLM_SHARED_KEYS)) and not keys & TRTLLM_KVPLAN_KEYS and "model_loading_config" not in doc
+
+
+def verl_config(doc: Any) -> bool:
+    """A verl trainer config (Hydra YAML: verl/trainer/config/ppo_trainer.yaml and files over it): an
+    `actor_rollout_ref` mapping, verl's own key for its actor, rollout and reference."""
+    return isinstance(doc, Mapping) and isinstance(doc.get("actor_rollout_ref"), Mapping) and "apiVersion" not in doc

@@ -277,14 +277,24 @@ def verl(args: tuple[str, ...], *, where: str) -> Rollout:
         raise UnsupportedError(f"rollout setting(s) {', '.join(_ROLLOUT + k for k in unknown)} are not settings of "
                                "verl 0.6 - 0.7's rollout kvplan reads", where=f"{where}: {_ROLLOUT}{unknown[0]}",
                                hint="judge the rollout with --vllm-args")
-    for key, value in rollout.items():
+    for key, value in list(rollout.items()):
         _unresolved(_ROLLOUT + key, value, where)
         head = key.split(".")[0]
+        if key.startswith("engine_kwargs.") and not key.startswith("engine_kwargs.vllm."):
+            del rollout[key]  # another engine's (engine_kwargs.sglang): the vLLM rollout reads engine_kwargs.vllm only
+            continue
+        if key.startswith("engine_kwargs.vllm.") and (value in ("null", "None") or (
+                key.split(".")[-1].startswith("disable_") and value in ("False", "false"))):
+            continue  # verl drops None values; EngineArgs' disable_* fields are False by default
         if head in _VERL_REFUSED and value not in ("null", "None", "1", "{}", ""):
             raise UnsupportedError(f"{_ROLLOUT}{key} is set ({_VERL_REFUSED[head]}); kvplan does not model it",
                                    where=f"{where}: {_ROLLOUT}{key}", hint="judge the rollout with --vllm-args")
+    for key in ("name", "mode", *_VERL_ENGINE, "prompt_length", "response_length"):
+        if "${" in rollout.get(key, ""):
+            raise UnsupportedError(f"{_ROLLOUT}{key} is {rollout[key]}, an interpolation kvplan does not resolve",
+                                   where=f"{where}: {_ROLLOUT}{key}", hint="write the value, or judge with --vllm-args")
     name = rollout.get("name")
-    if name is None:
+    if name in (None, "???"):
         raise InputError(f"{_ROLLOUT}name is not set (verl's default is ???: it must be given)", where=where,
                          hint=f"{_ROLLOUT}name=vllm")
     if name != _VERL_VLLM_NAME:
