@@ -85,6 +85,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'rl/openrlhf--train_ppo_with_reward_fn.sh': [('cannot_judge', "model 'OpenRLHF/Llama-3-8b-sft-mixture' is not bundled")],
     'rl/openrlhf--train_reinforce_baseline_hybrid_engine.sh': [('cannot_judge', 'an argument is ${CKPT_ARGS[@]}, set outside')],
     'rl/openrlhf--train_ppo_llama_ray.sh': [('cannot_judge', "--prompt_max_len is not an option of OpenRLHF 0.9.8")],
+    'rl/openrlhf--train_ppo_ray_hybrid_engine-dotted.sh': [('cannot_judge', 'it is an option of OpenRLHF 0.10.2 or newer')],
     # verl trainer configs (readers/verl_config.py): read as main_ppo's overrides; the split-placement config leaves
     # rollout.mode to verl's release (so max_model_len), the multi-turn one runs SGLang (before: not a format)
     'rl/verl--ppo_trainer_split.yaml': [('cannot_judge', 'decides the rollout\'s max_model_len: 1024 (prompt + response')],

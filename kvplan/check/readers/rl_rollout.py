@@ -89,8 +89,14 @@ zero_stage zpg
 # options taking several values (nargs): 2, or '*' (--target_modules)
 _OPENRLHF_NARGS = {"vllm_is_truncated_threshold": 2, "eps_clip_low_high": 2, "adam_betas": 2, "reward_clip_range": 2,
                    "dynamic_filtering_reward_range": 2, "target_modules": -1}
-# options of the other OpenRLHF CLIs, named in the refusal: the release a script was written for
-_OPENRLHF_OLDER = {"prompt_max_len": "0.9.7 or older", "generate_max_len": "0.9.7 or older", "bf16": "0.9.6 or older"}
+# options of the other OpenRLHF CLIs, named in the refusal: the releases a script was written for, and why they are
+# not read: across them the release (not in a script) decides the vLLM release and the entry point (git history of
+# OpenRLHF/OpenRLHF setup.py and openrlhf/trainer/ray/vllm_engine.py)
+_OLDER = ("0.9.7 or older, whose release decides the vLLM release (vllm 0.9.0.1 in 0.8.5 ... 0.17.1 in 0.9.7) and the "
+          "entry point (vllm.LLM(...) up to 0.9.1, AsyncLLMEngine.from_engine_args from 0.9.1.post1)")
+_DOTTED = ("0.10.2 or newer (dotted options), whose release decides the vLLM release (vllm 0.19.1 in 0.10.2 - 0.10.3, "
+           "0.22.1 in 0.10.4 - 0.11.0)")
+_OPENRLHF_OLDER = {"prompt_max_len": _OLDER, "generate_max_len": _OLDER, "bf16": _OLDER}
 # the parser's defaults of the options the engine reads (train_ppo_ray.py, 0.9.8 - 0.10.1.post2 alike)
 _OPENRLHF_DEFAULTS = {"vllm_tensor_parallel_size": "1", "vllm_gpu_memory_utilization": "0.95", "max_len": "2048",
                       "seed": "42", "max_images_per_prompt": "0", "actor_num_nodes": "1", "actor_num_gpus_per_node": "8"}
@@ -128,10 +134,10 @@ def _openrlhf_options(args: tuple[str, ...], where: str) -> tuple[dict[str, str]
             switches.add(name)
             continue
         if name not in _OPENRLHF_VALUES:
-            older = _OPENRLHF_OLDER.get(name) or ("0.10.2 or newer (dotted options)" if "." in name else None)
+            older = _OPENRLHF_OLDER.get(name) or (_DOTTED if "." in name else None)
             raise UnsupportedError(
                 f"--{name} is not an option of OpenRLHF 0.9.8 - 0.10.1's train_ppo_ray, whose rollout kvplan reads"
-                + (f" (it is OpenRLHF {older}'s)" if older else ""), where=f"{where}: --{name}",
+                + (f" (it is an option of OpenRLHF {older})" if older else ""), where=f"{where}: --{name}",
                 hint="judge the rollout with --vllm-args (and --engine-option entry_point=engine)")
         if eq:
             values[name] = inline
