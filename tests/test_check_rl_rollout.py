@@ -39,8 +39,9 @@ def test_openrlhf_hybrid_engine_is_the_engine_create_vllm_engines_builds():
     max_model_len=--max_len 2048, gpu_memory_utilization=0.5, dtype="bfloat16", trust_remote_code=True, seed=42 + i
     (the parser's default), enable_prefix_caching=False (the switch is not given), enforce_eager=True,
     enable_sleep_mode=True, and for --enable_vllm_is_correction logprobs_mode="processed_logprobs", max_logprobs=1;
-    AsyncLLMEngine.from_engine_args is vLLM's ENGINE_CONTEXT; with --colocate_all_models and --vllm_enable_sleep
-    train() waits for every engine before the DeepSpeed models exist: nothing else is on the GPU."""
+    AsyncLLMEngine.from_engine_args is vLLM's ENGINE_CONTEXT. With --colocate_all_models the engines start alone
+    (--vllm_enable_sleep: train() waits for them) but each rollout wakes them beside the DeepSpeed processes, whose
+    memory is not in the file: the co-tenant is open."""
     rollout = rl_rollout.openrlhf(_trainer_args("openrlhf--train_ppo_ray_hybrid_engine.sh"), where="x")
     words = list(rollout.words)
     pairs = {words[i]: words[i + 1] for i in range(len(words) - 1) if words[i].startswith("--")
@@ -50,7 +51,8 @@ def test_openrlhf_hybrid_engine_is_the_engine_create_vllm_engines_builds():
     assert (pairs["--dtype"], pairs["--seed"], pairs["--logprobs-mode"], pairs["--max-logprobs"]) == (
         "bfloat16", "42", "processed_logprobs", "1")
     assert {"--trust-remote-code", "--no-enable-prefix-caching", "--enforce-eager", "--enable-sleep-mode"} <= set(words)
-    assert rollout.entry == "engine" and rollout.version == "0.19.0" and rollout.cotenant is None
+    assert rollout.entry == "engine" and rollout.version == "0.19.0"
+    assert rollout.cotenant is not None and "wakes the engines" in rollout.cotenant
 
 
 def test_openrlhf_engines_on_their_own_gpus_take_the_default_share():
@@ -63,14 +65,17 @@ def test_openrlhf_engines_on_their_own_gpus_take_the_default_share():
     assert "--enable-sleep-mode" not in words and rollout.cotenant is None
 
 
-def test_openrlhf_colocated_without_sleep_is_cannot_judge_until_the_trainer_memory_is_given(tmp_path):
-    """--colocate_all_models without --vllm_enable_sleep: the DeepSpeed models load while the engines start, so the
-    memory they hold is not in the file (cannot judge); --gpu-reserved gives it. Llama-3.1-8B (bundled) on an H100,
+def test_openrlhf_colocated_is_cannot_judge_until_the_trainer_memory_is_given(tmp_path):
+    """--colocate_all_models without --vllm_enable_sleep: the DeepSpeed models load while the engines start; with it,
+    every rollout wakes the engines beside them: the memory they hold is not in the file (cannot judge);
+    --gpu-reserved gives it. Llama-3.1-8B (bundled) on an H100,
     util 0.5: vLLM needs 0.5 x 80 GiB free at start, so 30 GiB in use passes and 45 GiB (35 GiB free) does not start."""
     text = ("python3 -m openrlhf.cli.train_ppo_ray --pretrain meta-llama/Llama-3.1-8B-Instruct --vllm_num_engines 8 "
             "--vllm_tensor_parallel_size 1 --colocate_all_models --vllm_gpu_memory_utilization 0.5 --max_len 8192\n")
     refused = _check(tmp_path, text, gpu="h100")
     assert refused.status == "cannot_judge" and "no --vllm_enable_sleep" in refused.reason
+    slept = _check(tmp_path, text.replace("--colocate_all_models", "--colocate_all_models --vllm_enable_sleep"), gpu="h100")
+    assert slept.status == "cannot_judge" and "each rollout wakes the engines" in slept.reason
     assert _check(tmp_path, text, gpu="h100", gpu_reserved="30GiB").status == "pass"
     assert _check(tmp_path, text, gpu="h100", gpu_reserved="45GiB").status == "fail"
 

@@ -76,12 +76,13 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'offline/vllm--reproducibility.py': [('cannot_judge', "model 'facebook/opt-125m' is not bundled")],
     'offline/runhouse--llm.py': [('cannot_judge', 'AsyncEngineArgs(model=...) is computed by the program (self.model_id)')],
     # RL trainers (readers/rl_rollout.py): verl's overrides end with `$@`, the caller's overrides, which may change any
-    # rollout setting (as `$@` in a vllm serve line); OpenRLHF 0.9.8 - 0.10.1's rollout is read through to its model
-    # (OpenRLHF's SFT checkpoint is not bundled: cannot judge offline), `ray job submit -- ...` included (these were
+    # rollout setting (as `$@` in a vllm serve line); OpenRLHF 0.9.8 - 0.10.1's rollout is read: colocated with the
+    # DeepSpeed models (--colocate_all_models) what they hold is not in the file; on GPUs of its own it is read through
+    # to its model (OpenRLHF's SFT checkpoint is not bundled: cannot judge offline), `ray job submit` included (were
     # skipped as "starts no server" before); the older CLI's --prompt_max_len and options in a bash array are named
     'rl/verl--run_qwen3-1.7b.sh': [('cannot_judge', 'its arguments include $@, set outside the file')],
     'rl/verl--run_qwen3-8b.sh': [('cannot_judge', 'its arguments include $@, set outside the file')],
-    'rl/openrlhf--train_ppo_ray_hybrid_engine.sh': [('cannot_judge', "model 'OpenRLHF/Llama-3-8b-sft-mixture' is not bundled")],
+    'rl/openrlhf--train_ppo_ray_hybrid_engine.sh': [('cannot_judge', 'each rollout wakes the engines on GPUs the DeepSpeed')],
     'rl/openrlhf--train_ppo_with_reward_fn.sh': [('cannot_judge', "model 'OpenRLHF/Llama-3-8b-sft-mixture' is not bundled")],
     'rl/openrlhf--train_reinforce_baseline_hybrid_engine.sh': [('cannot_judge', 'an argument is ${CKPT_ARGS[@]}, set outside')],
     'rl/openrlhf--train_ppo_llama_ray.sh': [('cannot_judge', "--prompt_max_len is not an option of OpenRLHF 0.9.8")],

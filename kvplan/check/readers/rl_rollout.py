@@ -12,10 +12,12 @@ trust_remote_code=True, ...)` and starts it with `AsyncLLMEngine.from_engine_arg
 `vllm serve`'s nor the LLM class's scheduler defaults). setup.py pins vllm==0.18.0 (0.9.8) to 0.19.0 (0.10.1.post2):
 one line of kvplan's vLLM rules. What shares the GPU at start (openrlhf/cli/train_ppo_ray.py train): the engines are
 created before the actor, reference, critic and reward models; without --colocate_all_models (or with --async_train)
-they have a placement group of whole GPUs of their own; with it and --vllm_enable_sleep, train() waits for every
-engine (batch_vllm_engine_call(..., "sleep")) before the DeepSpeed models are created: either way nothing else is on
-the GPU when vLLM profiles. With --colocate_all_models and no --vllm_enable_sleep the DeepSpeed models load while the
-engines start (nothing waits): what they hold then is not settled by the file.
+they have a placement group of whole GPUs of their own: nothing else is on them. With --colocate_all_models the
+engines share GPUs with the DeepSpeed models' processes: without --vllm_enable_sleep those load while the engines
+start (nothing waits); with it train() waits for every engine to sleep (batch_vllm_engine_call(..., "sleep")) before
+the models exist, but each rollout wakes the engines beside them (ppo_utils/samples_generator.py), where the
+reference and reward models stay unless --ref_reward_offload, the actor and critic unless --deepspeed_enable_sleep,
+and every process keeps its CUDA context: what they hold is not settled by the file (--gpu-reserved gives it).
 
 verl: every release builds the rollout inside the training worker's process on the GPUs its FSDP/Megatron actor,
 reference and critic train on (verl/workers/fsdp_workers.py init_model: the actor is built, and offloaded only with
@@ -190,11 +192,18 @@ def openrlhf(args: tuple[str, ...], *, where: str) -> Rollout:
         words += ["--logprobs-mode", "processed_logprobs", "--max-logprobs", "1"]
     cotenant = None
     if colocated and not sleep:
-        cotenant = ("with --colocate_all_models and no --vllm_enable_sleep the actor, reference and reward models load "
-                    "on the engines' GPUs while the engines start (train_ppo_ray.py waits for them only to put them to "
-                    "sleep), so what those hold when vLLM profiles is not in the file")
-    where_gpu = ("the engines start first on GPUs shared with the DeepSpeed models, which are created only after every "
-                 "engine has started and gone to sleep" if colocated and sleep else
+        cotenant = ("with --colocate_all_models and no --vllm_enable_sleep the actor, reference, critic and reward models "
+                    "load on the engines' GPUs while the engines start (train_ppo_ray.py does not wait for them)")
+    elif colocated:
+        # the engines start alone (train() waits for them to sleep before the DeepSpeed models exist), but every
+        # rollout wakes them (samples_generator.py wake_up) beside the DeepSpeed models' processes: the reference and
+        # reward models stay resident unless --ref_reward_offload, the actor and critic unless --deepspeed_enable_sleep
+        # (ppo_trainer.py offload_states), and each process keeps its CUDA context on the GPU
+        cotenant = ("with --colocate_all_models each rollout wakes the engines on GPUs the DeepSpeed actor, reference, "
+                    "critic and reward processes share (resident: their CUDA contexts, and the models --ref_reward_offload"
+                    " and --deepspeed_enable_sleep do not offload), so what they hold when vLLM takes its share back is "
+                    "not in the file")
+    where_gpu = ("the engines share GPUs with the DeepSpeed models" if colocated else
                  "the engines get whole GPUs of their own (a Ray placement group of their own)")
     notes = (f"OpenRLHF ({engines} engine(s) of TP {tp}): each engine is vllm.AsyncEngineArgs(...) started with "
              "AsyncLLMEngine.from_engine_args (openrlhf/trainer/ray/vllm_engine.py), so vLLM's ENGINE_CONTEXT "
