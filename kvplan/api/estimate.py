@@ -8,7 +8,7 @@ from kvplan.api import args
 from kvplan import engines
 from kvplan.core.errors import InputError
 from kvplan.engines import fixes
-from kvplan.requests.build import build_request, refuse_paged_flags
+from kvplan.requests.build import at_origins, build_request, refuse_paged_flags
 
 if TYPE_CHECKING:
     from kvplan.engines import EngineRequest
@@ -81,10 +81,11 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, gpus, tp, pp, engin
             engine_version=engine_version, gpu_reserved=args.text(gpu_reserved, "--gpu-reserved"),
             engine_options=args.engine_options(engine_option), vllm_args=vllm_args, rate=rate, prompt=prompt, site=site,
             sglang_args=sglang_args)
-        chosen.accepts(request)
-        result = chosen.estimate(request)
-        if not optimistic:
-            # judged where check judges: a modelled budget at the low edge of its band, so the verdict, the longest
-            # context and every fix are the ones `kvplan check` gives the same deployment
-            request, result = fixes.at_judging_edge(chosen, request, result)
-        return request, fixes.attach(chosen, request, result)
+        with at_origins(request):
+            chosen.accepts(request)
+            result = chosen.estimate(request)
+            if not optimistic:
+                # judged where check judges: a modelled budget at the low edge of its band, so the verdict, the
+                # longest context and every fix are the ones `kvplan check` gives the same deployment
+                request, result = fixes.at_judging_edge(chosen, request, result)
+            return request, fixes.attach(chosen, request, result)

@@ -13,7 +13,7 @@ from kvplan.analysis import explain as ex, latency
 from kvplan.core import units
 from kvplan.core.cache import CacheModel
 from kvplan import engines
-from kvplan.requests.build import build_request
+from kvplan.requests.build import at_origins, build_request
 from kvplan.model import catalog
 
 if TYPE_CHECKING:
@@ -101,11 +101,15 @@ def run(model, *, seq, batch, kv_dtype, dtype, gpu, gpu_mem, tp, pp, gpu_util, w
         if sglang_args is not None:
             sreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem,
                                  gpus=None, tp=tp, pp=pp, gpu_util=gpu_util, sglang_args=sglang_args)
-            result = dataclasses.replace(result, extra_terms=ex.sglang_extra_terms(engines.get("sglang").estimate(sreq)))
+            with at_origins(sreq):
+                terms = ex.sglang_extra_terms(engines.get("sglang").estimate(sreq))
+            result = dataclasses.replace(result, extra_terms=terms)
         if vllm_args is not None:
             vreq = build_request(model, seq=seq, batch=batch, kv_dtype=kv_dtype, dtype=dtype, gpu=gpu, gpu_mem=gpu_mem, gpus=None,
                                  tp=tp, pp=pp, gpu_util=gpu_util, vllm_args=vllm_args)
-            result = dataclasses.replace(result, extra_terms=ex.extra_terms(engines.get("vllm").estimate(vreq)))
+            with at_origins(vreq):
+                terms = ex.extra_terms(engines.get("vllm").estimate(vreq))
+            result = dataclasses.replace(result, extra_terms=terms)
         if engine_option:
             if vllm_args is not None:
                 raise InputError("--engine-option takes TensorRT-LLM's options, --vllm-args vLLM's: give one",

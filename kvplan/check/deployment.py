@@ -101,6 +101,13 @@ class Deployment:
     gpus_available: int | None = None  # GPUs the file gives one instance (None: it does not say)
     gpus_available_origin: str | None = None
     flag_style: bool = False  # settings are written as command-line flags (`--max-model-len 8192`), not `key: value`
+    # how the file itself wrote a setting it gives (`-tp`, a --config file's key), for an error about its value;
+    # None: as `key` spells it (a fix is still worded in `key`'s spelling)
+    written: Callable[[str], str] | None = None
+
+    def written_as(self, name: str) -> str:
+        """The setting as the file wrote it, where an error about its value is located."""
+        return (self.written or self.key)(name)
 
     @property
     def place(self) -> str:

@@ -47,8 +47,14 @@ def _run(engine: Engine, dep: Deployment, request, *, search_max_seq: bool = Tru
     try:
         return engine.estimate(request, search_max_seq=search_max_seq)
     except KvplanError as err:
+        flag, _, option = (err.where or "").partition(" ")
+        if flag == "--engine-option" and option:
+            # one engine option's value ('--engine-option max_tokens'): the file's own key for it where the reader
+            # knows it (kv_cache_config.max_tokens), else the deployment's engine options
+            err.where = f"{dep.place}: {dep.written(option) if dep.written is not None else dep.key('engine_option')}"
+            raise
         name = _ENGINE_WHERE.get(err.where or "")
-        err.where = f"{dep.place}: {dep.key(name)}" if name else (f"{dep.place}: {err.where}" if err.where else dep.place)
+        err.where = f"{dep.place}: {dep.written_as(name)}" if name else (f"{dep.place}: {err.where}" if err.where else dep.place)
         raise
 
 

@@ -81,6 +81,10 @@ class EngineRequest:
     # AWQ checkpoint): its activations, which a GPU generation may not run (engines/vllm/gpu_dtypes.py); None: auto,
     # or a weight_fmt that says it
     activation_dtype: str | None = None
+    # kvplan's flag -> the engine option pasted in --vllm-args / --sglang-args that gave its value, as written
+    # ('--tp' -> '--vllm-args -tp'): an error about the setting names what the user typed (requests/build.py
+    # at_origins); () when every value came from kvplan's own flags
+    origins: tuple[tuple[str, str], ...] = ()
 
     @property
     def expert_parallel(self) -> bool:

@@ -6,11 +6,12 @@ Pure of typer and rich.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from contextlib import contextmanager
+from typing import TYPE_CHECKING, Iterator
 
 from kvplan import engines
 from kvplan.core.dtypes import WeightFormat
-from kvplan.core.errors import InputError, UnsupportedError
+from kvplan.core.errors import InputError, KvplanError, UnsupportedError
 from kvplan.core.spec import ModelSpec, spec_from_mapping, spec_to_mapping
 from kvplan.core.units import shown
 from kvplan.engines.api import EngineRequest, Hardware
@@ -29,14 +30,15 @@ LIMITS = {"--batch": 2**31, "--pp": 4096, "--tp": 4096, "--gpus": 2**20, "--bloc
           "--max-num-seqs": 2**31, "--max-num-batched-tokens": 2**40}
 
 
-def check_count(value: int | None, flag: str) -> None:
-    """A whole-number option is at least 1 and below its plausibility bound."""
+def check_count(value: int | None, flag: str, *, where: str | None = None) -> None:
+    """A whole-number option is at least 1 and below its plausibility bound. `where`: what the user wrote when it is
+    not the flag (an option pasted in --vllm-args)."""
     if value is None:
         return
     if value < 1:
-        raise InputError(f"must be at least 1, got {shown(value)}", where=flag)
+        raise InputError(f"must be at least 1, got {shown(value)}", where=where or flag)
     if value > LIMITS[flag]:
-        raise InputError(f"{shown(value)} is implausibly large (limit {LIMITS[flag]})", where=flag)
+        raise InputError(f"{shown(value)} is implausibly large (limit {LIMITS[flag]})", where=where or flag)
 
 
 # flags that size a paged engine's pool or scheduler: the static engine (one contiguous cache per sequence) has none
@@ -54,16 +56,18 @@ def refuse_paged_flags(names, **given) -> None:
                              hint="it applies to --engine vllm, sglang or trtllm")
 
 
-def split_gpus(gpus: int | None, tp: int | None, pp: int, *, where: str = "--gpus") -> int:
-    """The tensor parallel size when --gpus N is given: TP x PP = N (TP from N when not given)."""
+def split_gpus(gpus: int | None, tp: int | None, pp: int, *, where: str = "--gpus", tp_name: str = "--tp",
+               pp_name: str = "--pp") -> int:
+    """The tensor parallel size when --gpus N is given: TP x PP = N (TP from N when not given). `tp_name`,
+    `pp_name`: the options as the user wrote them (a size pasted in --vllm-args is named so)."""
     if gpus is None:
         return tp or 1
     if tp is None:
         if gpus % pp:
-            raise InputError(f"--gpus {gpus} is not a multiple of --pp {pp}", where="--gpus")
+            raise InputError(f"--gpus {gpus} is not a multiple of {pp_name} {pp}", where="--gpus")
         return gpus // pp
     if tp * pp != gpus:
-        raise InputError(f"--gpus {gpus} but --tp {tp} x --pp {pp} = {tp * pp}", where=where,
+        raise InputError(f"--gpus {gpus} but {tp_name} {tp} x {pp_name} {pp} = {tp * pp}", where=where,
                          hint="drop --gpus or make them agree")
     return tp
 
@@ -92,33 +96,40 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     """Turn command-line values into an EngineRequest, validating each (every command builds its requests here).
     `site`: a site profile already read (engines/calibration.py read_profile: --calibration FILE)."""
     spec = catalog.resolve_model(model)
+    # kvplan's flag -> the pasted engine option that gave its value ('--vllm-args --gpu-memory-utilization'): an
+    # error about the value names what the user typed, not a kvplan flag they never wrote
+    origins: dict[str, str] = {}
     if vllm_args is not None or sglang_args is not None:
         # the engine's options that kvplan's own flags also give, taken as pasted (one value; two that differ: error)
         given = dict(seq=seq, tp=tp, pp=pp, gpu_util=gpu_util, kv_dtype=kv_dtype, kv_cache_memory=kv_cache_memory,
                      block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
                      dtype=dtype)
-        merged = (_merge_vllm_core(vllm_args, given, spec, engine_version=engine_version) if vllm_args is not None
-                  else _merge_sglang_core(sglang_args or "", given, spec))
+        merged, origins = (_merge_vllm_core(vllm_args, given, spec, engine_version=engine_version)
+                           if vllm_args is not None else _merge_sglang_core(sglang_args or "", given, spec))
         seq, tp, pp, gpu_util, kv_dtype = merged["seq"], merged["tp"], merged["pp"], merged["gpu_util"], merged["kv_dtype"]
         kv_cache_memory, block_size, max_num_seqs = merged["kv_cache_memory"], merged["block_size"], merged["max_num_seqs"]
         max_num_batched_tokens, dtype = merged["max_num_batched_tokens"], merged["dtype"]
+
+    def at(flag: str) -> str:
+        return origins.get(flag, flag)
+
     if kv_heads is not None or head_dim is not None:
         spec = override_spec(spec, kv_heads=kv_heads, head_dim=head_dim)
     if gpu is not None and gpu_mem is not None:
         raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem")
     for flag, value in (("--batch", batch), ("--pp", pp), ("--tp", tp), ("--gpus", gpus), ("--block-size", block_size),
                         ("--max-num-seqs", max_num_seqs), ("--max-num-batched-tokens", max_num_batched_tokens)):
-        check_count(value, flag)
-    tp = split_gpus(gpus, tp, pp)
+        check_count(value, flag, where=at(flag))
+    tp = split_gpus(gpus, tp, pp, tp_name=at("--tp"), pp_name=at("--pp"))
     seq_auto = seq is not None and seq.strip().lower() in AUTO_LENGTH
     if seq_auto:
         # vLLM starts the search from the model's derived length (vllm/config/model.py _get_and_verify_max_len)
         if not spec.max_context:
-            raise InputError("the model names no maximum length to start the search from", where="--seq",
+            raise InputError("the model names no maximum length to start the search from", where=at("--seq"),
                              hint="give a length")
         seq_tokens = spec.max_context
     else:
-        seq_tokens = units.parse_tokens(seq, what="--seq") if seq is not None else (spec.max_context or 8192)
+        seq_tokens = units.parse_tokens(seq, what=at("--seq")) if seq is not None else (spec.max_context or 8192)
     try:
         try:
             dtypes.resolve_kv_dtype(kv_dtype, dtypes.dtype(spec.dtype))  # a spelling no engine takes fails here, once
@@ -130,16 +141,17 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     except InputError as err:
         # another engine's own format (SGLang's mxfp8, ...): that engine judges it; the records load on this path only
         if not any(kv_dtype.strip().lower() in engines.get(name).kv_formats for name in engines.ENGINE_NAMES):
-            raise err.located("--kv-dtype") from None
+            raise err.located(at("--kv-dtype")) from None
     try:
         weight_fmt = dtypes.weight_format(dtype) if dtype else None
     except InputError as err:
-        raise err.located("--dtype") from None
-    util = units.parse_fraction(gpu_util, what="--gpu-util") if gpu_util is not None else None
+        raise err.located(at("--dtype")) from None
+    util = units.parse_fraction(gpu_util, what=at("--gpu-util")) if gpu_util is not None else None
     hardware = hardware_for(gpu, gpu_mem)
     if util is not None and hardware is None:
         # a share of no GPU's memory means nothing: said, not ignored (issue 15)
-        raise InputError("--gpu-util needs a GPU", where="--gpu-util", hint="add --gpu NAME or --gpu-mem SIZE")
+        raise InputError(f"{at('--gpu-util').split()[-1]} needs a GPU", where=at("--gpu-util"),
+                         hint="add --gpu NAME or --gpu-mem SIZE")
     reserve_bytes = None
     if reserve is not None:
         if hardware is None:
@@ -167,10 +179,12 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
     return EngineRequest(
         spec=spec, seq=seq_tokens, seq_auto=seq_auto, batch=batch, kv_dtype=kv_dtype, weight_fmt=weight_fmt, tp=tp, pp=pp,
         hardware=hardware, gpu_util=util, reserve_bytes=reserve_bytes,
-        kv_cache_memory=units.parse_size(kv_cache_memory, what="--kv-cache-memory") if kv_cache_memory is not None else None,
+        kv_cache_memory=(units.parse_size(kv_cache_memory, what=at("--kv-cache-memory")) if kv_cache_memory is not None
+                         else None),
         block_size=block_size, max_num_seqs=max_num_seqs, max_num_batched_tokens=max_num_batched_tokens,
         engine_version=engine_version, gpu_reserved_bytes=reserved_bytes,
         engine_options=parse_engine_options(engine_options), features=features, site=site,
+        origins=tuple(origins.items()),
     )
 
 
@@ -227,7 +241,8 @@ def _vllm_value(dest: str, value, spec: ModelSpec):
     return value
 
 
-def _merge_vllm_core(vllm_args: str, given: dict, spec: ModelSpec, *, engine_version: str | None) -> dict:
+def _merge_vllm_core(vllm_args: str, given: dict, spec: ModelSpec, *,
+                     engine_version: str | None) -> tuple[dict, dict[str, str]]:
     """kvplan's flag values with the `vllm serve` options of --vllm-args that give the same setting; a setting given
     both ways with two values is an error (exit 2)."""
     args = engines.get("vllm").options.parse_command_line(vllm_args, where="--vllm-args", version=engine_version)
@@ -235,11 +250,13 @@ def _merge_vllm_core(vllm_args: str, given: dict, spec: ModelSpec, *, engine_ver
                        same=lambda ours, value: False)
 
 
-def _merge_core(args, table: dict, given: dict, value_of, *, where: str, same) -> dict:
+def _merge_core(args, table: dict, given: dict, value_of, *, where: str, same) -> tuple[dict, dict[str, str]]:
     """kvplan's flag values with the launch's options that give the same setting (`table`: the engine's dest ->
     (build_request's parameter, the flag, its default)); the same setting given both ways with two values is bad
-    input naming both (exit 2). `same(ours, theirs)`: two spellings of one value the plain comparison misses."""
+    input naming both (exit 2). `same(ours, theirs)`: two spellings of one value the plain comparison misses.
+    Returns (the values, kvplan's flag -> the launch option that gave its value as written: '--vllm-args -tp')."""
     out = dict(given)
+    origins: dict[str, str] = {}
     for dest, (param, flag, default) in table.items():
         if not args.given(dest):
             continue
@@ -252,7 +269,8 @@ def _merge_core(args, table: dict, given: dict, value_of, *, where: str, same) -
             raise InputError(f"{args.written.get(dest, dest)} {value} and {flag} {ours} disagree", where=where,
                              hint="give the setting once")
         out[param] = value
-    return out
+        origins[flag] = f"{where} {args.written.get(dest, dest)}"
+    return out, origins
 
 
 def _refuse_launch_options(args, core: dict[str, str], unmodelled: list[tuple[str, str]], *, where: str) -> None:
@@ -345,7 +363,7 @@ def _sglang_value(dest: str, value, spec: ModelSpec):
     return value
 
 
-def _merge_sglang_core(sglang_args: str, given: dict, spec: ModelSpec) -> dict:
+def _merge_sglang_core(sglang_args: str, given: dict, spec: ModelSpec) -> tuple[dict, dict[str, str]]:
     """kvplan's flag values with the launch_server options of --sglang-args that give the same setting; kvplan's
     generic --kv-dtype fp8 and SGLang's fp8_e4m3 are one setting (the engine record's kv_fp8_name)."""
     fp8 = engines.get("sglang").flags.kv_fp8_name
@@ -405,3 +423,17 @@ def override_spec(spec: ModelSpec, *, kv_heads: int | None, head_dim: int | None
         return spec_from_mapping(mapping, source="--kv-heads/--head-dim")
     except InputError as err:
         raise InputError(err.what, where="--kv-heads" if kv_heads is not None else "--head-dim", hint=err.hint) from None
+
+
+@contextmanager
+def at_origins(req: EngineRequest) -> Iterator[None]:
+    """An engine's error about a setting the user pasted in the engine's own spelling (--vllm-args -tp 3) is located
+    at that option, not at the kvplan flag the engine names (--tp): the same relocation `kvplan check` makes to a
+    file's keys (check/judge.py)."""
+    try:
+        yield
+    except KvplanError as err:
+        pasted = dict(req.origins).get(err.where or "")
+        if pasted is not None:
+            err.where = pasted
+        raise

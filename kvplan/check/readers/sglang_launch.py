@@ -25,6 +25,11 @@ _FLAGS = {"max_model_len": "--context-length", "tensor_parallel_size": "--tp-siz
           "kv_cache_dtype": "--kv-cache-dtype", "gpu_memory_utilization": "--mem-fraction-static",
           "max_num_seqs": "--max-running-requests", "block_size": "--page-size",
           "max_num_batched_tokens": "--chunked-prefill-size", "dtype": "--dtype", "model": "--model-path"}
+# kvplan's setting -> SGLang's dest for it (server_args.py), to name an option as the launch wrote it (`--tp`, not
+# `--tp-size`)
+_DESTS = {"max_model_len": "context_length", "tensor_parallel_size": "tp_size", "pipeline_parallel_size": "pp_size",
+          "gpu_memory_utilization": "mem_fraction_static", "max_num_seqs": "max_running_requests",
+          "block_size": "page_size", "max_num_batched_tokens": "chunked_prefill_size", "model": "model_path"}
 _DTYPES = {"half": "fp16", "float16": "fp16", "bfloat16": "bf16", "float": "fp32", "float32": "fp32"}
 
 
@@ -117,8 +122,9 @@ def read(args, ctx: LaunchContext) -> Deployment:
         notes.append(f"--dp-size {dp}: {dp} replicas of {tp * pp} GPUs each; judged per replica")
     if args.get("nnodes", 1) > 1:
         notes.append(f"--nnodes {args.get('nnodes')}: tensor parallel {tp} spans the nodes")
+    written = lambda name: args.written.get(_DESTS.get(name, name)) or key(name)  # noqa: E731
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
-                             util=util, reserve=None, kv_mem=None, where=where, key=key, engine_version=version,
+                             util=util, reserve=None, kv_mem=None, where=where, key=written, engine_version=version,
                              features=launch_features, engine_options=env_options, **ints)
     origins = Origins(gpu=choice.origin, gpus=count_origin(choice.count_origin, tp, pp, gpus_note, ctx.defaults.gpus),
                       model=found.source.describe(), engine_release=release_text)
@@ -126,7 +132,8 @@ def read(args, ctx: LaunchContext) -> Deployment:
     return Deployment(source=ctx.source, document=ctx.document, name=str(served or ctx.name), format=ctx.fmt, engine="sglang",
                       request=request, requirements=ctx.defaults.requirements, key=key, gpus=tp * pp * dp,
                       notes=tuple(dict.fromkeys(notes)), origins=origins, alternatives=choice.hardware[1:],
-                      gpus_available=choice.count, gpus_available_origin=choice.count_origin, flag_style=True)
+                      gpus_available=choice.count, gpus_available_origin=choice.count_origin, flag_style=True,
+                      written=written)
 
 
 def read_argv(words, ctx: LaunchContext) -> Deployment:

@@ -34,6 +34,8 @@ _KEYS = {"max_model_len": "max_seq_len", "tensor_parallel_size": "tensor_paralle
          "pipeline_parallel_size": "pipeline_parallel_size", "kv_cache_dtype": "kv_cache_config.dtype",
          "gpu_memory_utilization": "kv_cache_config.free_gpu_memory_fraction", "max_num_seqs": "max_batch_size",
          "block_size": "kv_cache_config.tokens_per_block", "max_num_batched_tokens": "max_num_tokens", "model": "model"}
+# the engine options kvplan reads from kv_cache_config (serve_args.py engine_options) -> their key in the file
+_KV_CAPS = {name: f"kv_cache_config.{name}" for name in ("max_tokens", "max_gpu_total_bytes", "max_attention_window")}
 
 
 def flag_key(name: str) -> str:
@@ -55,6 +57,14 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
 
     def at(dest: str) -> str:
         return f"{where}: {written.get(dest, yaml_key(dest) if ctx.key is yaml_key else dest)}"
+
+    def as_written(name: str) -> str:
+        # a setting as the launch wrote it (a flag, the options file's key); kv_cache_config's caps, read as engine
+        # options (serve_args.py engine_options), by their place in the file
+        dest = yaml_key(name)
+        cap = _KV_CAPS.get(name)
+        return (written.get(cap or dest) or written.get(dest.removeprefix("kv_cache_config.")) or cap
+                or key(name))
 
     version, release_text = ctx.version, pinned_rules("trtllm", ctx)
     model_ref = llm_api.get("model")
@@ -78,7 +88,9 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
         raise UnsupportedError(f"{field} is set ({why}); kvplan does not model it", where=f"{where}: {field}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
     tp = llm_api.get("tensor_parallel_size")
-    pp = llm_api.get("pipeline_parallel_size", 1) or 1
+    pp = llm_api.get("pipeline_parallel_size")
+    if pp is None:  # TensorRT-LLM's default (llm_args.py pipeline_parallel_size = 1); a 0 given is checked below
+        pp = 1
     if engine_dir is not None:  # an engine runs on the layout it was built for
         for dest, value, built in (("tensor_parallel_size", tp, engine_dir.tp), ("pipeline_parallel_size", pp,
                                                                                   engine_dir.pp)):
@@ -103,13 +115,14 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     kv = llm_api.get("kv_cache_config") or {}
     kv_name = str(kv.get("dtype", engine_dir.kv_dtype if engine_dir is not None else "auto"))
     if kv_name not in kv_dtypes:
-        raise UnsupportedError(f"kv_cache_config.dtype {kv_name} is not modelled", where=f"{where}: kv_cache_config.dtype",
+        raise UnsupportedError(f"kv_cache_config.dtype {kv_name} is not modelled",
+                               where=f"{where}: {written.get('kv_cache_config.dtype', 'kv_cache_config.dtype')}",
                                hint="auto and fp8 are")
     util = kv.get("free_gpu_memory_fraction")
     if util is not None:
         if isinstance(util, bool) or not isinstance(util, (int, float, Fraction)) or not 0 < util < 1:
             raise InputError(f"free_gpu_memory_fraction must be above 0 and below 1, got {util!r}",
-                             where=f"{where}: {written.get('free_gpu_memory_fraction', 'kv_cache_config.free_gpu_memory_fraction')}")
+                             where=f"{where}: {as_written('gpu_memory_utilization')}")
         if isinstance(util, float):
             from decimal import Decimal
 
@@ -119,7 +132,8 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
         if llm_api.get(dest) is not None:
             ints[field] = whole(llm_api[dest], where=at(dest))
     if kv.get("tokens_per_block") is not None:
-        ints["block_size"] = whole(kv["tokens_per_block"], where=f"{where}: kv_cache_config.tokens_per_block")
+        ints["block_size"] = whole(kv["tokens_per_block"],
+                                   where=f"{where}: {written.get('kv_cache_config.tokens_per_block', 'kv_cache_config.tokens_per_block')}")
     elif engine_dir is not None and engine_dir.tokens_per_block:
         ints["block_size"] = engine_dir.tokens_per_block  # a build setting of the engine (plugin_config)
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
@@ -131,7 +145,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     if engine_dir is not None and engine_dir.weight_dtype:
         weight_fmt = dtypes.weight_format(engine_dir.weight_dtype)
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp,
-                             gpu=choice.hardware[0], util=util, reserve=None, kv_mem=None, where=where, key=key,
+                             gpu=choice.hardware[0], util=util, reserve=None, kv_mem=None, where=where, key=as_written,
                              engine_version=version, **ints)
     # attention DP, speculative decoding, the cache transceiver, kv_cache_config's caps: the engine's option keys;
     # an engine directory's backend and build settings first
@@ -147,7 +161,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
                       request=request, requirements=ctx.defaults.requirements, key=key, gpus=tp * pp,
                       notes=tuple(dict.fromkeys(out_notes)), origins=origins, alternatives=choice.hardware[1:],
                       gpus_available=choice.count, gpus_available_origin=choice.count_origin,
-                      flag_style=ctx.key is not yaml_key)
+                      flag_style=ctx.key is not yaml_key, written=as_written)
 
 
 def _engine_dir(ref: str, llm_api: Mapping[str, Any], ctx: LaunchContext, at):

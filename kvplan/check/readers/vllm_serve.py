@@ -181,8 +181,9 @@ def read(args, ctx: LaunchContext) -> Deployment:
     # prefix caching decides how many Mamba state blocks a hybrid's request holds (kvplan/engines/vllm/engine.py)
     prefix_caching = args.get("enable_prefix_caching") if args.given("enable_prefix_caching") else None
     alternatives = choice.hardware[1:]
+    written = lambda dest: args.written.get(dest) or key(dest)  # noqa: E731  (vLLM's dests are kvplan's names)
     request = engine_request(spec, seq=seq, kv_name=kv_name, weight_fmt=weight_fmt, tp=tp, pp=pp, gpu=choice.hardware[0],
-                             util=util, reserve=None, kv_mem=kv_mem, where=where, key=key, engine_version=args.version,
+                             util=util, reserve=None, kv_mem=kv_mem, where=where, key=written, engine_version=args.version,
                              prefix_caching=prefix_caching, features=features if features.any else None,
                              engine_options=env_options or None, **ints)  # the site profile: with_command_line
     if seq_auto:
@@ -200,7 +201,8 @@ def read(args, ctx: LaunchContext) -> Deployment:
     return Deployment(source=ctx.source, document=ctx.document, name=str(name), format=ctx.fmt, engine="vllm", request=request,
                       requirements=ctx.defaults.requirements, key=key, gpus=tp * pp * pcp * dp, notes=tuple(dict.fromkeys(notes)),
                       origins=origins, alternatives=alternatives, gpus_available=choice.count,
-                      gpus_available_origin=choice.count_origin, flag_style=ctx.flag_style and ctx.fmt != "vllm-config")
+                      gpus_available_origin=choice.count_origin, flag_style=ctx.flag_style and ctx.fmt != "vllm-config",
+                      written=written)
 
 
 def read_argv(words, ctx: LaunchContext, *, positional: bool = True) -> Deployment:

@@ -158,9 +158,9 @@ def _options(req: EngineRequest) -> dict:
             try:
                 n = int(value.replace("_", ""))
             except ValueError:
-                raise InputError(f"{key}={value!r} is not a whole number", where="--engine-option") from None
+                raise InputError(f"{key}={value!r} is not a whole number", where=f"--engine-option {key}") from None
             if n < 1 or n > 2**40:
-                raise InputError(f"{key}={n} is out of range", where="--engine-option")
+                raise InputError(f"{key}={n} is out of range", where=f"--engine-option {key}")
             out[key] = n
     return out
 

@@ -137,9 +137,9 @@ def _count(value: str, key: str, *, low: int = 1) -> int:
     try:
         n = int(str(value).replace("_", ""))
     except ValueError:
-        raise InputError(f"{key}={value!r} is not a whole number", where="--engine-option") from None
+        raise InputError(f"{key}={value!r} is not a whole number", where=f"--engine-option {key}") from None
     if n < low or n > 2**31:
-        raise InputError(f"{key}={n} is out of range (at least {low})", where="--engine-option")
+        raise InputError(f"{key}={n} is out of range (at least {low})", where=f"--engine-option {key}")
     return n
 
 

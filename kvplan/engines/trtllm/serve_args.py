@@ -205,6 +205,11 @@ def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], An
             notes.append(f"{extra_file}: kv_cache_config replaces the one {written['free_gpu_memory_fraction']} built "
                          "(update_llm_args_with_extra_dict): the fraction is TensorRT-LLM's default 0.9")
         llm_api = {**llm_api, **(extra or {})}
+        # the file's values win over the flags (update_llm_args_with_extra_dict): an error about one names its key there
+        for dest in extra or {}:
+            written[str(dest)] = f"{extra_file}: {dest}"
+        for dest in (extra or {}).get("kv_cache_config") or {}:
+            written[f"kv_cache_config.{dest}"] = f"{extra_file}: kv_cache_config.{dest}"
     return ServeArgs(model=model, flags=values, written=written, llm_api=llm_api, extra_file=extra_file, notes=tuple(notes))
 
 
