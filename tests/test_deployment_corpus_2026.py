@@ -20,9 +20,10 @@ not bundle (named, exit 3), which is the right answer offline. Judged by hand, i
   cache, 40 layers x 8 KV heads x 128 x 2 x 1 B = 80 KiB a token, 5.00 GiB a request, pool 21.73 GiB: 4.34 at once,
   pass; GLM-4.7-Flash on 2 H100s (Truss), --max-model-len auto: vLLM picks the whole 202,752 tokens, 10.98e9 B of
   MLA cache a request, 2.77 at once in the 0.8 share, pass;
+- vLLM's api_server Dockerfile whose arguments come from the compose file beside it (an exec-form ENTRYPOINT with no
+  CMD: the model arrives at `docker run` time): cannot judge, saying so;
 - files that would not start: a git conflict left in an SGLang StatefulSet, a Nomad job file with its JSON pasted
-  after it (neither parses), vLLM's api_server Dockerfile whose arguments come from the compose file beside it (no
-  model of its own): invalid; SGLang options an older release took (--enable-ep-moe until 0.5.4, --lora-backend
+  after it (neither parses): invalid; SGLang options an older release took (--enable-ep-moe until 0.5.4, --lora-backend
   flashinfer until 0.5.2) in launches that pin no release: cannot judge;
 - Python (BentoML, Modal, Ray Serve apps), BentoML's pyproject.toml and Terraform's helm_release: programs, cannot
   judge naming the framework and engine (kvplan reads deployment files, not programs).
@@ -62,7 +63,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'bentoml/qwen3-next-80b-a3b/pyproject.toml': [('cannot_judge', 'BentoML build settings')],
     'bentoml/qwen3-next-80b-a3b/service.py': [('cannot_judge', 'a BentoML service that starts vLLM from its own code')],
     'compose/gpt-oss-build/.env': [('skipped', 'an environment file (KEY=VALUE): no launch of its own; a')],
-    'compose/gpt-oss-build/Dockerfile': [('invalid', 'no model (vLLM needs `model: NAME_OR_PATH`')],
+    'compose/gpt-oss-build/Dockerfile': [('cannot_judge', 'no model: its ENTRYPOINT `python3 -m vllm.entrypoints.openai')],
     'compose/gpt-oss-build/docker-compose.yml': [('cannot_judge', 'it asks for 1 NVIDIA GPU (environment CUDA_VISIBLE_DEVICES=0) but')],
     'compose/custom-ai/.env': [('skipped', 'an environment file (KEY=VALUE): no launch of its own; a')],
     'compose/custom-ai/docker-compose.yml': [('cannot_judge', "vLLM 0.33.0 has no serve option '--swap-space'; vLLM 0.10.2")],

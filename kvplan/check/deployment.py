@@ -136,6 +136,16 @@ class LaunchContext:
     flag_style: bool = True  # a fix reads `--flag value` (else `key: value`)
     env: Mapping[str, Any] = field(default_factory=dict)  # the engine process's environment, as far as the file says
     whole_launch: bool = False  # the command line is all the engine gets (a container, a script): --gpus sets nothing
+    args_at_run: str | None = None  # items.Workload.args_at_run: more arguments come where the container starts
+
+    def no_model(self, hint: str) -> KvplanError:
+        """The launch names no model: bad input, unless the model is given where the container starts (a Dockerfile
+        whose ENTRYPOINT is the engine with no CMD), which the file cannot say: then cannot judge."""
+        if self.args_at_run is not None:
+            return UnsupportedError(f"no model: {self.args_at_run}", where=self.where,
+                                    hint="judge the command that runs the image (docker run, compose, Kubernetes), "
+                                         "or the launch with --vllm-args")
+        return InputError("no model", where=self.where, hint=hint)
 
     def gpu_choice(self):
         """The GPUs to judge on: the file's, else --gpu / --gpu-mem, else cannot judge naming --gpu."""

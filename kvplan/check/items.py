@@ -42,6 +42,9 @@ class Workload:
     engine_config: tuple[str, Any] | None = None  # ('vllm', engine_kwargs) etc.: settings as a mapping, not a command line
     requests_gpus: bool = False
     blocker: KvplanError | None = None  # found while reading: the workload cannot be judged, and this says why
+    # the command takes more arguments where the container starts (a Dockerfile whose ENTRYPOINT is the engine and
+    # which has no CMD: `docker run IMAGE MODEL ...` appends them), said in words; None: the command line is whole
+    args_at_run: str | None = None
 
 
 @dataclass(frozen=True, eq=False, repr=False)

@@ -135,7 +135,8 @@ def _context(workload: Workload, engine: str, image: str | None, gpus: GpuEviden
     return LaunchContext(source=workload.source, document=workload.document, where=workload.where, name=workload.name,
                          fmt=workload.fmt, base_dir=workload.base_dir, defaults=defaults, gpu=gpus, version=version,
                          release_origin=origin, host_paths=True, notes=tuple(workload.notes) + tuple(notes),
-                         key=workload.key, flag_style=workload.flag_style, env=dict(env), whole_launch=True)
+                         key=workload.key, flag_style=workload.flag_style, env=dict(env), whole_launch=True,
+                         args_at_run=workload.args_at_run)
 
 
 def _from_call(workload: Workload, call: launch.EngineCall, defaults: Defaults) -> Deployment:

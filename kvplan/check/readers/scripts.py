@@ -184,10 +184,18 @@ def read_dockerfile(text: str, *, source: str, where: str, base_dir: Path) -> li
     assert build is not None  # the last stage always exists
     words, script = image_command(build)
     pins = tuple(p for p in [launch.pip_release("\n".join(build.runs))] if p)
+    # an exec-form ENTRYPOINT (or the base image's) with no CMD: `docker run IMAGE ARGS` appends ARGS to it, so the
+    # model and the other options arrive where the image is run, not in this file (docker's ENTRYPOINT / CMD rules)
+    at_run = None
+    if words is not None and build.cmd is None:
+        shown = " ".join(words)
+        whose = "its ENTRYPOINT" if build.entrypoint is not None else f"the base image {build.image}'s entrypoint"
+        at_run = (f"{whose} `{shown}` has no CMD: the model and the other options are given at `docker run` time, "
+                  "not in this file")
     workload = Workload(source=source, document=None, name=name, fmt=FORMAT_DOCKERFILE, where=where, base_dir=base_dir,
                         words=tuple(words) if words is not None else None, script=script, image=build.image,
                         env=dict(build.env), pins=pins,
-                        notes=("variables the file does not set take the defaults it gives them",))
+                        notes=("variables the file does not set take the defaults it gives them",), args_at_run=at_run)
 
     if not runs_engine(workload) and not launch.image_engine(build.image):
         return [Skip(source, None, name, FORMAT_DOCKERFILE, "starts no vLLM, SGLang or TensorRT-LLM server")]

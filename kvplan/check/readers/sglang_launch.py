@@ -46,7 +46,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
     version, release_text = ctx.version, pinned_rules("sglang", ctx)
     model_ref = args.get("model_path")
     if not model_ref:
-        raise InputError("no model", where=where, hint="SGLang needs --model-path NAME_OR_PATH")
+        raise ctx.no_model("SGLang needs --model-path NAME_OR_PATH")
     found = resolve_model(model_ref, base_dir=ctx.base_dir, where=at("model_path"), lookup=ctx.defaults.lookup,
                           host_paths=ctx.host_paths)
     spec = found.spec

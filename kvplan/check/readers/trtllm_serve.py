@@ -69,7 +69,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     version, release_text = ctx.version, pinned_rules("trtllm", ctx)
     model_ref = llm_api.get("model")
     if not model_ref:
-        raise InputError("no model", where=where, hint="trtllm-serve MODEL, or `model:` in the file")
+        raise ctx.no_model("trtllm-serve MODEL, or `model:` in the file")
     engine_dir = None
     if str(llm_api.get("backend")) in ("tensorrt", "trt"):
         # MODEL is then an engine directory, whose config.json is the engine's (pretrained_config, build_config), not
@@ -190,7 +190,8 @@ def read_argv(words, ctx: LaunchContext) -> Deployment:
                          unknown="the LLM-API options it sets (they override the flags) are unknown here")
 
     try:
-        args = engines.get("trtllm").options.parse_argv(list(words), where=ctx.where, load_config=load)
+        args = engines.get("trtllm").options.parse_argv(list(words), where=ctx.where, load_config=load,
+                                                        model_later=ctx.args_at_run is not None)
     except InputError as err:
         # the option table is trtllm-serve's of the 1.x line; a launch pinned to an older release may use an
         # option of its own, so a refusal is not a verdict on the file

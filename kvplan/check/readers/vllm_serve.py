@@ -103,7 +103,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
                                hint="judge the V1 launch (drop VLLM_USE_V1=0)")
     model_ref = args.get("hf_config_path") or args.model
     if not model_ref:
-        raise InputError("no model", where=where, hint="vLLM needs `model: NAME_OR_PATH` (or the positional model on a command line)")
+        raise ctx.no_model("vLLM needs `model: NAME_OR_PATH` (or the positional model on a command line)")
     found = resolve_model(model_ref, base_dir=ctx.base_dir, where=at("hf_config_path" if args.get("hf_config_path") else "model"),
                           lookup=ctx.defaults.lookup, host_paths=ctx.host_paths)
     spec = found.spec

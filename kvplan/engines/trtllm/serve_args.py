@@ -147,8 +147,11 @@ class ServeArgs:
     notes: tuple[str, ...] = field(default=())
 
 
-def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], Any] | None = None) -> ServeArgs:
-    """`trtllm-serve [serve] MODEL --flag value ...` words (after the program name) -> ServeArgs."""
+def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], Any] | None = None,
+               model_later: bool = False) -> ServeArgs:
+    """`trtllm-serve [serve] MODEL --flag value ...` words (after the program name) -> ServeArgs. `model_later`: the
+    words may end before MODEL, which comes with arguments given where the container starts (its llm_api then names
+    no model, which the caller says)."""
     tokens = list(tokens)
     if tokens[:1] == ["serve"]:
         tokens = tokens[1:]
@@ -185,7 +188,7 @@ def parse_argv(tokens: list[str], *, where: str, load_config: Callable[[str], An
             i += 1
         values[opt.dest] = _convert(opt, raw, where=f"{where}: {name}") if opt.kind != "multi" else \
             tuple(values.get(opt.dest, ())) + (raw,)
-    if model is None:
+    if model is None and not model_later:
         raise InputError("trtllm-serve would refuse it: missing argument 'MODEL'", where=where,
                          hint="trtllm-serve MODEL [options]")
     backend = values.get("backend")
@@ -224,7 +227,7 @@ def _convert(opt: Option, raw: str, *, where: str) -> Any:
     return raw
 
 
-def _from_flags(model: str, values: Mapping[str, Any]) -> dict[str, Any]:
+def _from_flags(model: str | None, values: Mapping[str, Any]) -> dict[str, Any]:
     """The LLM-API mapping serve() builds from its flags (get_llm_args): kv_cache_config from the fraction."""
     out: dict[str, Any] = {"model": model}
     for dest in ("tensor_parallel_size", "pipeline_parallel_size", "context_parallel_size", "moe_expert_parallel_size",
