@@ -27,7 +27,7 @@ from kvplan.core.io import JsonResult
 from kvplan.core.cache import CacheModel, LayerGroup
 from kvplan.core.dtypes import DType, dtype
 from kvplan.core.errors import KvplanError
-from kvplan.core.spec import MLA, LayerSpec, MlaSpec, ModelSpec
+from kvplan.core.spec import LayerSpec, MlaSpec, ModelSpec
 
 
 @dataclass(frozen=True)
@@ -208,27 +208,32 @@ def what_ifs(spec: ModelSpec, kv: DType, *, tp: int, pp: int, seq: int, batch: i
     """The model as it is first, then each variant; `room` (bytes per GPU for the cache) gives max_batch."""
     # a window to drop (sliding layers): dropping it changes a layer
     has_sliding = any(l.without_window() is not l for l in spec.layer_specs)
-    # layers the KV-head what-ifs rebuild (K/V heads, or a latent)
-    has_attention = any(l.with_kv_heads(1, spec.head_dim, spec.head_dim) is not l for l in spec.layer_specs)
-    kv_heads = {l.kv_heads for l in spec.layer_specs if l.headed}
-    own = ("MLA" if spec.count(MLA) else "MHA" if kv_heads == {spec.attention_heads}
-           else "MQA" if kv_heads == {1} else "GQA")
+    heads = spec.attention_heads
+    # each layer names its own attention (GQA, MLA + DSA index keys, compressed sparse attention, ...)
+    own = ", ".join(dict.fromkeys(label for l in spec.layer_specs if (label := l.attention_label(heads)))) or "no cache"
+    # what the KV-head what-ifs rebuild (K/V heads, or a latent), as those layers are now
+    rebuilt = {l.attention_label(heads) for l in spec.layer_specs
+               if l.with_kv_heads(1, spec.head_dim, spec.head_dim) is not l}
+    has_attention = bool(rebuilt)
     cases: list[tuple[str, str, ModelSpec, DType]] = [
         (f"as configured ({own})", _layout_words(spec, kv), spec, kv)]
     if has_attention:
-        if own != "MHA":
-            cases.append(("MHA", f"{spec.attention_heads} KV heads per attention layer (one per query head)", variant_mha(spec), kv))
-        if own != "MQA":
+        if rebuilt != {"MHA"}:
+            cases.append(("MHA", f"{heads} KV heads per attention layer (one per query head)", variant_mha(spec), kv))
+        if rebuilt != {"MQA"}:
             cases.append(("MQA", "1 KV head per attention layer", variant_mqa(spec), kv))
-        if own != "MLA":
+        if rebuilt != {"MLA"}:
             m = mla_like(spec)
             where = "full-attention layer (sliding layers unchanged)" if has_sliding else "layer"
             cases.append(("MLA", f"one latent of {m.kv_lora_rank} + {m.qk_rope_head_dim} per token per {where} "
                                  "(DeepSeek-V2 proportions: 4 x head_dim + head_dim / 2)", variant_mla(spec), kv))
+    if any(l.tokens_kept(1) for l in spec.layer_specs):
+        # the cache dtype applies to every layer that keeps tokens: sparse (index keys) and compressed ones too
         for name in ("bf16", "fp8_e4m3", "int4"):
             other = dtype(name)
             if other != kv:
                 cases.append((f"KV {other.name}", f"the same layout, K/V stored as {other.name}", spec, other))
+    if has_attention:
         if has_sliding:
             cases.append(("no window", "sliding layers keep every token", variant_no_window(spec), kv))
         elif any(l.with_window(window) is not None for l in spec.layer_specs):

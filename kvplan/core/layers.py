@@ -205,6 +205,11 @@ class LayerSpec:
         """explain: what one sequence of `seq` tokens keeps in `count` such layers on one GPU, numbers in."""
         return f"{state_bytes:,} B x {count} layers"
 
+    def attention_label(self, query_heads: int) -> str | None:
+        """explain: what this layer's attention keeps, as people name it ("GQA", "MLA + DSA index keys"), for the
+        model's `as configured (...)` line; None for a layer that keeps nothing."""
+        return None
+
     # explain's what-ifs: the same layer built another way; a layer the what-if does not apply to is itself
 
     def with_kv_heads(self, kv_heads: int, head_dim: int, v_head_dim: int) -> LayerSpec:
@@ -262,6 +267,10 @@ class FullAttention(LayerSpec):
     def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
         return _kept_formula(self, seq, count, token_bytes)
 
+    def attention_label(self, query_heads: int) -> str | None:
+        # by the KV heads each query head shares (Ainslie et al. 2023, GQA): one each, all one, or groups
+        return "MHA" if self.kv_heads == query_heads else "MQA" if self.kv_heads == 1 else "GQA"
+
     def with_kv_heads(self, kv_heads: int, head_dim: int, v_head_dim: int) -> LayerSpec:
         return dataclasses.replace(self, kv_heads=kv_heads)
 
@@ -318,6 +327,9 @@ class IndexedFullAttention(FullAttention):
     def token_formula(self, width: str, heads: str) -> str | None:
         return (f"{super().token_formula(width, heads)} + {self.index_head_dim} index_head_dim (the indexer's key, "
                 f"every GPU) x {width}")
+
+    def attention_label(self, query_heads: int) -> str | None:
+        return f"{super().attention_label(query_heads)} + index keys"
 
 
 class ChunkedLocal(FullAttention):
@@ -383,6 +395,9 @@ class LatentAttention(LayerSpec):
     def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
         return _kept_formula(self, seq, count, token_bytes)
 
+    def attention_label(self, query_heads: int) -> str | None:
+        return "MLA"
+
     def with_kv_heads(self, kv_heads: int, head_dim: int, v_head_dim: int) -> LayerSpec:
         return FullAttention(kv_heads=kv_heads, head_dim=head_dim, v_head_dim=v_head_dim)
 
@@ -407,6 +422,9 @@ class IndexedLatentAttention(LatentAttention):
 
     def token_tensors(self, tp: int = 1) -> tuple[tuple[str, tuple[int, ...]], ...]:
         return *super().token_tensors(tp), ("index_k", (self.mla.index_head_dim,))  # indexer_keys [batch, N, dim]
+
+    def attention_label(self, query_heads: int) -> str | None:
+        return "MLA + DSA index keys"
 
     def with_kv_heads(self, kv_heads: int, head_dim: int, v_head_dim: int) -> LayerSpec:
         return self  # the what-ifs leave sparse attention as it is
@@ -463,6 +481,12 @@ class CompressedAttention(LayerSpec):
     def token_formula(self, width: str, heads: str) -> str | None:
         return f"2 (K = V, both kept) x 1 head x {self.head_dim} head_dim x {width} in the window"
 
+    def attention_label(self, query_heads: int) -> str | None:
+        # DeepSeek-V4's names (its technical report): heavily compressed attention (HCA), one entry per m tokens,
+        # beside a sliding window; a layer whose ratio is 0 keeps the window only
+        m = self.compress.ratio
+        return f"HCA 1/{m}" if m else "sliding window"
+
     def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
         c = self.compress
         entries = (f" + {seq // c.ratio:,} compressed entries (1 per {c.ratio} tokens)"
@@ -483,6 +507,10 @@ class CompressedIndexedAttention(CompressedAttention):
     kind: ClassVar[str] = COMPRESSED_INDEXED
     indexed: ClassVar[bool] = True
 
+    def attention_label(self, query_heads: int) -> str | None:
+        # compressed sparse attention: one entry per m tokens, and the lightning indexer's compressed keys
+        return f"CSA 1/{self.compress.ratio} + index keys"
+
     def _compressed_elements(self, seq: int) -> int:
         m, width = self.compress.ratio, self.head_dim + self.compress.index_head_dim
         return (seq // m) * width + 4 * (seq % m) * width + (2 * m * width if seq >= m else 0)
@@ -494,6 +522,9 @@ class StateLayer(LayerSpec):
 
     kind: ClassVar[str] = STATE
     recurrent: ClassVar[bool] = True
+
+    def attention_label(self, query_heads: int) -> str | None:
+        return "recurrent state"
 
     def state_bytes(self, tp: int = 1) -> int:
         return sum(_bytes(prod(shape), dtype(name).bits) for _, shape, name in self.state_tensors(tp))
