@@ -147,6 +147,8 @@ def test_verl_public_scripts_and_unknown_settings_are_cannot_judge(tmp_path):
         rl_rollout.verl(base + ("actor_rollout_ref.rollout.swap_space=4",), where="x")
     with pytest.raises(UnsupportedError, match="name=sglang"):
         rl_rollout.verl(("actor_rollout_ref.model.path=Qwen/Qwen3-8B", "actor_rollout_ref.rollout.name=sglang"), where="x")
+    with pytest.raises(UnsupportedError, match="lora_rank=32 makes verl's rollout a LoRA engine"):
+        rl_rollout.verl(base + ("actor_rollout_ref.model.lora_rank=32",), where="x")
     with pytest.raises(UnsupportedError, match="engine_kwargs.vllm.swap_space is set"):
         rl_rollout.verl(base + ("+actor_rollout_ref.rollout.engine_kwargs.vllm.swap_space=4",), where="x")
     text = ("python3 -m verl.trainer.main_ppo " + " ".join(base) + " actor_rollout_ref.rollout.mode=sync "

@@ -96,7 +96,7 @@ def _rollout(workload: Workload, call: launch.EngineCall, framework: str, image:
         raise UnsupportedError(f"starts {call.launcher}, an RL trainer whose rollout kvplan reads as vLLM `{read_words}` "
                                f"at the {rollout.entry} entry point, but " + "; and ".join(reasons), where=workload.where,
                                hint="give --gpu-reserved SIZE (what the trainer holds on each GPU when the rollout "
-                                    "starts) and --vllm-version X, or judge the rollout with --vllm-args")
+                                    "starts or wakes) and --vllm-version X, or judge the rollout with --vllm-args")
     vllm = engines.get("vllm")
     spelled = dict(rollout.spelled)
     ctx = replace(ctx, key=lambda dest: spelled.get(dest, "--" + dest.replace("_", "-")),

@@ -321,6 +321,13 @@ def verl(args: tuple[str, ...], *, where: str) -> Rollout:
         raise InputError("actor_rollout_ref.model.path is not set", where=where,
                          hint="actor_rollout_ref.model.path=ORG/NAME")
     _unresolved("actor_rollout_ref.model.path", model, where)
+    # a LoRA actor makes the rollout a LoRA engine (enable_lora, max_loras=1, max_lora_rank: verl 0.6.1
+    # vllm_rollout_spmd.py lora_kwargs, vllm_async_server.py), whose adapter buffers kvplan does not model
+    for key in ("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora_adapter_path"):
+        if values.get(key, "null") not in ("null", "None", "0", ""):
+            raise UnsupportedError(f"{key}={values[key]} makes verl's rollout a LoRA engine (enable_lora, max_loras 1), "
+                                   "whose adapter memory kvplan does not model", where=f"{where}: {key}",
+                                   hint="judge the rollout without LoRA, or with --vllm-args")
     get = lambda key: rollout.get(key, _VERL_DEFAULTS.get(key))  # noqa: E731
     words = ["--model", model]
     for key in ("tensor_model_parallel_size", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs",
