@@ -151,14 +151,36 @@ RUNS = {
 }
 # logs with a pool but no end-to-end run, and why
 NOT_E2E = {
-    "didier-durand-qwq32b-4xL4-tp4-v0.4.3": "Qwen/QwQ-32B's config.json was not found in a public repository; only "
-                                            "its base Qwen2.5-32B's is (another checkpoint: max_position_embeddings "
-                                            "131072, not 40960), so it is not used (scored for P and given its budget)",
-    "mattbucci-3090-devstral24b-awq-fp8kv-tp2-v0.5.12": "a locally built AWQ checkpoint (config not public) on a fork "
-                                                        "of 0.5.12 with 25 patches",
-    "mattbucci-3090-gemma4-31b-awq-swa-tp2-v0.5.12": "a locally built AWQ checkpoint (config not public) on a patched fork",
+    # The log loaded QwQ-32B's first config: it prints context_len=131072, the value of the March 2025 file
+    # (QwenLM/QwQ#26 asks why it later became 40960). That file's text was found once, in a model report whose
+    # repository the search tools do not name, so it cannot be stored with provenance; the current file (40960) and
+    # the base Qwen2.5-32B's are other files.
+    "didier-durand-qwq32b-4xL4-tp4-v0.4.3": "Qwen/QwQ-32B's config.json as the log loaded it (max_position_embeddings "
+                                            "131072: the log's context_len) is in no attributable public repository; "
+                                            "the current file (40960) and the base Qwen2.5-32B's are other files, so "
+                                            "it is not used (scored for P and given its budget)",
+    # mattbucci/2x-3090-GA102-300-A1-sglang-inference writes its AWQ checkpoints' configs with its own converters
+    # (scripts/quantize/convert_devstral_ct_to_awq.py, convert_gemma4_31b_ct_to_awq.py, convert_gemma4_26b_ct_to_awq.py)
+    # (they read the source config.json and write the AWQ one into the output folder) and commits none of them; its
+    # SGLang patches Gemma-4's model code (patches/004-gemma4-causal-lm-fix.patch,
+    # 023-gemma4-quant-config-detection.patch, 039-gemma4-dense-bringup.patch at 84aca72)
+    "mattbucci-3090-devstral24b-awq-fp8kv-tp2-v0.5.12": "a locally built AWQ checkpoint whose config the repository's "
+                                                        "converter writes and never commits, on a fork of 0.5.12 with "
+                                                        "25 patches",
+    "mattbucci-3090-gemma4-31b-awq-swa-tp2-v0.5.12": "a locally built AWQ checkpoint whose config the repository's "
+                                                     "converter writes and never commits; the fork patches Gemma-4's "
+                                                     "model code",
     "mattbucci-3090-gemma4-26b-moe-awq-swa-tp2-v0.5.12": "a locally built AWQ checkpoint: only the unquantized base "
-                                                         "config is public; a patched fork",
+                                                         "config is public (the converter's output is never "
+                                                         "committed); the fork patches Gemma-4's model code",
+    # TianyangChen357/LLM's launch script: 2 x RTX A4500, --cpu-offload-gb 48; its ServerArgs dump has exactly 0.5.9's
+    # fields. kvplan read the offloader of 0.5.23 only (engines/sglang/features.py), and has no RTX A4500 in its
+    # catalog; the pool is checked given its logged budget (given_budget)
+    "tianyangchen-2xa4500-qwen3-14b-fp16-tp2-cpuoffload48": "--cpu-offload-gb on 0.5.9 (inferred from its ServerArgs "
+                                                            "fields): kvplan read the offloader of 0.5.23 only (exit "
+                                                            "3), and the RTX A4500 is not in the GPU catalog",
+    "udbhav-48gb-v0.5.7-llama32-3b-hicache-mooncake": "the GPU is not named (a 48 GB-class card: 44.11 GB free before "
+                                                      "loading) and no config for Llama-3.2-3B in tests/data",
     "sglang-pr18040-granite4-h-micro-16gb-bench-one-batch": "the GPU is not named (a ~16 GB card) and no config",
     "club3090-1261-2x5090-nvfp4-hybrid-gdn-fp8kv": "the model is not named (an NVFP4 hybrid with a draft model)",
     "ktransformers-1870-qwen35moe-2x4090-tp2-kt": "KTransformers keeps the experts on the CPU: the GPU weights are not "

@@ -1,4 +1,4 @@
-"""The SGLang (24) and TensorRT-LLM (16) logs of tests/data read as pasted, and calibrate's figures on them.
+"""The SGLang (32) and TensorRT-LLM (22) logs of tests/data read as pasted, and calibrate's figures on them.
 
 The parsers are checked against the lines each index copied out of its log ("extracted"), with the test's own
 simple regexes; the calibrate figures against arithmetic written out here from the logs' printed values.
@@ -25,7 +25,7 @@ TRT = {r["id"]: r for r in TRTLLM}
 
 
 def test_every_log_is_listed_and_detected():
-    assert len(SGLANG) == 30 and len(TRTLLM) == 22
+    assert len(SGLANG) == 32 and len(TRTLLM) == 22
     for r in SGLANG:
         assert detect_engine(text("sglang_logs", r)) == "sglang", r["id"]
     for r in TRTLLM:
@@ -139,6 +139,39 @@ def test_sglang_kv_size_given_the_pool_needs_the_right_tp():
     fig = next(f for f in r.figures if f.name.startswith("K + V size"))
     assert fig.match is False and fig.assumed and r.status == CANNOT_JUDGE
     assert fig.predicted == f"{(367404 + 1) * 94 * 4 * 128 * 2 * 2 / GIB:.2f}"
+
+
+def test_sglang_pool_with_cpu_offload_from_the_logged_budget_on_0_5_9():
+    """TianyangChen357's 2 x RTX A4500, Qwen3-14B in float16 at TP 2 with --cpu-offload-gb 48 and
+    --mem-fraction-static 0.65 (its launch script). Offloading leaves SGLang's pool rule alone: rest = A - P x 0.35
+    with the lowest rank's printed P = 18.73 and A = 17.22 GB (GiB, each +-0.005), over a cell of 40 layers x 8 / 2
+    KV heads x 128 x 2 (K, V) x 2 bytes = 81,920 B holds the logged 139,814 tokens."""
+    rec = SGL["tianyangchen-2xa4500-qwen3-14b-fp16-tp2-cpuoffload48"]
+    f = parse_sglang_log(text("sglang_logs", rec))
+    r = f.binding_rank()
+    assert (r.free_before_load_gib, r.free_after_load_gib) == (Decimal("18.73"), Decimal("17.22"))
+    cell = 40 * 8 // 2 * 128 * 2 * 2
+    low = int((Decimal("17.215") - Decimal("18.735") * Decimal("0.35")) * GIB // cell)
+    high = int((Decimal("17.225") - Decimal("18.725") * Decimal("0.35")) * GIB // cell)
+    assert low <= r.pools[0].tokens == 139814 <= high
+    # the K size the log prints is (tokens + 1) x half the cell
+    assert f"{(139814 + 1) * cell / 2 / GIB:.2f}" == "5.33"
+
+
+def test_sglang_hicache_host_pool_on_0_5_7():
+    """udbhav-ag's 0.5.7 run with --enable-hierarchical-cache, --hicache-ratio 4: the GPU pool (25,169 tokens) is
+    sized as without it, then "Allocating 11.55 GB host memory" (decimal GB): int(25,169 x 4) tokens plus one page
+    of Llama-3.2-3B's 28 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 114,688 B a token."""
+    from kvplan.engines.sglang.feature_terms import SglangOptions
+    from kvplan.engines.sglang.features import hicache_terms
+
+    log = text("sglang_logs", SGL["udbhav-48gb-v0.5.7-llama32-3b-hicache-mooncake"])
+    logged = re.search(r"Allocating ([\d.]+) GB host memory for hierarchical KV cache", log).group(1)
+    tokens = parse_sglang_log(log).ranks[0].pools[0].tokens
+    terms = hicache_terms(SglangOptions(hicache=True, hicache_ratio=4.0), cell_per_rank=28 * 8 * 128 * 2 * 2,
+                          device_tokens=tokens, page=1, ranks=1)
+    assert (tokens, terms.host_tokens) == (25169, 25169 * 4 + 1)
+    assert f"{terms.host_bytes / 1e9:.2f}" == logged == "11.55"
 
 
 # --- TensorRT-LLM paste forms and figures --------------------------------------------------------------------------
