@@ -948,7 +948,251 @@ NOT_MODELLED: dict[str, tuple[Any, str]] = {
     "debug_tensor_dump_output_folder": (None, "every layer's tensors dumped (model_runner_components/"
                                               "load_model_utils.py hooks)"),
     "speculative_draft_load_format": (None, "a draft weight format kvplan does not size"),
+    # issue 28, second pass: read in SGLang 0.5.23 (sglang/srt/, the file named) where each is used; refused by name,
+    # SGLang's default spelled out is read
+    # parallelism kvplan does not split memory by (parallel_hook.py derives each group; the named files use it)
+    "attn_cp_size": (1, "attention context parallelism (layers/cp/, parallel_hook.py): the sequence split over ranks"),
+    "dcp_size": (1, "decode context parallelism (the KV cache split over ranks: mem_cache/, disaggregation/common/"
+                    "dcp_pack.py)"),
+    "moe_dp_size": (1, "MoE data parallelism (model_executor/model_runner_components/moe_ep_setup.py): which "
+                       "experts a rank holds"),
+    "dwdp_size": (1, "distributed weight data parallelism (layers/moe/dwdp/weight_buffer.py): expert weights "
+                     "streamed through buffers"),
+    "enable_prefill_cp": (False, "prefill context parallelism (layers/cp/, cuda_graph_buffer_registry.py)"),
+    "enable_kv_cache_sharding": (False, "the KV cache sharded by logical page (mem_cache/page_interleave.py, "
+                                        "arg_groups/kv_shard_hook.py)"),
+    "enable_dsa_cache_layer_split": (False, "the DSA cache split by layer over context-parallel ranks "
+                                            "(layers/cp/utils.py, arg_groups/kv_shard_hook.py)"),
+    "enable_cp_decode_attn_tp": (False, "context-parallel decode with attention TP (layers/cp/cp_decode_attn_tp.py)"),
+    "enable_layernorm_sp": (False, "sequence-parallel layernorm (layers/layernorm_sp.py): activations split over "
+                                   "ranks, arg_groups/layernorm_sp_hook.py resizes the prefill graphs"),
+    "enable_attn_tp_input_scattered": (False, "attention inputs scattered over the TP group (layers/layer_boundary/"
+                                              "layout.py)"),
+    "disable_attn_tp_gather": (False, "the attention-TP gather skipped (layers/layer_boundary/layout.py): other "
+                                      "activation shapes"),
+    "enable_shared_experts_attn_tp": (False, "shared experts on the attention-TP group (models/kimi_k3.py)"),
+    "shared_experts_tp_size": (None, "the shared experts' own TP size (distributed/parallel_state.py, "
+                                     "models/kimi_k3.py)"),
+    "enable_dense_mlp_attn_tp": (False, "dense MLP layers on the attention-TP group (models/kimi_k3.py)"),
+    "enable_tp_lm_head_all_to_all": (None, "lm_head split with an all-to-all (layers/logits_processor.py; "
+                                           "distributed/bootstrap.py warms its PyNCCL path before the memory is "
+                                           "measured)"),
+    "pp_max_micro_batch_size": (None, "pipeline micro-batches (managers/scheduler_components/internal_state.py): "
+                                      "how many requests each stage holds"),
+    "pp_async_batch_depth": (0, "batches in flight between pipeline stages (managers/scheduler_pp_mixin.py)"),
+    "max_ep_size": (None, "expert parallelism sized for elastic growth (model_executor/model_runner.py, "
+                          "layers/dp_attention.py)"),
+    "decoupled_spec_role": ("null", "decoupled speculative decoding: the draft and the verifier on separate servers "
+                                    "(server_args.py DecoupledSpecIpcConfig, arg_groups/pd_disaggregation_hook.py)"),
+    # kernels and backends that bring their own weight layout, workspace or buffers
+    "triton_attention_num_kv_splits": (8, "the triton decode kernel's split buffers (layers/attention/"
+                                          "triton_backend.py: max_kv_splits x heads x head dim in fp32 per request, "
+                                          "allocated with the backend)"),
+    "triton_attention_split_tile_size": (None, "the triton decode kernel's split tiles (layers/attention/"
+                                               "triton_backend.py), which size its split buffers"),
+    "enable_lean_attention": (None, "lean attention in the triton backend (layers/attention/triton_backend.py): its "
+                                    "own partial buffers"),
+    "fp8_gemm_runner_backend": ("auto", "an FP8 GEMM kernel other than SGLang's pick (layers/quantization/"
+                                        "fp8_utils.py): its weight and scale layout"),
+    "fp4_gemm_runner_backend": ("auto", "an FP4 GEMM kernel other than SGLang's pick (layers/quantization/"
+                                        "fp4_utils.py): its weight and scale layout"),
+    "bf16_gemm_backend": ("auto", "a BF16 GEMM kernel other than SGLang's pick (layers/quantization/unquant.py)"),
+    "flashinfer_mxfp4_moe_precision": ("default", "the MXFP4 MoE kernel's activation precision "
+                                                  "(layers/quantization/mxfp4_flashinfer_trtllm_moe.py)"),
+    "disable_flashinfer_cutlass_moe_fp4_allgather": (False, "FlashInfer's CUTLASS FP4 MoE without its all-gather "
+                                                            "(layers/moe/utils.py)"),
+    "enable_single_batch_overlap": (False, "single-batch overlap of MoE communication (layers/moe/utils.py, "
+                                           "arg_groups/moe_hook.py)"),
+    "enable_waterfill": (False, "water-filling expert balancing (layers/moe/topk.py, moe_ep_setup.py)"),
+    "enable_paged_experts": (False, "experts paged in and out of the GPU (layers/moe/paged_experts/method.py)"),
+    "enable_w4a4_mxfp4_megamoe": (False, "the W4A4 MXFP4 MegaMoE kernel (layers/moe/fused_moe_triton/layer.py): its "
+                                         "weight layout"),
+    "enable_nvidia_megakernel": (False, "a fused megakernel (kernel_plugins/nvidia/binding.py): its own buffers"),
+    "enable_amd_monokernel": (False, "ROCm's monokernel (kernel_plugins/amd/binding.py): its own buffers"),
+    "init_expert_location": ("trivial", "a given placement of experts on ranks (eplb/expert_location.py, "
+                                        "model_loader/loader.py)"),
+    "expert_balancedness_report_mode": ("off", "expert balance reports, which need the expert distribution "
+                                               "recorder's buffers (runtime_context.py, eplb/expert_distribution.py)"),
+    "mm_attention_backend": (None, "a vision encoder attention kernel other than SGLang's pick "
+                                   "(layers/attention/vision.py): its workspace"),
+    "mm_enable_dp_encoder": (None, "the vision encoder run data-parallel (models/qwen3_vl.py and others): its "
+                                   "weights replicated on each rank"),
+    "mm_feature_transport": (None, "multimodal features moved to the scheduler over CUDA IPC or VMM "
+                                   "(multimodal/processors/base_processor.py, mem_cache/kv_cache_configurator.py)"),
+    "dsa_prefill_backend": (None, "a DSA (DeepSeek sparse attention) prefill kernel (layers/attention/"
+                                  "dsa_backend.py): its workspace"),
+    "dsa_decode_backend": (None, "a DSA decode kernel (layers/attention/dsa_backend.py): its workspace"),
+    "dsa_paged_mqa_logits_backend": ("auto", "the DSA indexer's logits kernel (layers/attention/dsa/"
+                                             "paged_mqa_logits_backend.py)"),
+    "dsa_topk_backend": ("sgl-kernel", "the DSA indexer's top-k kernel (layers/attention/dsa/dsa_topk_backend.py)"),
+    "enable_dsa_fused_indexer": (None, "the fused DSA indexer (layers/attention/dsa/dsa_indexer.py)"),
+    "dsa_triton_union": (0, "the DSA triton union kernel (layers/attention/dsa_backend.py)"),
+    "dsv4_attn_backend": ("auto", "DeepSeek V4's attention backend (model_executor/pool_configurator.py, "
+                                  "mem_cache/deepseek_v4_memory_pool.py): its own pool"),
+    "dsv4_prefill_backend": ("auto", "DeepSeek V4's sparse prefill kernel (layers/attention/deepseek_v4_backend.py)"),
+    "enable_deepseek_v4_fp4_indexer": (False, "DeepSeek V4's FP4 indexer cache (model_executor/pool_configurator.py)"),
+    "qsa_indexer_dtype": ("auto", "the QSA indexer cache's dtype (mem_cache/)"),
+    "prefill_kv_cache_dequant_dtype": ("auto", "a prefill-side dequantized KV copy (arg_groups/kv_cache_hook.py)"),
+    "flashinfer_mla_disable_ragged": (False, "FlashInfer MLA without its ragged prefill (layers/attention/"
+                                             "flashinfer_mla_backend.py): other prefill workspaces"),
+    "disable_chunked_prefix_cache": (False, "MLA prefill without the chunked prefix cache (layers/attention/"
+                                            "flashinfer_mla_backend.py, model_executor/runner/"
+                                            "prefill_cuda_graph_runner.py): the prefix KV gathered whole"),
+    "enable_fused_qk_norm_rope": (None, "fused QK-norm + RoPE (models/qwen3_moe.py): its own buffers"),
+    "enable_deterministic_inference": (False, "deterministic inference: it changes the attention and sampling "
+                                              "backends and the all-reduce (arg_groups/attention_hook.py, "
+                                              "overrides.py)"),
+    "rl_on_policy_target": (None, "RL on-policy numerics (layers/, model_executor/forward_batch_info.py): other "
+                                  "kernels and dtypes"),
+    "enable_mis": (False, "multi-item scoring (layers/attention/flashinfer_backend.py, forward_batch_info.py)"),
+    # Mamba / linear-attention hybrids: each moves the state pool or its buffers
+    "mamba_backend": ("triton", "the Mamba kernels (model_executor/model_runner_components/"
+                                "attention_backend_setup.py, arg_groups/mamba_hook.py)"),
+    "mamba_radix_cache_strategy": ("auto", "the Mamba radix cache's extra state buffers (arg_groups/"
+                                           "model_override_base.py mamba_extra_buffer_of)"),
+    "mamba_track_interval": (256, "how often Mamba states are checkpointed for the radix cache "
+                                  "(layers/attention/mamba/mamba2_metadata.py, managers/schedule_batch.py)"),
+    "mamba_max_states_per_path": (-1, "Mamba states kept per radix path (mem_cache/unified_cache/components/"
+                                      "mamba.py)"),
+    "enable_mamba_cache_stochastic_rounding": (False, "stochastic rounding of the Mamba state (arg_groups/"
+                                                      "mamba_hook.py)"),
+    "enable_int8_mamba_checkpoint": (False, "an int8 Mamba checkpoint pool (mem_cache/mamba_checkpoint_pool.py)"),
+    "enable_linear_replayssm": (False, "ReplaySSM's linear-attention state buffers (mem_cache/memory_pool.py, "
+                                       "unified_memory_pool.py)"),
+    "enable_linear_replayssm_spec": (False, "ReplaySSM's draft state buffers (mem_cache/unified_draft_pool.py)"),
+    "linear_attn_backend": ("triton", "the linear-attention kernels (layers/attention/hybrid_linear_attn_backend.py)"),
+    "linear_attn_decode_backend": (None, "the linear-attention decode kernels (layers/attention/linear/utils.py)"),
+    "linear_attn_prefill_backend": (None, "the linear-attention prefill kernels (layers/attention/linear/utils.py)"),
+    "linear_attn_verify_backend": (None, "the linear-attention verify kernels (layers/attention/linear/utils.py)"),
+    "enable_page_major_kv_layout": (False, "a page-major pool layout for hybrids (mem_cache/kv_cache_configurator.py "
+                                           "mamba_envelope_layout)"),
+    "enable_scattered_sconv": (False, "scattered short convolutions (models/inkling.py)"),
+    "enable_encoder_swa_bounded_replay": (False, "bounded SWA replay (model_executor/pool_configurator.py)"),
+    "enable_decoder_swa_bounded_replay": (None, "bounded SWA replay in DeepSeek V4's decoder (mem_cache/"
+                                                "kv_cache_builder.py)"),
+    "c128_page_size": (16, "the compressed-128 page of DeepSeek V4's pool (hardware_backend/npu/dsv4/"
+                           "dsv4_memory_pool.py)"),
+    # the pool, its caches and what is kept per request
+    "prefill_only_disable_kv_cache": (False, "a prefill-only server without a KV pool (mem_cache/"
+                                             "kv_cache_configurator.py)"),
+    "enable_unified_memory": (False, "the unified pool for hybrid models (mem_cache/kv_cache_builder.py, "
+                                     "model_executor/pool_configurator.py)"),
+    "radix_cache_backend": (None, "another radix cache implementation (mem_cache/registry.py)"),
+    "enable_session_radix_cache": (False, "the session radix cache (mem_cache/unified_cache/, managers/"
+                                          "scheduler.py): requests' KV held across a session"),
+    "enable_streaming_session": (False, "streaming sessions on the unified radix cache (mem_cache/registry.py, "
+                                        "arg_groups/kv_cache_hook.py)"),
+    "hicache_mem_layout": ("page_first", "HiCache's layout: page_first makes its transfer buffers before the KV "
+                                         "budget is measured (mem_cache/kv_cache_builder.py prepare_hicache_staging)"),
+    "hicache_io_backend": ("kernel", "how HiCache copies pages (mem_cache/pool_host/, hybrid_pool_assembler.py)"),
+    "disaggregation_decode_retraction_backup": (None, "where a decode server backs up retracted requests' KV "
+                                                      "(mem_cache/kv_cache_builder.py: a host pool and its staging)"),
+    "disaggregation_decode_allocation_policy": ("early", "when a decode server allocates a request's KV "
+                                                         "(disaggregation/decode.py)"),
+    "enable_pd_role_switch": (False, "a server that switches between prefill and decode at run time "
+                                     "(disaggregation/role_switch.py, mem_cache/kv_cache_configurator.py)"),
+    "kv_canary": ("none", "the KV canary's GPU buffers (kv_canary/plan_input.py, expected_inputs.py)"),
+    "enable_watermark": (False, "watermark state per request on the GPU (sampling/watermarking/core.py "
+                                "WatermarkState: requests x context window)"),
+    "enable_return_aux_hidden_states": (False, "auxiliary hidden states kept per response (layers/"
+                                               "logits_processor.py)"),
+    "return_aux_hidden_state_layer_ids": (None, "which layers' hidden states are kept (model_executor/"
+                                                "model_runner_components/spec_aux_hidden_state.py)"),
+    "return_hidden_states_mode": (None, "which hidden states the CUDA graphs keep (model_executor/runner/"
+                                        "base_runner.py)"),
+    "enable_return_indexer_topk": (False, "the indexer's top-k captured per token (state_capturer/indexer_topk.py)"),
+    "sampling_mask_max_tokens": (4096, "the sampler's mask buffers (layers/sampler.py, managers/scheduler.py)"),
+    "debug_tensor_dump_layers": (None, "layers whose tensors are dumped (model_executor/model_runner_components/"
+                                       "load_model_utils.py hooks)"),
+    "forward_hooks": (None, "hooks registered on the model's forward (model_executor/hook_manager.py)"),
+    "msprobe_dump_config": (None, "msprobe's precision dumps (model_executor/model_runner_components/misc_utils.py)"),
+    # how and which weights are loaded
+    "weight_cache_mode": ("off", "weights loaded through an IPC weight cache (model_executor/model_runner_components/"
+                                 "load_model_utils.py maybe_enable_ipc_weight_cache)"),
+    "startup_weight_load_mode": ("serial", "weights loaded while the rest starts (arg_groups/model_override_base.py "
+                                           "startup_weight_load_overlap_of): the order memory is taken in"),
+    "modelopt_quant": (None, "ModelOpt quantization at load (model_loader/loader.py, configs/modelopt_config.py)"),
+    "modelopt_checkpoint_restore_path": (None, "a ModelOpt checkpoint restored at load (configs/modelopt_config.py)"),
+    "quantize_and_serve": (False, "weights quantized at load and served (configs/model_config.py, "
+                                  "modelopt_config.py)"),
+    "rl_quant_profile": (None, "an RL quantization profile applied at load (configs/load_config.py)"),
+    "remote_instance_weight_loader_start_seed_via_transfer_engine": (False, "this server's weights registered with a "
+                                                                            "transfer engine for others to load "
+                                                                            "(entrypoints/engine.py)"),
+    "enable_weights_cpu_backup": (False, "a CPU copy of the weights for memory release (model_executor/"
+                                         "model_runner_components/startup_weight_load.py)"),
+    "enable_draft_weights_cpu_backup": (False, "a CPU copy of the draft's weights (model_executor/"
+                                               "model_runner_components/load_model_utils.py)"),
+    # a model's own override may turn the PLE offload on (arg_groups/memory_hook.py re-runs its check "after the
+    # model overrides fill in the PLE default"), so its backend and directory are refused, not gated
+    "ple_offload_backend": ("pinned", "where the per-layer embedding is offloaded: pinned host memory or a file "
+                                      "(models/qwen4_exp.py, arg_groups/memory_hook.py)"),
+    "ple_offload_dir": (None, "the file the per-layer embedding is offloaded to (models/qwen4_exp.py)"),
+    "ple_offload_embedding": (None, "the per-layer embedding offloaded to host memory (models/qwen4_exp.py, "
+                                    "arg_groups/memory_hook.py)"),
+    # the encoder / language split of multimodal serving (disaggregation/encoder/)
+    "encoder_only": (False, "an encoder-only server: the vision encoder without the language model (models/"
+                            "qwen3_vl.py and others)"),
+    "language_only": (False, "a language-only server without the vision encoder (layers/dp_attention.py, "
+                             "managers/mm_utils.py)"),
+    "enable_adaptive_dispatch_to_encoder": (False, "multimodal work dispatched to encoder servers, with a local mm "
+                                                   "pool (disaggregation/encoder/receiver.py skip_mm_pool)"),
+    "enable_broadcast_mm_inputs_process": (False, "multimodal inputs processed once and broadcast over ranks "
+                                                  "(managers/scheduler.py)"),
+    "experts_shared_outer_loras": (None, "MoE LoRA weights shared across experts (lora/mem_pool.py): other adapter "
+                                         "slot shapes"),
+    "lora_use_virtual_experts": (False, "MoE LoRA with virtual experts (lora/lora_manager.py, lora_moe_runners.py)"),
+    "enable_multi_layer_eagle": (False, "a multi-layer EAGLE draft (speculative/, mem_cache/kv_cache_configurator.py)"),
+    "speculative_draft_attention_backend": (None, "the draft's own attention backend (mem_cache/draft_kv_budget.py, "
+                                                  "kv_cache_dtype.py)"),
+    "speculative_attention_mode": ("prefill", "which attention mode the draft's verify runs in (speculative/"
+                                              "draft_utils.py): other backend workspaces"),
+    "speculative_moe_runner_backend": (None, "the draft's MoE kernels (layers/moe/utils.py)"),
+    "speculative_moe_a2a_backend": (None, "the draft's all-to-all MoE backend (layers/moe/utils.py)"),
+    "speculative_enable_w4a4_mxfp4_megamoe": (None, "the draft's W4A4 MegaMoE kernel (layers/moe/utils.py)"),
+    "speculative_dsa_topk_backend": ("sgl-kernel", "the draft's DSA top-k kernel (layers/attention/dsa/"
+                                                   "dsa_topk_backend.py)"),
+    "speculative_use_rejection_sampling": (False, "rejection sampling for the draft (speculative/eagle_utils.py, "
+                                                  "eagle_draft_cuda_graph_runner.py)"),
+    "speculative_use_block_verification": (False, "block verification (speculative/eagle_utils.py)"),
+    "speculative_draft_sink_size": (None, "attention-sink tokens the draft keeps (speculative/spec_utils.py)"),
+    "speculative_adaptive_config": (None, "adaptive speculative parameters (speculative/adaptive_spec_params.py)"),
+    "cp_strategy": (None, "how context parallelism splits a sequence (layers/cp/base.py, bcg/)"),
+    "dcp_comm_backend": (None, "decode context parallelism's communication (model_executor/runner/base_runner.py)"),
+    "dcp_replicate_q_proj": (None, "q_proj replicated over decode-context-parallel ranks (models/deepseek_common/"
+                                   "attention_forward_methods/forward_mla.py): more weights a rank"),
+    "ep_join_mode": (None, "a rank joining elastic expert parallelism (eplb/expert_location.py, "
+                           "model_executor/model_runner_components/cuda_graph_setup.py)"),
+    "ep_join_rank_offset": (0, "a joining rank's place in elastic expert parallelism (eplb/expert_location.py)"),
+    "elastic_ep_initial_size": (None, "elastic expert parallelism's first size (eplb/expert_location.py, "
+                                      "model_executor/model_runner.py)"),
+    "elastic_ep_scale_timeout": (600, "elastic expert parallelism's scaling (model_executor/model_runner.py)"),
+    "enable_linker_mla_dedup": (False, "MLA pages deduplicated by the Mooncake linker (mem_cache/storage/"
+                                       "mooncake_store/mooncake_direct_linker.py)"),
+    "disaggregation_enable_kv_checksum": (False, "checksums of transferred KV pages (disaggregation/prefill.py, "
+                                                 "decode.py)"),
+    "enable_symm_mem": (False, "NCCL symmetric memory: a 4 GB preallocation unless SGLANG_SYMM_MEM_PREALLOC_GB_SIZE "
+                               "says otherwise (arg_groups/memory_hook.py), registered windows (distributed/"
+                               "parallel_state.py)"),
+    "enable_fused_moe_sum_all_reduce": (False, "the fused MoE sum + all-reduce (layers/moe/moe_runner/triton_utils/"
+                                               "fused_moe.py): other output buffers"),
+    "debug_cuda_graph": (False, "CUDA graphs replaced by eager runs for debugging (model_executor/runner_backend/"
+                                "utils.py debug_eager)"),
+    "enable_profile_cuda_graph": (False, "a profiler around CUDA graph capture (model_executor/runner/"
+                                         "decode_cuda_graph_runner.py)"),
+    "enable_torch_compile_debug_mode": (False, "torch.compile's debug mode for the piecewise graphs "
+                                               "(model_executor/runner_backend/tc_piecewise_cuda_graph_backend.py)"),
 }
+# NOT_MODELLED options parsed as --x / --no-x (argparse.BooleanOptionalAction) whose default None lets SGLang decide
+# (arg_groups/ hooks resolve it per model and GPU): --no-x is a choice too, refused like --x
+AUTO_BOOLS = frozenset({"enable_tp_lm_head_all_to_all", "mm_enable_dp_encoder", "dcp_replicate_q_proj",
+                        "enable_fused_qk_norm_rope", "enable_dsa_fused_indexer", "enable_decoder_swa_bounded_replay",
+                        "speculative_enable_w4a4_mxfp4_megamoe", "experts_shared_outer_loras",
+                        "ple_offload_embedding"})
+# --model-loader-extra-config: the keys SGLang 0.5.23's default loader takes (model_loader/loader.py
+# _validate_default_loader_extra_config: threads that read the files, host side); it raises on any other key for
+# the load formats kvplan reads (auto, safetensors, pt), and the other formats are refused by --load-format
+LOADER_EXTRA_KEYS = frozenset({"enable_multithread_load", "num_threads"})
 # Options read only when another is set that kvplan refuses by name (NOT_MODELLED): nothing on their own. Each with
 # the gate and the SGLang 0.5.23 file that reads them under it (tests check each gate stays refused).
 ONLY_WITH: dict[str, tuple[str, str]] = {
@@ -971,6 +1215,56 @@ ONLY_WITH: dict[str, tuple[str, str]] = {
     **dict.fromkeys(("unified_cache_external_linker_backend", "unified_cache_external_linker_config"),
                     ("enable_unified_cache_external_linker", "mem_cache/unified_cache/linker_factory.py, "
                                                              "arg_groups/hicache_hook.py")),
+    # issue 28, second pass (SGLang 0.5.23)
+    **dict.fromkeys(("kv_canary_real_data", "kv_canary_sweep_interval"),
+                    ("kv_canary", "kv_canary/config.py CanaryConfig, read by kv_canary/api.py install_canary, which "
+                                  "returns before it when kv_canary is none")),
+    **dict.fromkeys(("decoupled_spec_bind_endpoint", "decoupled_spec_connect_endpoints", "decoupled_spec_rank"),
+                    ("decoupled_spec_role", "server_args.py: DecoupledSpecIpcConfig only when decoupled_spec_role is "
+                                            "not null")),
+    "watermark_config": ("enable_watermark", "arg_groups/validation_hook.py refuses it without enable_watermark; "
+                                             "sampling/watermarking/ reads it"),
+    **dict.fromkeys(("weight_cache_socket", "weight_cache_timeout"),
+                    ("weight_cache_mode", "load_model_utils.py maybe_enable_ipc_weight_cache returns when "
+                                          "weight_cache_mode is off; weight_cache/daemon.py")),
+    **dict.fromkeys(("modelopt_checkpoint_save_path", "modelopt_export_path"),
+                    ("modelopt_quant", "configs/modelopt_config.py, model_loader/loader.py: where a ModelOpt "
+                                       "quantization run saves its output")),
+    **dict.fromkeys(("remote_instance_weight_loader_backend", "remote_instance_weight_loader_seed_instance_ip",
+                     "remote_instance_weight_loader_seed_instance_service_port",
+                     "remote_instance_weight_loader_send_weights_group_ports", "modelexpress_config"),
+                    ("load_format", "arg_groups/model_path_hook.py and model_loader/loader.py RemoteInstanceModelLoader"
+                                    ": read for load_format remote_instance")),
+    **dict.fromkeys(("deepep_config", "deepep_v2_mode", "deepep_dispatcher_output_dtype", "fuseep_mode",
+                     "flashinfer_a2a_dispatch_type"),
+                    ("moe_a2a_backend", "layers/moe/token_dispatcher/ (deepep.py, deepep_v2.py), "
+                                        "hardware_backend/npu/moe/fuseep.py, layers/moe/utils.py "
+                                        "get_flashinfer_a2a_dispatch_type, quantization/humming_utils.py (returns "
+                                        "unless DeepEP): each all-to-all backend's settings")),
+    **dict.fromkeys(("eplb_rebalance_layers_per_chunk", "eplb_rebalance_num_iterations",
+                     "eplb_min_rebalancing_utilization_threshold"),
+                    ("enable_eplb", "eplb/eplb_manager.py, built only under enable_eplb (the threshold also by the "
+                                    "expert distribution recorder, refused by its mode)")),
+    "paged_experts_num_resident": ("enable_paged_experts", "layers/moe/paged_experts/method.py, built under "
+                                                           "enable_paged_experts"),
+    **dict.fromkeys(("int8_mamba_ckpt_size",), ("enable_int8_mamba_checkpoint", "mem_cache/mamba_checkpoint_pool.py")),
+    "mamba_cache_philox_rounds": ("enable_mamba_cache_stochastic_rounding", "arg_groups/mamba_hook.py: the rounding's "
+                                                                            "RNG rounds"),
+    "linear_replayssm_cache_len": ("enable_linear_replayssm", "mem_cache/memory_pool.py, unified_draft_pool.py: the "
+                                                              "ReplaySSM buffers' length"),
+    "tbo_token_distribution_threshold": ("enable_two_batch_overlap", "layers/moe/utils.py, batch_overlap/"
+                                                                     "two_batch_overlap.py: how two-batch overlap "
+                                                                     "splits a batch"),
+    **dict.fromkeys(("encoder_register_urls", "enable_mm_global_cache", "mm_global_cache_backend",
+                     "enable_prefix_mm_cache"),
+                    ("encoder_only", "disaggregation/encoder/server.py, http_server.py: the encoder server's "
+                                     "registration and caches (arg_groups/pd_disaggregation_hook.py refuses "
+                                     "--enable-prefix-mm-cache without --encoder-only)")),
+    "enable_megamoe_for_layernorm_sp": ("enable_layernorm_sp", "arg_groups/layernorm_sp_hook.py, models/muse_spark.py: "
+                                                               "MegaMoE under sequence-parallel layernorm"),
+    **dict.fromkeys(("encoder_urls", "encoder_transfer_backend"),
+                    ("language_only", "managers/tokenizer_manager.py, scheduler_components/request_receiver.py: "
+                                      "where a language-only server gets its encoder outputs")),
 }
 # Options of one draft algorithm that engines/sglang/features.py refuses (SPEC_NOT_MODELLED): read only by its worker
 # and its hook in arg_groups/speculative_hook.py (tests check each algorithm stays refused)
@@ -991,6 +1285,30 @@ MULTI_GPU_ONLY: dict[str, str] = {
     "disable_custom_all_reduce": "the custom all-reduce off: its buffers are inside the measured distributed-init "
                                  "constant",
     "enable_nccl_nvls": "NCCL's NVLink SHARP buffers, not in the measured distributed-init constant",
+    # SGLang 0.5.23: each communicator only where the group has more than one rank (distributed/parallel_state.py
+    # GroupCoordinator: "use_mscclpp and self.world_size > 1", "use_torch_symm_mem_all_reduce and self.world_size >
+    # 1"); the pre-warm only with tp, pp or ep > 1 (distributed/bootstrap.py); FlashInfer's fusion workspace returns
+    # when "tp_group.world_size <= 1" (layers/flashinfer_comm_fusion.py); the fusions, reductions and quantized
+    # collectives below act on an all-reduce, which one GPU does not run
+    "enable_mscclpp": "MSCCL++'s all-reduce buffers, not in the measured distributed-init constant",
+    "enable_torch_symm_mem": "torch symmetric-memory all-reduce buffers, not in the measured distributed-init constant",
+    "pre_warm_nccl": "NCCL warmed up before the memory is measured (distributed/bootstrap.py _prewarm_nccl): its "
+                     "buffers, not in the measured distributed-init constant",
+    "enable_flashinfer_allreduce_fusion": "FlashInfer's all-reduce fusion workspace (layers/flashinfer_comm_fusion.py: "
+                                          "world size x tokens x hidden x 2 bytes)",
+    "flashinfer_allreduce_fusion_backend": "FlashInfer's all-reduce fusion workspace, by backend "
+                                           "(layers/flashinfer_comm_fusion.py)",
+    "enforce_disable_flashinfer_allreduce_fusion": "the all-reduce fusion forced off where SGLang turns it on "
+                                                   "(arg_groups/model_hook.py, overrides.py)",
+    "enable_aiter_allreduce_fusion": "ROCm aiter's all-reduce + RMSNorm fusion (layers/layer_boundary/fusions/"
+                                     "allreduce.py) and its workspace",
+    "disable_aiter_allreduce_fusion_in_prefill": "aiter's all-reduce fusion off in prefill (layers/layer_boundary/"
+                                                 "residual/add_norm.py)",
+    "disable_aiter_allreduce_fusion_in_decode": "aiter's all-reduce fusion off in decode (layers/layer_boundary/"
+                                                "residual/add_norm.py)",
+    "enable_quant_communications": "quantized all-reduce (distributed/parallel_state.py, NPU only)",
+    "boundary_reduction": "how a layer boundary reduces over TP: all-reduce or reduce-scatter (layers/layer_boundary/"
+                          "factories.py): other activation shapes",
 }
 # with the default mem_fraction_static (a reserve formula on the CUDA-graph batch sizes and the chunk), these move
 # the budget; with an explicit --mem-fraction-static they do not
@@ -1025,7 +1343,7 @@ FEATURE_OPTIONS = frozenset({
 # read here: --config (its keys are options, each classified), --attention-backend and its decode / prefill
 # versions (their page size, below) and MULTI_GPU_ONLY
 READ_HERE = frozenset({"config", "attention_backend", "decode_attention_backend", "prefill_attention_backend",
-                       *MULTI_GPU_ONLY})
+                       "model_loader_extra_config", *MULTI_GPU_ONLY})
 
 # Options that leave what SGLang holds in GPU memory at start-up alone, each with why. Read from SGLang 0.5.23's
 # option fields (srt/arg_groups/fields/<file>.py, the namespace and section that declare it): the HTTP / gRPC
@@ -1152,6 +1470,71 @@ NO_GPU_MEMORY: dict[str, str] = {
                              "eplb_manager.py): copies exist only with --ep-num-redundant-experts, which kvplan refuses",
     "deepep_mode": "DeepEP's dispatch mode, read only under an all-to-all MoE backend (arg_groups/moe_hook.py "
                    "_handle_a2a_moe, layers/moe/token_dispatcher/deepep.py): --moe-a2a-backend, which kvplan refuses",
+    # issue 28, second pass: read where SGLang 0.5.23 uses each
+    **dict.fromkeys(("asr_max_buffer_seconds", "asr_max_concurrent_sessions"),
+                    "realtime transcription sessions in the API server (entrypoints/openai/realtime/session.py, "
+                    "serving_transcription.py): CPU side"),
+    "constrained_json_max_whitespace_cnt": "how a JSON schema is compiled to a grammar (constrained/"
+                                           "base_grammar_backend.py): CPU side",
+    "enable_strict_thinking": "the grammar of a reasoning model's thinking section (constrained/"
+                              "reasoner_grammar_backend.py): the per-batch bitmask is made at decode time either way",
+    "strip_thinking_cache": "which of a finished request's tokens stay in the radix cache (managers/schedule_batch.py, "
+                            "mem_cache/common.py): run time, in a pool sized at start-up",
+    "warmups": "extra warm-up requests the HTTP server sends once the pool is allocated (entrypoints/http_server.py)",
+    "debug_tensor_dump_input_file": "the warm-up request's input read from a file (entrypoints/http_server.py), once "
+                                    "the pool is allocated",
+    "use_ray": "the scheduler processes launched as Ray actors (arg_groups/parallel_hook.py, serving_hook.py check it): "
+               "where a rank runs, not what it allocates",
+    "custom_weight_loader": "loaders allowed for weight updates at run time (model_executor/model_runner.py, "
+                            "startup_weight_load.py): the weights loaded at start are the checkpoint's",
+    "mlx_enable_sampling": "sampling on Apple's MLX backend (hardware_backend/mlx/): not a CUDA launch",
+    **dict.fromkeys(("image_processor_backend", "disable_fast_image_processor"),
+                    "how the tokenizer process preprocesses images at request time (multimodal/processors/"
+                    "base_processor.py, utils/hf_transformers/processor.py: pil keeps it on the CPU); the "
+                    "scheduler's pool is sized before any request"),
+    "mm_preprocess_cache_size_mb": "the tokenizer workers' CPU cache of preprocessed media (multimodal/processors/"
+                                   "base_processor.py: \"its own CPU cache\")",
+    "enable_precise_embedding_interpolation": "a flag of the vision position embedding's interpolation "
+                                              "(models/qwen3_vl.py align_corners): the same tensors",
+    "enable_dp_attention_local_control_broadcast": "how control messages reach DP-attention ranks (managers/"
+                                                   "data_parallel_controller.py, scheduler_components/"
+                                                   "request_receiver.py)",
+    "mooncake_ib_device": "which RDMA NIC the Mooncake transfer engine uses (distributed/device_communicators/"
+                          "mooncake_transfer_engine.py)",
+    **dict.fromkeys(("disable_flashinfer_autotune", "flashinfer_autotune_skip_ops"),
+                    "FlashInfer's kernel autotune, run by the CUDA-graph runners after the pool is sized "
+                    "(model_executor/runner/flashinfer_autotune.py): which kernels, not the pool"),
+    **dict.fromkeys(("radix_eviction_policy", "radix_eviction_policy_config"),
+                    "the order cached prefixes leave the radix tree (mem_cache/evict_policy.py: Python strategies, "
+                    "no tensors): the same pool"),
+    "prefill_max_requests": ("the scheduler's cap on requests per prefill batch (managers/schedule_policy.py); "
+                             "model_executor/model_runner_components/kv_pool_runtime.py reads it only with "
+                             "--max-mamba-cache-size, refused"),
+    **dict.fromkeys(("hicache_storage_prefetch_retry_max_attempts", "hicache_storage_prefetch_retry_poll_interval",
+                     "hicache_storage_backend_extra_config"),
+                    "HiCache's storage backend: its prefetch retries (managers/scheduler.py) and its config "
+                    "(mem_cache/storage/); only with --hicache-storage-backend, which kvplan refuses"),
+    "lora_eviction_policy": "which adapter leaves a GPU slot when another is needed (lora/lora_manager.py): the "
+                            "slots are --max-loras-per-batch's either way",
+    "max_loaded_loras": "a cap on the adapters loaded in host memory (managers/tokenizer_control_mixin.py): the GPU "
+                        "slots are --max-loras-per-batch's",
+    "lora_drain_wait_threshold": "how long the scheduler waits to drain an adapter (managers/scheduler.py)",
+    "lora_strict_loading": "whether an adapter's unexpected weights are an error (lora/lora_manager.py): a check at "
+                           "load",
+    "enable_lora_overlap_loading": "adapters pinned in host memory and copied on a side stream (lora/mem_pool.py; "
+                                   "arg_groups/lora_hook.py: \"requires pinning LoRA adapter weights in CPU "
+                                   "memory\"): the GPU slots are --max-loras-per-batch's",
+    "max_lora_chunk_size": "csgmv's segment size (lora/backend/chunked_backend.py: int32 index arrays, KiB); the "
+                           "adapter slots (lora/mem_pool.py) are the same",
+    # --disable-cuda-graph-padding: every decode batch size 1 ... max_bs captured (arg_groups/cuda_graph_hook.py
+    # generate_decode_cuda_graph_batch_sizes; server_args.py _generate_cuda_graph_batch_sizes in 0.5.10,
+    # _generate_decode_cuda_graph_batch_sizes in 0.5.16), max_bs
+    # unchanged; the default fraction's graph reserve reads max_bs only (arg_groups/memory_hook.py
+    # reserve_for_graph_mb: 2 MiB x max_bs; server_args.py: cuda_graph_max_bs x 2 from 0.5.3), and the graphs are
+    # captured after the pool is sized
+    "disable_cuda_graph_padding": "every decode batch size up to the same max captured (arg_groups/cuda_graph_hook.py"
+                                  "); the default fraction's reserve reads the max only (memory_hook.py "
+                                  "reserve_for_graph_mb), and capture comes after the pool",
 }
 
 
@@ -1174,6 +1557,9 @@ def unmodelled(args: LaunchArgs, *, ranks: int | None = None, fraction: bool | N
         if not args.given(dest):
             continue
         value = args.get(dest)
+        if dest in AUTO_BOOLS:
+            out.append((args.written.get(dest, "--" + dest.replace("_", "-")), why))
+            continue
         if value in (default, None, False) or (isinstance(default, str) and str(value) == default):
             continue
         if dest in ("load_format", "speculative_draft_load_format") and value in ("auto", "safetensors", "pt"):
@@ -1190,6 +1576,13 @@ def unmodelled(args: LaunchArgs, *, ranks: int | None = None, fraction: bool | N
         out += [(args.written.get(dest, "--" + dest.replace("_", "-")),
                  "it moves the default --mem-fraction-static (a reserve formula on the CUDA-graph batch sizes); give "
                  "--mem-fraction-static to judge it") for dest in MOVES_DEFAULT_FRACTION if args.given(dest)][:1]
+    extra = args.get("model_loader_extra_config")
+    if extra is not None:
+        keys = _loader_extra_keys(extra)
+        if keys is None or not keys <= LOADER_EXTRA_KEYS:
+            out.append((args.written.get("model_loader_extra_config", "--model-loader-extra-config"),
+                        "keys SGLang's default loader does not take (model_loader/loader.py "
+                        "_validate_default_loader_extra_config reads enable_multithread_load and num_threads only)"))
     if ranks is None:
         ranks = (args.get("tp_size") or 1) * (args.get("pp_size") or 1)
     if ranks > 1:
@@ -1201,3 +1594,15 @@ def unmodelled(args: LaunchArgs, *, ranks: int | None = None, fraction: bool | N
             out.append((args.written.get(dest, "--" + dest.replace("_", "-")),
                         f"the {backend} backend sets its own page size"))
     return out
+
+
+def _loader_extra_keys(text: Any) -> frozenset[str] | None:
+    """The keys of a --model-loader-extra-config JSON object (SGLang json.loads it: configs/load_config.py); None
+    when it is not one."""
+    import json  # on first use, as in _json
+
+    try:
+        data = json.loads(text) if isinstance(text, str) else text
+    except ValueError:
+        return None
+    return frozenset(data) if isinstance(data, Mapping) else None
