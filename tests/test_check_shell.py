@@ -223,3 +223,23 @@ def test_ray_job_submit_runs_the_command_after_the_double_dash():
     (served,) = launch.calls_in_words(["ray", "job", "submit", "--", "vllm", "serve", "org/m"], {})
     assert served.engine == launch.VLLM and served.args == ("org/m",)
     assert launch.calls_in_words(["ray", "job", "submit", "--address", "x"], {}) == []
+
+
+def test_srun_overlap_takes_no_value():
+    """srun's --overlap is a switch (srun(1)): OpenRLHF's train_ppo_ray_slurm.sh submits its job with `srun --overlap
+    --nodes=1 ... bash -c "... ray job submit -- python3 -m openrlhf.cli.train_ppo_ray ..."`, which was read as
+    starting nothing (--overlap taking `bash` as its value)."""
+    (call,) = launch.calls_in_shell('srun --overlap bash -c "ray job submit -- python3 -m openrlhf.cli.train_ppo_ray '
+                                    '--vllm_num_engines 1"', {})
+    assert call.engine == launch.RL_TRAINER and call.args == ("--vllm_num_engines", "1") and call.scheduled
+
+
+def test_backslash_newline_in_double_quotes_continues_the_line():
+    """POSIX 2.2.3: inside double quotes a backslash before a newline is a line continuation, both removed (bash:
+    `echo "a \\<newline>b"` prints "a b"). It was kept as a newline, which split a `bash -c "... \\<newline> -- cmd"`
+    script (OpenRLHF's train_ppo_ray_slurm.sh) into commands that start nothing."""
+    words = shell.commands('echo "a \\\nb"', {})[0].words
+    assert tuple(words) == ("echo", "a b")
+    (call,) = launch.calls_in_shell('bash -c "ray job submit \\\n  -- python3 -m openrlhf.cli.train_ppo_ray \\\n'
+                                    '  --vllm_num_engines 1"', {})
+    assert call.engine == launch.RL_TRAINER and call.args == ("--vllm_num_engines", "1")

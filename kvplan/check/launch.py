@@ -80,7 +80,9 @@ _SRUN_LONG_VALUES = {"--nodes", "--ntasks", "--ntasks-per-node", "--cpus-per-tas
                      "--gpus", "--gpus-per-node", "--gpus-per-task", "--gres", "--time", "--job-name", "--output",
                      "--error", "--account", "--qos", "--exclude", "--constraint", "--chdir", "--mem", "--mem-per-cpu",
                      "--mem-per-gpu", "--container-image", "--container-mounts", "--container-name", "--container-workdir",
-                     "--export", "--mpi", "--distribution", "--cpu-bind", "--overlap", "--het-group", "--reservation"}
+                     "--export", "--mpi", "--distribution", "--cpu-bind", "--het-group", "--reservation"}
+# (--overlap takes no value: srun(1) "--overlap: Allow steps to overlap each other on the CPUs"; it was read as taking
+# the next word, so `srun --overlap bash -c "..."` ran nothing kvplan saw)
 _CONTAINER_RUNNERS = {"apptainer", "singularity"}
 _APPTAINER_VALUES = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-W", "--workdir", "--mount",
                      "-o", "--overlay", "--network", "--security", "--app"}

@@ -247,7 +247,8 @@ def _expand_fields(raw: str, vars: _Vars, *, split: bool) -> list[str]:
             j, buf = i + 1, ""
             while raw[j] != '"':
                 if raw[j] == "\\" and raw[j + 1] in '$`"\\\n':
-                    buf += raw[j + 1]
+                    # \<newline> in double quotes continues the line: both go (POSIX 2.2.3)
+                    buf += raw[j + 1] if raw[j + 1] != "\n" else ""
                     j += 2
                     continue
                 if raw[j] == "$":
