@@ -139,9 +139,10 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     "kubeai/llama-3.1-405b-instruct-fp8-a100-80b.yaml": [("cannot_judge", "vLLM 0.9.2 accepted it")],
     # --enable-chunked-prefill=false: vLLM took a value up to 0.8.0 (StoreBoolean), refuses one since.
     "kubeai/llama-3.1-70b-instruct-fp8-l4.yaml": [("cannot_judge", "vLLM 0.8.0 accepted it")],
-    # SOURCES: "a checker ignoring cpu-offload must say does not fit". kvplan models --cpu-offload-gb, but a GH200
-    # shares its memory with the host, so what vLLM finds free at start is not in the file: cannot judge.
-    "kubeai/llama-3.3-70b-instruct-bf16-gh200.yaml": [("cannot_judge", "shares its memory with the host")],
+    # SOURCES: "a checker ignoring cpu-offload must say does not fit". kvplan models --cpu-offload-gb, but a GH200's
+    # HBM is a NUMA node the host's page cache can occupy, and vLLM's cudaMemGetInfo counts it as used: what vLLM finds
+    # free at start is not in the file: cannot judge.
+    "kubeai/llama-3.3-70b-instruct-bf16-gh200.yaml": [("cannot_judge", "NUMA node the operating system allocates from")],
     "kubeai/llama-4-maverick-430k-h100.yaml": [("cannot_judge", "Llama-4-Maverick-17B-128E-Instruct-FP8' " + NOT_FOUND)],
     "kubeai/phi-4-bnb-4bit-l4.yaml": [("cannot_judge", "unsloth/phi-4-bnb-4bit' " + NOT_FOUND)],
     # a custom Serve application (its own code); Namespace and Secret skipped. SOURCES' "fits" reads the app's env vars.

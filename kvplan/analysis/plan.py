@@ -450,7 +450,7 @@ def _cache_model(spec, kv, tp: int, pp: int):
 
 
 def _hardware(gpu):
-    return Hardware(gpu.name, gpu.capacity_bytes)
+    return Hardware(gpu.name, gpu.runtime_capacity())
 
 
 def _weights_bytes(base) -> int:

@@ -80,7 +80,7 @@ def hardware_of(name: str) -> Hardware:
         gpu = find_gpu(name)
     except InputError:
         raise UnsupportedError(f"the label's GPU {name} is not in kvplan's catalog", hint="pass --gpu NAME or --gpu-mem SIZE") from None
-    return Hardware(gpu.name, gpu.capacity_bytes)
+    return Hardware(gpu.name, gpu.runtime_capacity(where=f"the label's GPU {name}"))
 
 
 def choose(evidence: GpuEvidence, override: Hardware | None, override_origin: str | None, *, where: str,

@@ -103,7 +103,8 @@ def search(engine: Engine, req: EngineRequest, result, passes: Callable[[EngineR
     if hw is not None:
         vendor = hw.facts.vendor if hw.facts else None
         kind = gpu_class(hw.facts) if hw.facts else None
-        for g in sorted(gpus(), key=lambda g: (g.capacity_bytes, g.name)):
+        # a GPU without a public reading of its total (catalog: capacity_bytes None) is never suggested
+        for g in sorted((g for g in gpus() if g.capacity_bytes is not None), key=lambda g: (g.capacity_bytes, g.name)):
             if (g.capacity_bytes < hw.capacity_bytes * GPU_STEP or (vendor is not None and g.vendor != vendor)
                     or g.unified_memory or (kind is not None and gpu_class(g) != kind)):
                 continue

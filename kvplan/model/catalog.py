@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from kvplan.core import packaged
 
-from kvplan.core.errors import InputError, did_you_mean
+from kvplan.core.errors import InputError, UnsupportedError, did_you_mean
 from kvplan.core.spec import ModelSpec
 # bundled model specs live in kvplan/model/bundled.py; re-exported for the commands that list them
 from kvplan.model.bundled import bundled_spec, bundled_spec_files, bundled_specs, find_bundled
@@ -36,7 +36,7 @@ class Gpu:
     name: str
     aliases: tuple[str, ...]
     vendor: str
-    capacity_bytes: int
+    capacity_bytes: int | None  # None: no public exact reading (GB200, GB300), refused by name (runtime_capacity)
     capacity_source: str
     marketing_memory: str
     hbm_bandwidth_bytes_per_s: int | None
@@ -53,6 +53,15 @@ class Gpu:
     @property
     def rocm(self) -> bool:
         return self.vendor == "amd"
+
+    def runtime_capacity(self, where: str = "--gpu") -> int:
+        """The device total the engines size from; "cannot judge" (exit 3) for a GPU the catalog names but holds no
+        public exact reading of (a total derived from nvidia-smi or a datasheet would be a guess: docs/gpus.md)."""
+        if self.capacity_bytes is None:
+            raise UnsupportedError(f"{self.name}: no public reading of the memory CUDA reports for it, and kvplan does "
+                                   "not derive one from a datasheet or nvidia-smi", where=where,
+                                   hint="give --gpu-mem SIZE: the total torch.cuda.mem_get_info() prints on it")
+        return self.capacity_bytes
 
 
 # nvlink: an NVLink / NVSwitch mesh; pcie: PCIe only, or NVLink bridges between pairs (vLLM's custom all-reduce

@@ -78,7 +78,7 @@ def hardware_for(gpu: str | None, gpu_mem: str | None) -> Hardware | None:
         raise InputError("give --gpu or --gpu-mem, not both", where="--gpu-mem")
     if gpu is not None:  # an empty name is an error (catalog.find_gpu), not "no GPU"
         entry = catalog.find_gpu(gpu)
-        return Hardware(entry.name, entry.capacity_bytes)
+        return Hardware(entry.name, entry.runtime_capacity())
     if gpu_mem is not None:
         return Hardware(None, units.parse_size(gpu_mem, what="--gpu-mem"))
     return None

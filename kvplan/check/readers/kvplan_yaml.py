@@ -106,7 +106,7 @@ def read(doc: Mapping, *, source: str, document: int | None, where: str, base_di
         raise InputError("give gpu or gpu_memory, not both", where=at("gpu_memory"))
     if "gpu" in data:
         entry = located(at("gpu"), catalog.find_gpu, text(data["gpu"], where=at("gpu")))
-        gpu = Hardware(entry.name, entry.capacity_bytes)
+        gpu = Hardware(entry.name, entry.runtime_capacity(where=at("gpu")))
         gpu_origin = f"gpu: {data['gpu']} (the file)"
     elif "gpu_memory" in data:
         gpu = Hardware(None, located(at("gpu_memory"), units.parse_size, data["gpu_memory"], what="gpu_memory"))

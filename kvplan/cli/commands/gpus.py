@@ -22,7 +22,9 @@ def gpus(json_out: JsonOpt = False):
         return
     from kvplan.core.units import format_bytes
 
-    rows = [[g.name, g.marketing_memory, format_bytes(g.capacity_bytes), f"{g.capacity_bytes:,}",
+    # a GPU without a public reading of its total is listed, refused when used (docs/gpus.md)
+    rows = [[g.name, g.marketing_memory, "no reading" if g.capacity_bytes is None else format_bytes(g.capacity_bytes),
+             "—" if g.capacity_bytes is None else f"{g.capacity_bytes:,}",
              f"{g.hbm_bandwidth_bytes_per_s / 1e12:.2f}" if g.hbm_bandwidth_bytes_per_s else "—",
              f"{g.bf16_dense_flops / 1e12:.0f}" if g.bf16_dense_flops else "—"] for g in entries]
     # the name is what --gpu takes and the bytes are exact: never cut (at 80 columns rich printed 'v100-sxm2-…')

@@ -111,16 +111,17 @@ def gpu_from_log(total_gib: Decimal | None, *, tolerance_gib: Decimal | None = N
         return None, ["the log prints no total GPU memory (worker snapshot, profile or Free memory line): the GPU is "
                       "unknown, so nothing end to end is modelled"]
     lo, hi = gib_bounds(total_gib)
-    matches = [g for g in gpus() if lo <= g.capacity_bytes < hi]
+    known = [(g, g.capacity_bytes) for g in gpus() if g.capacity_bytes is not None]  # GB200, GB300: no reading
+    matches = [g for g, cap in known if lo <= cap < hi]
     if not matches and tolerance_gib is not None:
-        near = [g for g in gpus() if abs(Decimal(g.capacity_bytes) / GIB - total_gib) <= tolerance_gib]
-        matches = sorted(near, key=lambda g: abs(Decimal(g.capacity_bytes) / GIB - total_gib))
+        near = [(g, cap) for g, cap in known if abs(Decimal(cap) / GIB - total_gib) <= tolerance_gib]
+        matches = [g for g, cap in sorted(near, key=lambda pair: abs(Decimal(pair[1]) / GIB - total_gib))]
     if matches:
         g = matches[0]
         if len(matches) == 1:
-            return Hardware(g.name, g.capacity_bytes), []
+            return Hardware(g.name, g.runtime_capacity()), []
         also = ", ".join(m.name for m in matches[1:])
-        return Hardware(g.name, g.capacity_bytes), [f"GPU taken to be {g.name} (also {also}): the catalog GPU whose "
+        return Hardware(g.name, g.runtime_capacity()), [f"GPU taken to be {g.name} (also {also}): the catalog GPU whose "
                                                     f"capacity prints as the log's {total_gib} GiB"]
     mid = (lo + hi) // 2
     return Hardware(None, mid), [f"no catalog GPU reports {total_gib} GiB; used {mid:,} B"]

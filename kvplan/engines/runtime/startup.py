@@ -119,7 +119,7 @@ def _constants(exclude: frozenset[str]) -> StartupConstants:
             continue
         gpu = find_gpu(obs.gpu)
         dist = int(obs.dist_init_gib * GIB)
-        context = gpu.capacity_bytes - int(obs.free_before_gib * GIB) - dist
+        context = gpu.runtime_capacity() - int(obs.free_before_gib * GIB) - dist
         contexts.setdefault(gpu.architecture, []).append(context)
         if obs.tp > 1:
             (pcie if obs.link == "pcie" else nvlink).append(dist)
@@ -162,7 +162,7 @@ def _free_before_errors(exclude: frozenset[str]) -> tuple[tuple[str, str, int], 
         fit = constants(exclude | {obs.source})
         gpu = find_gpu(obs.gpu)
         context, dist = startup_bytes(fit, tp=obs.tp, pp=1, architecture=gpu.architecture, link=obs.link)
-        free_before = gpu.capacity_bytes - context - dist
+        free_before = gpu.runtime_capacity() - context - dist
         out.append((obs.log, link_group(obs.tp, obs.link), free_before - int(obs.free_before_gib * GIB)))
     return tuple(out)
 

@@ -122,6 +122,28 @@ def shares_with_host(facts) -> bool:
     return facts is not None and getattr(facts, "interconnect", None) == "unified"
 
 
+# --- Grace superchips (GH200, GB200): the HBM is the GPU's, and a NUMA node the host allocates from ----------------
+# CUDA reports the GPU as discrete (deviceQuery "Integrated GPU sharing Host Memory: No" on a GH200 480GB, driver 12.2,
+# and a GH200 120GB, driver 12.9; cuDeviceGetAttribute(CU_DEVICE_ATTRIBUTE_INTEGRATED) = 0 on a GH200 144G HBM3e,
+# driver 13.2: docs/gpus.md). So the engines take their discrete path there and read the free memory with
+# cudaMemGetInfo: vLLM 0.10-0.11 always, 0.12-0.19 unless the capability is (8.7, 11.0, 12.1), 0.20+ unless torch's
+# is_integrated (vllm/utils/mem_utils.py MemorySnapshot.measure; read in 0.10.2, 0.11.0, 0.12.0, 0.19.0, 0.20.2,
+# 0.33.0); SGLang on every release (0.5.9+ take psutil only where props.is_integrated: srt/utils/common.py
+# get_available_gpu_memory, read in 0.5.9 and 0.5.23). vLLM's PR #35356 meant is_integrated to cover GH200, but CUDA's
+# attribute is 0 there. The budget is then the discrete one on the HBM total, but the HBM is onlined as a NUMA node
+# the kernel allocates from, and cudaMemGetInfo counts the pages the host keeps there (page cache) as used: a public
+# GH200 144G start-up read 74.9 of 142.5 GiB free (vllm-project/vllm#35313, quoted in #35356). What the host holds
+# there is not in the launch and no public idle readings bound it, so without --gpu-reserved it is "cannot judge".
+SUPERCHIP_HBM_READING = "a public GH200 start-up read 74.9 of 142.5 GiB free (vllm-project/vllm#35356)"
+
+
+def superchip_reason(engine: str) -> str:
+    """Why an engine's free memory on a Grace superchip's HBM is not in the launch (the comment above)."""
+    return (f"{engine} reads the free memory of this GPU with cudaMemGetInfo (CUDA reports it as discrete, not "
+            "integrated), and its HBM is a NUMA node the operating system allocates from: the page cache the host keeps "
+            f"there counts as used ({SUPERCHIP_HBM_READING}), and no public readings bound it")
+
+
 def in_use_range() -> HostShare:
     """What the host holds before the engine starts, over the public readings."""
     from statistics import median  # the stdlib's statistics module: loaded for a unified GPU only (start-up time)

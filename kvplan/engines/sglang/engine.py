@@ -527,7 +527,8 @@ def _unified_memory(run: _Run) -> unified_memory.HostShare | None:
     facts = hw.facts
     if not bool(getattr(facts, "unified_memory", False)):
         return None
-    if rel.unified_memory == "fails":
+    superchip = not unified_memory.shares_with_host(facts)  # GH200: its nvidia-smi shows memory.total (R8 is GB10's)
+    if rel.unified_memory == "fails" and not superchip:
         run.refused = (f"SGLang refuses to start: {rel.version} reads the GPU size from nvidia-smi, which shows no "
                        "memory.total on an integrated GPU (ValueError('No GPU memory values found.'); fixed in "
                        "0.4.9.post3)")
@@ -536,15 +537,20 @@ def _unified_memory(run: _Run) -> unified_memory.HostShare | None:
         req.site and (req.site.memory_in_use_bytes or req.site.non_torch_for(req.tp, req.pp) is not None))
     if given:
         return None
-    if unified_memory.shares_with_host(facts) and rel.unified_memory == "psutil":
+    if superchip:  # a Grace superchip (GH200): the discrete path, its HBM a NUMA node the host allocates from
+        raise UnsupportedError(
+            f"{hw.name}: SGLang sizes the pool from the HBM's free memory as on a discrete GPU; "
+            f"{unified_memory.superchip_reason(f'SGLang {rel.version}')}", where="--gpu",
+            hint="give --gpu-reserved SIZE (the memory in use on the GPU before SGLang starts) or --kv-cache-memory "
+                 "SIZE")
+    if rel.unified_memory == "psutil":
         return unified_memory.in_use_range()
-    reader = "psutil's available system memory" if rel.unified_memory == "psutil" else "cudaMemGetInfo"
     raise UnsupportedError(
         f"{hw.name or 'this GPU'} shares its memory with the CPU: SGLang {rel.version} sizes the pool from "
-        f"{reader}, which depends on what the operating system and other processes hold (a public DGX Spark "
+        "cudaMemGetInfo, which depends on what the operating system and other processes hold (a public DGX Spark "
         "log shows 49 GiB in use outside the engine); kvplan holds no readings of it for this release or GPU",
         where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before SGLang starts) or --kv-cache-memory "
-                            "SIZE" + ("" if rel.unified_memory == "psutil" else ", or judge it with SGLang 0.5.9+"))
+                            "SIZE, or judge it with SGLang 0.5.9+")
 
 
 def _share_note(run: _Run, share: unified_memory.HostShare) -> str:

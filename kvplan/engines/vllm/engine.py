@@ -477,12 +477,13 @@ def _check_device(req: EngineRequest, rel: Release) -> None:
             "cover", where="--gpu",
             hint="give --gpu-reserved SIZE (total - free as this vLLM logs it at start) or --kv-cache-memory SIZE, or "
                  "judge it with vLLM 0.12 or newer")
+    # a Grace superchip (GH200): the discrete budget on its HBM, once the launch says what the host holds there
     raise UnsupportedError(
-        f"{facts.name} shares its memory with the host: vLLM sizes its budget from the total "
-        f"({facts.capacity_bytes / 2**30:.2f} GiB) but starts only if that much is free, and what is free depends on "
-        "what the host and other processes use, which kvplan cannot see",
-        where="--gpu", hint="give --gpu-reserved SIZE (the memory in use before vLLM starts) or --kv-cache-memory "
-                            "SIZE, or a site profile fitted by kvplan calibrate on one of this machine's logs")
+        f"{facts.name}: vLLM sizes its budget from the HBM's total ({req.hardware.capacity_bytes / 2**30:.2f} GiB) as "
+        f"on a discrete GPU but starts only if that much is free; {unified_memory.superchip_reason('vLLM')}",
+        where="--gpu", hint="give --gpu-reserved SIZE (total - free as vLLM logs it at start: 'Free memory on device "
+                            "(F/T GiB)') or --kv-cache-memory SIZE, or a site profile fitted by kvplan calibrate on "
+                            "one of this machine's logs")
 
 
 def _in_use_given(req: EngineRequest) -> bool:
