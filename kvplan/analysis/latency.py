@@ -14,7 +14,8 @@ The formulas (docs/latency.md derives them):
   causal prefill of P tokens: query i sees min(i, window) keys, so per layer
       2 x heads x (d_qk + d_v) x sum_{i=1..P} min(i, W)  =  heads x (d_qk + d_v) x P x (P + 1) without a window
   decode step at context c (c tokens cached): 2N + per layer 2 x heads x (d_qk + d_v) x min(c + 1, W)
-      and it reads the active weights once plus every cached byte: bytes = W_active + cache(c)
+      and it reads the active weights once plus every cached byte: bytes = W_active + cache(c), or what a sparse or
+      compressed layer's query reads of it (LayerSpec.decode_read_bytes)
 
   time >= max(FLOPs / (TP x peak FLOP/s), bytes / (TP x HBM bandwidth))
 
@@ -215,14 +216,15 @@ def bounds(spec: ModelSpec, cache: CacheModel, *, gpu, weights_bytes: int, weigh
     def cache_at(tokens: int) -> int:
         return cache.footprint(tokens, 1).cache_bytes
 
+    read_at = _decode_read(cache, context)  # what one decode step reads of the cache (every rank)
     pre = phase(prefill_flops(spec, prompt, terms=terms), w_active + cache_at(prompt), flops_per_s, bytes_per_s)
-    dec = phase(decode_flops(spec, context, terms=terms), w_active + cache_at(context), flops_per_s, bytes_per_s)
+    dec = phase(decode_flops(spec, context, terms=terms), w_active + read_at, flops_per_s, bytes_per_s)
 
     pre_b = dec_b = None
     rate = None
     if batch:
         pre_b = phase(batch * pre.flops, w_active + batch * cache_at(prompt), flops_per_s, bytes_per_s)
-        dec_b = phase(batch * dec.flops, w_active + batch * cache_at(context), flops_per_s, bytes_per_s)
+        dec_b = phase(batch * dec.flops, w_active + batch * read_at, flops_per_s, bytes_per_s)
         rate = batch / dec_b.seconds
 
     # generation with a cache: prefill(P) then decode steps at contexts P .. P+O-2; FLOPs sum to prefill(P+O-1)
@@ -249,13 +251,23 @@ def bounds(spec: ModelSpec, cache: CacheModel, *, gpu, weights_bytes: int, weigh
     )
 
 
+def _decode_read(cache: CacheModel, context: int) -> int:
+    """Cache bytes one decode step reads with `context` tokens cached (every rank): each layer says what its query
+    reads (LayerSpec.decode_read_bytes: all it keeps, or a sparse or compressed layer's share), and its state."""
+    total = 0
+    for stage in cache.stages:
+        for g in stage:
+            total += g.count * (g.layer.decode_read_bytes(cache.kv_dtype, cache.tp, context) + g.state_bytes)
+    return total * cache.tp
+
+
 def _sum_cache(cache: CacheModel, first: int, last: int) -> int:
-    """sum over c = first..last of the cache bytes at c tokens (every rank), in closed form per layer group."""
+    """sum over c = first..last of _decode_read(cache, c), in closed form per layer group."""
     if last < first:
         return 0
     total = 0
     steps = last - first + 1
     for stage in cache.stages:
         for g in stage:
-            total += g.count * g.token_bytes * sum_min(first, last, g.window) + steps * g.count * g.state_bytes
+            total += g.count * (g.layer.decode_read_sum(cache.kv_dtype, cache.tp, first, last) + steps * g.state_bytes)
     return total * cache.tp

@@ -8,7 +8,7 @@ ChunkedLocalAttentionSpec, MLAAttentionSpec, MambaSpec), a layer answers for its
     (engines that keep a different number say so themselves);
   - `heads_per_rank(tp)`: KV heads on one rank (0 for layers without per-head K/V).
 and what the rest of kvplan asks of it: the tensors the probe allocates (`token_tensors`, `state_tensors`), the
-terms of the latency model (`pair_dims`, `latency_gap`), explain's formulas and what-ifs (`token_formula`,
+terms of the latency model (`pair_dims`, `latency_gap`, `decode_read_bytes`), explain's formulas and what-ifs (`token_formula`,
 `seq_formula`, `with_kv_heads` ...), and what the spec reader requires of a model (`window_from`, `indexed`,
 `compressed`, `latent`, `recurrent`). None of those modules compares kinds; an engine maps kinds to its own pools in
 its one table (engines/<engine>/specs.py). Adding a layer kind is one class and a line in KINDS.
@@ -97,6 +97,28 @@ def kv_heads_per_rank(kv_heads: int, tp: int, *, where: str = "--tp") -> int:
 
 def _bytes(elements: int, bits: int) -> int:
     return -(-(elements * bits) // 8)
+
+
+def _sum_kept(first: int, last: int, cap: int | None) -> int:
+    """sum over c = first..last of min(c, cap) (cap None: c), in closed form; 0 when last < first."""
+    if last < first:
+        return 0
+    if cap is None or last <= cap:
+        return (first + last) * (last - first + 1) // 2
+    if first > cap:
+        return cap * (last - first + 1)
+    return (first + cap) * (cap - first + 1) // 2 + cap * (last - cap)
+
+
+def _sum_div(first: int, last: int, m: int) -> int:
+    """sum over c = first..last of c // m, in closed form; 0 when last < first."""
+    def upto(n: int) -> int:  # sum over c = 0..n of c // m
+        if n < 0:
+            return 0
+        q, r = divmod(n, m)
+        return m * q * (q - 1) // 2 + q * (r + 1)
+
+    return upto(last) - upto(first - 1) if last >= first else 0
 
 
 @dataclass(frozen=True)
@@ -195,6 +217,15 @@ class LayerSpec:
         """Dimensions one query multiplies with one key and its value (d_qk + d_v) per query head, for the latency
         model's attention FLOPs; `model_dims` is the model's head_dim + v_head_dim. 0: no term for this layer."""
         return 0
+
+    def decode_read_bytes(self, kv: DType, tp: int, context: int) -> int:
+        """The latency floor: cache bytes one decode step must read from this layer on one rank with `context`
+        tokens cached, beside its fixed state. Every byte it keeps, for a kind whose query reads all of it."""
+        return self.seq_bytes(kv, tp, context)
+
+    def decode_read_sum(self, kv: DType, tp: int, first: int, last: int) -> int:
+        """The sum of decode_read_bytes over contexts first..last (a generation's decode steps), in closed form."""
+        return self.token_bytes(kv, tp) * _sum_kept(first, last, self.window)
 
     def token_formula(self, width: str, heads: str) -> str | None:
         """explain: the bytes one token adds, as a product with the numbers in (`width`: bytes per element and the
@@ -330,6 +361,15 @@ class IndexedFullAttention(FullAttention):
 
     def attention_label(self, query_heads: int) -> str | None:
         return f"{super().attention_label(query_heads)} + index keys"
+
+    def decode_read_bytes(self, kv: DType, tp: int, context: int) -> int:
+        # the indexer scores every cached token, so its keys are all read; attention then reads only the blocks it
+        # selects (transformers 5.24 MiniMaxM3VL indexer: index_topk_blocks x index_block_size per index head, plus
+        # local blocks), whose count the spec does not carry: left out, which keeps the floor a floor
+        return _bytes(context * self.index_head_dim, kv.bits)
+
+    def decode_read_sum(self, kv: DType, tp: int, first: int, last: int) -> int:
+        return _bytes(_sum_kept(first, last, None) * self.index_head_dim, kv.bits)
 
 
 class ChunkedLocal(FullAttention):
@@ -481,6 +521,21 @@ class CompressedAttention(LayerSpec):
     def token_formula(self, width: str, heads: str) -> str | None:
         return f"2 (K = V, both kept) x 1 head x {self.head_dim} head_dim x {width} in the window"
 
+    def decode_read_bytes(self, kv: DType, tp: int, context: int) -> int:
+        return _bytes(self._read_elements(context), kv.bits)
+
+    def decode_read_sum(self, kv: DType, tp: int, first: int, last: int) -> int:
+        m, d = self.compress.ratio, self.head_dim
+        window = _sum_kept(first, last, self.window - 1) * d
+        return _bytes(window + (_sum_div(first, last, m) * d if m else 0), kv.bits)
+
+    def _read_elements(self, context: int) -> int:
+        # a decode step reads the window once, K = V being one tensor (transformers 5.24 modeling_deepseek_v4.py
+        # DeepseekV4Attention passes the same `kv` as keys and values), and every compressed entry (HCA attends to
+        # them all); the open window's buffer is the compressor's, read only when it drains
+        m, d = self.compress.ratio, self.head_dim
+        return self.tokens_kept(context) * d + ((context // m) * d if m else 0)
+
     def attention_label(self, query_heads: int) -> str | None:
         # DeepSeek-V4's names (its technical report): heavily compressed attention (HCA), one entry per m tokens,
         # beside a sliding window; a layer whose ratio is 0 keeps the window only
@@ -506,6 +561,17 @@ class CompressedIndexedAttention(CompressedAttention):
 
     kind: ClassVar[str] = COMPRESSED_INDEXED
     indexed: ClassVar[bool] = True
+
+    def _read_elements(self, context: int) -> int:
+        # the window once (K = V) and the indexer's compressed key for every entry (DeepseekV4Indexer scores them
+        # all); attention reads only the index_topk entries it selects, a count the spec does not carry: left out,
+        # which keeps the floor a floor
+        entries = context // self.compress.ratio
+        return self.tokens_kept(context) * self.head_dim + entries * self.compress.index_head_dim
+
+    def decode_read_sum(self, kv: DType, tp: int, first: int, last: int) -> int:
+        window = _sum_kept(first, last, self.window - 1) * self.head_dim
+        return _bytes(window + _sum_div(first, last, self.compress.ratio) * self.compress.index_head_dim, kv.bits)
 
     def attention_label(self, query_heads: int) -> str | None:
         # compressed sparse attention: one entry per m tokens, and the lightning indexer's compressed keys
