@@ -71,13 +71,17 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     if not model_ref:
         raise ctx.no_model("trtllm-serve MODEL, or `model:` in the file")
     engine_dir = None
-    if str(llm_api.get("backend")) in ("tensorrt", "trt"):
-        # MODEL is then an engine directory, whose config.json is the engine's (pretrained_config, build_config), not
-        # a Hugging Face config: read as the engine's when the repository holds it, else said as what it is
+    built_here: tuple[tuple[str, str], ...] | None = None  # the engine trtllm-serve builds at start-up: its settings
+    serve_notes: list[str] = []
+    if _engine_backend(llm_api.get("backend"), version):
+        # MODEL is an engine directory, whose config.json is the engine's (pretrained_config, build_config), or a
+        # Hugging Face model that LLM(...) builds into an engine at start-up with the flags' BuildConfig
         engine_dir, found = _engine_dir(str(model_ref), llm_api, ctx, at)
         llm_api = {k: v for k, v in llm_api.items() if k != "backend"}
-        if version is None and engine_dir.version:
+        if engine_dir is not None and version is None and engine_dir.version:
             version, release_text = engine_dir.version, f"TensorRT-LLM {engine_dir.version} rules (the engine's config.json)"
+        if engine_dir is None:
+            built_here, serve_notes = _serve_build(llm_api, found, where=where)
     else:
         found = resolve_model(str(model_ref), base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
                               host_paths=ctx.host_paths)
@@ -108,6 +112,8 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     seq = llm_api.get("max_seq_len")
     if seq is None and engine_dir is not None and engine_dir.max_seq_len:
         seq = engine_dir.max_seq_len
+    if seq is None and built_here is not None:
+        seq = engines.get("trtllm").options.deduced_max_seq_len(found.config)  # None for a bundled spec: its max_context, said so
     if seq is None:
         seq = default_max_len("trtllm", spec, None, where=where, key=key("max_model_len"))
     else:
@@ -137,7 +143,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     elif engine_dir is not None and engine_dir.tokens_per_block:
         ints["block_size"] = engine_dir.tokens_per_block  # a build setting of the engine (plugin_config)
     choice = ctx.gpu_choice()  # after the checks that need no GPU: a wrong file is invalid whatever it runs on
-    out_notes = list(ctx.notes) + list(notes) + list(choice.notes) + ([gpus_note] if gpus_note else [])
+    out_notes = list(ctx.notes) + list(notes) + list(choice.notes) + ([gpus_note] if gpus_note else []) + serve_notes
     for field in ("cuda_graph_config", "moe_config", "attn_backend"):
         if llm_api.get(field):
             out_notes.append(f"{field}: judged with TensorRT-LLM's defaults for it")
@@ -149,7 +155,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
                              engine_version=version, **ints)
     # attention DP, speculative decoding, the cache transceiver, kv_cache_config's caps: the engine's option keys;
     # an engine directory's backend and build settings first
-    launch = tuple(engine_dir.options if engine_dir is not None else ()) + \
+    launch = tuple(engine_dir.options if engine_dir is not None else built_here or ()) + \
         tuple(options.engine_options(llm_api, where=where, base_dir=ctx.base_dir).items())
     if launch:
         from dataclasses import replace
@@ -164,24 +170,89 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
                       flag_style=ctx.key is not yaml_key, written=as_written)
 
 
+def _engine_backend(backend, version: str | None) -> bool:
+    """Whether the launch runs the TensorRT-engine backend: `--backend tensorrt` (or trt), or no --backend on a
+    release whose trtllm-serve defaulted to the engine path (before 1.0: serve.py's `--backend` was
+    Choice(["pytorch"]) with default None, "Default is cpp path")."""
+    if backend is not None:
+        return str(backend) in ("tensorrt", "trt")
+    if version is None:
+        return False
+    try:
+        # the TensorRT-LLM release table's own field (releases.py DEFAULT_BACKEND), beyond the Rules protocol
+        return getattr(engines.release("trtllm", version), "default_backend", None) == "tensorrt"
+    except (KvplanError, AttributeError, ValueError):  # a release not read: the engine says so when it is judged
+        return False
+
+
 def _engine_dir(ref: str, llm_api: Mapping[str, Any], ctx: LaunchContext, at):
-    """(build_settings.EngineDir, the model as built) from `trtllm-serve ENGINE_DIR --backend tensorrt`: the engine
-    directory's config.json, read only inside the repository (files.read_text refuses a path outside it)."""
+    """(build_settings.EngineDir or None, the model) for the engine backend's MODEL, read as TensorRT-LLM's
+    _ModelWrapper tells them apart: a folder whose config.json is an engine's (pretrained_config, build_config) is an
+    engine directory, read only inside the repository (files.read_text refuses a path outside it); a folder of a
+    Hugging Face checkpoint, or a name that is no local path (a Hub model), is built into an engine at start-up
+    (EngineDir None)."""
     options = engines.get("trtllm").options
     path = Path(ref) if Path(ref).is_absolute() else ctx.base_dir / ref
     config = path / "config.json"
-    if Path(ref).is_absolute() or not config.is_file():
-        field, why = next(b for b in options.unmodelled(llm_api) if b[0] == "backend")
-        raise UnsupportedError(f"{field} is set ({why}); {ref} is not an engine directory in the repository (a "
-                               "Hugging Face model there is built into an engine at start-up, which kvplan does not "
-                               "read)",
-                               where=at("backend"),
-                               hint="keep the engine's config.json in the repository, or judge it with `kvplan estimate "
-                                    "--engine trtllm --engine-option backend=tensorrt` and its build settings")
-    doc = yamlio.load_json(config)
-    shown = f"{ctx.where}: {ref}/config.json"
-    built = options.engine_dir_config(doc, where=shown)
-    return built, from_converted_config(path, built.hf_config)
+
+    def cannot_judge(why: str):
+        field, reason = next(b for b in options.unmodelled({**llm_api, "backend": "tensorrt"}) if b[0] == "backend")
+        return UnsupportedError(f"{field} is set ({reason}); {ref} is not an engine directory in the repository "
+                                f"({why})", where=at("backend"),
+                                hint="keep the engine's config.json in the repository, or judge it with `kvplan estimate "
+                                     "--engine trtllm --engine-option backend=tensorrt` and its build settings")
+
+    if not Path(ref).is_absolute() and config.is_file():
+        doc = yamlio.load_json(config)
+        if isinstance(doc, dict) and ("build_config" in doc or "pretrained_config" in doc):
+            shown = f"{ctx.where}: {ref}/config.json"
+            built = options.engine_dir_config(doc, where=shown)
+            return built, from_converted_config(path, built.hf_config)
+        # a Hugging Face checkpoint in the repository: built into an engine at start-up
+        return None, resolve_model(ref, base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
+                                   host_paths=ctx.host_paths)
+    if Path(ref).is_absolute() or ref.startswith((".", "~")) or path.exists():
+        raise cannot_judge("a path on the serving host: an engine directory or a checkpoint kvplan cannot read")
+    try:  # no local path: TensorRT-LLM takes it for a Hugging Face Hub model and builds it at start-up
+        return None, resolve_model(ref, base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
+                                   host_paths=ctx.host_paths)
+    except KvplanError as err:
+        raise cannot_judge(f"nor a model kvplan resolves: {err.what}") from None
+
+
+def _serve_build(llm_api: Mapping[str, Any], found, *, where: str) -> tuple[tuple[tuple[str, str], ...], list[str]]:
+    """The build settings of the engine trtllm-serve builds from a Hugging Face model (build_settings.py
+    serve_build_options) and what kvplan says of them. What that build takes elsewhere is refused by name (exit 3)."""
+    known = engines.get("trtllm").options.engine_architectures()
+    if found.spec.architecture not in known:
+        raise UnsupportedError(f"{found.spec.architecture}: kvplan models the engine trtllm-serve builds for "
+                               + ", ".join(known) + " (the TensorRT-LLM conversions it read)",
+                               where=f"{where}: MODEL", hint="--backend pytorch, if that is what runs")
+    kv = llm_api.get("kv_cache_config") or {}
+    if kv.get("dtype") not in (None, "auto"):
+        # TrtLlmArgs.validate_kv_cache_dtype: "KvCacheConfig.dtype is not supported by the TensorRT backend"; the
+        # engine's KV dtype is the checkpoint's quantization, which kvplan does not read through this path
+        raise UnsupportedError(f"kv_cache_config.dtype {kv['dtype']} on the TensorRT backend (TrtLlmArgs asserts "
+                               "auto; the engine's KV dtype comes from the checkpoint's quantization)",
+                               where=f"{where}: kv_cache_config.dtype", hint="kvplan refuses rather than guesses")
+    if kv.get("tokens_per_block") is not None:
+        raise UnsupportedError("kv_cache_config.tokens_per_block on an engine trtllm-serve builds: the engine's block "
+                               "is its build's plugin_config.tokens_per_block, which kvplan did not see this option "
+                               "reach", where=f"{where}: kv_cache_config.tokens_per_block",
+                               hint="kvplan refuses rather than guesses")
+    built = engines.get("trtllm").options.serve_build_options(max_batch_size=llm_api.get("max_batch_size"),
+                                              max_num_tokens=llm_api.get("max_num_tokens"),
+                                              max_beam_width=llm_api.get("max_beam_width"))
+    settings = dict(built)
+    notes = [f"trtllm-serve builds the engine at start-up with BuildConfig(max_batch_size={settings['max_batch_size']}, "
+             f"max_num_tokens={settings['max_num_tokens']}) from its flags (serve.py get_llm_args; a flag not given is "
+             "BuildConfig's default), so no build setting is left open"]
+    if llm_api.get("max_seq_len") is None and engines.get("trtllm").options.deduced_max_seq_len(found.config) is None:
+        notes.append(f"max_seq_len: the engine deduces it from the checkpoint's config.json (max_position_embeddings "
+                     f"x a rope scaling factor other than llama3 / longrope, builder.py _init_max_seq_len); kvplan's "
+                     f"description of this model records no rope scaling, so {found.spec.max_context:,} is assumed; "
+                     "give --max_seq_len if the checkpoint scales it")
+    return built, notes
 
 
 def read_argv(words, ctx: LaunchContext) -> Deployment:

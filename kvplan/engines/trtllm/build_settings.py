@@ -102,6 +102,53 @@ def build_range(*, max_batch_size: int | None, max_num_tokens: int | None, max_s
                       least=(bs_least, min(nt_least, nt)), open=open_)
 
 
+
+# ------------------------------------------------------------------ the engine trtllm-serve builds at start-up
+
+# `trtllm-serve HF_MODEL --backend tensorrt` (and, before 1.0, `trtllm-serve HF_MODEL`, whose default was the engine
+# path) builds the engine itself: serve.py get_llm_args makes BuildConfig(max_batch_size, max_num_tokens,
+# max_beam_width, max_seq_len) from its flags, whose defaults are BuildConfig's own (the click options read
+# `default=BuildConfig.max_batch_size` in the 0.x serve.py and `BuildConfig.model_fields[...].default` at 00209af),
+# and LLM(...) builds with it (TrtLlmArgs keeps a given build_config; validate_build_config_with_runtime_params only
+# warns or clips the runtime copies to it). So the launch settles every build setting kvplan models: a flag not given
+# is BuildConfig's default, not an unknown engine's.
+# rope scaling types _init_max_seq_len does not multiply max_position_embeddings by (builder.py)
+_UNSCALED_ROPE = ("su", "longrope", "llama3")
+
+
+def deduced_max_seq_len(hf_config) -> int | None:
+    """max_seq_len of an engine built with none given (builder.py _init_max_seq_len): max_position_embeddings (2048
+    when the model names none) x the rope scaling factor, rounded up, except for the su / longrope / llama3 types.
+    None when the mapping is not a config.json (a bundled spec: the caller says what it assumed)."""
+    if not isinstance(hf_config, dict):
+        return None
+    text = hf_config.get("text_config") if isinstance(hf_config.get("text_config"), dict) else hf_config
+    length = text.get("max_position_embeddings")
+    length = length if isinstance(length, int) and not isinstance(length, bool) and length > 0 else 2048
+    rope = text.get("rope_scaling")
+    if not isinstance(rope, dict):
+        return length
+    kind = rope.get("type", rope.get("rope_type"))
+    factor = rope.get("factor", 1.0)
+    if kind in _UNSCALED_ROPE or isinstance(factor, bool) or not isinstance(factor, (int, float)) or factor == 1:
+        return length
+    from fractions import Fraction
+
+    scaled = Fraction(length) * Fraction(str(factor))  # math.ceil of the float product, exactly
+    return -(-scaled.numerator // scaled.denominator)
+
+
+def serve_build_options(*, max_batch_size: int | None, max_num_tokens: int | None,
+                        max_beam_width: int | None) -> tuple[tuple[str, str], ...]:
+    """The --engine-option pairs of the engine trtllm-serve builds: backend=tensorrt and its build settings, each the
+    flag's value or BuildConfig's default (so none is left open); max_beam_width only when the flag gives it (the
+    engine reads it at its default only, AT_DEFAULT_ONLY)."""
+    out = (("backend", "tensorrt"),
+           ("max_batch_size", str(max_batch_size if max_batch_size is not None else MAX_BATCH_SIZE)),
+           ("max_num_tokens", str(max_num_tokens if max_num_tokens is not None else MAX_NUM_TOKENS)))
+    return out + ((("max_beam_width", str(max_beam_width)),) if max_beam_width is not None else ())
+
+
 # ------------------------------------------------------------------ an engine directory's config.json
 
 # The engine's config.json (tensorrt_llm/builder.py EngineConfig.to_dict: version, pretrained_config, build_config)

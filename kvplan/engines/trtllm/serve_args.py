@@ -24,6 +24,10 @@ from typing import Any, Callable, Mapping
 
 from kvplan.core.errors import InputError, did_you_mean, UnsupportedError
 from kvplan.engines.trtllm.build_settings import EngineConfigError, read_engine_config
+# the engine `trtllm-serve HF_MODEL --backend tensorrt` builds at start-up, for check's reader (the record's part)
+from kvplan.engines.trtllm.build_settings import deduced_max_seq_len as deduced_max_seq_len
+from kvplan.engines.trtllm.build_settings import serve_build_options as serve_build_options
+from kvplan.engines.trtllm.build_settings import ENGINE_ARCHITECTURES
 from kvplan.engines.runtime.options import exact_float
 
 # `kind  flags...`: int, float, str (one value), flag (no value), multi (repeatable)
@@ -342,7 +346,8 @@ def unmodelled(llm_api: Mapping[str, Any]) -> list[tuple[str, str]]:
     backend = llm_api.get("backend")
     if backend not in (None, "pytorch"):
         why = (f"the {backend} backend: MODEL is an engine directory, whose config.json holds the model as built, its "
-               "quantization, TP and build settings; kvplan reads it only inside the repository") \
+               "quantization, TP and build settings, which kvplan reads only inside the repository, or a Hugging Face "
+               "model that trtllm-serve builds into an engine at start-up") \
             if backend in ("tensorrt", "trt") else \
             f"the {backend} backend (kvplan models the PyTorch and TensorRT-engine backends)"
         out.append(("backend", why))
@@ -357,3 +362,9 @@ def engine_dir_config(doc: Any, *, where: str):
         return read_engine_config(doc)
     except EngineConfigError as err:
         raise (UnsupportedError if err.unmodelled else InputError)(str(err), where=f"{where}: {err.key}") from None
+
+
+def engine_architectures() -> tuple[str, ...]:
+    """The architectures whose TensorRT-LLM conversion kvplan reads (build_settings.ENGINE_ARCHITECTURES): an engine's
+    config.json of another, or a Hugging Face model of another that trtllm-serve would build, is refused by name."""
+    return tuple(ENGINE_ARCHITECTURES)
