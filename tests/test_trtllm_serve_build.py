@@ -131,3 +131,42 @@ def test_a_kv_dtype_on_the_engine_path_is_refused(cli, tmp_path):
                                      "--extra_llm_api_options opts.yaml\n")
     code, out, _ = cli("check", tmp_path / "run.sh", "--gpu", "h100")
     assert code == 3 and "kv_cache_config.dtype" in out
+
+
+ENGINE_CONFIG = ROOT / "tests" / "data" / "trtllm_engine_configs" / "achatbot-spark-tts-0.5b-llm-bf16-v0.17.0.post1"
+
+
+def test_a_tensorrt_llm_checkpoint_is_built_with_its_own_model_and_the_flags_build(cli, tmp_path):
+    """A TensorRT-LLM checkpoint folder (convert_checkpoint.py's config.json is the PretrainedConfig an engine keeps as
+    pretrained_config; here the published 0.17 engine's, taken whole): read as that model, not as a Hugging Face
+    config, and built with the flags' BuildConfig: 24 layers x 2 KV heads x 64 x 2 (K, V) x 2 B = 12,288 B a token,
+    max_seq_len its max_position_embeddings (32768, no rotary scaling)."""
+    doc = json.loads((ENGINE_CONFIG / "config.json").read_text())["pretrained_config"]
+    (tmp_path / "ckpt").mkdir()
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(doc))
+    (tmp_path / "run.sh").write_text("trtllm-serve ./ckpt --backend tensorrt --tp_size 1\n")
+    code, out, err = cli("check", tmp_path / "run.sh", "--gpu", "l4", "--json")
+    v = json.loads(out)["verdicts"][0]
+    assert code == 0, (out, err)
+    assert v["max_model_len"] == 32768
+    assert v["figures"]["cache_bytes"] == v["figures"]["kv_cache_tokens"] * 12_288
+    assert any("BuildConfig(max_batch_size=2048, max_num_tokens=8192)" in n for n in v["notes"])
+    doc["quantization"]["quant_algo"] = "W4A16_AWQ"
+    (tmp_path / "ckpt" / "config.json").write_text(json.dumps(doc))
+    code, out, _ = cli("check", tmp_path / "run.sh", "--gpu", "l4")
+    assert code == 3 and "quantization.quant_algo" in out and "pretrained_config" not in out
+
+
+def test_an_engine_takes_tp_1_as_its_own_layout(cli, tmp_path):
+    """llm_args.py _load_config_from_engine: a tp_size of 1 (the flags' default) takes the engine's; another that
+    differs from it is refused."""
+    doc = json.loads((ENGINE_CONFIG / "config.json").read_text())
+    doc["pretrained_config"]["mapping"].update(tp_size=2, world_size=2)
+    (tmp_path / "engine").mkdir()
+    (tmp_path / "engine" / "config.json").write_text(json.dumps(doc))
+    (tmp_path / "one.sh").write_text("trtllm-serve ./engine --backend tensorrt --tp_size 1\n")
+    (tmp_path / "four.sh").write_text("trtllm-serve ./engine --backend tensorrt --tp_size 4\n")
+    code, out, _ = cli("check", tmp_path / "one.sh", "--gpu", "l4", "--json")
+    assert json.loads(out)["verdicts"][0]["tensor_parallel_size"] == 2
+    code, out, _ = cli("check", tmp_path / "four.sh", "--gpu", "l4")
+    assert code == 2 and "does not match the engine's 2" in out

@@ -76,11 +76,11 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     if _engine_backend(llm_api.get("backend"), version):
         # MODEL is an engine directory, whose config.json is the engine's (pretrained_config, build_config), or a
         # Hugging Face model that LLM(...) builds into an engine at start-up with the flags' BuildConfig
-        engine_dir, found = _engine_dir(str(model_ref), llm_api, ctx, at)
+        engine_dir, found, builds = _engine_dir(str(model_ref), llm_api, ctx, at)
         llm_api = {k: v for k, v in llm_api.items() if k != "backend"}
         if engine_dir is not None and version is None and engine_dir.version:
             version, release_text = engine_dir.version, f"TensorRT-LLM {engine_dir.version} rules (the engine's config.json)"
-        if engine_dir is None:
+        if builds:
             built_here, serve_notes = _serve_build(llm_api, found, where=where)
     else:
         found = resolve_model(str(model_ref), base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
@@ -95,10 +95,12 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
     pp = llm_api.get("pipeline_parallel_size")
     if pp is None:  # TensorRT-LLM's default (llm_args.py pipeline_parallel_size = 1); a 0 given is checked below
         pp = 1
-    if engine_dir is not None:  # an engine runs on the layout it was built for
+    if engine_dir is not None:  # an engine (or a checkpoint) runs on the layout it was built for
+        # llm_args.py _load_config_from_engine / _load_config_from_ckpt: a size other than 1 (the flags' default) and
+        # the file's is refused; 1 takes the file's
         for dest, value, built in (("tensor_parallel_size", tp, engine_dir.tp), ("pipeline_parallel_size", pp,
                                                                                   engine_dir.pp)):
-            if value not in (None, built) and not (dest == "pipeline_parallel_size" and value == 1 and built == 1):
+            if value not in (None, 1, built):
                 raise InputError(f"{value} does not match the engine's {built} (its config.json mapping)", where=at(dest))
         tp, pp = engine_dir.tp, engine_dir.pp
     for dest, value in (("tensor_parallel_size", tp), ("pipeline_parallel_size", pp)):
@@ -155,7 +157,7 @@ def read_llm_api(llm_api: Mapping[str, Any], ctx: LaunchContext, *, written: Map
                              engine_version=version, **ints)
     # attention DP, speculative decoding, the cache transceiver, kv_cache_config's caps: the engine's option keys;
     # an engine directory's backend and build settings first
-    launch = tuple(engine_dir.options if engine_dir is not None else built_here or ()) + \
+    launch = tuple(built_here or (engine_dir.options if engine_dir is not None else ())) + \
         tuple(options.engine_options(llm_api, where=where, base_dir=ctx.base_dir).items())
     if launch:
         from dataclasses import replace
@@ -186,11 +188,12 @@ def _engine_backend(backend, version: str | None) -> bool:
 
 
 def _engine_dir(ref: str, llm_api: Mapping[str, Any], ctx: LaunchContext, at):
-    """(build_settings.EngineDir or None, the model) for the engine backend's MODEL, read as TensorRT-LLM's
-    _ModelWrapper tells them apart: a folder whose config.json is an engine's (pretrained_config, build_config) is an
-    engine directory, read only inside the repository (files.read_text refuses a path outside it); a folder of a
-    Hugging Face checkpoint, or a name that is no local path (a Hub model), is built into an engine at start-up
-    (EngineDir None)."""
+    """(build_settings.EngineDir or None, the model, whether trtllm-serve builds the engine at start-up) for the
+    engine backend's MODEL, read as TensorRT-LLM's _ModelWrapper tells them apart: a folder whose config.json is an
+    engine's (pretrained_config, build_config) is an engine directory, read only inside the repository
+    (files.read_text refuses a path outside it); a TensorRT-LLM checkpoint folder (its model, layout and quantization
+    in an EngineDir without build settings), a Hugging Face checkpoint folder, or a name that is no local path (a Hub
+    model) is built at start-up."""
     options = engines.get("trtllm").options
     path = Path(ref) if Path(ref).is_absolute() else ctx.base_dir / ref
     config = path / "config.json"
@@ -204,18 +207,23 @@ def _engine_dir(ref: str, llm_api: Mapping[str, Any], ctx: LaunchContext, at):
 
     if not Path(ref).is_absolute() and config.is_file():
         doc = yamlio.load_json(config)
+        shown = f"{ctx.where}: {ref}/config.json"
         if isinstance(doc, dict) and ("build_config" in doc or "pretrained_config" in doc):
-            shown = f"{ctx.where}: {ref}/config.json"
             built = options.engine_dir_config(doc, where=shown)
-            return built, from_converted_config(path, built.hf_config)
+            return built, from_converted_config(path, built.hf_config), False
+        if options.is_checkpoint_config(doc):
+            # a TensorRT-LLM checkpoint (convert_checkpoint.py's output): its model, layout and quantization are the
+            # engine's; the build is the flags' (built at start-up)
+            built = options.checkpoint_config(doc, where=shown)
+            return built, from_converted_config(path, built.hf_config), True
         # a Hugging Face checkpoint in the repository: built into an engine at start-up
         return None, resolve_model(ref, base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
-                                   host_paths=ctx.host_paths)
+                                   host_paths=ctx.host_paths), True
     if Path(ref).is_absolute() or ref.startswith((".", "~")) or path.exists():
         raise cannot_judge("a path on the serving host: an engine directory or a checkpoint kvplan cannot read")
     try:  # no local path: TensorRT-LLM takes it for a Hugging Face Hub model and builds it at start-up
         return None, resolve_model(ref, base_dir=ctx.base_dir, where=at("model"), lookup=ctx.defaults.lookup,
-                                   host_paths=ctx.host_paths)
+                                   host_paths=ctx.host_paths), True
     except KvplanError as err:
         raise cannot_judge(f"nor a model kvplan resolves: {err.what}") from None
 

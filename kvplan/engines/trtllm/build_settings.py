@@ -37,7 +37,7 @@ engine kvplan scores was built with; a launch that states none of them is taken 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 MAX_BATCH_SIZE = 2048  # BuildConfig.max_batch_size
 MAX_NUM_TOKENS = 8192  # BuildConfig.max_num_tokens
@@ -253,3 +253,23 @@ def read_engine_config(doc) -> EngineDir:
                      max_seq_len=_int(seq, "build_config.max_seq_len") if seq is not None else None,
                      tokens_per_block=_int(tpb, "build_config.plugin_config.tokens_per_block") if tpb is not None else None,
                      options=tuple(options))
+
+
+def is_checkpoint_config(doc) -> bool:
+    """Whether a config.json is a TensorRT-LLM checkpoint's (convert_checkpoint.py, PretrainedConfig.to_dict: the
+    `architecture` of the engine's pretrained_config at the top) rather than a Hugging Face one or an engine's."""
+    return isinstance(doc, dict) and isinstance(doc.get("architecture"), str) and not any(
+        k in doc for k in ("architectures", "model_type", "build_config", "pretrained_config"))
+
+
+def read_checkpoint_config(doc) -> EngineDir:
+    """A TensorRT-LLM checkpoint's config.json read as an engine's pretrained_config with no build settings (the
+    engine trtllm-serve builds from it takes the flags' BuildConfig); its rotary_scaling kept as rope_scaling for the
+    deduced max_seq_len. EngineConfigError keys are the checkpoint file's own."""
+    try:
+        built = read_engine_config({"pretrained_config": doc, "build_config": {}})
+    except EngineConfigError as err:
+        raise EngineConfigError(str(err), err.key.removeprefix("pretrained_config."), err.unmodelled) from None
+    rope = doc.get("rotary_scaling")
+    hf = dict(built.hf_config, **({"rope_scaling": rope} if isinstance(rope, dict) else {}))
+    return replace(built, hf_config=hf, options=())

@@ -23,6 +23,7 @@ ENGINE = Engine(
     # trtllm-serve's flags and the LLM-API options YAML (serve_args.py)
     options=Part("kvplan.engines.trtllm.serve_args", (
         "parse_argv", "option_info", "unmodelled", "check_llm_api", "engine_options", "engine_dir_config",
-        "serve_build_options", "deduced_max_seq_len", "engine_architectures")),
+        "serve_build_options", "deduced_max_seq_len", "engine_architectures", "is_checkpoint_config",
+        "checkpoint_config")),
     releases=Part("kvplan.engines.trtllm.releases", REGISTRY),  # the registry every engine has (engines/releases.py)
 )

@@ -27,7 +27,8 @@ from kvplan.engines.trtllm.build_settings import EngineConfigError, read_engine_
 # the engine `trtllm-serve HF_MODEL --backend tensorrt` builds at start-up, for check's reader (the record's part)
 from kvplan.engines.trtllm.build_settings import deduced_max_seq_len as deduced_max_seq_len
 from kvplan.engines.trtllm.build_settings import serve_build_options as serve_build_options
-from kvplan.engines.trtllm.build_settings import ENGINE_ARCHITECTURES
+from kvplan.engines.trtllm.build_settings import ENGINE_ARCHITECTURES, read_checkpoint_config
+from kvplan.engines.trtllm.build_settings import is_checkpoint_config as is_checkpoint_config
 from kvplan.engines.runtime.options import exact_float
 
 # `kind  flags...`: int, float, str (one value), flag (no value), multi (repeatable)
@@ -353,6 +354,15 @@ def unmodelled(llm_api: Mapping[str, Any]) -> list[tuple[str, str]]:
         out.append(("backend", why))
     # what kvplan knows not to model first: it is the better reason than an option it does not know
     return sorted(out, key=lambda item: "does not know" in item[1])
+
+
+def checkpoint_config(doc: Any, *, where: str):
+    """A TensorRT-LLM checkpoint's config.json (trtllm-serve CKPT_DIR --backend tensorrt builds it at start-up) read as
+    build_settings.EngineDir without build settings, its errors located at the file's key like engine_dir_config's."""
+    try:
+        return read_checkpoint_config(doc)
+    except EngineConfigError as err:
+        raise (UnsupportedError if err.unmodelled else InputError)(str(err), where=f"{where}: {err.key}") from None
 
 
 def engine_dir_config(doc: Any, *, where: str):
