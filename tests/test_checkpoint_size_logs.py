@@ -185,3 +185,40 @@ def test_a_mixed_table_that_splits_a_class_is_refused():
     quant["quantized_layers"] = {"model.layers.0.vision.proj": {"quant_algo": "FP8"}}
     with pytest.raises(NotModelled, match="does not count"):
         quantized_weight_bytes(quant, [Tensor("mlp.down_proj.weight", (2048, 512), 1, LINEAR)], 16, 1)
+
+
+# ------------------------------------------------------------------ DeepSeek-V4: the routed experts' own format
+
+V4_FLASH = DATA / "public_models" / "deepseek-ai--DeepSeek-V4-Flash" / "config.json"
+V4_FLASH_NVFP4 = DATA / "hf_configs_2026" / "nvidia--DeepSeek-V4-Flash-NVFP4.json"
+
+
+def test_deepseek_v4_flash_on_two_gpus_holds_what_vllm_logged():
+    """deepseek-ai/DeepSeek-V4-Flash on two DGX Spark nodes, TP 2 with its MTP layer drafting (tests/data/
+    vllm_logs_features, idx-2xdgxspark-v0211-dsv4-flash-mtp2-tp2; vLLM 0.21.1): `Model loading took 75.86 GiB` a GPU.
+    config.json's fp8 block says nothing of the experts; `expert_dtype: fp4` does: MXFP4 routed experts (vLLM 0.34
+    models/deepseek_v4/quant_config.py). Counted as FP8 they made 133 GiB a GPU, more than a GB10 has. The MTP layer,
+    which kvplan does not size for V4, is bounded here by hand: one decoder layer at the average layer's bytes plus its
+    e_proj and h_proj (hidden x hidden fp8 each), split over the two ranks."""
+    spec = resolve_model(str(V4_FLASH))
+    raw = json.loads(V4_FLASH.read_text())
+    log = (DATA / "vllm_logs_features" / "raw" / "idx-2xdgxspark-v0211-dsv4-flash-mtp2-tp2.part2.log").read_text(
+        encoding="utf-8")
+    logged = _logged_gib(log, "Model loading took") * GIB
+    (per_gpu,) = stage_weight_bytes(spec, None, dtype(spec.dtype), 2, 1)
+    edges = 2 * raw["vocab_size"] * raw["hidden_size"] * 2  # the bf16 embedding and output head
+    mtp = (spec.weights_bytes - edges) // raw["num_hidden_layers"] + 2 * raw["hidden_size"] ** 2
+    assert abs((per_gpu + mtp / 2) / logged - 1) <= 0.02, ((per_gpu + mtp / 2) / GIB, float(logged / GIB))
+
+
+def test_deepseek_v4_nvfp4_experts_are_nvfp4_not_fp8():
+    """nvidia/DeepSeek-V4-Flash-NVFP4 keeps the base fp8 block and adds moe_quant_algo NVFP4 (ModelOpt's routed experts;
+    vLLM 0.34 DeepseekV4FP8Config.get_quant_method -> ModelOptNvFp4FusedMoE). Same architecture as the base file, so
+    the two differ by the experts alone: per expert matrix NVFP4 (n x k / 2 + n x k / 16 + two float32 scales, as
+    ModelOptNvFp4FusedMoE.create_weights registers it) less MXFP4 (n x k x 17 / 32), over 43 layers x 256 experts x
+    w1, w3 (2048 x 4096) and w2 (4096 x 2048)."""
+    base, nvfp4 = resolve_model(str(V4_FLASH)), resolve_model(str(V4_FLASH_NVFP4))
+    n, k = 2048, 4096
+    per_matrix = (n * k // 2 + n * k // 16 + 4 + 4) - n * k * 17 // 32
+    assert nvfp4.weights_bytes - base.weights_bytes == 43 * 256 * 3 * per_matrix
+    assert "NVFP4" in nvfp4.weights_source and "MXFP4" in base.weights_source

@@ -589,6 +589,13 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
         # the inventory lacks the tower: a quantized figure of the text model alone would pass for the checkpoint's
         notes.append("the checkpoint is quantized; its weight bytes stay unknown with the tower")
     elif isinstance(quant, Mapping):
+        expert_dtype = cfg.get("expert_dtype") or raw.get("expert_dtype")
+        if model_type in COMPRESSED_MODEL_TYPES and expert_dtype and str(quant.get("quant_method")).lower() == "fp8":
+            # DeepSeek-V4 says its routed experts' format beside the block (expert_dtype fp4: MXFP4 experts; vLLM 0.34
+            # models/deepseek_v4/quant_config.py); NVIDIA's -NVFP4 files keep this fp8 block and add moe_quant_algo
+            # NVFP4. vLLM takes a missing expert_dtype for fp4; SGLang's FP8 repack (deepseek_ref) has none and FP8
+            # experts, so only a stated one is applied
+            quant = {**quant, "expert_dtype": str(expert_dtype)}
         try:
             counted_bytes = quantized_weight_bytes(quant, counted.tensors, lookup_dtype(dtype).bits, layers,
                                                    (moe or {}).get("experts"))

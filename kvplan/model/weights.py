@@ -323,17 +323,54 @@ def _fp8(quant: Mapping, tensors: list[Tensor], plain: int) -> WeightBytes:
     block = quant.get("weight_block_size")
     static = str(quant.get("activation_scheme") or "dynamic") == "static"
     total = _rest_bytes(rest, plain)
+    experts = _deepseek_v4_experts(quant)
+    # DeepSeek-V4's FP4-expert checkpoints keep their FP8 block scales as e8m0 (one byte), the others as float32
+    scale_bytes = 1 if experts else 4
     for t in q:
         out, inp = t.shape
+        if experts and t.kind == EXPERT:
+            total += t.count * _deepseek_v4_expert_bytes(experts, out, inp, t.name)
+            continue
         if block:
             bo, bi = int(block[0]), int(block[1])
             scales = _cdiv(out, bo) * _cdiv(inp, bi)
         else:
             scales = 1
-        total += t.count * (out * inp + 4 * scales + (4 if static else 0))
+        total += t.count * (out * inp + scale_bytes * scales + (4 if static else 0))
     what = f"block {block[0]}x{block[1]} float32 scales" if block else "a float32 scale per matrix"
+    if experts:
+        what = (f"block {block[0]}x{block[1]} e8m0 scales" if block else "an e8m0 scale per matrix") + (
+            f"; routed experts in {experts} (DeepSeek-V4 expert_dtype fp4)")
     return WeightBytes(total, f"quantization_config fp8: 1-byte linear weights with {what}; embeddings, norms, "
                               f"routers and the output head in {plain * 8}-bit")
+
+
+def _deepseek_v4_experts(quant: Mapping) -> str | None:
+    """The routed experts' format of a DeepSeek-V4 fp8 checkpoint (hf_config.py adds `expert_dtype` to its quant
+    block), as vLLM 0.34 models/deepseek_v4/quant_config.py DeepseekV4FP8Config.get_quant_method picks it:
+    expert_dtype "fp4" (the default) is MXFP4 (Mxfp4MoEMethod), or NVFP4 when the block says moe_quant_algo NVFP4
+    (NVIDIA's -NVFP4 files: ModelOptNvFp4FusedMoE); "fp8" (Flash-Base) is FP8 block like the other layers (None)."""
+    dtype_ = quant.get("expert_dtype")
+    if dtype_ is None or dtype_ == "fp8":
+        return None
+    if dtype_ != "fp4":
+        raise NotModelled(f"DeepSeek-V4 expert_dtype {dtype_!r} is not modelled (fp4 and fp8 are)")
+    algo = str(quant.get("moe_quant_algo") or "").upper()
+    if algo not in ("", "NVFP4"):
+        raise NotModelled(f"DeepSeek-V4 moe_quant_algo {algo!r} is not modelled (NVFP4 is)")
+    return "NVFP4" if algo == "NVFP4" else "MXFP4"
+
+
+def _deepseek_v4_expert_bytes(fmt: str, out: int, inp: int, name: str) -> int:
+    """One routed expert matrix: MXFP4 as the files store it (DeepSeek-V4-Flash: two E2M1 values a byte and one e8m0
+    scale per 32 inputs, 17 bytes / 32 weights, as vLLM's mxfp4.py loads it); NVFP4 as ModelOpt writes it and
+    ModelOptNvFp4FusedMoE.create_weights loads it (uint8 [out, in / 2], fp8 [out, in / 16], float32 weight_scale_2
+    and input_scale: _modelopt_matrix_bytes)."""
+    if fmt == "NVFP4":
+        return _modelopt_matrix_bytes("NVFP4", out, inp, 16, name)
+    if inp % 32:
+        raise NotModelled(f"mxfp4 needs the input dimension of {name} ({inp}) to be a multiple of 32")
+    return out * (inp // 32) * (16 + 1)
 
 
 def _mxfp4(quant: Mapping, tensors: list[Tensor], plain: int) -> WeightBytes:
