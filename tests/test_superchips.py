@@ -138,3 +138,51 @@ def test_sglang_on_gh200_is_its_discrete_path():
         assert est.gpu_mem_mib == 146831  # nvidia-smi's memory.total, not the runtime total in MiB (145920)
         # P, the free memory before the load, is the discrete one on the HBM: total - context - init - what is held
         assert est.free_before_load_bytes == (153008209920 - est.cuda_context_bytes - est.dist_init_bytes - GIB)
+
+
+# ------------------------------------------------------------------------------------------ --gpu-reserved 0
+
+def _built(gpu, engine_version, reserved):
+    """The request as the command line builds it (requests/build.py), so that the flag's text is what is parsed."""
+    from kvplan.requests.build import build_request
+
+    return build_request("llama-3.1-8b", seq="8192", batch=1, kv_dtype="auto", dtype=None, gpu=gpu, gpu_mem=None,
+                         gpus=None, tp=None, pp=1, gpu_util="0.9", engine_version=engine_version, gpu_reserved=reserved)
+
+
+@pytest.mark.parametrize("reserved", ["0", "0GiB", "0B"])
+def test_gpu_reserved_zero_is_nothing_in_use_on_gh200(reserved):
+    """--gpu-reserved 0 says no other process holds memory on the HBM: vLLM's discrete arithmetic with nothing in use
+    (v1/worker/utils.py request_memory, gpu_worker.py determine_available_memory, 0.19.0), by hand."""
+    total = 153008209920
+    req = _built("gh200-144gb", "0.19.0", reserved)
+    assert req.gpu_reserved_bytes == 0
+    b = budgets_for(req)[0]
+    assert b.memory_in_use_bytes == 0 and b.requested_bytes == math.ceil(total * Fraction(9, 10))
+    assert b.available_bytes == b.requested_bytes - b.weights_bytes - b.activation_peak_bytes - b.non_torch_bytes
+    assert b.starts == (total - b.context_bytes >= b.requested_bytes) is True
+    # one GiB more in use moves nothing but the start check: the budget is the same request less the same terms
+    one = budgets_for(_built("gh200-144gb", "0.19.0", "1GiB"))[0]
+    assert one.memory_in_use_bytes == GIB and one.available_bytes == b.available_bytes
+
+
+def test_gpu_reserved_zero_is_nothing_in_use_on_gb10():
+    """On GB10 SGLang 0.5.9+ reads the free memory from psutil (utils/common.py get_available_gpu_memory): told the
+    host holds nothing, P = capacity - SGLang's own CUDA context, with no host share subtracted."""
+    est = sglang.estimate(_built("gb10", "0.5.23", "0"))
+    capacity = catalog.find_gpu("gb10").capacity_bytes
+    assert est.in_use_bytes == 0
+    assert est.free_before_load_bytes == capacity - est.cuda_context_bytes
+    held = sglang.estimate(_built("gb10", "0.5.23", "1GiB"))
+    assert held.free_before_load_bytes == capacity - held.cuda_context_bytes - GIB
+
+
+def test_gpu_reserved_zero_on_the_command_line(cli):
+    code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "gb10", "--engine", "sglang", "--gpu-reserved", "0",
+                         "--json")
+    assert code == 0, err
+    import json
+    assert json.loads(out)["in_use_bytes"] == 0
+    for bad in ("-1GiB", "-1"):
+        code, out, err = cli("estimate", "llama-3.1-8b", "--gpu", "gb10", "--engine", "sglang", "--gpu-reserved", bad)
+        assert code == 2 and err.startswith("error: --gpu-reserved") and err.count("\n") == 1 and not out, err

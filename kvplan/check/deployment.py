@@ -209,7 +209,8 @@ def defaults(options: CheckOptions) -> Defaults:
     if options.vllm_version is not None:  # None is the default release: nothing to refuse, no table to load
         engines.release("vllm", options.vllm_version, where="--vllm-version")
 
-    reserved = parse_size(options.gpu_reserved, what="--gpu-reserved") if options.gpu_reserved else None
+    reserved = (parse_size(options.gpu_reserved, what="--gpu-reserved", zero_ok=True)
+                if options.gpu_reserved is not None else None)
     opts = parse_engine_options(list(options.engine_options))
     readers = {name: engines.get(name).option_keys for name in engines.ENGINE_NAMES} if opts else {}
     for key, _ in opts or ():

@@ -179,9 +179,10 @@ def parse_tokens(text: str | int, *, what: str | None = None) -> int:
 _UNITLESS_FLOOR = 2**20
 
 
-def parse_size(text: str | int, *, what: str | None = None) -> int:
+def parse_size(text: str | int, *, what: str | None = None, zero_ok: bool = False) -> int:
     """'80GiB', '80GB', '81559MiB' or a plain integer of bytes (at least 1 MiB as text: `80` is a unit left out) ->
-    bytes."""
+    bytes. `zero_ok`: 0 (any unit or none) is a size too, for amounts that can be nothing (--gpu-reserved 0: no
+    other process holds memory); a negative one is refused either way."""
     if isinstance(text, bool) or not isinstance(text, (int, str)):
         raise InputError(f"must be a size, got {shown(text)}", where=what, hint="e.g. 80GiB, 80GB or 85899345920")
     if isinstance(text, int):
@@ -200,6 +201,8 @@ def parse_size(text: str | int, *, what: str | None = None) -> int:
                 hint = f"'{match.group(2)}' is ambiguous: write {match.group(2).upper()}iB (binary) or {match.group(2).upper()}B (decimal)"
             raise InputError(f"{text!r} is not a size", where=what, hint=hint)
         value = Fraction(Decimal(match.group(1).replace("_", ""))) * _SIZE_UNITS[unit]
+    if zero_ok and value == 0:
+        return 0
     if value <= 0:
         raise InputError(f"must be positive, got {shown(text)}", where=what)
     size = int(value)  # a fractional byte rounds down: '1.5KiB' is 1536, '0.1KiB' is 102

@@ -160,10 +160,10 @@ def build_request(model: str, *, seq: str | None, batch: int, kv_dtype: str, dty
         if reserve_bytes >= hardware.capacity_bytes:
             raise InputError(f"reserve {reserve_bytes} B leaves nothing of {hardware.capacity_bytes} B", where="--reserve")
     reserved_bytes = None
-    if gpu_reserved:
+    if gpu_reserved is not None:  # "0" is an answer (nothing else holds memory), not a flag left out
         if hardware is None:
             raise InputError("--gpu-reserved needs a GPU", where="--gpu-reserved", hint="add --gpu NAME or --gpu-mem SIZE")
-        reserved_bytes = units.parse_size(gpu_reserved, what="--gpu-reserved")
+        reserved_bytes = units.parse_size(gpu_reserved, what="--gpu-reserved", zero_ok=True)
         if reserved_bytes >= hardware.capacity_bytes:
             raise InputError(f"{reserved_bytes} B in use leaves nothing of the GPU's {hardware.capacity_bytes} B",
                              where="--gpu-reserved")

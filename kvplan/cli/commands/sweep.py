@@ -213,7 +213,7 @@ def _check_single_flags(*, dtype, gpu, gpu_mem, gpu_util, reserve, kv_cache_memo
     for flag, value in (("--gpu-mem", gpu_mem), ("--reserve", reserve), ("--kv-cache-memory", kv_cache_memory),
                         ("--gpu-reserved", gpu_reserved)):
         if value is not None:
-            units.parse_size(value, what=flag)
+            units.parse_size(value, what=flag, zero_ok=flag == "--gpu-reserved")
 
 
 def _write_lines(out, lines) -> None:
