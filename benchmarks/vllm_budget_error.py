@@ -280,8 +280,10 @@ PUBLIC = [
     dict(id="idx-a100-80gb-v0310-llama31-8b-defaults", group="public-index-id", gpu="a100-pcie-80gb",
          config="tests/data/vllm_models/meta-llama--Llama-3.1-8B-Instruct/config.json", version="0.31.0", tp=1,
          seq=131072, util="0.92", available="56.21", weights="15.0", consumed="15.26", tokens=460496,
-         concurrency=3.51, note="A100 80GB: 79.25 GiB total as the catalog's PCIe card reads (the SXM's 79.26); "
-                                "0.31's default gpu_memory_utilization 0.92 and the model's 131072"),
+         concurrency=3.51, options=(("compile_cache", "cold"),),
+         note="A100 80GB: 79.25 GiB total as the catalog's PCIe card reads (the SXM's 79.26); "
+              "0.31's default gpu_memory_utilization 0.92 and the model's 131072; a cold torch.compile cache: the "
+              "note's `docker run` mounts ~/.cache/huggingface only, so the container's ~/.cache/vllm starts empty"),
     dict(id="tw10519-gb10-v0130nv-gpt-oss-20b-abliterated", group="public-unified", gpu="gb10-128gb",
          config="tests/data/hf_configs/gpt-oss-20b.json", version="0.13.0", tp=1, seq=8192, util="0.25", mnbt=2048,
          available="12.94", weights="13.7193", tokens=282624, concurrency=54.44,

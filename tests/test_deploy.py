@@ -207,7 +207,9 @@ def test_vllm_figures_are_the_vllm_engines(tmp_path, configs):
 
 
 def test_a_vllm_start_failure_reads_like_vllms_error(tmp_path):
-    text = "model: llama-3.1-70b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 2\nmax_model_len: 128K\n"
+    # pinned to 0.27.1, whose V1 model runner's sampler warm-up leaves 1.4 GiB (0.33's V2 runner leaves about 3.3)
+    text = ("model: llama-3.1-70b\nengine: vllm\ngpu: h100\ntensor_parallel_size: 2\nmax_model_len: 128K\n"
+            "vllm_version: 0.27.1\n")
     v = one(tmp_path, text, optimistic=True)
     assert v.status == "fail"
     assert re.fullmatch(r"one request of 128K tokens needs [\d.]+ GiB of KV cache per GPU, [\d.]+ GiB available; "

@@ -227,10 +227,22 @@ def test_eagle3_head_weights_match_the_published_checkpoint():
 @pytest.mark.parametrize("method", ["ngram", "suffix"])
 def test_host_methods_add_nothing_on_the_gpu(method):
     r = est("llama-3.1-8b", vllm_args=spec_json(method=method, num_speculative_tokens=4))
-    plain = est("llama-3.1-8b")
+    # 0.33's V2 model runner lacks suffix decoding and hands it to the V1 runner (config/vllm.py
+    # _get_v2_model_runner_unsupported_features), whose profile differs: compared with a plain launch on that runner
+    plain = est("llama-3.1-8b", engine_options=["VLLM_USE_V2_MODEL_RUNNER=0"] if method == "suffix" else None)
     assert (r.num_gpu_blocks, r.bytes_per_block, r.weights_per_gpu_bytes) == (plain.num_gpu_blocks, plain.bytes_per_block,
                                                                               plain.weights_per_gpu_bytes)
     assert not r.features.speculative.uses_gpu and any("CPU" in n for n in r.notes)
+
+
+def test_suffix_decoding_falls_back_to_the_v1_runner_on_0_33():
+    """0.33.0 config/vllm.py: suffix is among the V2 runner's unsupported speculative methods, ngram is not; the V1
+    runner's sampler warm-up is FlashInfer's, R x V x (2 + 12) B, where V2 keeps R x V bf16 logits: at R = 1024 and
+    Llama-3.1-8B's 128256 logits the pool differs by at least 1024 x 128256 x 12 B (1.47 GiB) less the V2 runner's
+    CUDA-graph centre, i.e. by more than 1 GiB."""
+    suffix = est("llama-3.1-8b", vllm_args=spec_json(method="suffix", num_speculative_tokens=4))
+    ngram = est("llama-3.1-8b", vllm_args=spec_json(method="ngram", num_speculative_tokens=4))
+    assert ngram.available_kv_bytes - suffix.available_kv_bytes > 2**30
 
 
 def test_speculative_decoding_on_vllm_0_19_needs_the_budget_given():

@@ -58,13 +58,16 @@ def cli(*args):
 def test_pool_and_replicas_come_from_the_engines_own_estimate():
     r, load = search("llama-3.1-8b", concurrency=300, seq=8192, engine_names=("vllm",), kv=("auto",))
     p = next(p for p in r.plans if p.tp == 1 and p.pp == 1)
-    est = engines.get("vllm").estimate(build_request("llama-3.1-8b", seq="8192", batch=1, kv_dtype="auto", dtype=None,
-                                                     gpu="h100", gpu_mem=None, gpus=None, tp=1, pp=1))
+    req = build_request("llama-3.1-8b", seq="8192", batch=1, kv_dtype="auto", dtype=None, gpu="h100", gpu_mem=None,
+                        gpus=None, tp=1, pp=1)
+    est = engines.get("vllm").estimate(req)
+    # the pool is pinned at the band's low edge, as check judges (0.33's band covers a cold torch.compile cache)
+    low = engines.get("vllm").estimate(dataclasses.replace(req, budget_edge="low"))
     assert p.available_kv_bytes == est.available_kv_bytes
-    assert p.pool_requests == est.max_batch == p.held_per_replica  # a fixed-shape load: requests of max_model_len
+    assert p.pool_requests == low.max_batch == p.held_per_replica  # a fixed-shape load: requests of max_model_len
     # no latency target: a replica runs what its pool holds; 300 sequences need ceil(300 / held) replicas
     assert p.batch_limit == p.held_per_replica
-    assert p.replicas == math.ceil(300 / est.max_batch)
+    assert p.replicas == math.ceil(300 / low.max_batch)
     assert p.gpus == p.replicas and p.nodes == math.ceil(p.gpus / 8)
     price = fleet.default_prices()["h100-sxm-80gb"].usd_per_gpu_hour
     assert p.usd_per_hour == pytest.approx(p.gpus * price)

@@ -198,19 +198,37 @@ def test_engine_built_directly_gets_the_scheduler_config_defaults():
 
 
 def test_offline_entry_point_activation_peak_by_hand():
-    """Llama-3.1-8B on one H100, vLLM 0.33 (FlashInfer sampler, 12 B a logit beside the bf16 logits): the sampler
-    warm-up sets the profile's peak at both entry points, R = min(1024, T) = 1024 requests of [1024, 128256] logits
-    (1024 x 128256 x (2 + 12) = 1,838,678,016 B) while the forward's [T, 4096] bf16 output is held; the forward phase,
-    T x (2 x 4096 + 3 x 14336) x 2 B, is 838,860,800 B at T 8192 and 1,677,721,600 B at 16384, below it. So the
-    offline class's 16384 batched tokens cost (16384 - 8192) x 4096 x 2 = 67,108,864 B more than `vllm serve`'s
-    8192, and nothing else in the budget moves (the capture sizes stop at 512 either way)."""
-    served = budgets_for(engine_request("llama-3.1-8b", 8192, gpu="h100", engine_version="0.33.0"))[0]
+    """Llama-3.1-8B on one H100, vLLM 0.33 on the V1 model runner (VLLM_USE_V2_MODEL_RUNNER=0; FlashInfer sampler, 12 B
+    a logit beside the bf16 logits): the sampler warm-up sets the profile's peak at both entry points, R = min(1024, T)
+    = 1024 requests of [1024, 128256] logits (1024 x 128256 x (2 + 12) = 1,838,678,016 B) while the forward's [T, 4096]
+    bf16 output is held; the forward phase, T x (2 x 4096 + 3 x 14336) x 2 B, is 838,860,800 B at T 8192 and
+    1,677,721,600 B at 16384, below it. So the offline class's 16384 batched tokens cost (16384 - 8192) x 4096 x 2 =
+    67,108,864 B more than `vllm serve`'s 8192, and nothing else in the budget moves (the capture sizes stop at 512
+    either way)."""
+    v1 = (("vllm_use_v2_model_runner", "0"),)
+    served = budgets_for(engine_request("llama-3.1-8b", 8192, gpu="h100", engine_version="0.33.0",
+                                        engine_options=v1))[0]
     offline = budgets_for(engine_request("llama-3.1-8b", 8192, gpu="h100", engine_version="0.33.0",
-                                         engine_options=(("entry_point", "offline"),)))[0]
+                                         engine_options=v1 + (("entry_point", "offline"),)))[0]
     assert served.sampler_bytes == offline.sampler_bytes == 1024 * 128256 * (2 + 12)
     assert offline.activation_peak_bytes - served.activation_peak_bytes == (16384 - 8192) * 4096 * 2
     assert served.available_bytes - offline.available_bytes == 67_108_864
     assert offline.cuda_graph_bytes == served.cuda_graph_bytes and offline.weights_bytes == served.weights_bytes
+
+
+def test_offline_entry_point_on_the_v2_runner_by_hand():
+    """The same launches on 0.33's default V2 model runner: its warm-up keeps 1024 x 128256 bf16 logits plus
+    gumbel_sample's 12 B per request and 1024-logit block (126 blocks): 264,216,576 B, so the forward phase sets the
+    peak, and the offline class's 16384 tokens cost the whole forward difference, (16384 - 8192) x (2 x 4096 + 3 x
+    14336) x 2 = 838,860,800 B, give or take the few columns by which kvplan's MLP width, estimated from the layer's
+    parameter count (its norms included), exceeds 3 x 14336."""
+    served = budgets_for(engine_request("llama-3.1-8b", 8192, gpu="h100", engine_version="0.33.0"))[0]
+    offline = budgets_for(engine_request("llama-3.1-8b", 8192, gpu="h100", engine_version="0.33.0",
+                                         engine_options=(("entry_point", "offline"),)))[0]
+    assert served.sampler_bytes == offline.sampler_bytes == 1024 * 128256 * 2 + 1024 * 126 * 12 == 264_216_576
+    columns = 8192 * 2  # one column of the width over 8192 more tokens, bf16
+    assert 0 <= offline.activation_peak_bytes - served.activation_peak_bytes - 838_860_800 <= 4 * columns
+    assert served.available_bytes - offline.available_bytes == offline.activation_peak_bytes - served.activation_peak_bytes
 
 
 def test_non_torch_setup_follows_the_interconnect():
@@ -264,7 +282,8 @@ def test_releases_that_cannot_lay_out_a_model_say_so():
 # ------------------------------------------------------------------------------------------ band, pin, site
 
 def test_the_band_is_the_terms_error():
-    req = engine_request("llama-3.1-8b", seq=32768, hw=_on("h100"))
+    # the compile cache given, so that no open term widens the band (test_vllm_v2_runner.py has the open one)
+    req = engine_request("llama-3.1-8b", seq=32768, hw=_on("h100"), engine_options=(("compile_cache", "warm"),))
     est = vllm.estimate(req)
     band = est.budget_uncertainty_bytes
     assert band > 0 and est.available_kv_bytes_low == est.available_kv_bytes - band

@@ -136,6 +136,26 @@ BAND_ACTIVATION_BYTES = 64 * MIB
 BAND_MULTIMODAL_BYTES = 192 * MIB
 BAND_NON_TORCH = {"one": 224 * MIB, "one-0.10": 224 * MIB, "nvlink": 768 * MIB, "pcie": 512 * MIB, "pp": 128 * MIB}
 BAND_CUDA_GRAPH_FRACTION = Fraction(3, 10)  # the logged estimate vs the fit on the 0.19 logs, where subtracted
+
+# The V2 model runner's CUDA-graph estimate (v1/worker/gpu/cudagraph_utils.py profile_cudagraph_memory, 0.28.0-0.33.0)
+# is not the V1 runner's extrapolation the fit above was made on (v1/worker/gpu_model_runner.py
+# profile_cudagraph_memory: per capture mode the first graph plus (n - 1) x the second one, the modes' first captures
+# sharing a pool): it captures every PIECEWISE graph into a throwaway pool and measures what the pool took, smaller
+# graphs reusing the larger ones' memory, and extrapolates the FULL graphs only (the first plus (n - 1) x the second,
+# at least 1 MiB each: _MIN_PER_GRAPH_BYTES). The source bounds it: from about nothing (all reused) to the V1
+# runner's extrapolation (none reused). No public log outside the ones kvplan scores prints it, so kvplan takes the
+# middle of that range and a band over all of it plus the fit's own 30%: a judgement from the source, not a fit.
+V2_GRAPH_CENTRE = Fraction(1, 2)  # of the V1 fit
+BAND_V2_GRAPH_FRACTION = Fraction(13, 10)  # of the centre: 0 ... the V1 fit, widened by BAND_CUDA_GRAPH_FRACTION
+
+# A cold torch.compile cache (releases.COMPILE_CACHE_OPTION): Inductor compiles inside vLLM's profile run, and what
+# it leaves loaded (kernel images, its benchmarking's workspaces) and its transient peak count in the budget. Not in
+# vLLM's source (Inductor decides it). Sized from one public pair of starts kvplan does not score: a test file quoting
+# a warm and a cold vLLM 0.29.0 start of one container on a 6.0 GiB GPU (search index id 68573043236: "2.1 / 2.63 GiB
+# for consumed memory", "0.22 / 0.67 GiB for peak activation", 2.41 / 1.5 GiB of KV cache, the cold one at 0.01
+# more utilization). Each figure is printed to 0.01 GiB. Measured, not fitted; one setup, so the band is what covers.
+COLD_COMPILE_RETAINED_BYTES = 569_083_167  # 0.53 GiB: the "consumed" memory's rise
+COLD_COMPILE_TRANSIENT_BYTES = 483_183_821  # 0.45 GiB: the transient peak's rise
 BAND_MXFP4_FRACTION = Fraction(3, 100)  # MXFP4 experts whose swizzled layout triton_kernels sizes, not vLLM
 
 # ROCm (MI300X-class GPUs). vLLM's ROCm paths (platforms/rocm.py, v1/worker/gpu_worker.py, read in 0.12.0, 0.19.0,
@@ -371,14 +391,31 @@ def activation_peak(spec: ModelSpec, model_dtype: DType, *, stage: int, pp: int,
     peak = forward + received
     sampler = 0
     if stage == pp - 1:
-        kind = release.sampler  # VLLM_USE_FLASHINFER_SAMPLER, where given, is in it (releases.with_environment)
-        if kind == releases.SAMPLER_TRITON and R < 8:
-            kind = releases.SAMPLER_SORT  # topk_topp_sampler.py: the Triton kernel serves batches of >= 8 only
-        sampler = sampler_bytes(spec, R, b, constants.sampler(kind))
+        if release.model_runner == releases.RUNNER_V2:
+            sampler = v2_sampler_bytes(spec, R, b)
+        else:
+            kind = release.sampler  # VLLM_USE_FLASHINFER_SAMPLER, where given, is in it (releases.with_environment)
+            if kind == releases.SAMPLER_TRITON and R < 8:
+                kind = releases.SAMPLER_SORT  # topk_topp_sampler.py: the Triton kernel serves batches of >= 8 only
+            sampler = sampler_bytes(spec, R, b, constants.sampler(kind))
         peak = max(peak, sampler + hidden_out + received + persistent)
     if spec.vision_params and stage == 0:
         peak += constants.multimodal_profile_bytes
     return ActivationPeak(peak + constants.profile_base_bytes, workspace, sampler)
+
+
+# the block of the V2 sampler's Gumbel-max kernel (v1/worker/gpu/sample/gumbel.py gumbel_sample, 0.28.0-0.33.0)
+GUMBEL_BLOCK = 1024
+
+
+def v2_sampler_bytes(spec: ModelSpec, requests: int, b: int) -> int:
+    """The V2 model runner's sampler warm-up (v1/worker/gpu/model_runner.py _dummy_sampler_run, 0.29.0): the dummy
+    requests carry no sampling parameters (sample/states.py: top_k = vocab, top_p = 1, temperature 0 -> no logits
+    processing), so Sampler.sample keeps the logits as compute_logits returns them (the model dtype: b bytes), skips
+    top-k / top-p and FlashInfer (get_top_k_top_p gives None) and draws with gumbel_sample, whose scratch is one int64
+    index and one float32 maximum per request and 1024-wide block of the vocabulary. Derived, nothing fitted."""
+    require_fields(spec, "vocab_size")
+    return requests * spec.vocab_size * b + requests * cdiv(spec.vocab_size, GUMBEL_BLOCK) * 12
 
 
 # --- non-torch memory and CUDA graphs
@@ -484,6 +521,11 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
         nt = non_torch_bytes(tp, pp, release, interconnect, constants) if not rocm else _rocm_non_torch(setup, tp, constants)
         nt += growth
         graphs = cuda_graph_bytes(counts[stage], sizes, constants) if release.cuda_graph_estimated and cuda_graphs else 0
+        if release.model_runner == releases.RUNNER_V2:
+            graphs = math.ceil(graphs * V2_GRAPH_CENTRE)
+        if release.compile_cache == releases.COMPILE_COLD and cuda_graphs:  # --enforce-eager compiles nothing
+            nt += COLD_COMPILE_RETAINED_BYTES
+            peak += COLD_COMPILE_TRANSIENT_BYTES
         if rocm:
             graphs = math.ceil(graphs * ROCM_GRAPH_CENTRE)
         replaced: list[str] = []
@@ -501,7 +543,7 @@ def vllm_budgets(spec: ModelSpec, *, weight_fmt: WeightFormat | None, model_dtyp
         available = requested - weights[stage] - peak - nt - (graphs if subtract else 0)
         band = _band(weights[stage], act, peak, nt, graphs if subtract else 0, setup, spec, replaced, mxfp4_triton,
                      sort_sampler=release.sampler == releases.SAMPLER_SORT, rocm_requested=requested if rocm else None,
-                     aiter=release.rocm_aiter is not False)
+                     aiter=release.rocm_aiter is not False, v2_graphs=release.model_runner == releases.RUNNER_V2)
         band += math.ceil(emulation_band * Fraction(counts[stage], spec.layers))
         out.append(VllmBudget(stage=stage, layers=counts[stage], total_bytes=total_bytes,
                               gpu_memory_utilization=_fraction_text(util), requested_bytes=requested,
@@ -523,7 +565,7 @@ def _rocm_non_torch(setup: str, tp: int, constants: Constants) -> int:
 
 def _band(weights: int, act: ActivationPeak, peak: int, non_torch: int, graphs: int, setup: str, spec: ModelSpec,
           replaced: list[str], mxfp4_triton: bool, sort_sampler: bool = False, rocm_requested: int | None = None,
-          aiter: bool = True) -> int:
+          aiter: bool = True, v2_graphs: bool = False) -> int:
     """The half width of the budget's band: each term's measured leave-out error, summed (they are not known to
     cancel); on ROCm (`rocm_requested`, the requested memory) the wider bands of the ROCm terms, AITER's unless the
     launch turned it off (`aiter` False). A term a site profile measured keeps a tenth of its band."""
@@ -542,6 +584,8 @@ def _band(weights: int, act: ActivationPeak, peak: int, non_torch: int, graphs: 
         a += BAND_MULTIMODAL_BYTES
     n = ROCM_BAND_NON_TORCH[setup] if rocm else BAND_NON_TORCH[setup]
     g = math.ceil(graphs * (ROCM_BAND_GRAPH_FRACTION if rocm else BAND_CUDA_GRAPH_FRACTION))
+    if v2_graphs:  # the V2 runner's measured capture: the whole range the source leaves (V2_GRAPH_CENTRE)
+        g = max(g, math.ceil(graphs * BAND_V2_GRAPH_FRACTION))
     if rocm:
         w += math.ceil(rocm_requested * ROCM_BAND_TOTAL_FRACTION)
     if "activation peak" in replaced:

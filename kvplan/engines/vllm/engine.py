@@ -527,8 +527,32 @@ def release_for(req: EngineRequest) -> releases.Release:
     rel = releases.with_environment(releases.release(req.engine_version),
                                     graph_estimate=req.option(releases.GRAPH_ESTIMATE_OPTION),
                                     flashinfer_sampler=None if rocm else req.option(releases.FLASHINFER_SAMPLER_OPTION),
-                                    entry=req.option(releases.ENTRY_POINT_OPTION))
+                                    entry=req.option(releases.ENTRY_POINT_OPTION),
+                                    v2_runner=req.option(releases.V2_RUNNER_OPTION),
+                                    compile_state=req.option(releases.COMPILE_CACHE_OPTION))
+    rel = dataclasses.replace(rel, model_runner=_runner(req, rel, rocm))
     return releases.on_rocm(rel, releases.aiter_flag(req.option(releases.ROCM_AITER_OPTION))) if rocm else rel
+
+
+def _runner(req: EngineRequest, rel: releases.Release, rocm: bool) -> str:
+    """The model runner the launch gets (releases.RUNNER_*: config/vllm.py VllmConfig.use_v2_model_runner, 0.28.0 and
+    0.29.0-0.33.0): VLLM_USE_V2_MODEL_RUNNER where given, else the line's rule for this model and launch."""
+    if rel.model_runner == releases.RUNNER_V1:
+        return releases.RUNNER_V1
+    if rel.v2_runner_env is not None:
+        return releases.RUNNER_V2 if rel.v2_runner_env else releases.RUNNER_V1
+    spec = req.spec
+    speculative = req.features.speculative if req.features is not None else None
+    if speculative is not None and speculative.method in rel.v2_runner_v1_methods:
+        return releases.RUNNER_V1
+    if rel.model_runner == releases.RUNNER_V2_DENSE:
+        default_arch = spec.architecture in releases.V2_DEFAULT_ARCHITECTURES_028
+        if spec.state is not None and not default_arch:  # a hybrid (Mamba / linear-attention layers)
+            return releases.RUNNER_V1
+        return releases.RUNNER_V2 if default_arch or spec.moe is None else releases.RUNNER_V1
+    if rocm and spec.architecture in releases.ROCM_V1_RUNNER_ARCHITECTURES:
+        return releases.RUNNER_V1
+    return releases.RUNNER_V2
 
 
 def budgets_for(req: EngineRequest, constants: budget_model.Constants = budget_model.FITTED,
@@ -584,9 +608,19 @@ def open_terms(req: EngineRequest) -> list[OpenTerm]:
     - TP over NVLink without a measured non-torch figure: whether the machine has NVLink multicast (NVSwitch with the
       fabric manager) decides NCCL's NVLS and the symmetric-memory all-reduce buffers (budget.MULTICAST_BUFFERS).
     - a unified pool (DGX Spark) without a measured non-torch figure: what the host allocates during the profile is
-      non-torch memory to vLLM (runtime/unified.py profile_growth_ceiling), from nothing to the ceiling."""
+      non-torch memory to vLLM (runtime/unified.py profile_growth_ceiling), from nothing to the ceiling.
+    - torch.compile's cache on 0.29+ (releases.COMPILE_CACHE_OPTION) unless --enforce-eager: warm or cold."""
     rel = release_for(req)
     out = []
+    eager = req.features is not None and req.features.enforce_eager
+    if rel.compile_cache_open and rel.compile_cache is None and not eager:
+        out.append(OpenTerm("whether torch.compile's cache is warm is not given, and on a cold one vLLM "
+                            f"{rel.version} compiles inside its profile run, which then holds about "
+                            f"{_gib(budget_model.COLD_COMPILE_RETAINED_BYTES + budget_model.COLD_COMPILE_TRANSIENT_BYTES)}"
+                            " GiB more (a container without a volume for ~/.cache/vllm starts cold every time): the "
+                            "band covers both",
+                            f"give --engine-option {releases.COMPILE_CACHE_OPTION}=warm or =cold",
+                            options=((releases.COMPILE_CACHE_OPTION, releases.COMPILE_COLD),)))
     if rel.sampler_by_install and req.option(releases.FLASHINFER_SAMPLER_OPTION) is None:
         out.append(OpenTerm(f"{releases.FLASHINFER_SAMPLER_ENV} is not given, and vLLM {rel.version} warms FlashInfer's "
                             "sampler up whenever flashinfer is installed (the official image has it): the band covers "

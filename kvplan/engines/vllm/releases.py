@@ -115,7 +115,40 @@ GRAPH_ESTIMATE_OPTION = GRAPH_ESTIMATE_ENV.lower()
 # leaves it open (budget.py ROCM_*: the band covers both); given, it narrows the band and picks the MLA backend
 ROCM_AITER_ENV = "VLLM_ROCM_USE_AITER"
 ROCM_AITER_OPTION = ROCM_AITER_ENV.lower()
-OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION, GRAPH_ESTIMATE_OPTION, ENTRY_POINT_OPTION, ROCM_AITER_OPTION)
+# Which model runner profiles the budget (Release.model_runner; engine.release_for settles it for a launch):
+# - "v1": v1/worker/gpu_model_runner.py GPUModelRunner, every line before 0.28;
+# - "v2-dense": 0.28, config/vllm.py VllmConfig.use_v2_model_runner: v1/worker/gpu/model_runner.py (the V2 runner) for
+#   a generating model that is not a MoE, not a hybrid and not attention-free, or whose architecture is in
+#   DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES; the V1 runner otherwise;
+# - "v2": 0.29-0.33, the V2 runner whatever the model ("Using V2 Model Runner" in the logs), unless a feature it lacks
+#   is asked for (VllmConfig._get_v2_model_runner_unsupported_features: the speculative methods in
+#   Release.v2_runner_v1_methods) or, on ROCm, DeepSeek-V3.2 / V4 (ROCM_DEFAULT_MRV1_ARCHITECTURES).
+# VLLM_USE_V2_MODEL_RUNNER (envs.py maybe_convert_bool: bool(int(value)), 0.28-0.33) overrides the choice either way.
+RUNNER_V1 = "v1"
+RUNNER_V2 = "v2"
+RUNNER_V2_DENSE = "v2-dense"
+V2_RUNNER_ENV = "VLLM_USE_V2_MODEL_RUNNER"
+V2_RUNNER_OPTION = V2_RUNNER_ENV.lower()
+# 0.28.0 config/vllm.py DEFAULT_V2_MODEL_RUNNER_ARCHITECTURES: MoE architectures that take the V2 runner anyway
+V2_DEFAULT_ARCHITECTURES_028 = frozenset({
+    "DeepseekV2ForCausalLM", "DeepseekV4ForCausalLM", "GraniteMoeForCausalLM", "InklingForCausalLM",
+    "InklingForConditionalGeneration", "KimiK3ForConditionalGeneration", "LongcatFlashNgramForCausalLM",
+    "Qwen2MoeForCausalLM"})
+# 0.29.0-0.33.0 config/vllm.py ROCM_DEFAULT_MRV1_ARCHITECTURES
+ROCM_V1_RUNNER_ARCHITECTURES = frozenset({"DeepseekV32ForCausalLM", "DeepseekV4ForCausalLM"})
+
+# Whether torch.compile's cache holds this model's compiled graphs when vLLM starts (kvplan's own key,
+# --engine-option compile_cache=warm|cold). vLLM compiles inside the profile run (the first dummy forward), so on a
+# cold cache Inductor's compilation happens inside the memory the budget measures; the launch does not say whether
+# ~/.cache/vllm/torch_compile_cache survives from an earlier start (a container without a volume starts cold every
+# time), so on the lines where its cost is measured (Release.compile_cache_open) the band covers both
+# (budget.COLD_COMPILE_*; engine.open_terms). --enforce-eager compiles nothing (config/vllm.py: mode NONE, 0.29.0).
+COMPILE_CACHE_OPTION = "compile_cache"
+COMPILE_WARM = "warm"
+COMPILE_COLD = "cold"
+
+OPTION_KEYS = (FLASHINFER_SAMPLER_OPTION, ALLOW_LONG_OPTION, GRAPH_ESTIMATE_OPTION, ENTRY_POINT_OPTION, ROCM_AITER_OPTION,
+               V2_RUNNER_OPTION, COMPILE_CACHE_OPTION)
 
 
 def aiter_flag(value: str | None) -> bool | None:
@@ -156,13 +189,34 @@ def entry_point(value: str, *, where: str = "--engine-option") -> str:
     return text
 
 
+def compile_cache(value: str, *, where: str = "--engine-option") -> str:
+    """`warm` or `cold`, as --engine-option compile_cache=... gives it."""
+    text = value.strip().lower()
+    if text not in (COMPILE_WARM, COMPILE_COLD):
+        raise InputError(f"{COMPILE_CACHE_OPTION}={value!r}: torch.compile's cache is warm (the compiled graphs are "
+                         "loaded) or cold (vLLM compiles in its profile run)", where=where,
+                         hint=f"{COMPILE_CACHE_OPTION}=warm or {COMPILE_CACHE_OPTION}=cold")
+    return text
+
+
 def with_environment(release: "Release", *, graph_estimate: str | None = None,
-                     flashinfer_sampler: str | None = None, entry: str | None = None) -> "Release":
+                     flashinfer_sampler: str | None = None, entry: str | None = None,
+                     v2_runner: str | None = None, compile_state: str | None = None) -> "Release":
     """The release's rules under the engine's environment (None: a variable not set):
     VLLM_MEMORY_PROFILER_ESTIMATE_CUDAGRAPHS=1 takes the CUDA-graph estimate out of the budget on 0.18-0.19 too, =0
     leaves it in on 0.20+ (before 0.18 it changes nothing); VLLM_USE_FLASHINFER_SAMPLER picks the sampler
-    (sampler_for); `entry` the entry point whose scheduler defaults apply (ENTRY_POINTS)."""
+    (sampler_for); `entry` the entry point whose scheduler defaults apply (ENTRY_POINTS); VLLM_USE_V2_MODEL_RUNNER
+    the model runner on 0.28+ (Release.v2_runner_env; the variable is not modelled before 0.28: InputError there);
+    `compile_state` whether torch.compile's cache is warm or cold (COMPILE_CACHE_OPTION)."""
     changes: dict[str, Any] = {}
+    if v2_runner is not None:
+        if release.model_runner == RUNNER_V1:
+            raise policy.not_read(f"{V2_RUNNER_ENV} on vLLM {release.version}: kvplan read the V2 model runner's "
+                                  "profile in 0.28 and later only", where="--engine-option",
+                                  hint=f"leave {V2_RUNNER_ENV} out, or judge the launch as 0.28 or newer")
+        changes["v2_runner_env"] = integer_flag(V2_RUNNER_ENV, v2_runner)
+    if compile_state is not None:
+        changes["compile_cache"] = compile_cache(compile_state)
     if entry is not None and entry_point(entry) != release.entry_point:
         changes["entry_point"] = entry_point(entry)
     if graph_estimate is not None:
@@ -364,6 +418,19 @@ class Release:
     # ENGINE_CONTEXT's batched tokens for a multimodal model: 5120 in 0.10-0.11 (SchedulerConfig.__post_init__), the
     # plain 2048 from 0.12 (None)
     engine_multimodal_tokens: int | None = None
+    # --- the model runner (RUNNER_*) -------------------------------------------------------------------------
+    # the line's rule for the default runner; engine.release_for replaces it by the launch's runner (v1 or v2)
+    model_runner: str = RUNNER_V1
+    # VLLM_USE_V2_MODEL_RUNNER as given (None: unset)
+    v2_runner_env: bool | None = None
+    # speculative methods the V2 runner lacks, which fall back to the V1 runner (config/vllm.py
+    # _get_v2_model_runner_unsupported_features; kvplan's method names: features/speculative.py)
+    v2_runner_v1_methods: tuple[str, ...] = ()
+    # --- torch.compile's cache (COMPILE_CACHE_OPTION) ----------------------------------------------------------
+    # whether the band spans a cold cache (the lines whose cold start is measured in public: 0.29-0.30)
+    compile_cache_open: bool = False
+    # as given: "warm", "cold" or None (not given: the budget is the warm one, the band covers the cold one)
+    compile_cache: str | None = None
 
     @property
     def first_key(self) -> tuple[int, int, int, int]:
@@ -426,11 +493,15 @@ _L26 = _after(_L20, line="0.26", first="0.26.0", mirrors="0.26.0", sampler=SAMPL
               hybrid_prefix_caching=True, not_fit_possessive="model's")
 _L27 = _after(_L26, line="0.27", first="0.27.0", mirrors="0.27.1", budget_formula=BUDGET_CONSUMED,
               rocm_mxfp4_emulation=True)
-_L28 = _after(_L27, line="0.28", first="0.28.0", mirrors="0.28.0", batch_tiers=TIERS_160, config_false_as_no_flag=True)
+_L28 = _after(_L27, line="0.28", first="0.28.0", mirrors="0.28.0", batch_tiers=TIERS_160, config_false_as_no_flag=True,
+              model_runner=RUNNER_V2_DENSE,
+              v2_runner_v1_methods=("ngram", "ngram_gpu", "suffix", "draft_model"))
 _L29 = _after(_L28, line="0.29-0.30", first="0.29.0", mirrors="0.29.0", null_block_reserved_before_fit=True,
-              in_flight="v2_async", cuda_graph_ceiling_sm10x=1024)
-_L31 = _after(_L29, line="0.31-0.32", first="0.31.0", mirrors="0.31.0")
+              in_flight="v2_async", cuda_graph_ceiling_sm10x=1024, model_runner=RUNNER_V2, compile_cache_open=True,
+              v2_runner_v1_methods=("ngram", "ngram_gpu", "suffix", "draft_model"))
+_L31 = _after(_L29, line="0.31-0.32", first="0.31.0", mirrors="0.31.0", v2_runner_v1_methods=("ngram", "ngram_gpu", "suffix"))
 _L33 = _after(_L31, line="0.33", first="0.33.0", mirrors="0.33.0", gdn_prefill_checkpoints=True, pads_uneven_pages=True,
+              v2_runner_v1_methods=("suffix",),
               batch_tiers=TIERS_160_GB10, nvml_total_on_integrated=True,
               auto_fit_log_device=True,
               enable_disable_switches=True)
