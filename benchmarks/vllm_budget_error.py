@@ -284,6 +284,17 @@ PUBLIC = [
          note="A100 80GB: 79.25 GiB total as the catalog's PCIe card reads (the SXM's 79.26); "
               "0.31's default gpu_memory_utilization 0.92 and the model's 131072; a cold torch.compile cache: the "
               "note's `docker run` mounts ~/.cache/huggingface only, so the container's ~/.cache/vllm starts empty"),
+    # Freshair129/Private-Runtime-Platform at d66cbe8: vLLM 0.30.0 under Xinference in Docker Desktop (WSL2: the
+    # checkpoint on a 9P mount) on an RTX 5060 Ti 16 GB, scb10x/typhoon2.5-qwen3-4b (a Qwen3-4B-Instruct-2507
+    # fine-tune; the log prints its Qwen3Config). Xinference builds the engine itself: ENGINE_CONTEXT's 2048 batched
+    # tokens, which the log prints, and max_num_seqs 256 from Xinference's model config; a warm torch.compile cache
+    # ("Directly load AOT compilation", 0.54 s), given as the log shows it
+    dict(id="prp-rtx5060ti-wsl-v0300-xinference-typhoon25-qwen3-4b-gmu070", group="public", gpu="rtx-5060-ti-16gb",
+         config="tests/data/public_models/Qwen--Qwen3-4B-Instruct-2507/config.json", version="0.30.0", tp=1, seq=8192,
+         util="0.7", max_num_seqs=256, available="2.71", weights="7.64", consumed="7.89", tokens=19744,
+         concurrency=2.41, options=(("compile_cache", "warm"), ("entry_point", "engine")),
+         note="RTX 5060 Ti 16 GB under WSL2 (15.9 GiB total as vLLM reads it there); vLLM built by Xinference; "
+              "typhoon2.5-qwen3-4b by Qwen3-4B-Instruct-2507's config", source="Freshair129/Private-Runtime-Platform"),
     dict(id="tw10519-gb10-v0130nv-gpt-oss-20b-abliterated", group="public-unified", gpu="gb10-128gb",
          config="tests/data/hf_configs/gpt-oss-20b.json", version="0.13.0", tp=1, seq=8192, util="0.25", mnbt=2048,
          available="12.94", weights="13.7193", tokens=282624, concurrency=54.44,
