@@ -130,3 +130,27 @@ def test_cli_errors(cli):
     assert code == 2 and "need a GPU" in err
     code, _, err = cli("explain", CONFIGS / "llama-3.1-8b.json", "--window", "0")
     assert code == 2 and "--window" in err
+
+
+def test_mla_what_changes_says_the_latent_not_the_query_heads():
+    """An MLA layer caches one latent per token (kv_lora_rank + qk_rope_head_dim), not num_key_value_heads x head_dim:
+    the "what changes" words say so. DeepSeek-V3 (config.json: 61 layers, kv_lora_rank 512, qk_rope_head_dim 64,
+    bf16): 61 x (512 + 64) x 2 B = 70,272 B a token."""
+    ds, _ = _explain("deepseek-v3.json")
+    configured = ds.what_ifs[0]
+    assert configured.kv_bytes_per_token == 61 * (512 + 64) * 2 == 70_272
+    assert "1 latent of 512 kv_lora_rank + 64 qk_rope_head_dim per token" in configured.description
+    assert "KV heads" not in configured.description and "head_dim," not in configured.description
+    # GLM-5 (zai-org/GLM-5 config.json: 78 layers, 512 + 64 latent, DSA index_head_dim 128, bf16): the indexer's key
+    # beside the latent, 78 x (512 + 64 + 128) x 2 B = 109,824 B a token
+    req = build_request(str(CONFIGS.parent / "hf_configs_2026" / "zai-org--GLM-5.json"), seq="8K", batch=1,
+                        kv_dtype="auto", dtype=None, gpu=None, gpu_mem=None, gpus=None, tp=None, pp=1)
+    glm = ex.explain(req.spec, CacheModel(req.spec, static.kv_dtype(req)), seq=req.seq, batch=1).what_ifs[0]
+    assert glm.kv_bytes_per_token == 78 * (512 + 64 + 128) * 2 == 109_824
+    assert "1 latent of 512 kv_lora_rank + 64 qk_rope_head_dim + a 128 index_head_dim index key" in glm.description
+    assert "KV heads" not in glm.description
+    # a state model stores no token: no heads are named; a GQA model keeps its heads
+    mamba, _ = _explain("falcon-mamba-7b.json")
+    assert mamba.what_ifs[0].description == "64 state, KV bf16"
+    llama, _ = _explain("llama-3.1-8b.json")
+    assert llama.what_ifs[0].description == "32 full, 8 KV heads x 128 head_dim, KV bf16"

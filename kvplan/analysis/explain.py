@@ -258,7 +258,10 @@ def what_ifs(spec: ModelSpec, kv: DType, *, tp: int, pp: int, seq: int, batch: i
 
 
 def _layout_words(spec: ModelSpec, kv: DType) -> str:
-    return f"{spec.layout_summary()}, {spec.kv_heads} KV heads x {spec.head_dim} head_dim, KV {kv.name}"
+    """The layout and what its layers store per token, each kind in its own words: an MLA layer keeps one latent,
+    not the query heads x head_dim the config also lists."""
+    stored = dict.fromkeys(w for w in (l.stored_words() for l in spec.layer_specs) if w is not None)
+    return ", ".join((spec.layout_summary(), *stored, f"KV {kv.name}"))
 
 
 def explain(spec: ModelSpec, cache: CacheModel, *, seq: int, batch: int, window: int = 4096, room: int | None = None,

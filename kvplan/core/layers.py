@@ -236,6 +236,11 @@ class LayerSpec:
         """explain: what one sequence of `seq` tokens keeps in `count` such layers on one GPU, numbers in."""
         return f"{state_bytes:,} B x {count} layers"
 
+    def stored_words(self) -> str | None:
+        """explain: what one such layer stores for each token, in words ("8 KV heads x 128 head_dim"), for the
+        what-ifs' "what changes"; None for a layer that keeps no token (a state, or nothing)."""
+        return None
+
     def attention_label(self, query_heads: int) -> str | None:
         """explain: what this layer's attention keeps, as people name it ("GQA", "MLA + DSA index keys"), for the
         model's `as configured (...)` line; None for a layer that keeps nothing."""
@@ -297,6 +302,11 @@ class FullAttention(LayerSpec):
 
     def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
         return _kept_formula(self, seq, count, token_bytes)
+
+    def stored_words(self) -> str | None:
+        if self.head_dim == self.v_head_dim:
+            return f"{self.kv_heads} KV heads x {self.head_dim} head_dim"
+        return f"{self.kv_heads} KV heads x ({self.head_dim} K + {self.v_head_dim} V) dims"
 
     def attention_label(self, query_heads: int) -> str | None:
         # by the KV heads each query head shares (Ainslie et al. 2023, GQA): one each, all one, or groups
@@ -435,6 +445,12 @@ class LatentAttention(LayerSpec):
     def seq_formula(self, seq: int, count: int, token_bytes: int, state_bytes: int, kv_bytes: int) -> str:
         return _kept_formula(self, seq, count, token_bytes)
 
+    def stored_words(self) -> str | None:
+        # the heads are the query's: the cache keeps the one latent they all read (DeepSeek-V2 paper, section 2.1.2)
+        index = f" + a {self.mla.index_head_dim} index_head_dim index key" if self.indexed else ""
+        return (f"1 latent of {self.mla.kv_lora_rank} kv_lora_rank + {self.mla.qk_rope_head_dim} qk_rope_head_dim"
+                f"{index} per token")
+
     def attention_label(self, query_heads: int) -> str | None:
         return "MLA"
 
@@ -520,6 +536,9 @@ class CompressedAttention(LayerSpec):
 
     def token_formula(self, width: str, heads: str) -> str | None:
         return f"2 (K = V, both kept) x 1 head x {self.head_dim} head_dim x {width} in the window"
+
+    def stored_words(self) -> str | None:
+        return f"1 K = V head x {self.head_dim} head_dim in the window"
 
     def decode_read_bytes(self, kv: DType, tp: int, context: int) -> int:
         return _bytes(self._read_elements(context), kv.bits)
