@@ -174,11 +174,12 @@ NOT_E2E = {
                                                          "config is public (the converter's output is never "
                                                          "committed); the fork patches Gemma-4's model code",
     # TianyangChen357/LLM's launch script: 2 x RTX A4500, --cpu-offload-gb 48; its ServerArgs dump has exactly 0.5.9's
-    # fields. kvplan read the offloader of 0.5.23 only (engines/sglang/features.py), and has no RTX A4500 in its
-    # catalog; the pool is checked given its logged budget (given_budget)
-    "tianyangchen-2xa4500-qwen3-14b-fp16-tp2-cpuoffload48": "--cpu-offload-gb on 0.5.9 (inferred from its ServerArgs "
-                                                            "fields): kvplan read the offloader of 0.5.23 only (exit "
-                                                            "3), and the RTX A4500 is not in the GPU catalog",
+    # fields. kvplan reads --cpu-offload-gb on 0.5.1-0.5.23 (engines/sglang/releases.py WEIGHT_OFFLOAD), but has no
+    # RTX A4500 in its catalog: no public reading of its CUDA total was found (nvidia-smi's 20470 MiB is public, and is
+    # not what SGLang's free-memory readings start from); the pool is checked given its logged budget (given_budget)
+    "tianyangchen-2xa4500-qwen3-14b-fp16-tp2-cpuoffload48": "the RTX A4500 is not in the GPU catalog (no public "
+                                                            "reading of its CUDA total; nvidia-smi's 20470 MiB only); "
+                                                            "its --cpu-offload-gb on 0.5.9 is modelled",
     "udbhav-48gb-v0.5.7-llama32-3b-hicache-mooncake": "the GPU is not named (a 48 GB-class card: 44.11 GB free before "
                                                       "loading) and no config for Llama-3.2-3B in tests/data",
     "sglang-pr18040-granite4-h-micro-16gb-bench-one-batch": "the GPU is not named (a ~16 GB card) and no config",

@@ -15,6 +15,7 @@ from kvplan.requests.build import build_request
 from kvplan.engines.sglang import budget, engine
 
 ROOT = Path(__file__).resolve().parents[1]
+GIB_BYTES = 2**30
 HEAD = ROOT / "examples" / "deploy" / "models" / "eagle3-llama3.1-8b"
 H100_MIB = 81559  # nvidia-smi memory.total of an H100 SXM (the catalog's reading)
 
@@ -256,6 +257,40 @@ def test_cpu_offload_gb_moves_whole_decoder_parameters_by_hand():
 def test_cpu_offload_refuses_what_was_not_read(model, args, words):
     with pytest.raises(UnsupportedError, match=words):
         _est(model, tp=8 if model == "deepseek-v3" else 1, gpu="h200-141gb", seq="8K", sglang_args=args)
+
+
+QWEN3_14B = str(ROOT / "tests" / "data" / "extra_configs" / "qwen3-14b.json")
+
+
+@pytest.mark.parametrize("version", ["0.5.1", "0.5.9", "0.5.16", "0.5.22"])
+def test_cpu_offload_is_read_on_the_releases_whose_offloader_is_0_5_23s(version):
+    """OffloaderV1.maybe_offload_to_cpu is one loop from 0.5.1 to 0.5.23 (offloader.py, then utils/offloader.py),
+    and models/qwen3.py registers q_norm, k_norm, qkv_proj, o_proj in that order throughout. TianyangChen357's
+    launch: Qwen3-14B in float16 at TP 2 with --cpu-offload-gb 48. One rank's decoder layer, by hand: q_norm and
+    k_norm 2 x 128 x 2 = 512; qkv_proj (40 + 2 x 8) / 2 x 128 x 5,120 x 2 = 36,700,160; o_proj 5,120 x 2,560 x 2 =
+    26,214,400; gate_up_proj 2 x 8,704 x 5,120 x 2 = 178,257,920; down_proj 89,128,960; two norms 20,480: 330,322,432
+    B in 6 + 2 parameters. 40 layers are 13,212,897,280 B, under 48 x 1024**3 = 51,539,607,552: every one moves."""
+    kw = dict(gpu="rtx-3090-24gb", seq="8K", tp=2, dtype="fp16", gpu_util="0.65")
+    base = _est(QWEN3_14B, version=version, **kw)
+    off = _est(QWEN3_14B, version=version, sglang_args="--cpu-offload-gb 48", **kw)
+    moved = off.features.weight_offload
+    assert (moved.offloaded_bytes, moved.parameters_moved) == (40 * 330_322_432, 40 * 8) == (13_212_897_280, 320)
+    assert base.weights_per_gpu_bytes - off.weights_per_gpu_bytes == 13_212_897_280
+    # what stays: the embedding and the untied lm_head, each 151,936 / 2 rows x 5,120 x 2 B, and the final norm
+    # (10,240 B); SGLang's log of this launch prints "Load weight end. ... mem usage=1.50 GB" (GiB) on both ranks
+    stays = 2 * 75_968 * 5_120 * 2 + 5_120 * 2
+    assert abs(off.weights_per_gpu_bytes - stays) < 0.05 * GIB_BYTES
+    assert abs(off.weights_per_gpu_bytes / GIB_BYTES - 1.50) < 0.06
+
+
+@pytest.mark.parametrize("version", ["0.4.10.post2", "0.4.3", "0.3.6"])
+def test_cpu_offload_before_0_5_1_is_refused_by_release(version):
+    """0.3.x-0.4.x keep another offloader (utils.py maybe_offload_to_cpu, module-level counters) kvplan did not
+    read: "cannot judge", naming the release, and the options alone are still judged."""
+    with pytest.raises(UnsupportedError, match=f"--cpu-offload-gb on SGLang {version} is not modelled"):
+        _est(QWEN3_14B, version=version, gpu="rtx-3090-24gb", seq="8K", tp=2, dtype="fp16",
+             sglang_args="--cpu-offload-gb 48")
+    assert _est(QWEN3_14B, version=version, gpu="rtx-3090-24gb", seq="8K", tp=2, dtype="fp16").max_total_num_tokens > 0
 
 
 def test_check_reads_dp_attention_inside_the_tp_group(cli):

@@ -829,7 +829,8 @@ def _fraction_text(f: Fraction) -> str:
 
 
 def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.Release) -> None:
-    """What kvplan models of the options, and where: SGLang 0.5.23's rules, on the layouts they were read for."""
+    """What kvplan models of the options, and where: SGLang 0.5.23's rules (--cpu-offload-gb: 0.5.1-0.5.23's), on the
+    layouts they were read for."""
     newest = releases.release(None)
     # chunked prefill off (sg.unchunked_prefill_tokens) is read on every release: the reserve that reads it has one
     # form from 0.5.3 to 0.5.23, and the older fraction rules read no prefill size (budget.py default_mem_fraction)
@@ -837,12 +838,16 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
                                    ("--speculative-algorithm", sg.speculative_algorithm is not None),
                                    ("attention data parallelism", sg.attn_dp_size > 1),
                                    ("LoRA slots", sg.lora_slots > 0),
-                                   ("--enable-hierarchical-cache", sg.hicache),
-                                   ("--cpu-offload-gb", sg.cpu_offload_bytes > 0)) if on]
+                                   ("--enable-hierarchical-cache", sg.hicache)) if on]
     if rel.version != newest.version and given:
         raise UnsupportedError(f"{' and '.join(given)} {'is' if len(given) == 1 else 'are'} modelled from SGLang "
                                f"{newest.version}'s source only, not {rel.version}'s", where=sg.where,
                                hint=f"judge it with --engine-version {newest.version}")
+    if sg.cpu_offload_bytes and not rel.weight_offload:
+        # releases.py WEIGHT_OFFLOAD: the offloader kvplan walks is 0.5.1's to 0.5.23's; older ones were not read
+        raise UnsupportedError(f"--cpu-offload-gb on SGLang {rel.version} is not modelled (kvplan read the weight "
+                               "offloader of 0.5.1 to 0.5.23; 0.3-0.4 keep another one)", where=sg.where,
+                               hint="judge it with --engine-version 0.5.1 or newer")
     pools = {sspecs.rule(layer) for layer in req.spec.layer_specs}
     if sg.attn_dp_size > 1:
         d = sg.attn_dp_size

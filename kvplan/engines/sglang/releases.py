@@ -186,6 +186,17 @@ UNIFIED_MEMORY = (
     Change("0.4.9.post3", "torch_total", "utils.py get_nvgpu_memory_capacity"),
     Change("0.5.9", "psutil", "utils/common.py get_available_gpu_memory (props.is_integrated)"),
 )
+# R11. --cpu-offload-gb: which releases' weight offload kvplan read. OffloaderV1.maybe_offload_to_cpu moves whole
+# parameters of the decoder layers make_layers builds (0.5.22+: make_pp_layers) until cpu_offload_gb x 1024**3 bytes,
+# per rank process. Its loop is the same in every wheel from 0.5.1 to 0.5.23 (0.5.1-0.5.3.post1: offloader.py;
+# 0.5.3.post2+: utils/offloader.py; 0.5.23 only adds a skip for parameters that back cached tensors, which the dense
+# Llama / Qwen2 / Qwen3 layers kvplan walks have none of), and so is the order in which models/llama.py, qwen2.py
+# and qwen3.py register those layers' parameters. 0.3.x-0.4.x keep another offloader (utils.py
+# maybe_offload_to_cpu with module-level counters) that kvplan did not read: refused by release.
+WEIGHT_OFFLOAD = (
+    Change("0.3.0", False, "utils.py maybe_offload_to_cpu (not read)"),
+    Change("0.5.1", True, "offloader.py OffloaderV1.maybe_offload_to_cpu (0.5.3.post2+: utils/offloader.py)"),
+)
 # R10's variable; the launch options SGLang's estimate reads beside its flags (engines/api.py Engine.option_keys),
 # named here so that the engine record (parts.py) lists them without building the memory model
 ALLOW_ENV = "SGLANG_ALLOW_OVERWRITE_LONGER_CONTEXT_LEN"
@@ -236,6 +247,7 @@ class Release:
     no_room_message: str
     unified_memory: str
     longer_context: str  # R10
+    weight_offload: bool  # R11: --cpu-offload-gb read for this release
 
     @property
     def key(self) -> Version:
@@ -272,7 +284,7 @@ def rules_at(key: Version) -> Release:
         swa_classes=_at(SWA_CLASSES, key) or frozenset(), swa_allowlist=_at(SWA_ALLOWLIST, key) or frozenset(),
         swa_split=_at(SWA_SPLIT, key), mamba_rule=_at(MAMBA_RULE, key), kv_dtypes=_at(KV_DTYPES, key),
         no_room_message=_at(NO_ROOM_MESSAGE, key), unified_memory=_at(UNIFIED_MEMORY, key),
-        longer_context=_at(LONGER_CONTEXT, key))
+        longer_context=_at(LONGER_CONTEXT, key), weight_offload=_at(WEIGHT_OFFLOAD, key))
 
 
 # the newest release of each minor line, for a version given as "0.4" or "0.5"
