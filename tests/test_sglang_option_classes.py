@@ -107,8 +107,7 @@ def test_options_behind_a_refused_gate_are_read_alone_and_refused_with_it():
 
 
 @pytest.mark.parametrize("option", ["--enable-mscclpp", "--enable-torch-symm-mem", "--pre-warm-nccl",
-                                    "--enable-flashinfer-allreduce-fusion", "--boundary-reduction rs",
-                                    "--enforce-disable-flashinfer-allreduce-fusion"])
+                                    "--boundary-reduction rs"])
 def test_all_reduce_options_are_read_on_one_gpu_and_refused_on_more(option):
     """SGLang builds these communicators only where the group has more than one rank (distributed/parallel_state.py
     "self.world_size > 1"; bootstrap.py pre-warms only with tp, pp or ep > 1; flashinfer_comm_fusion.py returns
@@ -117,6 +116,17 @@ def test_all_reduce_options_are_read_on_one_gpu_and_refused_on_more(option):
     with pytest.raises(UnsupportedError) as info:
         _est(option, tp=2)
     assert info.value.where.endswith(option.split()[0])
+
+
+@pytest.mark.parametrize("option", ["--enable-flashinfer-allreduce-fusion",
+                                    "--enforce-disable-flashinfer-allreduce-fusion",
+                                    "--flashinfer-allreduce-fusion-backend trtllm"])
+def test_flashinfer_fusion_options_are_read_on_any_number_of_gpus(option):
+    """Its workspace is made after the pool is sized (0.5.23 model_executor/runner/base_runner.py _warmup, in the CUDA
+    graph capture that follows init_memory_pools): the pool of the plain launch at TP 1 and TP 2
+    (tests/test_sglang_after_pool.py sizes the workspace)."""
+    for tp in (1, 2):
+        assert _est(option, tp=tp).max_total_num_tokens == _est(tp=tp).max_total_num_tokens
 
 
 def test_a_loader_config_with_keys_the_default_loader_refuses_is_not_judged():

@@ -70,6 +70,8 @@ def read(args, ctx: LaunchContext) -> Deployment:
 
     # disaggregation and speculative decoding: modelled from SGLang 0.5.23 (engines/sglang/features.py), which
     # refuses the algorithms and backends it does not model
+    sglang.launch.refuse_environment({name: None if value is None or marks.MARK in value else value
+                                      for name, value in ctx.env.items()}, where=where)
     sglang_opts = sglang.launch.read(args, spec, where=where, base_dir=ctx.base_dir)
     launch_features = features.Features(sglang=sglang_opts) if sglang_opts is not None else None
     pp = args.get("pp_size", 1)

@@ -41,6 +41,7 @@ from kvplan.engines.paged import cap_given_pool, longest, model_dtype
 from kvplan.engines.api import EngineRequest, refuse_unread_options
 from kvplan.engines.pool import EngineEstimate, request_terms, verdict_terms
 from kvplan.engines.result import PerGpu
+from kvplan.engines.sglang import after_pool
 from kvplan.engines.sglang import budget as sbudget
 from kvplan.engines.sglang import context
 from kvplan.engines.sglang import releases
@@ -700,7 +701,8 @@ def _pool(run: _Run) -> None:
             sg, run.req, target_cell=run.target_cell, draft_add=run.draft_add, draft_bytes=run.draft_bytes,
             draft_how=run.draft_how, page=run.page, max_running=run.max_running, draft_dup=run.draft_dup,
             dup_how=run.dup_how, dp_weights=run.dp_weights, dp_how=run.dp_how, worker_running=run.worker_running,
-            max_batch=run.max_batch, lora_t=run.lora_t, device_tokens=run.tokens, offloaded=run.offloaded)
+            max_batch=run.max_batch, lora_t=run.lora_t, device_tokens=run.tokens, offloaded=run.offloaded, rel=run.rel,
+            act_bits=run.act.bits)
         run.notes += run.feature_record.notes
 
 
@@ -848,6 +850,10 @@ def _check_features(sg: sfeat.SglangOptions, req: EngineRequest, rel: releases.R
         raise UnsupportedError(f"--cpu-offload-gb on SGLang {rel.version} is not modelled (kvplan read the weight "
                                "offloader of 0.5.1 to 0.5.23; 0.3-0.4 keep another one)", where=sg.where,
                                hint="judge it with --engine-version 0.5.1 or newer")
+    for flag, first in after_pool.FUSION_FLAGS.items():
+        if sg.fusion_flags and flag in sg.fusion_flags and not rel.at_least(first):
+            raise InputError(f"SGLang {rel.version} has no {flag} (from {first})", where=f"{sg.where}: {flag}",
+                             hint=f"drop it, or judge the launch as SGLang {first} or later")
     pools = {sspecs.rule(layer) for layer in req.spec.layer_specs}
     if sg.attn_dp_size > 1:
         d = sg.attn_dp_size
@@ -909,7 +915,7 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
                     draft_bytes: int, draft_how: str, page: int, max_running: int | None, dp_weights: int = 0,
                     dp_how: str = "", worker_running: int | None = None, max_batch: int | None = None,
                     lora_t: sfeat.LoraTerms | None = None, device_tokens: int | None = None, draft_dup: int = 0,
-                    dup_how: str = "", offloaded=None) -> sfeat.SglangFeatures:
+                    dup_how: str = "", offloaded=None, rel: releases.Release, act_bits: int) -> sfeat.SglangFeatures:
     notes: list[str] = []
     dis = spec_terms = None
     f = req.features
@@ -951,10 +957,24 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
         if device_tokens is None:
             raise UnsupportedError("the HiCache host pool is sized from the device pool, which needs a GPU", where=sg.where,
                                    hint="add --gpu")
-        hic = sfeat.hicache_terms(sg, cell_per_rank=target_cell, device_tokens=device_tokens, page=page, ranks=req.tp)
+        hic = sfeat.hicache_terms(sg, cell_per_rank=target_cell, device_tokens=device_tokens, page=page, ranks=req.tp,
+                                  rel=rel)
         notes.append(f"HiCache: {hic.host_tokens:,} tokens in {hic.host_bytes_per_rank:,} B of pinned host memory per rank "
                      f"({hic.host_bytes:,} B for the {hic.ranks} rank(s))" + (
                          "; SGLang lowers the default ratio 2.0 if the host's free memory is short" if hic.auto_sized else ""))
+        if hic.staging_gpu_bytes_per_rank:
+            notes.append(f"HiCache's write-back staging: {hic.staging_gpu_bytes_per_rank:,} B of GPU memory per rank "
+                         f"({min(hic.host_tokens // page, 64) * page:,} tokens x {target_cell:,} B), made with the host "
+                         "pool after the token pool is sized: out of what mem_fraction_static leaves free, not the pool")
+    fusion = None
+    if sg.fusion_backend is not None and req.tp > 1:
+        fusion = after_pool.fusion_workspace(rel, backend=sg.fusion_backend, tp=req.tp, attn_tp=req.tp // sg.attn_dp_size,
+                                             hidden=req.spec.hidden_size or 0, dtype_bits=act_bits)
+        sized = (f"{fusion.low_bytes_per_rank:,} to {fusion.high_bytes_per_rank:,} B of GPU memory per rank "
+                 f"({fusion.formula})" if fusion.low_bytes_per_rank is not None else f"not sized ({fusion.formula})")
+        notes.append(f"FlashInfer all-reduce fusion ({fusion.backend}): {len(fusion.group_sizes)} workspace(s), {sized}; "
+                     "made after the token pool is sized (at the warm-up before graph capture, or the first fused "
+                     "all-reduce): out of what mem_fraction_static leaves free, not the pool")
     moved = offloaded.offloaded_bytes if offloaded is not None else 0
     if offloaded is not None:
         notes.append(f"--cpu-offload-gb: {moved:,} B of decoder-layer weights per GPU ({offloaded.parameters_moved} "
@@ -963,6 +983,7 @@ def _feature_record(sg: sfeat.SglangOptions, req: EngineRequest, *, target_cell:
                      "(utils/offloader.py), out of the memory mem_fraction_static leaves free")
     return sfeat.SglangFeatures(options=sfeat.option_names(sg), disaggregation=dis, speculative=spec_terms,
                                 dp_attention=dp, lora=lora_t, hicache=hic, weight_offload=offloaded,
+                                allreduce_fusion=fusion,
                                 weights_added_per_gpu_bytes=draft_bytes + draft_dup + dp_weights + (
                                     lora_t.gpu_bytes_per_rank if lora_t else 0) - moved,
                                 notes=tuple(notes))

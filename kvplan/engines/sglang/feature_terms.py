@@ -14,6 +14,7 @@ if TYPE_CHECKING:  # annotations only
     from kvplan.engines.features import disagg as shared_disagg
     from kvplan.engines.features import offload as shared_offload
     from kvplan.engines.features import speculative as shared_spec
+    from kvplan.engines.sglang.after_pool import FusionWorkspace
 
 RESERVED_DECODE_TOKENS = 512  # arg_groups/fields/disagg.py num_reserved_decode_tokens
 
@@ -42,6 +43,10 @@ class SglangOptions:
     hicache: bool = False
     hicache_ratio: float | None = None  # None: the default 2.0, auto-sized against host memory
     hicache_size_gb: int = 0  # --hicache-size (decimal GB); 0: the ratio
+    # FlashInfer's all-reduce fusion as SGLang resolves the flags (arg_groups/serving_hook.py _handle_deprecated_args:
+    # --enable-flashinfer-allreduce-fusion is backend auto; overrides.py: --enforce-disable-... turns it off); None: off
+    fusion_backend: str | None = None
+    fusion_flags: tuple[str, ...] = ()  # the fusion's flags the launch gives (each from its own release)
     cpu_offload_bytes: int = 0  # --cpu-offload-gb x 1024**3 per rank; 0: off
     # chunked prefill off (--chunked-prefill-size <= 0): --max-prefill-tokens as given (16,384 when not), which the
     # default fraction's activation reserve reads instead of a chunk; None: chunked prefill on
@@ -95,6 +100,7 @@ class SglangFeatures:
     lora: LoraTerms | None
     hicache: HiCacheTerms | None
     weight_offload: shared_offload.WeightOffloadTerms | None  # --cpu-offload-gb: what moved to the host, per GPU
+    allreduce_fusion: FusionWorkspace | None  # FlashInfer's fusion workspace, after the pool (engines/sglang/after_pool.py)
     weights_added_per_gpu_bytes: int  # less what --cpu-offload-gb moved
     notes: tuple[str, ...]
 
@@ -140,3 +146,4 @@ class HiCacheTerms:
     host_bytes_per_rank: int
     ranks: int
     host_bytes: int  # every rank of the deployment (per host: divide by the nodes)
+    staging_gpu_bytes_per_rank: int  # write-back staging on the GPU, after the pool (engines/sglang/after_pool.py)

@@ -99,7 +99,7 @@ from __future__ import annotations
 import math
 from fractions import Fraction
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Mapping
 
 from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.spec import ModelSpec
@@ -109,13 +109,14 @@ from kvplan.core.cache import layer_token_bytes
 from kvplan.core.layers import FULL, kv_heads_per_rank, make_layer
 from kvplan.core.dtypes import dtype
 from kvplan.engines.runtime.weights import stage_weight_bytes
-from kvplan.engines.sglang import specs as sspecs
+from kvplan.engines.sglang import after_pool, specs as sspecs
 
 if TYPE_CHECKING:  # annotations; the code reaches them as shared.<module>, loaded when a launch sets the option
     from kvplan.engines import features as shared
     from kvplan.engines.features import offload as shared_offload
     from kvplan.engines.features import speculative as shared_spec
     from kvplan.engines.sglang import feature_terms as records
+    from kvplan.engines.sglang.releases import Release
     from kvplan.engines.sglang.feature_terms import DisaggTerms as DisaggTerms
     from kvplan.engines.sglang.feature_terms import DpAttentionTerms as DpAttentionTerms
     from kvplan.engines.sglang.feature_terms import HiCacheTerms as HiCacheTerms
@@ -236,8 +237,11 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
     lora = _lora(args, where=where)
     hicache = _hicache(args, where=where)
     offload = _cpu_offload(args, where=where)
+    fusion = fusion_backend(args)
+    fusion_flags = tuple(flag for flag in after_pool.FUSION_FLAGS if args.given(flag[2:].replace("-", "_")))
     unchunked = unchunked_prefill_tokens(args)
-    if mode is None and algo is None and attn_dp == 1 and not lora and not hicache and not offload:
+    if (mode is None and algo is None and attn_dp == 1 and not lora and not hicache and not offload
+            and not fusion_flags):
         for dest in ("speculative_draft_model_path", "speculative_num_steps", "speculative_eagle_topk",
                      "speculative_num_draft_tokens"):
             if args.given(dest):
@@ -247,7 +251,8 @@ def read(args, spec: ModelSpec, *, where: str, base_dir: Path | None = None) -> 
         if unchunked is None:
             return None
     out: dict[str, Any] = {"where": where, "attn_dp_size": attn_dp, "unchunked_prefill_tokens": unchunked, **lora,
-                           **hicache, **offload}
+                           **hicache, **offload, "fusion_backend": fusion,
+                           "fusion_flags": fusion_flags}
     if mode is not None:
         backend = str(args.get("disaggregation_transfer_backend") or "mooncake")
         if backend in BACKENDS_NOT_MODELLED:
@@ -305,6 +310,41 @@ def _lora(args, *, where: str) -> dict:
         raise InputError("--max-loras-per-batch and --max-lora-rank must be positive", where=at)
     return dict(lora_slots=int(slots), lora_rank=int(rank),
                 lora_modules=tuple(sorted({LORA_MODULES[m] for m in modules})))
+
+
+def fusion_backend(args) -> str | None:
+    """FlashInfer's all-reduce fusion backend as SGLang resolves the flags, None when off: --enable-flashinfer-
+    allreduce-fusion is backend auto (0.5.23 arg_groups/serving_hook.py _handle_deprecated_args), a given
+    --flashinfer-allreduce-fusion-backend wins, and --enforce-disable-flashinfer-allreduce-fusion turns it off
+    (arg_groups/overrides.py _enforce_disable_allreduce_fusion). Its workspace comes after the pool is sized
+    (engines/sglang/after_pool.py), so it is read on any number of GPUs."""
+    if args.get("enforce_disable_flashinfer_allreduce_fusion"):
+        return None
+    backend = args.get("flashinfer_allreduce_fusion_backend")
+    if backend is not None:
+        return str(backend)
+    return "auto" if args.get("enable_flashinfer_allreduce_fusion") else None
+
+
+# SGLang's switch for sizing the pool after the CUDA graphs (environ.py EnvBool; in 0.5.16, not in 0.5.14): what is
+# allocated before the re-size then comes out of the pool, HiCache's staging and the fusion workspace included
+POST_CAPTURE_ENV = "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING"
+ENV_TRUE = ("true", "1", "yes", "y")  # environ.py EnvBool.parse
+
+
+def refuse_environment(env: Mapping[str, str | None], *, where: str) -> None:
+    """Refuse (exit 3) the variables of a launch's environment that change how SGLang sizes the pool and that kvplan
+    does not model. `env` maps a variable set outside the file to None."""
+    if POST_CAPTURE_ENV not in env:
+        return
+    value = env[POST_CAPTURE_ENV]
+    if value is not None and value.strip().lower() not in ENV_TRUE:
+        return  # SGLang reads anything else as off (an invalid value warns and keeps the default, off)
+    said = "set outside the file" if value is None else f"={value}"
+    raise UnsupportedError(f"{POST_CAPTURE_ENV}{said}: SGLang sizes the pool after the CUDA graphs (model_executor/"
+                           "model_runner.py post_capture_resize_kv_pool), so the fusion "
+                           "workspace and HiCache's staging come out of it; kvplan does not model that path",
+                           where=f"{where}: {POST_CAPTURE_ENV}", hint="judge the launch without it")
 
 
 def _hicache(args, *, where: str) -> dict:
@@ -551,7 +591,8 @@ def option_names(opts: SglangOptions) -> tuple[str, ...]:
     named = (("--disaggregation-mode", opts.disaggregation_mode is not None),
              ("--speculative-algorithm", opts.speculative_algorithm is not None),
              ("--enable-dp-attention", opts.attn_dp_size > 1), ("--enable-lora", opts.lora_slots),
-             ("--enable-hierarchical-cache", opts.hicache), ("--cpu-offload-gb", opts.cpu_offload_bytes))
+             ("--enable-hierarchical-cache", opts.hicache), ("--cpu-offload-gb", opts.cpu_offload_bytes),
+             ("--flashinfer-allreduce-fusion-backend", opts.fusion_backend is not None))
     return tuple(name for name, on in named if on)
 
 
@@ -610,8 +651,10 @@ def lora_terms(spec: ModelSpec, opts: SglangOptions, *, tp: int, bits: int) -> L
 HICACHE_RATIO_DEFAULT = 2.0
 
 
-def hicache_terms(opts: SglangOptions, *, cell_per_rank: int, device_tokens: int, page: int, ranks: int) -> HiCacheTerms:
-    """The host pool HostKVCache builds (pool_host/base.py __init__): tokens, then whole pages plus one."""
+def hicache_terms(opts: SglangOptions, *, cell_per_rank: int, device_tokens: int, page: int, ranks: int,
+                  rel: Release) -> HiCacheTerms:
+    """The host pool HostKVCache builds (pool_host/base.py __init__): tokens, then whole pages plus one; and the
+    write-back staging it makes on the GPU after the pool (engines/sglang/after_pool.py)."""
     ratio = opts.hicache_ratio if opts.hicache_ratio is not None else HICACHE_RATIO_DEFAULT
     if opts.hicache_size_gb > 0:
         size = int(opts.hicache_size_gb * 10**9 // cell_per_rank)
@@ -624,7 +667,9 @@ def hicache_terms(opts: SglangOptions, *, cell_per_rank: int, device_tokens: int
     return records.HiCacheTerms(ratio=ratio, size_gb=opts.hicache_size_gb,
                                 auto_sized=opts.hicache_ratio is None and opts.hicache_size_gb == 0,
                                 bytes_per_token=cell_per_rank, device_tokens=device_tokens, host_tokens=tokens,
-                                host_bytes_per_rank=per_rank, ranks=ranks, host_bytes=per_rank * ranks)
+                                host_bytes_per_rank=per_rank, ranks=ranks, host_bytes=per_rank * ranks,
+                                staging_gpu_bytes_per_rank=after_pool.hicache_staging_bytes(
+                                    rel, cell_per_rank=cell_per_rank, page=page, host_pages=pages))
 
 
 def offloaded_weights(opts: SglangOptions, spec: ModelSpec, *, tp: int, pp_counts: list[int],

@@ -1287,19 +1287,13 @@ MULTI_GPU_ONLY: dict[str, str] = {
     "enable_nccl_nvls": "NCCL's NVLink SHARP buffers, not in the measured distributed-init constant",
     # SGLang 0.5.23: each communicator only where the group has more than one rank (distributed/parallel_state.py
     # GroupCoordinator: "use_mscclpp and self.world_size > 1", "use_torch_symm_mem_all_reduce and self.world_size >
-    # 1"); the pre-warm only with tp, pp or ep > 1 (distributed/bootstrap.py); FlashInfer's fusion workspace returns
-    # when "tp_group.world_size <= 1" (layers/flashinfer_comm_fusion.py); the fusions, reductions and quantized
-    # collectives below act on an all-reduce, which one GPU does not run
+    # 1"); the pre-warm only with tp, pp or ep > 1 (distributed/bootstrap.py); the fusions, reductions and quantized
+    # collectives below act on an all-reduce, which one GPU does not run. (FlashInfer's fusion workspace is made after
+    # the pool is sized: features.py reads its three options on any number of GPUs, after_pool.py sizes it.)
     "enable_mscclpp": "MSCCL++'s all-reduce buffers, not in the measured distributed-init constant",
     "enable_torch_symm_mem": "torch symmetric-memory all-reduce buffers, not in the measured distributed-init constant",
     "pre_warm_nccl": "NCCL warmed up before the memory is measured (distributed/bootstrap.py _prewarm_nccl): its "
                      "buffers, not in the measured distributed-init constant",
-    "enable_flashinfer_allreduce_fusion": "FlashInfer's all-reduce fusion workspace (layers/flashinfer_comm_fusion.py: "
-                                          "world size x tokens x hidden x 2 bytes)",
-    "flashinfer_allreduce_fusion_backend": "FlashInfer's all-reduce fusion workspace, by backend "
-                                           "(layers/flashinfer_comm_fusion.py)",
-    "enforce_disable_flashinfer_allreduce_fusion": "the all-reduce fusion forced off where SGLang turns it on "
-                                                   "(arg_groups/model_hook.py, overrides.py)",
     "enable_aiter_allreduce_fusion": "ROCm aiter's all-reduce + RMSNorm fusion (layers/layer_boundary/fusions/"
                                      "allreduce.py) and its workspace",
     "disable_aiter_allreduce_fusion_in_prefill": "aiter's all-reduce fusion off in prefill (layers/layer_boundary/"
@@ -1339,6 +1333,10 @@ FEATURE_OPTIONS = frozenset({
     # 0.5.23; --enable-dynamic-chunking, which reads it, is refused); with it off, the default fraction's activation
     # reserve (features.py unchunked_prefill_tokens, budget.py default_mem_fraction)
     "max_prefill_tokens",
+    # FlashInfer's all-reduce fusion (features.py fusion_backend): its workspace comes after the pool is sized
+    # (after_pool.py: the warm-up before graph capture, or the first fused all-reduce), out of the reserve
+    "enable_flashinfer_allreduce_fusion", "flashinfer_allreduce_fusion_backend",
+    "enforce_disable_flashinfer_allreduce_fusion",
 })
 # read here: --config (its keys are options, each classified), --attention-backend and its decode / prefill
 # versions (their page size, below) and MULTI_GPU_ONLY

@@ -28,6 +28,6 @@ ENGINE = Engine(
     # launch_server's option table of SGLang launch_args.MIRRORS (launch_args.py)
     options=Part("kvplan.engines.sglang.launch_args", (
         "parse_argv", "lookup", "option_info", "unmodelled", "MOVES_DEFAULT_FRACTION", "MIRRORS", "removed_in")),
-    launch=Part("kvplan.engines.sglang.features", ("read",)),
+    launch=Part("kvplan.engines.sglang.features", ("read", "refuse_environment")),
     releases=Part("kvplan.engines.sglang.releases", REGISTRY),  # the registry every engine has (engines/releases.py)
 )
