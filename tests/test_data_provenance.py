@@ -11,7 +11,7 @@ import pytest
 
 DATA = Path(__file__).parent / "data"
 FOLDERS = ["hf_configs_2026", "deployments_2026", "checkpoint_headers", "vllm_auto_fit_logs", "rocm_logs",
-           "checkpoint_size_logs"]
+           "checkpoint_size_logs", "sglang_fusion_logs"]
 SHA_COLUMN = "sha256(file)[:16]"
 
 

@@ -122,3 +122,32 @@ def test_post_capture_kv_sizing_is_refused(cli, tmp_path, value, code):
     assert got == code, (verdict, err)
     if code == 3:
         assert "SGLANG_ENABLE_POST_CAPTURE_KV_SIZING" in verdict["reason"]
+
+
+# ------------------------------------------------------------------------------- a public log of the workspace
+
+FUSION_LOG = Path(__file__).parent / "data" / "sglang_fusion_logs" / "sglang-pr18341-tp2-fusion-workspace.log"
+
+
+def test_a_public_tp2_log_allocates_the_three_buffers_after_the_server_is_up():
+    """sgl-project/sglang PR 18341's log (tests/data/sglang_fusion_logs/SOURCES.md): at TP 2 each rank makes three
+    SymmDeviceMemory buffers whose signal pad offsets are FlashInfer 0.6.x's round_up(size, 2 MiB), and the Lamport
+    buffer is initialised as offset / 2 fp16 elements. The model is not named: a two-shot buffer of 24 MiB and a
+    Lamport buffer of 68 MiB at 2 ranks x 2048 tokens hold only for 2816 < hidden <= 2901, which takes gpt-oss's
+    2880. The buffers come after the server answers /model_info, so after the pool."""
+    lines = FUSION_LOG.read_text().splitlines()
+    offsets = [int(line.rsplit(": ", 1)[1]) for line in lines if line.startswith("[2026-02-07 05:22:56 TP0]")]
+    assert offsets == [24 * MIB, 2 * MIB, 68 * MIB]
+    assert int(lines[-1].rsplit(": ", 1)[1]) == offsets[2] // 2 == 35_651_584
+    assert lines[0].endswith('"GET /model_info HTTP/1.1" 200 OK') and "SymmDeviceMemory" not in lines[0]
+
+    def rounded(size):
+        return -(-size // (2 * MIB)) * (2 * MIB)
+
+    fits = [h for h in range(1024, 8193) if [rounded(b) for b in after_pool.trtllm_buffers(2, 2048, h)] == offsets]
+    assert fits[0] == 2817 and fits[-1] == 2901 and 2880 in fits
+    w = after_pool.fusion_workspace(releases.release("0.5.10"), backend="trtllm", tp=2, attn_tp=2, hidden=2880,
+                                    dtype_bits=16)
+    assert w.low_bytes_per_rank <= sum(offsets) <= w.high_bytes_per_rank
+    # 0.6.7.post2's SymmDeviceMemory allocates offset + the 2,048-B signal pad, rounded to the 2 MiB granularity
+    assert sum(rounded(o + 2048) for o in offsets) == w.high_bytes_per_rank == 100 * MIB
