@@ -112,7 +112,8 @@ def test_every_gpu_name_and_capacity_is_whole_at_every_width():
         words = set(text.split())
         missing = [g["name"] for g in gpus if g["name"] not in words]
         assert not missing, f"at {width} columns: names not whole: {missing}"
-        cut = [g["capacity_bytes"] for g in gpus if not _figure(g["capacity_bytes"]).search(text)]
+        # a GPU with no public reading of its total (GB200, GB300: docs/gpus.md) has no figure to cut
+        cut = [c for g in gpus if (c := g["capacity_bytes"]) is not None and not _figure(c).search(text)]
         assert not cut, f"at {width} columns: capacities not whole: {cut}"
 
 
