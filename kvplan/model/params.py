@@ -661,6 +661,18 @@ def _vision(b: _Builder, raw: Mapping, cfg: Mapping, text_hidden: int) -> list[T
     return b.tensors[start:]
 
 
+def _biased_blocks(b: _Builder, prefix: str, linears: tuple[tuple[str, tuple[int, int]], ...],
+                   norms: tuple[str, ...], hidden: int, layers: int) -> None:
+    """A ViT-style stack of `layers` blocks whose linears and LayerNorms all carry biases (SigLIP, Llama 4's vision
+    model, MoonViT, Qwen3.5's tower): each linear's weight and bias, then each norm's weight and bias."""
+    for name, shape in linears:
+        b.add(f"{prefix}.{name}.weight", shape, VISION, layers)
+        b.add(f"{prefix}.{name}.bias", (shape[0],), VISION, layers)
+    for norm in norms:
+        b.add(f"{prefix}.{norm}.weight", (hidden,), VISION, layers)
+        b.add(f"{prefix}.{norm}.bias", (hidden,), VISION, layers)
+
+
 def _siglip(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> None:
     """SigLIP (transformers SiglipVisionModel): patch conv with bias, learned positions, pre-LN encoder layers
     with biased q/k/v/out and fc1/fc2, a final post_layernorm; Gemma-3's projector after it."""
@@ -672,14 +684,10 @@ def _siglip(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> Non
     b.add("vision_tower.embeddings.patch_embedding.weight", (hidden, channels, patch, patch), VISION)
     b.add("vision_tower.embeddings.patch_embedding.bias", (hidden,), VISION)
     b.add("vision_tower.embeddings.position_embedding.weight", ((image // patch) ** 2, hidden), VISION)
-    for name, shape in (("self_attn.q_proj", (hidden, hidden)), ("self_attn.k_proj", (hidden, hidden)),
-                        ("self_attn.v_proj", (hidden, hidden)), ("self_attn.out_proj", (hidden, hidden)),
-                        ("mlp.fc1", (inter, hidden)), ("mlp.fc2", (hidden, inter))):
-        b.add(f"vision_tower.layers.{name}.weight", shape, VISION, layers)
-        b.add(f"vision_tower.layers.{name}.bias", (shape[0],), VISION, layers)
-    for name in ("layer_norm1", "layer_norm2"):
-        b.add(f"vision_tower.layers.{name}.weight", (hidden,), VISION, layers)
-        b.add(f"vision_tower.layers.{name}.bias", (hidden,), VISION, layers)
+    linears = (("self_attn.q_proj", (hidden, hidden)), ("self_attn.k_proj", (hidden, hidden)),
+               ("self_attn.v_proj", (hidden, hidden)), ("self_attn.out_proj", (hidden, hidden)),
+               ("mlp.fc1", (inter, hidden)), ("mlp.fc2", (hidden, inter)))
+    _biased_blocks(b, "vision_tower.layers", linears, ("layer_norm1", "layer_norm2"), hidden, layers)
     b.add("vision_tower.post_layernorm.weight", (hidden,), VISION)
     b.add("vision_tower.post_layernorm.bias", (hidden,), VISION)
     if vision.get("vision_use_head", True):
@@ -744,14 +752,11 @@ def _llama4_vision(b: _Builder, vision: Mapping, text_hidden: int) -> None:
     for norm in ("layernorm_pre", "layernorm_post"):
         b.add(f"vision_model.{norm}.weight", (hidden,), VISION)
         b.add(f"vision_model.{norm}.bias", (hidden,), VISION)
-    for name, shape in (("self_attn.q_proj", (hidden, hidden)), ("self_attn.k_proj", (hidden, hidden)),
-                        ("self_attn.v_proj", (hidden, hidden)), ("self_attn.o_proj", (hidden, hidden)),
-                        ("mlp.fc1", (inter, hidden)), ("mlp.fc2", (hidden, inter))):
-        b.add(f"vision_model.model.layers.{name}.weight", shape, VISION, layers)
-        b.add(f"vision_model.model.layers.{name}.bias", (shape[0],), VISION, layers)
-    for norm in ("input_layernorm", "post_attention_layernorm"):
-        b.add(f"vision_model.model.layers.{norm}.weight", (hidden,), VISION, layers)
-        b.add(f"vision_model.model.layers.{norm}.bias", (hidden,), VISION, layers)
+    linears = (("self_attn.q_proj", (hidden, hidden)), ("self_attn.k_proj", (hidden, hidden)),
+               ("self_attn.v_proj", (hidden, hidden)), ("self_attn.o_proj", (hidden, hidden)),
+               ("mlp.fc1", (inter, hidden)), ("mlp.fc2", (hidden, inter)))
+    norms = ("input_layernorm", "post_attention_layernorm")
+    _biased_blocks(b, "vision_model.model.layers", linears, norms, hidden, layers)
     b.add("vision_model.vision_adapter.mlp.fc1.weight", (proj_in, inter), VISION)
     b.add("vision_model.vision_adapter.mlp.fc2.weight", (proj_out, proj_out), VISION)
     b.add("multi_modal_projector.linear_1.weight", (text_hidden, int(vision.get("vision_output_dim") or 7680)), VISION)
@@ -777,13 +782,9 @@ def _moonvit(b: _Builder, raw: Mapping, vision: Mapping, text_hidden: int) -> No
     b.add("vision_tower.patch_embed.proj.weight", (hidden, channels, patch, patch), VISION)
     b.add("vision_tower.patch_embed.proj.bias", (hidden,), VISION)
     b.add("vision_tower.patch_embed.pos_emb.weight", (pos_h, pos_w, hidden), VISION)
-    for name, shape in (("wqkv", (3 * hidden, hidden)), ("wo", (hidden, hidden)),
-                        ("mlp.fc0", (inter, hidden)), ("mlp.fc1", (hidden, inter))):
-        b.add(f"vision_tower.encoder.blocks.{name}.weight", shape, VISION, layers)
-        b.add(f"vision_tower.encoder.blocks.{name}.bias", (shape[0],), VISION, layers)
-    for norm in ("norm0", "norm1"):
-        b.add(f"vision_tower.encoder.blocks.{norm}.weight", (hidden,), VISION, layers)
-        b.add(f"vision_tower.encoder.blocks.{norm}.bias", (hidden,), VISION, layers)
+    linears = (("wqkv", (3 * hidden, hidden)), ("wo", (hidden, hidden)),
+               ("mlp.fc0", (inter, hidden)), ("mlp.fc1", (hidden, inter)))
+    _biased_blocks(b, "vision_tower.encoder.blocks", linears, ("norm0", "norm1"), hidden, layers)
     b.add("vision_tower.encoder.final_layernorm.weight", (hidden,), VISION)
     b.add("vision_tower.encoder.final_layernorm.bias", (hidden,), VISION)
     b.add("multi_modal_projector.pre_norm.weight", (hidden,), VISION)
@@ -815,13 +816,9 @@ def _qwen3_5_vision(b: _Builder, vision: Mapping, text_hidden: int) -> None:
     b.add("visual.patch_embed.proj.weight", (hidden, channels, temporal, patch, patch), VISION)
     b.add("visual.patch_embed.proj.bias", (hidden,), VISION)
     b.add("visual.pos_embed.weight", (int(vision["num_position_embeddings"]), hidden), VISION)
-    for name, shape in (("attn.qkv", (3 * hidden, hidden)), ("attn.proj", (hidden, hidden)),
-                        ("mlp.linear_fc1", (inter, hidden)), ("mlp.linear_fc2", (hidden, inter))):
-        b.add(f"visual.blocks.{name}.weight", shape, VISION, layers)
-        b.add(f"visual.blocks.{name}.bias", (shape[0],), VISION, layers)
-    for norm in ("norm1", "norm2"):
-        b.add(f"visual.blocks.{norm}.weight", (hidden,), VISION, layers)
-        b.add(f"visual.blocks.{norm}.bias", (hidden,), VISION, layers)
+    linears = (("attn.qkv", (3 * hidden, hidden)), ("attn.proj", (hidden, hidden)),
+               ("mlp.linear_fc1", (inter, hidden)), ("mlp.linear_fc2", (hidden, inter)))
+    _biased_blocks(b, "visual.blocks", linears, ("norm1", "norm2"), hidden, layers)
     b.add("visual.merger.norm.weight", (hidden,), VISION)
     b.add("visual.merger.norm.bias", (hidden,), VISION)
     b.add("visual.merger.linear_fc1.weight", (merged, merged), VISION)
