@@ -580,7 +580,8 @@ def test_mla_a_projections_are_whole_on_every_rank_by_hand(tp):
     """DeepSeek-V3 in bf16 (--dtype bf16: 2 B a parameter, no checkpoint scales): vLLM's fused_qkv_a_proj
     (disable_tp=True) and SGLang's fused_qkv_a_proj_with_mqa (ReplicatedLinear) are whole on every rank, the rest is
     split. Per layer 7168 x (1536 + 512 + 64) = 15,138,816 parameters, 61 layers: 923,467,776, 1,846,935,552 B.
-    The rotary cache (163,840 x 192 x 2 B) is on every rank too; at TP 1 all of it is on the one GPU."""
+    The rotary cache (163,840 x 64 qk_rope_head_dim x 2 B: models/deepseek_v2.py get_rope(qk_rope_head_dim, ...),
+    0.19.0) is on every rank too; at TP 1 all of it is on the one GPU."""
     from kvplan.core.dtypes import dtype, weight_format
     from kvplan.engines.vllm import budget
 
@@ -588,7 +589,7 @@ def test_mla_a_projections_are_whole_on_every_rank_by_hand(tp):
     assert spec.mla.q_lora_rank == 1536 and spec.hidden_size == 7168 and spec.tie_word_embeddings is False
     whole, per_layer = 61 * 7168 * (1536 + 512 + 64) * 2, 7168 * 2112 * 2
     assert whole == 1_846_935_552 == 61 * per_layer
-    rotary = 163_840 * 192 * 2
+    rotary = 163_840 * 64 * 2
     fmt = weight_format("bf16")
     (one_gpu,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=1, pp=1)
     assert one_gpu == spec.params * 2 + rotary
@@ -613,7 +614,7 @@ def test_mla_without_a_query_rank_replicates_the_latent_projection_only():
     assert mla_layers == 27 and spec.hidden_size == 2048
     whole = 27 * 2048 * (512 + 64) * 2
     fmt = weight_format("bf16")
-    rotary = spec.max_context * spec.head_dim * 2
+    rotary = spec.max_context * 64 * 2  # the cos/sin cache over qk_rope_head_dim (models/deepseek_v2.py get_rope)
     (one_gpu,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=1, pp=1)
     (rank,) = budget.stage_weight_bytes(spec, fmt, dtype("bf16"), tp=4, pp=1)
     assert rank == -(-(one_gpu - rotary - whole) // 4) + whole + rotary
@@ -702,3 +703,40 @@ def test_the_borrowed_forward_peak_is_vllm_019s_profile_of_one_dense_sequence(mo
                                           max_num_batched_tokens=tokens, max_num_seqs=1,
                                           release=releases.release("0.19.0")).bytes
     assert one_sequence_forward_peak(spec, act, tp=tp, tokens=tokens) == vllm_profile - budget.PROFILE_BASE_BYTES
+
+
+def test_rotary_cache_is_rotary_dim_wide_for_partial_rotary_models():
+    """vLLM's get_rope builds the cos/sin cache over rotary_dim = int(head_size x partial_rotary_factor) only,
+    [max_position, rotary_dim] cast to the model dtype (0.19.0 model_executor/layers/rotary_embedding/__init__.py
+    get_rope, base.py RotaryEmbeddingBase._compute_cos_sin_cache). Qwen3-Next-80B's config.json: head_dim 256,
+    partial_rotary_factor 0.25, max_position_embeddings 262144, bfloat16: 262,144 x 64 x 2 B = 32 MiB on each GPU,
+    not the 128 MiB of the whole head. The term is the weights' only one that max_context moves."""
+    from kvplan.engines.runtime.weights import stage_weight_bytes
+    from kvplan.model.catalog import resolve_model
+
+    spec = resolve_model(str(Path(__file__).parent / "data" / "hf_configs" / "qwen3-next-80b-a3b-thinking.json"))
+    assert spec.rotary_dim == int(256 * 0.25) == 64
+    bf16 = dtype("bf16")
+    for tp, pp in ((1, 1), (4, 1), (2, 2)):
+        with_cache = stage_weight_bytes(spec, None, bf16, tp, pp)
+        without = stage_weight_bytes(dataclasses.replace(spec, max_context=0), None, bf16, tp, pp)
+        assert [a - b for a, b in zip(with_cache, without)] == [262_144 * 64 * 2] * pp == [32 * 2**20] * pp
+    # multimodal rotary (rope_parameters.mrope_section): MRotaryEmbedding keeps 4 x max_position rows (0.19.0
+    # rotary_embedding/mrope.py cache_max_position_num). Qwen3.5-27B's config.json: head_dim 256, partial_rotary_factor
+    # 0.25 in rope_parameters, max_position_embeddings 262144, bfloat16: 4 x 262,144 x 64 x 2 B = 128 MiB
+    qwen = resolve_model(str(Path(__file__).parent / "data" / "hf_configs_2026" / "Qwen--Qwen3.5-27B.json"))
+    assert qwen.rotary_dim == 64 and qwen.mrope is True
+    got = (stage_weight_bytes(qwen, None, bf16, 1, 1)[0]
+           - stage_weight_bytes(dataclasses.replace(qwen, max_context=0), None, bf16, 1, 1)[0])
+    assert got == 4 * 262_144 * 64 * 2 == 128 * 2**20
+    # MLA's rotary part is qk_rope_head_dim (models/deepseek_v2.py get_rope(qk_rope_head_dim, ...)): DeepSeek-V3's
+    # config.json, max_position_embeddings 163840, qk_rope_head_dim 64, bfloat16: 163,840 x 64 x 2 B
+    ds = resolve_model(str(Path(__file__).parent / "data" / "hf_configs" / "deepseek-v3.json"))
+    got = stage_weight_bytes(ds, None, bf16, 8, 1)[0] - stage_weight_bytes(dataclasses.replace(ds, max_context=0), None,
+                                                                          bf16, 8, 1)[0]
+    assert got == 163_840 * 64 * 2
+    # a model rotating its whole head keeps the whole width: Llama-3.1-8B, 131072 x 128 x 2 B
+    llama = resolve_model(str(Path(__file__).parent / "data" / "hf_configs" / "llama-3.1-8b.json"))
+    assert llama.rotary_dim is None
+    assert (stage_weight_bytes(llama, None, bf16, 1, 1)[0]
+            - stage_weight_bytes(dataclasses.replace(llama, max_context=0), None, bf16, 1, 1)[0]) == 131_072 * 128 * 2

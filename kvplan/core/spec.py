@@ -106,6 +106,12 @@ class ModelSpec:
     # alone; an estimate that needs the weights is cannot judge naming this, one given the pool is not
     weights_unknown: str | None = None
     max_context: int | None = None
+    # the dims rotary embedding turns, where below head_dim (partial_rotary_factor x head_dim: Qwen3.5 64 of 256,
+    # GLM-4.x half); None: all of head_dim (MLA's rotary part is mla.qk_rope_head_dim)
+    rotary_dim: int | None = None
+    # multimodal rotary (rope_parameters.mrope_section, Qwen2.5-VL / Qwen3.5): vLLM's cos/sin cache has 4 x
+    # max_position rows (0.19.0 rotary_embedding/mrope.py MRotaryEmbedding cache_max_position_num)
+    mrope: bool | None = None
     sliding_window: int | None = None
     attention_chunk_size: int | None = None
     tie_word_embeddings: bool | None = None  # None: the source does not say
@@ -154,7 +160,7 @@ _TOP_KEYS = {
     "name", "aliases", "provenance", "architecture", "notes", "layers", "attention_heads", "kv_heads",
     "head_dim", "v_head_dim", "hidden_size", "vocab_size", "dtype", "weight_dtype", "params",
     "active_params", "vision_params", "weights_unknown", "weights_bytes", "weights_source", "tp_whole_bytes",
-    "max_context", "layout",
+    "max_context", "rotary_dim", "mrope", "layout",
     "sliding_window", "attention_chunk_size", "tie_word_embeddings", "mla", "state", "intermediate_size", "moe", "mtp",
     "quant_method", "index_head_dim",
 }
@@ -421,7 +427,8 @@ def _build(data: Any) -> ModelSpec:
         weights_source=r.str("weights_source"), tp_whole_bytes=r.int("tp_whole_bytes", minimum=0, maximum=1 << 60),
         active_params=active, vision_params=r.int("vision_params", minimum=0),
         weights_unknown=r.str("weights_unknown"),
-        max_context=r.int("max_context", maximum=1 << 40), sliding_window=sliding_window, attention_chunk_size=chunk,
+        max_context=r.int("max_context", maximum=1 << 40), rotary_dim=_rotary_dim(r, head_dim), mrope=r.bool("mrope"),
+        sliding_window=sliding_window, attention_chunk_size=chunk,
         tie_word_embeddings=r.bool("tie_word_embeddings"), mla=mla, state=state,
         index_head_dim=r.int("index_head_dim", maximum=MAX_DIM),
         intermediate_size=r.int("intermediate_size", maximum=MAX_DIM), moe=moe, mtp=mtp,
@@ -469,6 +476,10 @@ _REQUIRED_HINTS = {
     "dtype": "the model's dtype, e.g. bf16",
     "params": "the parameter count, e.g. 8030261248",
 }
+
+
+def _rotary_dim(r: _Reader, head_dim: int) -> int | None:
+    return r.int("rotary_dim", maximum=head_dim)  # rotary embedding turns part of a head, never more
 
 
 def _layout(r: _Reader, layers: int) -> Layout:
@@ -554,7 +565,7 @@ def spec_to_mapping(spec: ModelSpec) -> dict:
     out["dtype"] = spec.dtype
     for key in ("weight_dtype", "params", "active_params", "vision_params", "weights_unknown", "weights_bytes",
                 "weights_source", "tp_whole_bytes",
-                "max_context", "sliding_window", "attention_chunk_size", "tie_word_embeddings", "quant_method",
+                "max_context", "rotary_dim", "mrope", "sliding_window", "attention_chunk_size", "tie_word_embeddings", "quant_method",
                 "index_head_dim"):
         if getattr(spec, key) is not None:
             out[key] = getattr(spec, key)

@@ -518,6 +518,7 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
                     state=_mamba_state(cfg, hidden, model_type))
     else:
         _attention_fields(cfg, model_type, layers, hidden, spec, where)
+        _rotary_fields(cfg, spec, where)
 
     if spec.get("state"):
         # vLLM's state dtypes (model_executor/layers/mamba/mamba_utils.py MambaStateDtypeCalculator): the conv state
@@ -625,6 +626,33 @@ def spec_mapping_from_config(raw: Mapping, *, name: str, where: str) -> dict:
 
 # the weight dtype a quantized checkpoint's linear layers are stored in, where kvplan has a name for it
 _QUANT_WEIGHT_DTYPE = {"fp8": "fp8_e4m3", "awq": "int4", "gptq": "int4"}
+
+
+# the names vLLM reads for the share of a head rotary embedding turns (0.19.0 transformers_utils/config.py
+# patch_rope_parameters), at the top level or in a flat rope_parameters (transformers 5)
+_PARTIAL_ROTARY_KEYS = ("partial_rotary_factor", "rotary_pct", "rotary_emb_fraction")
+
+
+def _rotary_fields(cfg: Mapping, spec: dict, where: str) -> None:
+    """rotary_dim where rotary embedding turns part of each head: vLLM's get_rope takes int(head_size x
+    partial_rotary_factor) (0.19.0 model_executor/layers/rotary_embedding/__init__.py). A rope_parameters keyed by
+    layer type (Gemma-4) is left at the whole head; MLA's rotary part is its qk_rope_head_dim already."""
+    if spec.get("mla"):
+        return
+    rope = cfg.get("rope_parameters") or cfg.get("rope_scaling")
+    flat = rope if isinstance(rope, Mapping) and not any(isinstance(v, Mapping) for v in rope.values()) else {}
+    if flat.get("mrope_section") is not None and flat.get("rope_type", flat.get("type", "default")) == "default":
+        spec["mrope"] = True  # get_rope builds MRotaryEmbedding, whose cache has 4 x max_position rows
+    key, factor = next(((k, src[k]) for src in (cfg, flat) for k in _PARTIAL_ROTARY_KEYS if src.get(k) is not None),
+                       (None, None))
+    if factor is None:
+        return
+    if isinstance(factor, bool) or not isinstance(factor, (int, float)) or not 0 < factor <= 1:
+        # vLLM raises "partial_rotary_factor=... must be between 0.0 and 1.0" at start
+        raise InputError(f"must be above 0 and at most 1, got {factor!r}", where=f"{where}: {key}")
+    rotary = int(spec["head_dim"] * factor)
+    if rotary < spec["head_dim"]:
+        spec["rotary_dim"] = rotary
 
 
 def _attention_fields(cfg: Mapping, model_type: str, layers: int, hidden: int, spec: dict, where: str) -> None:

@@ -87,7 +87,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     tower in the model dtype. Tensor parallelism shards all of it (VocabParallelEmbedding, column/row-parallel
     linears); pipeline stage 0 holds the embedding and vision tower, the last stage the output head, each stage its
     own decoder layers (distributed/utils.py get_pp_indices). Every rank also keeps the rotary cos/sin cache
-    ([max_position, rotary_dim] in the model dtype: Llama-3.1-8B's 14.99 GiB logged = 14.96 + 0.03).
+    (_rotary_cache_bytes: Llama-3.1-8B's 14.99 GiB logged = 14.96 + 0.03).
     An MXFP4 checkpoint's experts are counted as vLLM allocates them for `mxfp4_kernel` (mxfp4_backend,
     mxfp4_expert_bytes); without one, as the checkpoint stores them. An FP8 MoE checkpoint's GPUs get
     `fp8_moe_loading` more (Constants.fp8_moe_loading_bytes).
@@ -135,7 +135,7 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
         embed_b = head_b = math.ceil(embed_params * per)
         vision_b = math.ceil(vision * per)
     layers_b = max(total - embed_b - (0 if tied else head_b) - vision_b, 0)
-    rotary = (spec.max_context or 0) * spec.head_dim * model_dtype.bits // 8
+    rotary = _rotary_cache_bytes(spec, model_dtype)
     counts = pp_layer_counts(spec.layers, pp)
     # the replicated a-projections of one MLA layer, at the decoder layers' own bytes per parameter (the
     # checkpoint's quantization, scales included)
@@ -156,6 +156,15 @@ def stage_weight_bytes(spec: ModelSpec, weight_fmt: WeightFormat | None, model_d
     if fp8_moe_loading and spec.quant_method == "fp8" and spec.moe is not None and weight_fmt is None:
         out = [w + fp8_moe_loading for w in out]
     return out
+
+
+def _rotary_cache_bytes(spec: ModelSpec, model_dtype: DType) -> int:
+    """vLLM's cos/sin cache, [max_position, rotary_dim] cast to the model dtype (0.19.0 rotary_embedding/base.py
+    RotaryEmbeddingBase). get_rope's rotary_dim is int(head_size x partial_rotary_factor), head_size being
+    qk_rope_head_dim for MLA (models/deepseek_v2.py get_rope(qk_rope_head_dim, ...)); multimodal rotary keeps
+    4 x max_position rows (rotary_embedding/mrope.py MRotaryEmbedding cache_max_position_num)."""
+    width = spec.mla.qk_rope_head_dim if spec.mla is not None else spec.rotary_dim or spec.head_dim
+    return (spec.max_context or 0) * (4 if spec.mrope else 1) * width * model_dtype.bits // 8
 
 
 def _kept_whole(spec: ModelSpec, stage_layers: tuple[LayerSpec, ...], a_bytes: Fraction, weight_fmt: WeightFormat | None,
