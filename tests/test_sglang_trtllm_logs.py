@@ -163,14 +163,16 @@ def test_sglang_hicache_host_pool_on_0_5_7():
     sized as without it, then "Allocating 11.55 GB host memory" (decimal GB): int(25,169 x 4) tokens plus one page
     of Llama-3.2-3B's 28 layers x 8 KV heads x 128 x 2 (K, V) x 2 bytes = 114,688 B a token."""
     from kvplan.engines.sglang.feature_terms import SglangOptions
+    from kvplan.engines.sglang import releases
     from kvplan.engines.sglang.features import hicache_terms
 
     log = text("sglang_logs", SGL["udbhav-48gb-v0.5.7-llama32-3b-hicache-mooncake"])
     logged = re.search(r"Allocating ([\d.]+) GB host memory for hierarchical KV cache", log).group(1)
     tokens = parse_sglang_log(log).ranks[0].pools[0].tokens
     terms = hicache_terms(SglangOptions(hicache=True, hicache_ratio=4.0), cell_per_rank=28 * 8 * 128 * 2 * 2,
-                          device_tokens=tokens, page=1, ranks=1)
+                          device_tokens=tokens, page=1, ranks=1, rel=releases.release("0.5.7"))
     assert (tokens, terms.host_tokens) == (25169, 25169 * 4 + 1)
+    assert terms.staging_gpu_bytes_per_rank == 0  # 0.5.7 makes no write-back staging (from 0.5.14: after_pool.py)
     assert f"{terms.host_bytes / 1e9:.2f}" == logged == "11.55"
 
 
