@@ -17,10 +17,26 @@ def check(cli, *args):
     return code, json.loads(out)["verdicts"], err
 
 
-def test_the_real_build_runs_the_dockerfiles_entrypoint_with_the_compose_command(cli):
-    # the Dockerfile's ENTRYPOINT is python3 -m vllm.entrypoints.openai.api_server; compose's command gives only
-    # options; .env names openai/gpt-oss-20b; the Dockerfile pip-installs vllm unpinned
+def test_the_real_build_sets_the_allocator_conf_so_it_cannot_be_judged(cli):
+    # its environment sets PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True, which changes what PyTorch's caching
+    # allocator holds (kvplan/check/readers/vllm_env.py): not modelled
     code, (v,), _ = check(cli, CORPUS / "docker-compose.yml", "--gpu", "rtx-5090")
+    assert code == 3 and v["status"] == "cannot_judge" and "environment PYTORCH_CUDA_ALLOC_CONF" in v["reason"]
+
+
+def test_the_real_build_runs_the_dockerfiles_entrypoint_with_the_compose_command(cli, tmp_path):
+    # the Dockerfile's ENTRYPOINT is python3 -m vllm.entrypoints.openai.api_server; compose's command gives only
+    # options; .env names openai/gpt-oss-20b; the Dockerfile pip-installs vllm unpinned. The folder is copied with
+    # the compose file's PYTORCH_CUDA_ALLOC_CONF line left out (the test above judges the file as it is)
+    copy = tmp_path / "gpt-oss-build"
+    copy.mkdir()
+    (tmp_path / ".git").mkdir()
+    for name in ("Dockerfile", ".env"):
+        (copy / name).write_bytes((CORPUS / name).read_bytes())
+    compose = (CORPUS / "docker-compose.yml").read_text()
+    (copy / "docker-compose.yml").write_text("".join(line for line in compose.splitlines(keepends=True)
+                                                     if "PYTORCH_CUDA_ALLOC_CONF" not in line))
+    code, (v,), _ = check(cli, copy / "docker-compose.yml", "--gpu", "rtx-5090")
     assert code == 0 and v["status"] == "pass" and v["model"] == "gpt-oss-20b" and v["max_model_len"] == 4096
     assert "image built from Dockerfile (FROM nvidia/cuda:12.6.3-devel-ubuntu22.04)" in v["notes"]
     assert "pip install vllm (no release pinned)" in v["origins"]["engine_release"]

@@ -16,6 +16,7 @@ from kvplan import engines
 from kvplan.core.errors import InputError, UnsupportedError, KvplanError
 from kvplan.core.text import visible
 from kvplan.check import marks
+from kvplan.check.readers import vllm_env
 from kvplan.core import dtypes, packaged
 
 # environment variables that change what vLLM allocates (vllm/envs.py)
@@ -98,7 +99,9 @@ def read(args, ctx: LaunchContext) -> Deployment:
     where = ctx.where
     at = lambda dest: f"{where}: {args.written.get(dest, dest)}"  # noqa: E731
     key = ctx.key or key_style(ctx.fmt)
-    if ctx.env.get(_V0) == "0":
+    judged = releases.release(ctx.version).mirrors
+    ignored = vllm_env.ignored(ctx.env, release=judged, exact=ctx.version == judged)
+    if ctx.env.get(_V0) == "0" and _V0 not in ignored:
         raise UnsupportedError(f"{_V0}=0 selects vLLM's V0 engine; kvplan models the V1 engine", where=where,
                                hint="judge the V1 launch (drop VLLM_USE_V1=0)")
     model_ref = args.get("hf_config_path") or args.model
@@ -113,7 +116,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
         written, why = blocked[0]
         raise UnsupportedError(f"{written} is set ({why}); kvplan does not model it", where=f"{where}: {written}",
                                hint="kvplan refuses rather than guesses; `kvplan probe` measures such a launch on the GPU")
-    backend = ctx.env.get("VLLM_ATTENTION_BACKEND")
+    backend = ctx.env.get("VLLM_ATTENTION_BACKEND") if "VLLM_ATTENTION_BACKEND" not in ignored else None
     if backend and any(layer.mla is not None for layer in spec.layer_specs):  # every latent kind, indexed too
         raise UnsupportedError(f"VLLM_ATTENTION_BACKEND={backend} on an MLA model: the backend sets the KV block size",
                                where=where, hint="drop it to judge vLLM's own choice")
@@ -160,6 +163,8 @@ def read(args, ctx: LaunchContext) -> Deployment:
     kv_mem = args.get("kv_cache_memory_bytes")
     if kv_mem is not None and kv_mem < 1:
         raise InputError(f"must be positive, got {kv_mem}", where=at("kv_cache_memory_bytes"))
+    # every variable of the engine's environment is read, host-side, ignored by the release, or cannot be judged
+    env_world_notes = vllm_env.judge(ctx.env, release=judged, exact=ctx.version == judged, where=where)
     env_options, env_notes = environment_options(ctx.env, where)
     if long_ok:  # the estimate refuses a length past max_position_embeddings unless told
         env_options += ((releases.ALLOW_LONG_OPTION, "1"),)
@@ -169,7 +174,7 @@ def read(args, ctx: LaunchContext) -> Deployment:
         launch.online_quantization(args, spec, raw_config, weight_fmt, where=at("quantization"),
                                    capability=facts.compute_capability)
     notes = list(ctx.notes) + list(args.notes) + list(choice.notes) + feature_notes
-    notes += env_notes + ([gpus_note] if gpus_note else [])
+    notes += env_notes + env_world_notes + ([gpus_note] if gpus_note else [])
     graph = [args.written[d] for d in options.CUDA_GRAPH_OPTIONS if args.given(d)]
     if graph:
         notes.append(f"{', '.join(graph)}: CUDA-graph memory is counted as with vLLM's defaults")
