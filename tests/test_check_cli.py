@@ -243,8 +243,11 @@ def test_vllm_args_command_line(cli):
     assert code == 1 and report["verdicts"][0]["suggestions"][0].startswith("--max-model-len ")
     # judged by the low edge of the band, nothing is left for the cache at TP 2: the fixes are smaller weights,
     # then more GPUs (the order an operator tries them, engines/fixes.py)
+    # (from vLLM 0.29 the low edge also covers a cold torch.compile cache and leaves a few hundred tokens: a shorter
+    # length may come first, as it always does)
     code, report, _ = run_json(cli, "--vllm-args", line, *GPU)
-    assert code == 1 and report["verdicts"][0]["suggestions"][:2] == ["--quantization fp8", "--tensor-parallel-size 4 (4 GPUs)"]
+    fixes = [f for f in report["verdicts"][0]["suggestions"] if not f.startswith("--max-model-len ")]
+    assert code == 1 and fixes[:2] == ["--quantization fp8", "--tensor-parallel-size 4 (4 GPUs)"]
 
 
 def test_cli_requirements_apply_to_vllm_configs(cli):

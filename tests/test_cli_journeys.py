@@ -55,6 +55,10 @@ def test_fixes_come_in_the_order_an_operator_tries_them():
     same kind before another GPU, and that GPU a datacenter one with real headroom (not an A100 with 60 MiB more)."""
     code, out, _ = kvplan("estimate llama-3.1-70b --seq 32K --gpu h100 --tp 2")
     fixes = _fixes(out)
+    # from vLLM 0.29 the low edge also covers a cold torch.compile cache, which leaves room for a few hundred tokens:
+    # a shorter length comes first, as everywhere (the L4 case below), and the order after it is the one asked for
+    if fixes[0].startswith("--max-model-len "):
+        fixes = fixes[1:]
     assert [f.split(":")[0].split(" (")[0] for f in fixes] == [
         "--quantization fp8", "--tensor-parallel-size 4", "--gpu h100-nvl-94gb"]
     assert "GiB of weights per GPU" in fixes[0]
@@ -142,7 +146,7 @@ def test_explain_engine_explains_the_figure_estimate_and_check_give():
     code, out, _ = kvplan("explain llama-3.1-8b --seq 128K --gpu l4 --engine vllm --json")
     explained = json.loads(out.replace("<t>", "0"))["engine_estimate"]  # the harness masks wall-clock seconds
     estimated = json.loads(kvplan("estimate llama-3.1-8b --seq 128K --gpu l4 --json")[1])
-    assert code == 0 and explained["estimated_max_model_len"] == estimated["estimated_max_model_len"] == 25216
+    assert code == 0 and explained["estimated_max_model_len"] == estimated["estimated_max_model_len"] == 20192
     assert explained["suggestions"] == estimated["suggestions"]
     code, text, _ = kvplan("explain llama-3.1-8b --seq 128K --gpu l4 --engine vllm")
     assert "(textbook)" in text and "longest max_model_len (vLLM's estimated maximum model length)" in text

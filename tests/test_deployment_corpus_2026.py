@@ -17,9 +17,9 @@ not bundle (named, exit 3), which is the right answer offline. Judged by hand, i
   install, configs that name no model, a values file that enables no model, a disaggregated proxy config, a .env):
   skipped;
 - the two files with their model bundled and their GPU named: Mistral-Small-3.1-24B on an H100 at 64K with an fp8 KV
-  cache, 40 layers x 8 KV heads x 128 x 2 x 1 B = 80 KiB a token, 5.00 GiB a request, pool 21.73 GiB: 4.34 at once,
+  cache, 40 layers x 8 KV heads x 128 x 2 x 1 B = 80 KiB a token, 5.00 GiB a request, pool 21.05 GiB at the low edge: 4.21 at once,
   pass; GLM-4.7-Flash on 2 H100s (Truss), --max-model-len auto: vLLM picks the whole 202,752 tokens, 10.98e9 B of
-  MLA cache a request, 2.77 at once in the 0.8 share, pass;
+  MLA cache a request, 2.88 at once in the 0.8 share, pass;
 - vLLM's api_server Dockerfile whose arguments come from the compose file beside it (an exec-form ENTRYPOINT with no
   CMD: the model arrives at `docker run` time): cannot judge, saying so;
 - files that would not start: a git conflict left in an SGLang StatefulSet, a Nomad job file with its JSON pasted
@@ -102,7 +102,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'kubeai/llama-3.1-70b-instruct-awq-int4-gh200.yaml': [('cannot_judge', "model 'hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4'")],
     'kubeai/llama-3.1-70b-instruct-fp8-1-h100.yaml': [('cannot_judge', "model 'neuralmagic/Meta-Llama-3.1-70B-Instruct-FP8' is not")],
     'kubeai/llama-3.1-8b-instruct-cpu.yaml': [('cannot_judge', 'runs on the CPU (resourceProfile cpu:6), not on a GPU;')],
-    'kubeai/mistral-small-3.1-24b-instruct-h100.yaml': [('pass', 'starts at max_model_len 64K, 4.34x concurrency')],
+    'kubeai/mistral-small-3.1-24b-instruct-h100.yaml': [('pass', 'starts at max_model_len 64K, 4.21x concurrency')],
     'kubeai/models-chart-values.yaml': [('skipped', 'KubeAI models chart values: none of its 47 catalog models')],
     'kubeai/qwen2.5-coder-1.5b-rtx4070-8gb.yaml': [('cannot_judge', "model 'Qwen/Qwen2.5-Coder-1.5B-Instruct' is not bundled,")],
     'modal/gemma4-modal.py': [('cannot_judge', 'a Modal app that starts vLLM from its own code')],
@@ -175,7 +175,7 @@ EXPECTED: dict[str, list[tuple[str, str]]] = {
     'truss/qwen--qwen-3-next-80B-A3-instruct-sglang/config.yaml': [('cannot_judge', "model 'Qwen/Qwen3-Next-80B-A3B-Instruct-FP8' is not")],
     'truss/qwen--qwen-3.5-35b-a3b/config.yaml': [('cannot_judge', '--tensor-parallel-size is $GPU_COUNT, set outside the file')],
     'truss/z-ai--glm-4-6-fp8/config.yaml': [('cannot_judge', "model 'zai-org/GLM-4.6-FP8' is not bundled, not under")],
-    'truss/z-ai--glm_4_7_flash/config.yaml': [('pass', 'starts at max_model_len 198K, 2.77x concurrency')],
+    'truss/z-ai--glm_4_7_flash/config.yaml': [('pass', 'starts at max_model_len 198K, 2.88x concurrency')],
     'vllm-chart/values.yaml': [('cannot_judge', "model '/data/' is on the serving host (a path, a volume or")],
     'script/marie-ai--sglang-qwq-x8.sh': [('cannot_judge', "model 'Qwen/QwQ-32B' is not bundled, not under --models-di")],
     'script/marie-ai--sglang-qwenvl_2_5_vl_adapter_no_lora.sh': [('cannot_judge', "model 'Qwen/Qwen2.5-VL-7B-Instruct' is not bundled, not un")],
@@ -239,12 +239,13 @@ def test_no_wrong_pass_and_no_launch_skipped(report):
     assert [(Path(v.source).relative_to(CORPUS).as_posix(), v.gpu, v.max_model_len) for v in passes] == [
         ("kubeai/mistral-small-3.1-24b-instruct-h100.yaml", "h100-sxm-80gb", 65536),
         ("truss/z-ai--glm_4_7_flash/config.yaml", "h100-sxm-80gb", 202752)]
-    assert round(passes[0].figures.max_concurrency, 2) == 4.34
+    assert round(passes[0].figures.max_concurrency, 2) == 4.21
+    assert passes[0].figures.cache_bytes == 22_607_298_560  # 21.05 GiB; / (40 x 8 x 128 x 2 x 1 B x 65,536) = 4.21
     # GLM-4.7-Flash (MLA: 47 layers x (512 + 64) x 2 B = 54,144 B a token, not split by TP) at the 202,752 tokens
-    # vLLM's --max-model-len auto picks: 10.98e9 B a request; a pool of 30,429,794,304 B per GPU holds 2.77
+    # vLLM's --max-model-len auto picks: 10.98e9 B a request; a pool of 31,561,187,328 B per GPU holds 2.88
     f = passes[1].figures
-    assert f.cache_bytes == 30_429_794_304 and round(f.cache_bytes / (202_752 * 47 * 576 * 2), 2) == 2.77
-    assert round(f.max_concurrency, 2) == 2.77
+    assert f.cache_bytes == 31_561_187_328 and round(f.cache_bytes / (202_752 * 47 * 576 * 2), 2) == 2.88
+    assert round(f.max_concurrency, 2) == 2.88
     skip_reasons = ("runs no container", "starts no vLLM, SGLang or TensorRT-LLM server", "names no model",
                     "deployment strategy", "none of its 47 catalog models", "disaggregated proxy config",
                     "an environment file", "no task starts vLLM")
